@@ -1,0 +1,46 @@
+import type { CancelMechanism } from "../core/record.js";
+import type { RequestId } from "../core/cancellable-call.js";
+import type { CancelledNotification, Message } from "../wire/messages.js";
+
+/**
+ * The SDK's `Transport` interface as both SDK lines (v1 `@modelcontextprotocol/sdk`, v2
+ * `@modelcontextprotocol/client`) define it; only the members the library touches.
+ */
+export interface TransportLike {
+  start(): Promise<void>;
+  send(message: never, options?: never): Promise<void>;
+  close(): Promise<void>;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: ((message: never, extra?: never) => void) | undefined;
+}
+
+/** One cancel to put on the wire. */
+export interface CancelRequest {
+  /** The id of the request being cancelled. */
+  readonly requestId: RequestId;
+  /** The readable reason (at most 1,000 characters). */
+  readonly reason: string;
+  /** The `notifications/cancelled {requestId, reason}` message for it (rule 2). */
+  readonly notification: CancelledNotification;
+  /** Sends a message on the wrapped transport, bypassing the decorator. */
+  send(message: Message): Promise<void>;
+  /** Reports a failed cancel send to the transport's `onerror`. */
+  reportError(error: unknown): void;
+}
+
+/**
+ * How cancels go on the wire for one transport. `withCancellation` calls `cancel` exactly once
+ * per cancelled request, never for `initialize`, and never waits for it.
+ */
+export interface CancellationAdapter<T extends TransportLike = TransportLike> {
+  /** The SDK transport being wrapped. */
+  readonly transport: T;
+  /**
+   * Puts the cancel of one request on the wire without waiting; returns the mechanism used.
+   * Must not throw.
+   */
+  cancel(request: CancelRequest): CancelMechanism;
+  /** True for an error the transport reports because of one of our own cancels (it is swallowed). */
+  isOwnCancelError?(error: Error): boolean;
+}

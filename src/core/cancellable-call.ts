@@ -1,0 +1,362 @@
+import pTimeout from "p-timeout";
+import { CallCancelledError } from "../errors/CallCancelledError.js";
+import { CallTimeoutError } from "../errors/CallTimeoutError.js";
+import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
+import type { McpCancellableError } from "../errors/McpCancellableError.js";
+import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
+import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
+import { OUTCOME_RANK, summarize } from "./record.js";
+import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+
+/** A JSON-RPC request id (rule 1). */
+export type RequestId = string | number;
+
+/** What a call needs from the layer that owns the wire. */
+export interface CallHooks {
+  /**
+   * Puts the cancel on the wire and returns the mechanism used. Called once, synchronously,
+   * when a pending call is cancelled; must not throw or wait (the caller is released at once).
+   */
+  cancel(call: CancellableCall, reason: string): CancelMechanism;
+  /** The call has settled: release everything held for it. Called once. */
+  settled(call: CancellableCall): void;
+  /** A run record was produced (at settle) or updated (late message, verification). */
+  record(record: RunRecord): void;
+}
+
+/** Everything a call is made of. The core does no I/O and imports no `node:` module. */
+export interface CallInit {
+  method: string;
+  /** The tool, prompt or resource name, or `null`. */
+  name: string | null;
+  options: ResolvedCallOptions;
+  hooks: CallHooks;
+  /** Monotonic clock, ms. */
+  clock: () => number;
+  timers: Timers;
+}
+
+type State = "pending" | "responded" | "settled";
+
+/**
+ * One MCP request's life on the client: `pending → responded → settled`, or `pending →
+ * settled` by a cancel. The first event wins; later ones are no-ops, so the call settles exactly
+ * once. Owns the idle timeout (reset by increasing progress when asked), the maximum total
+ * timeout from the send (rule 17), the caller's `AbortSignal`, the late state after a cancel
+ * (rule 8), verification and the run record.
+ *
+ * One timer serves both limits: it is armed for the nearer deadline; when it fires it checks
+ * the clock and re-arms if progress moved the idle deadline. Progress therefore costs no timer
+ * work, and the maximum total timeout is enforced by a timer whether or not progress arrives.
+ */
+export class CancellableCall<T = unknown> {
+  /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
+  readonly promise: Promise<T>;
+  readonly method: string;
+  readonly name: string | null;
+  /** Set when the request goes on the wire. */
+  requestId: RequestId | null = null;
+
+  #state: State = "pending";
+  // Typed `unknown` so a CancellableCall<T> is a CancellableCall<unknown> (T stays covariant).
+  #resolve!: (value: unknown) => void;
+  #reject!: (error: unknown) => void;
+  readonly #init: CallInit;
+  readonly #startedAt: number;
+  readonly #startedWall: number;
+  #idleDeadline: number;
+  readonly #totalDeadline: number;
+  #timer: unknown = undefined;
+  #progressCount = 0;
+  #lastProgress: Progress | null = null;
+  #record: RunRecord | null = null;
+
+  constructor(init: CallInit) {
+    this.#init = init;
+    this.method = init.method;
+    this.name = init.name;
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.#resolve = resolve as (value: unknown) => void;
+      this.#reject = reject;
+    });
+    const now = init.clock();
+    this.#startedAt = now;
+    this.#startedWall = Date.now();
+    this.#idleDeadline = now + init.options.timeoutMs;
+    this.#totalDeadline = now + init.options.maxTotalTimeoutMs;
+  }
+
+  /** True until the call has settled. */
+  get settled(): boolean {
+    return this.#state === "settled";
+  }
+
+  /** The latest run record, or `null` while the call is pending. */
+  get record(): RunRecord | null {
+    return this.#record;
+  }
+
+  /**
+   * Arms the timer and links the caller's signal. A signal that is already aborted cancels
+   * the call at once, before anything is sent.
+   */
+  start(): void {
+    const signal = this.#init.options.signal;
+    if (signal?.aborted) {
+      this.cancel("aborted", signal.reason);
+      return;
+    }
+    signal?.addEventListener("abort", this.#onAbort, { once: true });
+    this.#arm();
+  }
+
+  /** The request went on the wire with this id. */
+  bind(requestId: RequestId): void {
+    this.requestId = requestId;
+  }
+
+  /**
+   * Progress for this request arrived while it is live (rule 22). Resets the idle timeout when
+   * asked to and the value increased. Returns false when the value did not increase (rule 21).
+   */
+  progress(progress: Progress): boolean {
+    if (this.#state !== "pending") return true;
+    const increased = this.#lastProgress === null || progress.progress > this.#lastProgress.progress;
+    this.#progressCount++;
+    this.#lastProgress = progress;
+    if (increased && this.#init.options.resetTimeoutOnProgress) {
+      this.#idleDeadline = this.#init.clock() + this.#init.options.timeoutMs;
+    }
+    return increased;
+  }
+
+  /**
+   * The response is on its way to the SDK, which settles the call in the same turn. From now
+   * on no cancel may be sent (rule 7) and no timer or abort can win over the response (rule 9).
+   */
+  responded(): void {
+    if (this.#state !== "pending") return;
+    this.#state = "responded";
+    this.#dispose();
+  }
+
+  /** The SDK delivered the result. */
+  succeed(value: T): void {
+    if (this.#state === "settled") return;
+    this.#finish("succeeded", "completed", null);
+    this.#resolve(value);
+  }
+
+  /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
+  fail(error: unknown): void {
+    if (this.#state === "settled") return;
+    this.#finish("failed", "error", describeError(error));
+    this.#reject(error);
+  }
+
+  /**
+   * Cancels a pending call: puts the cancel on the wire through the hooks (without waiting),
+   * settles the record and rejects the caller at once. A no-op once the response arrived.
+   */
+  cancel(trigger: CancelTrigger, cause?: unknown): void {
+    if (this.#state !== "pending") return;
+    this.#state = "settled";
+    this.#dispose();
+    const reason = truncate(this.#init.options.reason ?? defaultReason(trigger, this.#init.options, cause));
+    let mechanism: CancelMechanism = "none";
+    if (trigger !== "connection-closed") {
+      try {
+        mechanism = this.#init.hooks.cancel(this, reason);
+      } catch {
+        // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
+      }
+    }
+    const record = this.#finish("cancelled", this.requestId === null ? "not-sent" : "unverified", null, {
+      trigger,
+      reason,
+      mechanism,
+      sentAt: mechanism === "none" ? null : new Date().toISOString(),
+    });
+    const verification =
+      this.#init.options.verify !== undefined && record.outcome !== "not-sent"
+        ? this.#verify()
+        : Promise.resolve(record);
+    this.#reject(this.#error(trigger, record, verification, cause));
+  }
+
+  /**
+   * A message for this request arrived after it settled and was dropped before the SDK saw
+   * it (rules 8, 11). Counted on the record; a late result or error of a cancelled call turns
+   * its outcome into `late-result-discarded`.
+   */
+  late(kind: "result" | "error" | "progress"): void {
+    const record = this.#record;
+    if (record === null) return;
+    const late = { ...record.late };
+    if (kind === "result") late.results++;
+    else if (kind === "error") late.errors++;
+    else late.progress++;
+    this.#update({ late }, kind === "progress" ? undefined : "late-result-discarded");
+  }
+
+  readonly #onAbort = (): void => {
+    this.cancel("aborted", this.#init.options.signal?.reason);
+  };
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    if (this.#state !== "pending") return;
+    const now = this.#init.clock();
+    if (now >= this.#totalDeadline && this.#totalDeadline <= this.#idleDeadline) {
+      this.cancel("max-total-timeout");
+    } else if (now >= this.#idleDeadline) {
+      this.cancel("timeout");
+    } else {
+      this.#arm();
+    }
+  };
+
+  #arm(): void {
+    const deadline = Math.min(this.#idleDeadline, this.#totalDeadline);
+    if (deadline === Number.POSITIVE_INFINITY) return;
+    const delay = Math.min(Math.max(deadline - this.#init.clock(), 0), MAX_TIMER_DELAY_MS);
+    this.#timer = this.#init.timers.setTimeout(this.#onTimer, delay);
+  }
+
+  /** Releases the timer and the signal listener. Idempotent. */
+  #dispose(): void {
+    if (this.#timer !== undefined) {
+      this.#init.timers.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#init.options.signal?.removeEventListener("abort", this.#onAbort);
+  }
+
+  #finish(
+    status: RunRecord["status"],
+    outcome: CallOutcome,
+    error: RunRecord["error"],
+    cancel: RunRecord["cancel"] = null,
+  ): RunRecord {
+    this.#state = "settled";
+    this.#dispose();
+    const base = {
+      status,
+      cancel,
+      outcome,
+      error,
+    };
+    const record: RunRecord = {
+      requestId: this.requestId,
+      method: this.method,
+      name: this.name,
+      startedAt: new Date(this.#startedWall).toISOString(),
+      settledAt: new Date().toISOString(),
+      elapsedMs: Math.max(0, this.#init.clock() - this.#startedAt),
+      ...base,
+      late: { results: 0, errors: 0, progress: 0 },
+      progress: { count: this.#progressCount, last: this.#lastProgress },
+      verification: null,
+      revision: 0,
+      summary: summarize(base),
+    };
+    this.#record = record;
+    this.#init.hooks.settled(this);
+    this.#init.hooks.record(record);
+    return record;
+  }
+
+  /** Replaces the record with an updated copy (raising the outcome only) and reports it. */
+  #update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
+    const current = this.#record!;
+    const raise =
+      outcome !== undefined &&
+      current.status === "cancelled" &&
+      (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY);
+    const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
+    if (raise) next.outcome = outcome;
+    next.summary = summarize(next);
+    this.#record = next;
+    this.#init.hooks.record(next);
+    return next;
+  }
+
+  async #verify(): Promise<RunRecord> {
+    const { verify, verifyDelayMs, verifyTimeoutMs } = this.#init.options;
+    const { timers } = this.#init;
+    if (verifyDelayMs > 0) await new Promise<void>((resolve) => timers.setTimeout(resolve, verifyDelayMs));
+    const startedAt = new Date().toISOString();
+    const controller = new AbortController();
+    let outcome: CallOutcome;
+    let error: string | null = null;
+    try {
+      const answer = await pTimeout(
+        Promise.resolve().then(() => verify!({ record: this.#record!, signal: controller.signal })),
+        {
+          milliseconds: verifyTimeoutMs,
+          message: `verify did not answer within ${verifyTimeoutMs} ms`,
+          customTimers: {
+            setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
+            clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
+          },
+        },
+      );
+      if (answer === "applied") outcome = "verified-applied";
+      else if (answer === "not-applied") outcome = "verified-not-applied";
+      else throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);
+    } catch (failure) {
+      controller.abort(failure);
+      outcome = "verify-failed";
+      error = failure instanceof Error ? failure.message : String(failure);
+    }
+    return this.#update({ verification: { startedAt, settledAt: new Date().toISOString(), error } }, outcome);
+  }
+
+  #error(
+    trigger: CancelTrigger,
+    record: RunRecord,
+    verification: Promise<RunRecord>,
+    cause: unknown,
+  ): McpCancellableError {
+    switch (trigger) {
+      case "timeout":
+        return new CallTimeoutError("REQUEST_TIMEOUT", this.#init.options.timeoutMs, record, verification);
+      case "max-total-timeout":
+        return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#init.options.maxTotalTimeoutMs, record, verification);
+      case "aborted":
+        return new CallCancelledError(record, verification, cause);
+      case "connection-closed":
+        return new ConnectionClosedError(record, verification, cause);
+    }
+  }
+}
+
+function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cause: unknown): string {
+  switch (trigger) {
+    case "timeout":
+      return `Request timed out after ${options.timeoutMs} ms`;
+    case "max-total-timeout":
+      return `Request exceeded its maximum total timeout of ${options.maxTotalTimeoutMs} ms`;
+    case "connection-closed":
+      return "Connection closed";
+    case "aborted":
+      // Never String(reason): that puts "Error: ..." or "[object Object]" on the wire.
+      if (typeof cause === "string" && cause.length > 0) return cause;
+      if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
+      return "Cancelled by the client";
+  }
+}
+
+function truncate(reason: string): string {
+  return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH - 1)}…` : reason;
+}
+
+/** The code and message of an error from the SDK: `McpError` / `ProtocolError` carry a JSON-RPC code. */
+function describeError(error: unknown): RunRecord["error"] {
+  if (typeof error !== "object" || error === null) return { code: null, message: String(error) };
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === "string" ? message : String(error);
+  const numeric = typeof code === "number" || typeof code === "string" ? code : null;
+  // McpError prefixes "MCP error <code>: "; the record keeps the server's own words.
+  return { code: numeric, message: text.replace(/^MCP error -?\d+: /, "") };
+}

@@ -1,0 +1,54 @@
+// Every public export by name. The root never imports a `node:` module; adapters that do are
+// subpath exports (`mcp-cancellable/stdio`).
+export { withCancellation } from "./client/with-cancellation.js";
+export type {
+  CallToolParams,
+  CancellableClient,
+  ClientLike,
+  RequestOptions,
+  RequestParams,
+  ResultSchema,
+  ToolResult,
+} from "./client/with-cancellation.js";
+export { CancellableCall } from "./core/cancellable-call.js";
+export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
+export { summarize } from "./core/record.js";
+export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./core/record.js";
+export { notificationCancellation } from "./adapters/notification.js";
+export type { CancellationAdapter, CancelRequest, TransportLike } from "./adapters/types.js";
+export { jsonLines } from "./ledger/json-lines.js";
+export { McpCancellableError } from "./errors/McpCancellableError.js";
+export type { McpCancellableErrorCode } from "./errors/McpCancellableError.js";
+export { CallTimeoutError } from "./errors/CallTimeoutError.js";
+export { CallCancelledError } from "./errors/CallCancelledError.js";
+export { ConnectionClosedError } from "./errors/ConnectionClosedError.js";
+export { InvalidOptionError } from "./errors/InvalidOptionError.js";
+export {
+  isCallCancelledError,
+  isCallTimeoutError,
+  isConnectionClosedError,
+  isInvalidOptionError,
+  isMcpCancellableError,
+} from "./errors/guards.js";
+export {
+  DEFAULT_MAX_RECORDS,
+  DEFAULT_MAX_TOMBSTONES,
+  DEFAULT_MAX_TOTAL_TIMEOUT_MS,
+  DEFAULT_TIMEOUT_MS,
+  DEFAULT_VERIFY_TIMEOUT_MS,
+  MAX_REASON_LENGTH,
+  MAX_TIMER_DELAY_MS,
+} from "./types/options.js";
+export type {
+  Anomaly,
+  CallOptions,
+  CancellationOptions,
+  Progress,
+  ResolvedCallOptions,
+  Timers,
+  VerifyContext,
+  VerifyFn,
+  VerifyResult,
+} from "./types/options.js";
+export { CALL_MARKER } from "./wire/messages.js";
+export type { CancelledNotification, Message } from "./wire/messages.js";

@@ -1,0 +1,49 @@
+import { z } from "zod";
+
+/**
+ * The few JSON-RPC shapes the library inspects, validated with zod before use. Everything else
+ * passes through untouched to the SDK, which validates it as it always does.
+ */
+
+/** A request id: a string or an integer, never null (rule 1). */
+export const requestIdSchema = z.union([z.string(), z.number().int()]);
+
+/** A progress token: a string or an integer (rule 20). */
+export const progressTokenSchema = z.union([z.string(), z.number().int()]);
+
+/** `notifications/progress` params (rule 21). */
+export const progressParamsSchema = z.looseObject({
+  progressToken: progressTokenSchema,
+  progress: z.number().finite(),
+  total: z.number().finite().optional(),
+  message: z.string().optional(),
+});
+
+/** `notifications/cancelled` params (rule 2). */
+export const cancelledParamsSchema = z.looseObject({
+  requestId: requestIdSchema,
+  reason: z.string().optional(),
+});
+
+/** A JSON-RPC response: an id and a result or an error. */
+export const responseSchema = z.looseObject({ id: requestIdSchema });
+
+/** The `_meta` key under which the facade marks its own requests; stripped before the wire. */
+export const CALL_MARKER = "mcp-cancellable/call";
+
+/** The JSON-RPC messages the wire decorator handles, in the loose shape both SDK lines share. */
+export interface Message {
+  jsonrpc: "2.0";
+  id?: string | number | null;
+  method?: string;
+  params?: { _meta?: Record<string, unknown>; [key: string]: unknown };
+  result?: unknown;
+  error?: unknown;
+}
+
+/** The `notifications/cancelled` message for one request (rule 2). */
+export interface CancelledNotification {
+  jsonrpc: "2.0";
+  method: "notifications/cancelled";
+  params: { requestId: string | number; reason: string };
+}

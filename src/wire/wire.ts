@@ -1,0 +1,351 @@
+import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
+import type { CancelMechanism } from "../core/record.js";
+import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import type { Anomaly } from "../types/options.js";
+import {
+  CALL_MARKER,
+  cancelledParamsSchema,
+  progressParamsSchema,
+  requestIdSchema,
+  type Message,
+} from "./messages.js";
+
+/** An outbound request awaiting its response: the facade's call, or `null` for a request the SDK made on its own. */
+interface Entry {
+  call: CancellableCall | null;
+  token: string | number | undefined;
+}
+
+type Handler = ((...args: never[]) => void) | undefined;
+
+const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose", "onerror"]);
+
+/**
+ * The wire decorator: wraps an SDK `Transport` (same shape in v1 and v2) and sits between it
+ * and the SDK's `Protocol`.
+ *
+ * - Correlates JSON-RPC request ids with calls as the SDK sends them (the facade marks its
+ *   requests in `_meta`; the mark is stripped before the wire).
+ * - Drops every message for a settled or cancelled request (late result, late error, late
+ *   progress) before the SDK sees it, and counts it on that call's record (rules 8, 9, 11).
+ * - Sends each cancel once, through the adapter, and swallows the SDK's own duplicate; never
+ *   lets a cancel for `initialize` out (rule 39) or one for a request not in progress (rule 7).
+ * - Settles every pending call as `connection-closed` when the transport closes (rule 31).
+ * - Forwards every other property and callback of the wrapped transport unchanged (`sessionId`,
+ *   `setProtocolVersion`, `hasPerRequestStream`, ...), through a `Proxy`.
+ *
+ * Tombstones (ids of settled calls) are bounded by `maxTombstones`, oldest forgotten first;
+ * a late message for a forgotten id reaches the SDK as an unknown id.
+ */
+export class Wire<T extends TransportLike> {
+  /** The decorated transport to hand to `client.connect()`. */
+  readonly transport: T;
+
+  readonly #inner: T;
+  readonly #adapter: CancellationAdapter<T>;
+  readonly #maxTombstones: number;
+  readonly #onAnomaly: ((anomaly: Anomaly) => void) | undefined;
+  /** Calls registered by the facade whose request has not gone out yet, by call number. */
+  readonly #unbound = new Map<number, CancellableCall>();
+  readonly #pending = new Map<RequestId, Entry>();
+  readonly #tokens = new Map<string | number, Entry>();
+  /** Settled requests: the facade's call, or `null` for an SDK-owned request we saw cancelled. */
+  readonly #tombIds = new Map<RequestId, CancellableCall | null>();
+  readonly #tombTokens = new Map<string | number, CancellableCall | null>();
+  /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
+  readonly #inbound = new Set<RequestId>();
+  #initializeId: RequestId | undefined;
+  #closed = false;
+  readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
+  readonly #bound = new Map<PropertyKey, unknown>();
+
+  constructor(adapter: CancellationAdapter<T>, maxTombstones: number, onAnomaly?: (anomaly: Anomaly) => void) {
+    const inner = adapter.transport;
+    this.#inner = inner;
+    this.#adapter = adapter;
+    this.#maxTombstones = maxTombstones;
+    this.#onAnomaly = onAnomaly;
+    this.#down = { onmessage: inner.onmessage, onclose: inner.onclose, onerror: inner.onerror };
+    const own = inner as unknown as Record<string, unknown>;
+    own.onmessage = this.#onmessage;
+    own.onclose = this.#onclose;
+    own.onerror = this.#onerror;
+
+    this.transport = new Proxy(inner, {
+      get: (target, property) => {
+        switch (property) {
+          case "send":
+            return this.#send;
+          case "start":
+            return this.#start;
+          case "onmessage":
+          case "onclose":
+          case "onerror":
+            return this.#down[property];
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        if (typeof value !== "function") return value;
+        let bound = this.#bound.get(property);
+        if (bound === undefined || (bound as { target?: unknown }).target !== value) {
+          bound = Object.assign((value as (...args: unknown[]) => unknown).bind(target), { target: value });
+          this.#bound.set(property, bound);
+        }
+        return bound;
+      },
+      set: (target, property, value: unknown) => {
+        if (property === "onmessage" || property === "onclose" || property === "onerror") {
+          this.#down[property] = value as Handler;
+          return true;
+        }
+        if (INTERCEPTED.has(property)) return false;
+        return Reflect.set(target, property, value, target);
+      },
+    });
+  }
+
+  /** Number of requests awaiting a response plus calls not yet sent (0 when idle). */
+  get pendingCount(): number {
+    return this.#pending.size + this.#unbound.size;
+  }
+
+  /** Number of remembered settled ids (at most `maxTombstones`). */
+  get tombstoneCount(): number {
+    return this.#tombIds.size;
+  }
+
+  /** The facade registers a call before handing its request to the SDK. */
+  register(call: CancellableCall, key: number): void {
+    this.#unbound.set(key, call);
+  }
+
+  /**
+   * Cancels a pending call on the wire through the adapter, once. Returns the mechanism used;
+   * `none` when the request never went out or the transport is closed.
+   */
+  cancel(call: CancellableCall, reason: string): CancelMechanism {
+    const id = call.requestId;
+    if (id === null || this.#closed) return "none";
+    const entry = this.#pending.get(id);
+    if (entry?.call !== call) return "none";
+    this.#forget(id, entry);
+    return this.#putCancel(id, reason);
+  }
+
+  /** A call settled: forget it, and remember its id so late messages for it are dropped. */
+  settled(call: CancellableCall, key: number): void {
+    this.#unbound.delete(key);
+    const id = call.requestId;
+    if (id === null) return;
+    const entry = this.#pending.get(id);
+    if (entry?.call === call) this.#forget(id, entry);
+    else if (!this.#tombIds.has(id)) this.#tombstone(id, call, undefined);
+  }
+
+  #putCancel(id: RequestId, reason: string): CancelMechanism {
+    return this.#adapter.cancel({
+      requestId: id,
+      reason,
+      notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
+      send: this.#innerSend,
+      reportError: this.#reportError,
+    });
+  }
+
+  /** Moves a pending request to the tombstones. */
+  #forget(id: RequestId, entry: Entry): void {
+    this.#pending.delete(id);
+    if (entry.token !== undefined) this.#tokens.delete(entry.token);
+    this.#tombstone(id, entry.call, entry.token);
+  }
+
+  #tombstone(id: RequestId, call: CancellableCall | null, token: string | number | undefined): void {
+    this.#tombIds.set(id, call);
+    if (this.#tombIds.size > this.#maxTombstones) {
+      this.#tombIds.delete(this.#tombIds.keys().next().value!);
+    }
+    if (token !== undefined) {
+      this.#tombTokens.set(token, call);
+      if (this.#tombTokens.size > this.#maxTombstones) {
+        this.#tombTokens.delete(this.#tombTokens.keys().next().value!);
+      }
+    }
+  }
+
+  readonly #innerSend = (message: Message): Promise<void> =>
+    (this.#inner.send as (message: Message) => Promise<void>).call(this.#inner, message);
+
+  readonly #reportError = (error: unknown): void => {
+    const wrapped = error instanceof Error ? error : new Error(String(error));
+    (this.#down.onerror as ((error: Error) => void) | undefined)?.(
+      new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }),
+    );
+  };
+
+  readonly #start = (): Promise<void> => {
+    this.#closed = false;
+    return this.#inner.start();
+  };
+
+  readonly #send = (message: Message, options?: unknown): Promise<void> => {
+    const method = message.method;
+    if (method !== undefined && message.id !== undefined && message.id !== null) {
+      const meta = message.params?._meta;
+      const key = meta?.[CALL_MARKER];
+      let call: CancellableCall | null = null;
+      if (key !== undefined) {
+        call = this.#unbound.get(key as number) ?? null;
+        this.#unbound.delete(key as number);
+        message = stripMarker(message, meta!);
+        // Cancelled before the SDK got to send it: it must never go out.
+        if (call === null || call.settled) return Promise.resolve();
+        call.bind(message.id!);
+      }
+      const token = message.params?._meta?.progressToken as string | number | undefined;
+      const entry: Entry = { call, token };
+      this.#pending.set(message.id!, entry);
+      if (token !== undefined) this.#tokens.set(token, entry);
+      if (method === "initialize") this.#initializeId = message.id!;
+    } else if (method === "notifications/cancelled") {
+      return this.#sdkCancel(message);
+    } else if (method === undefined && message.id !== undefined && message.id !== null) {
+      this.#inbound.delete(message.id); // our response to a server request
+    }
+    return (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(
+      this.#inner,
+      message,
+      options,
+    );
+  };
+
+  /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
+  #sdkCancel(message: Message): Promise<void> {
+    const parsed = cancelledParamsSchema.safeParse(message.params);
+    if (!parsed.success) return Promise.resolve();
+    const { requestId, reason } = parsed.data;
+    // Rule 39: initialize is never cancelled. Rule 7: only requests still in progress.
+    if (requestId === this.#initializeId) return Promise.resolve();
+    const entry = this.#pending.get(requestId);
+    if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
+    this.#forget(requestId, entry);
+    this.#putCancel(requestId, reason ?? "Cancelled by the client");
+    return Promise.resolve();
+  }
+
+  readonly #onmessage = (message: Message, extra?: unknown): void => {
+    if (typeof message === "object" && message !== null) {
+      const method = message.method;
+      if (method === undefined) {
+        if ("id" in message && !this.#onResponse(message)) return;
+      } else if (method === "notifications/progress") {
+        if (!this.#onProgress(message)) return;
+      } else if (method === "notifications/cancelled") {
+        this.#onServerCancel(message);
+      } else if (message.id !== undefined && message.id !== null) {
+        this.#inbound.add(message.id);
+      }
+    }
+    (this.#down.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
+  };
+
+  /** Returns false when the response must not reach the SDK. */
+  #onResponse(message: Message): boolean {
+    const parsed = requestIdSchema.safeParse(message.id);
+    if (!parsed.success) return true; // id null or malformed: the SDK reports it
+    const id = parsed.data;
+    const entry = this.#pending.get(id);
+    if (entry !== undefined) {
+      if (entry.call === null) {
+        this.#pending.delete(id);
+        if (entry.token !== undefined) this.#tokens.delete(entry.token);
+      } else {
+        entry.call.responded();
+        this.#forget(id, entry);
+      }
+      return true;
+    }
+    if (this.#tombIds.has(id)) {
+      this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
+      return false;
+    }
+    return true;
+  }
+
+  /** Returns false when the progress must not reach the SDK. */
+  #onProgress(message: Message): boolean {
+    const parsed = progressParamsSchema.safeParse(message.params);
+    if (!parsed.success) {
+      this.#anomaly({ kind: "invalid-message", message: "notifications/progress with malformed params, dropped" });
+      return false;
+    }
+    const { progressToken: token, progress, total, message: text } = parsed.data;
+    const entry = this.#tokens.get(token);
+    if (entry !== undefined) {
+      const value = total === undefined ? { progress } : { progress, total };
+      if (entry.call !== null && !entry.call.progress(text === undefined ? value : { ...value, message: text })) {
+        this.#anomaly({
+          kind: "non-increasing-progress",
+          message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21)`,
+          ...(entry.call.requestId === null ? {} : { requestId: entry.call.requestId }),
+        });
+      }
+      return true;
+    }
+    if (this.#tombTokens.has(token)) {
+      this.#tombTokens.get(token)?.late("progress");
+      return false;
+    }
+    this.#anomaly({
+      kind: "unknown-progress-token",
+      message: `progress for token ${JSON.stringify(token)}, which no active request carries, dropped (rule 22)`,
+    });
+    return false;
+  }
+
+  /** Rule 12: a server may cancel only its own requests (legacy) or a listen stream, never our calls. */
+  #onServerCancel(message: Message): void {
+    const parsed = cancelledParamsSchema.safeParse(message.params);
+    if (!parsed.success) return;
+    const { requestId } = parsed.data;
+    if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
+      this.#anomaly({
+        kind: "server-cancelled-client-request",
+        message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12)`,
+        requestId,
+      });
+    }
+  }
+
+  readonly #onclose = (): void => {
+    this.#closed = true;
+    const calls: CancellableCall[] = [...this.#unbound.values()];
+    for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
+    for (const call of calls) call.cancel("connection-closed");
+    this.#unbound.clear();
+    this.#pending.clear();
+    this.#tokens.clear();
+    this.#inbound.clear();
+    (this.#down.onclose as (() => void) | undefined)?.();
+  };
+
+  readonly #onerror = (error: Error): void => {
+    if (this.#adapter.isOwnCancelError?.(error)) return;
+    (this.#down.onerror as ((error: Error) => void) | undefined)?.(error);
+  };
+
+  #anomaly(anomaly: Anomaly): void {
+    try {
+      this.#onAnomaly?.(anomaly);
+    } catch {
+      // A throwing hook must not break the wire.
+    }
+  }
+}
+
+/** A copy of the request without the facade's mark (the SDK's object is not mutated). */
+function stripMarker(message: Message, meta: Record<string, unknown>): Message {
+  const { [CALL_MARKER]: _mark, ...rest } = meta;
+  const params = { ...message.params };
+  if (Object.keys(rest).length === 0) delete params._meta;
+  else params._meta = rest;
+  return { ...message, params };
+}
