@@ -177,9 +177,9 @@ export function withCancellation<T extends TransportLike>(
       timeout: SDK_TIMEOUT,
       resetTimeoutOnProgress: false,
     };
-    // A progress token is requested whenever progress can matter (case C05).
-    if (resolved.onprogress !== undefined) sdkOptions.onprogress = resolved.onprogress;
-    else if (resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
+    // A progress token is requested whenever progress can matter (case C05). The wire hands
+    // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
+    if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
     let sent: Promise<unknown>;
     try {
       sent = invoke({ ...params, _meta: { ...params._meta, [CALL_MARKER]: key } }, sdkOptions);

@@ -69,6 +69,7 @@ export class CancellableCall<T = unknown> {
   #timer: unknown = undefined;
   #progressCount = 0;
   #lastProgress: Progress | null = null;
+  #late: RunRecord["late"] = { results: 0, errors: 0, progress: 0 };
   #record: RunRecord | null = null;
 
   constructor(init: CallInit) {
@@ -117,7 +118,8 @@ export class CancellableCall<T = unknown> {
 
   /**
    * Progress for this request arrived while it is live (rule 22). Resets the idle timeout when
-   * asked to and the value increased. Returns false when the value did not increase (rule 21).
+   * asked to and the value increased, then hands it to `onprogress` (whose errors propagate to
+   * the caller of this method). Returns false when the value did not increase (rule 21).
    */
   progress(progress: Progress): boolean {
     if (this.#state !== "pending") return true;
@@ -127,6 +129,7 @@ export class CancellableCall<T = unknown> {
     if (increased && this.#init.options.resetTimeoutOnProgress) {
       this.#idleDeadline = this.#init.clock() + this.#init.options.timeoutMs;
     }
+    this.#init.options.onprogress?.(progress);
     return increased;
   }
 
@@ -190,13 +193,13 @@ export class CancellableCall<T = unknown> {
    * its outcome into `late-result-discarded`.
    */
   late(kind: "result" | "error" | "progress"): void {
-    const record = this.#record;
-    if (record === null) return;
-    const late = { ...record.late };
+    const late = { ...this.#late };
     if (kind === "result") late.results++;
     else if (kind === "error") late.errors++;
     else late.progress++;
-    this.#update({ late }, kind === "progress" ? undefined : "late-result-discarded");
+    this.#late = late;
+    // Between the response and the settle there is no record yet: #finish picks the counts up.
+    if (this.#record !== null) this.#update({ late }, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   readonly #onAbort = (): void => {
@@ -254,7 +257,7 @@ export class CancellableCall<T = unknown> {
       settledAt: new Date().toISOString(),
       elapsedMs: Math.max(0, this.#init.clock() - this.#startedAt),
       ...base,
-      late: { results: 0, errors: 0, progress: 0 },
+      late: this.#late,
       progress: { count: this.#progressCount, last: this.#lastProgress },
       verification: null,
       revision: 0,

@@ -279,16 +279,26 @@ export class Wire<T extends TransportLike> {
     }
     const { progressToken: token, progress, total, message: text } = parsed.data;
     const entry = this.#tokens.get(token);
+    if (entry?.call === null) return true; // a request the SDK made on its own: its business
     if (entry !== undefined) {
+      // Delivered here, in wire order, and not through the SDK: the SDK handles progress a
+      // microtask after a response in the same chunk and then reports an unknown token (C06).
+      const call = entry.call;
       const value = total === undefined ? { progress } : { progress, total };
-      if (entry.call !== null && !entry.call.progress(text === undefined ? value : { ...value, message: text })) {
+      let increased = true;
+      try {
+        increased = call.progress(text === undefined ? value : { ...value, message: text });
+      } catch (error) {
+        this.#down.onerror?.(new Error(`onprogress threw: ${String(error)}`, { cause: error }) as never);
+      }
+      if (!increased) {
         this.#anomaly({
           kind: "non-increasing-progress",
           message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21)`,
-          ...(entry.call.requestId === null ? {} : { requestId: entry.call.requestId }),
+          ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
-      return true;
+      return false;
     }
     if (this.#tombTokens.has(token)) {
       this.#tombTokens.get(token)?.late("progress");

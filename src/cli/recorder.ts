@@ -1,0 +1,142 @@
+import type { TransportLike } from "../adapters/types.js";
+import type { Message } from "../wire/messages.js";
+
+/** Who an event on the timeline came from. */
+export type Party = "client" | "server" | "probe";
+
+/**
+ * What a timeline event is:
+ * - `message`: a JSON-RPC message as it crossed the wire;
+ * - `invalid`: output from the server that is not JSON-RPC (the raw text is in `text`);
+ * - `http`: an HTTP exchange (`text` says what, `status` the response status);
+ * - `closed`: the connection closed (`text` says how);
+ * - `error`: the transport reported an error;
+ * - `mark`: the probe's own marker (a phase starting, the cancel moment).
+ */
+export type EventKind = "message" | "invalid" | "http" | "closed" | "error" | "mark";
+
+/** One event on the timeline. */
+export interface WireEvent {
+  /** Sequence number, from 0, in the order events were recorded. */
+  seq: number;
+  /** Monotonic time since the recorder started, in ms. */
+  at: number;
+  from: Party;
+  kind: EventKind;
+  /** The JSON-RPC message (`kind: "message"`). */
+  message?: Message;
+  /** A human line (every kind but `message`). */
+  text?: string;
+  /** The HTTP status (`kind: "http"`). */
+  status?: number;
+}
+
+/** The most events one run keeps; later ones are counted, not stored (a flooding server cannot exhaust memory). */
+export const MAX_EVENTS = 20_000;
+
+type Listener = (event: WireEvent) => void;
+type Handler = ((...args: never[]) => void) | undefined;
+
+/**
+ * Records the raw traffic of one connection with monotonic timestamps: every message the client
+ * side sends (`send`) and every message the server side delivers (`onmessage`), plus closes and
+ * errors. `wrap()` returns a decorator that forwards everything else of the transport unchanged,
+ * so it can sit under the library's wire decorator and see what the wire later drops.
+ */
+export class Recorder {
+  readonly events: WireEvent[] = [];
+  /** Events not stored because `MAX_EVENTS` was reached. */
+  dropped = 0;
+  readonly #origin: number;
+  readonly #listeners = new Set<Listener>();
+
+  constructor(origin: number = performance.now()) {
+    this.#origin = origin;
+  }
+
+  /** Monotonic ms since the recorder started. */
+  now(): number {
+    return performance.now() - this.#origin;
+  }
+
+  /** Records one event and tells the waiters. */
+  add(event: Omit<WireEvent, "seq" | "at">): WireEvent {
+    const full: WireEvent = { seq: this.events.length + this.dropped, at: this.now(), ...event };
+    if (this.events.length < MAX_EVENTS) this.events.push(full);
+    else this.dropped++;
+    for (const listener of [...this.#listeners]) listener(full);
+    return full;
+  }
+
+  /** Records a marker of the probe's own. */
+  mark(text: string): WireEvent {
+    return this.add({ from: "probe", kind: "mark", text });
+  }
+
+  /**
+   * Resolves with the first event (from now on) that matches, or `undefined` after `ms`
+   * milliseconds. Never rejects.
+   */
+  waitFor(match: (event: WireEvent) => boolean, ms: number): Promise<WireEvent | undefined> {
+    return new Promise((resolve) => {
+      const listener: Listener = (event) => {
+        if (!match(event)) return;
+        done(event);
+      };
+      const timer = setTimeout(() => done(undefined), Math.max(0, ms));
+      const done = (event: WireEvent | undefined): void => {
+        clearTimeout(timer);
+        this.#listeners.delete(listener);
+        resolve(event);
+      };
+      this.#listeners.add(listener);
+    });
+  }
+
+  /**
+   * Decorates a transport: `send` and the inbound `onmessage`, `onclose`, `onerror` are
+   * recorded; everything else is forwarded to the transport unchanged (properties, methods,
+   * `sessionId`, `setProtocolVersion`, ...). Handlers set on the decorator are called after
+   * the event is recorded.
+   */
+  wrap<T extends TransportLike>(transport: T): T {
+    const down: Record<"onmessage" | "onclose" | "onerror", Handler> = {
+      onmessage: undefined,
+      onclose: undefined,
+      onerror: undefined,
+    };
+    const own = transport as unknown as Record<string, unknown>;
+    own.onmessage = (message: Message, extra?: unknown): void => {
+      this.add({ from: "server", kind: "message", message });
+      (down.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
+    };
+    own.onclose = (): void => {
+      this.add({ from: "server", kind: "closed", text: "connection closed" });
+      (down.onclose as (() => void) | undefined)?.();
+    };
+    own.onerror = (error: Error): void => {
+      this.add({ from: "server", kind: "error", text: error.message });
+      (down.onerror as ((error: Error) => void) | undefined)?.(error);
+    };
+    const send = (message: Message, options?: unknown): Promise<void> => {
+      this.add({ from: "client", kind: "message", message });
+      return (transport.send as (message: Message, options?: unknown) => Promise<void>).call(transport, message, options);
+    };
+    return new Proxy(transport, {
+      get: (target, property) => {
+        if (property === "send") return send;
+        if (property === "onmessage" || property === "onclose" || property === "onerror") return down[property];
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+      set: (target, property, value: unknown) => {
+        if (property === "onmessage" || property === "onclose" || property === "onerror") {
+          down[property] = value as Handler;
+          return true;
+        }
+        if (property === "send") return false;
+        return Reflect.set(target, property, value, target);
+      },
+    });
+  }
+}

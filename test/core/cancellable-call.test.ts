@@ -1,0 +1,337 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CancellableCall, CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
+import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
+import { resolveCallOptions } from "../../src/types/options.js";
+import { settleOf } from "../helpers/peer.js";
+
+/** A call with recording hooks, driven by fake timers; the clock is the faked Date. */
+function makeCall(options: CallOptions = {}, mechanism: CancelMechanism = "notification") {
+  const cancels: string[] = [];
+  const records: RunRecord[] = [];
+  let settledCount = 0;
+  const setTimeoutSpy = vi.fn((callback: () => void, ms: number) => setTimeout(callback, ms));
+  const call = new CancellableCall<string>({
+    method: "tools/call",
+    name: "report",
+    options: resolveCallOptions({}, options),
+    clock: () => Date.now(),
+    timers: { setTimeout: setTimeoutSpy, clearTimeout: (handle) => clearTimeout(handle as never) },
+    hooks: {
+      cancel: (_call, reason) => {
+        cancels.push(reason);
+        return mechanism;
+      },
+      settled: () => void settledCount++,
+      record: (record) => void records.push(record),
+    },
+  });
+  const outcome = settleOf(call.promise);
+  return { call, cancels, records, outcome, setTimeoutSpy, settled: () => settledCount };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  expect(vi.getTimerCount()).toBe(0); // no call leaves a timer behind
+  vi.useRealTimers();
+});
+
+describe("CancellableCall: idle timeout (rules 14, 15)", () => {
+  it("times out exactly at timeoutMs, cancels once, and rejects with REQUEST_TIMEOUT", async () => {
+    const { call, cancels, outcome, records } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.status).toBe("rejected");
+    const error = outcome.error as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(error.code).toBe("REQUEST_TIMEOUT");
+    expect(error.timeoutMs).toBe(100);
+    expect(cancels).toEqual(["Request timed out after 100 ms"]);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      requestId: 1,
+      status: "cancelled",
+      outcome: "unverified",
+      elapsedMs: 100,
+      cancel: { trigger: "timeout", mechanism: "notification", reason: "Request timed out after 100 ms" },
+      summary: "cancelled (timeout), outcome unverified",
+    });
+  });
+
+  it("Infinity arms no timer at all (never a 0 or overflowing delay)", () => {
+    const { call, setTimeoutSpy } = makeCall({ timeoutMs: Number.POSITIVE_INFINITY, maxTotalTimeoutMs: Number.POSITIVE_INFINITY });
+    call.start();
+    expect(setTimeoutSpy).not.toHaveBeenCalled();
+    call.succeed("ok");
+  });
+
+  it("clamps delays to 2_147_483_647 ms", () => {
+    const { call, setTimeoutSpy } = makeCall({ timeoutMs: 2_147_483_647, maxTotalTimeoutMs: Number.POSITIVE_INFINITY });
+    call.start();
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(1);
+    expect(setTimeoutSpy.mock.calls[0]![1]).toBe(2_147_483_647);
+    call.succeed("ok");
+  });
+});
+
+describe("CancellableCall: maximum total timeout (rule 17)", () => {
+  it("holds without any progress (the SDK checks it only when progress arrives)", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 1000, maxTotalTimeoutMs: 150 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(149);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect((outcome.error as CallTimeoutError).code).toBe("MAX_TOTAL_TIMEOUT");
+  });
+
+  it("progress resets the idle timeout only when asked, and only for increasing values (rule 21)", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 1000 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(90);
+    expect(call.progress({ progress: 1 })).toBe(true);
+    await vi.advanceTimersByTimeAsync(90); // t=180: alive thanks to the reset at 90
+    expect(outcome.status).toBe("pending");
+    expect(call.progress({ progress: 1 })).toBe(false); // not increasing: no reset
+    await vi.advanceTimersByTimeAsync(10); // t=190 = 90 + 100
+    expect((outcome.error as CallTimeoutError).code).toBe("REQUEST_TIMEOUT");
+    expect((outcome.error as CallTimeoutError).record.progress).toEqual({ count: 2, last: { progress: 1 } });
+  });
+
+  it("without resetTimeoutOnProgress progress does not extend the call", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(60);
+    call.progress({ progress: 1 });
+    await vi.advanceTimersByTimeAsync(40);
+    expect((outcome.error as CallTimeoutError).code).toBe("REQUEST_TIMEOUT");
+  });
+});
+
+describe("CancellableCall: the caller's AbortSignal", () => {
+  it("an abort is CANCELLED with the signal's reason as cause, never a timeout", async () => {
+    const controller = new AbortController();
+    const { call, outcome, cancels } = makeCall({ timeoutMs: 100, signal: controller.signal });
+    call.start();
+    call.bind(7);
+    await vi.advanceTimersByTimeAsync(40);
+    const reason = new Error("user pressed stop");
+    controller.abort(reason);
+    await Promise.resolve();
+    const error = outcome.error as CallCancelledError;
+    expect(error).toBeInstanceOf(CallCancelledError);
+    expect(error.code).toBe("CANCELLED");
+    expect(error.cause).toBe(reason);
+    expect(cancels).toEqual(["user pressed stop"]); // readable, not "Error: user pressed stop"
+    expect(error.record.summary).toBe("cancelled (aborted), outcome unverified");
+  });
+
+  it("a signal aborted before the call starts sends nothing and says so", () => {
+    const { call, outcome, records } = makeCall({ signal: AbortSignal.abort("stop"), timeoutMs: 100 });
+    call.start();
+    expect(outcome.status).toBe("pending"); // settles on the next microtask
+    expect(call.settled).toBe(true);
+    expect(records[0]).toMatchObject({ requestId: null, outcome: "not-sent", summary: "cancelled (aborted), never sent" });
+  });
+
+  it("adds exactly one listener per call and removes it on every settle path", async () => {
+    const controller = new AbortController();
+    const add = vi.spyOn(controller.signal, "addEventListener");
+    const remove = vi.spyOn(controller.signal, "removeEventListener");
+    const paths: Array<(call: CancellableCall<string>) => void | Promise<void>> = [
+      (call) => call.succeed("ok"),
+      (call) => call.fail(new Error("boom")),
+      (call) => call.cancel("connection-closed"),
+      async () => void (await vi.advanceTimersByTimeAsync(100)),
+      (call) => call.responded(),
+    ];
+    for (const settle of paths) {
+      const { call } = makeCall({ timeoutMs: 100, signal: controller.signal });
+      call.start();
+      call.bind(1);
+      await settle(call);
+      if (!call.settled) call.succeed("ok");
+    }
+    expect(add).toHaveBeenCalledTimes(paths.length);
+    expect(remove.mock.calls.filter(([type]) => type === "abort").length).toBeGreaterThanOrEqual(paths.length);
+    for (const [, listener] of add.mock.calls) {
+      expect(remove.mock.calls.some(([, removed]) => removed === listener)).toBe(true);
+    }
+  });
+
+  it("String(reason) never reaches the wire: objects and AbortErrors get a plain sentence", () => {
+    for (const reason of [{ some: "object" }, new DOMException("x", "AbortError"), undefined]) {
+      const controller = new AbortController();
+      const { call, cancels } = makeCall({ signal: controller.signal });
+      call.start();
+      call.bind(1);
+      controller.abort(reason);
+      expect(cancels).toEqual(["Cancelled by the client"]);
+    }
+  });
+
+  it("cuts reasons to 1,000 characters", () => {
+    const { call, cancels } = makeCall({ reason: "x".repeat(5000) });
+    call.start();
+    call.bind(1);
+    call.cancel("aborted");
+    expect(cancels[0]!.length).toBe(1000);
+  });
+});
+
+describe("CancellableCall: settles exactly once", () => {
+  it("the first event wins; later ones are no-ops", async () => {
+    const { call, outcome, cancels, settled, records } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    call.succeed("result");
+    call.fail(new Error("late"));
+    call.cancel("aborted");
+    await vi.advanceTimersByTimeAsync(500);
+    expect(outcome).toMatchObject({ status: "fulfilled", value: "result" });
+    expect(cancels).toEqual([]);
+    expect(settled()).toBe(1);
+    expect(records.map((r) => r.summary)).toEqual(["succeeded"]);
+  });
+
+  it("once the response arrived, neither a timer nor an abort can win over it (rule 9)", async () => {
+    const controller = new AbortController();
+    const { call, outcome, cancels } = makeCall({ timeoutMs: 100, signal: controller.signal });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(99);
+    call.responded();
+    controller.abort();
+    await vi.advanceTimersByTimeAsync(10);
+    call.succeed("result");
+    await Promise.resolve();
+    expect(outcome.status).toBe("fulfilled");
+    expect(cancels).toEqual([]);
+  });
+
+  it("connection close settles as CONNECTION_CLOSED without sending a cancel", () => {
+    const { call, outcome, cancels, records } = makeCall();
+    call.start();
+    call.bind(3);
+    call.cancel("connection-closed");
+    return Promise.resolve().then(() => {
+      expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
+      expect(cancels).toEqual([]);
+      expect(records[0]!.cancel).toMatchObject({ trigger: "connection-closed", mechanism: "none", sentAt: null });
+    });
+  });
+
+  it("a JSON-RPC error from the server is passed on untouched and recorded as failed", async () => {
+    const { call, outcome, records } = makeCall();
+    call.start();
+    call.bind(1);
+    const error = Object.assign(new Error("MCP error -32602: Invalid params"), { code: -32602 });
+    call.fail(error);
+    await Promise.resolve();
+    expect(outcome.error).toBe(error);
+    expect(records[0]).toMatchObject({ status: "failed", outcome: "error", summary: "failed (-32602 Invalid params)" });
+  });
+});
+
+describe("CancellableCall: after the cancel (rules 8, 11)", () => {
+  it("late results and errors become 'late result discarded'; late progress is only counted", async () => {
+    const { call, records } = makeCall({ timeoutMs: 50 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    call.late("progress");
+    expect(records.at(-1)).toMatchObject({ outcome: "unverified", late: { progress: 1, results: 0 }, revision: 1 });
+    call.late("result");
+    call.late("error");
+    expect(records.at(-1)).toMatchObject({
+      outcome: "late-result-discarded",
+      late: { progress: 1, results: 1, errors: 1 },
+      revision: 3,
+      summary: "cancelled (timeout), late result discarded",
+    });
+  });
+
+  it("a late message after a success is counted but changes nothing else", () => {
+    const { call, records } = makeCall();
+    call.start();
+    call.bind(1);
+    call.succeed("ok");
+    call.late("result");
+    expect(records.at(-1)).toMatchObject({ status: "succeeded", outcome: "completed", late: { results: 1 } });
+  });
+});
+
+describe("CancellableCall: verification (the seed's second rule)", () => {
+  const cases = [
+    { name: "applied", verify: () => "applied" as const, outcome: "verified-applied" },
+    { name: "not applied", verify: async () => "not-applied" as const, outcome: "verified-not-applied" },
+    { name: "throws", verify: () => Promise.reject(new Error("disk gone")), outcome: "verify-failed" },
+    { name: "answers nonsense", verify: () => "maybe" as never, outcome: "verify-failed" },
+  ];
+  for (const { name, verify, outcome } of cases) {
+    it(`verify ${name} → ${outcome}`, async () => {
+      const { call, outcome: settled } = makeCall({ timeoutMs: 50, verify });
+      call.start();
+      call.bind(1);
+      await vi.advanceTimersByTimeAsync(50);
+      const error = settled.error as CallTimeoutError;
+      expect(error.record.outcome).toBe("unverified"); // the caller is released before verification
+      const record = await error.verification;
+      expect(record.outcome).toBe(outcome);
+      expect(record.revision).toBe(1);
+    });
+  }
+
+  it("a verify that never answers fails at verifyTimeoutMs and its signal aborts", async () => {
+    let seen: AbortSignal | undefined;
+    const { call, outcome } = makeCall({
+      timeoutMs: 50,
+      verifyDelayMs: 100,
+      verifyTimeoutMs: 200,
+      verify: ({ signal }) => {
+        seen = signal;
+        return new Promise(() => {});
+      },
+    });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    const verification = settleOf((outcome.error as CallTimeoutError).verification);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(seen).toBeUndefined(); // verifyDelayMs not over yet
+    await vi.advanceTimersByTimeAsync(1);
+    expect(seen?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(seen?.aborted).toBe(true);
+    expect(verification.value).toMatchObject({
+      outcome: "verify-failed",
+      verification: { error: "verify did not answer within 200 ms" },
+      summary: "cancelled (timeout), verification failed, outcome unverified",
+    });
+  });
+
+  it("a late result after verification does not overrule it", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "not-applied" });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    await (outcome.error as CallTimeoutError).verification;
+    call.late("result");
+    expect(call.record).toMatchObject({ outcome: "verified-not-applied", late: { results: 1 } });
+  });
+
+  it("no verification for a request that was never sent", async () => {
+    const verify = vi.fn(() => "applied" as const);
+    const { call, outcome } = makeCall({ signal: AbortSignal.abort(), verify });
+    call.start();
+    await Promise.resolve();
+    expect((await (outcome.error as CallCancelledError).verification).outcome).toBe("not-sent");
+    expect(verify).not.toHaveBeenCalled();
+  });
+});
