@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { CallCancelledError, CallTimeoutError } from "../../src/index.js";
+import { alive, eventually, spawnServer } from "../helpers/stdio.js";
+
+// Real child processes over stdio, real timers: assertions are orders, counts and bounds.
+// Bounds carry generous slack (SLACK_MS) for a loaded 2-core CI machine.
+const SLACK_MS = 400;
+
+const open: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+});
+async function spawn(...args: Parameters<typeof spawnServer>) {
+  const server = await spawnServer(...args);
+  open.push(server.client);
+  return server;
+}
+
+describe("stdio adapter against a scripted server", () => {
+  it("C01 over stdio: released at the abort, one cancel sent, the late result dropped, the transport still usable", async () => {
+    const { mcp, cancelsReceived, errors } = await spawn("scripted-server.mjs");
+    const controller = new AbortController();
+    const started = performance.now();
+    const call = mcp.callTool({ name: "late", arguments: { ms: 300 } }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    const released = performance.now() - started;
+    expect(released).toBeGreaterThanOrEqual(45);
+    expect(released).toBeLessThan(50 + SLACK_MS);
+    expect(await eventually(() => mcp.records()[0]?.outcome === "late-result-discarded", 300 + SLACK_MS * 2)).toBe(true);
+    expect(cancelsReceived()).toEqual([
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "Cancelled by the client" } },
+    ]);
+    expect(errors).toEqual([]);
+    await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "echo 2" }] });
+  });
+
+  it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
+    const { mcp, errors } = await spawn("scripted-server.mjs");
+    await expect(mcp.callTool({ name: "late-error", arguments: { ms: 200 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(
+      CallTimeoutError,
+    );
+    expect(await eventually(() => mcp.records()[0]?.late.errors === 1, 200 + SLACK_MS * 2)).toBe(true);
+    expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), late result discarded");
+    expect(errors).toEqual([]);
+  });
+
+  it("C03 over stdio: each timed-out call sends exactly one cancel naming its own id", async () => {
+    const { mcp, cancelsReceived } = await spawn("scripted-server.mjs");
+    const results = await Promise.allSettled(
+      [60, 80, 100].map((timeoutMs) => mcp.callTool({ name: "silent" }, { timeoutMs })),
+    );
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(await eventually(() => cancelsReceived().length === 3)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // nothing more arrives later
+    expect(cancelsReceived().map((m) => m.params!.requestId)).toEqual([1, 2, 3]);
+    expect(cancelsReceived().every((m) => typeof m.params!.reason === "string")).toBe(true);
+  });
+
+  it("C13 over stdio: a blocked serial server; A's late result is dropped, tools/list gets its own answer, the child lives", async () => {
+    const { mcp, client, pid, errors } = await spawn("scripted-server.mjs");
+    const a = mcp.callTool({ name: "block", arguments: { ms: 600 } }, { timeoutMs: 100 });
+    await expect(a).rejects.toBeInstanceOf(CallTimeoutError);
+    const list = await mcp.request({ method: "tools/list" }, { timeoutMs: 5_000 });
+    expect(list).toMatchObject({ tools: [{ name: "echo" }] });
+    expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), late result discarded");
+    expect(alive(pid)).toBe(true);
+    expect(errors).toEqual([]);
+    await expect(client.listTools()).resolves.toMatchObject({ tools: [{ name: "echo" }] });
+  });
+
+  it("the caller is released at its deadline even when the server has stopped reading stdin", async () => {
+    const { mcp, transport } = await spawn("scripted-server.mjs");
+    await expect(mcp.callTool({ name: "stop-reading" }, { timeoutMs: 100 })).rejects.toBeInstanceOf(CallTimeoutError);
+    const big = "x".repeat(4 * 1024 * 1024); // far more than a pipe buffer: the write cannot finish
+    const started = performance.now();
+    await expect(mcp.callTool({ name: "echo", arguments: { big } }, { timeoutMs: 200 })).rejects.toMatchObject({
+      code: "REQUEST_TIMEOUT",
+    });
+    const released = performance.now() - started;
+    expect(released).toBeGreaterThanOrEqual(195);
+    expect(released).toBeLessThan(200 + SLACK_MS);
+    expect(mcp.pendingCount).toBe(0);
+    // the SDK's close() waits 2 s then SIGTERMs a server that does not exit; end it now
+    process.kill(transport.pid!, "SIGKILL");
+  });
+});
+
+describe("stdio adapter against the real SDK server", () => {
+  it("a timeout's notifications/cancelled reaches the tool handler, whose signal aborts, with the readable reason", async () => {
+    const { mcp, stderrLines } = await spawn("sdk-stdio-server.mjs");
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeoutMs: 100 })).rejects.toMatchObject({
+      code: "REQUEST_TIMEOUT",
+    });
+    expect(await eventually(() => stderrLines.some((l) => l.startsWith("ABORTED 1 ")), SLACK_MS * 2)).toBe(true);
+    expect(stderrLines.find((l) => l.startsWith("ABORTED 1 "))).toContain('reason="Request timed out after 100 ms"');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(mcp.records()[0]).toMatchObject({
+      cancel: { mechanism: "notification", trigger: "timeout" },
+      outcome: "unverified", // the SDK server stops and sends nothing: silence, not proof
+      late: { results: 0, errors: 0, progress: 0 },
+    });
+  });
+
+  it("C04 over stdio: progress every 30 ms keeps the idle timeout alive, the maximum total timeout still ends the call", async () => {
+    const { mcp, stderrLines } = await spawn("sdk-stdio-server.mjs");
+    const seen: number[] = [];
+    const started = performance.now();
+    const call = mcp.callTool(
+      { name: "ticker", arguments: { every: 30 } },
+      { timeoutMs: 150, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 600, onprogress: (p) => seen.push(p.progress) },
+    );
+    await expect(call).rejects.toMatchObject({ code: "MAX_TOTAL_TIMEOUT" });
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(595);
+    expect(elapsed).toBeLessThan(600 + SLACK_MS);
+    expect(seen.length).toBeGreaterThan(3);
+    expect(seen).toEqual([...seen].sort((x, y) => x - y));
+    expect(await eventually(() => stderrLines.some((l) => l.startsWith("TICKER-STOPPED 1 ")))).toBe(true);
+  });
+
+  it("a follow-up call after a cancel succeeds on the same process", async () => {
+    const { mcp } = await spawn("sdk-stdio-server.mjs");
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(
+      CallTimeoutError,
+    );
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 1 } })).resolves.toMatchObject({
+      content: [{ text: "slept 1" }],
+    });
+    expect(mcp.records().map((r) => r.status)).toEqual(["cancelled", "succeeded"]);
+  });
+
+  it("the server exiting settles pending calls as connection-closed", async () => {
+    const { mcp, transport } = await spawn("sdk-stdio-server.mjs");
+    const call = mcp.callTool({ name: "sleep", arguments: { ms: 10_000 } }, { timeoutMs: 5_000 });
+    setTimeout(() => process.kill(transport.pid!, "SIGKILL"), 50);
+    await expect(call).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
+    expect(mcp.records()[0]).toMatchObject({ cancel: { trigger: "connection-closed", mechanism: "none" }, outcome: "unverified" });
+    expect(mcp.pendingCount).toBe(0);
+  });
+});

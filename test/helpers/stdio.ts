@@ -1,0 +1,55 @@
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { withCancellation } from "../../src/index.js";
+import type { CancellationOptions } from "../../src/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+
+export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+/**
+ * Spawns a stdio MCP server as a real child process and connects a v1 SDK client through the
+ * library. `stderrLines` collects the server's stderr (fixtures log what they read and do there).
+ */
+export async function spawnServer(script: string, options: CancellationOptions = {}) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [fixture(script)], stderr: "pipe" });
+  const stderrLines: string[] = [];
+  let buffer = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString("utf8");
+    const parts = buffer.split("\n");
+    buffer = parts.pop()!;
+    stderrLines.push(...parts);
+  });
+  const client = new Client({ name: "e2e-bot", version: "1.0.0" });
+  const errors: Error[] = [];
+  client.onerror = (error) => errors.push(error);
+  const mcp = withCancellation(client, stdioCancellation(transport), options);
+  await client.connect(mcp.transport);
+  /** JSON-RPC messages the server read from its stdin (scripted server only). */
+  const received = () =>
+    stderrLines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: Record<string, unknown> });
+  const cancelsReceived = () => received().filter((m) => m.method === "notifications/cancelled");
+  return { client, transport, mcp, stderrLines, errors, received, cancelsReceived, pid: transport.pid };
+}
+
+/** Polls `predicate` every 10 ms until it holds or `withinMs` passes; returns whether it held. */
+export async function eventually(predicate: () => boolean, withinMs = 2_000): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (Date.now() < deadline) {
+    if (predicate()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return predicate();
+}
+
+/** True while a process with this pid exists. */
+export function alive(pid: number | null | undefined): boolean {
+  if (pid === null || pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
