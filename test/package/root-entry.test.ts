@@ -1,0 +1,36 @@
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const src = resolve(dirname(fileURLToPath(import.meta.url)), "../../src");
+
+/** Every module the root entry reaches through static imports, with the specifiers it imports. */
+function reach(entry: string): Map<string, string[]> {
+  const seen = new Map<string, string[]>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    const text = readFileSync(file, "utf8");
+    const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+    seen.set(file, specifiers);
+    for (const s of specifiers) if (s.startsWith(".")) visit(resolve(dirname(file), s.replace(/\.js$/, ".ts")));
+  };
+  visit(entry);
+  return seen;
+}
+
+describe("the root entry", () => {
+  it("pulls in no node: module and no Node-only SDK module (runs in browsers, Deno, Bun)", () => {
+    const modules = reach(resolve(src, "index.ts"));
+    expect(modules.size).toBeGreaterThan(10);
+    const external = [...modules.values()].flat().filter((s) => !s.startsWith("."));
+    expect(external.filter((s) => s.startsWith("node:") || /^(fs|path|child_process|http|net|events)$/.test(s))).toEqual([]);
+    expect(external.filter((s) => s.startsWith("@modelcontextprotocol/"))).toEqual([]);
+    expect(new Set(external)).toEqual(new Set(["zod", "p-timeout"]));
+  });
+
+  it("the stdio subpath is where Node-only code lives", () => {
+    const modules = reach(resolve(src, "adapters/stdio/index.ts"));
+    expect([...modules.values()].flat()).toContain("@modelcontextprotocol/sdk/client/stdio.js");
+  });
+});
