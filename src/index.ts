@@ -15,7 +15,7 @@ export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js"
 export { summarize } from "./core/record.js";
 export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./core/record.js";
 export { notificationCancellation } from "./adapters/notification.js";
-export type { CancellationAdapter, CancelRequest, TransportLike } from "./adapters/types.js";
+export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./adapters/types.js";
 export { jsonLines } from "./ledger/json-lines.js";
 export { McpCancellableError } from "./errors/McpCancellableError.js";
 export type { McpCancellableErrorCode } from "./errors/McpCancellableError.js";

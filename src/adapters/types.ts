@@ -43,4 +43,15 @@ export interface CancellationAdapter<T extends TransportLike = TransportLike> {
   cancel(request: CancelRequest): CancelMechanism;
   /** True for an error the transport reports because of one of our own cancels (it is swallowed). */
   isOwnCancelError?(error: Error): boolean;
+  /** Called once by the wire decorator with the hooks the adapter may call back. */
+  attach?(wire: WireHooks): void;
+}
+
+/** What an adapter may tell the wire decorator. */
+export interface WireHooks {
+  /**
+   * The stream carrying this request ended without its response (for example the server
+   * dropped the connection). A pending call settles as `connection-closed`; nothing is sent.
+   */
+  streamLost(requestId: RequestId, cause?: unknown): void;
 }

@@ -44,7 +44,10 @@ export interface ResultSchema<R> {
 
 /** Options of `request()`: the call options plus, for the v1 SDK, the result schema. */
 export interface RequestOptions<R> extends CallOptions {
-  /** The schema the v1 SDK validates the result with. Default: any object. Ignored by the v2 SDK. */
+  /**
+   * The schema the SDK validates the result with. v1: default any object. v2: needed only for
+   * methods outside the spec.
+   */
   resultSchema?: ResultSchema<R>;
 }
 
@@ -221,8 +224,11 @@ export function withCancellation<T extends TransportLike>(
         const params = request.params ?? {};
         const name = typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : null;
         return run<R>(request.method, name, params, callOptions, (marked, sdkOptions) =>
+          // v2 takes a result schema only for methods outside the spec; v1 always needs one.
           v2
-            ? sdk.request({ method: request.method, params: marked }, sdkOptions)
+            ? resultSchema === undefined
+              ? sdk.request({ method: request.method, params: marked }, sdkOptions)
+              : sdk.request({ method: request.method, params: marked }, resultSchema, sdkOptions)
             : sdk.request({ method: request.method, params: marked }, resultSchema ?? anyResult, sdkOptions),
         );
       } catch (error) {

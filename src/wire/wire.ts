@@ -54,10 +54,12 @@ export class Wire<T extends TransportLike> {
   readonly #tombTokens = new Map<string | number, CancellableCall | null>();
   /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
   readonly #inbound = new Set<RequestId>();
-  #initializeId: RequestId | undefined;
   #closed = false;
   readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
   readonly #bound = new Map<PropertyKey, unknown>();
+  readonly #overrides = new Map<PropertyKey, unknown>();
+  /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
+  readonly #neverCancel = new Set<RequestId>();
 
   constructor(adapter: CancellationAdapter<T>, maxTombstones: number, onAnomaly?: (anomaly: Anomaly) => void) {
     const inner = adapter.transport;
@@ -66,6 +68,7 @@ export class Wire<T extends TransportLike> {
     this.#maxTombstones = maxTombstones;
     this.#onAnomaly = onAnomaly;
     this.#down = { onmessage: inner.onmessage, onclose: inner.onclose, onerror: inner.onerror };
+    adapter.attach?.({ streamLost: this.#streamLost });
     const own = inner as unknown as Record<string, unknown>;
     own.onmessage = this.#onmessage;
     own.onclose = this.#onclose;
@@ -75,9 +78,9 @@ export class Wire<T extends TransportLike> {
       get: (target, property) => {
         switch (property) {
           case "send":
-            return this.#send;
+            return this.#overrides.get(property) ?? this.#send;
           case "start":
-            return this.#start;
+            return this.#overrides.get(property) ?? this.#start;
           case "onmessage":
           case "onclose":
           case "onerror":
@@ -97,7 +100,12 @@ export class Wire<T extends TransportLike> {
           this.#down[property] = value as Handler;
           return true;
         }
-        if (INTERCEPTED.has(property)) return false;
+        // v2's version probe patches `start` once (wrapping the one it read from us): keep the
+        // patch on the decorator, so the wire stays in the path.
+        if (INTERCEPTED.has(property)) {
+          this.#overrides.set(property, value);
+          return true;
+        }
         return Reflect.set(target, property, value, target);
       },
     });
@@ -158,6 +166,23 @@ export class Wire<T extends TransportLike> {
     this.#tombstone(id, entry.call, entry.token);
   }
 
+  /** Forgets a request the SDK made on its own (answered, or its send failed). */
+  #dropRaw(id: RequestId): void {
+    const entry = this.#pending.get(id);
+    if (entry === undefined || entry.call !== null) return;
+    this.#pending.delete(id);
+    this.#neverCancel.delete(id);
+    if (entry.token !== undefined) this.#tokens.delete(entry.token);
+  }
+
+  /**
+   * The adapter saw the stream carrying this request end without its response (a server drop:
+   * no `onclose` comes for it on HTTP). The call settles as `connection-closed`, nothing is sent.
+   */
+  readonly #streamLost = (requestId: RequestId, cause?: unknown): void => {
+    this.#pending.get(requestId)?.call?.cancel("connection-closed", cause);
+  };
+
   #tombstone(id: RequestId, call: CancellableCall | null, token: string | number | undefined): void {
     this.#tombIds.set(id, call);
     if (this.#tombIds.size > this.#maxTombstones) {
@@ -204,7 +229,18 @@ export class Wire<T extends TransportLike> {
       const entry: Entry = { call, token };
       this.#pending.set(message.id!, entry);
       if (token !== undefined) this.#tokens.set(token, entry);
-      if (method === "initialize") this.#initializeId = message.id!;
+      if (call === null) {
+        const id = message.id!;
+        if (method === "initialize" || method === "server/discover") this.#neverCancel.add(id);
+        // A request the SDK made on its own whose send fails gets no response: forget it.
+        const sending = (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(
+          this.#inner,
+          message,
+          options,
+        );
+        sending.catch(() => this.#dropRaw(id));
+        return sending;
+      }
     } else if (method === "notifications/cancelled") {
       return this.#sdkCancel(message);
     } else if (method === undefined && message.id !== undefined && message.id !== null) {
@@ -222,8 +258,9 @@ export class Wire<T extends TransportLike> {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return Promise.resolve();
     const { requestId, reason } = parsed.data;
-    // Rule 39: initialize is never cancelled. Rule 7: only requests still in progress.
-    if (requestId === this.#initializeId) return Promise.resolve();
+    // Rules 19, 39: initialize and the discover probe are never cancelled. Rule 7: only
+    // requests still in progress.
+    if (this.#neverCancel.has(requestId)) return Promise.resolve();
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
@@ -255,8 +292,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(id);
     if (entry !== undefined) {
       if (entry.call === null) {
-        this.#pending.delete(id);
-        if (entry.token !== undefined) this.#tokens.delete(entry.token);
+        this.#dropRaw(id);
       } else {
         entry.call.responded();
         this.#forget(id, entry);
@@ -334,6 +370,7 @@ export class Wire<T extends TransportLike> {
     this.#pending.clear();
     this.#tokens.clear();
     this.#inbound.clear();
+    this.#neverCancel.clear();
     (this.#down.onclose as (() => void) | undefined)?.();
   };
 

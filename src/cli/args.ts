@@ -1,0 +1,225 @@
+import { statSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { shellWords, ShellWordsError } from "./shell-words.js";
+
+/** Default time from the `tools/call` to the cancel, in ms. */
+export const DEFAULT_CANCEL_AFTER_MS = 300;
+/** Default observation window after each cancel, in ms. */
+export const DEFAULT_WINDOW_MS = 2_000;
+/**
+ * Default grace after a cancel, in ms: a message arriving this soon after the cancel may have
+ * crossed it on the wire (rule 9), so it is noted, not failed.
+ */
+export const DEFAULT_GRACE_MS = 100;
+/** Default bound on starting the server, `initialize`, and each follow-up request, in ms. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+/** The largest duration accepted, in ms (the largest delay a timer honours). */
+export const MAX_MS = 2_147_483_647;
+
+/** The protocol era the probe speaks: the 2025 `initialize` handshake, or 2026-07-28. */
+export type Era = "legacy" | "2026-07-28";
+
+/** Everything `mcp-cancellable probe` was asked to do, validated. Durations in ms. */
+export interface ProbeOptions {
+  target:
+    | { kind: "stdio"; command: string; args: string[]; env: Record<string, string>; cwd?: string; line: string }
+    | { kind: "http"; url: string; headers: Record<string, string> };
+  era: Era;
+  tool: string | undefined;
+  toolArgs: Record<string, unknown>;
+  allowSideEffects: boolean;
+  cancelAfterMs: number;
+  windowMs: number;
+  graceMs: number;
+  timeoutMs: number;
+  json: boolean;
+}
+
+/** A bad command line: the message says what and how to fix it (exit code 2). */
+export class UsageError extends Error {
+  override name = "UsageError" as const;
+}
+
+export const PROBE_HELP = `Usage: mcp-cancellable probe (--stdio "<command>" | --url <url>) [options]
+
+Checks whether an MCP server honours cancellation: calls a tool, cancels it, and watches the
+wire. Each check is PASS, FAIL, WARN or SKIP, with the evidence and the spec rule it tests.
+
+Target (exactly one):
+  --stdio "<command>"   Run a stdio server: the command line, split like a shell splits words
+                        (quotes and backslashes; no variables, globs or pipes). Run without a
+                        shell, in its own process group, ended when the probe ends.
+  --env KEY=VALUE       Environment variable for the stdio server, on top of the probe's own.
+                        Repeatable.
+  --cwd <dir>           Working directory for the stdio server. Default: the current directory.
+  --url <url>           A Streamable HTTP endpoint (http:// or https://).
+  --header "Name: value"
+                        Header sent with every HTTP request (auth, for example). Repeatable.
+
+Protocol:
+  --era <era>           legacy (the 2025 initialize handshake, v1 SDK client) or 2026-07-28
+                        (v2 SDK client, pinned; needs @modelcontextprotocol/client).
+                        Default: legacy.
+
+Tool:
+  --tool <name>         The tool to call and cancel. Default: picked from tools/list, one whose
+                        annotations say readOnlyHint and idempotentHint (never destructiveHint),
+                        preferring a slow-sounding name and no required arguments.
+  --args <json>         The tool's arguments, a JSON object. Default: {}.
+  --allow-side-effects  Allow a tool that is not annotated read-only and idempotent (it may run
+                        to completion despite the cancel: only use it on a test server).
+                        Default: off.
+
+Timing (all in milliseconds):
+  --cancel-after <ms>   Time from the tools/call to the cancel. Pick one at which the tool is
+                        still running. Default: ${DEFAULT_CANCEL_AFTER_MS}.
+  --window <ms>         How long to watch the wire after each cancel. Default: ${DEFAULT_WINDOW_MS}.
+  --grace <ms>          A message this soon after a cancel may have crossed it on the wire
+                        (rule 9): it is noted, not failed. Default: ${DEFAULT_GRACE_MS}.
+  --timeout <ms>        Bound on starting the server and its initialize answer, and on each
+                        follow-up request. Default: ${DEFAULT_TIMEOUT_MS}.
+
+Output:
+  --json                Print the report as JSON (one object) instead of text.
+  -h, --help            Print this help.
+
+Exit status: 0 no check FAILed; 1 a check FAILed, or the server could not be probed (did not
+start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error.
+
+Example:
+  mcp-cancellable probe --stdio "npx -y @modelcontextprotocol/server-everything stdio" \\
+    --tool trigger-long-running-operation --args '{"duration":5,"steps":10}'
+`;
+
+/**
+ * Parses and validates the arguments that follow `probe`.
+ * @returns the options, or `"help"` when help was asked for.
+ * @throws {UsageError} naming the flag and what is wrong with it.
+ */
+export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        stdio: { type: "string" },
+        env: { type: "string", multiple: true },
+        cwd: { type: "string" },
+        url: { type: "string" },
+        header: { type: "string", multiple: true },
+        era: { type: "string" },
+        tool: { type: "string" },
+        args: { type: "string" },
+        "allow-side-effects": { type: "boolean" },
+        "cancel-after": { type: "string" },
+        window: { type: "string" },
+        grace: { type: "string" },
+        timeout: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const v = parsed.values;
+  if (v.help === true) return "help";
+
+  if ((v.stdio === undefined) === (v.url === undefined)) {
+    throw new UsageError("give exactly one target: --stdio \"<command>\" or --url <url>");
+  }
+  let target: ProbeOptions["target"];
+  if (v.stdio !== undefined) {
+    if (v.header !== undefined) throw new UsageError("--header is for --url targets; use --env for --stdio");
+    let words: string[];
+    try {
+      words = shellWords(v.stdio);
+    } catch (error) {
+      if (error instanceof ShellWordsError) throw new UsageError(`--stdio: ${error.message}`);
+      throw error;
+    }
+    const [command, ...args] = words;
+    if (command === undefined || command === "") throw new UsageError("--stdio: the command is empty");
+    const env: Record<string, string> = {};
+    for (const pair of v.env ?? []) {
+      const eq = pair.indexOf("=");
+      if (eq <= 0) throw new UsageError(`--env: expected KEY=VALUE, got ${JSON.stringify(pair)}`);
+      env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    if (v.cwd !== undefined) {
+      let isDirectory = false;
+      try {
+        isDirectory = statSync(v.cwd).isDirectory();
+      } catch {
+        // reported below
+      }
+      if (!isDirectory) throw new UsageError(`--cwd: ${JSON.stringify(v.cwd)} is not a directory`);
+    }
+    target = { kind: "stdio", command, args, env, ...(v.cwd === undefined ? {} : { cwd: v.cwd }), line: v.stdio };
+  } else {
+    if (v.env !== undefined || v.cwd !== undefined) throw new UsageError("--env and --cwd are for --stdio targets");
+    let url: URL;
+    try {
+      url = new URL(v.url!);
+    } catch {
+      throw new UsageError(`--url: ${JSON.stringify(v.url)} is not a URL`);
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new UsageError(`--url: expected http:// or https://, got ${url.protocol}`);
+    }
+    const headers: Record<string, string> = {};
+    for (const header of v.header ?? []) {
+      const colon = header.indexOf(":");
+      const name = colon > 0 ? header.slice(0, colon).trim() : "";
+      if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+        throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
+      }
+      headers[name] = header.slice(colon + 1).trim();
+    }
+    target = { kind: "http", url: url.href, headers };
+  }
+
+  const era = v.era ?? "legacy";
+  if (era !== "legacy" && era !== "2026-07-28") {
+    throw new UsageError(`--era: expected legacy or 2026-07-28, got ${JSON.stringify(era)}`);
+  }
+
+  let toolArgs: Record<string, unknown> = {};
+  if (v.args !== undefined) {
+    let value: unknown;
+    try {
+      value = JSON.parse(v.args);
+    } catch (error) {
+      throw new UsageError(`--args: not valid JSON (${(error as Error).message})`);
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new UsageError("--args: expected a JSON object, such as '{\"duration\":5}'");
+    }
+    toolArgs = value as Record<string, unknown>;
+  }
+  if (v.tool !== undefined && v.tool.trim() === "") throw new UsageError("--tool: the name is empty");
+
+  return {
+    target,
+    era,
+    tool: v.tool,
+    toolArgs,
+    allowSideEffects: v["allow-side-effects"] === true,
+    cancelAfterMs: ms("--cancel-after", v["cancel-after"], DEFAULT_CANCEL_AFTER_MS, 0),
+    windowMs: ms("--window", v.window, DEFAULT_WINDOW_MS, 1),
+    graceMs: ms("--grace", v.grace, DEFAULT_GRACE_MS, 0),
+    timeoutMs: ms("--timeout", v.timeout, DEFAULT_TIMEOUT_MS, 1),
+    json: v.json === true,
+  };
+}
+
+/** A duration flag: a whole number of ms from `min` to `MAX_MS`. */
+function ms(flag: string, text: string | undefined, fallback: number, min: number): number {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag}: expected a whole number of milliseconds, got ${JSON.stringify(text)}`);
+  const value = Number(text.trim());
+  if (value < min || value > MAX_MS) throw new UsageError(`${flag}: expected ${min} to ${MAX_MS} ms, got ${value}`);
+  return value;
+}

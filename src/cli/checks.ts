@@ -1,0 +1,398 @@
+import { describeMessage, idLabel } from "./describe.js";
+import type { ProbeRun, RawCancel } from "./probe.js";
+import type { WireEvent } from "./recorder.js";
+
+/** A check's verdict. */
+export type Status = "PASS" | "FAIL" | "WARN" | "SKIP";
+
+/** One check: what it tests, the verdict, and the evidence from the wire. */
+export interface Check {
+  id: CheckId;
+  title: string;
+  /** The rules of protocol-rules.md (the MCP spec, distilled) this check tests. */
+  rules: number[];
+  status: Status;
+  /** One line: the verdict's reason. */
+  summary: string;
+  /** Lines of evidence: times and the messages seen. */
+  evidence: string[];
+  /** Sequence numbers of the timeline events this check flags. */
+  events: number[];
+}
+
+export type CheckId =
+  | "silent-after-cancel"
+  | "work-stops"
+  | "connection-survives"
+  | "cancel-completed-ignored"
+  | "cancel-unknown-ignored"
+  | "no-server-cancel"
+  | "progress-increases"
+  | "http-cancel-mechanism";
+
+/** Every check, in report order, with its title and rules. */
+export const CHECKS: ReadonlyArray<{ id: CheckId; title: string; rules: number[] }> = [
+  { id: "silent-after-cancel", title: "nothing more for the cancelled request", rules: [6, 11] },
+  { id: "work-stops", title: "progress stops after the cancel", rules: [11] },
+  { id: "connection-survives", title: "the connection still serves requests after the cancel", rules: [9, 11] },
+  { id: "cancel-completed-ignored", title: "a cancel for a completed request is ignored", rules: [9, 10] },
+  { id: "cancel-unknown-ignored", title: "a cancel for an unknown request id is ignored", rules: [9, 10] },
+  { id: "no-server-cancel", title: "the server sends no notifications/cancelled of its own", rules: [12] },
+  { id: "progress-increases", title: "progress values only go up", rules: [21] },
+  { id: "http-cancel-mechanism", title: "the HTTP cancel mechanism of the era works", rules: [6, 28, 40] },
+];
+
+const MAX_EVIDENCE = 6;
+
+/** Judges a probe run: one check per entry of `CHECKS`, in that order. */
+export function evaluate(run: ProbeRun): Check[] {
+  return [
+    silentAfterCancel(run),
+    workStops(run),
+    connectionSurvives(run),
+    rawCancelIgnored(run, run.cancelCompleted, "cancel-completed-ignored"),
+    rawCancelIgnored(run, run.cancelUnknown, "cancel-unknown-ignored"),
+    noServerCancel(run),
+    progressIncreases(run),
+    httpCancelMechanism(run),
+  ];
+}
+
+function make(
+  id: CheckId,
+  status: Status,
+  summary: string,
+  evidence: string[] = [],
+  events: WireEvent[] = [],
+): Check {
+  const spec = CHECKS.find((check) => check.id === id)!;
+  return { id, title: spec.title, rules: spec.rules, status, summary, evidence, events: events.map((event) => event.seq) };
+}
+
+/** `+203 ms` relative to `base`. */
+export function rel(at: number, base: number): string {
+  const delta = Math.round(at - base);
+  return `${delta >= 0 ? "+" : "−"}${Math.abs(delta)} ms`;
+}
+
+const fromServer = (event: WireEvent): boolean => event.from === "server" && event.kind === "message";
+
+function isResponse(event: WireEvent): boolean {
+  return fromServer(event) && event.message!.method === undefined;
+}
+
+function isProgressFor(event: WireEvent, token: string | number | undefined): boolean {
+  if (!fromServer(event) || event.message!.method !== "notifications/progress" || token === undefined) return false;
+  return (event.message!.params as { progressToken?: unknown } | undefined)?.progressToken === token;
+}
+
+function progressValue(event: WireEvent): number {
+  return Number((event.message!.params as { progress?: unknown } | undefined)?.progress);
+}
+
+function within(run: ProbeRun, from: number, to: number): WireEvent[] {
+  return run.events.filter((event) => event.at > from && event.at <= to);
+}
+
+function lines(events: WireEvent[], base: number): string[] {
+  const shown = events.slice(0, MAX_EVIDENCE).map((event) => `${rel(event.at, base)}  ${eventText(event)}`);
+  if (events.length > MAX_EVIDENCE) shown.push(`… and ${events.length - MAX_EVIDENCE} more`);
+  return shown;
+}
+
+/** The text of one timeline event, as the report shows it. */
+export function eventText(event: WireEvent): string {
+  const who = event.from === "client" ? "client →" : event.from === "server" ? "server →" : "probe:";
+  switch (event.kind) {
+    case "message":
+      return `${who} ${describeMessage(event.message!)}`;
+    case "invalid":
+      return `server → (not JSON-RPC) ${event.text ?? ""}`;
+    case "http":
+      return event.from === "client" ? `client: ${event.text ?? ""}` : `http: ${event.text ?? ""}`;
+    case "closed":
+      return `connection closed`;
+    case "error":
+      return `transport error: ${event.text ?? ""}`;
+    case "mark":
+      return `— ${event.text ?? ""}`;
+  }
+}
+
+function countKinds(events: WireEvent[]): string {
+  const progress = events.filter((event) => event.message?.method === "notifications/progress").length;
+  const results = events.filter((event) => event.message?.method === undefined && event.message?.result !== undefined).length;
+  const errors = events.filter((event) => event.message?.method === undefined && event.message?.error !== undefined).length;
+  const parts = [
+    progress > 0 ? `${progress} progress` : "",
+    results > 0 ? `${results} result` : "",
+    errors > 0 ? `${errors} error` : "",
+  ].filter((part) => part !== "");
+  return parts.join(", ");
+}
+
+/** Common SKIP reasons for the checks that need a cancelled call. */
+function mainSkip(run: ProbeRun): string | undefined {
+  const main = run.main;
+  if (main === undefined) return "the tool call did not run";
+  if (main.endedBeforeCancel !== undefined) {
+    const { how, at, text } = main.endedBeforeCancel;
+    const took = rel(at, main.sentAt).replace("+", "");
+    if (how === "closed") return `the connection closed ${took} after the call, before the cancel`;
+    return `the call ended before the cancel (${text}, after ${took}): nothing to cancel; use a slower tool or --args, or a smaller --cancel-after`;
+  }
+  if (main.cancelAt === undefined) return "no cancel was sent (the connection closed first)";
+  return undefined;
+}
+
+function silentAfterCancel(run: ProbeRun): Check {
+  const skip = mainSkip(run);
+  if (skip !== undefined) return make("silent-after-cancel", "SKIP", skip);
+  const main = run.main!;
+  const cancelAt = main.cancelAt!;
+  const grace = run.options.graceMs;
+  const id = main.id;
+  const forCall = within(run, cancelAt, main.windowEnd).filter(
+    (event) => (isResponse(event) && event.message!.id === id) || isProgressFor(event, main.progressToken),
+  );
+  const late = forCall.filter((event) => event.at - cancelAt > grace);
+  const crossed = forCall.filter((event) => event.at - cancelAt <= grace);
+  const crossedNote =
+    crossed.length === 0
+      ? []
+      : [`${crossed.length} message(s) within the ${grace} ms grace crossed the cancel on the wire (rule 9): ${countKinds(crossed)}`];
+  if (late.length > 0) {
+    return make(
+      "silent-after-cancel",
+      "FAIL",
+      `the server sent ${late.length} message(s) for ${idLabel(id)} after the cancel (${countKinds(late)}), ` +
+        `from ${rel(late[0]!.at, cancelAt)} to ${rel(late.at(-1)!.at, cancelAt)}; after a cancel it MUST NOT send any further messages for the request`,
+      [...lines(late, cancelAt), ...crossedNote],
+      late,
+    );
+  }
+  const closed = within(run, cancelAt, main.windowEnd).find((event) => event.kind === "closed");
+  return make(
+    "silent-after-cancel",
+    "PASS",
+    `no result, error or progress for ${idLabel(id)} in the ${Math.round(main.windowEnd - cancelAt)} ms after the cancel`,
+    [...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
+  );
+}
+
+function workStops(run: ProbeRun): Check {
+  const skip = mainSkip(run);
+  if (skip !== undefined) return make("work-stops", "SKIP", skip);
+  const main = run.main!;
+  const cancelAt = main.cancelAt!;
+  if (main.progressToken === undefined) return make("work-stops", "SKIP", "the call carried no progress token");
+  const progress = run.events.filter((event) => event.at > main.sentAt && isProgressFor(event, main.progressToken));
+  const before = progress.filter((event) => event.at <= cancelAt);
+  const after = progress.filter((event) => event.at > cancelAt + run.options.graceMs && event.at <= main.windowEnd);
+  if (after.length > 0) {
+    const values = after.map(progressValue);
+    return make(
+      "work-stops",
+      "FAIL",
+      `the work went on: ${after.length} progress notification(s) after the cancel (${values[0]} … ${values.at(-1)}), ` +
+        `the last at ${rel(after.at(-1)!.at, cancelAt)}; the server SHOULD stop as soon as practical and MUST NOT send more`,
+      [`${before.length} progress notification(s) before the cancel`, ...lines(after, cancelAt)],
+      after,
+    );
+  }
+  if (before.length > 0) {
+    return make(
+      "work-stops",
+      "PASS",
+      `${before.length} progress notification(s) before the cancel, none in the ${Math.round(main.windowEnd - cancelAt)} ms after it: the work stopped`,
+      lines(before.slice(-3), cancelAt),
+    );
+  }
+  return make(
+    "work-stops",
+    "SKIP",
+    "the tool sent no progress, so the wire cannot show whether the work stopped (try a later --cancel-after, or a tool that reports progress)",
+  );
+}
+
+function connectionSurvives(run: ProbeRun): Check {
+  const main = run.main;
+  const base = main?.cancelAt ?? main?.sentAt ?? 0;
+  const survive = run.survive;
+  if (survive === undefined) {
+    if (run.closedAt !== undefined && main !== undefined) {
+      const closed = run.events.find((event) => event.kind === "closed");
+      return make(
+        "connection-survives",
+        "FAIL",
+        `the connection closed ${rel(run.closedAt, base)} after the ${main.cancelAt === undefined ? "call" : "cancel"}`,
+        [...run.diagnosis],
+        closed ? [closed] : [],
+      );
+    }
+    return make("connection-survives", "SKIP", "the probe did not get this far");
+  }
+  const what = `${survive.method} ${survive.id === undefined ? "" : idLabel(survive.id)}`.trim();
+  const when = `sent ${rel(survive.sentAt, base)} after the ${main?.cancelAt === undefined ? "call" : "cancel"}`;
+  if (survive.outcome === "result") {
+    return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`);
+  }
+  const listedBefore = run.events.some(
+    (event) => isResponse(event) && event.message!.result !== undefined && (event.message!.result as { tools?: unknown }).tools !== undefined,
+  );
+  if (survive.outcome === "error" && !listedBefore) {
+    return make("connection-survives", "WARN", `${what} (${when}) ${survive.text}; it failed before the cancel too, so the connection may be fine`);
+  }
+  return make("connection-survives", "FAIL", `${what} (${when}): ${survive.text}`, run.closedAt === undefined ? [] : run.diagnosis);
+}
+
+function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId): Check {
+  if (raw === undefined) {
+    return make(id, "SKIP", run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far");
+  }
+  if (raw.skipped !== undefined) return make(id, "SKIP", raw.skipped);
+  const what = raw.kind === "completed" ? `the completed request ${idLabel(raw.requestId)}` : `the unknown id ${idLabel(raw.requestId)}`;
+  const clientIds = new Set(
+    run.events.filter((event) => event.from === "client" && event.message?.method !== undefined && event.message.id !== undefined).map((event) => event.message!.id),
+  );
+  const end = raw.followUp?.endedAt ?? raw.windowEnd;
+  const seen = within(run, raw.cancelAt, end);
+  const bad = seen.filter(
+    (event) =>
+      (isResponse(event) &&
+        (event.message!.id === raw.requestId || event.message!.id === null || !clientIds.has(event.message!.id))) ||
+      event.kind === "invalid" ||
+      event.kind === "closed",
+  );
+  const followUp = raw.followUp;
+  const evidence = lines(bad, raw.cancelAt);
+  let followText: string;
+  if (followUp === undefined) followText = "no request could follow (the connection closed)";
+  else if (followUp.outcome === "result") followText = `${followUp.method} ${idLabel(followUp.id)} then ${followUp.text}`;
+  else followText = `${followUp.method} ${followUp.id === undefined ? "" : idLabel(followUp.id)} then failed: ${followUp.text}`;
+  if (bad.length > 0 || followUp?.outcome !== "result") {
+    const closed = bad.some((event) => event.kind === "closed");
+    const answered = bad.some((event) => event.kind === "message");
+    const reason = closed
+      ? "the server closed the connection"
+      : answered
+        ? "the server answered the notification (a notification gets no response, and an invalid cancel SHOULD be ignored)"
+        : bad.length > 0
+          ? "the server wrote output that is not JSON-RPC"
+          : "the connection stopped serving requests";
+    return make(id, "FAIL", `after a cancel for ${what}, ${reason}; ${followText}`, [...evidence, ...(closed ? run.diagnosis : [])], bad);
+  }
+  return make(id, "PASS", `no answer, no error in ${Math.round(raw.windowEnd - raw.cancelAt)} ms; ${followText}`);
+}
+
+function noServerCancel(run: ProbeRun): Check {
+  const cancels = run.events.filter((event) => fromServer(event) && event.message!.method === "notifications/cancelled");
+  const serverRequests = new Set(
+    run.events.filter((event) => fromServer(event) && event.message!.method !== undefined && event.message!.id !== undefined).map((event) => event.message!.id),
+  );
+  const ownRequest = (event: WireEvent): boolean =>
+    run.era === "legacy" && serverRequests.has((event.message!.params as { requestId?: unknown } | undefined)?.requestId as string | number);
+  const bad = cancels.filter((event) => !ownRequest(event));
+  const base = run.main?.cancelAt ?? run.main?.sentAt ?? 0;
+  if (bad.length > 0) {
+    return make(
+      "no-server-cancel",
+      "FAIL",
+      `the server sent ${bad.length} notifications/cancelled of its own; it may send one only to end a subscriptions/listen stream, and the probe opened none`,
+      lines(bad, base),
+      bad,
+    );
+  }
+  const allowed = cancels.length - bad.length;
+  return make(
+    "no-server-cancel",
+    "PASS",
+    allowed === 0
+      ? "the server sent no notifications/cancelled"
+      : `the server cancelled only ${allowed} request(s) it had sent itself (allowed before 2026-07-28, rule 39)`,
+  );
+}
+
+function progressIncreases(run: ProbeRun): Check {
+  const byToken = new Map<string, WireEvent[]>();
+  for (const event of run.events) {
+    if (!fromServer(event) || event.message!.method !== "notifications/progress") continue;
+    const key = JSON.stringify((event.message!.params as { progressToken?: unknown } | undefined)?.progressToken ?? null);
+    const list = byToken.get(key) ?? [];
+    list.push(event);
+    byToken.set(key, list);
+  }
+  const base = run.main?.cancelAt ?? run.main?.sentAt ?? 0;
+  const bad: WireEvent[] = [];
+  const evidence: string[] = [];
+  let checked = 0;
+  for (const [token, events] of byToken) {
+    if (events.length < 2) continue;
+    checked++;
+    for (let i = 1; i < events.length; i++) {
+      const previous = progressValue(events[i - 1]!);
+      const value = progressValue(events[i]!);
+      if (!(value > previous)) {
+        bad.push(events[i]!);
+        if (evidence.length < MAX_EVIDENCE) {
+          evidence.push(`${rel(events[i]!.at, base)}  token ${token}: ${value} after ${previous}`);
+        }
+      }
+    }
+  }
+  if (bad.length > 0) {
+    return make(
+      "progress-increases",
+      "FAIL",
+      `${bad.length} progress notification(s) did not increase; progress MUST increase with each notification`,
+      evidence,
+      bad,
+    );
+  }
+  if (checked === 0) return make("progress-increases", "SKIP", "fewer than two progress notifications for any request");
+  const sample = [...byToken].filter(([, events]) => events.length >= 2).map(([token, events]) => {
+    const values = events.map(progressValue);
+    return `token ${token}: ${values.length > 8 ? `${values.slice(0, 4).join(", ")}, …, ${values.at(-1)}` : values.join(", ")}`;
+  });
+  return make("progress-increases", "PASS", `every progress value rose (${sample.join("; ")})`);
+}
+
+function httpCancelMechanism(run: ProbeRun): Check {
+  if (run.transport === "stdio") {
+    return make("http-cancel-mechanism", "SKIP", "stdio target: its cancel is notifications/cancelled on stdin (rule 31), checked above");
+  }
+  const skip = mainSkip(run);
+  if (skip !== undefined) return make("http-cancel-mechanism", "SKIP", skip);
+  const main = run.main!;
+  const cancelAt = main.cancelAt!;
+  const after = within(run, cancelAt - 1, main.windowEnd);
+  const label = idLabel(main.id);
+  const post = after.find((event) => event.kind === "http" && event.from === "server" && (event.text ?? "").startsWith(`POST notifications/cancelled ${label}`));
+  const closedStream = after.find((event) => event.kind === "http" && event.from === "client" && (event.text ?? "").includes(`tools/call ${label}`));
+  const survived = run.survive?.outcome === "result";
+  const then = survived ? "and the server answered the next request" : "but the server did not answer the next request";
+  if (run.era === "legacy") {
+    if (post === undefined) {
+      return make("http-cancel-mechanism", "FAIL", `no POST of notifications/cancelled for ${label} was seen (2025 era: the cancel is that POST, rule 40)`);
+    }
+    const status = post.status ?? 0;
+    const evidence = lines([post, ...(closedStream ? [closedStream] : [])], cancelAt);
+    if (status === 202 && survived) return make("http-cancel-mechanism", "PASS", `the POSTed notifications/cancelled got 202 Accepted ${then}`, evidence);
+    if (status >= 200 && status < 300 && survived) {
+      return make("http-cancel-mechanism", "WARN", `the POSTed notifications/cancelled got ${status}; a notification POST expects 202 Accepted`, evidence, [post]);
+    }
+    return make("http-cancel-mechanism", "FAIL", `the POSTed notifications/cancelled got ${status || "no answer"} ${then}`, evidence, [post]);
+  }
+  if (post !== undefined) {
+    return make("http-cancel-mechanism", "FAIL", `a notifications/cancelled was POSTed on a 2026-07-28 connection (rule 28: there it is a stream close only)`, lines([post], cancelAt), [post]);
+  }
+  if (closedStream === undefined) {
+    return make("http-cancel-mechanism", "FAIL", `the response stream of ${label} was not closed (2026-07-28: closing it is the cancel, rule 6)`);
+  }
+  return make(
+    "http-cancel-mechanism",
+    survived ? "PASS" : "FAIL",
+    `the client closed the response stream of ${label} and sent no notification, ${then}`,
+    lines([closedStream], cancelAt),
+  );
+}

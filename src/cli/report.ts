@@ -1,0 +1,214 @@
+import type { Check, Status } from "./checks.js";
+import { eventText, rel } from "./checks.js";
+import { brief, idLabel } from "./describe.js";
+import type { ProbeReport, ProbeRun } from "./probe.js";
+import type { WireEvent } from "./recorder.js";
+import type { StartupError } from "./target.js";
+
+/** The longest timeline printed per cancel, in lines; the middle is elided (flagged lines are kept). */
+export const MAX_TIMELINE_LINES = 40;
+
+/** Counts of each verdict. */
+export function tally(checks: Check[]): Record<Status, number> {
+  const counts: Record<Status, number> = { PASS: 0, FAIL: 0, WARN: 0, SKIP: 0 };
+  for (const check of checks) counts[check.status]++;
+  return counts;
+}
+
+/** 0 when nothing FAILed, 1 otherwise. */
+export function exitCodeOf(checks: Check[]): 0 | 1 {
+  return checks.some((check) => check.status === "FAIL") ? 1 : 0;
+}
+
+/** The summary line. */
+export function summaryLine(checks: Check[]): string {
+  const t = tally(checks);
+  const counts = `${t.PASS} PASS, ${t.FAIL} FAIL, ${t.WARN} WARN, ${t.SKIP} SKIP`;
+  if (t.FAIL > 0) {
+    const failed = checks.filter((check) => check.status === "FAIL").map((check) => check.id);
+    return `Summary: ${counts}: the server does not fully honour cancellation (${failed.join(", ")})`;
+  }
+  if (t.WARN > 0) return `Summary: ${counts}: no failures; read the warnings`;
+  return `Summary: ${counts}: no failures`;
+}
+
+interface Section {
+  title: string;
+  base: number;
+  from: number;
+  to: number;
+}
+
+function sections(run: ProbeRun): Section[] {
+  const out: Section[] = [];
+  const main = run.main;
+  if (main !== undefined) {
+    const end = run.survive?.endedAt ?? main.windowEnd;
+    out.push({
+      title:
+        main.cancelAt === undefined
+          ? `Timeline of tools/call ${idLabel(main.id)} ${main.tool} (ms from the call; it was not cancelled)`
+          : `Timeline around the cancel of tools/call ${idLabel(main.id)} ${main.tool} (ms relative to the cancel)`,
+      base: main.cancelAt ?? main.sentAt,
+      from: main.sentAt - 0.001,
+      to: end,
+    });
+  }
+  for (const raw of [run.cancelCompleted, run.cancelUnknown]) {
+    if (raw === undefined || raw.skipped !== undefined) continue;
+    out.push({
+      title:
+        raw.kind === "completed"
+          ? `Timeline around the cancel of the completed request ${idLabel(raw.requestId)}`
+          : `Timeline around the cancel of the unknown id ${idLabel(raw.requestId)}`,
+      base: raw.cancelAt,
+      from: raw.cancelAt - 0.001,
+      to: raw.followUp?.endedAt ?? raw.windowEnd,
+    });
+  }
+  return out;
+}
+
+function flags(checks: Check[]): Map<number, string> {
+  const map = new Map<number, string>();
+  for (const check of checks) {
+    for (const seq of check.events) {
+      const label = `${check.status} rule${check.rules.length > 1 ? "s" : ""} ${check.rules.join(", ")}`;
+      const previous = map.get(seq);
+      if (previous === undefined) map.set(seq, label);
+      else if (!previous.includes(label)) map.set(seq, `${previous}; ${label}`);
+    }
+  }
+  return map;
+}
+
+function timelineLines(run: ProbeRun, section: Section, flagged: Map<number, string>): string[] {
+  const events = run.events.filter((event) => event.at >= section.from && event.at <= section.to);
+  const rendered = events.map((event) => {
+    const time = (event.at === section.base ? "0 ms" : rel(event.at, section.base)).padStart(10);
+    const flag = flagged.get(event.seq);
+    return { flagged: flag !== undefined, text: `${time}  ${eventText(event)}${flag === undefined ? "" : `   <== ${flag}`}` };
+  });
+  if (rendered.length <= MAX_TIMELINE_LINES) return rendered.map((line) => line.text);
+  const head = 12;
+  const tail = 12;
+  const kept = rendered.map((line, index) => line.flagged || index < head || index >= rendered.length - tail);
+  const out: string[] = [];
+  let skipped = 0;
+  let flaggedShown = 0;
+  rendered.forEach((line, index) => {
+    const keep = kept[index] && (index < head || index >= rendered.length - tail || flaggedShown++ < 10);
+    if (keep) {
+      if (skipped > 0) out.push(`            … ${skipped} more`);
+      skipped = 0;
+      out.push(line.text);
+    } else skipped++;
+  });
+  if (skipped > 0) out.push(`            … ${skipped} more`);
+  return out;
+}
+
+/** The readable report. */
+export function renderText(report: ProbeReport): string {
+  const { run, checks } = report;
+  const o = run.options;
+  const out: string[] = [];
+  const server = run.serverInfo === undefined ? "(unnamed server)" : `${run.serverInfo.name ?? "?"} ${run.serverInfo.version ?? ""}`.trim();
+  const target = o.target.kind === "stdio" ? `stdio: ${o.target.line}` : `Streamable HTTP: ${o.target.url}`;
+  out.push("mcp-cancellable probe");
+  out.push(`  server   ${server}, protocol ${run.protocolVersion ?? "?"} (${run.era === "legacy" ? "2025 era" : "2026-07-28"}), ${target}`);
+  if (run.main !== undefined) {
+    out.push(`  tool     ${run.main.tool} ${brief(run.main.args, 100)} (${run.main.chosen})`);
+  }
+  out.push(`  cancel   ${run.cancelMechanism}, ${o.cancelAfterMs} ms after the call`);
+  out.push(`  watch    ${o.windowMs} ms after each cancel; messages within ${o.graceMs} ms of a cancel may have crossed it (rule 9)`);
+  if (run.droppedEvents > 0) out.push(`  note     ${run.droppedEvents} wire events beyond the first ${run.events.length} were not kept`);
+  const flagged = flags(checks);
+  for (const section of sections(run)) {
+    out.push("", section.title);
+    out.push(...timelineLines(run, section, flagged));
+  }
+  out.push("", "Checks");
+  for (const check of checks) {
+    out.push(`  ${check.status.padEnd(4)}  ${check.title} (rule${check.rules.length > 1 ? "s" : ""} ${check.rules.join(", ")})`);
+    out.push(`        ${check.summary}`);
+    for (const line of check.evidence) out.push(`          ${line}`);
+  }
+  if (run.diagnosis.length > 0) {
+    out.push("", "The server process", ...run.diagnosis.map((line) => `  ${line}`));
+  }
+  out.push("", summaryLine(checks));
+  return out.join("\n") + "\n";
+}
+
+function eventJson(event: WireEvent): Record<string, unknown> {
+  return {
+    seq: event.seq,
+    atMs: Math.round(event.at * 10) / 10,
+    from: event.from,
+    kind: event.kind,
+    text: eventText(event),
+    ...(event.message === undefined ? {} : { message: event.message }),
+    ...(event.status === undefined ? {} : { status: event.status }),
+  };
+}
+
+/** The report as one JSON object (`--json`). Times are ms since the probe started. */
+export function renderJson(report: ProbeReport): string {
+  const { run, checks } = report;
+  const o = run.options;
+  const main = run.main;
+  return JSON.stringify(
+    {
+      probe: "mcp-cancellable",
+      ok: exitCodeOf(checks) === 0,
+      exitCode: exitCodeOf(checks),
+      summary: tally(checks),
+      target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: o.target.url },
+      era: run.era,
+      protocolVersion: run.protocolVersion ?? null,
+      server: run.serverInfo ?? null,
+      settings: { cancelAfterMs: o.cancelAfterMs, windowMs: o.windowMs, graceMs: o.graceMs, timeoutMs: o.timeoutMs },
+      cancelMechanism: run.cancelMechanism,
+      call:
+        main === undefined
+          ? null
+          : {
+              tool: main.tool,
+              arguments: main.args,
+              chosen: main.chosen,
+              requestId: main.id ?? null,
+              progressToken: main.progressToken ?? null,
+              sentAtMs: round(main.sentAt),
+              cancelAtMs: main.cancelAt === undefined ? null : round(main.cancelAt),
+              windowEndMs: round(main.windowEnd),
+              endedBeforeCancel: main.endedBeforeCancel ?? null,
+              record: main.record ?? null,
+            },
+      checks,
+      diagnosis: run.diagnosis,
+      timeline: run.events.map(eventJson),
+      droppedEvents: run.droppedEvents,
+    },
+    null,
+    2,
+  ) + "\n";
+}
+
+/** A startup failure, for people. */
+export function renderStartupError(error: StartupError): string {
+  return [`mcp-cancellable probe: ${error.message}`, ...error.details.map((line) => `  ${line}`)].join("\n") + "\n";
+}
+
+/** A startup failure, as JSON (`--json`). */
+export function renderStartupErrorJson(error: StartupError, events: WireEvent[]): string {
+  return JSON.stringify(
+    { probe: "mcp-cancellable", ok: false, exitCode: 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
+    null,
+    2,
+  ) + "\n";
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

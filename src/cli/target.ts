@@ -1,0 +1,303 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { notificationCancellation } from "../adapters/notification.js";
+import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import { stdioCancellation } from "../adapters/stdio/index.js";
+import { withCancellation } from "../client/with-cancellation.js";
+import type { CancellableClient, ClientLike } from "../client/with-cancellation.js";
+import type { Message } from "../wire/messages.js";
+import type { Era, ProbeOptions } from "./args.js";
+import type { Recorder } from "./recorder.js";
+import { ProbeStdioTransport } from "./stdio-transport.js";
+import { describeRequest, truncate } from "./describe.js";
+
+/** The probe's client name and version, as sent in `initialize` (or the 2026 `_meta` envelope). */
+export const PROBE_CLIENT_INFO = { name: "mcp-cancellable-probe", version: "0.1.0" } as const;
+
+/** An open, initialized connection to the server under test. */
+export interface Connection {
+  readonly era: Era;
+  /** The negotiated protocol version, as the server stated it. */
+  readonly protocolVersion: string | undefined;
+  readonly serverInfo: { name?: string; version?: string } | undefined;
+  /** The library facade: calls with per-call timeouts and the transport's own cancel. */
+  readonly mcp: CancellableClient<TransportLike>;
+  /** Sends a message below the library, straight onto the recorded wire (the probe's raw cancels). */
+  sendRaw(message: Message): Promise<void>;
+  /** True once the connection closed (the server exited or hung up). */
+  readonly closed: boolean;
+  /** How a cancel goes on the wire on this connection, in words. */
+  readonly cancelMechanism: string;
+  /** Lines that explain a failure: exit code, stderr tail, output that is not JSON-RPC. */
+  diagnose(): string[];
+  /** Ends the connection and the server process; bounded, never rejects. */
+  close(): Promise<void>;
+}
+
+/** The probe could not get a working connection: the message says why, for a person. */
+export class StartupError extends Error {
+  override name = "StartupError" as const;
+  constructor(
+    message: string,
+    readonly kind: "spawn" | "exited" | "timeout" | "not-json-rpc" | "initialize-error" | "http" | "missing-sdk",
+    readonly details: string[],
+  ) {
+    super(message);
+  }
+}
+
+interface Opened {
+  transport: TransportLike;
+  adapter: (recorded: TransportLike) => CancellationAdapter<TransportLike>;
+  mechanism: string;
+  diagnose(): string[];
+  spawnError(): Error | undefined;
+  exited(): string | undefined;
+}
+
+/**
+ * Starts the server (stdio) or reaches it (HTTP), and runs the handshake of the asked era
+ * within `timeoutMs`: `initialize` (legacy, v1 SDK client) or `server/discover` pinned to
+ * 2026-07-28 (v2 SDK client). Every message is recorded with its time.
+ *
+ * @throws {StartupError} with a readable message: the program could not start, exited, never
+ *   answered, does not speak JSON-RPC, refused the handshake, or the v2 SDK is not installed.
+ */
+export async function openConnection(options: ProbeOptions, recorder: Recorder): Promise<Connection> {
+  const opened = openTransport(options, recorder);
+  const recorded = recorder.wrap(opened.transport);
+  let client: ClientLike & { connect(transport: unknown, options?: unknown): Promise<void>; close(): Promise<void> };
+  if (options.era === "legacy") {
+    client = new Client(PROBE_CLIENT_INFO, { capabilities: {} }) as unknown as typeof client;
+  } else {
+    let v2: typeof import("@modelcontextprotocol/client");
+    try {
+      v2 = await import("@modelcontextprotocol/client");
+    } catch {
+      throw new StartupError(
+        "--era 2026-07-28 needs the v2 SDK client: npm install @modelcontextprotocol/client",
+        "missing-sdk",
+        [],
+      );
+    }
+    client = new v2.Client(PROBE_CLIENT_INFO, {
+      capabilities: {},
+      versionNegotiation: { mode: { pin: "2026-07-28" }, probe: { timeoutMs: options.timeoutMs } },
+    }) as unknown as typeof client;
+  }
+  const sdkErrors: string[] = [];
+  (client as unknown as { onerror?: (error: Error) => void }).onerror = (error) => {
+    if (sdkErrors.length < 20) sdkErrors.push(error.message);
+  };
+  const mcp = withCancellation(client, opened.adapter(recorded), { timeoutMs: options.timeoutMs });
+  let closed = false;
+  recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
+  const close = async (): Promise<void> => {
+    await Promise.race([
+      client.close().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 3_000).unref()),
+    ]);
+    await opened.transport.close().catch(() => undefined);
+  };
+
+  recorder.mark(options.era === "legacy" ? "connect: initialize" : "connect: server/discover (2026-07-28)");
+  const deadline = options.timeoutMs + 1_000;
+  let failure: unknown;
+  let timedOut = false;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        timedOut = true;
+        reject(new Error("deadline"));
+      }, deadline);
+      client.connect(mcp.transport, { timeout: options.timeoutMs }).then(
+        () => (clearTimeout(timer), resolve()),
+        (error: unknown) => (clearTimeout(timer), reject(error)),
+      );
+    });
+  } catch (error) {
+    failure = error;
+  }
+  if (failure !== undefined) {
+    // Let an exit that caused the failure be seen (the close event trails the pipe closing).
+    await recorder.waitFor((event) => event.kind === "closed", closed ? 0 : 200);
+    await close();
+    throw startupError(options, opened, recorder, failure, timedOut, sdkErrors);
+  }
+
+  const sdk = client as unknown as {
+    getServerVersion?: () => { name?: string; version?: string } | undefined;
+    getNegotiatedProtocolVersion?: () => string | undefined;
+  };
+  const protocolVersion = sdk.getNegotiatedProtocolVersion?.() ?? negotiatedVersion(recorder);
+  return {
+    era: options.era,
+    protocolVersion,
+    serverInfo: sdk.getServerVersion?.(),
+    mcp: mcp as CancellableClient<TransportLike>,
+    sendRaw: (message) => (recorded.send as (message: Message) => Promise<void>)(message),
+    get closed() {
+      return closed;
+    },
+    cancelMechanism: opened.mechanism,
+    diagnose: () => opened.diagnose(),
+    close,
+  };
+}
+
+function openTransport(options: ProbeOptions, recorder: Recorder): Opened {
+  const target = options.target;
+  if (target.kind === "stdio") {
+    const transport = new ProbeStdioTransport({
+      command: target.command,
+      args: target.args,
+      env: target.env,
+      ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
+    });
+    let invalid = 0;
+    let firstInvalid = "";
+    transport.oninvalid = (line, why) => {
+      if (invalid++ === 0) firstInvalid = `${why}: ${truncate(line, 120)}`;
+      recorder.add({ from: "server", kind: "invalid", text: `${why}: ${truncate(line, 200)}` });
+    };
+    return {
+      transport: transport as unknown as TransportLike,
+      adapter: (recorded) => stdioCancellation(recorded),
+      mechanism: "notifications/cancelled on the server's stdin (rules 6, 31)",
+      spawnError: () => transport.spawnError,
+      exited: () =>
+        transport.exit === undefined
+          ? undefined
+          : transport.exit.signal !== null
+            ? `was killed by ${transport.exit.signal}`
+            : `exited with code ${transport.exit.code}`,
+      diagnose: () => {
+        const lines: string[] = [];
+        if (transport.exit !== undefined) {
+          lines.push(
+            transport.exit.signal !== null ? `the process was killed by ${transport.exit.signal}` : `the process exited with code ${transport.exit.code}`,
+          );
+        }
+        if (invalid > 0) lines.push(`${invalid} line(s) on stdout were not JSON-RPC; the first: ${firstInvalid}`);
+        const tail = transport.stderrTail.trim();
+        if (tail !== "") {
+          const last = tail.split(/\r?\n/).slice(-6).map((line) => `  ${truncate(line, 160)}`);
+          lines.push("the end of its stderr:", ...last);
+        }
+        return lines;
+      },
+    };
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(target.url), {
+    requestInit: { headers: target.headers },
+    fetch: recordingFetch(recorder),
+  });
+  return {
+    transport: transport as unknown as TransportLike,
+    adapter: (recorded) => notificationCancellation(recorded),
+    mechanism:
+      options.era === "legacy"
+        ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"
+        : "closing the request's response stream (2026-07-28, rule 6)",
+    spawnError: () => undefined,
+    exited: () => undefined,
+    diagnose: () => [],
+  };
+}
+
+/** A `fetch` that records each HTTP exchange (method, the JSON-RPC message it carried, status, the stream closing). */
+export function recordingFetch(recorder: Recorder, base: typeof fetch = globalThis.fetch): typeof fetch {
+  return async (input, init) => {
+    const method = init?.method ?? "GET";
+    const what = describeBody(init?.body);
+    let response: Response;
+    try {
+      response = await base(input, init);
+    } catch (error) {
+      const aborted = init?.signal?.aborted === true;
+      recorder.add({
+        from: "server",
+        kind: "http",
+        text: `${method} ${what}: ${aborted ? "aborted by the client before the response headers" : (error as Error).message}`,
+      });
+      throw error;
+    }
+    const type = response.headers.get("content-type") ?? "no content-type";
+    recorder.add({ from: "server", kind: "http", status: response.status, text: `${method} ${what} → ${response.status} (${type})` });
+    if (response.body === null || method !== "POST") return response;
+    let ended = false;
+    const signal = init?.signal ?? undefined;
+    const onAbort = (): void => {
+      if (!ended) recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const body = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        flush() {
+          ended = true;
+          signal?.removeEventListener("abort", onAbort);
+        },
+      }),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+function describeBody(body: unknown): string {
+  if (typeof body !== "string") return "(no JSON-RPC body)";
+  try {
+    const parsed = JSON.parse(body) as Message | Message[];
+    const first = Array.isArray(parsed) ? parsed[0] : parsed;
+    return first === undefined ? "(empty batch)" : describeRequest(first);
+  } catch {
+    return "(body not JSON)";
+  }
+}
+
+/** The protocol version from the recorded `initialize` answer. */
+function negotiatedVersion(recorder: Recorder): string | undefined {
+  for (const event of recorder.events) {
+    const result = event.message?.result as { protocolVersion?: unknown } | undefined;
+    if (event.from === "server" && typeof result?.protocolVersion === "string") return result.protocolVersion;
+  }
+  return undefined;
+}
+
+function startupError(
+  options: ProbeOptions,
+  opened: Opened,
+  recorder: Recorder,
+  failure: unknown,
+  timedOut: boolean,
+  sdkErrors: string[],
+): StartupError {
+  const target = options.target;
+  const who = target.kind === "stdio" ? `\`${target.line}\`` : target.url;
+  const handshake = options.era === "legacy" ? "initialize" : "server/discover (2026-07-28)";
+  const details = opened.diagnose();
+  const spawnError = opened.spawnError();
+  if (spawnError !== undefined) {
+    const code = (spawnError as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "no such program" : code === "EACCES" ? "permission denied" : spawnError.message;
+    return new StartupError(`could not start ${who}: ${why}`, "spawn", details);
+  }
+  const exited = opened.exited();
+  if (exited !== undefined) {
+    return new StartupError(`the server ${exited} before answering ${handshake}`, "exited", details);
+  }
+  const answered = recorder.events.some((event) => event.from === "server" && event.kind === "message");
+  const invalid = recorder.events.some((event) => event.kind === "invalid");
+  if (!answered && invalid) {
+    return new StartupError(`the server does not speak JSON-RPC: nothing it wrote was a JSON-RPC message`, "not-json-rpc", details);
+  }
+  const http = recorder.events.filter((event) => event.kind === "http" && (event.status === undefined || event.status >= 400));
+  const message = failure instanceof Error ? failure.message : String(failure);
+  if (target.kind === "http" && (http.length > 0 || !answered)) {
+    const last = http.at(-1)?.text ?? message;
+    return new StartupError(`could not reach ${who}: ${last}`, "http", [...details, ...sdkErrors.slice(0, 3)]);
+  }
+  if (timedOut || /timed? ?out/i.test(message)) {
+    return new StartupError(`the server did not answer ${handshake} within ${options.timeoutMs} ms`, "timeout", details);
+  }
+  return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}`, "initialize-error", details);
+}
