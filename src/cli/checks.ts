@@ -94,6 +94,11 @@ function within(run: ProbeRun, from: number, to: number): WireEvent[] {
   return run.events.filter((event) => event.at > from && event.at <= to);
 }
 
+/** The time of the last event recorded, in ms. */
+function runEnd(run: ProbeRun): number {
+  return run.events.at(-1)?.at ?? 0;
+}
+
 function lines(events: WireEvent[], base: number): string[] {
   const shown = events.slice(0, MAX_EVIDENCE).map((event) => `${rel(event.at, base)}  ${eventText(event)}`);
   if (events.length > MAX_EVIDENCE) shown.push(`… and ${events.length - MAX_EVIDENCE} more`);
@@ -152,7 +157,9 @@ function silentAfterCancel(run: ProbeRun): Check {
   const cancelAt = main.cancelAt!;
   const grace = run.options.graceMs;
   const id = main.id;
-  const forCall = within(run, cancelAt, main.windowEnd).filter(
+  // Watched for at least the window, and to the end of the run: a message after the window still counts.
+  const end = Math.max(main.windowEnd, runEnd(run));
+  const forCall = within(run, cancelAt, end).filter(
     (event) => (isResponse(event) && event.message!.id === id) || isProgressFor(event, main.progressToken),
   );
   const late = forCall.filter((event) => event.at - cancelAt > grace);
@@ -171,11 +178,11 @@ function silentAfterCancel(run: ProbeRun): Check {
       late,
     );
   }
-  const closed = within(run, cancelAt, main.windowEnd).find((event) => event.kind === "closed");
+  const closed = within(run, cancelAt, end).find((event) => event.kind === "closed");
   return make(
     "silent-after-cancel",
     "PASS",
-    `no result, error or progress for ${idLabel(id)} in the ${Math.round(main.windowEnd - cancelAt)} ms after the cancel`,
+    `no result, error or progress for ${idLabel(id)} in the ${Math.round(end - cancelAt)} ms after the cancel`,
     [...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
   );
 }
@@ -188,7 +195,8 @@ function workStops(run: ProbeRun): Check {
   if (main.progressToken === undefined) return make("work-stops", "SKIP", "the call carried no progress token");
   const progress = run.events.filter((event) => event.at > main.sentAt && isProgressFor(event, main.progressToken));
   const before = progress.filter((event) => event.at <= cancelAt);
-  const after = progress.filter((event) => event.at > cancelAt + run.options.graceMs && event.at <= main.windowEnd);
+  const end = Math.max(main.windowEnd, runEnd(run));
+  const after = progress.filter((event) => event.at > cancelAt + run.options.graceMs);
   if (after.length > 0) {
     const values = after.map(progressValue);
     return make(
@@ -204,7 +212,7 @@ function workStops(run: ProbeRun): Check {
     return make(
       "work-stops",
       "PASS",
-      `${before.length} progress notification(s) before the cancel, none in the ${Math.round(main.windowEnd - cancelAt)} ms after it: the work stopped`,
+      `${before.length} progress notification(s) before the cancel, none in the ${Math.round(end - cancelAt)} ms after it: the work stopped`,
       lines(before.slice(-3), cancelAt),
     );
   }

@@ -69,21 +69,34 @@ function sections(run: ProbeRun): Section[] {
   return out;
 }
 
+/** For each flagged event: `FAIL (rules 6, 11)`, the worst verdict and the union of the rules. */
 function flags(checks: Check[]): Map<number, string> {
-  const map = new Map<number, string>();
+  const byEvent = new Map<number, { status: Status; rules: Set<number> }>();
+  const rank: Record<Status, number> = { FAIL: 3, WARN: 2, PASS: 1, SKIP: 0 };
   for (const check of checks) {
     for (const seq of check.events) {
-      const label = `${check.status} rule${check.rules.length > 1 ? "s" : ""} ${check.rules.join(", ")}`;
-      const previous = map.get(seq);
-      if (previous === undefined) map.set(seq, label);
-      else if (!previous.includes(label)) map.set(seq, `${previous}; ${label}`);
+      const entry = byEvent.get(seq) ?? { status: check.status, rules: new Set<number>() };
+      if (rank[check.status] > rank[entry.status]) entry.status = check.status;
+      for (const rule of check.rules) entry.rules.add(rule);
+      byEvent.set(seq, entry);
     }
+  }
+  const map = new Map<number, string>();
+  for (const [seq, { status, rules }] of byEvent) {
+    const sorted = [...rules].sort((a, b) => a - b);
+    map.set(seq, `${status} (rule${sorted.length > 1 ? "s" : ""} ${sorted.join(", ")})`);
   }
   return map;
 }
 
 function timelineLines(run: ProbeRun, section: Section, flagged: Map<number, string>): string[] {
-  const events = run.events.filter((event) => event.at >= section.from && event.at <= section.to);
+  // The probe's own "cancel" marker is redundant when the notification it caused is on the line below.
+  const events = run.events.filter(
+    (event, index) =>
+      event.at >= section.from &&
+      event.at <= section.to &&
+      !(event.kind === "mark" && event.text === "cancel" && run.events[index + 1]?.message?.method === "notifications/cancelled"),
+  );
   const rendered = events.map((event) => {
     const time = (event.at === section.base ? "0 ms" : rel(event.at, section.base)).padStart(10);
     const flag = flagged.get(event.seq);
