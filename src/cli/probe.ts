@@ -220,7 +220,9 @@ export function chooseTool(
     }
     return { name: tool.name, args: options.toolArgs, why: "given with --tool" };
   }
-  if (listError !== undefined) throw new UsageError(`tools/list failed (${listError}); name the tool with --tool`);
+  if (listError !== undefined) {
+    throw new StartupError(`tools/list failed (${listError}), so no tool can be picked; name one with --tool`, "tools-list", []);
+  }
   const given = Object.keys(options.toolArgs);
   const candidates = tools
     .filter((tool) => options.allowSideEffects || isSafe(tool))

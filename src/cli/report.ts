@@ -135,6 +135,10 @@ export function renderText(report: ProbeReport): string {
   }
   out.push(`  cancel   ${run.cancelMechanism}, ${o.cancelAfterMs} ms after the call`);
   out.push(`  watch    ${o.windowMs} ms after each cancel; messages within ${o.graceMs} ms of a cancel may have crossed it (rule 9)`);
+  const invalid = run.events.filter((event) => event.kind === "invalid").length;
+  if (invalid > 0) {
+    out.push(`  note     the server wrote ${invalid} line(s) that are not JSON-RPC on stdout, where stdio allows only MCP messages (rule 31)`);
+  }
   if (run.droppedEvents > 0) out.push(`  note     ${run.droppedEvents} wire events beyond the first ${run.events.length} were not kept`);
   const flagged = flags(checks);
   for (const section of sections(run)) {

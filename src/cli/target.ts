@@ -39,7 +39,7 @@ export class StartupError extends Error {
   override name = "StartupError" as const;
   constructor(
     message: string,
-    readonly kind: "spawn" | "exited" | "timeout" | "not-json-rpc" | "initialize-error" | "http" | "missing-sdk",
+    readonly kind: "spawn" | "exited" | "timeout" | "not-json-rpc" | "initialize-error" | "http" | "missing-sdk" | "tools-list",
     readonly details: string[],
   ) {
     super(message);
@@ -104,6 +104,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   const deadline = options.timeoutMs + 1_000;
   let failure: unknown;
   let timedOut = false;
+  let exitedFirst = false;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -117,12 +118,16 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     });
   } catch (error) {
     failure = error;
+    // The SDK closes the transport itself when initialize fails, so a server that exits after
+    // this moment was ended by us; one that closed before caused the failure.
+    exitedFirst = closed || /connection closed/i.test(error instanceof Error ? error.message : "");
   }
   if (failure !== undefined) {
-    // Let an exit that caused the failure be seen (the close event trails the pipe closing).
-    await recorder.waitFor((event) => event.kind === "closed", closed ? 0 : 200);
+    // Let the exit code of a server that went away arrive (the close event trails the pipe).
+    if (exitedFirst && opened.exited() === undefined) await recorder.waitFor((event) => event.kind === "closed", 500);
+    const error = startupError(options, opened, recorder, failure, timedOut, sdkErrors, exitedFirst);
     await close();
-    throw startupError(options, opened, recorder, failure, timedOut, sdkErrors);
+    throw error;
   }
 
   const sdk = client as unknown as {
@@ -270,18 +275,20 @@ function startupError(
   failure: unknown,
   timedOut: boolean,
   sdkErrors: string[],
+  exitedFirst: boolean,
 ): StartupError {
   const target = options.target;
   const who = target.kind === "stdio" ? `\`${target.line}\`` : target.url;
   const handshake = options.era === "legacy" ? "initialize" : "server/discover (2026-07-28)";
-  const details = opened.diagnose();
+  // An exit the probe itself caused (by closing stdin) explains nothing.
+  const details = opened.diagnose().filter((line) => exitedFirst || !line.startsWith("the process "));
   const spawnError = opened.spawnError();
   if (spawnError !== undefined) {
     const code = (spawnError as NodeJS.ErrnoException).code;
     const why = code === "ENOENT" ? "no such program" : code === "EACCES" ? "permission denied" : spawnError.message;
     return new StartupError(`could not start ${who}: ${why}`, "spawn", details);
   }
-  const exited = opened.exited();
+  const exited = exitedFirst ? (opened.exited() ?? "closed the connection") : undefined;
   if (exited !== undefined) {
     return new StartupError(`the server ${exited} before answering ${handshake}`, "exited", details);
   }
