@@ -255,7 +255,8 @@ export class CancellableCall<T = unknown> {
       name: this.name,
       startedAt: new Date(this.#startedWall).toISOString(),
       settledAt: new Date().toISOString(),
-      elapsedMs: Math.max(0, this.#init.clock() - this.#startedAt),
+      // Rounded to 0.1 ms: clocks are not finer than that in practice, and logs stay readable.
+      elapsedMs: Math.max(0, Math.round((this.#init.clock() - this.#startedAt) * 10) / 10),
       ...base,
       late: this.#late,
       progress: { count: this.#progressCount, last: this.#lastProgress },

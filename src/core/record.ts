@@ -42,7 +42,7 @@ export interface RunRecord {
   startedAt: string;
   /** Wall-clock time of the settle, ISO 8601. */
   settledAt: string;
-  /** Monotonic time from the send to the settle, in ms. */
+  /** Monotonic time from the send to the settle, in ms, rounded to 0.1 ms. */
   elapsedMs: number;
   status: CallStatus;
   /** Present when `status` is `cancelled`. */
