@@ -1,0 +1,389 @@
+/**
+ * `npm run demo`: the worked example of the seed (../shared/seeds/000_a2e1b9b6aa384a0d.txt), run
+ * for real against MCP servers on stdio, through mcp-cancellable.
+ *
+ * The seed: a bot calls `generate_quarterly_summary` over stdio; the report takes longer than the
+ * bot's budget; the bot sends `notifications/cancelled` with a reason ("exceeded 30s budget") and
+ * at once treats the call as done. Then one of three things happens, and the bot must tolerate all
+ * three:
+ *   (a) the server stops cleanly and sends nothing;
+ *   (b) the server had already sent its result, which arrives after the cancel: it must be ignored,
+ *       and the run record says "cancelled, late result discarded";
+ *   (c) the server cannot stop and writes the report anyway, and (rule 11) still sends nothing:
+ *       silence looks exactly like (a), so only a separate, idempotent read can tell.
+ * The budget here is 800 ms instead of 30 s. Then the same bot runs against a server nobody here
+ * wrote, `@modelcontextprotocol/server-everything`, whose long-running tool keeps sending progress
+ * after it was cancelled: the library drops that progress and counts it on the record (d), and the
+ * connection stays usable for the next call (e).
+ *
+ * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
+ * with 1 unless each record is what the seed says it should be. DEMO_VERBOSE=1 also prints the
+ * servers' stderr. Every server is a child process started and stopped here; the reports go to a
+ * temporary directory, deleted at the end.
+ */
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { isCallCancelledError, isCallTimeoutError, jsonLines, withCancellation } from "../src/index.js";
+import type { CancellableClient, RunRecord } from "../src/index.js";
+import { stdioCancellation } from "../src/adapters/stdio/index.js";
+import { reportPath } from "./reports.js";
+import type { Mode } from "./reports.js";
+
+/** The bot's patience for one report, in ms (the seed's 30 s, shortened so the demo takes seconds). */
+const BUDGET_MS = 800;
+/** How long the report takes on this run, in ms: well past the budget (the seed's 45 s against 30 s). */
+const WORK_MS = 1_600;
+/**
+ * Wait after the cancel before the verify read, in ms: time for a server that cannot stop to
+ * finish (case c). The report is written WORK_MS - BUDGET_MS = 800 ms after the cancel.
+ */
+const VERIFY_DELAY_MS = 1_600;
+/** How long the demo waits for late messages to land on a record, at most, in ms. */
+const LATE_WAIT_MS = 4_000;
+/** A hard stop for the whole demo, in ms: it never hangs. */
+const DEMO_DEADLINE_MS = 45_000;
+
+const here = dirname(fileURLToPath(import.meta.url));
+const verbose = process.env.DEMO_VERBOSE === "1";
+/** Everything that did not match the seed; the demo exits 1 unless this stays empty. */
+const problems: string[] = [];
+
+// ---------------------------------------------------------------------------------------------
+// Connecting: an SDK Client whose stdio transport is wrapped by the library.
+// ---------------------------------------------------------------------------------------------
+
+interface Session {
+  mcp: CancellableClient<StdioClientTransport>;
+  /** Ends the server's stdin and waits for the child to exit (the SDK escalates to SIGTERM after 2 s). Idempotent. */
+  close(): Promise<void>;
+  stderr(): string;
+}
+
+/**
+ * Spawns `command args` as a stdio MCP server and connects a v1 SDK `Client` to it through
+ * `withCancellation` + `stdioCancellation`: a cancel is one `notifications/cancelled {requestId,
+ * reason}` line on the server's stdin (rules 6, 31), and the SDK's own timeout never decides a call.
+ */
+async function connect(command: string, args: string[]): Promise<Session> {
+  const client = new Client({ name: "report-bot", version: "1.0.0" });
+  // The seed: the bot tolerates every case "without crashing": no error may reach the SDK's onerror.
+  client.onerror = (error) => problems.push(`client.onerror: ${error.message}`);
+  const mcp = withCancellation(client, stdioCancellation({ command, args, stderr: "pipe" }), {
+    onAnomaly: (anomaly) => problems.push(`wire anomaly: ${anomaly.kind}: ${anomaly.message}`),
+  });
+  const stderr: string[] = [];
+  mcp.transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  await client.connect(mcp.transport);
+  let closing: Promise<void> | undefined;
+  return { mcp, close: () => (closing ??= client.close()), stderr: () => stderr.join("") };
+}
+
+/** Starts demo/report-server.ts (under tsx's loader) in one of the seed's three modes. */
+function startReportServer(mode: Mode, dir: string): Promise<Session> {
+  const server = join(here, "report-server.ts");
+  const args = ["--import", import.meta.resolve("tsx"), server, "--mode", mode, "--dir", dir, "--work-ms", String(WORK_MS)];
+  return connect(process.execPath, args);
+}
+
+/** Starts @modelcontextprotocol/server-everything from its installed `bin`, in stdio mode. */
+function startServerEverything(): Promise<Session> {
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve("@modelcontextprotocol/server-everything/package.json");
+  const { bin } = require(manifest) as { bin: Record<string, string> };
+  const entry = join(dirname(manifest), bin["mcp-server-everything"] ?? "dist/index.js");
+  return connect(process.execPath, [entry, "stdio"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bot.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The bot asks for a report and gives up after `BUDGET_MS`. On the timeout the library sends
+ * `notifications/cancelled` with the reason and rejects the call at once, without waiting for the
+ * server (rules 14, 15: time out, cancel, stop waiting). Because silence is not proof that the work
+ * stopped, the call carries a `verify` read: `VERIFY_DELAY_MS` after the cancel it checks whether
+ * the report file exists, a read that changes nothing (the seed's second rule). Its answer becomes
+ * the record's outcome: `verified-applied` or `verified-not-applied`.
+ *
+ * `verifyAfterCancel: false` leaves the verify read out. Case (b) runs that way so that its record
+ * shows the seed's "cancelled, late result discarded": with a verify read, the read's answer (here
+ * "applied", since that server finished) would set the outcome instead, and the late result would
+ * still be counted in `late.results`.
+ *
+ * @returns what the call resolved with (never, once cancelled) or rejected with.
+ */
+async function askForReport(
+  mcp: CancellableClient<StdioClientTransport>,
+  dir: string,
+  quarter: string,
+  verifyAfterCancel: boolean,
+): Promise<{ result: unknown; error: unknown }> {
+  try {
+    const result = await mcp.callTool(
+      { name: "generate_quarterly_summary", arguments: { quarter } },
+      {
+        timeoutMs: BUDGET_MS,
+        reason: `exceeded ${BUDGET_MS}ms budget`,
+        ...(verifyAfterCancel && {
+          verifyDelayMs: VERIFY_DELAY_MS,
+          verify: () => (existsSync(reportPath(dir, quarter)) ? "applied" : "not-applied"),
+        }),
+      },
+    );
+    return { result, error: undefined };
+  } catch (error) {
+    return { result: undefined, error };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking records against the seed.
+// ---------------------------------------------------------------------------------------------
+
+/** One call's line in the output: its label, its final record, and what happened, in words. */
+interface Line {
+  label: string;
+  record: RunRecord;
+  note: string;
+}
+
+/** Records a mismatch unless `actual` equals `expected` (compared as JSON). */
+function expectEqual(label: string, what: string, actual: unknown, expected: unknown): void {
+  if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+    problems.push(`[${label}] ${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+  }
+}
+
+/** Records a mismatch unless `ok`. */
+function expectThat(label: string, what: string, ok: boolean, actual: unknown): void {
+  if (!ok) problems.push(`[${label}] expected ${what}, got ${JSON.stringify(actual)}`);
+}
+
+/** Polls `read` every 20 ms until `done` holds or `withinMs` ms have passed; returns the last value. */
+async function waitFor<T>(read: () => T, done: (value: T) => boolean, withinMs: number): Promise<T> {
+  const until = performance.now() + withinMs;
+  let value = read();
+  while (!done(value) && performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    value = read();
+  }
+  return value;
+}
+
+/** The latest revision of the session's most recent run record. */
+function lastRecord(session: Session): RunRecord | undefined {
+  return session.mcp.records().at(-1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases (a), (b), (c): the report server.
+// ---------------------------------------------------------------------------------------------
+
+interface ReportCase {
+  label: "a" | "b" | "c";
+  mode: Mode;
+  verifyAfterCancel: boolean;
+  /** The record's outcome the seed asks for. */
+  outcome: RunRecord["outcome"];
+  /** Late results the record must count: only (b)'s server sends one. */
+  lateResults: number;
+  /** Whether the report file exists once the server has exited. */
+  fileExists: boolean;
+  note: string;
+}
+
+const REPORT_CASES: ReportCase[] = [
+  {
+    label: "a",
+    mode: "stop",
+    verifyAfterCancel: true,
+    outcome: "verified-not-applied",
+    lateResults: 0,
+    fileExists: false,
+    note: "the server stopped cleanly and sent nothing; the verify read found no report",
+  },
+  {
+    label: "b",
+    mode: "late",
+    verifyAfterCancel: false,
+    outcome: "late-result-discarded",
+    lateResults: 1,
+    fileExists: true,
+    note: "the server's result arrived after the cancel; it was dropped, the bot never saw it",
+  },
+  {
+    label: "c",
+    mode: "ignore",
+    verifyAfterCancel: true,
+    outcome: "verified-applied",
+    lateResults: 0,
+    fileExists: true,
+    note: "the server could not stop and wrote the report, sending nothing; the verify read found it",
+  },
+];
+
+async function runReportCase(spec: ReportCase, session: Session, dir: string): Promise<Line[]> {
+  const { label } = spec;
+  const { result, error } = await askForReport(session.mcp, dir, "Q3", spec.verifyAfterCancel);
+  expectEqual(label, "the call's result (a cancelled call never delivers one)", result, undefined);
+  expectThat(label, "a CallTimeoutError (code REQUEST_TIMEOUT)", isCallTimeoutError(error) && error.code === "REQUEST_TIMEOUT", String(error));
+  if (isCallTimeoutError(error)) await error.verification; // the record once the verify read (if any) answered
+  // A late result (b) lands whenever the server gets round to it: wait for it, bounded.
+  await waitFor(() => lastRecord(session), (r) => r !== undefined && r.late.results >= spec.lateResults, LATE_WAIT_MS);
+  expectEqual(label, "pending count once settled", session.mcp.pendingCount, 0);
+  await session.close(); // the server has exited: the report directory is final
+  const record = lastRecord(session);
+  if (record === undefined) {
+    problems.push(`[${label}] no run record`);
+    return [];
+  }
+  expectEqual(label, "status", record.status, "cancelled");
+  expectEqual(label, "cancel.trigger", record.cancel?.trigger, "timeout");
+  expectEqual(label, "cancel.mechanism", record.cancel?.mechanism, "notification");
+  expectEqual(label, "cancel.reason", record.cancel?.reason, `exceeded ${BUDGET_MS}ms budget`);
+  expectEqual(label, "outcome", record.outcome, spec.outcome);
+  expectEqual(label, "late", record.late, { results: spec.lateResults, errors: 0, progress: 0 });
+  expectEqual(label, "report file exists", existsSync(reportPath(dir, "Q3")), spec.fileExists);
+  return [{ label, record, note: spec.note }];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases (d), (e): server-everything.
+// ---------------------------------------------------------------------------------------------
+
+/** trigger-long-running-operation: 10 progress steps over 3 s. */
+const LONG_RUN = { duration: 3, steps: 10 } as const;
+/** The bot gives up after this many progress notifications. */
+const GIVE_UP_AFTER = 2;
+
+async function runServerEverything(session: Session): Promise<Line[]> {
+  // (d) Progress resets the idle timeout (rule 17); the bot aborts after two updates. The server
+  // keeps going: its tool sends progress through `server.notification()`, which the SDK does not
+  // hold back for a cancelled request, so progress keeps coming after the cancel (against rule 22).
+  const giveUp = new AbortController();
+  let progressSeen = 0;
+  let error: unknown;
+  try {
+    await session.mcp.callTool(
+      { name: "trigger-long-running-operation", arguments: { ...LONG_RUN } },
+      {
+        timeoutMs: 2_000,
+        maxTotalTimeoutMs: 10_000,
+        resetTimeoutOnProgress: true,
+        signal: giveUp.signal,
+        onprogress: () => {
+          progressSeen++;
+          if (progressSeen === GIVE_UP_AFTER) giveUp.abort(`the bot moved on after ${GIVE_UP_AFTER} progress updates`);
+        },
+      },
+    );
+    problems.push("[d] the call resolved; it should have been cancelled");
+  } catch (caught) {
+    error = caught;
+  }
+  expectThat("d", "a CallCancelledError (code CANCELLED)", isCallCancelledError(error), String(error));
+  // Keep the connection open while the server works through its remaining steps: each progress it
+  // sends for the cancelled request is dropped before the SDK sees it, and counted on the record.
+  const remaining = LONG_RUN.steps - GIVE_UP_AFTER;
+  const longRun = await waitFor(() => lastRecord(session), (r) => r !== undefined && r.late.progress >= remaining, LATE_WAIT_MS);
+  if (longRun === undefined) {
+    problems.push("[d] no run record");
+    return [];
+  }
+  const late = longRun.late.progress;
+  expectEqual("d", "status", longRun.status, "cancelled");
+  expectEqual("d", "cancel.trigger", longRun.cancel?.trigger, "aborted");
+  expectEqual("d", "cancel.mechanism", longRun.cancel?.mechanism, "notification");
+  expectEqual("d", "progress.count (received while live)", longRun.progress.count, GIVE_UP_AFTER);
+  expectEqual("d", "progress seen by the bot's onprogress", progressSeen, GIVE_UP_AFTER);
+  expectThat("d", "late.progress > 0 (progress sent after the cancel, dropped and counted)", late > 0, late);
+  expectEqual("d", "late.results (the SDK server sends no response after a cancel)", longRun.late.results, 0);
+  expectEqual("d", "outcome (a read-only tool, nothing to verify)", longRun.outcome, "unverified");
+
+  // (e) The cancel did not poison the session (case C13): the next call on it just works.
+  const echo = await session.mcp.callTool({ name: "echo", arguments: { message: "still there?" } }, { timeoutMs: 5_000 });
+  const echoRecord = lastRecord(session)!;
+  expectEqual("e", "status", echoRecord.status, "succeeded");
+  expectEqual("e", "pending count once settled", session.mcp.pendingCount, 0);
+  const text = (echo.content?.[0] as { text?: unknown } | undefined)?.text;
+  return [
+    {
+      label: "d",
+      record: longRun,
+      note:
+        late > 0
+          ? `server-everything kept sending progress after the cancel: ${late} notifications dropped and counted, none reached the bot`
+          : "server-everything sent NO progress after the cancel in this version: there was nothing to drop",
+    },
+    { label: "e", record: echoRecord, note: `same connection, next call answered ${JSON.stringify(text)}` },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    console.error(`demo: did not finish within ${DEMO_DEADLINE_MS} ms`);
+    process.exit(1);
+  }, DEMO_DEADLINE_MS);
+  watchdog.unref();
+  console.log(`mcp-cancellable demo: the seed's worked example over stdio (budget ${BUDGET_MS} ms, the report takes ${WORK_MS} ms)\n`);
+
+  const root = await mkdtemp(join(tmpdir(), "mcp-cancellable-demo-"));
+  const dirs = REPORT_CASES.map((spec) => join(root, spec.label));
+  const sessions: Session[] = [];
+  const lines: Line[] = [];
+  try {
+    // One server per case, all started at once (each takes a second or two to boot).
+    const starting = await Promise.allSettled([
+      ...REPORT_CASES.map(async (spec, i) => {
+        await mkdir(dirs[i]!);
+        return startReportServer(spec.mode, dirs[i]!);
+      }),
+      startServerEverything(),
+    ]);
+    for (const started of starting) if (started.status === "fulfilled") sessions.push(started.value);
+    for (const started of starting) if (started.status === "rejected") throw started.reason;
+    // The cases share nothing (own server, own directory), so they run side by side; lines print in order.
+    const results = await Promise.all([
+      ...REPORT_CASES.map((spec, i) => runReportCase(spec, sessions[i]!, dirs[i]!)),
+      runServerEverything(sessions[REPORT_CASES.length]!),
+    ]);
+    lines.push(...results.flat());
+  } catch (error) {
+    problems.push(`the demo itself failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  } finally {
+    await Promise.all(sessions.map((session) => session.close()));
+    await rm(root, { recursive: true, force: true });
+    if (verbose) for (const session of sessions) process.stderr.write(session.stderr());
+  }
+
+  for (const { label, record, note } of lines) {
+    console.log(`[${label}] ${(record.name ?? record.method).padEnd(32)} ${record.summary}`);
+    console.log(`    ${note}`);
+  }
+  console.log("\nRun records (JSON Lines, final revision of each call):");
+  const write = jsonLines((line) => process.stdout.write(line));
+  for (const { record } of lines) write(record);
+
+  if (lines.length !== REPORT_CASES.length + 2) problems.push(`expected ${REPORT_CASES.length + 2} run records, got ${lines.length}`);
+  if (problems.length > 0) {
+    console.error(`\nDEMO FAILED: ${problems.length} check(s) differ from what the seed says:`);
+    const byLabel = (problem: string): string => (/^\[[a-e]\]/.test(problem) ? problem.slice(0, 3) : "[~]");
+    for (const problem of problems.sort((x, y) => byLabel(x).localeCompare(byLabel(y)))) console.error(`  - ${problem}`);
+    if (!verbose) for (const session of sessions) process.stderr.write(session.stderr());
+    process.exitCode = 1;
+  } else {
+    console.log("\nOK: every record is what the seed says it should be.");
+  }
+  clearTimeout(watchdog);
+}
+
+await main();
