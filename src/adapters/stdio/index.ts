@@ -1,5 +1,3 @@
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { notificationCancellation } from "../notification.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 
@@ -9,18 +7,10 @@ import type { CancellationAdapter, TransportLike } from "../types.js";
  * for `initialize` (rule 39), written without making the caller wait: a server that stopped
  * reading its stdin cannot hold the caller past its deadline.
  *
- * @param transport an SDK stdio transport (v1 `StdioClientTransport`, v2 `StdioClientTransport`),
- *   or the v1 `StdioServerParameters` (`{command, args, env, cwd, stderr}`) to spawn one with.
+ * @param transport an SDK stdio transport: v1 `StdioClientTransport` from
+ *   `@modelcontextprotocol/sdk/client/stdio.js`, or v2's from `@modelcontextprotocol/client`.
  * @returns the adapter to pass to `withCancellation`; `.transport` is the SDK transport.
  */
-export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T>;
-export function stdioCancellation(parameters: StdioServerParameters): CancellationAdapter<StdioClientTransport>;
-export function stdioCancellation(
-  transportOrParameters: TransportLike | StdioServerParameters,
-): CancellationAdapter<TransportLike> {
-  const transport =
-    "command" in transportOrParameters && typeof transportOrParameters.command === "string"
-      ? new StdioClientTransport(transportOrParameters)
-      : (transportOrParameters as TransportLike);
+export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
   return notificationCancellation(transport);
 }
