@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { isCallCancelledError, isCallTimeoutError, jsonLines, withCancellation } from "../src/index.js";
 import type { CancellableClient, RunRecord } from "../src/index.js";
 import { stdioCancellation } from "../src/adapters/stdio/index.js";
@@ -74,11 +74,12 @@ async function connect(command: string, args: string[]): Promise<Session> {
   const client = new Client({ name: "report-bot", version: "1.0.0" });
   // The seed: the bot tolerates every case "without crashing": no error may reach the SDK's onerror.
   client.onerror = (error) => problems.push(`client.onerror: ${error.message}`);
-  const mcp = withCancellation(client, stdioCancellation({ command, args, stderr: "pipe" }), {
+  const transport = new StdioClientTransport({ command, args, stderr: "pipe" });
+  const mcp = withCancellation(client, stdioCancellation(transport), {
     onAnomaly: (anomaly) => problems.push(`wire anomaly: ${anomaly.kind}: ${anomaly.message}`),
   });
   const stderr: string[] = [];
-  mcp.transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
   await client.connect(mcp.transport);
   let closing: Promise<void> | undefined;
   return { mcp, close: () => (closing ??= client.close()), stderr: () => stderr.join("") };
