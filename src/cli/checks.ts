@@ -241,6 +241,9 @@ function connectionSurvives(run: ProbeRun): Check {
     return make("connection-survives", "SKIP", "the probe did not get this far");
   }
   const what = `${survive.method} ${survive.id === undefined ? "" : idLabel(survive.id)}`.trim();
+  if (main?.cancelAt === undefined && survive.outcome === "result") {
+    return make("connection-survives", "SKIP", `no cancel was sent, so there is nothing to survive (${what} ${survive.text})`);
+  }
   const when = `sent ${rel(survive.sentAt, base)} after the ${main?.cancelAt === undefined ? "call" : "cancel"}`;
   if (survive.outcome === "result") {
     return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`);
