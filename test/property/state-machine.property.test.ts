@@ -71,7 +71,10 @@ describe("property: CancellableCall against a model of its deadlines", () => {
         call.bind(1);
 
         // The model.
-        let phase: "pending" | "responded" | "settled" = "pending";
+        type Phase = "pending" | "responded" | "settled";
+        let phase = "pending" as Phase;
+        // `settle` assigns phase inside a closure; read it through `at()` so TypeScript does not narrow it.
+        const at = (): Phase => phase;
         let expected: { status: RunRecord["status"]; trigger?: CancelTrigger; at: number } | undefined;
         let idle = opts.timeoutMs;
         const total = opts.maxTotalTimeoutMs;
@@ -108,11 +111,11 @@ describe("property: CancellableCall against a model of its deadlines", () => {
               call.responded();
               break;
             case "succeed":
-              if (phase !== "settled") settle("succeeded");
+              if (at() !== "settled") settle("succeeded");
               call.succeed("ok");
               break;
             case "fail":
-              if (phase !== "settled") settle("failed");
+              if (at() !== "settled") settle("failed");
               call.fail(new Error("server error"));
               break;
             case "abort":
@@ -130,18 +133,18 @@ describe("property: CancellableCall against a model of its deadlines", () => {
           await Promise.resolve();
         }
         // End of the story: the SDK settles a responded call; time runs out for a pending one.
-        if (phase === "responded") {
+        if (at() === "responded") {
           settle("succeeded");
           call.succeed("ok");
         }
-        if (phase === "pending") {
+        if (at() === "pending") {
           advance(1_000);
           await vi.advanceTimersByTimeAsync(1_000);
         }
         await Promise.resolve();
         await Promise.resolve();
 
-        if (phase === "pending") {
+        if (at() === "pending") {
           // Both limits infinite and nothing ended it: still pending, by design.
           expect(opts.timeoutMs === Number.POSITIVE_INFINITY && opts.maxTotalTimeoutMs === Number.POSITIVE_INFINITY).toBe(true);
           call.cancel("connection-closed");
