@@ -80,8 +80,11 @@ const OUTCOME_WORDS: Record<CallOutcome, string> = {
   "verify-failed": "verification failed, outcome unverified",
 };
 
-/** The record's one human line. */
-export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome" | "error">): string {
+/**
+ * The record's one human line. When a verification settled the outcome and a late result also
+ * arrived, both facts are said: `cancelled (timeout), verified applied, late result discarded`.
+ */
+export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome" | "error"> & { late?: RunRecord["late"] }): string {
   switch (record.status) {
     case "succeeded":
       return "succeeded";
@@ -89,8 +92,11 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
       return record.error === null
         ? "failed"
         : `failed (${record.error.code === null ? "" : `${record.error.code} `}${record.error.message})`;
-    case "cancelled":
-      return `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
+    case "cancelled": {
+      const line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
+      const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);
+      return lateResponses > 0 && record.outcome !== "late-result-discarded" ? `${line}, late result discarded` : line;
+    }
   }
 }
 

@@ -323,7 +323,11 @@ describe("CancellableCall: verification (the seed's second rule)", () => {
     await vi.advanceTimersByTimeAsync(50);
     await (outcome.error as CallTimeoutError).verification;
     call.late("result");
-    expect(call.record).toMatchObject({ outcome: "verified-not-applied", late: { results: 1 } });
+    expect(call.record).toMatchObject({
+      outcome: "verified-not-applied",
+      late: { results: 1 },
+      summary: "cancelled (timeout), verified not applied, late result discarded", // both facts
+    });
   });
 
   it("no verification for a request that was never sent", async () => {
