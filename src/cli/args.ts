@@ -201,6 +201,9 @@ export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
   }
   if (v.tool !== undefined && v.tool.trim() === "") throw new UsageError("--tool: the name is empty");
 
+  const windowMs = ms("--window", v.window, DEFAULT_WINDOW_MS, 1);
+  const graceMs = ms("--grace", v.grace, DEFAULT_GRACE_MS, 0);
+  if (graceMs >= windowMs) throw new UsageError(`--grace: must be shorter than --window (${graceMs} >= ${windowMs} ms)`);
   return {
     target,
     era,
@@ -208,8 +211,8 @@ export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
     toolArgs,
     allowSideEffects: v["allow-side-effects"] === true,
     cancelAfterMs: ms("--cancel-after", v["cancel-after"], DEFAULT_CANCEL_AFTER_MS, 0),
-    windowMs: ms("--window", v.window, DEFAULT_WINDOW_MS, 1),
-    graceMs: ms("--grace", v.grace, DEFAULT_GRACE_MS, 0),
+    windowMs,
+    graceMs,
     timeoutMs: ms("--timeout", v.timeout, DEFAULT_TIMEOUT_MS, 1),
     json: v.json === true,
   };
