@@ -4,6 +4,7 @@ export default defineConfig({
   entry: {
     index: "src/index.ts",
     stdio: "src/adapters/stdio/index.ts",
+    "streamable-http": "src/adapters/streamable-http/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,

@@ -1,0 +1,463 @@
+import type { RequestId } from "../../core/cancellable-call.js";
+import type { CancelMechanism } from "../../core/record.js";
+import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../types.js";
+import type { Message } from "../../wire/messages.js";
+import { bindFetch, link, unbindFetch } from "./fetch.js";
+import type { FetchLike, FetchPort } from "./fetch.js";
+
+/** How long a 2025-era cancel waits for its notification's answer before closing the stream anyway, in ms. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 250;
+
+/** The first protocol revision whose Streamable HTTP cancel is closing the stream (rules 6, 28). */
+export const STREAM_CLOSE_PROTOCOL_VERSION = "2026-07-28";
+
+/** At most this many resume tokens of closed streams are remembered to refuse their resume. */
+const MAX_BLOCKED_TOKENS = 1_024;
+
+/** Options of `streamableHttpCancellation`. */
+export interface StreamableHttpCancellationOptions {
+  /**
+   * In ms, 0 to 10_000. On a 2025-era connection (2025-03-26 to 2025-11-25, rule 40) the cancel
+   * POSTs `notifications/cancelled` first and closes the request's stream once the server
+   * answered it (202), or after this long, whichever comes first. The caller never waits for it.
+   * @default 250 (`DEFAULT_FLUSH_TIMEOUT_MS`)
+   */
+  flushTimeoutMs?: number;
+  /**
+   * For a v1 `StreamableHTTPClientTransport`: the `cancellableFetch()` it was created with. Found
+   * on the transport by itself; needed only when the transport wraps its fetch (v1
+   * `redirectPolicy: 'follow'`). Ignored for a v2 transport, which takes a per-request signal.
+   */
+  fetch?: FetchLike;
+}
+
+/** Counts of what the adapter holds: all 0 when no request is in flight (for tests and diagnostics). */
+export interface StreamableHttpStats {
+  /** Requests whose response stream is tracked. */
+  streams: number;
+  /** Requests whose send has not settled yet. */
+  sending: number;
+  /** 2025-era cancels waiting for their notification's answer before closing the stream. */
+  flushing: number;
+  /** Stream ends waiting one macrotask for the SDK to read what preceded them. */
+  checks: number;
+  /** Streams that ended without their response and wait for the SDK's resume (`Last-Event-ID`). */
+  resuming: number;
+  /** Resume tokens of closed streams kept to refuse their resume (at most 1,024). */
+  blockedTokens: number;
+  /** Resumes (`GET` with `Last-Event-ID`) of closed streams refused so far (cumulative). */
+  resumesRefused: number;
+}
+
+/** The Streamable HTTP adapter: a `CancellationAdapter` plus read-only counts. */
+export interface StreamableHttpAdapter<T extends TransportLike> extends CancellationAdapter<T> {
+  /** `"modern"` on a 2026-07-28 connection (the stream close is the cancel), else `"legacy"`. */
+  readonly era: "modern" | "legacy";
+  /** What the adapter holds right now; every count but `resumesRefused` is 0 when idle. */
+  stats(): StreamableHttpStats;
+}
+
+/** One request's response stream. */
+interface Stream {
+  readonly id: RequestId;
+  /** Aborting it closes the request's POST (and a resumed GET): the TCP connection closes. */
+  readonly controller: AbortController;
+  /** Removes the link from the SDK's own per-request signal (v2), if any. */
+  unlink: () => void;
+  /** The last SSE event id the SDK read on it (what it would resume from). */
+  lastEventId: string | undefined;
+  /** Set while the stream waits for the SDK to resume it with this token. */
+  resumeToken: string | undefined;
+  /** We closed it on purpose. */
+  cancelled: boolean;
+}
+
+/** Prefix of the abort reasons of our own cancels: their echoes in `onerror` are swallowed. */
+const OWN_ABORT = "mcp-cancellable: cancelled request";
+const OWN_SSE_ERROR = `SSE stream disconnected: AbortError: ${OWN_ABORT}`;
+
+/**
+ * The Streamable HTTP adapter (`mcp-cancellable/streamable-http`): cancelling a call closes
+ * that request's own response stream, so the server sees its connection close; other requests
+ * in flight are untouched. Era-aware:
+ *
+ * - 2026-07-28 (v2 SDK): the stream close is the cancel; no `notifications/cancelled` is sent
+ *   (rules 6, 28). Record mechanism `stream-close`.
+ * - 2025-03-26 to 2025-11-25: `notifications/cancelled` is POSTed first (with the session and
+ *   protocol-version headers), and the stream is closed once the server answered it, at most
+ *   `flushTimeoutMs` later (rule 40). Record mechanism `notification+stream-close`.
+ *
+ * Nothing undoes the cancel: the SDK's automatic resume (`GET` with `Last-Event-ID`) of a stream
+ * closed on purpose is refused (a 405 the SDK takes silently), our own abort never reaches
+ * `onerror`, and a stream that ends or breaks without its response settles its call as
+ * `connection-closed` (a server drop fires no `onclose` on HTTP).
+ *
+ * @param transport the SDK's `StreamableHTTPClientTransport`: v2 (`@modelcontextprotocol/client`)
+ *   as it is; v1 (`@modelcontextprotocol/sdk`) created with `{ fetch: cancellableFetch() }`.
+ * @returns the adapter for `withCancellation`; its `.transport` forwards everything to `transport`.
+ * @throws {InvalidOptionError} a v1 transport created without `cancellableFetch()`, a fetch
+ *   already bound to another transport, or `flushTimeoutMs` out of range.
+ */
+export function streamableHttpCancellation<T extends TransportLike>(
+  transport: T,
+  options: StreamableHttpCancellationOptions = {},
+): StreamableHttpAdapter<T> {
+  return new StreamableHttpAdapterImpl(transport, options);
+}
+
+class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHttpAdapter<T> {
+  readonly transport: T;
+  readonly #inner: T;
+  /** v2 transports take a per-request `requestSignal` and close the POST themselves. */
+  readonly #v2: boolean;
+  readonly #fetch: unknown;
+  readonly #flushTimeoutMs: number;
+  readonly #streams = new Map<RequestId, Stream>();
+  /** v1: each request's signal until its send settles, so a cancel before the fetch started still reaches it. */
+  readonly #sending = new Map<RequestId, AbortSignal>();
+  readonly #resuming = new Map<string, Stream>();
+  readonly #blocked = new Map<string, RequestId>();
+  readonly #flushing = new Set<() => void>();
+  readonly #checks = new Set<ReturnType<typeof setTimeout>>();
+  #resumesRefused = 0;
+  #version: string | undefined;
+  #wire: WireHooks | undefined;
+  readonly #up: { onmessage: ((...args: never[]) => void) | undefined; onclose: (() => void) | undefined };
+
+  constructor(transport: T, options: StreamableHttpCancellationOptions) {
+    if (typeof transport !== "object" || transport === null || typeof transport.send !== "function") {
+      throw new InvalidOptionError("transport", "streamableHttpCancellation: transport must be a StreamableHTTPClientTransport");
+    }
+    const flush = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
+    if (!Number.isFinite(flush) || flush < 0 || flush > 10_000) {
+      throw new InvalidOptionError("flushTimeoutMs", "streamableHttpCancellation: flushTimeoutMs must be a number of ms from 0 to 10000");
+    }
+    this.#flushTimeoutMs = flush;
+    this.#inner = transport;
+    const own = transport as unknown as Record<string, unknown>;
+    this.#v2 = own.hasPerRequestStream === true;
+    this.#fetch = options.fetch ?? own._fetch;
+    if (!this.#v2) {
+      let bound: boolean;
+      try {
+        bound = bindFetch(this.#fetch, this, this.#port);
+      } catch (error) {
+        throw new InvalidOptionError("fetch", `streamableHttpCancellation: ${(error as Error).message}`);
+      }
+      if (!bound) {
+        throw new InvalidOptionError(
+          "transport",
+          "streamableHttpCancellation: this transport cannot close one request's stream. For the v1 SDK create it with " +
+            "new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }) (with redirectPolicy 'follow', also pass " +
+            "that fetch here: streamableHttpCancellation(transport, { fetch })); a v2 transport needs nothing",
+        );
+      }
+    } else if (options.fetch !== undefined || own._fetch !== undefined) {
+      // A v2 transport may use cancellableFetch() for its timeouts; its streams close through requestSignal.
+      try {
+        bindFetch(this.#fetch, this, this.#passivePort);
+      } catch (error) {
+        throw new InvalidOptionError("fetch", `streamableHttpCancellation: ${(error as Error).message}`);
+      }
+    }
+    this.#up = { onmessage: transport.onmessage as never, onclose: transport.onclose };
+    own.onmessage = this.#onmessage;
+    own.onclose = this.#onclose;
+    this.transport = forward(transport, this);
+  }
+
+  get era(): "modern" | "legacy" {
+    const version = this.#version ?? (this.#inner as { protocolVersion?: unknown }).protocolVersion;
+    return this.#v2 && typeof version === "string" && version >= STREAM_CLOSE_PROTOCOL_VERSION ? "modern" : "legacy";
+  }
+
+  stats(): StreamableHttpStats {
+    return {
+      streams: this.#streams.size,
+      sending: this.#sending.size,
+      flushing: this.#flushing.size,
+      checks: this.#checks.size,
+      resuming: this.#resuming.size,
+      blockedTokens: this.#blocked.size,
+      resumesRefused: this.#resumesRefused,
+    };
+  }
+
+  attach(wire: WireHooks): void {
+    this.#wire = wire;
+  }
+
+  cancel(request: CancelRequest): CancelMechanism {
+    const stream = this.#streams.get(request.requestId);
+    if (stream !== undefined) stream.cancelled = true;
+    if (this.era === "modern") {
+      // Rules 6, 28: the stream close is the cancel; nothing else is sent.
+      if (stream === undefined) return "none";
+      this.#close(stream);
+      return "stream-close";
+    }
+    // Rule 40: the notification first (the transport adds the session and protocol-version
+    // headers), then the stream closes once the server answered it, or after flushTimeoutMs.
+    let sent: Promise<void>;
+    try {
+      sent = request.send(request.notification);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    if (stream === undefined) {
+      sent.catch(request.reportError);
+      return "notification";
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const flushed = (): void => {
+      if (!this.#flushing.delete(flushed)) return;
+      clearTimeout(timer);
+      this.#close(stream);
+    };
+    this.#flushing.add(flushed);
+    timer = setTimeout(flushed, this.#flushTimeoutMs);
+    sent.then(flushed, (error: unknown) => {
+      request.reportError(error);
+      flushed();
+    });
+    return "notification+stream-close";
+  }
+
+  isOwnCancelError(error: Error): boolean {
+    const message = typeof error?.message === "string" ? error.message : "";
+    return message.startsWith(OWN_ABORT) || message.startsWith(OWN_SSE_ERROR);
+  }
+
+  // --- the transport's side -------------------------------------------------------------
+
+  /** The decorated `send`: every request gets its own stream (controller) before it goes out. */
+  readonly send = (message: Message, options?: SendOptions): Promise<void> => {
+    const id = message?.id;
+    const method = message?.method;
+    if (
+      typeof method !== "string" ||
+      (typeof id !== "string" && typeof id !== "number") ||
+      method === "initialize" ||
+      method === "server/discover"
+    ) {
+      return this.#innerSend(message, options);
+    }
+    const controller = new AbortController();
+    const stream: Stream = {
+      id,
+      controller,
+      unlink: link(options?.requestSignal, controller), // v2, 2026-07-28: the SDK's own per-request signal
+      lastEventId: undefined,
+      resumeToken: undefined,
+      cancelled: false,
+    };
+    this.#forgetStream(this.#streams.get(id));
+    this.#streams.set(id, stream);
+    if (typeof options?.resumptionToken === "string") this.#awaitResume(stream, options.resumptionToken);
+    const next: SendOptions = {
+      ...options,
+      requestSignal: controller.signal,
+      onresumptiontoken: (token: string) => {
+        stream.lastEventId = token;
+        if (stream.cancelled && !this.#v2) this.#block(token, id);
+        options?.onresumptiontoken?.(token);
+      },
+      onRequestStreamEnd: () => {
+        options?.onRequestStreamEnd?.();
+        // v2 calls this when the stream ended and it will not resume it (also after the response).
+        this.#lost(stream, new Error("The request's response stream ended without its response"));
+      },
+    };
+    if (!this.#v2) this.#sending.set(id, controller.signal);
+    const settle = (): void => {
+      if (this.#sending.get(id) === controller.signal) this.#sending.delete(id);
+    };
+    return this.#innerSend(message, next).then(settle, (error: unknown) => {
+      settle();
+      if (this.#streams.get(id) === stream && !stream.cancelled) {
+        if (isNetworkError(error)) this.#lost(stream, error);
+        else this.#forgetStream(stream);
+      }
+      throw error;
+    });
+  };
+
+  readonly setProtocolVersion = (version: string): void => {
+    this.#version = version;
+    (this.#inner as { setProtocolVersion?: (version: string) => void }).setProtocolVersion?.(version);
+  };
+
+  setUp(property: "onmessage" | "onclose", value: unknown): void {
+    this.#up[property] = value as never;
+  }
+
+  getUp(property: "onmessage" | "onclose"): unknown {
+    return this.#up[property];
+  }
+
+  #innerSend(message: Message, options: SendOptions | undefined): Promise<void> {
+    try {
+      return (this.#inner.send as (message: Message, options?: SendOptions) => Promise<void>).call(this.#inner, message, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  readonly #onmessage = (message: Message, extra?: unknown): void => {
+    // A response: its stream has done its job (rule 7: nothing to cancel any more).
+    if (typeof message === "object" && message !== null && message.method === undefined) {
+      const id = message.id;
+      if (typeof id === "string" || typeof id === "number") {
+        const stream = this.#streams.get(id);
+        if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
+      }
+    }
+    (this.#up.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
+  };
+
+  readonly #onclose = (): void => {
+    for (const stream of this.#streams.values()) stream.unlink();
+    this.#streams.clear();
+    this.#sending.clear();
+    this.#resuming.clear();
+    this.#blocked.clear();
+    this.#flushing.clear(); // their timers find nothing to do; the transport aborted every fetch
+    for (const timer of this.#checks) clearTimeout(timer);
+    this.#checks.clear();
+    unbindFetch(this.#fetch, this);
+    this.#up.onclose?.();
+  };
+
+  /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */
+  #close(stream: Stream): void {
+    stream.cancelled = true;
+    this.#forgetStream(stream);
+    if (stream.lastEventId !== undefined && !this.#v2) this.#block(stream.lastEventId, stream.id);
+    stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
+  }
+
+  /** The stream ended or broke without its response: the call settles as `connection-closed`. */
+  #lost(stream: Stream, cause: unknown): void {
+    if (this.#streams.get(stream.id) !== stream || stream.cancelled) return;
+    this.#forgetStream(stream);
+    // The SDK may still try to resume it: refuse, the call is settled.
+    if (stream.lastEventId !== undefined && !this.#v2) this.#block(stream.lastEventId, stream.id);
+    this.#wire?.streamLost(stream.id, cause);
+  }
+
+  #forgetStream(stream: Stream | undefined): void {
+    if (stream === undefined) return;
+    if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
+    if (stream.resumeToken !== undefined) {
+      this.#resuming.delete(stream.resumeToken);
+      stream.resumeToken = undefined;
+    }
+    stream.unlink();
+    stream.unlink = noop;
+  }
+
+  #awaitResume(stream: Stream, token: string): void {
+    if (stream.resumeToken !== undefined) this.#resuming.delete(stream.resumeToken);
+    stream.resumeToken = token;
+    this.#resuming.set(token, stream);
+  }
+
+  #block(token: string, id: RequestId): void {
+    this.#blocked.delete(token);
+    this.#blocked.set(token, id);
+    if (this.#blocked.size > MAX_BLOCKED_TOKENS) this.#blocked.delete(this.#blocked.keys().next().value!);
+  }
+
+  /** What the v1 `cancellableFetch` asks (the v1 transport has no per-request seam of its own). */
+  readonly #port: FetchPort = {
+    signalFor: (id) => this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal,
+    resume: (token) => {
+      if (this.#blocked.delete(token)) {
+        this.#resumesRefused++;
+        return "block";
+      }
+      const stream = this.#resuming.get(token);
+      if (stream === undefined) return undefined;
+      this.#resuming.delete(token);
+      stream.resumeToken = undefined;
+      return stream.id;
+    },
+    ended: (id, how, cause) => {
+      const stream = this.#streams.get(id);
+      if (stream === undefined || stream.cancelled) return;
+      if (how === "failed") {
+        this.#lost(stream, cause);
+        return;
+      }
+      // The body ended before the SDK's parser read all of it: look once it has (the rest of
+      // the pipeline runs in microtasks). By then a response has removed the stream.
+      const timer = setTimeout(() => {
+        this.#checks.delete(timer);
+        if (this.#streams.get(id) !== stream || stream.cancelled) return;
+        // With a priming event id the v1 SDK resumes the stream (GET Last-Event-ID): wait for it.
+        if (stream.lastEventId !== undefined) this.#awaitResume(stream, stream.lastEventId);
+        else this.#lost(stream, cause ?? new Error("The request's response stream ended without its response"));
+      }, 0);
+      this.#checks.add(timer);
+    },
+  };
+
+  /** A v2 transport created with cancellableFetch(): the fetch only forwards. */
+  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop };
+}
+
+/** The SDK's `TransportSendOptions` members the adapter touches (v1 and v2). */
+interface SendOptions {
+  requestSignal?: AbortSignal;
+  resumptionToken?: string;
+  onresumptiontoken?: (token: string) => void;
+  onRequestStreamEnd?: () => void;
+  [key: string]: unknown;
+}
+
+/** fetch's network failure (`TypeError: fetch failed`, `terminated`), not an HTTP status or a bug in the message. */
+function isNetworkError(error: unknown): boolean {
+  return (
+    error instanceof TypeError &&
+    (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
+  );
+}
+
+function noop(): void {}
+
+/**
+ * The transport handed to the wire: the SDK transport with `send`, `setProtocolVersion`,
+ * `onmessage` and `onclose` decorated; every other member (`sessionId`, `hasPerRequestStream`,
+ * `protocolVersion`, `setSupportedProtocolVersions`, `terminateSession`, ...) forwarded as it is.
+ */
+function forward<T extends TransportLike>(inner: T, adapter: StreamableHttpAdapterImpl<T>): T {
+  const bound = new Map<PropertyKey, { target: unknown; fn: unknown }>();
+  return new Proxy(inner, {
+    get(target, property) {
+      switch (property) {
+        case "send":
+          return adapter.send;
+        case "setProtocolVersion":
+          return adapter.setProtocolVersion;
+        case "onmessage":
+        case "onclose":
+          return adapter.getUp(property);
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      const cached = bound.get(property);
+      if (cached?.target === value) return cached.fn;
+      const fn = (value as (...args: unknown[]) => unknown).bind(target);
+      bound.set(property, { target: value, fn });
+      return fn;
+    },
+    set(target, property, value: unknown) {
+      if (property === "onmessage" || property === "onclose") {
+        adapter.setUp(property, value);
+        return true;
+      }
+      return Reflect.set(target, property, value, target);
+    },
+  });
+}
