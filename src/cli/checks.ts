@@ -277,6 +277,16 @@ function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId
   );
   const followUp = raw.followUp;
   const evidence = lines(bad, raw.cancelAt);
+  if (raw.sendError !== undefined) {
+    const http = seen.filter((event) => event.kind === "http" && (event.status ?? 0) >= 400);
+    return make(
+      id,
+      "FAIL",
+      `the cancel for ${what} was refused${http[0]?.status === undefined ? "" : ` with HTTP ${http[0].status}`}: ${raw.sendError} (a notification gets no response, and an invalid cancel SHOULD be ignored)`,
+      lines([...http, ...bad], raw.cancelAt),
+      [...http, ...bad],
+    );
+  }
   let followText: string;
   if (followUp === undefined) followText = "no request could follow (the connection closed)";
   else if (followUp.outcome === "result") followText = `${followUp.method} ${idLabel(followUp.id)} then ${followUp.text}`;

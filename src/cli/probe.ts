@@ -60,6 +60,8 @@ export interface RawCancel {
   followUp: Exchange | undefined;
   /** Set when the scenario could not run (with the reason). */
   skipped?: string;
+  /** Set when sending the cancel failed (an HTTP 4xx/5xx for the POST, or a closed pipe). */
+  sendError?: string;
 }
 
 /** Everything one probe run saw, before judging it. */
@@ -381,13 +383,10 @@ async function rawCancel(
   );
   const cancelAt =
     [...recorder.events].reverse().find((event) => event.from === "client" && event.message === message)?.at ?? recorder.now();
-  if (sendError !== undefined) {
-    return { kind, requestId, cancelAt, windowEnd: recorder.now(), followUp: undefined, skipped: `the cancel could not be sent: ${sendError}` };
-  }
   await sleep(Math.max(0, cancelAt + options.windowMs - recorder.now()));
   const windowEnd = recorder.now();
   const followUp = conn.closed ? undefined : await exchange(conn, recorder, "tools/list", options.timeoutMs);
-  return { kind, requestId, cancelAt, windowEnd, followUp };
+  return { kind, requestId, cancelAt, windowEnd, followUp, ...(sendError === undefined ? {} : { sendError }) };
 }
 
 function skippedRaw(kind: RawCancel["kind"], why: string): RawCancel {

@@ -64,13 +64,9 @@ interface Opened {
  *   answered, does not speak JSON-RPC, refused the handshake, or the v2 SDK is not installed.
  */
 export async function openConnection(options: ProbeOptions, recorder: Recorder): Promise<Connection> {
-  const opened = openTransport(options, recorder);
-  const recorded = recorder.wrap(opened.transport);
-  let client: ClientLike & { connect(transport: unknown, options?: unknown): Promise<void>; close(): Promise<void> };
-  if (options.era === "legacy") {
-    client = new Client(PROBE_CLIENT_INFO, { capabilities: {} }) as unknown as typeof client;
-  } else {
-    let v2: typeof import("@modelcontextprotocol/client");
+  type V2 = typeof import("@modelcontextprotocol/client");
+  let v2: V2 | undefined;
+  if (options.era !== "legacy") {
     try {
       v2 = await import("@modelcontextprotocol/client");
     } catch {
@@ -80,6 +76,21 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
         [],
       );
     }
+  }
+  const opened = openTransport(options, recorder, v2);
+  // When the SDK gives up on the handshake it closes the transport itself: remember when, so
+  // a server that exited before that is told apart from one we ended.
+  let closeRequestedAt = Number.POSITIVE_INFINITY;
+  const innerClose = opened.transport.close.bind(opened.transport);
+  (opened.transport as { close(): Promise<void> }).close = () => {
+    closeRequestedAt = Math.min(closeRequestedAt, recorder.now());
+    return innerClose();
+  };
+  const recorded = recorder.wrap(opened.transport);
+  let client: ClientLike & { connect(transport: unknown, options?: unknown): Promise<void>; close(): Promise<void> };
+  if (v2 === undefined) {
+    client = new Client(PROBE_CLIENT_INFO, { capabilities: {} }) as unknown as typeof client;
+  } else {
     client = new v2.Client(PROBE_CLIENT_INFO, {
       capabilities: {},
       versionNegotiation: { mode: { pin: "2026-07-28" }, probe: { timeoutMs: options.timeoutMs } },
@@ -120,7 +131,8 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     failure = error;
     // The SDK closes the transport itself when initialize fails, so a server that exits after
     // this moment was ended by us; one that closed before caused the failure.
-    exitedFirst = closed || /connection closed/i.test(error instanceof Error ? error.message : "");
+    const closedEvent = recorder.events.find((event) => event.kind === "closed");
+    exitedFirst = closedEvent !== undefined ? closedEvent.at <= closeRequestedAt : closeRequestedAt === Number.POSITIVE_INFINITY && /connection closed/i.test(String(error));
   }
   if (failure !== undefined) {
     // Let the exit code of a server that went away arrive (the close event trails the pipe).
@@ -150,7 +162,11 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   };
 }
 
-function openTransport(options: ProbeOptions, recorder: Recorder): Opened {
+function openTransport(
+  options: ProbeOptions,
+  recorder: Recorder,
+  v2: typeof import("@modelcontextprotocol/client") | undefined,
+): Opened {
   const target = options.target;
   if (target.kind === "stdio") {
     const transport = new ProbeStdioTransport({
@@ -193,13 +209,15 @@ function openTransport(options: ProbeOptions, recorder: Recorder): Opened {
       },
     };
   }
-  const transport = new StreamableHTTPClientTransport(new URL(target.url), {
-    requestInit: { headers: target.headers },
-    fetch: recordingFetch(recorder),
-  });
+  const transport = v2 === undefined
+    ? new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers }, fetch: recordingFetch(recorder) })
+    : new v2.StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers }, fetch: recordingFetch(recorder) });
   return {
     transport: transport as unknown as TransportLike,
-    adapter: (recorded) => notificationCancellation(recorded),
+    // 2026-07-28: the v2 SDK closes the request's own stream when its signal aborts (rule 6), and
+    // no notification may follow (rule 28). 2025 era: the POSTed notification (rule 40).
+    adapter: (recorded) =>
+      options.era === "legacy" ? notificationCancellation(recorded) : { transport: recorded, cancel: () => "stream-close" },
     mechanism:
       options.era === "legacy"
         ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"
@@ -306,5 +324,6 @@ function startupError(
   if (timedOut || /timed? ?out/i.test(message)) {
     return new StartupError(`the server did not answer ${handshake} within ${options.timeoutMs} ms`, "timeout", details);
   }
-  return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}`, "initialize-error", details);
+  const hint = options.era === "legacy" ? "" : " (a server of the 2025 era? try --era legacy)";
+  return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}${hint}`, "initialize-error", details);
 }

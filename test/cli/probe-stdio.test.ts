@@ -143,3 +143,21 @@ describe("probe over stdio: servers that cannot be probed", () => {
     noStack(stderr);
   });
 });
+
+describe("probe over stdio: the 2026-07-28 era (v2 SDK client, pinned)", () => {
+  it("a v2 SDK server (serveStdio) passes; the cancel is still notifications/cancelled on stdio (rule 6)", async () => {
+    const { code, json } = await probeJson(["--stdio", nodeCommand(probeFixture("v2-stdio-server.mjs")), "--era", "2026-07-28", ...FAST]);
+    expect(statuses(json)).toEqual(ALL_PASS);
+    expect(code).toBe(0);
+    expect(json.timeline.some((e) => e.from === "client" && e.message?.method === "server/discover")).toBe(true);
+    expect(json.timeline.some((e) => e.from === "client" && e.message?.method === "initialize")).toBe(false);
+    const cancels = json.timeline.filter((e) => e.from === "client" && e.message?.method === "notifications/cancelled");
+    expect(cancels.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a 2025-era server asked for 2026-07-28: a clear message naming --era legacy, exit 1", async () => {
+    const { code, stderr } = await cli(["probe", "--stdio", sdkServer, "--era", "2026-07-28", "--timeout", "3000"]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/refused server\/discover \(2026-07-28\).*try --era legacy/);
+  });
+});
