@@ -167,10 +167,14 @@ function watch(
   });
 }
 
+/** Per parent signal, the per-request controllers linked to it: one listener per parent, however many requests. */
+const children = new WeakMap<AbortSignal, Set<AbortController>>();
+
 /**
- * Links a long-lived parent signal to a per-request controller with one listener that the
- * returned function removes (no `AbortSignal.any`: on Node 20 it retains every composed signal
- * on the long-lived one).
+ * Links a long-lived parent signal (the transport's) to a per-request controller; the returned
+ * function unlinks it. One `abort` listener per parent fans out to every linked controller, so
+ * concurrent requests add no listeners (no MaxListenersExceededWarning) and none is left behind;
+ * no `AbortSignal.any`, which on Node 20 retains every composed signal on the long-lived one.
  * @internal
  */
 export function link(parent: AbortSignal | undefined, child: AbortController): () => void {
@@ -179,9 +183,29 @@ export function link(parent: AbortSignal | undefined, child: AbortController): (
     child.abort(parent.reason);
     return noop;
   }
-  const onAbort = (): void => child.abort(parent.reason);
-  parent.addEventListener("abort", onAbort, { once: true });
-  return () => parent.removeEventListener("abort", onAbort);
+  let linked = children.get(parent);
+  if (linked === undefined) {
+    const set = new Set<AbortController>();
+    linked = set;
+    children.set(parent, set);
+    parent.addEventListener(
+      "abort",
+      () => {
+        children.delete(parent);
+        for (const controller of set) controller.abort(parent.reason);
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  const set = linked;
+  set.add(child);
+  return () => void set.delete(child);
+}
+
+/** How many per-request controllers are linked to this signal right now. @internal */
+export function linkedCount(parent: AbortSignal): number {
+  return children.get(parent)?.size ?? 0;
 }
 
 function noop(): void {}

@@ -1,0 +1,199 @@
+import { getEventListeners } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError, InvalidOptionError } from "../../src/index.js";
+import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import { linkedCount } from "../../src/adapters/streamable-http/fetch.js";
+import { connectV1 } from "./clients.js";
+import { eventually, sawDisconnect, seen, sleep, startV1, started } from "./servers.js";
+import type { TestServer } from "./servers.js";
+
+// The v1 SDK client (@modelcontextprotocol/sdk) over Streamable HTTP against the v1 SDK's own
+// server, on 127.0.0.1 with real timers. v1 always negotiates a 2025 revision (2025-11-25), so a
+// cancel is the notification POST, answered, then the request's own stream closed (rule 40).
+// Assertions are orders, counts and bounds with generous slack (SLACK_MS) for a loaded machine.
+const SLACK_MS = 400;
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+});
+
+async function setup(options: Parameters<typeof startV1>[0]) {
+  const server = await startV1(options);
+  cleanup.push(() => server.stop());
+  const client = await connectV1(server.url);
+  cleanup.push(() => client.close());
+  return { server, ...client };
+}
+
+/** Starts a slow call and waits until the server's handler runs it. */
+async function inFlight(server: TestServer, mcp: Awaited<ReturnType<typeof setup>>["mcp"], id: number, ms = 5_000) {
+  const controller = new AbortController();
+  // The idle timeout is a backstop: a call that hangs fails the test as a timeout, not by hanging it.
+  const call = mcp.callTool({ name: "slow", arguments: { ms } }, { signal: controller.signal, timeoutMs: 3_000 });
+  call.catch(() => {});
+  expect(await eventually(() => started(server, id))).toBe(true);
+  return { call, controller };
+}
+
+describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
+  it("C12 (2025 era), stateful server: exactly one notification POST, answered 202, then the stream closes; the handler stops", async () => {
+    const { server, mcp, adapter, errors } = await setup({ stateful: true });
+    const { call, controller } = await inFlight(server, mcp, 1);
+    const abortedAt = performance.now();
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS); // released at once, not after the flush
+    expect(await eventually(() => sawDisconnect(seen(server, "tools/call")[0]))).toBe(true);
+    await sleep(200); // nothing more arrives later
+    const [tool] = seen(server, "tools/call");
+    const cancels = seen(server, "notifications/cancelled");
+    expect(cancels).toHaveLength(1);
+    expect(cancels[0]!.http.cancelOf).toBe(tool!.http.id);
+    expect(cancels[0]!.http).toMatchObject({ session: true, pv: "2025-11-25" });
+    expect(cancels[0]!.close!.status).toBe(202);
+    expect(cancels[0]!.close!.t).toBeLessThanOrEqual(tool!.close!.t); // answered before the stream closed
+    expect(tool!.aborted).toBeDefined(); // a stateful v1 server stops on the notification
+    expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification+stream-close" });
+    expect(errors).toEqual([]); // our own abort never reaches onerror
+    expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, flushing: 0, checks: 0 });
+  });
+
+  it("stateless server (SSE): the stream close is what stops the handler; no error surfaces", async () => {
+    const { server, mcp, errors } = await setup({ stateful: false });
+    const { call, controller } = await inFlight(server, mcp, 1);
+    controller.abort("user-cancel");
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined)).toBe(true);
+    const [tool] = seen(server, "tools/call");
+    expect(sawDisconnect(tool)).toBe(true);
+    expect(tool!.close!.headersSent).toBe(true);
+    expect(seen(server, "notifications/cancelled")).toHaveLength(1);
+    expect(mcp.records()[0]!.cancel).toMatchObject({ reason: "user-cancel", mechanism: "notification+stream-close" });
+    expect(errors).toEqual([]);
+  });
+
+  it("a JSON response (headers not sent yet) is cancelled the same way: the server sees the close before any header", async () => {
+    const { server, mcp, errors } = await setup({ stateful: false, json: true });
+    const { call } = await inFlight(server, mcp, 1);
+    await sleep(0);
+    const timedOut = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 150 });
+    await expect(timedOut).rejects.toBeInstanceOf(CallTimeoutError);
+    expect(await eventually(() => seen(server, "tools/call")[1]?.aborted !== undefined)).toBe(true);
+    const second = seen(server, "tools/call")[1]!;
+    expect(sawDisconnect(second)).toBe(true);
+    expect(second.close!.headersSent).toBe(false);
+    expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "timeout", mechanism: "notification+stream-close" });
+    expect(errors).toEqual([]); // the fetch rejecting with our reason is swallowed too
+    // The first call, still in flight on its own connection, was not touched.
+    expect(seen(server, "tools/call")[0]!.close).toBeUndefined();
+    void call;
+  });
+
+  it("cancelling one call leaves another in flight untouched", async () => {
+    const { server, mcp, errors } = await setup({ stateful: true });
+    const a = await inFlight(server, mcp, 1);
+    const b = mcp.callTool({ name: "slow", arguments: { ms: 600 } });
+    expect(await eventually(() => started(server, 2))).toBe(true);
+    a.controller.abort();
+    await expect(a.call).rejects.toBeInstanceOf(CallCancelledError);
+    await expect(b).resolves.toMatchObject({ content: [{ text: "done after 600 ms" }] });
+    const [first, second] = seen(server, "tools/call");
+    expect(sawDisconnect(first)).toBe(true);
+    expect(second!.close!.writableFinished).toBe(true);
+    expect(second!.end).toMatchObject({ aborted: false });
+    expect(mcp.records().map((r) => r.status)).toEqual(["cancelled", "succeeded"]);
+    expect(errors).toEqual([]);
+  });
+
+  it("with an event store the SDK's automatic resume (GET Last-Event-ID) of the cancelled stream is refused, silently", async () => {
+    const { server, mcp, adapter, errors } = await setup({ stateful: true, eventStore: true });
+    const { call, controller } = await inFlight(server, mcp, 1);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    // The v1 SDK schedules its resume 1000 ms after the stream broke.
+    expect(await eventually(() => adapter.stats().resumesRefused === 1, 1_000 + SLACK_MS * 3)).toBe(true);
+    await sleep(100);
+    expect(server.events.filter((e) => e.kind === "http" && e.lastEventId !== undefined)).toEqual([]);
+    expect(sawDisconnect(seen(server, "tools/call")[0])).toBe(true);
+    expect(adapter.stats()).toMatchObject({ streams: 0, blockedTokens: 0, resuming: 0 });
+    expect(errors).toEqual([]);
+  });
+
+  it("a server that drops the connection mid-response settles the call as connection-closed, not hanging", async () => {
+    const { server, mcp, adapter } = await setup({ stateful: true });
+    const { call } = await inFlight(server, mcp, 1);
+    const droppedAt = performance.now();
+    server.drop();
+    await expect(call).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(performance.now() - droppedAt).toBeLessThan(SLACK_MS);
+    expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "connection-closed", mechanism: "none" });
+    expect(mcp.pendingCount).toBe(0);
+    expect(adapter.stats()).toMatchObject({ streams: 0, checks: 0 });
+  });
+
+  it("a drop before the response headers (JSON mode) settles as connection-closed too", async () => {
+    const { server, mcp } = await setup({ stateful: false, json: true });
+    const { call } = await inFlight(server, mcp, 1);
+    server.drop();
+    await expect(call).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(mcp.records()[0]!.cancel!.trigger).toBe("connection-closed");
+  });
+
+  it("fifty calls cancelled in a row leave no open response on the server and nothing held in the client", async () => {
+    const { server, mcp, adapter, transport, errors } = await setup({ stateful: true, eventStore: true });
+    const signal = (transport as unknown as { _abortController: AbortController })._abortController.signal;
+    const listenersBefore = getEventListeners(signal, "abort").length;
+    const linkedBefore = linkedCount(signal); // the session's standalone GET stream
+    for (let i = 0; i < 50; i++) {
+      const controller = new AbortController();
+      const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, timeoutMs: 5_000 });
+      // Half are cancelled once the server runs them, half as soon as they are sent.
+      if (i % 2 === 0) await eventually(() => started(server, i + 1));
+      controller.abort();
+      await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    }
+    const calls = (): number => seen(server, "tools/call").filter((c) => c.close === undefined).length;
+    expect(await eventually(() => calls() === 0, 2_000)).toBe(true);
+    // Only the session's standalone GET stream stays open.
+    expect(server.openResponses().map((r) => r.http)).toEqual(["GET"]);
+    expect(seen(server, "tools/call").filter((c) => sawDisconnect(c)).length).toBeGreaterThanOrEqual(25);
+    expect(mcp.pendingCount).toBe(0);
+    // Resumes of the cancelled streams are refused as the SDK tries them (1 s after each).
+    expect(await eventually(() => adapter.stats().blockedTokens === 0, 1_000 + SLACK_MS * 3)).toBe(true);
+    expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0, blockedTokens: 0 });
+    expect(getEventListeners(signal, "abort").length).toBe(listenersBefore);
+    expect(linkedCount(signal)).toBe(linkedBefore);
+    expect(seen(server, "notifications/cancelled").length).toBe(50);
+    expect(mcp.records().every((r) => r.cancel?.mechanism === "notification+stream-close")).toBe(true);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe("misuse is a clear error", () => {
+  it("a v1 transport created without cancellableFetch() is refused, naming the fix", () => {
+    const transport = new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"));
+    expect(() => streamableHttpCancellation(transport)).toThrow(InvalidOptionError);
+    expect(() => streamableHttpCancellation(transport)).toThrow(/fetch: cancellableFetch\(\)/);
+  });
+
+  it("one cancellableFetch() shared by two transports is refused", () => {
+    const fetch = cancellableFetch();
+    const url = new URL("http://127.0.0.1:9/mcp");
+    streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch }));
+    expect(() => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch }))).toThrow(/one per transport/);
+  });
+
+  it("with redirectPolicy 'follow' (the SDK wraps the fetch) it is passed explicitly", () => {
+    const fetch = cancellableFetch();
+    const transport = new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"), { fetch, redirectPolicy: "follow" });
+    expect(() => streamableHttpCancellation(transport)).toThrow(InvalidOptionError);
+    expect(streamableHttpCancellation(transport, { fetch }).era).toBe("legacy");
+  });
+
+  it("flushTimeoutMs out of range is refused", () => {
+    const transport = new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"), { fetch: cancellableFetch() });
+    expect(() => streamableHttpCancellation(transport, { flushTimeoutMs: -1 })).toThrow(/flushTimeoutMs/);
+  });
+});
