@@ -125,6 +125,12 @@ async function exercise(options: ProbeOptions, conn: Connection, recorder: Recor
     diagnosis: [],
   };
   const finish = (): ProbeRun => {
+    // The record as it stands now: late messages discarded after the cancel update it.
+    const main = run.main;
+    if (main !== undefined) {
+      const latest = conn.mcp.records().find((record) => record.method === "tools/call" && record.requestId === main.id);
+      if (latest !== undefined) main.record = latest;
+    }
     run.droppedEvents = recorder.dropped;
     run.closedAt = recorder.events.find((event) => event.kind === "closed")?.at;
     run.diagnosis = conn.closed ? conn.diagnose() : [];

@@ -134,6 +134,14 @@ export function renderText(report: ProbeReport): string {
     out.push(`  tool     ${run.main.tool} ${brief(run.main.args, 100)} (${run.main.chosen})`);
   }
   out.push(`  cancel   ${run.cancelMechanism}, ${o.cancelAfterMs} ms after the call`);
+  const record = run.main?.record;
+  if (record !== undefined && record.cancel !== null) {
+    const late = record.late;
+    out.push(
+      `  record   ${record.summary}; mechanism ${record.cancel.mechanism}; discarded late: ` +
+        `${late.results} result(s), ${late.errors} error(s), ${late.progress} progress (mcp-cancellable run record)`,
+    );
+  }
   out.push(`  watch    ${o.windowMs} ms after each cancel; messages within ${o.graceMs} ms of a cancel may have crossed it (rule 9)`);
   const invalid = run.events.filter((event) => event.kind === "invalid").length;
   if (invalid > 0) {

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { notificationCancellation } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import { stdioCancellation } from "../adapters/stdio/index.js";
+import { cancellableFetch, streamableHttpCancellation } from "../adapters/streamable-http/index.js";
 import { withCancellation } from "../client/with-cancellation.js";
 import type { CancellableClient, ClientLike } from "../client/with-cancellation.js";
 import type { Message } from "../wire/messages.js";
@@ -209,15 +210,18 @@ function openTransport(
       },
     };
   }
-  const transport = v2 === undefined
-    ? new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers }, fetch: recordingFetch(recorder) })
-    : new v2.StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers: target.headers }, fetch: recordingFetch(recorder) });
+  // 2025 era: the POSTed notification only (rule 40), and the request's stream is left open for
+  // the window, so the probe sees whether the server stops (a client using the library's
+  // streamable-http adapter would close it right after the 202). 2026-07-28: the library's
+  // streamable-http adapter closes that request's own stream (rule 6) and sends nothing (rule 28).
+  const init = { requestInit: { headers: target.headers } };
+  const transport =
+    v2 === undefined
+      ? new StreamableHTTPClientTransport(new URL(target.url), { ...init, fetch: recordingFetch(recorder) })
+      : new v2.StreamableHTTPClientTransport(new URL(target.url), { ...init, fetch: cancellableFetch({ fetch: recordingFetch(recorder) }) });
   return {
     transport: transport as unknown as TransportLike,
-    // 2026-07-28: the v2 SDK closes the request's own stream when its signal aborts (rule 6), and
-    // no notification may follow (rule 28). 2025 era: the POSTed notification (rule 40).
-    adapter: (recorded) =>
-      options.era === "legacy" ? notificationCancellation(recorded) : { transport: recorded, cancel: () => "stream-close" },
+    adapter: (recorded) => (v2 === undefined ? notificationCancellation(recorded) : streamableHttpCancellation(recorded)),
     mechanism:
       options.era === "legacy"
         ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"

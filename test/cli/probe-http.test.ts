@@ -76,6 +76,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
       "http-cancel-mechanism": "PASS",
     });
     expect(code).toBe(0);
+    expect((json.call!.record as unknown as { cancel: { mechanism: string } }).cancel.mechanism).toBe("stream-close");
     const notifications = json.timeline.filter((e) => e.from === "client" && e.message?.method === "notifications/cancelled");
     expect(notifications).toHaveLength(0);
     expect(json.timeline.some((e) => e.kind === "http" && /closed the response stream of POST tools\/call/.test(e.text))).toBe(true);
