@@ -1,6 +1,6 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig({
+export default defineConfig([{
   entry: {
     index: "src/index.ts",
     stdio: "src/adapters/stdio/index.ts",
@@ -14,4 +14,19 @@ export default defineConfig({
   // p-timeout is ESM only: bundle it so the CommonJS build can require it.
   noExternal: ["p-timeout"],
   external: [/^@modelcontextprotocol\//],
-});
+}, {
+  // The `mcp-cancellable` executable (bin): ESM only, with its shebang. The v1 SDK client is
+  // bundled so `npx mcp-cancellable probe` runs without the optional peer installed; the v2
+  // client (--era 2026-07-28) and undici stay external and are loaded only when needed.
+  entry: {
+    cli: "src/cli/index.ts",
+  },
+  format: ["esm"],
+  banner: { js: "#!/usr/bin/env node" },
+  dts: false,
+  clean: false,
+  sourcemap: true,
+  target: "node20",
+  noExternal: ["p-timeout", /^@modelcontextprotocol\/sdk(\/|$)/],
+  external: ["@modelcontextprotocol/client", "undici"],
+}]);
