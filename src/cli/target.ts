@@ -232,16 +232,32 @@ function openTransport(
   };
 }
 
-/** A `fetch` that records each HTTP exchange (method, the JSON-RPC message it carried, status, the stream closing). */
+/**
+ * A `fetch` that records each HTTP exchange: the method and the JSON-RPC message it carried, the
+ * status, and the client closing a POST's response stream. The abort listener is added before
+ * the request starts, so it runs before the fetch implementation's own (which does its work
+ * synchronously) and the recorded time is the moment of the abort.
+ */
 export function recordingFetch(recorder: Recorder, base: typeof fetch = globalThis.fetch): typeof fetch {
   return async (input, init) => {
     const method = init?.method ?? "GET";
     const what = describeBody(init?.body);
+    const signal = init?.signal ?? undefined;
+    let stage: "headers" | "body" | "ended" = "headers";
+    const onAbort = (): void => {
+      if (stage === "body" && method === "POST") recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const done = (): void => {
+      stage = "ended";
+      signal?.removeEventListener("abort", onAbort);
+    };
     let response: Response;
     try {
       response = await base(input, init);
     } catch (error) {
-      const aborted = init?.signal?.aborted === true;
+      done();
+      const aborted = signal?.aborted === true;
       recorder.add({
         from: "server",
         kind: "http",
@@ -251,21 +267,12 @@ export function recordingFetch(recorder: Recorder, base: typeof fetch = globalTh
     }
     const type = response.headers.get("content-type") ?? "no content-type";
     recorder.add({ from: "server", kind: "http", status: response.status, text: `${method} ${what} → ${response.status} (${type})` });
-    if (response.body === null || method !== "POST") return response;
-    let ended = false;
-    const signal = init?.signal ?? undefined;
-    const onAbort = (): void => {
-      if (!ended) recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const body = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        flush() {
-          ended = true;
-          signal?.removeEventListener("abort", onAbort);
-        },
-      }),
-    );
+    if (response.body === null || method !== "POST") {
+      done();
+      return response;
+    }
+    stage = "body";
+    const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: done }));
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
