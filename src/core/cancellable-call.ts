@@ -4,6 +4,7 @@ import { CallTimeoutError } from "../errors/CallTimeoutError.js";
 import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
+import { onAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { OUTCOME_RANK, summarize } from "./record.js";
 import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
@@ -67,8 +68,10 @@ export class CancellableCall<T = unknown> {
   #idleDeadline: number;
   readonly #totalDeadline: number;
   #timer: unknown = undefined;
+  #unlink: (() => void) | undefined = undefined;
   #progressCount = 0;
   #lastProgress: Progress | null = null;
+  #maxProgress = Number.NEGATIVE_INFINITY;
   #late: RunRecord["late"] = { results: 0, errors: 0, progress: 0 };
   #record: RunRecord | null = null;
 
@@ -107,7 +110,7 @@ export class CancellableCall<T = unknown> {
       this.cancel("aborted", signal.reason);
       return;
     }
-    signal?.addEventListener("abort", this.#onAbort, { once: true });
+    if (signal !== undefined) this.#unlink = onAbort(signal, this.#onAbort);
     this.#arm();
   }
 
@@ -118,12 +121,15 @@ export class CancellableCall<T = unknown> {
 
   /**
    * Progress for this request arrived while it is live (rule 22). Resets the idle timeout when
-   * asked to and the value increased, then hands it to `onprogress` (whose errors propagate to
-   * the caller of this method). Returns false when the value did not increase (rule 21).
+   * asked to and the value is above every earlier one, then hands it to `onprogress` (whose
+   * errors propagate to the caller of this method). Returns false when it is not (rule 21).
    */
   progress(progress: Progress): boolean {
     if (this.#state !== "pending") return true;
-    const increased = this.#lastProgress === null || progress.progress > this.#lastProgress.progress;
+    // Rule 21: progress must increase; judged against the highest value seen, so a server
+    // oscillating 5, 3, 5 ... never extends the call.
+    const increased = progress.progress > this.#maxProgress;
+    if (increased) this.#maxProgress = progress.progress;
     this.#progressCount++;
     this.#lastProgress = progress;
     if (increased && this.#init.options.resetTimeoutOnProgress) {
@@ -226,13 +232,14 @@ export class CancellableCall<T = unknown> {
     this.#timer = this.#init.timers.setTimeout(this.#onTimer, delay);
   }
 
-  /** Releases the timer and the signal listener. Idempotent. */
+  /** Releases the timer and the signal subscription. Idempotent. */
   #dispose(): void {
     if (this.#timer !== undefined) {
       this.#init.timers.clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    this.#init.options.signal?.removeEventListener("abort", this.#onAbort);
+    this.#unlink?.();
+    this.#unlink = undefined;
   }
 
   #finish(

@@ -219,11 +219,11 @@ function explain(error: z.ZodError, where: string): InvalidOptionError {
   const bound =
     issue.code === "unrecognized_keys"
       ? `unknown option${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-      : option.endsWith("Ms")
-        ? "must be an integer number of ms from " +
-          (option === "verifyDelayMs" ? "0" : "1") +
-          ` to ${MAX_TIMER_DELAY_MS}, or Infinity`
-        : issue.message;
+      : option === "verifyDelayMs"
+        ? `must be an integer number of ms from 0 to ${MAX_TIMER_DELAY_MS}`
+        : option.endsWith("Ms")
+          ? `must be an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}, or Infinity`
+          : issue.message;
   const name = issue.code === "unrecognized_keys" ? issue.keys[0]! : option;
   return new InvalidOptionError(name, `${where}: ${issue.code === "unrecognized_keys" ? bound : `"${option}" ${bound}`}`);
 }
@@ -246,7 +246,7 @@ function defined<T extends object>(options: T): T {
  */
 export function parseCancellationOptions(options: CancellationOptions | undefined): CancellationOptions {
   if (options === undefined) return {};
-  if (typeof options !== "object" || options === null) {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new InvalidOptionError("options", "withCancellation: options must be an object");
   }
   const result = clientOptionsSchema.safeParse(defined(options));
@@ -263,7 +263,7 @@ export function resolveCallOptions(
   options: CallOptions | undefined,
 ): ResolvedCallOptions {
   if (options !== undefined) {
-    if (typeof options !== "object" || options === null) {
+    if (typeof options !== "object" || options === null || Array.isArray(options)) {
       throw new InvalidOptionError("options", "call options must be an object");
     }
     const result = callOptionsSchema.safeParse(defined(options));

@@ -25,8 +25,20 @@ export const cancelledParamsSchema = z.looseObject({
   reason: z.string().optional(),
 });
 
-/** A JSON-RPC response: an id and a result or an error. */
-export const responseSchema = z.looseObject({ id: requestIdSchema });
+/**
+ * A JSON-RPC response the SDK will accept: `jsonrpc: "2.0"`, an id, and exactly one of a result
+ * object or an error `{code, message}`. Anything else never settles the SDK's request, so it
+ * must not settle ours either.
+ */
+export const responseSchema = z.union([
+  z.looseObject({ jsonrpc: z.literal("2.0"), id: requestIdSchema, result: z.looseObject({}), error: z.never().optional() }),
+  z.looseObject({
+    jsonrpc: z.literal("2.0"),
+    id: requestIdSchema,
+    error: z.looseObject({ code: z.number().int(), message: z.string() }),
+    result: z.never().optional(),
+  }),
+]);
 
 /** The `_meta` key under which the facade marks its own requests; stripped before the wire. */
 export const CALL_MARKER = "mcp-cancellable/call";

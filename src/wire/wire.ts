@@ -7,6 +7,7 @@ import {
   cancelledParamsSchema,
   progressParamsSchema,
   requestIdSchema,
+  responseSchema,
   type Message,
 } from "./messages.js";
 
@@ -291,6 +292,12 @@ export class Wire<T extends TransportLike> {
     const id = parsed.data;
     const entry = this.#pending.get(id);
     if (entry !== undefined) {
+      if (entry.call !== null && !responseSchema.safeParse(message).success) {
+        // The SDK refuses this shape and will not settle its request: the call keeps its
+        // timers and signal, and ends by them (the SDK reports the message to onerror).
+        this.#anomaly({ kind: "invalid-message", message: `malformed response for request ${JSON.stringify(id)}`, requestId: id });
+        return true;
+      }
       if (entry.call === null) {
         this.#dropRaw(id);
       } else {

@@ -78,7 +78,7 @@ describe("property: CancellableCall against a model of its deadlines", () => {
         let expected: { status: RunRecord["status"]; trigger?: CancelTrigger; at: number } | undefined;
         let idle = opts.timeoutMs;
         const total = opts.maxTotalTimeoutMs;
-        let last: number | undefined;
+        let highest: number | undefined;
         let now = 0;
         const settle = (status: RunRecord["status"], trigger?: CancelTrigger) => {
           phase = "settled";
@@ -102,8 +102,11 @@ describe("property: CancellableCall against a model of its deadlines", () => {
               await vi.advanceTimersByTimeAsync(e.ms);
               break;
             case "progress":
-              if (phase === "pending" && opts.resetTimeoutOnProgress && (last === undefined || e.value > last)) idle = now + opts.timeoutMs;
-              if (phase === "pending") last = e.value;
+              // Rule 21: only a value above every earlier one counts as progress.
+              if (phase === "pending" && (highest === undefined || e.value > highest)) {
+                if (opts.resetTimeoutOnProgress) idle = now + opts.timeoutMs;
+                highest = e.value;
+              }
               call.progress({ progress: e.value });
               break;
             case "responded":

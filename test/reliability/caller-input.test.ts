@@ -84,9 +84,9 @@ describe("per-call options", () => {
     expect(error.message).toContain("2147483647");
   });
 
-  // Library bug: verifyDelayMs refuses Infinity (it must be an integer from 0 to 2_147_483_647,
+  // Was a library bug (fixed): verifyDelayMs refuses Infinity (it must be an integer from 0 to 2_147_483_647,
   // as its docs say), but the error message tells the caller Infinity is allowed.
-  it.fails("verifyDelayMs: the message does not offer Infinity, which verifyDelayMs refuses", async () => {
+  it("verifyDelayMs: the message does not offer Infinity, which verifyDelayMs refuses", async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool({ name: "x" }, { verifyDelayMs: Infinity }).catch((e: unknown) => e)) as Error;
     expect((error as InvalidOptionError).option).toBe("verifyDelayMs");
@@ -121,10 +121,10 @@ describe("per-call options", () => {
     expect(peer.requests("tools/call")).toEqual([]);
   });
 
-  // Library bug (minor): an array passes the `typeof === "object"` check and is refused by zod
+  // Was a library bug (fixed): an array passed the `typeof === "object"` check and is refused by zod
   // with the path-less issue, so `option` is "call options" instead of "options" like every
   // other non-object, and the message reads `call options: "call options" Invalid input: ...`.
-  it.fails("an array as options is refused as \"options\" like any other non-object", async () => {
+  it("an array as options is refused as \"options\" like any other non-object", async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool({ name: "x" }, [] as never).catch((e: unknown) => e)) as InvalidOptionError;
     expect(error).toBeInstanceOf(InvalidOptionError);

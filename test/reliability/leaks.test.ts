@@ -80,7 +80,10 @@ describe("leaks at scale", () => {
   });
 
   it("no listener stays on the long-lived signal (while calls were in flight there were some)", () => {
-    expect(run.listenersBeforeSessionAbort).toBe(run.limits.lanes); // the count is real, not always 0
+    // While calls were in flight the signal carried exactly one listener (one per signal, fanning
+    // out to every pending call), so the count is real, not always 0.
+    expect(run.limits.lanes).toBeGreaterThan(1);
+    expect(run.listenersBeforeSessionAbort).toBe(1);
     expect(run.atCheckpoint.sessionListeners).toBe(0);
     expect(run.atEnd.sessionListeners).toBe(0);
     expect(run.afterSessionAbort.sessionListeners).toBe(0);
@@ -137,12 +140,12 @@ describe("many calls in flight on one signal", () => {
     expect(await concurrent(10)).toEqual([]);
   });
 
-  // Library bug (against issue 4's "no MaxListenersExceededWarning"): each pending call adds its
+  // Was a library bug (fixed with src/utils/abort-link.ts): each pending call added its
   // own "abort" listener to the caller's signal, so a bot with more than 10 calls in flight on
   // its session signal gets Node's "Possible EventTarget memory leak detected. 11 abort
   // listeners added to [AbortSignal]" although nothing leaks. One listener per signal fanning out
   // to its pending calls would avoid it without silencing the warning.
-  it.fails("50 calls in flight on one signal: no MaxListenersExceededWarning", async () => {
+  it("50 calls in flight on one signal: no MaxListenersExceededWarning", async () => {
     expect(await concurrent(50)).toEqual([]);
   });
 });

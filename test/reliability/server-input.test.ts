@@ -244,11 +244,11 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
     }
   });
 
-  // Likely library bug: "increased" is judged against the previous value, not the highest seen,
+  // Was a library bug (fixed): "increased" was judged against the previous value, not the highest seen,
   // so a server oscillating 5, 3, 5, 3, ... (never making progress) keeps resetting the idle
   // timeout until the maximum total timeout (10 minutes by default). Expected: after 5 then 3,
   // another 5 is not an increase and the call times out at 100 + 300 = 400 ms.
-  it.fails("progress that oscillates (5, 3, 5) does not extend the idle timeout", async () => {
+  it("progress that oscillates (5, 3, 5) does not extend the idle timeout", async () => {
     vi.useFakeTimers();
     try {
       const { mcp, peer } = await connectPeer();
@@ -269,7 +269,7 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
     }
   });
 
-  // Library bug: the wire treats any message with a known id and no method as the response
+  // Was a library bug (fixed): the wire treated any message with a known id and no method as the response
   // (Wire#onResponse -> call.responded(), which disarms the call's timers and signal listener,
   // and tombstones the id), but the SDK's Protocol refuses these shapes ("Unknown message type")
   // and never settles the request. The call then hangs past its timeoutMs, the caller's signal
@@ -284,7 +284,7 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
     'jsonrpc "1.0"': (id) => ({ jsonrpc: "1.0", id, result: { content: [] } }),
   };
   for (const [name, shape] of Object.entries(SHAPES)) {
-    it.fails(`a response-shaped message with ${name} for a pending id does not stop its timeout`, async () => {
+    it(`a response-shaped message with ${name} for a pending id does not stop its timeout`, async () => {
       const { mcp, peer, client, errors } = await connectPeer();
       peer.onRequest((m) => {
         if (m.id !== undefined) void peer.send(shape(m.id));
