@@ -1,0 +1,184 @@
+import { execFile } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// The package as installed (issue 4, item 6). The repository is copied to a staging folder
+// (so the working tree's dist/ is left alone), built there with tsup and packed with npm pack;
+// the tarball is installed with the v1 SDK into a fresh folder, where small scripts load it
+// through `import` and `require` (root and every subpath in package.json "exports") and make an
+// in-memory round trip. publint and @arethetypeswrong/cli check the shipped files.
+// Needs the npm registry (or a warm npm cache) for the install: skipped, saying so, only when the
+// install fails and the registry cannot be reached at all.
+
+const run = promisify(execFile);
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const consumerFixtures = resolve(root, "test/fixtures/reliability/consumer");
+const SDK = "@modelcontextprotocol/sdk@1.32.2";
+
+/** Where each public subpath's source lives; a subpath added to package.json must be added here. */
+const SOURCES: Record<string, string> = {
+  ".": "src/index.ts",
+  "./stdio": "src/adapters/stdio/index.ts",
+  "./streamable-http": "src/adapters/streamable-http/index.ts",
+};
+
+const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { name: string; version: string; exports: Record<string, unknown> };
+/** The JavaScript subpaths of "exports" other than the root, such as "./stdio". */
+const subpaths = Object.keys(pkg.exports).filter((k) => k !== "." && !k.endsWith(".json"));
+
+let work: string;
+let tarball: string;
+let consumer: string;
+let installed: string;
+let offline: string | undefined;
+/** attw on the tarball, started as soon as it exists so it overlaps the install. */
+let attw: Promise<{ stdout: string }>;
+
+async function sh(command: string, args: string[], cwd: string, timeout = 120_000) {
+  return run(command, args, { cwd, timeout, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: "false" } });
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "mcp-cancellable-pack-"));
+  // 1. Stage a copy of what the build needs, with the repository's node_modules linked in.
+  const stage = join(work, "stage");
+  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src"]) {
+    if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
+  }
+  symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
+  // 2. Build and pack.
+  await sh("npx", ["tsup"], stage);
+  const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage);
+  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
+  // node10 resolution ignores by design; engines is node >= 20.3.
+  attw = sh("npx", ["attw", tarball, "--profile", "node16", "--format", "json"], root, 90_000);
+  attw.catch(() => {}); // awaited (and asserted) in its own test
+  // 3. Install the tarball with the SDK into a fresh folder.
+  consumer = join(work, "consumer");
+  cpSync(consumerFixtures, consumer, { recursive: true });
+  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }));
+  try {
+    await sh("npm", ["install", tarball, SDK, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"], consumer);
+  } catch (error) {
+    const reachable = await sh("npm", ["ping"], consumer, 15_000).then(
+      () => true,
+      () => false,
+    );
+    if (reachable) throw error; // the registry answers: a failed install is a real failure
+    offline = `no network to the npm registry and ${SDK} is not in the npm cache: ${String((error as Error).message).split("\n")[0]}`;
+  }
+  installed = join(consumer, "node_modules", pkg.name);
+}, 150_000);
+
+afterAll(() => {
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+/** Every module a built file reaches (following relative imports), with the bare specifiers it names. */
+function reach(entry: string): { files: string[]; specifiers: string[] } {
+  const files = new Set<string>();
+  const specifiers = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const text = readFileSync(file, "utf8");
+    const found = [
+      ...text.matchAll(/(?:^|[\s;])(?:import|export)\s[^"'`;]*?\sfrom\s*["']([^"']+)["']/gm),
+      ...text.matchAll(/(?:^|[\s;])import\s*["']([^"']+)["']/gm),
+      ...text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g),
+      ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g),
+    ].map((m) => m[1]!);
+    for (const s of found) {
+      if (s.startsWith(".")) visit(resolve(dirname(file), s));
+      else specifiers.add(s);
+    }
+  };
+  visit(entry);
+  return { files: [...files], specifiers: [...specifiers].sort() };
+}
+
+const NODE_ONLY = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+
+describe("the package as installed", () => {
+  it("installs from the packed tarball with the SDK", (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    expect(existsSync(join(installed, "package.json"))).toBe(true);
+    const shipped = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { version: string };
+    expect(shipped.version).toBe(pkg.version);
+    // only what "files" lists ships: no sources, tests or configs
+    expect(readdirSync(installed).sort()).toEqual(expect.arrayContaining(["dist", "package.json"]));
+    for (const absent of ["src", "test", "tsup.config.ts", "tsconfig.json", "node_modules"]) {
+      expect(existsSync(join(installed, absent)), absent).toBe(false);
+    }
+  });
+
+  for (const [label, script] of [
+    ["import (ESM)", "check.mjs"],
+    ["require (CommonJS)", "check.cjs"],
+  ] as const) {
+    it(`${label}: root and every subpath load with the source's exports, and a round trip works`, async (ctx) => {
+      if (offline !== undefined) ctx.skip(offline);
+      for (const subpath of subpaths) expect(SOURCES, `add ${subpath} to SOURCES`).toHaveProperty([subpath]);
+      const { stdout } = await sh(process.execPath, [script, JSON.stringify(subpaths)], consumer, 60_000);
+      const result = JSON.parse(stdout.trim().split("\n").pop()!) as {
+        error?: string;
+        version: string;
+        exports: Record<string, string[]>;
+        hello: string;
+        timeout: { instanceOf: boolean; guard: boolean; code: string; mechanism: string };
+        invalid: { instanceOf: boolean; option: string };
+        serverSawCancel: boolean;
+        records: string[];
+      };
+      expect(result.error).toBeUndefined();
+      expect(result.version).toBe(pkg.version);
+      for (const subpath of [".", ...subpaths]) {
+        const source = (await import(resolve(root, SOURCES[subpath]!))) as Record<string, unknown>;
+        expect(result.exports[subpath], subpath).toEqual(Object.keys(source).filter((k) => k !== "default").sort());
+      }
+      expect(result.exports["."]).toContain("withCancellation");
+      expect(result.exports["./stdio"]).toContain("stdioCancellation");
+      expect(result.hello).toBe("hello");
+      expect(result.timeout).toEqual({ instanceOf: true, guard: true, code: "REQUEST_TIMEOUT", mechanism: "notification" });
+      expect(result.invalid).toEqual({ instanceOf: true, option: "timeoutMs" });
+      expect(result.serverSawCancel).toBe(true);
+      expect(result.records).toEqual(["succeeded", "cancelled (timeout), outcome unverified"]);
+    });
+  }
+
+  it("the built root entry (dist/index.js and dist/index.cjs) pulls in no node: module", (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    for (const entry of ["dist/index.js", "dist/index.cjs"]) {
+      const { files, specifiers } = reach(join(installed, entry));
+      expect(files.length, entry).toBeGreaterThanOrEqual(1);
+      expect(specifiers.filter((s) => NODE_ONLY.has(s)), entry).toEqual([]);
+      expect(specifiers.filter((s) => s.startsWith("@modelcontextprotocol/")), entry).toEqual([]);
+      expect(specifiers, entry).toEqual(["zod"]); // p-timeout is bundled (ESM only upstream)
+    }
+  });
+
+  it("the scan sees node: imports where there are some (the CLI bundle)", (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    if (!existsSync(join(installed, "dist/cli.js"))) ctx.skip("no CLI bundle in this build");
+    expect(reach(join(installed, "dist/cli.js")).specifiers.some((s) => NODE_ONLY.has(s))).toBe(true);
+  });
+
+  it("publint reports no problems on the installed files", async (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    const { stdout } = await sh("npx", ["publint", "--strict", "--pack", "false", installed], root, 60_000);
+    expect(stdout).toContain("All good!");
+  });
+
+  it("@arethetypeswrong/cli reports no problems on the tarball (node16 and bundler resolution)", async (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    const { stdout } = await attw;
+    const report = JSON.parse(stdout) as { analysis: { problems: unknown[] } };
+    expect(report.analysis.problems.filter((p) => (p as { resolutionKind?: string }).resolutionKind !== "node10")).toEqual([]);
+  });
+});
