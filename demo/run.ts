@@ -32,6 +32,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { isCallCancelledError, isCallTimeoutError, jsonLines, withCancellation } from "../src/index.js";
 import type { CancellableClient, RunRecord } from "../src/index.js";
 import { stdioCancellation } from "../src/adapters/stdio/index.js";
+import { runHttpDemo } from "./http.js";
 import { reportPath } from "./reports.js";
 import type { Mode } from "./reports.js";
 
@@ -384,6 +385,10 @@ async function main(): Promise<void> {
   } else {
     console.log("\nOK: every record is what the seed says it should be.");
   }
+  // The same worked example over Streamable HTTP (demo/http.ts): the server sees the stream close.
+  const overHttp = await runHttpDemo();
+  for (const line of overHttp.lines) console.log(line);
+  if (!overHttp.ok) process.exitCode = 1;
   clearTimeout(watchdog);
 }
 
