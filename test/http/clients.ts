@@ -5,15 +5,16 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { withCancellation } from "../../src/index.js";
 import type { Anomaly, CancellationOptions } from "../../src/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import type { StreamableHttpCancellationOptions } from "../../src/adapters/streamable-http/index.js";
 
 /** A v1 `Client` over the v1 transport created with `cancellableFetch()`. */
-export async function connectV1(url: URL, options: CancellationOptions = {}) {
+export async function connectV1(url: URL, options: CancellationOptions = {}, adapterOptions: StreamableHttpCancellationOptions = {}) {
   const transport = new TransportV1(url, { fetch: cancellableFetch() });
   const client = new ClientV1({ name: "http-test", version: "1.0.0" });
   const errors: Error[] = [];
   const anomalies: Anomaly[] = [];
   client.onerror = (error) => errors.push(error);
-  const adapter = streamableHttpCancellation(transport);
+  const adapter = streamableHttpCancellation(transport, adapterOptions);
   const mcp = withCancellation(client, adapter, { onAnomaly: (a) => anomalies.push(a), ...options });
   await client.connect(mcp.transport);
   return { client, transport, adapter, mcp, errors, anomalies, close: () => client.close() };

@@ -184,10 +184,12 @@ export interface V1Options {
   eventStore?: boolean;
   /** `enableJsonResponse`: the headers wait for the result (the "no headers yet" case). */
   json?: boolean;
+  /** Holds each notifications/cancelled POST this long (ms) before handling it: a slow answer. */
+  holdCancelMs?: number;
 }
 
 /** The v1 SDK's McpServer + StreamableHTTPServerTransport over node:http. */
-export async function startV1({ stateful = true, eventStore = false, json = false }: V1Options = {}): Promise<TestServer> {
+export async function startV1({ stateful = true, eventStore = false, json = false, holdCancelMs = 0 }: V1Options = {}): Promise<TestServer> {
   const tag = `v1-${stateful ? "stateful" : "stateless"}${json ? "-json" : ""}${eventStore ? "-es" : ""}`;
   const t0 = performance.now();
   const events: ServerEvent[] = [];
@@ -208,6 +210,9 @@ export async function startV1({ stateful = true, eventStore = false, json = fals
       const raw = req.method === "POST" ? await readBody(req) : "";
       const parsed: unknown = raw ? JSON.parse(raw) : undefined;
       observe(events, t0, ++seq, req, res, parsed);
+      if (holdCancelMs > 0 && (parsed as { method?: string } | undefined)?.method === "notifications/cancelled") {
+        await new Promise((resolve) => setTimeout(resolve, holdCancelMs));
+      }
       if (stateful) {
         const sid = req.headers["mcp-session-id"];
         let transport = typeof sid === "string" ? sessions.get(sid) : undefined;

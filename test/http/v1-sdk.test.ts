@@ -121,6 +121,28 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("a notification the server is slow to answer holds the stream open for flushTimeoutMs at most, never the caller", async () => {
+    const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
+    cleanup.push(() => server.stop());
+    const { mcp, adapter, errors, close } = await connectV1(server.url, {}, { flushTimeoutMs: 150 });
+    cleanup.push(close);
+    const { call, controller } = await inFlight(server, mcp, 1);
+    const abortedAt = performance.now();
+    const abortedOnServerClock = server.now();
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
+    expect(adapter.stats().flushing).toBe(1);
+    expect(await eventually(() => sawDisconnect(seen(server, "tools/call")[0]))).toBe(true);
+    const closedAfter = seen(server, "tools/call")[0]!.close!.t - abortedOnServerClock;
+    expect(closedAfter).toBeGreaterThanOrEqual(150 - 20);
+    expect(closedAfter).toBeLessThan(150 + SLACK_MS);
+    expect(seen(server, "notifications/cancelled")[0]!.close).toBeUndefined(); // still unanswered
+    expect(adapter.stats().flushing).toBe(0);
+    expect(await eventually(() => seen(server, "notifications/cancelled")[0]!.close?.status === 202, 1_000 + SLACK_MS)).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
   it("a server that drops the connection mid-response settles the call as connection-closed, not hanging", async () => {
     const { server, mcp, adapter } = await setup({ stateful: true });
     const { call } = await inFlight(server, mcp, 1);
