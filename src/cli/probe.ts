@@ -80,6 +80,10 @@ export interface ProbeRun {
   cancelUnknown: RawCancel | undefined;
   /** The connection closed during the run, at this time. */
   closedAt: number | undefined;
+  /** What the SDK client reported to its `onerror` during the run. */
+  clientErrors: string[];
+  /** The wire anomalies the library (`onAnomaly`) reported during the run. */
+  anomalies: string[];
   diagnosis: string[];
 }
 
@@ -122,6 +126,8 @@ async function exercise(options: ProbeOptions, conn: Connection, recorder: Recor
     cancelCompleted: undefined,
     cancelUnknown: undefined,
     closedAt: undefined,
+    clientErrors: [],
+    anomalies: [],
     diagnosis: [],
   };
   const finish = (): ProbeRun => {
@@ -132,6 +138,8 @@ async function exercise(options: ProbeOptions, conn: Connection, recorder: Recor
       if (latest !== undefined) main.record = latest;
     }
     run.droppedEvents = recorder.dropped;
+    run.clientErrors = conn.clientErrors();
+    run.anomalies = conn.anomalies();
     run.closedAt = recorder.events.find((event) => event.kind === "closed")?.at;
     run.diagnosis = conn.closed ? conn.diagnose() : [];
     return run;

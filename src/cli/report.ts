@@ -1,6 +1,6 @@
 import type { Check, Status } from "./checks.js";
 import { eventText, rel } from "./checks.js";
-import { brief, idLabel } from "./describe.js";
+import { brief, idLabel, truncate } from "./describe.js";
 import type { ProbeReport, ProbeRun } from "./probe.js";
 import type { WireEvent } from "./recorder.js";
 import type { StartupError } from "./target.js";
@@ -159,6 +159,12 @@ export function renderText(report: ProbeReport): string {
     out.push(`        ${check.summary}`);
     for (const line of check.evidence) out.push(`          ${line}`);
   }
+  if (run.anomalies.length > 0) {
+    out.push("", "Anomalies the library noticed (onAnomaly)", ...run.anomalies.map((line) => `  ${truncate(line, 200)}`));
+  }
+  if (run.clientErrors.length > 0) {
+    out.push("", "The SDK client reported (onerror)", ...run.clientErrors.map((line) => `  ${truncate(line, 200)}`));
+  }
   if (run.diagnosis.length > 0) {
     out.push("", "The server process", ...run.diagnosis.map((line) => `  ${line}`));
   }
@@ -212,6 +218,8 @@ export function renderJson(report: ProbeReport): string {
             },
       checks,
       diagnosis: run.diagnosis,
+      clientErrors: run.clientErrors,
+      anomalies: run.anomalies,
       timeline: run.events.map(eventJson),
       droppedEvents: run.droppedEvents,
     },

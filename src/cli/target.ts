@@ -31,6 +31,10 @@ export interface Connection {
   readonly cancelMechanism: string;
   /** Lines that explain a failure: exit code, stderr tail, output that is not JSON-RPC. */
   diagnose(): string[];
+  /** What the SDK client reported to its `onerror` (at most 20): noise the library should have kept away. */
+  clientErrors(): string[];
+  /** The wire anomalies the library reported (at most 20): rule 12 and rule 21 breaches, unknown progress tokens. */
+  anomalies(): string[];
   /** Ends the connection and the server process; bounded, never rejects. */
   close(): Promise<void>;
 }
@@ -101,7 +105,13 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   (client as unknown as { onerror?: (error: Error) => void }).onerror = (error) => {
     if (sdkErrors.length < 20) sdkErrors.push(error.message);
   };
-  const mcp = withCancellation(client, opened.adapter(recorded), { timeoutMs: options.timeoutMs });
+  const anomalies: string[] = [];
+  const mcp = withCancellation(client, opened.adapter(recorded), {
+    timeoutMs: options.timeoutMs,
+    onAnomaly: (anomaly) => {
+      if (anomalies.length < 20) anomalies.push(`${anomaly.kind}: ${anomaly.message}`);
+    },
+  });
   let closed = false;
   recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
   const close = async (): Promise<void> => {
@@ -159,6 +169,8 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     },
     cancelMechanism: opened.mechanism,
     diagnose: () => opened.diagnose(),
+    clientErrors: () => [...sdkErrors],
+    anomalies: () => [...anomalies],
     close,
   };
 }

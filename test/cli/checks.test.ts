@@ -36,6 +36,8 @@ function run(events: WireEvent[]): ProbeRun {
     cancelCompleted: undefined,
     cancelUnknown: undefined,
     closedAt: undefined,
+    clientErrors: [],
+    anomalies: [],
     diagnosis: [],
   };
 }

@@ -37,6 +37,9 @@ describe("probe over stdio: compliant servers", () => {
     const progressBefore = json.timeline.filter((e) => e.message?.method === "notifications/progress" && e.seq < cancel.seq);
     expect(progressBefore.length).toBeGreaterThanOrEqual(2);
     expect(json.call!.record?.summary).toMatch(/^cancelled \(aborted\)/);
+    // The library kept the SDK quiet: no "unknown message ID" noise, no anomaly.
+    expect(json.clientErrors).toEqual([]);
+    expect(json.anomalies).toEqual([]);
   });
 
   it("the raw fixture with no flags passes too, so each flag alone causes its FAIL", async () => {
@@ -119,7 +122,7 @@ describe("probe over stdio: servers that cannot be probed", () => {
   });
 
   it("a server that does not speak JSON-RPC", async () => {
-    const { code, json, stderr } = await probeJson(["--stdio", rawServer("--not-json"), "--timeout", "800"]);
+    const { code, json, stderr } = await probeJson(["--stdio", rawServer("--not-json"), "--timeout", "2500"]); // room for a slow start under load
     expect(code).toBe(1);
     expect(json.error?.kind).toBe("not-json-rpc");
     expect(stderr).toMatch(/does not speak JSON-RPC/);
