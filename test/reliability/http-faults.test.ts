@@ -1,0 +1,158 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
+import { startRawHttp } from "../fixtures/reliability/raw-http-server.js";
+import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
+import { connectV1, connectV2 } from "../http/clients.js";
+import { sleep, timed, watchProcess } from "../helpers/reliability.js";
+import { eventually } from "../helpers/stdio.js";
+
+// Faults of a Streamable HTTP server, against a raw node:http server on 127.0.0.1 (port 0)
+// that speaks the 2025 era with a session (test/fixtures/reliability/raw-http-server.ts), with
+// the v1 and the v2 SDK client through the library's adapter. Each call settles once with the
+// right trigger within its own deadline plus slack; where the server is still there the next call
+// succeeds. Real time: bounds carry SLACK_MS for a loaded CI machine.
+
+const SLACK_MS = 400;
+const EARLY_MS = 25; // timers run off libuv's cached loop time
+
+const process$ = watchProcess();
+beforeAll(process$.start);
+afterAll(() => {
+  process$.stop();
+  expect(process$.seen()).toEqual([]);
+});
+
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await Promise.race([step().catch(() => {}), sleep(2_000)]);
+});
+
+const CLIENTS = [
+  ["v1", connectV1],
+  ["v2", connectV2],
+] as const;
+
+for (const [sdk, connect] of CLIENTS) {
+  describe(`${sdk} client, Streamable HTTP server faults`, () => {
+    async function setup() {
+      const server = await startRawHttp();
+      cleanup.push(() => server.stop());
+      const client = await connect(server.url);
+      cleanup.push(() => client.close());
+      return { server, ...client };
+    }
+
+    /** The next call on the same connection succeeds: the fault did not poison it. */
+    async function nextCallWorks(mcp: Awaited<ReturnType<typeof setup>>["mcp"]) {
+      await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({
+        content: [{ text: expect.stringMatching(/^echo \d+$/) }],
+      });
+      await expect(mcp.callTool({ name: "sse-echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({
+        content: [{ text: expect.stringMatching(/^sse-echo \d+$/) }],
+      });
+    }
+
+    /** Nothing held for settled calls, in the wire or the adapter. */
+    function idle(client: Awaited<ReturnType<typeof setup>>) {
+      expect(client.mcp.pendingCount).toBe(0);
+      const { resumesRefused: _r, blockedTokens: _b, ...held } = client.adapter.stats();
+      expect(held).toEqual({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0 });
+    }
+
+    const closesOf = (server: RawHttpServer, tool: string) => server.events.filter((e) => e.kind === "close" && e.tool === tool);
+    const cancelPosts = (server: RawHttpServer) => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled");
+
+    it("HTTP 500: the call fails at once with the SDK's error (not a timeout, not a cancel), the next call works", async () => {
+      const client = await setup();
+      const outcome = await timed(client.mcp.callTool({ name: "http-500" }, { timeoutMs: 5_000 }));
+      expect(outcome.status).toBe("rejected");
+      expect(outcome.at).toBeLessThan(SLACK_MS);
+      expect(outcome.error).not.toBeInstanceOf(CallTimeoutError);
+      expect(String((outcome.error as Error).message)).toContain("Internal Server Error");
+      expect(client.mcp.records()[0]).toMatchObject({ status: "failed", outcome: "error", cancel: null });
+      expect(cancelPosts(client.server)).toEqual([]);
+      await nextCallWorks(client.mcp);
+      idle(client);
+    });
+
+    it("404 for a lost session: the call and the next fail at once (never hang); a new connection works", async () => {
+      const client = await setup();
+      const lost = await timed(client.mcp.callTool({ name: "lose-session" }, { timeoutMs: 5_000 }));
+      expect(lost.status).toBe("rejected");
+      expect(lost.at).toBeLessThan(SLACK_MS);
+      expect(String((lost.error as Error).message)).toContain("Session not found");
+      const next = await timed(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
+      expect(next.status).toBe("rejected");
+      expect(next.at).toBeLessThan(SLACK_MS);
+      expect(client.mcp.records().map((r) => r.status)).toEqual(["failed", "failed"]);
+      idle(client);
+      const again = await connect(client.server.url);
+      cleanup.push(() => again.close());
+      await nextCallWorks(again.mcp);
+    });
+
+    it("a connection reset mid-stream (after a progress event): connection-closed at the reset, the next call works", async () => {
+      const client = await setup();
+      const progress: number[] = [];
+      const outcome = await timed(client.mcp.callTool({ name: "reset" }, { timeoutMs: 5_000, onprogress: (p) => progress.push(p.progress) }));
+      expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
+      expect(outcome.at).toBeLessThan(50 + SLACK_MS);
+      expect(progress).toEqual([1]); // what came before the reset was delivered
+      expect(client.mcp.records()[0]).toMatchObject({ cancel: { trigger: "connection-closed", mechanism: "none" } });
+      expect(cancelPosts(client.server)).toEqual([]); // nothing to cancel on a dead stream
+      expect(client.errors.every((e) => /terminated|disconnected/i.test(e.message))).toBe(true);
+      await nextCallWorks(client.mcp);
+      idle(client);
+    });
+
+    it("a body that ends without the response: connection-closed, the next call works", async () => {
+      const client = await setup();
+      const outcome = await timed(client.mcp.callTool({ name: "end" }, { timeoutMs: 5_000 }));
+      expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
+      expect(outcome.at).toBeLessThan(50 + SLACK_MS);
+      await nextCallWorks(client.mcp);
+      idle(client);
+    });
+
+    for (const tool of ["no-headers", "stall"]) {
+      const what = tool === "no-headers" ? "headers never sent" : "a body that stalls mid-event";
+      it(`${what}: released at its deadline, one cancel POST, the stream closed on the server, the next call works`, async () => {
+        const client = await setup();
+        const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 300 }));
+        expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+        expect(outcome.at).toBeGreaterThanOrEqual(300 - EARLY_MS);
+        expect(outcome.at).toBeLessThan(300 + SLACK_MS);
+        // 2025 era: the notification first (rule 40), then the request's own stream closes
+        expect(await eventually(() => closesOf(client.server, tool).length === 1, 1_000)).toBe(true);
+        expect(closesOf(client.server, tool)[0]!.finished).toBe(false); // closed by the client, not ended
+        expect(cancelPosts(client.server)).toHaveLength(1);
+        expect(client.mcp.records()[0]).toMatchObject({ cancel: { trigger: "timeout", mechanism: "notification+stream-close" } });
+        expect(client.errors).toEqual([]);
+        await nextCallWorks(client.mcp);
+        idle(client);
+        expect(client.server.open()).toBe(0);
+      });
+    }
+
+    it("the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the failure is reported", async () => {
+      const client = await setup();
+      const outcome = await timed(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(outcome.at).toBeLessThan(200 + SLACK_MS);
+      expect(await eventually(() => closesOf(client.server, "no-headers").length === 1, 1_000)).toBe(true);
+      expect(await eventually(() => client.errors.length > 0, 1_000)).toBe(true);
+      expect(client.errors.map((e) => e.message).join("\n")).toMatch(/cancel/i);
+      await nextCallWorks(client.mcp);
+      idle(client);
+    });
+
+    it("the server is gone (connection refused): the next call fails at once, never hangs", async () => {
+      const client = await setup();
+      await client.server.stop();
+      const outcome = await timed(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
+      expect(outcome.status).toBe("rejected");
+      expect(outcome.at).toBeLessThan(SLACK_MS);
+      expect(client.mcp.pendingCount).toBe(0);
+    });
+  });
+}
