@@ -418,6 +418,15 @@ export function seen(server: TestServer, rpc: string): Seen[] {
 export const started = (server: TestServer, id: unknown): boolean =>
   server.events.some((e) => e.kind === "handler-start" && e.id === id);
 
+/**
+ * The server's response to this request closed before it ended. Where the close is what stops
+ * the handler (stateless servers, 2026-07-28), also before its handler finished; on a stateful
+ * 2025 server the notification may stop the handler first: use `closedUnfinished` there.
+ */
+export function closedUnfinished(call: Seen | undefined): boolean {
+  return call?.close !== undefined && !call.close.writableFinished;
+}
+
 /** The server's response to this request closed before it ended, and before its handler finished. */
 export function sawDisconnect(call: Seen | undefined): boolean {
   if (call?.close === undefined || call.close.writableFinished) return false;
