@@ -66,9 +66,10 @@ Tool:
                         annotations say readOnlyHint and idempotentHint (never destructiveHint),
                         preferring a slow-sounding name and no required arguments.
   --args <json>         The tool's arguments, a JSON object. Default: {}.
-  --allow-side-effects  Allow a tool that is not annotated read-only and idempotent (it may run
-                        to completion despite the cancel: only use it on a test server).
-                        Default: off.
+  --allow-side-effects  Allow a tool that may have side effects: --tool naming one not annotated
+                        readOnlyHint (or annotated destructiveHint), or a pick from tools/list
+                        that is not read-only and idempotent. A cancel does not undo what it
+                        already did: only use this on a test server. Default: off.
 
 Timing (all in milliseconds):
   --cancel-after <ms>   Time from the tools/call to the cancel. Pick one at which the tool is
