@@ -16,7 +16,7 @@
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -266,13 +266,18 @@ export async function runHttpDemo(): Promise<{ ok: boolean; lines: string[] }> {
   const problems: string[] = [];
   const root = await mkdtemp(join(tmpdir(), "mcp-cancellable-http-demo-"));
   try {
-    for (const scenario of SCENARIOS) {
-      try {
-        await runScenario(scenario, join(root, scenario.label.replace(/\W/g, "")), lines, problems);
-      } catch (error) {
-        problems.push(`[${scenario.label}] the scenario failed: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    }
+    // The scenarios share nothing (own server, own directory): they run side by side, lines in order.
+    const outputs = await Promise.all(
+      SCENARIOS.map(async (scenario) => {
+        const own: string[] = [];
+        await mkdir(join(root, scenario.label));
+        await runScenario(scenario, join(root, scenario.label), own, problems).catch((error: unknown) => {
+          problems.push(`[${scenario.label}] the scenario failed: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        return own;
+      }),
+    );
+    lines.push(...outputs.flat());
   } finally {
     await rm(root, { recursive: true, force: true });
   }
