@@ -137,6 +137,10 @@ export function withCancellation<T extends TransportLike>(
       }
     }
   };
+  const recorder =
+    (key: number) =>
+    (next: RunRecord): void =>
+      record(key, next);
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
   const sdk = client as unknown as {
@@ -162,7 +166,9 @@ export function withCancellation<T extends TransportLike>(
         return mechanism;
       },
       settled: (call) => wire.settled(call, key),
-      record: (next) => record(key, next),
+      // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
+      // and a closure made here would keep this whole scope (params, call, controller) alive.
+      record: recorder(key),
     };
     const call = new CancellableCall<R>({
       method,
@@ -173,7 +179,9 @@ export function withCancellation<T extends TransportLike>(
       timers: defaults.timers ?? systemTimers,
     });
     call.start();
-    if (call.settled) return call.promise; // the caller's signal was already aborted: nothing is sent
+    // The connection is gone (the server exited, the transport closed): say so, send nothing.
+    if (wire.closed) call.cancel("connection-closed");
+    if (call.settled) return call.promise; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key);
     const sdkOptions: Record<string, unknown> = {
       signal: controller.signal,

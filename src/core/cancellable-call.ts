@@ -6,8 +6,10 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
-import { OUTCOME_RANK, summarize } from "./record.js";
+import { summarize } from "./record.js";
 import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+import { SettledRecord } from "./settled-record.js";
+import type { LateSink } from "./settled-record.js";
 
 /** A JSON-RPC request id (rule 1). */
 export type RequestId = string | number;
@@ -50,19 +52,23 @@ type State = "pending" | "responded" | "settled";
  * the clock and re-arms if progress moved the idle deadline. Progress therefore costs no timer
  * work, and the maximum total timeout is enforced by a timer whether or not progress arrives.
  */
-export class CancellableCall<T = unknown> {
+export class CancellableCall<T = unknown> implements LateSink {
   /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
   readonly promise: Promise<T>;
   readonly method: string;
   readonly name: string | null;
   /** Set when the request goes on the wire. */
   requestId: RequestId | null = null;
+  /** The progress token the request carries, if any. */
+  progressToken: string | number | undefined = undefined;
 
   #state: State = "pending";
   // Typed `unknown` so a CancellableCall<T> is a CancellableCall<unknown> (T stays covariant).
   #resolve!: (value: unknown) => void;
   #reject!: (error: unknown) => void;
-  readonly #init: CallInit;
+  // Replaced by RELEASED when the call settles, so nothing the caller passed in (signal,
+  // callbacks, the SDK's abort controller behind the hooks) outlives the call.
+  #init: CallInit;
   readonly #startedAt: number;
   readonly #startedWall: number;
   #idleDeadline: number;
@@ -73,7 +79,7 @@ export class CancellableCall<T = unknown> {
   #lastProgress: Progress | null = null;
   #maxProgress = Number.NEGATIVE_INFINITY;
   #late: RunRecord["late"] = { results: 0, errors: 0, progress: 0 };
-  #record: RunRecord | null = null;
+  #settled: SettledRecord | null = null;
 
   constructor(init: CallInit) {
     this.#init = init;
@@ -97,7 +103,12 @@ export class CancellableCall<T = unknown> {
 
   /** The latest run record, or `null` while the call is pending. */
   get record(): RunRecord | null {
-    return this.#record;
+    return this.#settled?.record ?? null;
+  }
+
+  /** Once settled: the small object that keeps the record up to date (what tombstones hold). */
+  get settledRecord(): SettledRecord | null {
+    return this.#settled;
   }
 
   /**
@@ -114,9 +125,10 @@ export class CancellableCall<T = unknown> {
     this.#arm();
   }
 
-  /** The request went on the wire with this id. */
-  bind(requestId: RequestId): void {
+  /** The request went on the wire with this id (and this progress token, if it asked for progress). */
+  bind(requestId: RequestId, progressToken?: string | number): void {
     this.requestId = requestId;
+    this.progressToken = progressToken;
   }
 
   /**
@@ -154,6 +166,7 @@ export class CancellableCall<T = unknown> {
     if (this.#state === "settled") return;
     this.#finish("succeeded", "completed", null);
     this.#resolve(value);
+    this.#release();
   }
 
   /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
@@ -161,6 +174,7 @@ export class CancellableCall<T = unknown> {
     if (this.#state === "settled") return;
     this.#finish("failed", "error", describeError(error));
     this.#reject(error);
+    this.#release();
   }
 
   /**
@@ -188,9 +202,10 @@ export class CancellableCall<T = unknown> {
     });
     const verification =
       this.#init.options.verify !== undefined && record.outcome !== "not-sent"
-        ? this.#verify()
+        ? this.#verify(this.#settled!)
         : Promise.resolve(record);
     this.#reject(this.#error(trigger, record, verification, cause));
+    this.#release();
   }
 
   /**
@@ -199,13 +214,16 @@ export class CancellableCall<T = unknown> {
    * its outcome into `late-result-discarded`.
    */
   late(kind: "result" | "error" | "progress"): void {
+    if (this.#settled !== null) {
+      this.#settled.late(kind);
+      return;
+    }
+    // Between the response and the settle there is no record yet: #finish picks the counts up.
     const late = { ...this.#late };
     if (kind === "result") late.results++;
     else if (kind === "error") late.errors++;
     else late.progress++;
     this.#late = late;
-    // Between the response and the settle there is no record yet: #finish picks the counts up.
-    if (this.#record !== null) this.#update({ late }, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   readonly #onAbort = (): void => {
@@ -271,28 +289,20 @@ export class CancellableCall<T = unknown> {
       revision: 0,
       summary: summarize(base),
     };
-    this.#record = record;
+    this.#settled = new SettledRecord(record, this.#init.hooks.record);
     this.#init.hooks.settled(this);
-    this.#init.hooks.record(record);
     return record;
   }
 
-  /** Replaces the record with an updated copy (raising the outcome only) and reports it. */
-  #update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
-    const current = this.#record!;
-    const raise =
-      outcome !== undefined &&
-      current.status === "cancelled" &&
-      (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY);
-    const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
-    if (raise) next.outcome = outcome;
-    next.summary = summarize(next);
-    this.#record = next;
-    this.#init.hooks.record(next);
-    return next;
+  /** Drops everything a settled call no longer needs; only its SettledRecord lives on. */
+  #release(): void {
+    this.#init = RELEASED;
+    this.#resolve = noop;
+    this.#reject = noop;
   }
 
-  async #verify(): Promise<RunRecord> {
+  async #verify(settled: SettledRecord): Promise<RunRecord> {
+    // Read everything now: the call releases its options when it returns.
     const { verify, verifyDelayMs, verifyTimeoutMs } = this.#init.options;
     const { timers } = this.#init;
     if (verifyDelayMs > 0) await new Promise<void>((resolve) => timers.setTimeout(resolve, verifyDelayMs));
@@ -302,7 +312,7 @@ export class CancellableCall<T = unknown> {
     let error: string | null = null;
     try {
       const answer = await pTimeout(
-        Promise.resolve().then(() => verify!({ record: this.#record!, signal: controller.signal })),
+        Promise.resolve().then(() => verify!({ record: settled.record, signal: controller.signal })),
         {
           milliseconds: verifyTimeoutMs,
           message: `verify did not answer within ${verifyTimeoutMs} ms`,
@@ -320,7 +330,7 @@ export class CancellableCall<T = unknown> {
       outcome = "verify-failed";
       error = failure instanceof Error ? failure.message : String(failure);
     }
-    return this.#update({ verification: { startedAt, settledAt: new Date().toISOString(), error } }, outcome);
+    return settled.update({ verification: { startedAt, settledAt: new Date().toISOString(), error } }, outcome);
   }
 
   #error(
@@ -362,12 +372,37 @@ function truncate(reason: string): string {
   return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH - 1)}…` : reason;
 }
 
-/** The code and message of an error from the SDK: `McpError` / `ProtocolError` carry a JSON-RPC code. */
+/**
+ * The code and message of an error from the SDK (`McpError` / `ProtocolError` carry a JSON-RPC
+ * code), for the record: the message is cut to 1,000 characters, so a server cannot make every
+ * record of a run megabytes long. The error the caller gets stays untouched.
+ */
 function describeError(error: unknown): RunRecord["error"] {
-  if (typeof error !== "object" || error === null) return { code: null, message: String(error) };
+  if (typeof error !== "object" || error === null) return { code: null, message: truncate(String(error)) };
   const { code, message } = error as { code?: unknown; message?: unknown };
   const text = typeof message === "string" ? message : String(error);
   const numeric = typeof code === "number" || typeof code === "string" ? code : null;
   // McpError prefixes "MCP error <code>: "; the record keeps the server's own words.
-  return { code: numeric, message: text.replace(/^MCP error -?\d+: /, "") };
+  return { code: numeric, message: truncate(text.replace(/^MCP error -?\d+: /, "")) };
 }
+
+function noop(): void {}
+
+const RELEASED: CallInit = {
+  method: "",
+  name: null,
+  options: {
+    timeoutMs: 0,
+    maxTotalTimeoutMs: 0,
+    resetTimeoutOnProgress: false,
+    signal: undefined,
+    reason: undefined,
+    onprogress: undefined,
+    verify: undefined,
+    verifyTimeoutMs: 0,
+    verifyDelayMs: 0,
+  },
+  hooks: { cancel: () => "none", settled: noop, record: noop },
+  clock: () => 0,
+  timers: { setTimeout: () => undefined, clearTimeout: noop },
+};

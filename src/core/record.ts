@@ -55,7 +55,7 @@ export interface RunRecord {
     sentAt: string | null;
   } | null;
   outcome: CallOutcome;
-  /** Present when `status` is `failed`: the error's JSON-RPC code (if any) and message. */
+  /** Present when `status` is `failed`: the error's JSON-RPC code (if any) and message (at most 1,000 characters). */
   error: { code: number | string | null; message: string } | null;
   /** Messages for this request that arrived after it settled and were discarded, by kind. */
   late: { results: number; errors: number; progress: number };
@@ -67,6 +67,15 @@ export interface RunRecord {
   revision: number;
   /** One human line, such as `"cancelled (timeout), outcome unverified"`. */
   summary: string;
+}
+
+/** The longest server text a summary quotes, in characters. */
+const SUMMARY_TEXT_LENGTH = 200;
+
+/** A server's text as part of one human line: whitespace folded, at most 200 characters. */
+function oneLine(text: string): string {
+  const folded = text.replace(/\s+/g, " ").trim();
+  return folded.length > SUMMARY_TEXT_LENGTH ? `${folded.slice(0, SUMMARY_TEXT_LENGTH - 1)}…` : folded;
 }
 
 const OUTCOME_WORDS: Record<CallOutcome, string> = {
@@ -91,7 +100,7 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
     case "failed":
       return record.error === null
         ? "failed"
-        : `failed (${record.error.code === null ? "" : `${record.error.code} `}${record.error.message})`;
+        : `failed (${record.error.code === null ? "" : `${record.error.code} `}${oneLine(record.error.message)})`;
     case "cancelled": {
       const line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
       const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);

@@ -28,7 +28,7 @@ export const DEFAULT_MAX_RECORDS = 1_000;
 /** Default number of settled request ids remembered so that late messages for them are dropped. */
 export const DEFAULT_MAX_TOMBSTONES = 10_000;
 
-/** The longest cancel reason put on the wire, in characters; longer reasons are cut. */
+/** The longest cancel reason put on the wire, and the longest error message kept in a run record, in characters; longer ones are cut. */
 export const MAX_REASON_LENGTH = 1_000;
 
 /** A progress notification's params, as received (rule 21). */

@@ -1,4 +1,5 @@
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
+import type { LateSink } from "../core/settled-record.js";
 import type { CancelMechanism } from "../core/record.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { Anomaly } from "../types/options.js";
@@ -50,9 +51,12 @@ export class Wire<T extends TransportLike> {
   readonly #unbound = new Map<number, CancellableCall>();
   readonly #pending = new Map<RequestId, Entry>();
   readonly #tokens = new Map<string | number, Entry>();
-  /** Settled requests: the facade's call, or `null` for an SDK-owned request we saw cancelled. */
-  readonly #tombIds = new Map<RequestId, CancellableCall | null>();
-  readonly #tombTokens = new Map<string | number, CancellableCall | null>();
+  /**
+   * Settled requests: where their late messages go (the call between its response and its
+   * settle, then only its small SettledRecord), or `null` for an SDK-owned request we saw cancelled.
+   */
+  readonly #tombIds = new Map<RequestId, LateSink | null>();
+  readonly #tombTokens = new Map<string | number, LateSink | null>();
   /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
   readonly #inbound = new Set<RequestId>();
   #closed = false;
@@ -117,6 +121,11 @@ export class Wire<T extends TransportLike> {
     return this.#pending.size + this.#unbound.size;
   }
 
+  /** True from the transport's close until it is started again. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** Number of remembered settled ids (at most `maxTombstones`). */
   get tombstoneCount(): number {
     return this.#tombIds.size;
@@ -140,14 +149,20 @@ export class Wire<T extends TransportLike> {
     return this.#putCancel(id, reason);
   }
 
-  /** A call settled: forget it, and remember its id so late messages for it are dropped. */
+  /**
+   * A call settled: forget it, and remember its id (and progress token) so late messages for it
+   * are dropped, pointing them at its SettledRecord rather than at the call itself.
+   */
   settled(call: CancellableCall, key: number): void {
     this.#unbound.delete(key);
     const id = call.requestId;
     if (id === null) return;
     const entry = this.#pending.get(id);
     if (entry?.call === call) this.#forget(id, entry);
-    else if (!this.#tombIds.has(id)) this.#tombstone(id, call, undefined);
+    const sink = call.settledRecord ?? call;
+    if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
+    const token = call.progressToken;
+    if (token !== undefined && this.#tombTokens.get(token) === call) this.#tombTokens.set(token, sink);
   }
 
   #putCancel(id: RequestId, reason: string): CancelMechanism {
@@ -184,7 +199,7 @@ export class Wire<T extends TransportLike> {
     this.#pending.get(requestId)?.call?.cancel("connection-closed", cause);
   };
 
-  #tombstone(id: RequestId, call: CancellableCall | null, token: string | number | undefined): void {
+  #tombstone(id: RequestId, call: LateSink | null, token: string | number | undefined): void {
     this.#tombIds.set(id, call);
     if (this.#tombIds.size > this.#maxTombstones) {
       this.#tombIds.delete(this.#tombIds.keys().next().value!);
@@ -224,9 +239,9 @@ export class Wire<T extends TransportLike> {
         message = stripMarker(message, meta!);
         // Cancelled before the SDK got to send it: it must never go out.
         if (call === null || call.settled) return Promise.resolve();
-        call.bind(message.id!);
       }
       const token = message.params?._meta?.progressToken as string | number | undefined;
+      call?.bind(message.id!, token);
       const entry: Entry = { call, token };
       this.#pending.set(message.id!, entry);
       if (token !== undefined) this.#tokens.set(token, entry);

@@ -36,11 +36,12 @@ async function spawn() {
   return server;
 }
 
-/** After the connection died: the next call fails at once (the SDK's "Not connected"), never hangs. */
+/** After the connection died: the next call fails at once as connection-closed and is never sent; it never hangs. */
 async function nextCallFailsFast(mcp: Awaited<ReturnType<typeof spawn>>["mcp"]) {
   const next = await timed(mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
   expect(next.status).toBe("rejected");
   expect(next.at).toBeLessThan(SLACK_MS);
+  expect(next.error).toMatchObject({ code: "CONNECTION_CLOSED", record: { requestId: null, outcome: "not-sent" } });
   expect(mcp.pendingCount).toBe(0);
 }
 

@@ -149,3 +149,17 @@ describe("many calls in flight on one signal", () => {
     expect(await concurrent(50)).toEqual([]);
   });
 });
+
+describe("tombstones keep only the record", () => {
+  it("a settled call leaves well under 1.5 KB behind (its SettledRecord), not its params, result or callbacks", async () => {
+    const tombstoneScript = resolve(root, "test/fixtures/reliability/tombstone-size.ts");
+    const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", tombstoneScript, "10000"], {
+      cwd: root,
+      timeout: 60_000,
+    });
+    const { tombstones, bytesPerTombstone } = JSON.parse(stdout.trim().split("\n").at(-1)!) as { tombstones: number; bytesPerTombstone: number };
+    expect(tombstones).toBe(10_000);
+    // Each call carried a 2 KB argument and a 2 KB result: keeping either would exceed the bound.
+    expect(bytesPerTombstone).toBeLessThan(1_500);
+  }, 90_000);
+});

@@ -1,0 +1,54 @@
+import { OUTCOME_RANK, summarize } from "./record.js";
+import type { CallOutcome, RunRecord } from "./record.js";
+
+/** Where messages for a request that already settled go (rules 8, 11). */
+export interface LateSink {
+  /** A message for this request arrived after it settled and was dropped before the SDK saw it. */
+  late(kind: "result" | "error" | "progress"): void;
+}
+
+/**
+ * What stays of a call once it settled: its run record, updated by late messages and by
+ * verification, and the callback that reports each revision. Tombstones hold only this (a few
+ * hundred bytes), never the call with its options, hooks and result.
+ */
+export class SettledRecord implements LateSink {
+  #record: RunRecord;
+  readonly #emit: (record: RunRecord) => void;
+
+  constructor(record: RunRecord, emit: (record: RunRecord) => void) {
+    this.#record = record;
+    this.#emit = emit;
+    emit(record);
+  }
+
+  get record(): RunRecord {
+    return this.#record;
+  }
+
+  /** Counts a late message; a late result or error of a cancelled call is `late-result-discarded`. */
+  late(kind: "result" | "error" | "progress"): void {
+    const late = { ...this.#record.late };
+    if (kind === "result") late.results++;
+    else if (kind === "error") late.errors++;
+    else late.progress++;
+    this.update({ late }, kind === "progress" ? undefined : "late-result-discarded");
+  }
+
+  /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
+  update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
+    const current = this.#record;
+    const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
+    if (
+      outcome !== undefined &&
+      current.status === "cancelled" &&
+      (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY)
+    ) {
+      next.outcome = outcome;
+    }
+    next.summary = summarize(next);
+    this.#record = next;
+    this.#emit(next);
+    return next;
+  }
+}
