@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance client scenarios (initialize, tools_call, sse-retry) twice:
+# through mcp-cancellable, and on the bare SDK client. The runner needs Node 22+, so it runs on
+# a cached Node 22 binary (.ci/node-matrix.sh). Fails if any scenario fails through the wrapper.
+# The client command starts with `exec` so the runner's timeout reaches the client itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+node22=$(bash .ci/node-matrix.sh 22)
+runner=node_modules/@modelcontextprotocol/conformance/dist/index.js
+failed=0
+printf '%-12s %-10s %s\n' scenario client result
+for scenario in initialize tools_call sse-retry; do
+  for mode in wrapped bare; do
+    flag=""; [ "$mode" = bare ] && flag="--bare"
+    if out=$(timeout -k 5 120 "$node22" "$runner" client --command "exec node --import tsx test/conformance/client.ts $flag" \
+      --scenario "$scenario" --timeout 30000 2>&1); then result=PASS; else result=FAIL; fi
+    printf '%-12s %-10s %s (%s)\n' "$scenario" "$mode" "$result" "$(grep -o 'Passed: [0-9]*/[0-9]*' <<<"$out" | tail -1)"
+    if [ "$result" = FAIL ]; then
+      echo "$out" | tail -20
+      [ "$mode" = wrapped ] && failed=1
+    fi
+  done
+done
+exit "$failed"
