@@ -35,3 +35,8 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
     if (fanouts.get(signal)?.listener === listener) fanouts.delete(signal);
   };
 }
+
+/** How many callbacks are subscribed to this signal right now (for tests). @internal */
+export function abortSubscribers(signal: AbortSignal): number {
+  return fanouts.get(signal)?.callbacks.size ?? 0;
+}

@@ -1,4 +1,5 @@
 import type { RequestId } from "../../core/cancellable-call.js";
+import { abortSubscribers, onAbort } from "../../utils/abort-link.js";
 
 /** A `fetch` as the SDK transports call it: `(url, init)`, resolving to a `Response`. */
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -167,14 +168,12 @@ function watch(
   });
 }
 
-/** Per parent signal, the per-request controllers linked to it: one listener per parent, however many requests. */
-const children = new WeakMap<AbortSignal, Set<AbortController>>();
-
 /**
- * Links a long-lived parent signal (the transport's) to a per-request controller; the returned
- * function unlinks it. One `abort` listener per parent fans out to every linked controller, so
- * concurrent requests add no listeners (no MaxListenersExceededWarning) and none is left behind;
- * no `AbortSignal.any`, which on Node 20 retains every composed signal on the long-lived one.
+ * Links a long-lived parent signal (the transport's, or the SDK's per-request one) to a
+ * per-request controller; the returned function unlinks it. Built on `onAbort`: one `abort`
+ * listener per parent fans out to every linked controller, so concurrent requests add no
+ * listeners (no MaxListenersExceededWarning) and none is left once they end; no
+ * `AbortSignal.any`, which on Node 20 retains every composed signal on the long-lived one.
  * @internal
  */
 export function link(parent: AbortSignal | undefined, child: AbortController): () => void {
@@ -183,30 +182,11 @@ export function link(parent: AbortSignal | undefined, child: AbortController): (
     child.abort(parent.reason);
     return noop;
   }
-  let linked = children.get(parent);
-  if (linked === undefined) {
-    const set = new Set<AbortController>();
-    linked = set;
-    children.set(parent, set);
-    parent.addEventListener(
-      "abort",
-      () => {
-        children.delete(parent);
-        for (const controller of set) controller.abort(parent.reason);
-        set.clear();
-      },
-      { once: true },
-    );
-  }
-  const set = linked;
-  set.add(child);
-  return () => void set.delete(child);
+  return onAbort(parent, () => child.abort(parent.reason));
 }
 
 /** How many per-request controllers are linked to this signal right now. @internal */
-export function linkedCount(parent: AbortSignal): number {
-  return children.get(parent)?.size ?? 0;
-}
+export const linkedCount: (parent: AbortSignal) => number = abortSubscribers;
 
 function noop(): void {}
 
