@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { main } from "../../src/cli/main.js";
-import type { CheckId, Status } from "../../src/cli/checks.js";
+import type { Check, CheckId, Status } from "../../src/cli/checks.js";
 
 /** Absolute path of a probe fixture. */
 export const probeFixture = (name: string): string => fileURLToPath(new URL(`../fixtures/probe/${name}`, import.meta.url));
@@ -12,15 +12,8 @@ export const nodeCommand = (script: string, ...flags: string[]): string =>
 /** Short windows keep the tests fast; the grace stays at its default. */
 export const FAST = ["--window", "400", "--timeout", "3000"];
 
-export interface CheckJson {
-  id: CheckId;
-  title: string;
-  rules: number[];
-  status: Status;
-  summary: string;
-  evidence: string[];
-  events: number[];
-}
+/** A check as `--json` prints it: the CLI's own `Check`. */
+export type CheckJson = Check;
 
 export interface ProbeJson {
   ok: boolean;
