@@ -50,5 +50,4 @@ export type {
   VerifyFn,
   VerifyResult,
 } from "./types/options.js";
-export { CALL_MARKER } from "./wire/messages.js";
 export type { CancelledNotification, Message } from "./wire/messages.js";

@@ -157,14 +157,9 @@ export function withCancellation<T extends TransportLike>(
   ): Promise<R> {
     const resolved = resolveCallOptions(defaults, options);
     const key = ++callNumber;
-    const controller = new AbortController();
     const hooks: CallHooks = {
-      cancel(call, reason) {
-        const mechanism = wire.cancel(call, reason);
-        // Lets the SDK drop its own handlers; the notification it then sends is swallowed by the wire.
-        controller.abort(reason);
-        return mechanism;
-      },
+      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
+      cancel: (call, reason) => wire.cancel(call, reason),
       settled: (call) => wire.settled(call, key),
       // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
       // and a closure made here would keep this whole scope (params, call, controller) alive.
@@ -183,17 +178,15 @@ export function withCancellation<T extends TransportLike>(
     if (wire.closed) call.cancel("connection-closed");
     if (call.settled) return call.promise; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key);
-    const sdkOptions: Record<string, unknown> = {
-      signal: controller.signal,
-      timeout: SDK_TIMEOUT,
-      resetTimeoutOnProgress: false,
-    };
+    // No signal for the SDK: an AbortController per call would cost more than the rest of the
+    // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
+    const sdkOptions: Record<string, unknown> = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
     // A progress token is requested whenever progress can matter (case C05). The wire hands
     // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
     if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
     let sent: Promise<unknown>;
     try {
-      sent = invoke({ ...params, _meta: { ...params._meta, [CALL_MARKER]: key } }, sdkOptions);
+      sent = invoke({ ...params, [CALL_MARKER]: key }, sdkOptions);
     } catch (error) {
       sent = Promise.reject(error);
     }

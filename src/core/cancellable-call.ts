@@ -5,6 +5,7 @@ import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
+import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
 import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
@@ -198,7 +199,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       trigger,
       reason,
       mechanism,
-      sentAt: mechanism === "none" ? null : new Date().toISOString(),
+      sentAt: mechanism === "none" ? null : isoTime(Date.now()),
     });
     const verification =
       this.#init.options.verify !== undefined && record.outcome !== "not-sent"
@@ -278,8 +279,8 @@ export class CancellableCall<T = unknown> implements LateSink {
       requestId: this.requestId,
       method: this.method,
       name: this.name,
-      startedAt: new Date(this.#startedWall).toISOString(),
-      settledAt: new Date().toISOString(),
+      startedAt: isoTime(this.#startedWall),
+      settledAt: isoTime(Date.now()),
       // Rounded to 0.1 ms: clocks are not finer than that in practice, and logs stay readable.
       elapsedMs: Math.max(0, Math.round((this.#init.clock() - this.#startedAt) * 10) / 10),
       ...base,

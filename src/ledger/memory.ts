@@ -1,21 +1,19 @@
 import type { RunRecord } from "../core/record.js";
+import { BoundedMap } from "../utils/bounded-map.js";
 
 /**
  * The in-memory ledger: the latest record of each call, oldest first, at most `max` calls
  * (the oldest are dropped). An update replaces the call's record in place.
  */
 export class MemoryLedger {
-  readonly #records = new Map<number, RunRecord>();
-  readonly #max: number;
+  readonly #records: BoundedMap<number, RunRecord>;
 
   constructor(max: number) {
-    this.#max = max;
+    this.#records = new BoundedMap(max);
   }
 
   put(key: number, record: RunRecord): void {
-    if (this.#max === 0) return;
     this.#records.set(key, record);
-    if (this.#records.size > this.#max) this.#records.delete(this.#records.keys().next().value!);
   }
 
   list(): RunRecord[] {

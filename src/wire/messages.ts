@@ -40,15 +40,19 @@ export const responseSchema = z.union([
   }),
 ]);
 
-/** The `_meta` key under which the facade marks its own requests; stripped before the wire. */
-export const CALL_MARKER = "mcp-cancellable/call";
+/**
+ * The key under which the facade marks its own requests' params with a call number. A symbol:
+ * the SDKs' object spreads copy it, and `JSON.stringify` (stdio, HTTP) leaves it off the wire,
+ * so nothing has to be stripped.
+ */
+export const CALL_MARKER: unique symbol = Symbol.for("mcp-cancellable/call");
 
 /** The JSON-RPC messages the wire decorator handles, in the loose shape both SDK lines share. */
 export interface Message {
   jsonrpc: "2.0";
   id?: string | number | null;
   method?: string;
-  params?: { _meta?: Record<string, unknown>; [key: string]: unknown };
+  params?: { _meta?: Record<string, unknown>; [CALL_MARKER]?: number; [key: string]: unknown };
   result?: unknown;
   error?: unknown;
 }

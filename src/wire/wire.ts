@@ -1,5 +1,6 @@
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
+import { BoundedMap } from "../utils/bounded-map.js";
 import type { CancelMechanism } from "../core/record.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { Anomaly } from "../types/options.js";
@@ -22,12 +23,15 @@ type Handler = ((...args: never[]) => void) | undefined;
 
 const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose", "onerror"]);
 
+/** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
+const RELEASED_CODE = -32800;
+
 /**
  * The wire decorator: wraps an SDK `Transport` (same shape in v1 and v2) and sits between it
  * and the SDK's `Protocol`.
  *
  * - Correlates JSON-RPC request ids with calls as the SDK sends them (the facade marks its
- *   requests in `_meta`; the mark is stripped before the wire).
+ *   requests' params with a symbol, which never reaches the wire).
  * - Drops every message for a settled or cancelled request (late result, late error, late
  *   progress) before the SDK sees it, and counts it on that call's record (rules 8, 9, 11).
  * - Sends each cancel once, through the adapter, and swallows the SDK's own duplicate; never
@@ -37,7 +41,9 @@ const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose
  *   `setProtocolVersion`, `hasPerRequestStream`, ...), through a `Proxy`.
  *
  * Tombstones (ids of settled calls) are bounded by `maxTombstones`, oldest forgotten first;
- * a late message for a forgotten id reaches the SDK as an unknown id.
+ * a late message for a forgotten id reaches the SDK as an unknown id. When a call is cancelled
+ * the SDK is told locally that its request is over (an error response that never touches the
+ * wire), so no per-call AbortController is needed to make it let go.
  */
 export class Wire<T extends TransportLike> {
   /** The decorated transport to hand to `client.connect()`. */
@@ -45,7 +51,6 @@ export class Wire<T extends TransportLike> {
 
   readonly #inner: T;
   readonly #adapter: CancellationAdapter<T>;
-  readonly #maxTombstones: number;
   readonly #onAnomaly: ((anomaly: Anomaly) => void) | undefined;
   /** Calls registered by the facade whose request has not gone out yet, by call number. */
   readonly #unbound = new Map<number, CancellableCall>();
@@ -55,8 +60,8 @@ export class Wire<T extends TransportLike> {
    * Settled requests: where their late messages go (the call between its response and its
    * settle, then only its small SettledRecord), or `null` for an SDK-owned request we saw cancelled.
    */
-  readonly #tombIds = new Map<RequestId, LateSink | null>();
-  readonly #tombTokens = new Map<string | number, LateSink | null>();
+  readonly #tombIds: BoundedMap<RequestId, LateSink | null>;
+  readonly #tombTokens: BoundedMap<string | number, LateSink | null>;
   /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
   readonly #inbound = new Set<RequestId>();
   #closed = false;
@@ -70,7 +75,8 @@ export class Wire<T extends TransportLike> {
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
-    this.#maxTombstones = maxTombstones;
+    this.#tombIds = new BoundedMap(maxTombstones);
+    this.#tombTokens = new BoundedMap(maxTombstones);
     this.#onAnomaly = onAnomaly;
     this.#down = { onmessage: inner.onmessage, onclose: inner.onclose, onerror: inner.onerror };
     adapter.attach?.({ streamLost: this.#streamLost });
@@ -146,7 +152,22 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
     this.#forget(id, entry);
-    return this.#putCancel(id, reason);
+    const mechanism = this.#putCancel(id, reason);
+    this.#releaseSdk(id);
+    return mechanism;
+  }
+
+  /**
+   * Ends the SDK's own wait for a request the call already settled: a local error response,
+   * handed to the SDK only (never on the wire), so it drops its handler, progress handler and
+   * timer for the id as for any answered request. The facade ignores the SDK's rejection.
+   */
+  #releaseSdk(id: RequestId): void {
+    (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
+      jsonrpc: "2.0",
+      id,
+      error: { code: RELEASED_CODE, message: "Request settled by mcp-cancellable (local, not from the server)" },
+    });
   }
 
   /**
@@ -201,15 +222,7 @@ export class Wire<T extends TransportLike> {
 
   #tombstone(id: RequestId, call: LateSink | null, token: string | number | undefined): void {
     this.#tombIds.set(id, call);
-    if (this.#tombIds.size > this.#maxTombstones) {
-      this.#tombIds.delete(this.#tombIds.keys().next().value!);
-    }
-    if (token !== undefined) {
-      this.#tombTokens.set(token, call);
-      if (this.#tombTokens.size > this.#maxTombstones) {
-        this.#tombTokens.delete(this.#tombTokens.keys().next().value!);
-      }
-    }
+    if (token !== undefined) this.#tombTokens.set(token, call);
   }
 
   readonly #innerSend = (message: Message): Promise<void> =>
@@ -230,15 +243,17 @@ export class Wire<T extends TransportLike> {
   readonly #send = (message: Message, options?: unknown): Promise<void> => {
     const method = message.method;
     if (method !== undefined && message.id !== undefined && message.id !== null) {
-      const meta = message.params?._meta;
-      const key = meta?.[CALL_MARKER];
+      const key = message.params?.[CALL_MARKER];
       let call: CancellableCall | null = null;
       if (key !== undefined) {
-        call = this.#unbound.get(key as number) ?? null;
-        this.#unbound.delete(key as number);
-        message = stripMarker(message, meta!);
-        // Cancelled before the SDK got to send it: it must never go out.
-        if (call === null || call.settled) return Promise.resolve();
+        call = this.#unbound.get(key) ?? null;
+        this.#unbound.delete(key);
+        if (call === null || call.settled) {
+          // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
+          const id = message.id;
+          queueMicrotask(() => this.#releaseSdk(id));
+          return Promise.resolve();
+        }
       }
       const token = message.params?._meta?.progressToken as string | number | undefined;
       call?.bind(message.id!, token);
@@ -408,13 +423,4 @@ export class Wire<T extends TransportLike> {
       // A throwing hook must not break the wire.
     }
   }
-}
-
-/** A copy of the request without the facade's mark (the SDK's object is not mutated). */
-function stripMarker(message: Message, meta: Record<string, unknown>): Message {
-  const { [CALL_MARKER]: _mark, ...rest } = meta;
-  const params = { ...message.params };
-  if (Object.keys(rest).length === 0) delete params._meta;
-  else params._meta = rest;
-  return { ...message, params };
 }
