@@ -1,0 +1,69 @@
+import { getEventListeners } from "node:events";
+import { describe, expect, it, vi } from "vitest";
+import { abortSubscribers, onAbort } from "../../src/utils/abort-link.js";
+import { BoundedMap } from "../../src/utils/bounded-map.js";
+import { isoTime } from "../../src/utils/iso.js";
+
+describe("BoundedMap", () => {
+  it("keeps at most `capacity` keys, forgetting the oldest first", () => {
+    const map = new BoundedMap<number, string>(3);
+    for (let i = 1; i <= 5; i++) map.set(i, `v${i}`);
+    expect(map.size).toBe(3);
+    expect([1, 2, 3, 4, 5].map((k) => map.has(k))).toEqual([false, false, true, true, true]);
+    expect([...map.values()]).toEqual(["v3", "v4", "v5"]);
+  });
+
+  it("replacing a present key keeps its place and evicts nothing", () => {
+    const map = new BoundedMap<string, number>(2);
+    map.set("a", 1);
+    map.set("b", 2);
+    map.set("a", 10);
+    expect([...map.values()]).toEqual([10, 2]);
+    map.set("c", 3); // evicts "a", the oldest insertion
+    expect(map.has("a")).toBe(false);
+    expect(map.get("b")).toBe(2);
+  });
+
+  it("capacity 0 keeps nothing; a huge capacity allocates nothing up front", () => {
+    const none = new BoundedMap<number, number>(0);
+    none.set(1, 1);
+    expect(none.size).toBe(0);
+    const huge = new BoundedMap<number, number>(2_147_483_647);
+    for (let i = 0; i < 1_000; i++) huge.set(i, i);
+    expect(huge.size).toBe(1_000);
+  });
+});
+
+describe("isoTime", () => {
+  it("formats like Date#toISOString, across second boundaries and sub-millisecond times", () => {
+    const times = [0, 1, 9, 10, 99, 100, 999, 1_000, 1_700_000_000_123.9, Date.UTC(2026, 10, 29, 23, 59, 59, 999), Date.UTC(2027, 0, 1)];
+    for (const ms of times) expect(isoTime(ms)).toBe(new Date(Math.floor(ms)).toISOString());
+  });
+});
+
+describe("onAbort", () => {
+  it("one listener per signal however many subscribers, removed with the last one", () => {
+    const controller = new AbortController();
+    const fired = vi.fn();
+    const unsubscribe = Array.from({ length: 50 }, () => onAbort(controller.signal, fired));
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    expect(abortSubscribers(controller.signal)).toBe(50);
+    for (const u of unsubscribe.slice(0, 49)) u();
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    unsubscribe[49]!();
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    controller.abort();
+    expect(fired).not.toHaveBeenCalled();
+  });
+
+  it("an abort reaches every subscriber once; unsubscribing afterwards is harmless", () => {
+    const controller = new AbortController();
+    const fired = vi.fn();
+    const unsubscribe = [onAbort(controller.signal, fired), onAbort(controller.signal, fired)];
+    controller.abort();
+    controller.abort();
+    expect(fired).toHaveBeenCalledTimes(2);
+    for (const u of unsubscribe) u();
+    expect(abortSubscribers(controller.signal)).toBe(0);
+  });
+});
