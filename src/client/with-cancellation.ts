@@ -124,7 +124,9 @@ export function withCancellation<T extends TransportLike>(
   const adapter = toAdapter(transport);
   const defaults = parseCancellationOptions(options);
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
-  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly);
+  // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
+  const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
+  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
   const clock = defaults.clock ?? monotonic;
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {
@@ -141,8 +143,6 @@ export function withCancellation<T extends TransportLike>(
     (key: number) =>
     (next: RunRecord): void =>
       record(key, next);
-  // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
-  const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
   const sdk = client as unknown as {
     callTool(...args: unknown[]): Promise<unknown>;
     request(...args: unknown[]): Promise<unknown>;

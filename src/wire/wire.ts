@@ -71,7 +71,20 @@ export class Wire<T extends TransportLike> {
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
 
-  constructor(adapter: CancellationAdapter<T>, maxTombstones: number, onAnomaly?: (anomaly: Anomaly) => void) {
+  /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
+  readonly #releaseFailedSends: boolean;
+
+  /**
+   * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
+   *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
+   */
+  constructor(
+    adapter: CancellationAdapter<T>,
+    maxTombstones: number,
+    onAnomaly?: (anomaly: Anomaly) => void,
+    releaseFailedSends = false,
+  ) {
+    this.#releaseFailedSends = releaseFailedSends;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -217,7 +230,10 @@ export class Wire<T extends TransportLike> {
    * no `onclose` comes for it on HTTP). The call settles as `connection-closed`, nothing is sent.
    */
   readonly #streamLost = (requestId: RequestId, cause?: unknown): void => {
-    this.#pending.get(requestId)?.call?.cancel("connection-closed", cause);
+    const call = this.#pending.get(requestId)?.call;
+    if (call === undefined || call === null) return;
+    call.cancel("connection-closed", cause);
+    this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
   };
 
   #tombstone(id: RequestId, call: LateSink | null, token: string | number | undefined): void {
@@ -225,8 +241,7 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined) this.#tombTokens.set(token, call);
   }
 
-  readonly #innerSend = (message: Message): Promise<void> =>
-    (this.#inner.send as (message: Message) => Promise<void>).call(this.#inner, message);
+  readonly #innerSend = (message: Message): Promise<void> => this.#forward(message);
 
   readonly #reportError = (error: unknown): void => {
     const wrapped = error instanceof Error ? error : new Error(String(error));
@@ -242,47 +257,50 @@ export class Wire<T extends TransportLike> {
 
   readonly #send = (message: Message, options?: unknown): Promise<void> => {
     const method = message.method;
-    if (method !== undefined && message.id !== undefined && message.id !== null) {
-      const key = message.params?.[CALL_MARKER];
-      let call: CancellableCall | null = null;
-      if (key !== undefined) {
-        call = this.#unbound.get(key) ?? null;
-        this.#unbound.delete(key);
-        if (call === null || call.settled) {
-          // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
-          const id = message.id;
-          queueMicrotask(() => this.#releaseSdk(id));
-          return Promise.resolve();
-        }
-      }
-      const token = message.params?._meta?.progressToken as string | number | undefined;
-      call?.bind(message.id!, token);
-      const entry: Entry = { call, token };
-      this.#pending.set(message.id!, entry);
-      if (token !== undefined) this.#tokens.set(token, entry);
-      if (call === null) {
-        const id = message.id!;
-        if (method === "initialize" || method === "server/discover") this.#neverCancel.add(id);
-        // A request the SDK made on its own whose send fails gets no response: forget it.
-        const sending = (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(
-          this.#inner,
-          message,
-          options,
-        );
-        sending.catch(() => this.#dropRaw(id));
-        return sending;
-      }
-    } else if (method === "notifications/cancelled") {
-      return this.#sdkCancel(message);
-    } else if (method === undefined && message.id !== undefined && message.id !== null) {
-      this.#inbound.delete(message.id); // our response to a server request
+    const id = message.id;
+    if (method === undefined || id === undefined || id === null) {
+      if (method === "notifications/cancelled") return this.#sdkCancel(message);
+      if (method === undefined && id !== undefined && id !== null) this.#inbound.delete(id); // our answer to a server request
+      return this.#forward(message, options);
     }
-    return (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(
-      this.#inner,
-      message,
-      options,
-    );
+    // A request. The facade's carry a call number under a symbol (never on the wire).
+    const key = message.params?.[CALL_MARKER];
+    let call: CancellableCall | null = null;
+    if (key !== undefined) {
+      call = this.#unbound.get(key) ?? null;
+      this.#unbound.delete(key);
+      if (call === null || call.settled) {
+        // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
+        queueMicrotask(() => this.#releaseSdk(id));
+        return Promise.resolve();
+      }
+    }
+    const token = message.params?._meta?.progressToken as string | number | undefined;
+    call?.bind(id, token);
+    const entry: Entry = { call, token };
+    this.#pending.set(id, entry);
+    if (token !== undefined) this.#tokens.set(token, entry);
+    if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
+    const sending = this.#forward(message, options);
+    if (call === null) {
+      sending.catch(() => this.#dropRaw(id)); // the SDK's own request got no response: forget it
+    } else if (this.#releaseFailedSends) {
+      // v1 keeps the handler of a failed send: end it once the SDK's own rejection reached the
+      // call (the SDK's catch runs before this microtask). A cancelled call was released at its
+      // cancel already (our own abort is what made this send fail).
+      const failed = call;
+      sending.catch(() =>
+        queueMicrotask(() => {
+          if (failed.record?.status !== "cancelled") this.#releaseSdk(id);
+        }),
+      );
+    }
+    return sending;
   };
+
+  #forward(message: Message, options?: unknown): Promise<void> {
+    return (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(this.#inner, message, options);
+  }
 
   /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
   #sdkCancel(message: Message): Promise<void> {

@@ -52,9 +52,11 @@ for (const [sdk, connect] of CLIENTS) {
       });
     }
 
-    /** Nothing held for settled calls, in the wire or the adapter. */
+    /** Nothing held for settled calls, in the wire, the adapter, or the SDK client itself. */
     function idle(client: Awaited<ReturnType<typeof setup>>) {
       expect(client.mcp.pendingCount).toBe(0);
+      // Both SDK lines keep a response handler (and a timer) per request until it is answered.
+      expect((client.client as unknown as { _responseHandlers: Map<unknown, unknown> })._responseHandlers.size).toBe(0);
       const { resumesRefused: _r, blockedTokens: _b, ...held } = client.adapter.stats();
       expect(held).toEqual({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0 });
     }
