@@ -1,0 +1,402 @@
+import type { HttpResult, HttpSide } from "./http-latency.js";
+import type { Machine } from "./lib/env.js";
+import { quantile } from "./lib/stats.js";
+import type { Summary } from "./lib/stats.js";
+import type { MaxTimeoutResult } from "./max-timeout.js";
+import type { OverheadResult } from "./overhead.js";
+import type { ProfileBreakdown } from "./profile.js";
+import type { ScaleResult } from "./scale.js";
+import type { StdioResult } from "./stdio-latency.js";
+
+/** One target of issue 5, judged. `met: null` when it could not be measured in this run. */
+export interface Target {
+  name: string;
+  target: string;
+  value: string;
+  met: boolean | null;
+}
+
+/** Everything a run produces: written to bench/results.json, rendered to results.md and the chart. */
+export interface Results {
+  mode: "short" | "full";
+  machine: Machine;
+  build: string;
+  durationS: number;
+  targets: Target[];
+  overhead: OverheadResult;
+  profile: { raw: ProfileBreakdown; wrapped: ProfileBreakdown } | null;
+  stdio: StdioResult;
+  http: HttpResult;
+  maxTimeout: MaxTimeoutResult;
+  scale: ScaleResult;
+}
+
+const fmt = (value: number | null | undefined, unit = ""): string =>
+  value === null || value === undefined || Number.isNaN(value) ? "n/a" : `${value.toLocaleString("en-US", { maximumFractionDigits: 3 })}${unit}`;
+
+const mark = (met: boolean | null): string => (met === null ? "not measured" : met ? "met" : "**missed**");
+
+/** Judges the targets of issue 5 against a run's numbers. */
+export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
+  const seq = r.overhead.sequential;
+  const http = r.http;
+  const fetchHttp = http.fetch.close?.p50 ?? null;
+  const httpTarget = (name: string, side: HttpSide | null, extra: string): Target => {
+    const ours = side?.close?.p50 ?? null;
+    const ratio = ours !== null && fetchHttp !== null ? ours / fetchHttp : null;
+    return {
+      name,
+      target: "median ≤ 1.5 × bare fetch abort",
+      value:
+        ratio === null
+          ? `ours not measured (${http.oursMissing ?? "no close observed"}); floor ${fmt(fetchHttp)} ms`
+          : `${ratio.toFixed(2)}× (${fmt(ours)} vs ${fmt(fetchHttp)} ms)${extra}`,
+      met: ratio === null ? null : ratio <= 1.5,
+    };
+  };
+  const c = r.scale.concurrent.ours;
+  const s = r.scale.sequence;
+  const leftovers =
+    c.pendingAfter === 0 && c.listenersLeftOnSignal === 0 && Object.keys(c.resourcesLeft).length === 0;
+  return [
+    {
+      name: "per-call overhead, sequential",
+      target: "wrapped/raw ≤ 1.05",
+      value: `${seq.ratioNet} wall, ${seq.cpuRatioNet} CPU (${fmt(seq.wrapped.meanUs)} vs ${fmt(seq.raw.meanUs)} µs, +${fmt(seq.overheadUs)} µs per call)`,
+      met: seq.ratioNet <= 1.05,
+    },
+    {
+      name: "cancel latency, stdio",
+      target: "median < 2 ms",
+      value: `${fmt(r.stdio.ours.read.p50)} ms (raw SDK ${fmt(r.stdio.raw.read.p50)} ms)`,
+      met: r.stdio.ours.read.p50 < 2,
+    },
+    httpTarget(
+      "cancel latency, Streamable HTTP 2026-07-28 (v2 SDK pinned)",
+      http.oursModern,
+      `; raw v2 SDK ${fmt(http.rawModern?.close?.p50)} ms`,
+    ),
+    httpTarget(
+      "cancel latency, Streamable HTTP 2025 era (v1 SDK)",
+      http.ours,
+      `; the notification reached the server at p50 ${fmt(http.ours?.notified?.p50)} ms and the stream closes after its 202 (rule 40); raw v1 SDK: ${http.raw.openAtCap}/${http.calls} streams still open at ${http.capMs} ms`,
+    ),
+    {
+      name: "maximum-timeout precision",
+      target: "median lateness < 5 ms",
+      value: `+${fmt(r.maxTimeout.ours.lateness.p50)} ms (raw SDK +${fmt(r.maxTimeout.raw.lateness.p50)} ms)`,
+      met: r.maxTimeout.ours.lateness.p50 < 5,
+    },
+    {
+      name: `${c.calls.toLocaleString("en-US")} pending calls cancelled at once`,
+      target: "nothing left afterwards",
+      value: `pending ${c.pendingAfter}, listeners ${c.listenersLeftOnSignal}, resources ${JSON.stringify(c.resourcesLeft)}; settled in ${fmt(c.settleAllMs)} ms`,
+      met: leftovers,
+    },
+    {
+      name: `${s.calls.toLocaleString("en-US")} calls cancelled in sequence`,
+      target: "tombstones ≤ maxTombstones, heap flat",
+      value: `max ${s.tombstonesMax} tombstones (cap ${s.maxTombstones}); heap ${fmt(s.growthAfterFullMB, " MB")} after the table filled`,
+      met: s.tombstonesMax <= s.maxTombstones && Math.abs(s.growthAfterFullMB) <= 2 && s.pendingAfter === 0,
+    },
+  ];
+}
+
+function row(cells: Array<string | number>): string {
+  return `| ${cells.join(" | ")} |`;
+}
+
+function latencyRow(label: string, s: Summary | null, extra = ""): string {
+  if (s === null) return row([label, "n/a", "n/a", "n/a", "n/a", extra]);
+  return row([label, fmt(s.p50), fmt(s.p90), fmt(s.p99), fmt(s.max), extra]);
+}
+
+function httpRow(label: string, side: HttpSide | null, calls: number, cap: number): string {
+  if (side === null) return row([label, "—", "—", "—", "—", "not measured"]);
+  const open = side.openAtCap > 0 ? `${side.openAtCap}/${calls} still open at the ${cap} ms cap` : "";
+  const notified = side.notified === null ? "" : `notification POST arrived p50 ${fmt(side.notified.p50)} ms`;
+  return latencyRow(label, side.close, [open, notified].filter((x) => x.length > 0).join("; "));
+}
+
+/** The machine line used in results.md, the README draft and the chart's caption. */
+export function machineLine(m: Machine): string {
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; ${m.sdk}`;
+}
+
+/** results.md */
+export function markdown(r: Results): string {
+  const o = r.overhead;
+  const cOurs = r.scale.concurrent.ours;
+  const cRaw = r.scale.concurrent.raw;
+  const s = r.scale.sequence;
+  const lines: string[] = [
+    `# mcp-cancellable benchmark results (${r.mode} mode)`,
+    "",
+    `Machine: ${machineLine(r.machine)}.`,
+    `Commit ${r.machine.commit}, ${r.machine.date}; library built with ${r.build}; tinybench ${r.machine.tinybench}; run took ${r.durationS} s.`,
+    "Generated by `npm run bench" + (r.mode === "full" ? ":full" : "") + "`; do not edit by hand. Times in ms unless said; \"raw\" is the v1 SDK `Client` without this library.",
+    "",
+    "## Targets",
+    "",
+    row(["what", "target", "this run", "verdict"]),
+    row(["---", "---", "---", "---"]),
+    ...r.targets.map((t) => row([t.name, t.target, t.value, mark(t.met)])),
+    "",
+    "## 1. Per-call overhead (in-memory transport, trivial tool)",
+    "",
+    row(["run", "raw v1 SDK", "wrapped", "wrapped / raw", "overhead per call"]),
+    row(["---", "---:", "---:", "---:", "---:"]),
+    row([
+      `${o.sequential.calls.toLocaleString("en-US")} sequential calls, wall mean`,
+      `${fmt(o.sequential.raw.meanUs)} µs`,
+      `${fmt(o.sequential.wrapped.meanUs)} µs`,
+      `**${o.sequential.ratioNet}** (gross ${o.sequential.ratio})`,
+      `${fmt(o.sequential.overheadUs)} µs`,
+    ]),
+    row([
+      "sequential, wall p50 / p99",
+      `${fmt(o.sequential.raw.p50Us)} / ${fmt(o.sequential.raw.p99Us)} µs`,
+      `${fmt(o.sequential.wrapped.p50Us)} / ${fmt(o.sequential.wrapped.p99Us)} µs`,
+      (o.sequential.wrapped.p50Us / o.sequential.raw.p50Us).toFixed(3),
+      "",
+    ]),
+    row([
+      "sequential, CPU time",
+      `${fmt(o.sequential.raw.cpuUs)} µs`,
+      `${fmt(o.sequential.wrapped.cpuUs)} µs`,
+      String(o.sequential.cpuRatioNet),
+      `${fmt(o.sequential.cpuOverheadUs)} µs`,
+    ]),
+    row([
+      `${o.concurrent.batch.toLocaleString("en-US")} concurrent (${o.concurrent.batches} batches), wall per call`,
+      `${fmt(o.concurrent.rawUsPerCall)} µs`,
+      `${fmt(o.concurrent.wrappedUsPerCall)} µs`,
+      String(o.concurrent.ratio),
+      `${fmt(o.concurrent.overheadUs)} µs`,
+    ]),
+    row([
+      "concurrent, CPU time per call",
+      `${fmt(o.concurrent.rawCpuUsPerCall)} µs`,
+      `${fmt(o.concurrent.wrappedCpuUsPerCall)} µs`,
+      String(o.concurrent.cpuRatio),
+      "",
+    ]),
+    "",
+    `Per-round net wall ratios (their spread is the noise of this machine): ${o.sequential.roundRatios.join(", ")}.`,
+    `Method: ${o.method}. tinybench's own cost per sample: ${fmt(o.sequential.harnessUs)} µs wall, ${fmt(o.sequential.harnessCpuUs)} µs CPU.`,
+    "",
+  ];
+  if (r.profile !== null) {
+    const top = Object.entries(r.profile.wrapped.owners).slice(0, 15);
+    lines.push(
+      "### Where the wrapped call's time goes (CPU profile)",
+      "",
+      `CPU per call: raw ${fmt(r.profile.raw.totalUsPerCall)} µs (GC ${fmt(r.profile.raw.gcUsPerCall)}), wrapped ${fmt(r.profile.wrapped.totalUsPerCall)} µs (GC ${fmt(r.profile.wrapped.gcUsPerCall)}), under the sampling profiler (which inflates both). Top owners of the wrapped run (zod, built-in and native frames charged to the caller):`,
+      "",
+      row(["owner", "µs per call"]),
+      row(["---", "---:"]),
+      ...top.map(([owner, us]) => row([`\`${owner}\``, fmt(us)])),
+      "",
+      "See bench/NOTES.md for the analysis.",
+      "",
+    );
+  }
+  lines.push(
+    "## 2. Cancel latency: abort → the server observes the cancel",
+    "",
+    `### stdio (${r.stdio.calls} calls per side)`,
+    "",
+    row(["side", "p50", "p90", "p99", "max", "notes"]),
+    row(["---", "---:", "---:", "---:", "---:", "---"]),
+    latencyRow("ours: server read the notification", r.stdio.ours.read, `caller released p50 ${fmt(r.stdio.ours.callerReleased.p50)} ms`),
+    latencyRow("raw v1 SDK: server read the notification", r.stdio.raw.read, `caller released p50 ${fmt(r.stdio.raw.callerReleased.p50)} ms`),
+    latencyRow("ours: tool's signal aborted", r.stdio.ours.toolAborted),
+    latencyRow("raw v1 SDK: tool's signal aborted", r.stdio.raw.toolAborted),
+    "",
+    `Caller sees: ours \`${r.stdio.ours.error}\`; raw \`${r.stdio.raw.error}\`.`,
+    `Clock cross-check (server − client): ours ${fmt(r.stdio.ours.clockOffsetMs)} ± ${fmt(r.stdio.ours.clockErrorMs)} ms, raw ${fmt(r.stdio.raw.clockOffsetMs)} ± ${fmt(r.stdio.raw.clockErrorMs)} ms.`,
+    `Method: ${r.stdio.method}.`,
+    "",
+    `### Streamable HTTP (${r.http.calls} calls per side)`,
+    "",
+    row(["side", "p50", "p90", "p99", "max", "notes"]),
+    row(["---", "---:", "---:", "---:", "---:", "---"]),
+    httpRow("bare fetch abort (floor)", r.http.fetch, r.http.calls, r.http.capMs),
+    httpRow("2026-07-28 · ours (v2 SDK pinned): stream closed", r.http.oursModern, r.http.calls, r.http.capMs),
+    httpRow("2026-07-28 · raw v2 SDK pinned: stream closed", r.http.rawModern, r.http.calls, r.http.capMs),
+    httpRow("2025 era · ours (v1 SDK): stream closed", r.http.ours, r.http.calls, r.http.capMs),
+    httpRow("2025 era · raw v1 SDK: stream closed", r.http.raw, r.http.calls, r.http.capMs),
+    "",
+    ...(r.http.oursMissing === null ? [] : [`Ours not measured: ${r.http.oursMissing}.`, ""]),
+    "In the 2025 era the cancel is `notifications/cancelled` POSTed first, and ours closes the stream once the server answered it (202), at most `flushTimeoutMs` (250 ms) later (rule 40): the notification column is when the server learnt of the cancel. On 2026-07-28 the stream close is the cancel and nothing else is sent.",
+    "",
+    `Caller sees: raw v1 \`${r.http.raw.error}\`; raw v2 \`${r.http.rawModern?.error ?? "n/a"}\`${r.http.ours === null ? "" : `; ours \`${r.http.ours.error}\``}.`,
+    `Method: ${r.http.method}.`,
+    "",
+    "![cancel latency](cancel-latency.svg)",
+    "",
+    `## 3. Maximum-timeout precision (${r.maxTimeout.calls} calls per side, progress every ${r.maxTimeout.progressEveryMs} ms)`,
+    "",
+    row(["side", "lateness p50", "p90", "p99", "max", "settled with"]),
+    row(["---", "---:", "---:", "---:", "---:", "---"]),
+    row(["ours (`maxTotalTimeoutMs`)", fmt(r.maxTimeout.ours.lateness.p50), fmt(r.maxTimeout.ours.lateness.p90), fmt(r.maxTimeout.ours.lateness.p99), fmt(r.maxTimeout.ours.lateness.max), `\`${r.maxTimeout.ours.error}\``]),
+    row(["raw v1 SDK (`maxTotalTimeout`)", fmt(r.maxTimeout.raw.lateness.p50), fmt(r.maxTimeout.raw.lateness.p90), fmt(r.maxTimeout.raw.lateness.p99), fmt(r.maxTimeout.raw.lateness.max), `\`${r.maxTimeout.raw.error}\``]),
+    row(["bare `setTimeout` (floor)", fmt(r.maxTimeout.timerFloor.lateness.p50), fmt(r.maxTimeout.timerFloor.lateness.p90), fmt(r.maxTimeout.timerFloor.lateness.p99), fmt(r.maxTimeout.timerFloor.lateness.max), ""]),
+    "",
+    `Method: ${r.maxTimeout.method}.`,
+    "",
+    "## 4. Scale",
+    "",
+    `### ${cOurs.calls.toLocaleString("en-US")} pending calls cancelled at once (one shared AbortController)`,
+    "",
+    row(["", "ours", "raw v1 SDK"]),
+    row(["---", "---:", "---:"]),
+    row(["abort() → all settled", `${fmt(cOurs.settleAllMs)} ms`, `${fmt(cRaw.settleAllMs)} ms`]),
+    row(["heap per pending call", `${fmt(cOurs.heapPerPendingCallBytes)} B`, `${fmt(cRaw.heapPerPendingCallBytes)} B`]),
+    row(["heap retained afterwards", `${fmt(cOurs.heapRetainedAfterBytes / 2 ** 20)} MB`, `${fmt(cRaw.heapRetainedAfterBytes / 2 ** 20)} MB`]),
+    row(["timers etc. while pending (beyond baseline)", `\`${JSON.stringify(cOurs.resourcesWhilePending)}\``, `\`${JSON.stringify(cRaw.resourcesWhilePending)}\``]),
+    row(["resources left afterwards", `\`${JSON.stringify(cOurs.resourcesLeft)}\``, `\`${JSON.stringify(cRaw.resourcesLeft)}\``]),
+    row(["abort listeners left on the shared signal", cOurs.listenersLeftOnSignal, cRaw.listenersLeftOnSignal]),
+    row(["pending / tombstones / records afterwards", `${cOurs.pendingAfter} / ${cOurs.tombstonesAfter} / ${cOurs.recordsAfter}`, "—"]),
+    row(["notifications/cancelled sent", cOurs.cancelsSent, cRaw.cancelsSent]),
+    "",
+    `### ${s.calls.toLocaleString("en-US")} calls cancelled in sequence`,
+    "",
+    `Driver: ${s.driver}. ${fmt(s.usPerCancelledCall)} µs per cancelled call (wall, including the heap samples); the raw v1 SDK doing the same: ${fmt(s.rawUsPerCancelledCall)} µs (over ${s.rawCalls.toLocaleString("en-US")} calls).`,
+    "",
+    row(["calls", ...s.heapMB.map((_, i) => (i * s.sampleEvery).toLocaleString("en-US"))]),
+    row(["---", ...s.heapMB.map(() => "---:")]),
+    row(["heap (MB)", ...s.heapMB.map((v) => fmt(v))]),
+    row(["tombstones", ...s.tombstones.map((v) => String(v))]),
+    "",
+    `Tombstones never above ${s.tombstonesMax} (cap ${s.maxTombstones}); heap growth after the table filled: ${fmt(s.growthAfterFullMB)} MB; pending afterwards ${s.pendingAfter}; resources left \`${JSON.stringify(s.resourcesLeft)}\`.`,
+    `Method: ${r.scale.method}.`,
+    "",
+  );
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------- the chart
+
+interface Series {
+  label: string;
+  sub: string;
+  color: string;
+  samples: number[];
+  /** Samples at or above this value are streams still open at the cap. */
+  cap?: number;
+  missing?: string;
+}
+
+const escape = (text: string): string =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+function seriesOf(r: Results): Series[] {
+  const http = r.http;
+  return [
+    { label: "stdio · ours", sub: "server read notifications/cancelled", color: "#1f77b4", samples: r.stdio.ours.samples },
+    { label: "stdio · raw v1 SDK", sub: "server read notifications/cancelled", color: "#ff7f0e", samples: r.stdio.raw.samples },
+    { label: "HTTP · bare fetch abort", sub: "server response 'close' (floor)", color: "#7f7f7f", samples: http.fetch.samples },
+    httpSeries("HTTP 2026-07-28 · ours", "v2 SDK pinned: response 'close'", "#1f77b4", http.oursModern, http),
+    httpSeries("HTTP 2026-07-28 · raw v2 SDK", "pinned: response 'close'", "#ff7f0e", http.rawModern, http),
+    httpSeries("HTTP 2025 · ours", "v1 SDK: notification, then 'close'", "#1f77b4", http.ours, http),
+    httpSeries("HTTP 2025 · raw v1 SDK", "response 'close'", "#ff7f0e", http.raw, http),
+  ];
+}
+
+function httpSeries(label: string, sub: string, color: string, side: HttpSide | null, http: HttpResult): Series {
+  if (side === null) return { label, sub, color, samples: [], missing: http.oursMissing ?? "not measured" };
+  return { label, sub, color, samples: side.samples, cap: http.capMs };
+}
+
+/** A deterministic jitter in [-1, 1] for the i-th dot (no randomness: the SVG is reproducible). */
+const jitter = (i: number): number => (((i * 2654435761) % 1000) / 1000) * 2 - 1;
+
+/**
+ * The cancel-latency chart, hand-written SVG: one row per side, every call a dot on a log
+ * scale (ms), the interquartile box, the median tick, the p99 diamond; streams still open at
+ * the cap are drawn at the cap with an arrow. The caption names the machine and Node version.
+ */
+export function svg(r: Results): string {
+  const series = seriesOf(r);
+  const width = 960;
+  const left = 230;
+  const right = 200;
+  const top = 64;
+  const rowHeight = 58;
+  const plotWidth = width - left - right;
+  const height = top + series.length * rowHeight + 108;
+  const all = series.flatMap((s) => s.samples).filter((v) => v > 0);
+  const lo = 10 ** Math.floor(Math.log10(Math.max(1e-3, Math.min(...all, 0.1))));
+  // The smallest 1-2-5 step at or above 1.3 × the largest sample.
+  const ladder = (v: number): number => {
+    const decade = 10 ** Math.floor(Math.log10(v));
+    return [1, 2, 5, 10].map((m) => m * decade).find((step) => step >= v)!;
+  };
+  const hi = ladder(Math.max(...all, 10) * 1.3);
+  const label = (v: number): string => (v >= 1_000 ? `${v / 1_000}k` : v >= 1 ? String(v) : v.toPrecision(1));
+  const x = (v: number): number => {
+    const clamped = Math.min(Math.max(v, lo), hi);
+    return left + ((Math.log10(clamped) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * plotWidth;
+  };
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="-apple-system, 'Segoe UI', Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="#ffffff"/>`,
+    `<text x="${left}" y="24" font-size="16" font-weight="600" fill="#222">Cancel latency: abort() → the server observes the cancel (ms, log scale)</text>`,
+    `<text x="${left}" y="44" fill="#555">dots: each call · box: p25–p75 · bar: median · ◆: p99 · ▶: stream still open at the ${r.http.capMs} ms cap</text>`,
+  );
+  // grid
+  for (let decade = Math.log10(lo); decade <= Math.log10(hi) + 1e-9; decade++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** decade;
+      if (v < lo * 0.999 || v > hi * 1.001) continue;
+      const gx = x(v).toFixed(1);
+      parts.push(`<line x1="${gx}" y1="${top - 6}" x2="${gx}" y2="${top + series.length * rowHeight}" stroke="${m === 1 ? "#d0d0d0" : "#eeeeee"}"/>`);
+      parts.push(`<text x="${gx}" y="${top + series.length * rowHeight + 16}" text-anchor="middle" fill="#555">${label(v)}</text>`);
+    }
+  }
+  parts.push(`<text x="${left + plotWidth / 2}" y="${top + series.length * rowHeight + 34}" text-anchor="middle" fill="#333">ms after abort()</text>`);
+  series.forEach((s, index) => {
+    const cy = top + index * rowHeight + rowHeight / 2;
+    if (index % 2 === 0) parts.push(`<rect x="0" y="${cy - rowHeight / 2}" width="${width}" height="${rowHeight}" fill="#f7f7f9"/>`);
+    parts.push(`<text x="${left - 12}" y="${cy - 2}" text-anchor="end" font-weight="600" fill="${s.color}">${escape(s.label)}</text>`);
+    parts.push(`<text x="${left - 12}" y="${cy + 13}" text-anchor="end" fill="#666" font-size="11">${escape(s.sub)}</text>`);
+    if (s.samples.length === 0) {
+      parts.push(`<text x="${left + 8}" y="${cy + 4}" fill="#999" font-style="italic">${escape(s.missing ?? "no data")}</text>`);
+      return;
+    }
+    const sorted = [...s.samples].sort((a, b) => a - b);
+    const p25 = quantile(sorted, 0.25);
+    const p50 = quantile(sorted, 0.5);
+    const p75 = quantile(sorted, 0.75);
+    const p99 = quantile(sorted, 0.99);
+    const open = s.cap === undefined ? 0 : sorted.filter((v) => v >= s.cap!).length;
+    s.samples.forEach((v, i) => {
+      const atCap = s.cap !== undefined && v >= s.cap;
+      const cx = x(v).toFixed(1);
+      const dy = (cy + jitter(i) * 14).toFixed(1);
+      if (atCap) parts.push(`<path d="M ${cx} ${dy} l -7 -4 l 0 8 z" fill="${s.color}" fill-opacity="0.35"/>`);
+      else parts.push(`<circle cx="${cx}" cy="${dy}" r="2.6" fill="${s.color}" fill-opacity="0.35"/>`);
+    });
+    parts.push(`<rect x="${x(p25).toFixed(1)}" y="${cy - 18}" width="${Math.max(1, x(p75) - x(p25)).toFixed(1)}" height="36" fill="none" stroke="${s.color}" stroke-width="1.5"/>`);
+    parts.push(`<line x1="${x(p50).toFixed(1)}" y1="${cy - 20}" x2="${x(p50).toFixed(1)}" y2="${cy + 20}" stroke="${s.color}" stroke-width="3"/>`);
+    const dx = x(p99);
+    parts.push(`<path d="M ${dx.toFixed(1)} ${cy - 26} l 5 5 l -5 5 l -5 -5 z" fill="${s.color}"/>`);
+    const summary =
+      open === sorted.length
+        ? `all ${open} open at ${s.cap} ms`
+        : `p50 ${fmt(Number(p50.toPrecision(3)))} · p99 ${fmt(Number(p99.toPrecision(3)))} ms${open > 0 ? ` · ${open} open at cap` : ""}`;
+    parts.push(`<text x="${left + plotWidth + 12}" y="${cy + 4}" fill="#222">${escape(summary)}</text>`);
+    parts.push(`<text x="${left + plotWidth + 12}" y="${cy + 18}" fill="#777" font-size="11">n = ${sorted.length}</text>`);
+  });
+  const m = r.machine;
+  const captionY = top + series.length * rowHeight + 58;
+  parts.push(
+    `<text x="12" y="${captionY}" fill="#444">${escape(`${m.cpu}, ${m.cores} cores · Node ${m.node} · ${m.sdk} · ${r.mode} mode · ${m.date.slice(0, 10)} · commit ${m.commit}`)}</text>`,
+    `<text x="12" y="${captionY + 18}" fill="#777" font-size="11">${escape("stdio: abort() → the child-process server read notifications/cancelled (both processes timestamp with performance.timeOrigin + performance.now()).")}</text>`,
+    `<text x="12" y="${captionY + 33}" fill="#777" font-size="11">${escape("HTTP: abort() → the server's response 'close' (server and client in one process, one clock). 2025 era: v1 SDK; 2026-07-28: v2 SDK pinned.")}</text>`,
+    `</svg>`,
+  );
+  return `${parts.join("\n")}\n`;
+}
