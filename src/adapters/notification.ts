@@ -1,11 +1,21 @@
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
 
 /**
  * The cancel mechanism of stdio and of any transport without per-request streams (the SDK's
  * in-memory transport, a custom one): send `notifications/cancelled {requestId, reason}` and do
  * not wait for it (rules 6, 31). A failed send goes to the transport's `onerror`.
+ * @throws {InvalidOptionError} for a Streamable HTTP transport: a notification alone would leave
+ *   the request's stream open, and on 2026-07-28 it is not even expected (rules 6, 28, 40).
  */
 export function notificationCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
+  if (isStreamableHttp(transport)) {
+    throw new InvalidOptionError(
+      "transport",
+      "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
+        "a cancel there closes the request's stream (rules 6, 28, 40); a notification alone leaves it open",
+    );
+  }
   return {
     transport,
     cancel({ notification, send, reportError }) {
@@ -17,4 +27,10 @@ export function notificationCancellation<T extends TransportLike>(transport: T):
       return "notification";
     },
   };
+}
+
+/** Both SDK lines' `StreamableHTTPClientTransport` (v2 says `hasPerRequestStream`; both can `terminateSession`). */
+function isStreamableHttp(transport: TransportLike): boolean {
+  const own = transport as { hasPerRequestStream?: unknown; terminateSession?: unknown };
+  return own.hasPerRequestStream === true || typeof own.terminateSession === "function";
 }

@@ -174,8 +174,9 @@ export function withCancellation<T extends TransportLike>(
       timers: defaults.timers ?? systemTimers,
     });
     call.start();
-    // The connection is gone (the server exited, the transport closed): say so, send nothing.
-    if (wire.closed) call.cancel("connection-closed");
+    // Not connected yet (or not through mcp.transport), or the connection is gone (the server
+    // exited, the transport closed): say so, send nothing.
+    if (!wire.open) call.cancel("connection-closed");
     if (call.settled) return call.promise; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the

@@ -2,8 +2,9 @@ import { McpCancellableError } from "./McpCancellableError.js";
 import type { RunRecord } from "../core/record.js";
 
 /**
- * The transport closed while the call was pending (rule 31: in-flight requests are lost).
- * The outcome stays unverified: the server may have done the work.
+ * The transport closed while the call was pending (rule 31: in-flight requests are lost), or
+ * was not open when the call was made (`requestId` null, outcome `not-sent`: nothing was sent).
+ * A pending call's outcome stays unverified: the server may have done the work.
  */
 export class ConnectionClosedError extends McpCancellableError {
   override readonly name = "ConnectionClosedError" as const;
@@ -11,7 +12,9 @@ export class ConnectionClosedError extends McpCancellableError {
 
   constructor(record: RunRecord, verification: Promise<RunRecord>, cause?: unknown) {
     super(
-      `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
+      record.requestId === null
+        ? `the connection is not open, so ${record.method} was not sent (connect with client.connect(mcp.transport))`
+        : `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

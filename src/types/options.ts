@@ -172,30 +172,39 @@ export interface ResolvedCallOptions {
   verifyDelayMs: number;
 }
 
-const duration = (min: 0 | 1) =>
-  z.union([
-    z.literal(Number.POSITIVE_INFINITY),
-    z
-      .number()
-      .int()
-      .min(min)
-      .max(MAX_TIMER_DELAY_MS),
-  ]);
-const count = (min: 0 | 1) => z.number().int().min(min).max(MAX_TIMER_DELAY_MS);
-const fn = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function");
+/**
+ * A duration option in ms, with its bounds in its own error message: an integer from `min` to
+ * `max`, and `Infinity` (no limit) where `infinity` says so.
+ */
+export function msOption(min: number, max: number, infinity: boolean) {
+  const error = `must be an integer number of ms from ${min} to ${max}${infinity ? ", or Infinity" : ""}`;
+  const finite = z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  return infinity ? z.union([z.literal(Number.POSITIVE_INFINITY), finite], { error }) : finite;
+}
+
+const count = (min: 0 | 1) => {
+  const error = `must be an integer from ${min} to ${MAX_TIMER_DELAY_MS}`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(MAX_TIMER_DELAY_MS, { error });
+};
+
+/** A function option. */
+export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", {
+  error: "must be a function",
+});
 
 const callShape = {
-  timeoutMs: duration(1),
-  maxTotalTimeoutMs: duration(1),
-  resetTimeoutOnProgress: z.boolean(),
+  timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
   signal: z.custom<AbortSignal>(
     (value) => typeof value === "object" && value !== null && "aborted" in value && "addEventListener" in value,
+    { error: "must be an AbortSignal" },
   ),
-  reason: z.string(),
-  onprogress: fn,
-  verify: fn,
-  verifyTimeoutMs: duration(1),
-  verifyDelayMs: count(0),
+  reason: z.string({ error: "must be a string" }),
+  onprogress: fnOption,
+  verify: fnOption,
+  verifyTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  verifyDelayMs: msOption(0, MAX_TIMER_DELAY_MS, false),
 } as const;
 
 const callOptionsSchema = z.strictObject(callShape).partial();
@@ -203,29 +212,36 @@ const callOptionsSchema = z.strictObject(callShape).partial();
 const clientOptionsSchema = z
   .strictObject({
     ...callShape,
-    onRecord: fn,
-    onAnomaly: fn,
+    onRecord: fnOption,
+    onAnomaly: fnOption,
     maxRecords: count(0),
     maxTombstones: count(1),
-    clock: fn,
-    timers: z.object({ setTimeout: fn, clearTimeout: fn }),
+    clock: fnOption,
+    timers: z.object({ setTimeout: fnOption, clearTimeout: fnOption }, { error: "must be { setTimeout, clearTimeout }" }),
   })
   .omit({ signal: true, onprogress: true, verify: true })
   .partial();
 
-function explain(error: z.ZodError, where: string): InvalidOptionError {
-  const issue = error.issues[0]!;
-  const option = issue.path.length > 0 ? issue.path.join(".") : where;
-  const bound =
-    issue.code === "unrecognized_keys"
-      ? `unknown option${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-      : option === "verifyDelayMs"
-        ? `must be an integer number of ms from 0 to ${MAX_TIMER_DELAY_MS}`
-        : option.endsWith("Ms")
-          ? `must be an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}, or Infinity`
-          : issue.message;
-  const name = issue.code === "unrecognized_keys" ? issue.keys[0]! : option;
-  return new InvalidOptionError(name, `${where}: ${issue.code === "unrecognized_keys" ? bound : `"${option}" ${bound}`}`);
+/**
+ * Validates an options object against a strict zod schema, once, at the boundary; `undefined`
+ * values mean "the default".
+ * @param where the function named in the message, such as `"call options"`.
+ * @throws {InvalidOptionError} for a non-object, an unknown option (naming every unknown one),
+ *   or a bad value (naming the option and its bounds).
+ */
+export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string): T {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new InvalidOptionError("options", `${where} must be an object`);
+  }
+  const result = schema.safeParse(defined(options));
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const names = issue.keys.map((key) => `"${key}"`).join(", ");
+    throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}`);
+  }
+  const option = issue.path.length > 0 ? issue.path.join(".") : "options";
+  throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
 }
 
 /** Drops keys whose value is `undefined`, so `{timeoutMs: undefined}` means "use the default". */
@@ -246,11 +262,7 @@ function defined<T extends object>(options: T): T {
  */
 export function parseCancellationOptions(options: CancellationOptions | undefined): CancellationOptions {
   if (options === undefined) return {};
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError("options", "withCancellation: options must be an object");
-  }
-  const result = clientOptionsSchema.safeParse(defined(options));
-  if (!result.success) throw explain(result.error, "withCancellation options");
+  parseOptions(clientOptionsSchema, options, "withCancellation options");
   return options;
 }
 
@@ -262,13 +274,7 @@ export function resolveCallOptions(
   defaults: CancellationOptions,
   options: CallOptions | undefined,
 ): ResolvedCallOptions {
-  if (options !== undefined) {
-    if (typeof options !== "object" || options === null || Array.isArray(options)) {
-      throw new InvalidOptionError("options", "call options must be an object");
-    }
-    const result = callOptionsSchema.safeParse(defined(options));
-    if (!result.success) throw explain(result.error, "call options");
-  }
+  if (options !== undefined) parseOptions(callOptionsSchema, options, "call options");
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {
     timeoutMs,

@@ -64,7 +64,8 @@ export class Wire<T extends TransportLike> {
   readonly #tombTokens: BoundedMap<string | number, LateSink | null>;
   /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
   readonly #inbound = new Set<RequestId>();
-  #closed = false;
+  /** False until the SDK starts the transport (client.connect), and again once it closed. */
+  #open = false;
   readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
   readonly #bound = new Map<PropertyKey, unknown>();
   readonly #overrides = new Map<PropertyKey, unknown>();
@@ -140,9 +141,9 @@ export class Wire<T extends TransportLike> {
     return this.#pending.size + this.#unbound.size;
   }
 
-  /** True from the transport's close until it is started again. */
-  get closed(): boolean {
-    return this.#closed;
+  /** True while the transport is open: started through this decorator and not closed since. */
+  get open(): boolean {
+    return this.#open;
   }
 
   /** Number of remembered settled ids (at most `maxTombstones`). */
@@ -161,7 +162,7 @@ export class Wire<T extends TransportLike> {
    */
   cancel(call: CancellableCall, reason: string): CancelMechanism {
     const id = call.requestId;
-    if (id === null || this.#closed) return "none";
+    if (id === null || !this.#open) return "none";
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
     this.#forget(id, entry);
@@ -251,7 +252,7 @@ export class Wire<T extends TransportLike> {
   };
 
   readonly #start = (): Promise<void> => {
-    this.#closed = false;
+    this.#open = true;
     return this.#inner.start();
   };
 
@@ -417,7 +418,7 @@ export class Wire<T extends TransportLike> {
   }
 
   readonly #onclose = (): void => {
-    this.#closed = true;
+    this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
     for (const call of calls) call.cancel("connection-closed");

@@ -1,6 +1,8 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../core/record.js";
+import { z } from "zod";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import { fnOption, msOption, parseOptions } from "../../types/options.js";
 import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../types.js";
 import type { Message } from "../../wire/messages.js";
 import { bindFetch, link, unbindFetch } from "./fetch.js";
@@ -106,6 +108,10 @@ export function streamableHttpCancellation<T extends TransportLike>(
   return new StreamableHttpAdapterImpl(transport, options);
 }
 
+const adapterOptionsSchema = z
+  .strictObject({ flushTimeoutMs: msOption(0, 10_000, false), fetch: fnOption })
+  .partial();
+
 class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHttpAdapter<T> {
   readonly transport: T;
   readonly #inner: T;
@@ -129,11 +135,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (typeof transport !== "object" || transport === null || typeof transport.send !== "function") {
       throw new InvalidOptionError("transport", "streamableHttpCancellation: transport must be a StreamableHTTPClientTransport");
     }
-    const flush = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
-    if (!Number.isFinite(flush) || flush < 0 || flush > 10_000) {
-      throw new InvalidOptionError("flushTimeoutMs", "streamableHttpCancellation: flushTimeoutMs must be a number of ms from 0 to 10000");
-    }
-    this.#flushTimeoutMs = flush;
+    parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
+    this.#flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.#inner = transport;
     const own = transport as unknown as Record<string, unknown>;
     this.#v2 = own.hasPerRequestStream === true;

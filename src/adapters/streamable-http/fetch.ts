@@ -1,5 +1,9 @@
 import type { RequestId } from "../../core/cancellable-call.js";
+import { z } from "zod";
+import { fnOption, parseOptions } from "../../types/options.js";
 import { abortSubscribers, onAbort } from "../../utils/abort-link.js";
+
+const fetchOptionsSchema = z.strictObject({ fetch: fnOption }).partial();
 
 /** A `fetch` as the SDK transports call it: `(url, init)`, resolving to a `Response`. */
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -57,6 +61,7 @@ const registries = new WeakMap<object, Registry>();
  * that long-lived signal once the response body ends).
  */
 export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
+  parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
   const registry: Registry = { port: undefined, owner: undefined };
   const base = options.fetch ?? defaultFetch;
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
