@@ -177,11 +177,19 @@ export class Wire<T extends TransportLike> {
    * timer for the id as for any answered request. The facade ignores the SDK's rejection.
    */
   #releaseSdk(id: RequestId): void {
-    (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
-      jsonrpc: "2.0",
-      id,
-      error: { code: RELEASED_CODE, message: "Request settled by mcp-cancellable (local, not from the server)" },
-    });
+    // The SDK turns this into an McpError that nobody sees: no stack to capture for it (about
+    // 15-20 us per cancel on Node 20).
+    const { stackTraceLimit } = Error;
+    Error.stackTraceLimit = 0;
+    try {
+      (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
+        jsonrpc: "2.0",
+        id,
+        error: { code: RELEASED_CODE, message: "Request settled by mcp-cancellable (local, not from the server)" },
+      });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
   }
 
   /**
