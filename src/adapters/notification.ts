@@ -16,6 +16,15 @@ export function notificationCancellation<T extends TransportLike>(transport: T):
         "a cancel there closes the request's stream (rules 6, 28, 40); a notification alone leaves it open",
     );
   }
+  return notifyOnCancel(transport);
+}
+
+/**
+ * The notification mechanism without the Streamable HTTP guard, for a caller that wants exactly
+ * that on HTTP (the probe POSTs the 2025-era notification and keeps the stream open to watch
+ * the server). @internal
+ */
+export function notifyOnCancel<T extends TransportLike>(transport: T): CancellationAdapter<T> {
   return {
     transport,
     cancel({ notification, send, reportError }) {

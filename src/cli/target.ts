@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { notificationCancellation } from "../adapters/notification.js";
+import { notifyOnCancel } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import { stdioCancellation } from "../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../adapters/streamable-http/index.js";
@@ -233,7 +233,7 @@ function openTransport(
       : new v2.StreamableHTTPClientTransport(new URL(target.url), { ...init, fetch: cancellableFetch({ fetch: recordingFetch(recorder) }) });
   return {
     transport: transport as unknown as TransportLike,
-    adapter: (recorded) => (v2 === undefined ? notificationCancellation(recorded) : streamableHttpCancellation(recorded)),
+    adapter: (recorded) => (v2 === undefined ? notifyOnCancel(recorded) : streamableHttpCancellation(recorded)),
     mechanism:
       options.era === "legacy"
         ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"
