@@ -9,7 +9,7 @@ import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
 import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
-import { SettledRecord } from "./settled-record.js";
+import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
 /** A JSON-RPC request id (rule 1). */
@@ -68,7 +68,7 @@ export class CancellableCall<T = unknown> implements LateSink {
   #resolve!: (value: unknown) => void;
   #reject!: (error: unknown) => void;
   // Replaced by RELEASED when the call settles, so nothing the caller passed in (signal,
-  // callbacks, the SDK's abort controller behind the hooks) outlives the call.
+  // callbacks) nor the facade's per-call hooks outlives the call.
   #init: CallInit;
   readonly #startedAt: number;
   readonly #startedWall: number;
@@ -97,7 +97,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#totalDeadline = now + init.options.maxTotalTimeoutMs;
   }
 
-  /** True until the call has settled. */
+  /** True once the call has settled (result, error or cancel). */
   get settled(): boolean {
     return this.#state === "settled";
   }
@@ -220,11 +220,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
-    const late = { ...this.#late };
-    if (kind === "result") late.results++;
-    else if (kind === "error") late.errors++;
-    else late.progress++;
-    this.#late = late;
+    this.#late = countLate(this.#late, kind);
   }
 
   readonly #onAbort = (): void => {

@@ -1,6 +1,15 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
 import type { CallOutcome, RunRecord } from "./record.js";
 
+/** The late counts with one more message of this kind (a new object: records are never mutated). */
+export function countLate(late: RunRecord["late"], kind: "result" | "error" | "progress"): RunRecord["late"] {
+  return {
+    results: late.results + (kind === "result" ? 1 : 0),
+    errors: late.errors + (kind === "error" ? 1 : 0),
+    progress: late.progress + (kind === "progress" ? 1 : 0),
+  };
+}
+
 /** Where messages for a request that already settled go (rules 8, 11). */
 export interface LateSink {
   /** A message for this request arrived after it settled and was dropped before the SDK saw it. */
@@ -28,11 +37,7 @@ export class SettledRecord implements LateSink {
 
   /** Counts a late message; a late result or error of a cancelled call is `late-result-discarded`. */
   late(kind: "result" | "error" | "progress"): void {
-    const late = { ...this.#record.late };
-    if (kind === "result") late.results++;
-    else if (kind === "error") late.errors++;
-    else late.progress++;
-    this.update({ late }, kind === "progress" ? undefined : "late-result-discarded");
+    this.update({ late: countLate(this.#record.late, kind) }, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
