@@ -1,5 +1,5 @@
 import { getEventListeners } from "node:events";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallCancelledError, CallTimeoutError, ConnectionClosedError, InvalidOptionError } from "../../src/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
@@ -142,6 +142,31 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(adapter.stats().flushing).toBe(0);
     expect(await eventually(() => seen(server, "notifications/cancelled")[0]!.close?.status === 202, 1_000 + SLACK_MS)).toBe(true);
     expect(errors).toEqual([]);
+  });
+
+  it("closing the client while a cancel waits for its notification's answer clears that wait's timer", async () => {
+    const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
+    cleanup.push(() => server.stop());
+    const flushTimers: Array<{ _destroyed?: boolean }> = [];
+    const realSetTimeout = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((callback: () => void, ms?: number) => {
+      const timer = realSetTimeout(callback, ms);
+      if (ms === 5_000) flushTimers.push(timer as unknown as { _destroyed?: boolean }); // flushTimeoutMs below
+      return timer;
+    }) as typeof setTimeout);
+    try {
+      const { mcp, adapter, close } = await connectV1(server.url, {}, { flushTimeoutMs: 5_000 });
+      const { call, controller } = await inFlight(server, mcp, 1);
+      controller.abort();
+      await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+      expect(adapter.stats().flushing).toBe(1);
+      expect(flushTimers).toHaveLength(1);
+      await close();
+      expect(adapter.stats().flushing).toBe(0);
+      expect(flushTimers[0]!._destroyed).toBe(true); // not left to fire 5 s later
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("a server that drops the connection mid-response settles the call as connection-closed, not hanging", async () => {

@@ -124,7 +124,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #sending = new Map<RequestId, AbortSignal>();
   readonly #resuming = new Map<string, Stream>();
   readonly #blocked = new Map<string, RequestId>();
-  readonly #flushing = new Set<() => void>();
+  /** 2025 era: cancels waiting for their notification's answer, each with its `flushTimeoutMs` timer. */
+  readonly #flushing = new Map<() => void, ReturnType<typeof setTimeout>>();
   readonly #checks = new Set<ReturnType<typeof setTimeout>>();
   #resumesRefused = 0;
   #version: string | undefined;
@@ -212,14 +213,14 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       sent.catch(request.reportError);
       return "notification";
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const flushed = (): void => {
-      if (!this.#flushing.delete(flushed)) return;
+      const timer = this.#flushing.get(flushed);
+      if (timer === undefined) return;
+      this.#flushing.delete(flushed);
       clearTimeout(timer);
       this.#close(stream);
     };
-    this.#flushing.add(flushed);
-    timer = setTimeout(flushed, this.#flushTimeoutMs);
+    this.#flushing.set(flushed, setTimeout(flushed, this.#flushTimeoutMs));
     sent.then(flushed, (error: unknown) => {
       request.reportError(error);
       flushed();
@@ -325,7 +326,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     this.#sending.clear();
     this.#resuming.clear();
     this.#blocked.clear();
-    this.#flushing.clear(); // their timers find nothing to do; the transport aborted every fetch
+    for (const timer of this.#flushing.values()) clearTimeout(timer); // the transport aborted every fetch
+    this.#flushing.clear();
     for (const timer of this.#checks) clearTimeout(timer);
     this.#checks.clear();
     unbindFetch(this.#fetch, this);
