@@ -7,8 +7,9 @@ import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { eventually } from "../helpers/stdio.js";
 
 // Faults of a Streamable HTTP server, against a raw node:http server on 127.0.0.1 (port 0)
-// that speaks the 2025 era with a session (test/fixtures/reliability/raw-http-server.ts), with
-// the v1 and the v2 SDK client through the library's adapter. Each call settles once with the
+// (test/fixtures/reliability/raw-http-server.ts): the 2025 era with a session, with the v1 and
+// the v2 SDK client, and 2026-07-28 stateless, with the v2 client pinned to it, all through the
+// library's adapter. Each call settles once with the
 // right trigger within its own deadline plus slack; where the server is still there the next call
 // succeeds. Real time: bounds carry SLACK_MS for a loaded CI machine.
 
@@ -27,15 +28,26 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await Promise.race([step().catch(() => {}), sleep(2_000)]);
 });
 
-const CLIENTS = [
-  ["v1", connectV1],
-  ["v2", connectV2],
+const MODERN = "2026-07-28";
+const SUBJECTS = [
+  { sdk: "v1", era: "2025-11-25", connect: (url: URL) => connectV1(url) },
+  { sdk: "v2", era: "2025-11-25", connect: (url: URL) => connectV2(url) },
+  { sdk: "v2 pinned", era: MODERN, connect: (url: URL) => connectV2(url, { pin: true }) },
 ] as const;
 
-for (const [sdk, connect] of CLIENTS) {
-  describe(`${sdk} client, Streamable HTTP server faults`, () => {
+for (const { sdk, era, connect } of SUBJECTS) {
+  const modern = era === MODERN;
+  // 2026-07-28: the stream close is the cancel, nothing is POSTed (rules 6, 28); the 2025 era
+  // POSTs the notification first, then closes the request's own stream (rule 40).
+  const mechanism = modern ? "stream-close" : "notification+stream-close";
+  // Tests of one era only are not registered at all for the other (no skipped noise).
+  type Define = (name: string, fn: () => Promise<void>) => void;
+  const none: Define = () => {};
+  const legacyIt: Define = modern ? none : it;
+  const modernIt: Define = modern ? it : none;
+  describe(`${sdk} client, ${era} Streamable HTTP server faults`, () => {
     async function setup() {
-      const server = await startRawHttp();
+      const server = await startRawHttp({ era });
       cleanup.push(() => server.stop());
       const client = await connect(server.url);
       cleanup.push(() => client.close());
@@ -77,7 +89,7 @@ for (const [sdk, connect] of CLIENTS) {
       idle(client);
     });
 
-    it("404 for a lost session: the call and the next fail at once (never hang); a new connection works", async () => {
+    legacyIt("404 for a lost session: the call and the next fail at once (never hang); a new connection works", async () => {
       const client = await setup();
       const lost = await timed(client.mcp.callTool({ name: "lose-session" }, { timeoutMs: 5_000 }));
       expect(lost.status).toBe("rejected");
@@ -118,7 +130,7 @@ for (const [sdk, connect] of CLIENTS) {
 
     for (const tool of ["no-headers", "stall"]) {
       const what = tool === "no-headers" ? "headers never sent" : "a body that stalls mid-event";
-      it(`${what}: released at its deadline, one cancel POST, the stream closed on the server, the next call works`, async () => {
+      it(`${what}: released at its deadline, the era's cancel (2025: one POST, then the close; 2026-07-28: the close alone), the stream closed on the server, the next call works`, async () => {
         const client = await setup();
         const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 300 }));
         expect(outcome.error).toBeInstanceOf(CallTimeoutError);
@@ -127,8 +139,8 @@ for (const [sdk, connect] of CLIENTS) {
         // 2025 era: the notification first (rule 40), then the request's own stream closes
         expect(await eventually(() => closesOf(client.server, tool).length === 1, 1_000)).toBe(true);
         expect(closesOf(client.server, tool)[0]!.finished).toBe(false); // closed by the client, not ended
-        expect(cancelPosts(client.server)).toHaveLength(1);
-        expect(client.mcp.records()[0]).toMatchObject({ cancel: { trigger: "timeout", mechanism: "notification+stream-close" } });
+        expect(cancelPosts(client.server)).toHaveLength(modern ? 0 : 1);
+        expect(client.mcp.records()[0]).toMatchObject({ cancel: { trigger: "timeout", mechanism } });
         expect(client.errors).toEqual([]);
         await nextCallWorks(client.mcp);
         idle(client);
@@ -136,7 +148,7 @@ for (const [sdk, connect] of CLIENTS) {
       });
     }
 
-    it("the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the failure is reported", async () => {
+    legacyIt("the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the failure is reported", async () => {
       const client = await setup();
       const outcome = await timed(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
       expect(outcome.error).toBeInstanceOf(CallTimeoutError);
@@ -146,6 +158,31 @@ for (const [sdk, connect] of CLIENTS) {
       expect(client.errors.map((e) => e.message).join("\n")).toMatch(/cancel/i);
       await nextCallWorks(client.mcp);
       idle(client);
+    });
+
+    for (const [tool, status] of [["bad-version", 400], ["not-found", 404]] as const) {
+      modernIt(`${status} on a live connection (${tool}): the call fails at once with the SDK's error, not a cancel; nothing is POSTed; the next call works`, async () => {
+        const client = await setup();
+        const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 5_000 }));
+        expect(outcome.status).toBe("rejected");
+        expect(outcome.at).toBeLessThan(SLACK_MS);
+        expect(outcome.error).not.toBeInstanceOf(CallTimeoutError);
+        expect(outcome.error).not.toBeInstanceOf(ConnectionClosedError);
+        expect(client.mcp.records()[0]).toMatchObject({ status: "failed", cancel: null });
+        expect(cancelPosts(client.server)).toEqual([]);
+        await nextCallWorks(client.mcp);
+        idle(client);
+      });
+    }
+
+    modernIt("a server that does not support 2026-07-28 (400 to server/discover): connect fails at once, nothing is left open", async () => {
+      const server = await startRawHttp({ era, refuseVersion: true });
+      cleanup.push(() => server.stop());
+      const attempt = await timed(connect(server.url));
+      expect(attempt.status).toBe("rejected");
+      expect(attempt.at).toBeLessThan(SLACK_MS);
+      expect(await eventually(() => server.open() === 0, 1_000)).toBe(true);
+      expect(server.events.filter((e) => e.kind === "request").map((e) => e.rpc)).toEqual(["server/discover"]);
     });
 
     it("the server is gone (connection refused): the next call fails at once, never hangs", async () => {
