@@ -178,7 +178,7 @@ for (const { sdk, era, connect } of SUBJECTS) {
     modernIt("a server that does not support 2026-07-28 (400 to server/discover): connect fails at once, nothing is left open", async () => {
       const server = await startRawHttp({ era, refuseVersion: true });
       cleanup.push(() => server.stop());
-      const attempt = await timed(connect(server.url));
+      const attempt = await timed(connect(server.url) as Promise<unknown>);
       expect(attempt.status).toBe("rejected");
       expect(attempt.at).toBeLessThan(SLACK_MS);
       expect(await eventually(() => server.open() === 0, 1_000)).toBe(true);
