@@ -124,6 +124,30 @@ describe.each([
     expect((await otel.duration()).points.map((p) => p.attributes)).toEqual([{ ...tool("slow"), "error.type": "timeout" }]);
   });
 
+  it("the maximum total timeout, then a verification: max_total_timeout on the call span, a verify follow-up span", async () => {
+    const { mcp, otel } = await setUp(pin);
+    const error = (await mcp
+      .callTool({ name: "slow", arguments: { ms: 3_000 } }, { timeoutMs: 5_000, maxTotalTimeoutMs: 150, verify: () => "applied" })
+      .catch((e: unknown) => e)) as { code: string; verification: Promise<unknown> };
+    expect(error.code).toBe("MAX_TOTAL_TIMEOUT");
+    await error.verification;
+    const [span, verify] = otel.spans();
+    expect(span!.attributes).toMatchObject({ "error.type": "max_total_timeout", "mcp_cancellable.cancel.mechanism": mechanism });
+    expect(verify).toMatchObject({ name: "verify tools/call slow", kind: "INTERNAL", traceId: span!.traceId, parentSpanId: span!.spanId });
+    expect(verify!.attributes).toMatchObject({ ...tool("slow"), "mcp_cancellable.call.outcome": "verified-applied" });
+  });
+
+  it("the connection closing under a call: connection_closed, mechanism none", async () => {
+    const { mcp, otel, client } = await setUp(pin);
+    const call = mcp.callTool({ name: "slow", arguments: { ms: 3_000 } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await client.close();
+    await expect(call).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
+    const [span] = otel.spans();
+    expect(span!.attributes).toMatchObject({ "error.type": "connection_closed", "mcp_cancellable.cancel.mechanism": "none" });
+    expect((await otel.duration()).points.map((p) => p.attributes["error.type"])).toEqual(["connection_closed"]);
+  });
+
   it("an abort: error.type cancelled", async () => {
     const { mcp, otel } = await setUp(pin);
     const controller = new AbortController();
