@@ -6,7 +6,7 @@ import { SpanKind, SpanStatusCode, context, metrics, propagation, trace } from "
 import type { Attributes, Context, Histogram, Meter, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import { z } from "zod";
 import type { RunRecord } from "../core/record.js";
-import { fnOption, parseOptions } from "../types/options.js";
+import { parseOptions } from "../types/options.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
 import {
   ATTR_CALL_OUTCOME,
@@ -92,16 +92,14 @@ const optionsSchema = z
       { error: "must be an absolute URL" },
     ),
     useOuterToolSpan: z.boolean({ error: "must be true or false" }),
-    start: fnOption,
   })
-  .omit({ start: true })
   .partial();
 
 const SCOPE = "mcp-cancellable";
 
 /**
- * An observer for `withCancellation(client, transport, { observer: otelRecorder() })` (and
- * `attachCancellation`) that emits, per call, a CLIENT span named `{mcp.method.name} {target}`
+ * An observer for `withCancellation(client, transport, { observer: otelRecorder() })` (the
+ * `observer` option of the shared client-wide options) that emits, per call, a CLIENT span named `{mcp.method.name} {target}`
  * and a point of the `mcp.client.operation.duration` histogram (seconds), by the MCP semantic
  * conventions; and on top of them:
  *
