@@ -158,3 +158,34 @@ describe.each([
     expect(span!.attributes).toMatchObject({ "error.type": "cancelled", "mcp_cancellable.cancel.mechanism": mechanism });
   });
 });
+
+describe("otel over Streamable HTTP with the v1 client (a stateful 2025 server with session ids)", () => {
+  it("mcp.session.id is the session, the address and version come from the v1 transport", async () => {
+    const { startV1 } = await import("../http/servers.js");
+    const { connectV1 } = await import("../http/clients.js");
+    const v1 = await startV1({ stateful: true });
+    const otel = otelHarness();
+    const connection = await connectV1(v1.url, { observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }) });
+    try {
+      await connection.mcp.callTool({ name: "slow", arguments: { ms: 1 } });
+      const [span] = otel.spans();
+      expect(connection.transport.sessionId).toEqual(expect.any(String));
+      expect(span!.attributes).toMatchObject({
+        "mcp.method.name": "tools/call",
+        "mcp.session.id": connection.transport.sessionId,
+        "mcp.protocol.version": connection.transport.protocolVersion,
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "server.address": "127.0.0.1",
+        "server.port": Number(v1.url.port),
+        "mcp_cancellable.call.outcome": "completed",
+      });
+      // The session id is a span attribute only: the metric stays low-cardinality.
+      expect((await otel.duration()).points[0]!.attributes).not.toHaveProperty("mcp.session.id");
+    } finally {
+      await connection.close();
+      await otel.shutdown();
+      await v1.stop();
+    }
+  });
+});
