@@ -5,11 +5,13 @@
 //
 // - inMemory (Deno, Bun): the root entry alone (core, wire, the notification mechanism) over the
 //   v2 SDK's in-memory transport, client and server in the same runtime.
+// - otel (Deno, Bun): mcp-cancellable/otel with the OpenTelemetry SDK, on the in-memory path.
 // - http (Deno, Bun, Chromium): the v2 client over Streamable HTTP through
 //   streamableHttpCancellation, against the Node server of test/fixtures/runtime/server.mjs:
 //   a call answered, a slow call timed out, another aborted, and the server saw each of their
 //   response streams close before it finished.
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../dist/index.js";
+// (mcp-cancellable/otel is passed in by run.mjs: the browser page does not load it.)
 import { streamableHttpCancellation } from "../../dist/streamable-http.js";
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
@@ -29,7 +31,7 @@ async function eventually(predicate, withinMs = 3_000) {
 }
 
 /** The root entry over the in-memory transport: a v2 McpServer in the same runtime. */
-async function inMemoryChecks(McpServer, z) {
+async function inMemoryChecks(McpServer, z, options = {}) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const aborted = [];
   const server = new McpServer({ name: "in-memory", version: "1.0.0" });
@@ -46,7 +48,7 @@ async function inMemoryChecks(McpServer, z) {
   );
   await server.connect(serverSide);
   const client = new Client({ name: "runtime-bot", version: "1.0.0" });
-  const mcp = withCancellation(client, clientSide, { timeoutMs: 5_000 });
+  const mcp = withCancellation(client, clientSide, { timeoutMs: 5_000, ...options });
   await client.connect(mcp.transport);
   return {
     mcp,
@@ -58,7 +60,7 @@ async function inMemoryChecks(McpServer, z) {
   };
 }
 
-export async function runChecks({ url, inMemory } = {}) {
+export async function runChecks({ url, inMemory, otel } = {}) {
   const results = [];
   const check = async (name, fn) => {
     const records = [];
@@ -107,6 +109,28 @@ export async function runChecks({ url, inMemory } = {}) {
         assert(await eventually(() => s.aborted.length === 1), "the server's handler was not aborted");
       } finally {
         await s.close();
+      }
+    });
+  }
+
+  if (inMemory !== undefined && otel !== undefined) {
+    const { McpServer, z } = inMemory;
+    await check("otel: a timed-out call is a CLIENT span with error.type timeout and the cancel event", async (records) => {
+      const { otelRecorder, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = otel;
+      const exporter = new InMemorySpanExporter();
+      const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      const s = await inMemoryChecks(McpServer, z, { observer: otelRecorder({ tracer: provider.getTracer("runtime") }) });
+      try {
+        const error = await s.mcp.callTool({ name: "slow" }, { timeoutMs: 100 }).catch((e) => e);
+        records.push(error.record);
+        const [span] = exporter.getFinishedSpans();
+        assert(span?.name === "tools/call slow", `span ${span?.name}`);
+        assert(span.attributes["error.type"] === "timeout", `error.type ${span.attributes["error.type"]}`);
+        assert(span.attributes["mcp_cancellable.cancel.mechanism"] === "notification", "mechanism");
+        assert(span.events.some((e) => e.name === "mcp_cancellable.cancel"), "no cancel event");
+      } finally {
+        await s.close();
+        await provider.shutdown();
       }
     });
   }

@@ -63,8 +63,9 @@ process.exit(code);
 /** Deno or Bun runs test/runtimes/run.mjs; its stdout is the report. */
 function runScript(name, bin) {
   const script = join(here, "run.mjs");
-  // Deno: only what the checks need (the test server on 127.0.0.1, the env var, the files).
-  const args = name === "deno" ? ["run", "--allow-env=MCP_TEST_URL", "--allow-net=127.0.0.1", `--allow-read=${root}`, script] : ["run", script];
+  // Deno: only what the checks need: the test server on 127.0.0.1, the files, and the environment
+  // (MCP_TEST_URL, and the OTEL_* variables the OpenTelemetry SDK reads).
+  const args = name === "deno" ? ["run", "--allow-env", "--allow-net=127.0.0.1", `--allow-read=${root}`, script] : ["run", script];
   return new Promise((resolve) => {
     const child = spawn(bin, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, MCP_TEST_URL: server.url.href } });
     let carry = "";
