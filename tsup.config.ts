@@ -5,6 +5,7 @@ export default defineConfig([{
     index: "src/index.ts",
     stdio: "src/adapters/stdio/index.ts",
     "streamable-http": "src/adapters/streamable-http/index.ts",
+    otel: "src/otel/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,
@@ -13,7 +14,8 @@ export default defineConfig([{
   target: "node20",
   // p-timeout is ESM only: bundle it so the CommonJS build can require it.
   noExternal: ["p-timeout"],
-  external: [/^@modelcontextprotocol\//],
+  // @opentelemetry/api: an optional peer, imported only by the otel entry.
+  external: [/^@modelcontextprotocol\//, "@opentelemetry/api"],
 }, {
   // The `mcp-cancellable` executable (bin): ESM only, with its shebang. The v1 SDK client is
   // bundled so `npx mcp-cancellable probe` runs without the optional peer installed; the v2

@@ -18,7 +18,8 @@
  *
  * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
  * with 1 unless each record is what the seed says it should be. DEMO_VERBOSE=1 also prints the
- * servers' stderr. Every server is a child process started and stopped here; the reports go to a
+ * servers' stderr. `npm run demo -- --otel` also prints the stdio part's OpenTelemetry spans
+ * (mcp-cancellable/otel, the SDK's console exporter) as each ends. Every server is a child process started and stopped here; the reports go to a
  * temporary directory, deleted at the end.
  */
 import { existsSync } from "node:fs";
@@ -32,6 +33,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { isCallCancelledError, isCallTimeoutError, jsonLines, withCancellation } from "../src/index.js";
 import type { CancellableClient, RunRecord } from "../src/index.js";
 import { stdioCancellation } from "../src/adapters/stdio/index.js";
+import { otelRecorder } from "../src/otel/index.js";
+import { BasicTracerProvider, ConsoleSpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { runHttpDemo } from "./http.js";
 import { reportPath } from "./reports.js";
 import type { Mode } from "./reports.js";
@@ -52,6 +55,10 @@ const DEMO_DEADLINE_MS = 45_000;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const verbose = process.env.DEMO_VERBOSE === "1";
+/** `--otel`: spans of the stdio part printed by the OpenTelemetry SDK's console exporter. */
+const tracerProvider = process.argv.includes("--otel")
+  ? new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())] })
+  : undefined;
 /** Everything that did not match the seed; the demo exits 1 unless this stays empty. */
 const problems: string[] = [];
 
@@ -78,6 +85,7 @@ async function connect(command: string, args: string[]): Promise<Session> {
   const transport = new StdioClientTransport({ command, args, stderr: "pipe" });
   const mcp = withCancellation(client, stdioCancellation(transport), {
     onAnomaly: (anomaly) => problems.push(`wire anomaly: ${anomaly.kind}: ${anomaly.message}`),
+    ...(tracerProvider === undefined ? {} : { observer: otelRecorder({ tracer: tracerProvider.getTracer("demo") }) }),
   });
   const stderr: string[] = [];
   transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
@@ -385,6 +393,7 @@ async function main(): Promise<void> {
   } else {
     console.log("\nOK: every record is what the seed says it should be.");
   }
+  await tracerProvider?.shutdown();
   // The same worked example over Streamable HTTP (demo/http.ts): the server sees the stream close.
   const overHttp = await runHttpDemo();
   for (const line of overHttp.lines) console.log(line);

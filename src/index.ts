@@ -41,8 +41,11 @@ export {
 } from "./types/options.js";
 export type {
   Anomaly,
+  CallObservation,
+  CallObserver,
   CallOptions,
   CancellationOptions,
+  ObservedCall,
   Progress,
   ResolvedCallOptions,
   Timers,

@@ -16,6 +16,8 @@ import {
 import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";
+import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
+import type { CallObservation } from "../types/options.js";
 
 /** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
 export interface ClientLike {
@@ -140,9 +142,11 @@ export function withCancellation<T extends TransportLike>(
     }
   };
   const recorder =
-    (key: number) =>
-    (next: RunRecord): void =>
+    (key: number, observation: CallObservation | undefined) =>
+    (next: RunRecord): void => {
       record(key, next);
+      if (observation !== undefined) observeRecord(observation, next);
+    };
   const sdk = client as unknown as {
     callTool(...args: unknown[]): Promise<unknown>;
     request(...args: unknown[]): Promise<unknown>;
@@ -157,13 +161,15 @@ export function withCancellation<T extends TransportLike>(
   ): Promise<R> {
     const resolved = resolveCallOptions(defaults, options);
     const key = ++callNumber;
+    // Before the call starts, so a span covers the whole call, even one cancelled before the send.
+    const observation = observe(defaults.observer, { method, name, params, client, transport: adapter.transport });
     const hooks: CallHooks = {
       // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
       cancel: (call, reason) => wire.cancel(call, reason),
       settled: (call) => wire.settled(call, key),
       // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
       // and a closure made here would keep this whole scope (params, call, controller) alive.
-      record: recorder(key),
+      record: recorder(key, observation),
     };
     const call = new CancellableCall<R>({
       method,
@@ -187,12 +193,15 @@ export function withCancellation<T extends TransportLike>(
     if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
     let sent: Promise<unknown>;
     try {
-      sent = invoke({ ...params, [CALL_MARKER]: key }, sdkOptions);
+      sent = invoke({ ...withMeta(params, observation), [CALL_MARKER]: key }, sdkOptions);
     } catch (error) {
       sent = Promise.reject(error);
     }
     sent.then(
-      (value) => call.succeed(value as R),
+      (value) => {
+        if (observation !== undefined && !call.settled) observeResult(observation, value);
+        call.succeed(value as R);
+      },
       (error: unknown) => call.fail(error),
     );
     return call.promise;

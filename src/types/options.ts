@@ -135,10 +135,57 @@ export interface Anomaly {
   requestId?: string | number;
 }
 
+/**
+ * What an observer is told when a call starts, before its request is sent. `params` are the
+ * caller's own (tool arguments included): an observer copies nothing out of them unless its
+ * user opted in.
+ */
+export interface ObservedCall {
+  /** The JSON-RPC method, such as `"tools/call"`. */
+  readonly method: string;
+  /** The tool, prompt or resource name (`params.name` or `params.uri`), or `null`. */
+  readonly name: string | null;
+  /** The request's params as the caller passed them. Read-only: to add to `_meta`, return `meta`. */
+  readonly params: Readonly<Record<string, unknown>>;
+  /** The SDK client the calls go through (v1 or v2), for facts such as the negotiated protocol version. */
+  readonly client: unknown;
+  /** The SDK transport underneath (not the decorator), for facts such as `sessionId`. */
+  readonly transport: unknown;
+}
+
+/** What an observer keeps for one call. Every member is optional. */
+export interface CallObservation {
+  /**
+   * Entries added to the request's `params._meta` (trace context: `traceparent`, `tracestate`,
+   * `baggage`), over the caller's own `_meta` entries of the same name.
+   */
+  readonly meta?: Readonly<Record<string, string>> | undefined;
+  /** The SDK delivered this result (before the record of the settle). Not called for errors or cancels. */
+  result?(value: unknown): void;
+  /** Each revision of the call's run record: at the settle (revision 0), then at each late message or verification. */
+  record?(record: RunRecord): void;
+}
+
+/**
+ * An extension point for instrumentation (`mcp-cancellable/otel` is one): told when each call
+ * starts, then of its result and of each revision of its run record. Called synchronously; a
+ * throwing observer is ignored and never changes how a call settles.
+ */
+export interface CallObserver {
+  /** A call is about to be sent. Return what to keep for it, or `undefined` to watch nothing. */
+  start(call: ObservedCall): CallObservation | undefined;
+}
+
 /** Client-wide options: defaults for every call, plus where records and anomalies go. */
 export interface CancellationOptions extends Omit<CallOptions, "signal" | "onprogress" | "verify"> {
   /** Called with each run record when its call settles, and again each time it is updated (late message, verification). */
   onRecord?: (record: RunRecord) => void;
+  /**
+   * Watches every call: started before the request is sent (it may add trace context to
+   * `params._meta`), then told of the result and of each run record revision. Used by
+   * `otelRecorder()` from `mcp-cancellable/otel`.
+   */
+  observer?: CallObserver;
   /** Called for wire anomalies: progress for a token never issued, a server cancelling a client request (rule 12), non-increasing progress (rule 21). */
   onAnomaly?: (anomaly: Anomaly) => void;
   /**
@@ -214,6 +261,7 @@ const clientOptionsSchema = z
     ...callShape,
     onRecord: fnOption,
     onAnomaly: fnOption,
+    observer: z.object({ start: fnOption }, { error: "must be an object with a start(call) method" }),
     maxRecords: count(0),
     maxTombstones: count(1),
     clock: fnOption,

@@ -19,12 +19,15 @@ const run = promisify(execFile);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const consumerFixtures = resolve(root, "test/fixtures/reliability/consumer");
 const SDK = "@modelcontextprotocol/sdk@1.32.2";
+/** The optional peer of `mcp-cancellable/otel`, installed beside the SDK so that subpath loads. */
+const OTEL_API = "@opentelemetry/api@1.9.1";
 
 /** Where each public subpath's source lives; a subpath added to package.json must be added here. */
 const SOURCES: Record<string, string> = {
   ".": "src/index.ts",
   "./stdio": "src/adapters/stdio/index.ts",
   "./streamable-http": "src/adapters/streamable-http/index.ts",
+  "./otel": "src/otel/index.ts",
 };
 
 const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { name: string; version: string; exports: Record<string, unknown> };
@@ -64,7 +67,7 @@ beforeAll(async () => {
   cpSync(consumerFixtures, consumer, { recursive: true });
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }));
   try {
-    await sh("npm", ["install", tarball, SDK, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"], consumer);
+    await sh("npm", ["install", tarball, SDK, OTEL_API, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"], consumer);
   } catch (error) {
     const reachable = await sh("npm", ["ping"], consumer, 15_000).then(
       () => true,

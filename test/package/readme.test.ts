@@ -14,6 +14,14 @@ describe("README", () => {
     expect(block).toBe(read("examples/quick-start.ts"));
   });
 
+  it("docs/observability.md shows examples/otel.ts verbatim (so its example is type-checked)", () => {
+    const doc = read("docs/observability.md");
+    const marker = "<!-- example: examples/otel.ts";
+    const start = doc.indexOf("```ts\n", doc.indexOf(marker)) + "```ts\n".length;
+    expect(doc.indexOf(marker)).toBeGreaterThan(-1);
+    expect(doc.slice(start, doc.indexOf("```\n", start))).toBe(read("examples/otel.ts"));
+  });
+
   it("gives the demo and test commands, and .ci/run runs the same test command", () => {
     const readme = read("README.md");
     expect(readme).toContain("npm ci && npm run demo");

@@ -1,0 +1,390 @@
+// `mcp-cancellable/otel`: OpenTelemetry spans and the `mcp.client.operation.duration` metric for
+// every call, by the MCP semantic conventions, plus what the conventions leave open: how a
+// cancel, a timeout, a discarded late message and a verification show up. Depends only on
+// `@opentelemetry/api` (an optional peer); the root entry never imports this file.
+import { SpanKind, SpanStatusCode, context, metrics, propagation, trace } from "@opentelemetry/api";
+import type { Attributes, Context, Histogram, Meter, Span, SpanContext, Tracer } from "@opentelemetry/api";
+import { z } from "zod";
+import type { RunRecord } from "../core/record.js";
+import { parseOptions } from "../types/options.js";
+import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
+import {
+  ATTR_CALL_OUTCOME,
+  ATTR_CALL_STATUS,
+  ATTR_CANCEL_MECHANISM,
+  ATTR_CANCEL_REASON,
+  ATTR_CANCEL_TRIGGER,
+  ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROMPT_NAME,
+  ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
+  ATTR_GEN_AI_TOOL_CALL_RESULT,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_LATE_ERRORS,
+  ATTR_LATE_KIND,
+  ATTR_LATE_PROGRESS,
+  ATTR_LATE_RESULTS,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_RESOURCE_URI,
+  ATTR_MCP_SESSION_ID,
+  ATTR_NETWORK_PROTOCOL_NAME,
+  ATTR_NETWORK_TRANSPORT,
+  ATTR_PROGRESS_COUNT,
+  ATTR_RECORD_REVISION,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  CANCEL_ERROR_TYPE,
+  ERROR_TYPE_OTHER,
+  ERROR_TYPE_TOOL_ERROR,
+  ERROR_TYPE_VERIFY_FAILED,
+  EVENT_CANCEL,
+  EVENT_LATE_MESSAGE,
+  EVENT_VERIFICATION,
+  GEN_AI_OPERATION_EXECUTE_TOOL,
+  MCP_DURATION_BUCKETS_S,
+  METRIC_MCP_CLIENT_OPERATION_DURATION,
+} from "./attributes.js";
+
+
+/** Options of `otelRecorder`. Everything that could leave the process is off unless turned on. */
+export interface OtelRecorderOptions {
+  /** The tracer spans come from. @default trace.getTracer("mcp-cancellable") (the global provider) */
+  tracer?: Tracer;
+  /** The meter the duration histogram comes from. @default metrics.getMeter("mcp-cancellable") (the global provider) */
+  meter?: Meter;
+  /**
+   * Inject the call span's trace context into the request's `params._meta` (`traceparent`,
+   * `tracestate`, `baggage`, through the globally configured propagator), so the server's span
+   * can be its child. Off by default: nothing goes to the server that the bot did not choose.
+   * @default false
+   */
+  propagateContext?: boolean;
+  /** Put the tool's arguments on the span as `gen_ai.tool.call.arguments` (JSON). Opt-in, as the conventions say. @default false */
+  captureArguments?: boolean;
+  /** Put the tool's result on the span as `gen_ai.tool.call.result` (JSON). Opt-in, as the conventions say. @default false */
+  captureResults?: boolean;
+  /**
+   * The server's URL, for `server.address` and `server.port`. Default: the Streamable HTTP
+   * transport's own URL; none for stdio.
+   */
+  serverUrl?: string | URL;
+  /**
+   * When the active span is a GenAI `execute_tool` span for the same tool (an agent framework
+   * already traces the tool call), put the MCP attributes and events on it instead of starting a
+   * new span; that span's owner ends it. The conventions' SHOULD.
+   * @default true
+   */
+  useOuterToolSpan?: boolean;
+}
+
+const optionsSchema = z
+  .strictObject({
+    tracer: z.custom<Tracer>((value) => typeof (value as Tracer)?.startSpan === "function", { error: "must be an OpenTelemetry Tracer" }),
+    meter: z.custom<Meter>((value) => typeof (value as Meter)?.createHistogram === "function", { error: "must be an OpenTelemetry Meter" }),
+    propagateContext: z.boolean({ error: "must be true or false" }),
+    captureArguments: z.boolean({ error: "must be true or false" }),
+    captureResults: z.boolean({ error: "must be true or false" }),
+    serverUrl: z.union([z.string(), z.instanceof(URL)], { error: "must be a URL or a string" }).refine(
+      (value) => URL.canParse(String(value)),
+      { error: "must be an absolute URL" },
+    ),
+    useOuterToolSpan: z.boolean({ error: "must be true or false" }),
+  })
+  .partial();
+
+const SCOPE = "mcp-cancellable";
+
+/**
+ * An observer for `withCancellation(client, transport, { observer: otelRecorder() })` (the
+ * `observer` option of the shared client-wide options) that emits, per call, a CLIENT span named `{mcp.method.name} {target}`
+ * and a point of the `mcp.client.operation.duration` histogram (seconds), by the MCP semantic
+ * conventions; and on top of them:
+ *
+ * - status ERROR and `error.type` for each cancel trigger (`timeout`, `max_total_timeout`,
+ *   `cancelled`, `connection_closed`), `tool_error` for a result with `isError`, the JSON-RPC
+ *   code for a server error;
+ * - a `mcp_cancellable.cancel` event with the trigger, the mechanism and the reason;
+ * - the record's status and outcome as `mcp_cancellable.call.status` / `.outcome`;
+ * - what lands after the call span ended (a discarded late message, a verification's answer):
+ *   one short follow-up span each, a child of the call span (same trace), carrying the new
+ *   outcome and an event (`mcp_cancellable.late_message`, `mcp_cancellable.verification`).
+ *
+ * Arguments and results stay out of spans unless `captureArguments` / `captureResults` are set;
+ * trace context goes into `params._meta` only with `propagateContext`.
+ *
+ * @throws {InvalidOptionError} an option is invalid, naming it.
+ */
+export function otelRecorder(options: OtelRecorderOptions = {}): CallObserver {
+  parseOptions(optionsSchema, options, "otelRecorder options");
+  const tracer = options.tracer ?? trace.getTracer(SCOPE);
+  const meter = options.meter ?? metrics.getMeter(SCOPE);
+  const duration = meter.createHistogram(METRIC_MCP_CLIENT_OPERATION_DURATION, {
+    unit: "s",
+    description:
+      "The duration of the MCP request as observed on the sender from the time it was sent until the response is received (or the call was cancelled).",
+    advice: { explicitBucketBoundaries: MCP_DURATION_BUCKETS_S },
+  });
+  const settings: Settings = {
+    tracer,
+    duration,
+    propagateContext: options.propagateContext ?? false,
+    captureArguments: options.captureArguments ?? false,
+    captureResults: options.captureResults ?? false,
+    serverUrl: options.serverUrl === undefined ? undefined : new URL(String(options.serverUrl)),
+    useOuterToolSpan: options.useOuterToolSpan ?? true,
+  };
+  return { start: (call) => new CallTrace(settings, call) };
+}
+
+interface Settings {
+  tracer: Tracer;
+  duration: Histogram;
+  propagateContext: boolean;
+  captureArguments: boolean;
+  captureResults: boolean;
+  serverUrl: URL | undefined;
+  useOuterToolSpan: boolean;
+}
+
+/** One call's span, then (once it ended) what follow-up spans need: its context, name and common attributes. */
+class CallTrace implements CallObservation {
+  readonly meta: Readonly<Record<string, string>> | undefined;
+  readonly #settings: Settings;
+  readonly #name: string;
+  /** The attributes the metric and the follow-up spans share with the call span. */
+  readonly #common: Attributes;
+  #span: Span | undefined;
+  /** True when the span is an outer `execute_tool` span: its owner ends it. */
+  readonly #borrowed: boolean;
+  #spanContext: SpanContext;
+  #toolError = false;
+  #previous: RunRecord | undefined;
+
+  constructor(settings: Settings, call: ObservedCall) {
+    this.#settings = settings;
+    const { method, params } = call;
+    const tool = method === "tools/call" && typeof params.name === "string" ? params.name : undefined;
+    const prompt = method === "prompts/get" && typeof params.name === "string" ? params.name : undefined;
+    // The conventions: `{mcp.method.name} {target}`, target the tool or prompt name; a resource
+    // URI is high-cardinality and stays out of the name.
+    this.#name = tool !== undefined ? `${method} ${tool}` : prompt !== undefined ? `${method} ${prompt}` : method;
+    const common: Attributes = { [ATTR_MCP_METHOD_NAME]: method };
+    if (tool !== undefined) {
+      common[ATTR_GEN_AI_TOOL_NAME] = tool;
+      common[ATTR_GEN_AI_OPERATION_NAME] = GEN_AI_OPERATION_EXECUTE_TOOL;
+    }
+    if (prompt !== undefined) common[ATTR_GEN_AI_PROMPT_NAME] = prompt;
+    Object.assign(common, connectionAttributes(call, settings.serverUrl));
+    this.#common = common;
+
+    const spanAttributes: Attributes = { ...common };
+    if (/^resources\/(read|subscribe|unsubscribe)$/.test(method) && typeof params.uri === "string") {
+      spanAttributes[ATTR_MCP_RESOURCE_URI] = params.uri;
+    }
+    const session = (call.transport as { sessionId?: unknown } | null)?.sessionId;
+    if (typeof session === "string" && session.length > 0) spanAttributes[ATTR_MCP_SESSION_ID] = session;
+    if (settings.captureArguments && tool !== undefined && params.arguments !== undefined) {
+      spanAttributes[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS] = json(params.arguments);
+    }
+
+    const parent = context.active();
+    const outer = settings.useOuterToolSpan && tool !== undefined ? outerToolSpan(parent, tool) : undefined;
+    this.#borrowed = outer !== undefined;
+    const span = outer ?? settings.tracer.startSpan(this.#name, { kind: SpanKind.CLIENT, attributes: spanAttributes }, parent);
+    if (outer !== undefined) outer.setAttributes(spanAttributes);
+    this.#span = span;
+    this.#spanContext = span.spanContext();
+    this.meta = settings.propagateContext ? inject(trace.setSpan(parent, span)) : undefined;
+  }
+
+  result(value: unknown): void {
+    const result = value as { isError?: unknown } | null;
+    if (this.#common[ATTR_GEN_AI_TOOL_NAME] === undefined || typeof result !== "object" || result === null) return;
+    this.#toolError = result.isError === true;
+    if (this.#settings.captureResults) this.#span?.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, json(value));
+  }
+
+  record(record: RunRecord): void {
+    const previous = this.#previous;
+    this.#previous = record;
+    if (previous === undefined) this.#settle(record);
+    else this.#followUp(previous, record);
+  }
+
+  /** Revision 0: the call settled. The span gets its outcome and ends; the metric gets its point. */
+  #settle(record: RunRecord): void {
+    const span = this.#span;
+    if (span === undefined) return;
+    this.#span = undefined; // nothing but the span context is kept for the follow-ups
+    const errorType = this.#errorType(record);
+    const outcome: Attributes = {
+      [ATTR_CALL_STATUS]: record.status,
+      [ATTR_CALL_OUTCOME]: record.outcome,
+      [ATTR_PROGRESS_COUNT]: record.progress.count,
+    };
+    if (record.requestId !== null) outcome[ATTR_JSONRPC_REQUEST_ID] = String(record.requestId);
+    if (errorType !== undefined) outcome[ATTR_ERROR_TYPE] = errorType;
+    const code = record.status === "failed" && typeof record.error?.code === "number" ? String(record.error.code) : undefined;
+    if (code !== undefined) outcome[ATTR_RPC_RESPONSE_STATUS_CODE] = code;
+    span.setAttributes(outcome);
+    const cancel = record.cancel;
+    if (cancel !== null) {
+      span.setAttributes({ [ATTR_CANCEL_TRIGGER]: cancel.trigger, [ATTR_CANCEL_MECHANISM]: cancel.mechanism });
+      span.addEvent(
+        EVENT_CANCEL,
+        { [ATTR_CANCEL_TRIGGER]: cancel.trigger, [ATTR_CANCEL_MECHANISM]: cancel.mechanism, [ATTR_CANCEL_REASON]: cancel.reason },
+        cancel.sentAt === null ? undefined : new Date(cancel.sentAt),
+      );
+    }
+    // Late messages between the response and the settle (rare): already on the record.
+    for (const kind of lateKinds({ results: 0, errors: 0, progress: 0 }, record.late)) {
+      span.addEvent(EVENT_LATE_MESSAGE, { [ATTR_LATE_KIND]: kind });
+    }
+    if (errorType !== undefined) {
+      const message =
+        record.status === "failed" ? record.error?.message : record.status === "cancelled" ? record.cancel?.reason : "tool returned isError";
+      span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
+    }
+    if (!this.#borrowed) span.end();
+
+    const point: Attributes = { ...this.#common };
+    if (errorType !== undefined) point[ATTR_ERROR_TYPE] = errorType;
+    if (code !== undefined) point[ATTR_RPC_RESPONSE_STATUS_CODE] = code;
+    this.#settings.duration.record(record.elapsedMs / 1000, point);
+  }
+
+  /**
+   * A revision after the settle: a discarded late message or a verification's answer. The call
+   * span has ended (its duration is what the caller waited), so each lands on a short follow-up
+   * span, a child of the call span: it shows under the call in any trace view, without relying
+   * on a backend's support for links, and carries the call's new outcome as an attribute.
+   */
+  #followUp(previous: RunRecord, record: RunRecord): void {
+    const parent = trace.setSpanContext(context.active(), this.#spanContext);
+    const attributes: Attributes = {
+      ...this.#common,
+      [ATTR_CALL_STATUS]: record.status,
+      [ATTR_CALL_OUTCOME]: record.outcome,
+      [ATTR_RECORD_REVISION]: record.revision,
+      [ATTR_LATE_RESULTS]: record.late.results,
+      [ATTR_LATE_ERRORS]: record.late.errors,
+      [ATTR_LATE_PROGRESS]: record.late.progress,
+    };
+    if (record.requestId !== null) attributes[ATTR_JSONRPC_REQUEST_ID] = String(record.requestId);
+    const verification = record.verification;
+    if (verification?.settledAt != null && previous.verification?.settledAt !== verification.settledAt) {
+      const failed = record.outcome === "verify-failed";
+      if (failed) attributes[ATTR_ERROR_TYPE] = ERROR_TYPE_VERIFY_FAILED;
+      const span = this.#settings.tracer.startSpan(
+        `verify ${this.#name}`,
+        { kind: SpanKind.INTERNAL, attributes, startTime: new Date(verification.startedAt) },
+        parent,
+      );
+      span.addEvent(EVENT_VERIFICATION, { [ATTR_CALL_OUTCOME]: record.outcome }, new Date(verification.settledAt));
+      if (failed) {
+        span.setStatus(verification.error === null ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: verification.error });
+      }
+      span.end(new Date(verification.settledAt));
+      return;
+    }
+    const kinds = lateKinds(previous.late, record.late);
+    if (kinds.length === 0) return;
+    const span = this.#settings.tracer.startSpan(`late ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+    for (const kind of kinds) span.addEvent(EVENT_LATE_MESSAGE, { [ATTR_LATE_KIND]: kind });
+    span.end();
+  }
+
+  #errorType(record: RunRecord): string | undefined {
+    switch (record.status) {
+      case "succeeded":
+        return this.#toolError ? ERROR_TYPE_TOOL_ERROR : undefined;
+      case "cancelled":
+        return CANCEL_ERROR_TYPE[record.cancel?.trigger ?? "aborted"];
+      case "failed": {
+        const code = record.error?.code;
+        return typeof code === "number" || (typeof code === "string" && code.length > 0) ? String(code) : ERROR_TYPE_OTHER;
+      }
+    }
+  }
+}
+
+/** The late message kinds that one revision added, one entry per message. */
+function lateKinds(before: RunRecord["late"], after: RunRecord["late"]): Array<"result" | "error" | "progress"> {
+  const kinds: Array<"result" | "error" | "progress"> = [];
+  for (let i = before.results; i < after.results; i++) kinds.push("result");
+  for (let i = before.errors; i < after.errors; i++) kinds.push("error");
+  for (let i = before.progress; i < after.progress; i++) kinds.push("progress");
+  return kinds;
+}
+
+/**
+ * What the connection says: `mcp.protocol.version` (v2 `getNegotiatedProtocolVersion()`, or the
+ * HTTP transport's `protocolVersion`), `network.transport` (`tcp` for Streamable HTTP, `pipe`
+ * for stdio), `network.protocol.name`, `server.address` and `server.port`.
+ */
+function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): Attributes {
+  const attributes: Attributes = {};
+  const client = call.client as { getNegotiatedProtocolVersion?: () => unknown } | null;
+  const transport = (call.transport ?? {}) as {
+    protocolVersion?: unknown;
+    hasPerRequestStream?: unknown;
+    terminateSession?: unknown;
+    _url?: unknown;
+  };
+  let version: unknown;
+  try {
+    version = client?.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion;
+  } catch {
+    version = undefined;
+  }
+  if (typeof version === "string") attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
+  const http = transport.hasPerRequestStream === true || typeof transport.terminateSession === "function";
+  if (http) {
+    attributes[ATTR_NETWORK_TRANSPORT] = "tcp";
+    attributes[ATTR_NETWORK_PROTOCOL_NAME] = "http";
+  } else if ("stderr" in transport) {
+    attributes[ATTR_NETWORK_TRANSPORT] = "pipe"; // the SDKs' stdio transports (both lines expose stderr)
+  }
+  // Both SDK lines keep the Streamable HTTP URL as `_url`.
+  const url = serverUrl ?? (http && transport._url instanceof URL ? transport._url : undefined);
+  if (url !== undefined && url.hostname !== "") {
+    attributes[ATTR_SERVER_ADDRESS] = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    attributes[ATTR_SERVER_PORT] = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  }
+  return attributes;
+}
+
+/**
+ * The active span, when it is a GenAI `execute_tool` span for this tool that is still open and
+ * is not itself an MCP span. The API has no attribute getter: the SDK's spans expose
+ * `attributes` and `ended`, and only such a span is trusted.
+ */
+function outerToolSpan(parent: Context, tool: string): Span | undefined {
+  const span = trace.getSpan(parent);
+  if (span === undefined || !span.isRecording()) return undefined;
+  const own = span as unknown as { attributes?: Attributes; ended?: unknown };
+  const attributes = own.attributes;
+  if (typeof attributes !== "object" || attributes === null || own.ended === true) return undefined;
+  if (attributes[ATTR_GEN_AI_OPERATION_NAME] !== GEN_AI_OPERATION_EXECUTE_TOOL) return undefined;
+  if (attributes[ATTR_MCP_METHOD_NAME] !== undefined) return undefined;
+  const name = attributes[ATTR_GEN_AI_TOOL_NAME];
+  return name === undefined || name === tool ? span : undefined;
+}
+
+/** The trace context (and baggage) of `ctx`, by the configured propagator, as `_meta` entries. */
+function inject(ctx: Context): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+function json(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? "null";
+  } catch {
+    return "[unserializable]";
+  }
+}
