@@ -21,6 +21,9 @@ interface Attached {
 /** One handle per client: attaching twice returns it. */
 const handles = new WeakMap<object, CancellableClient<TransportLike, ClientLike>>();
 
+/** Each decorated transport's own `send`, bound to it. */
+const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>();
+
 /** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
 const PASS_THROUGH = new Set(["initialize", "server/discover"]);
 
@@ -182,7 +185,13 @@ export function attachCancellation<C extends ClientLike>(
  * the adapter's sends bypass the decorator installed on the transport itself.
  */
 function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
-  const send = (target.send as (...args: unknown[]) => Promise<void>).bind(target);
+  // The transport's own send, even when an earlier attach already put a wire's there (the SDK
+  // started the same transport object again): decorators never stack.
+  let send = originalSends.get(target);
+  if (send === undefined) {
+    send = (target.send as (...args: unknown[]) => Promise<void>).bind(target);
+    originalSends.set(target, send);
+  }
   const raw = new Proxy(target, {
     get: (object, property) => (property === "send" ? send : Reflect.get(object, property, object)),
     set: (object, property, value: unknown) => Reflect.set(object, property, value, object),

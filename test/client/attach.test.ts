@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import {
@@ -299,5 +301,48 @@ describe("attachCancellation: usage", () => {
     await client.connect(mcp.transport);
     cleanups.push(() => client.close());
     expect(() => attachCancellation(client)).toThrow(/withCancellation's mcp.transport/);
+  });
+});
+
+describe("attachCancellation: the same transport object started again", () => {
+  it("a reconnect on the very same transport object re-attaches without stacking decorators", async () => {
+    // A transport that can be started again after a close (a fresh in-memory pair, and server, each time).
+    class Restartable {
+      inner: InMemoryTransport | undefined;
+      servers = 0;
+      onmessage?: (message: never) => void;
+      onclose?: () => void;
+      onerror?: (error: Error) => void;
+      async start(): Promise<void> {
+        const [client, serverSide] = InMemoryTransport.createLinkedPair();
+        const server = new McpServer({ name: "s", version: "1" });
+        server.registerTool("echo", { inputSchema: {} }, async () => ({ content: [{ type: "text" as const, text: "ok" }] }));
+        await server.connect(serverSide);
+        this.servers++;
+        client.onmessage = (message) => this.onmessage?.(message as never);
+        client.onclose = () => this.onclose?.();
+        this.inner = client;
+        await client.start();
+      }
+      send(message: never): Promise<void> {
+        return this.inner!.send(message);
+      }
+      close(): Promise<void> {
+        return this.inner!.close();
+      }
+    }
+    const transport = new Restartable();
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(transport as never);
+    const mcp = attachCancellation(client);
+    await expect(client.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    await client.close();
+    await client.connect(transport as never); // the SDK sets its handlers on the same object again
+    expect(client.transport).toBe(transport);
+    await expect(client.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    expect(mcp.records().map((r) => r.summary)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    expect(transport.servers).toBe(2);
+    await client.close();
   });
 });
