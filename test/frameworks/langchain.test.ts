@@ -135,6 +135,8 @@ describe("LangChain JS over Streamable HTTP: a framework-owned v2 client, attach
     expect(seen(server, "notifications/cancelled")).toEqual([]);
     expect(seen(server, "tools/call")).toHaveLength(1); // not retried
     expect(mcp.pendingCount).toBe(0);
+    // Nothing leaks: no response left open on the server for the cancelled call.
+    expect(await eventually(() => server.openResponses().every((e) => e.rpc !== "tools/call"))).toBe(true);
   });
 
   it("a timeout through the attached client is our CallTimeoutError inside LangChain's ToolException", async () => {
