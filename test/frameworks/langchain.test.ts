@@ -9,7 +9,7 @@ import { attachCancellation, isCallTimeoutError, withCancellation } from "../../
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
-import { sawDisconnect, seen, startV2 } from "../http/servers.js";
+import { sawDisconnect, seen, sleep, startV2 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
 
 // @langchain/mcp-adapters 1.1.4 with @langchain/core, no language model: the tools that
@@ -50,6 +50,7 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     const controller = new AbortController();
     const call = tool("sleep").invoke({ ms: 10_000 }, { signal: controller.signal });
     await eventually(() => mcp.pendingCount === 1);
+    await sleep(200); // let the request reach the server's handler
     const reason = new Error("user pressed stop");
     controller.abort(reason);
     const t0 = performance.now();
@@ -58,7 +59,7 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     // LangChain's own error kind, naming what happened (it does not keep the cause).
     expect((error as Error).name).toBe("ToolException");
     expect((error as Error).message).toContain("CallCancelledError: tools/call was cancelled by the caller");
-    expect(await eventually(() => /ABORTED \d+/.test(stderr()))).toBe(true);
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
     expect(calls(mcp)).toMatchObject([{ name: "sleep", status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } }]);
     expect(calls(mcp)).toHaveLength(1); // nothing retried
     expect(getEventListeners(controller.signal, "abort")).toHaveLength(0); // nothing left on the run's signal
