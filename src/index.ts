@@ -1,6 +1,7 @@
 // Every public export by name. The root never imports a `node:` module; adapters that do are
 // subpath exports (`mcp-cancellable/stdio`).
 export { withCancellation } from "./client/with-cancellation.js";
+export { attachCancellation } from "./client/attach.js";
 export type {
   CallToolParams,
   CancellableClient,
@@ -9,7 +10,7 @@ export type {
   RequestParams,
   ResultSchema,
   ToolResult,
-} from "./client/with-cancellation.js";
+} from "./client/facade.js";
 export { CancellableCall } from "./core/cancellable-call.js";
 export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
 export { summarize } from "./core/record.js";

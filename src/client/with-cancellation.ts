@@ -1,107 +1,21 @@
-import { z } from "zod";
-import { CancellableCall } from "../core/cancellable-call.js";
-import type { CallHooks } from "../core/cancellable-call.js";
-import type { RunRecord } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
-import { MemoryLedger } from "../ledger/memory.js";
-import {
-  DEFAULT_MAX_RECORDS,
-  DEFAULT_MAX_TOMBSTONES,
-  MAX_TIMER_DELAY_MS,
-  parseCancellationOptions,
-  resolveCallOptions,
-} from "../types/options.js";
-import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
-import { CALL_MARKER } from "../wire/messages.js";
+import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/options.js";
+import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
-import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
-import type { CallObservation } from "../types/options.js";
+import { createFacade, decorated, sdkClientOver } from "./facade.js";
+import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
-/** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
-export interface ClientLike {
-  callTool(params: never, ...rest: never[]): Promise<unknown>;
-  request(request: never, ...rest: never[]): Promise<unknown>;
-}
-
-/** `tools/call` params: the tool's name and arguments (and optional `_meta`). */
-export interface CallToolParams {
-  name: string;
-  arguments?: Record<string, unknown>;
-  _meta?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-/** A JSON-RPC request for `request()`: a method and its params. */
-export interface RequestParams {
-  method: string;
-  params?: { _meta?: Record<string, unknown>; [key: string]: unknown };
-}
-
-/** A result schema for `request()` (a zod schema; the v1 SDK validates the result with it). */
-export interface ResultSchema<R> {
-  parse(value: unknown): R;
-}
-
-/** Options of `request()`: the call options plus, for the v1 SDK, the result schema. */
-export interface RequestOptions<R> extends CallOptions {
-  /**
-   * The schema the SDK validates the result with. v1: default any object. v2: needed only for
-   * methods outside the spec.
-   */
-  resultSchema?: ResultSchema<R>;
-}
-
-/** The tool result the SDK returns (`CallToolResult`, loosely typed to fit both SDK lines). */
-export interface ToolResult {
-  content?: unknown[];
-  structuredContent?: unknown;
-  isError?: boolean;
-  [key: string]: unknown;
-}
-
-/** What `withCancellation` returns: the decorated transport and the calls that go through it. */
-export interface CancellableClient<T extends TransportLike> {
-  /** The decorated transport: pass it to `client.connect()`. */
-  readonly transport: T;
-  /**
-   * Calls a tool with per-call timeouts and cancellation.
-   * @returns the SDK's `CallToolResult`.
-   * @throws {CallTimeoutError} idle (`REQUEST_TIMEOUT`) or maximum total (`MAX_TOTAL_TIMEOUT`) timeout.
-   * @throws {CallCancelledError} the caller's signal aborted (`CANCELLED`).
-   * @throws {ConnectionClosedError} the transport closed (`CONNECTION_CLOSED`).
-   * @throws {InvalidOptionError} an option is invalid (nothing was sent).
-   * A JSON-RPC error from the server is the SDK's own error, untouched.
-   */
-  callTool(params: CallToolParams, options?: CallOptions): Promise<ToolResult>;
-  /**
-   * Sends any request (`resources/read`, `prompts/get`, ...) with per-call timeouts and
-   * cancellation; errors as `callTool`. `initialize` is refused: it must never be cancelled
-   * (rule 39), so it goes through `client.connect()`.
-   */
-  request<R = Record<string, unknown>>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
-  /** The run records kept in memory, oldest first (at most `maxRecords`). */
-  records(): RunRecord[];
-  /** Calls still pending on the wire (0 when idle: nothing is held for settled calls). */
-  readonly pendingCount: number;
-  /** Settled request ids remembered to drop late messages (at most `maxTombstones`). */
-  readonly tombstoneCount: number;
-}
-
-const anyResult = z.looseObject({});
-
-/** Never 0 or Infinity: Node fires those at once. The SDK's own timer must never decide a call's fate. */
-const SDK_TIMEOUT = MAX_TIMER_DELAY_MS;
-
-const systemTimers: Timers = {
-  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
-};
-
-const monotonic = (): number => performance.now();
-
-let callNumber = 0;
+export type {
+  CallToolParams,
+  CancellableClient,
+  ClientLike,
+  RequestOptions,
+  RequestParams,
+  ResultSchema,
+  ToolResult,
+} from "./facade.js";
 
 /**
  * Wraps an MCP SDK client (v1 `@modelcontextprotocol/sdk` `Client`, or v2
@@ -115,138 +29,63 @@ let callNumber = 0;
  * @param options client-wide defaults (all durations in ms) and where records go.
  * @throws {InvalidOptionError} an option is invalid, naming it.
  */
-export function withCancellation<T extends TransportLike>(
-  client: ClientLike,
+export function withCancellation<T extends TransportLike, C extends ClientLike = ClientLike>(
+  client: C,
   transport: CancellationAdapter<T> | T,
   options?: CancellationOptions,
-): CancellableClient<T> {
+): CancellableClient<T, C> {
   if (typeof client !== "object" || client === null || typeof client.callTool !== "function") {
     throw new InvalidOptionError("client", "withCancellation: client must be an MCP SDK Client");
   }
+  if (connectedTransport(client) !== undefined) {
+    throw new InvalidOptionError(
+      "client",
+      "withCancellation: this client is already connected. Use attachCancellation(client, options) for a client that " +
+        "is already connected (an agent framework's, for example), or call withCancellation before client.connect() " +
+        "and connect with client.connect(mcp.transport)",
+    );
+  }
   const adapter = toAdapter(transport);
-  const defaults = parseCancellationOptions(options);
-  const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
+  const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
   const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
-  const clock = defaults.clock ?? monotonic;
-  const onRecord = defaults.onRecord;
-  const record = (key: number, next: RunRecord): void => {
-    ledger.put(key, next);
-    if (onRecord !== undefined) {
-      try {
-        onRecord(next);
-      } catch {
-        // A throwing log hook must not change how a call settles.
+  decorated.add(wire.transport);
+  const facade = createFacade({
+    sdk: client as unknown as SdkCalls,
+    client,
+    v2,
+    defaults,
+    wire: () => {
+      // Usage mistakes are usage errors (nothing is sent), never a closed connection that a
+      // bot's "cancelled" branch would swallow.
+      const current = connectedTransport(client);
+      if (current !== undefined && current !== wire.transport) {
+        throw new InvalidOptionError(
+          "transport",
+          "the client is connected through another transport than mcp.transport, so this call would bypass the library " +
+            "(nothing was sent): connect with client.connect(mcp.transport), or use attachCancellation(client) to add " +
+            "cancellation to the client as it is connected",
+        );
       }
-    }
-  };
-  const recorder =
-    (key: number, observation: CallObservation | undefined) =>
-    (next: RunRecord): void => {
-      record(key, next);
-      if (observation !== undefined) observeRecord(observation, next);
-    };
-  const sdk = client as unknown as {
-    callTool(...args: unknown[]): Promise<unknown>;
-    request(...args: unknown[]): Promise<unknown>;
-  };
-
-  function run<R>(
-    method: string,
-    name: string | null,
-    params: Record<string, unknown> & { _meta?: Record<string, unknown> },
-    options: CallOptions | undefined,
-    invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
-  ): Promise<R> {
-    const resolved = resolveCallOptions(defaults, options);
-    const key = ++callNumber;
-    // Before the call starts, so a span covers the whole call, even one cancelled before the send.
-    const observation = observe(defaults.observer, { method, name, params, client, transport: adapter.transport });
-    const hooks: CallHooks = {
-      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: (call, reason) => wire.cancel(call, reason),
-      settled: (call) => wire.settled(call, key),
-      // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
-      // and a closure made here would keep this whole scope (params, call, controller) alive.
-      record: recorder(key, observation),
-    };
-    const call = new CancellableCall<R>({
-      method,
-      name,
-      options: resolved,
-      hooks,
-      clock,
-      timers: defaults.timers ?? systemTimers,
-    });
-    call.start();
-    // Not connected yet (or not through mcp.transport), or the connection is gone (the server
-    // exited, the transport closed): say so, send nothing.
-    if (!wire.open) call.cancel("connection-closed");
-    if (call.settled) return call.promise; // nothing was sent: aborted signal, or closed connection
-    wire.register(call, key);
-    // No signal for the SDK: an AbortController per call would cost more than the rest of the
-    // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
-    const sdkOptions: Record<string, unknown> = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
-    // A progress token is requested whenever progress can matter (case C05). The wire hands
-    // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
-    if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
-    let sent: Promise<unknown>;
-    try {
-      sent = invoke({ ...withMeta(params, observation), [CALL_MARKER]: key }, sdkOptions);
-    } catch (error) {
-      sent = Promise.reject(error);
-    }
-    sent.then(
-      (value) => {
-        if (observation !== undefined && !call.settled) observeResult(observation, value);
-        call.succeed(value as R);
-      },
-      (error: unknown) => call.fail(error),
-    );
-    return call.promise;
-  }
-
+      if (!wire.started) {
+        throw new InvalidOptionError(
+          "client",
+          "the client is not connected yet (nothing was sent): call await client.connect(mcp.transport) before calling tools",
+        );
+      }
+      return wire;
+    },
+  });
+  let sdkClient: C | undefined;
   return {
     transport: wire.transport,
-    callTool(params, callOptions) {
-      if (typeof params !== "object" || params === null || typeof params.name !== "string") {
-        return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
-      }
-      try {
-        return run<ToolResult>("tools/call", params.name, params, callOptions, (marked, sdkOptions) =>
-          v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
-        );
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    callTool: facade.callTool,
+    request: facade.request,
+    get sdkClient() {
+      return (sdkClient ??= sdkClientOver(client, facade));
     },
-    request<R>(request: RequestParams, requestOptions?: RequestOptions<R>) {
-      if (typeof request !== "object" || request === null || typeof request.method !== "string") {
-        return Promise.reject(new InvalidOptionError("request.method", "request: request.method must be a string"));
-      }
-      if (request.method === "initialize") {
-        return Promise.reject(
-          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39); use client.connect()"),
-        );
-      }
-      try {
-        const { resultSchema, ...callOptions } = requestOptions ?? {};
-        const params = request.params ?? {};
-        const name = typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : null;
-        return run<R>(request.method, name, params, callOptions, (marked, sdkOptions) =>
-          // v2 takes a result schema only for methods outside the spec; v1 always needs one.
-          v2
-            ? resultSchema === undefined
-              ? sdk.request({ method: request.method, params: marked }, sdkOptions)
-              : sdk.request({ method: request.method, params: marked }, resultSchema, sdkOptions)
-            : sdk.request({ method: request.method, params: marked }, resultSchema ?? anyResult, sdkOptions),
-        );
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    },
-    records: () => ledger.list(),
+    records: facade.records,
     get pendingCount() {
       return wire.pendingCount;
     },
@@ -256,7 +95,11 @@ export function withCancellation<T extends TransportLike>(
   };
 }
 
-function ignore(): void {}
+/** The transport the SDK client is connected through (v1 and v2: the `transport` getter), if any. */
+export function connectedTransport(client: object): object | undefined {
+  const transport = (client as { transport?: unknown }).transport;
+  return typeof transport === "object" && transport !== null ? transport : undefined;
+}
 
 function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
   if (typeof transport !== "object" || transport === null) {

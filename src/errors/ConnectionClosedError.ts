@@ -3,7 +3,8 @@ import type { RunRecord } from "../core/record.js";
 
 /**
  * The transport closed while the call was pending (rule 31: in-flight requests are lost), or
- * was not open when the call was made (`requestId` null, outcome `not-sent`: nothing was sent).
+ * had closed when the call was made (`requestId` null, outcome `not-sent`: nothing was sent). A call
+ * before the first connect is a usage mistake: `InvalidOptionError`.
  * A pending call's outcome stays unverified: the server may have done the work.
  */
 export class ConnectionClosedError extends McpCancellableError {
@@ -13,7 +14,7 @@ export class ConnectionClosedError extends McpCancellableError {
   constructor(record: RunRecord, verification: Promise<RunRecord>, cause?: unknown) {
     super(
       record.requestId === null
-        ? `the connection is not open, so ${record.method} was not sent (connect with client.connect(mcp.transport))`
+        ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`
         : `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
       record,
       verification,

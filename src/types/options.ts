@@ -308,9 +308,12 @@ function defined<T extends object>(options: T): T {
  * Validates client-wide options once, at the boundary.
  * @throws {InvalidOptionError} naming the first option at fault.
  */
-export function parseCancellationOptions(options: CancellationOptions | undefined): CancellationOptions {
+export function parseCancellationOptions(
+  options: CancellationOptions | undefined,
+  where = "withCancellation options",
+): CancellationOptions {
   if (options === undefined) return {};
-  parseOptions(clientOptionsSchema, options, "withCancellation options");
+  parseOptions(clientOptionsSchema, options, where);
   return options;
 }
 

@@ -66,6 +66,8 @@ export class Wire<T extends TransportLike> {
   readonly #inbound = new Set<RequestId>();
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
+  /** True once the transport was open (started through this decorator, or attached connected). */
+  #started = false;
   readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
   readonly #bound = new Map<PropertyKey, unknown>();
   readonly #overrides = new Map<PropertyKey, unknown>();
@@ -78,14 +80,24 @@ export class Wire<T extends TransportLike> {
   /**
    * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
    *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
+   * @param connected true when the transport is already started and connected (attaching to a
+   *   connected client): the wire is open from the start.
    */
+  /** The SDK transport underneath the decorator (the adapter's), for observers. */
+  get underlying(): T {
+    return this.#adapter.transport;
+  }
+
   constructor(
     adapter: CancellationAdapter<T>,
     maxTombstones: number,
     onAnomaly?: (anomaly: Anomaly) => void,
     releaseFailedSends = false,
+    connected = false,
   ) {
     this.#releaseFailedSends = releaseFailedSends;
+    this.#open = connected;
+    this.#started = connected;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -144,6 +156,11 @@ export class Wire<T extends TransportLike> {
   /** True while the transport is open: started through this decorator and not closed since. */
   get open(): boolean {
     return this.#open;
+  }
+
+  /** True once the transport has been open (it may have closed since): tells "not connected yet" from "closed". */
+  get started(): boolean {
+    return this.#started;
   }
 
   /** Number of remembered settled ids (at most `maxTombstones`). */
@@ -261,6 +278,7 @@ export class Wire<T extends TransportLike> {
 
   readonly #start = (): Promise<void> => {
     this.#open = true;
+    this.#started = true;
     return this.#inner.start();
   };
 

@@ -3,7 +3,8 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { ConnectionClosedError, InvalidOptionError, withCancellation } from "../../src/index.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { ConnectionClosedError, InvalidOptionError, isConnectionClosedError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 
@@ -56,24 +57,69 @@ describe("the HTTP helpers check their options like the rest of the library", ()
   });
 });
 
-describe("calls while the connection is not open", () => {
-  it("before client.connect(mcp.transport): a ConnectionClosedError saying it was not sent and how to connect", async () => {
+describe("usage mistakes around connect() are usage errors, never a closed connection (issue 11 item 5)", () => {
+  it("a call before client.connect(mcp.transport): InvalidOptionError saying to connect first, nothing sent", async () => {
     const [clientTransport] = InMemoryTransport.createLinkedPair();
-    const mcp = withCancellation(new Client({ name: "b", version: "1" }), clientTransport);
+    const records: unknown[] = [];
+    const mcp = withCancellation(new Client({ name: "b", version: "1" }), clientTransport, { onRecord: (r) => records.push(r) });
     const error = await mcp.callTool({ name: "x" }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConnectionClosedError);
-    expect((error as Error).message).toContain("client.connect(mcp.transport)");
-    expect((error as ConnectionClosedError).record).toMatchObject({ requestId: null, outcome: "not-sent" });
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(isConnectionClosedError(error)).toBe(false);
+    expect((error as InvalidOptionError).option).toBe("client");
+    expect((error as Error).message).toContain("not connected yet");
+    expect((error as Error).message).toContain("await client.connect(mcp.transport)");
+    expect(records).toEqual([]); // nothing was sent, nothing to record
     expect(mcp.pendingCount).toBe(0);
   });
 
-  it("a client connected to the raw transport instead of mcp.transport: refused, not silently unguarded", async () => {
+  it("a client connected to the raw transport instead of mcp.transport: InvalidOptionError saying exactly that", async () => {
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
     serverTransport.onmessage = () => {};
     await serverTransport.start();
     const client = new Client({ name: "b", version: "1" });
     const mcp = withCancellation(client, clientTransport);
     void client.connect(clientTransport, { timeout: 50 }).catch(() => {}); // the mistake
-    await expect(mcp.callTool({ name: "x" })).rejects.toBeInstanceOf(ConnectionClosedError);
+    const error = await mcp.callTool({ name: "x" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as InvalidOptionError).option).toBe("transport");
+    expect((error as Error).message).toContain("connected through another transport than mcp.transport");
+    expect((error as Error).message).toContain("attachCancellation");
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("withCancellation on a client that is already connected: InvalidOptionError naming attachCancellation", async () => {
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    const server = new McpServer({ name: "s", version: "1" });
+    await server.connect(serverTransport);
+    const client = new Client({ name: "b", version: "1" });
+    await client.connect(clientTransport);
+    const [other] = InMemoryTransport.createLinkedPair();
+    let error: unknown;
+    try {
+      withCancellation(client, other);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as InvalidOptionError).option).toBe("client");
+    expect((error as Error).message).toContain("already connected");
+    expect((error as Error).message).toContain("attachCancellation(client");
+    await client.close();
+    await server.close();
+  });
+
+  it("a call after the connection closed is still a ConnectionClosedError (a real closed connection), not sent", async () => {
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    const server = new McpServer({ name: "s", version: "1" });
+    await server.connect(serverTransport);
+    const client = new Client({ name: "b", version: "1" });
+    const mcp = withCancellation(client, clientTransport);
+    await client.connect(mcp.transport);
+    await client.close();
+    const error = await mcp.callTool({ name: "x" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectionClosedError);
+    expect((error as ConnectionClosedError).record).toMatchObject({ requestId: null, outcome: "not-sent" });
+    expect((error as Error).message).toContain("reconnect");
+    await server.close();
   });
 });

@@ -1,25 +1,8 @@
 import type { RequestId } from "../../core/cancellable-call.js";
-import { z } from "zod";
-import { fnOption, parseOptions } from "../../types/options.js";
 import { abortSubscribers, onAbort } from "../../utils/abort-link.js";
-
-const fetchOptionsSchema = z.strictObject({ fetch: fnOption }).partial();
 
 /** A `fetch` as the SDK transports call it: `(url, init)`, resolving to a `Response`. */
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
-
-/** Options of `cancellableFetch`. */
-export interface CancellableFetchOptions {
-  /**
-   * The fetch that sends the requests. Default: undici's `fetch` with an `Agent` whose
-   * `headersTimeout` and `bodyTimeout` are 0 (off), so only the call's own timeouts decide how
-   * long a request may wait (undici's defaults, also Node's global `fetch`'s, are 300_000 ms
-   * each: a tool silent for 5 minutes would lose its stream before a longer `timeoutMs`). Where
-   * undici cannot be loaded (a browser, an edge runtime) the global `fetch` is used.
-   * A fetch given here is used as it is: its own timeouts then apply.
-   */
-  fetch?: FetchLike;
-}
 
 /** What the fetch asks of the adapter bound to it (one adapter per fetch, one fetch per transport). */
 export interface FetchPort {
@@ -47,23 +30,12 @@ interface Registry {
 const registries = new WeakMap<object, Registry>();
 
 /**
- * A `fetch` for the Streamable HTTP client transport that gives every POST its own
- * `AbortController`, so one request's response stream (and its TCP connection) can be closed
- * without touching the others. Pass it as the transport's `fetch` option; one per transport:
- *
- * ```ts
- * const transport = new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() });
- * const mcp = withCancellation(client, streamableHttpCancellation(transport));
- * ```
- *
- * On its own (before `streamableHttpCancellation` binds it) it only forwards to the base fetch,
- * each request on its own controller linked to the transport's signal (no listener is left on
- * that long-lived signal once the response body ends).
+ * The per-request fetch behind `cancellableFetch` (see cancellable-fetch.ts, which picks the base
+ * fetch: kept apart so the root entry, which reaches this module through the adapter, never
+ * pulls in undici). @internal
  */
-export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
-  parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
+export function perRequestFetch(base: FetchLike): FetchLike {
   const registry: Registry = { port: undefined, owner: undefined };
-  const base = options.fetch ?? defaultFetch;
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
   return fetch;
@@ -209,26 +181,4 @@ function requestIdOf(body: unknown): RequestId | undefined {
   return typeof method === "string" && (typeof id === "string" || typeof id === "number") ? id : undefined;
 }
 
-/** The header and body timeouts of the default dispatcher, in ms (0 = off). @internal */
-export const DEFAULT_DISPATCHER_TIMEOUTS_MS = { headersTimeout: 0, bodyTimeout: 0 } as const;
-
-let undici: Promise<FetchLike | undefined> | undefined;
-
-/** undici's fetch with header and body timeouts off, loaded on first use; the global fetch where undici is missing. */
-const defaultFetch: FetchLike = async (url, init) => {
-  undici ??= loadUndici();
-  const fetch = await undici;
-  return fetch === undefined ? globalThis.fetch(url, init) : fetch(url, init);
-};
-
-async function loadUndici(): Promise<FetchLike | undefined> {
-  try {
-    const { Agent, fetch } = await import("undici");
-    const dispatcher = new Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
-    return (url, init) =>
-      fetch(url, { ...(init as object), dispatcher } as Parameters<typeof fetch>[1]) as unknown as Promise<Response>;
-  } catch {
-    return undefined;
-  }
-}
 

@@ -6,5 +6,6 @@ export {
   streamableHttpCancellation,
 } from "./adapter.js";
 export type { StreamableHttpAdapter, StreamableHttpCancellationOptions, StreamableHttpStats } from "./adapter.js";
-export { cancellableFetch } from "./fetch.js";
-export type { CancellableFetchOptions, FetchLike } from "./fetch.js";
+export { cancellableFetch } from "./cancellable-fetch.js";
+export type { CancellableFetchOptions } from "./cancellable-fetch.js";
+export type { FetchLike } from "./fetch.js";

@@ -1,0 +1,20 @@
+import { loadMcpTools } from "@langchain/mcp-adapters";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { withCancellation } from "mcp-cancellable";
+import { stdioCancellation } from "mcp-cancellable/stdio";
+
+const client = new Client({ name: "report-agent", version: "1.0.0" });
+const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "report-server" })), {
+  timeoutMs: 30_000, // idle timeout per tool call, ms: applies even though LangChain sets none
+  maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
+  onRecord: (record) => console.log(record.summary),
+});
+await client.connect(mcp.transport);
+
+// LangChain calls sdkClient.callTool(params, undefined, { timeout, signal, onprogress }):
+// its timeout becomes our idle timeout, its run's signal cancels the call on the wire.
+const tools = await loadMcpTools("reports", mcp.sdkClient);
+const run = new AbortController();
+const summary = tools.find((tool) => tool.name === "generate_quarterly_summary");
+await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });

@@ -1,0 +1,63 @@
+// cancellableFetch() and its default base fetch (undici with its header and body timeouts off).
+// Apart from fetch.ts so that the root entry, which reaches the adapter, never pulls in undici.
+import { z } from "zod";
+import { fnOption, parseOptions } from "../../types/options.js";
+import { perRequestFetch } from "./fetch.js";
+import type { FetchLike } from "./fetch.js";
+
+const fetchOptionsSchema = z.strictObject({ fetch: fnOption }).partial();
+
+/** Options of `cancellableFetch`. */
+export interface CancellableFetchOptions {
+  /**
+   * The fetch that sends the requests. Default: undici's `fetch` with an `Agent` whose
+   * `headersTimeout` and `bodyTimeout` are 0 (off), so only the call's own timeouts decide how
+   * long a request may wait (undici's defaults, also Node's global `fetch`'s, are 300_000 ms
+   * each: a tool silent for 5 minutes would lose its stream before a longer `timeoutMs`). Where
+   * undici cannot be loaded (a browser, an edge runtime) the global `fetch` is used.
+   * A fetch given here is used as it is: its own timeouts then apply.
+   */
+  fetch?: FetchLike;
+}
+
+/**
+ * A `fetch` for the Streamable HTTP client transport that gives every POST its own
+ * `AbortController`, so one request's response stream (and its TCP connection) can be closed
+ * without touching the others. Pass it as the transport's `fetch` option; one per transport:
+ *
+ * ```ts
+ * const transport = new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() });
+ * const mcp = withCancellation(client, streamableHttpCancellation(transport));
+ * ```
+ *
+ * On its own (before `streamableHttpCancellation` binds it) it only forwards to the base fetch,
+ * each request on its own controller linked to the transport's signal (no listener is left on
+ * that long-lived signal once the response body ends).
+ */
+export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
+  parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
+  return perRequestFetch(options.fetch ?? defaultFetch);
+}
+
+/** The header and body timeouts of the default dispatcher, in ms (0 = off). @internal */
+export const DEFAULT_DISPATCHER_TIMEOUTS_MS = { headersTimeout: 0, bodyTimeout: 0 } as const;
+
+let undici: Promise<FetchLike | undefined> | undefined;
+
+/** undici's fetch with header and body timeouts off, loaded on first use; the global fetch where undici is missing. */
+const defaultFetch: FetchLike = async (url, init) => {
+  undici ??= loadUndici();
+  const fetch = await undici;
+  return fetch === undefined ? globalThis.fetch(url, init) : fetch(url, init);
+};
+
+async function loadUndici(): Promise<FetchLike | undefined> {
+  try {
+    const { Agent, fetch } = await import("undici");
+    const dispatcher = new Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
+    return (url, init) =>
+      fetch(url, { ...(init as object), dispatcher } as Parameters<typeof fetch>[1]) as unknown as Promise<Response>;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,212 @@
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { notifyOnCancel } from "../adapters/notification.js";
+import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
+import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/options.js";
+import type { CancellationOptions } from "../types/options.js";
+import { CALL_MARKER } from "../wire/messages.js";
+import { Wire } from "../wire/wire.js";
+import { createFacade, decorated, fromSdkOptions, nameOf, splitTail, anyResult } from "./facade.js";
+import type { CancellableClient, ClientLike, Facade, SdkCalls } from "./facade.js";
+import { connectedTransport } from "./with-cancellation.js";
+
+/** One decorated transport: the wire in its path and the handler it installed on it. */
+interface Attached {
+  readonly target: object;
+  readonly wire: Wire<TransportLike>;
+  /** What the decorator put in `target.onmessage` (to tell whether the SDK replaced it since). */
+  readonly top: unknown;
+}
+
+/** One handle per client: attaching twice returns it. */
+const handles = new WeakMap<object, CancellableClient<TransportLike, ClientLike>>();
+
+/** Each decorated transport's own `send`, bound to it. */
+const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>();
+
+/** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
+const PASS_THROUGH = new Set(["initialize", "server/discover"]);
+
+/**
+ * Adds the library to an MCP SDK client that is ALREADY connected (v1 `@modelcontextprotocol/sdk`
+ * `Client`, or v2 `@modelcontextprotocol/client` `Client`), typically one an agent framework
+ * created and connected: the same `CancellableClient` surface as `withCancellation`.
+ *
+ * - The connected transport is decorated in place: `client.transport` keeps its identity
+ *   (frameworks compare `client.transport === transport`). Requests already in flight are left
+ *   as they are (the SDK's own behaviour).
+ * - The client's own `callTool(params, resultSchema?, { timeout, maxTotalTimeout,
+ *   resetTimeoutOnProgress, signal, onprogress })` and `request(...)` (and so `listTools`,
+ *   `readResource`, ... on the v1 SDK) get the library's behaviour: the SDK options map to the
+ *   call options (`timeout` is the idle timeout, ms; `maxTotalTimeout` the maximum total timeout,
+ *   ms), an option left out takes the defaults given here, the cancel goes out by the transport's
+ *   mechanism, late messages are dropped, and every call gets a run record.
+ *   `initialize` is never taken over (rule 39).
+ * - When the client reconnects on a new transport, the next call attaches to it.
+ *
+ * The cancel mechanism is picked by what the transport is: stdio (and any transport without
+ * per-request streams) sends `notifications/cancelled` (rule 6); a v2 Streamable HTTP transport
+ * closes the request's own stream (2026-07-28: the close is the cancel; 2025 era: the POSTed
+ * notification, then the close; rules 6, 28, 40); a v1 Streamable HTTP transport closes the
+ * stream only when it was created with `{ fetch: cancellableFetch() }`: otherwise its fetch
+ * cannot close one request's socket once the transport exists, so the cancel is the POSTed
+ * notification alone (record mechanism `notification`: the stream stays open until the server
+ * ends it; a stateless server keeps running the tool).
+ *
+ * @param client a connected SDK client.
+ * @param options client-wide defaults (all durations in ms) and where records go, as for
+ *   `withCancellation`.
+ * @returns the handle; `transport` is the client's current transport, `sdkClient` the client itself.
+ * @throws {InvalidOptionError} the client is not a connected SDK client, it already carries the
+ *   library through `withCancellation`, or an option is invalid.
+ */
+export function attachCancellation<C extends ClientLike>(
+  client: C,
+  options?: CancellationOptions,
+): CancellableClient<TransportLike, C> {
+  if (typeof client !== "object" || client === null || typeof client.callTool !== "function" || typeof client.request !== "function") {
+    throw new InvalidOptionError("client", "attachCancellation: client must be an MCP SDK Client");
+  }
+  const existing = handles.get(client);
+  if (existing !== undefined) return existing as CancellableClient<TransportLike, C>;
+  const first = connectedTransport(client);
+  if (first === undefined) {
+    throw new InvalidOptionError(
+      "client",
+      "attachCancellation: the client is not connected. Connect it first (await client.connect(transport)), or use " +
+        "withCancellation(client, transport) before connecting",
+    );
+  }
+  if (decorated.has(first)) {
+    throw new InvalidOptionError(
+      "client",
+      "attachCancellation: the client is connected through withCancellation's mcp.transport already; use that handle",
+    );
+  }
+  const defaults = parseCancellationOptions(options, "attachCancellation options");
+  const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
+  const sdk = client as unknown as SdkCalls & Record<string, unknown>;
+  const original: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+  let current: Attached | undefined;
+
+  const attachTo = (target: TransportLike): Attached => {
+    const wire = new Wire(
+      adapterFor(target),
+      defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+      defaults.onAnomaly,
+      !v2,
+      true,
+    );
+    // In place: the SDK keeps calling target.send, which is now the wire's.
+    (target as { send: unknown }).send = wire.transport.send;
+    decorated.add(target);
+    return { target, wire, top: target.onmessage };
+  };
+
+  const facade: Facade = createFacade({
+    sdk: original,
+    client,
+    v2,
+    defaults,
+    wire: () => {
+      const target = connectedTransport(client) as TransportLike | undefined;
+      if (target === undefined) return current?.wire.open === true ? current.wire : null;
+      // A new transport (reconnect), or the same one started again by the SDK (which then set
+      // its own handlers over ours): attach to it.
+      if (current === undefined || current.target !== target || (!current.wire.open && target.onmessage !== current.top)) {
+        current = attachTo(target);
+      }
+      return current.wire;
+    },
+  });
+  current = attachTo(first as TransportLike);
+
+  // The framework's own calls on the client go through the library too.
+  sdk.callTool = (params: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
+    const marked = typeof params === "object" && params !== null && CALL_MARKER in params;
+    if (marked || typeof (params as { name?: unknown } | null)?.name !== "string") {
+      return original.callTool(params, first, second);
+    }
+    try {
+      const { schema, options: sdkOptions } = splitTail(first, second);
+      const { call, extras } = fromSdkOptions(sdkOptions, "client.callTool");
+      const name = (params as { name: string }).name;
+      return facade.run("tools/call", name, params as Record<string, unknown>, call, (withMarker, ours) =>
+        v2 && schema === undefined
+          ? original.callTool(withMarker, { ...extras, ...ours })
+          : original.callTool(withMarker, schema, { ...extras, ...ours }),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  sdk.request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
+    const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
+    const marked = typeof params === "object" && params !== null && CALL_MARKER in params;
+    if (marked || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
+    try {
+      const { schema, options: sdkOptions } = splitTail(first, second);
+      const { call, extras } = fromSdkOptions(sdkOptions, "client.request");
+      const body = params ?? {};
+      return facade.run(method, nameOf(body), body, call, (withMarker, ours) => {
+        const next = { ...(request as object), method, params: withMarker };
+        if (schema !== undefined) return original.request(next, schema, { ...extras, ...ours });
+        return v2 ? original.request(next, { ...extras, ...ours }) : original.request(next, anyResult, { ...extras, ...ours });
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  const handle: CancellableClient<TransportLike, C> = {
+    get transport() {
+      return (connectedTransport(client) ?? current!.target) as TransportLike;
+    },
+    callTool: facade.callTool,
+    request: facade.request,
+    sdkClient: client,
+    records: facade.records,
+    get pendingCount() {
+      return current?.wire.pendingCount ?? 0;
+    },
+    get tombstoneCount() {
+      return current?.wire.tombstoneCount ?? 0;
+    },
+  };
+  handles.set(client, handle as CancellableClient<TransportLike, ClientLike>);
+  return handle;
+}
+
+/**
+ * The cancel mechanism for a transport that is already connected, by what it is: a Streamable
+ * HTTP transport that can close one request's stream gets the Streamable HTTP adapter; a v1
+ * Streamable HTTP transport created without `cancellableFetch()` gets the POSTed notification
+ * alone (the most a connected v1 transport allows); everything else (stdio, in-memory) the
+ * notification (rule 6). Works on a view of the transport whose `send` is the original one, so
+ * the adapter's sends bypass the decorator installed on the transport itself.
+ */
+function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
+  // The transport's own send, even when an earlier attach already put a wire's there (the SDK
+  // started the same transport object again): decorators never stack.
+  let send = originalSends.get(target);
+  if (send === undefined) {
+    send = (target.send as (...args: unknown[]) => Promise<void>).bind(target);
+    originalSends.set(target, send);
+  }
+  const raw = new Proxy(target, {
+    get: (object, property) => (property === "send" ? send : Reflect.get(object, property, object)),
+    set: (object, property, value: unknown) => Reflect.set(object, property, value, object),
+  });
+  const own = target as { hasPerRequestStream?: unknown; terminateSession?: unknown };
+  const http = own.hasPerRequestStream === true || typeof own.terminateSession === "function";
+  if (!http) return notifyOnCancel(raw);
+  try {
+    return streamableHttpCancellation(raw);
+  } catch (error) {
+    // A v1 transport created without cancellableFetch(): its fetch cannot close one request's
+    // socket now. The POSTed notification is the most it allows (a stateful 2025 server stops
+    // the tool; the stream stays open until the server ends it). Record mechanism: notification.
+    if (error instanceof InvalidOptionError && error.option === "transport") return notifyOnCancel(raw);
+    throw error;
+  }
+}

@@ -1,0 +1,348 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
+import {
+  CallCancelledError,
+  CallTimeoutError,
+  ConnectionClosedError,
+  InvalidOptionError,
+  attachCancellation,
+  withCancellation,
+} from "../../src/index.js";
+import type { RunRecord } from "../../src/index.js";
+import { cancellableFetch } from "../../src/adapters/streamable-http/index.js";
+import { fixture, eventually } from "../helpers/stdio.js";
+import { sawDisconnect, seen, sleep, startV1, startV2, started } from "../http/servers.js";
+import type { TestServer } from "../http/servers.js";
+
+// attachCancellation on clients that are already connected, as an agent framework leaves them:
+// v1 and v2 SDK clients, stdio and Streamable HTTP, real servers. The framework's own calls on
+// the client (client.callTool / client.request with the SDK's options) get the library's
+// behaviour; client.transport keeps its identity; a reconnect attaches to the new transport.
+const SLACK_MS = 400;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+function stderrOf(transport: { stderr: unknown }): () => string {
+  const chunks: string[] = [];
+  (transport.stderr as NodeJS.ReadableStream | null)?.on("data", (chunk: Buffer) => chunks.push(chunk.toString("utf8")));
+  return () => chunks.join("");
+}
+
+async function v1Stdio(script: string, args: string[] = []) {
+  const transport = new StdioV1({ command: process.execPath, args: [fixture(script), ...args], stderr: "pipe" });
+  const stderr = stderrOf(transport);
+  const client = new ClientV1({ name: "framework", version: "1.0.0" });
+  const errors: Error[] = [];
+  client.onerror = (error) => errors.push(error);
+  await client.connect(transport);
+  cleanups.push(() => client.close());
+  return { client, transport, stderr, errors };
+}
+
+async function v2Stdio(pin: boolean) {
+  const transport = new StdioV2({ command: process.execPath, args: [fixture("http/v2-stdio-server.mjs")], stderr: "pipe" });
+  const stderr = stderrOf(transport);
+  const client = new ClientV2({ name: "framework", version: "1.0.0" }, pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);
+  const errors: Error[] = [];
+  client.onerror = (error) => errors.push(error);
+  await client.connect(transport);
+  cleanups.push(() => client.close());
+  return { client, transport, stderr, errors };
+}
+
+async function server(start: () => Promise<TestServer>): Promise<TestServer> {
+  const s = await start();
+  cleanups.unshift(() => s.stop()); // stopped after the clients closed
+  return s;
+}
+
+const cancelsIn = (stderr: string): number => (stderr.match(/RECV .*notifications\/cancelled/g) ?? []).length;
+
+describe("attachCancellation: v1 client over stdio (SDK server)", () => {
+  it("keeps client.transport's identity, leaves a call in flight alone, and returns the same handle twice", async () => {
+    const { client, transport } = await v1Stdio("sdk-stdio-server.mjs");
+    const inFlight = client.callTool({ name: "sleep", arguments: { ms: 200 } });
+    const mcp = attachCancellation(client);
+    expect(client.transport).toBe(transport);
+    expect(mcp.transport).toBe(transport);
+    expect(attachCancellation(client)).toBe(mcp);
+    expect(mcp.sdkClient).toBe(client);
+    await expect(inFlight).resolves.toMatchObject({ content: [{ text: "slept 200" }] });
+    expect(mcp.records()).toEqual([]); // made before the attach: the SDK's own, untouched
+    await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } })).resolves.toMatchObject({ content: [{ text: "slept 1" }] });
+    expect(mcp.records()).toMatchObject([{ method: "tools/call", name: "sleep", status: "succeeded" }]);
+  });
+
+  it("the framework's signal: CallCancelledError, one notification that reaches the handler, a record", async () => {
+    const { client, stderr, errors } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client);
+    const controller = new AbortController();
+    const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { signal: controller.signal, timeout: 60_000 });
+    await sleep(100);
+    const t0 = performance.now();
+    controller.abort(new Error("run aborted"));
+    const error = await call.catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(SLACK_MS);
+    expect(error).toBeInstanceOf(CallCancelledError);
+    expect((error as CallCancelledError).cause).toBe(controller.signal.reason);
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()))).toBe(true);
+    expect(mcp.records()).toMatchObject([
+      { status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" }, outcome: "unverified" },
+    ]);
+    expect(errors).toEqual([]);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("the SDK's timeout option becomes the idle timeout; without one, the attach default holds", async () => {
+    const { client, stderr } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client, { timeoutMs: 300 });
+    const t0 = performance.now();
+    const mapped = await client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { timeout: 150 }).catch((e: unknown) => e);
+    const mappedMs = performance.now() - t0;
+    expect(mapped).toBeInstanceOf(CallTimeoutError);
+    expect((mapped as CallTimeoutError).timeoutMs).toBe(150);
+    expect(mappedMs).toBeGreaterThanOrEqual(145);
+    const t1 = performance.now();
+    const fallback = await client.callTool({ name: "sleep", arguments: { ms: 10_000 } }).catch((e: unknown) => e);
+    expect(fallback).toBeInstanceOf(CallTimeoutError);
+    expect((fallback as CallTimeoutError).code).toBe("REQUEST_TIMEOUT");
+    expect((fallback as CallTimeoutError).timeoutMs).toBe(300);
+    expect(performance.now() - t1).toBeGreaterThanOrEqual(295);
+    expect(performance.now() - t1).toBeLessThan(300 + SLACK_MS);
+    expect(await eventually(() => (stderr().match(/ABORTED/g) ?? []).length === 2)).toBe(true);
+    expect(mcp.records().map((r) => r.cancel?.trigger)).toEqual(["timeout", "timeout"]);
+  });
+
+  it("maxTotalTimeout holds even while progress resets the idle timeout", async () => {
+    const { client } = await v1Stdio("sdk-stdio-server.mjs");
+    attachCancellation(client);
+    const t0 = performance.now();
+    const error = await client
+      .callTool({ name: "ticker", arguments: { every: 30 } }, undefined, {
+        timeout: 200,
+        resetTimeoutOnProgress: true,
+        maxTotalTimeout: 400,
+        onprogress: () => {},
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "MAX_TOTAL_TIMEOUT", timeoutMs: 400 });
+    expect(performance.now() - t0).toBeLessThan(400 + SLACK_MS);
+  });
+
+  it("client.request and the v1 helpers built on it (listTools) get a record; a bad SDK timeout is a usage error", async () => {
+    const { client } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client);
+    await client.listTools();
+    expect(mcp.records()).toMatchObject([{ method: "tools/list", status: "succeeded" }]);
+    await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { timeout: 0 })).rejects.toMatchObject({
+      name: "InvalidOptionError",
+      option: "timeout",
+    });
+  });
+});
+
+describe("attachCancellation: late results over stdio (a raw server that ignores cancels)", () => {
+  it("a late result after our timeout is discarded and recorded; the SDK reports no unknown id", async () => {
+    const { client, stderr, errors } = await v1Stdio("scripted-server.mjs");
+    const mcp = attachCancellation(client);
+    const error = await client.callTool({ name: "late", arguments: { ms: 300 } }, undefined, { timeout: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(await eventually(() => mcp.records()[0]?.late.results === 1)).toBe(true);
+    expect(mcp.records()[0]).toMatchObject({ outcome: "late-result-discarded", cancel: { mechanism: "notification" } });
+    expect(cancelsIn(stderr())).toBe(1);
+    expect(errors).toEqual([]);
+    await expect(client.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ type: "text" }] });
+  });
+});
+
+describe("attachCancellation: v2 client over stdio", () => {
+  for (const pin of [true, false]) {
+    it(`${pin ? "2026-07-28" : "legacy era"}: an abort through client.callTool(params, { signal }) sends one notification to the handler`, async () => {
+      const { client, transport, stderr, errors } = await v2Stdio(pin);
+      const mcp = attachCancellation(client);
+      expect(client.transport).toBe(transport);
+      await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } })).resolves.toMatchObject({ content: [{ type: "text" }] });
+      const controller = new AbortController();
+      const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, { signal: controller.signal });
+      await sleep(100);
+      controller.abort();
+      await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+      expect(await eventually(() => /ABORTED/.test(stderr()))).toBe(true);
+      expect(mcp.records().map((r) => `${r.status}/${r.cancel?.mechanism ?? "-"}`)).toEqual(["succeeded/-", "cancelled/notification"]);
+      expect(errors).toEqual([]);
+    });
+  }
+});
+
+describe("attachCancellation: Streamable HTTP", () => {
+  it("v2 client pinned to 2026-07-28, stateless server: the abort is the stream close, no notification, the handler stops", async () => {
+    const s = await server(() => startV2());
+    const transport = new HttpV2(s.url);
+    const client = new ClientV2({ name: "framework", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    await client.connect(transport);
+    cleanups.push(() => client.close());
+    const mcp = attachCancellation(client);
+    expect(client.transport).toBe(transport);
+    const controller = new AbortController();
+    const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
+    expect(await eventually(() => s.events.some((e) => e.kind === "handler-start"))).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    const id = mcp.records()[0]!.requestId;
+    expect(await eventually(() => sawDisconnect(seen(s, "tools/call").find((c) => c.http.id === id)))).toBe(true);
+    expect(await eventually(() => seen(s, "tools/call").find((c) => c.http.id === id)?.aborted !== undefined)).toBe(true);
+    expect(seen(s, "notifications/cancelled")).toEqual([]);
+    expect(mcp.records()[0]).toMatchObject({ cancel: { trigger: "aborted", mechanism: "stream-close" } });
+    expect(errors).toEqual([]);
+  });
+
+  it("v1 client whose transport has cancellableFetch(): notification and stream close", async () => {
+    const s = await server(() => startV1());
+    const transport = new HttpV1(s.url, { fetch: cancellableFetch() });
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(transport);
+    cleanups.push(() => client.close());
+    const mcp = attachCancellation(client);
+    const error = await client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { timeout: 200 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    const id = mcp.records()[0]!.requestId;
+    expect(mcp.records()[0]).toMatchObject({ cancel: { mechanism: "notification+stream-close" } });
+    expect(await eventually(() => seen(s, "notifications/cancelled").some((c) => c.http.cancelOf === id))).toBe(true);
+    expect(await eventually(() => seen(s, "tools/call").find((c) => c.http.id === id)?.close !== undefined)).toBe(true);
+  });
+
+  it("v1 client whose transport has the plain fetch: the POSTed notification alone, said in the record", async () => {
+    const s = await server(() => startV1());
+    const transport = new HttpV1(s.url);
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(transport);
+    cleanups.push(() => client.close());
+    const mcp = attachCancellation(client);
+    const controller = new AbortController();
+    const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal });
+    const idOf = () => mcp.records()[0]?.requestId ?? seen(s, "tools/call").at(-1)?.http.id;
+    expect(await eventually(() => s.events.some((e) => e.kind === "handler-start"))).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(mcp.records()[0]).toMatchObject({ cancel: { trigger: "aborted", mechanism: "notification" } });
+    expect(await eventually(() => seen(s, "notifications/cancelled").some((c) => c.http.cancelOf === idOf()))).toBe(true);
+    // The stateful 2025 server stops the handler on the notification.
+    expect(await eventually(() => seen(s, "tools/call").at(-1)?.aborted !== undefined)).toBe(true);
+  });
+});
+
+describe("attachCancellation across a reconnect", () => {
+  it("v1 stdio: after close and connect on a new transport, the next call attaches to it", async () => {
+    const first = await v1Stdio("sdk-stdio-server.mjs");
+    const { client } = first;
+    const mcp = attachCancellation(client);
+    await client.callTool({ name: "sleep", arguments: { ms: 1 } });
+    await client.close();
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 1 } })).rejects.toBeInstanceOf(ConnectionClosedError);
+    const next = new StdioV1({ command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" });
+    const stderr = stderrOf(next);
+    await client.connect(next);
+    expect(client.transport).toBe(next);
+    const error = await client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { timeout: 150 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(client.transport).toBe(next);
+    expect(mcp.transport).toBe(next);
+    expect(await eventually(() => /ABORTED/.test(stderr()))).toBe(true);
+    expect(mcp.records().map((r) => r.summary)).toEqual(["succeeded", "cancelled (connection-closed), never sent", "cancelled (timeout), outcome unverified"]);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("v2 HTTP (2026-07-28): a reconnect on a new transport keeps the stream-close cancel", async () => {
+    const s = await server(() => startV2());
+    const client = new ClientV2({ name: "framework", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    await client.connect(new HttpV2(s.url));
+    cleanups.push(() => client.close());
+    const mcp = attachCancellation(client);
+    await client.close();
+    const next = new HttpV2(s.url);
+    await client.connect(next);
+    expect(client.transport).toBe(next);
+    const error = await client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeout: 200 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    const record = mcp.records().at(-1) as RunRecord;
+    expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "stream-close" });
+    expect(await eventually(() => started(s, record.requestId) && sawDisconnect(seen(s, "tools/call").find((c) => c.http.id === record.requestId)))).toBe(true);
+  });
+});
+
+describe("attachCancellation: usage", () => {
+  it("refuses a client that is not connected, naming what to do", () => {
+    let error: unknown;
+    try {
+      attachCancellation(new ClientV1({ name: "b", version: "1" }));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as Error).message).toContain("not connected");
+    expect((error as Error).message).toContain("withCancellation");
+  });
+
+  it("refuses a client connected through withCancellation's transport (it would be decorated twice)", async () => {
+    const transport = new StdioV1({ command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" });
+    const client = new ClientV1({ name: "b", version: "1" });
+    const mcp = withCancellation(client, transport);
+    await client.connect(mcp.transport);
+    cleanups.push(() => client.close());
+    expect(() => attachCancellation(client)).toThrow(/withCancellation's mcp.transport/);
+  });
+});
+
+describe("attachCancellation: the same transport object started again", () => {
+  it("a reconnect on the very same transport object re-attaches without stacking decorators", async () => {
+    // A transport that can be started again after a close (a fresh in-memory pair, and server, each time).
+    class Restartable {
+      inner: InMemoryTransport | undefined;
+      servers = 0;
+      onmessage?: (message: never) => void;
+      onclose?: () => void;
+      onerror?: (error: Error) => void;
+      async start(): Promise<void> {
+        const [client, serverSide] = InMemoryTransport.createLinkedPair();
+        const server = new McpServer({ name: "s", version: "1" });
+        server.registerTool("echo", { inputSchema: {} }, async () => ({ content: [{ type: "text" as const, text: "ok" }] }));
+        await server.connect(serverSide);
+        this.servers++;
+        client.onmessage = (message) => this.onmessage?.(message as never);
+        client.onclose = () => this.onclose?.();
+        this.inner = client;
+        await client.start();
+      }
+      send(message: never): Promise<void> {
+        return this.inner!.send(message);
+      }
+      close(): Promise<void> {
+        return this.inner!.close();
+      }
+    }
+    const transport = new Restartable();
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(transport as never);
+    const mcp = attachCancellation(client);
+    await expect(client.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    await client.close();
+    await client.connect(transport as never); // the SDK sets its handlers on the same object again
+    expect(client.transport).toBe(transport);
+    await expect(client.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "ok" }] });
+    expect(mcp.records().map((r) => r.summary)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    expect(transport.servers).toBe(2);
+    await client.close();
+  });
+});
