@@ -126,7 +126,13 @@ export function withCancellation<T extends TransportLike>(
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
-  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
+  const wire = new Wire(
+    adapter,
+    defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+    defaults.onAnomaly,
+    !v2,
+    defaults.forwardAbortReason ?? false,
+  );
   const clock = defaults.clock ?? monotonic;
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {

@@ -358,11 +358,25 @@ function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cau
     case "connection-closed":
       return "Connection closed";
     case "aborted":
-      // Never String(reason): that puts "Error: ..." or "[object Object]" on the wire.
-      if (typeof cause === "string" && cause.length > 0) return cause;
-      if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
-      return "Cancelled by the client";
+      // The abort reason is the caller's private text (it may name a tenant, a credential, an
+      // internal state): it goes to a third-party server only when the caller opts in. It stays
+      // local as the error's `cause` either way.
+      return options.forwardAbortReason ? abortReasonText(cause) : ABORTED_REASON;
   }
+}
+
+/** The default reason of an abort: names the trigger, nothing else. */
+export const ABORTED_REASON = "Cancelled by the client";
+
+/**
+ * The text of an abort reason, for `forwardAbortReason: true`: a non-empty string as it is, an
+ * `Error`'s message (never `String(reason)`, which puts "Error: ..." or "[object Object]" on the
+ * wire), else the default sentence.
+ */
+function abortReasonText(cause: unknown): string {
+  if (typeof cause === "string" && cause.length > 0) return cause;
+  if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
+  return ABORTED_REASON;
 }
 
 function truncate(reason: string): string {
@@ -394,6 +408,7 @@ const RELEASED: CallInit = {
     resetTimeoutOnProgress: false,
     signal: undefined,
     reason: undefined,
+    forwardAbortReason: false,
     onprogress: undefined,
     verify: undefined,
     verifyTimeoutMs: 0,

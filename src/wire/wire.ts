@@ -1,3 +1,4 @@
+import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
@@ -74,18 +75,24 @@ export class Wire<T extends TransportLike> {
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
+  /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
+  readonly #forwardSdkReason: boolean;
 
   /**
    * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
    *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
+   * @param forwardSdkReason the client-wide `forwardAbortReason`: when false (the default) the
+   *   SDK's own cancels go out with a text naming the trigger, never `String(signal.reason)`.
    */
   constructor(
     adapter: CancellationAdapter<T>,
     maxTombstones: number,
     onAnomaly?: (anomaly: Anomaly) => void,
     releaseFailedSends = false,
+    forwardSdkReason = false,
   ) {
     this.#releaseFailedSends = releaseFailedSends;
+    this.#forwardSdkReason = forwardSdkReason;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -322,7 +329,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
-    this.#putCancel(requestId, reason ?? "Cancelled by the client");
+    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason));
     return Promise.resolve();
   }
 
@@ -450,4 +457,13 @@ export class Wire<T extends TransportLike> {
       // A throwing hook must not break the wire.
     }
   }
+}
+
+/**
+ * The reason sent for a cancel the SDK made on its own. Both SDK lines send `String(reason)` of
+ * the caller's abort reason, which may be private text: only the trigger is named, the SDK's
+ * own timeout ("Request timed out") or an abort.
+ */
+function sdkReason(reason: string | undefined): string {
+  return reason !== undefined && /Request timed out/.test(reason) ? "Request timed out (the SDK's own timeout)" : ABORTED_REASON;
 }

@@ -71,7 +71,7 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(sawDisconnect(tool)).toBe(true);
     expect(tool!.close!.headersSent).toBe(true);
     expect(seen(server, "notifications/cancelled")).toHaveLength(1);
-    expect(mcp.records()[0]!.cancel).toMatchObject({ reason: "user-cancel", mechanism: "notification+stream-close" });
+    expect(mcp.records()[0]!.cancel).toMatchObject({ reason: "Cancelled by the client", mechanism: "notification+stream-close" }); // the abort reason stays local
     expect(errors).toEqual([]);
   });
 
