@@ -8,7 +8,7 @@ import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
-import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
@@ -200,6 +200,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       reason,
       mechanism,
       sentAt: mechanism === "none" ? null : isoTime(Date.now()),
+      undelivered: null,
     });
     const verification =
       this.#init.options.verify !== undefined && record.outcome !== "not-sent"
@@ -221,6 +222,11 @@ export class CancellableCall<T = unknown> implements LateSink {
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
     this.#late = countLate(this.#late, kind);
+  }
+
+  /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
+  delivery(report: CancelDelivery): void {
+    this.#settled?.delivery(report);
   }
 
   readonly #onAbort = (): void => {

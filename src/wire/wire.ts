@@ -173,7 +173,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
     this.#forget(id, entry);
-    const mechanism = this.#putCancel(id, reason);
+    const mechanism = this.#putCancel(id, reason, call);
     this.#releaseSdk(id);
     return mechanism;
   }
@@ -215,13 +215,14 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined && this.#tombTokens.get(token) === call) this.#tombTokens.set(token, sink);
   }
 
-  #putCancel(id: RequestId, reason: string): CancelMechanism {
+  #putCancel(id: RequestId, reason: string, call: CancellableCall | null): CancelMechanism {
     return this.#adapter.cancel({
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
       send: this.#innerSend,
       reportError: this.#reportError,
+      delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
     });
   }
 
@@ -329,7 +330,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
-    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason));
+    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
     return Promise.resolve();
   }
 
@@ -458,6 +459,8 @@ export class Wire<T extends TransportLike> {
     }
   }
 }
+
+function ignoreDelivery(): void {}
 
 /**
  * The reason sent for a cancel the SDK made on its own. Both SDK lines send `String(reason)` of

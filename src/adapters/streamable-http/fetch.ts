@@ -38,13 +38,46 @@ export interface FetchPort {
   ended(id: RequestId, how: "eof" | "error" | "failed", cause?: unknown): void;
 }
 
-/** Per-fetch state: the adapter bound to it. */
+/** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
 interface Registry {
   port: FetchPort | undefined;
   owner: object | undefined;
+  /** Closes the default fetch's dispatcher (its connection pools); `undefined` for a fetch given by the caller. */
+  close: (() => void) | undefined;
 }
 
 const registries = new WeakMap<object, Registry>();
+
+/**
+ * Errors of `notifications/cancelled` POSTs that failed at the fetch (network, abort): the
+ * adapter records them on the call and retries once, so the SDK's own echo of them in `onerror`
+ * is swallowed.
+ */
+const cancelFailures = new WeakSet<object>();
+
+/** True for the rejection of a `notifications/cancelled` POST (see `cancelFailures`). @internal */
+export function isCancelSendFailure(error: unknown): boolean {
+  return typeof error === "object" && error !== null && cancelFailures.has(error);
+}
+
+/**
+ * For a transport whose fetch is not a `cancellableFetch` (v2): the same fetch, with the
+ * rejections of `notifications/cancelled` POSTs marked (see `isCancelSendFailure`). @internal
+ */
+export function markCancelFailures(fetch: FetchLike | undefined): FetchLike {
+  return async (url, init) => {
+    try {
+      return await (fetch ?? globalThis.fetch)(url, init);
+    } catch (error) {
+      if (isCancelBody(init?.body)) mark(error);
+      throw error;
+    }
+  };
+}
+
+function mark(error: unknown): void {
+  if (typeof error === "object" && error !== null) cancelFailures.add(error);
+}
 
 /**
  * A `fetch` for the Streamable HTTP client transport that gives every POST its own
@@ -62,8 +95,9 @@ const registries = new WeakMap<object, Registry>();
  */
 export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
   parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
-  const registry: Registry = { port: undefined, owner: undefined };
-  const base = options.fetch ?? defaultFetch;
+  const own = options.fetch === undefined ? ownDefaultFetch() : undefined;
+  const registry: Registry = { port: undefined, owner: undefined, close: own?.close };
+  const base = options.fetch ?? own!.fetch;
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
   return fetch;
@@ -85,10 +119,21 @@ export function bindFetch(fetch: unknown, owner: object, port: FetchPort): boole
   return true;
 }
 
-/** Releases a fetch bound with `bindFetch` (the transport closed). @internal */
+/**
+ * Releases a fetch bound with `bindFetch` (the transport closed): the adapter lets go of it,
+ * and the default dispatcher (its connection pool for the server's address) is closed, so a
+ * transport leaves nothing behind. A transport started again gets a new dispatcher. @internal
+ */
 export function unbindFetch(fetch: unknown, owner: object): void {
   const registry = typeof fetch === "function" ? registries.get(fetch) : undefined;
-  if (registry?.owner === owner) registry.port = undefined;
+  if (registry?.owner !== owner) return;
+  registry.port = undefined;
+  registry.close?.();
+}
+
+/** True when `fetch` is a `cancellableFetch()`. @internal */
+export function isCancellableFetch(fetch: unknown): boolean {
+  return typeof fetch === "function" && registries.has(fetch);
 }
 
 async function send(registry: Registry, base: FetchLike, url: string | URL, init: RequestInit = {}): Promise<Response> {
@@ -96,8 +141,10 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   const port = registry.port;
   let id: RequestId | undefined;
   let resumed = false;
+  let cancel = false;
   if (method === "POST") {
     id = requestIdOf(init.body);
+    cancel = id === undefined && isCancelBody(init.body);
   } else if (method === "GET" && port !== undefined) {
     const lastEventId = new Headers(init.headers).get("last-event-id");
     if (lastEventId !== null) {
@@ -125,6 +172,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   try {
     response = await base(url, { ...init, signal: controller.signal });
   } catch (error) {
+    if (cancel) mark(error);
     release("failed", error);
     throw error;
   }
@@ -209,26 +257,46 @@ function requestIdOf(body: unknown): RequestId | undefined {
   return typeof method === "string" && (typeof id === "string" || typeof id === "number") ? id : undefined;
 }
 
+/** True when a POST body is a single `notifications/cancelled`. */
+function isCancelBody(body: unknown): boolean {
+  return typeof body === "string" && body.includes('"notifications/cancelled"') && /^\s*\{/.test(body);
+}
+
 /** The header and body timeouts of the default dispatcher, in ms (0 = off). @internal */
 export const DEFAULT_DISPATCHER_TIMEOUTS_MS = { headersTimeout: 0, bodyTimeout: 0 } as const;
 
-let undici: Promise<FetchLike | undefined> | undefined;
+interface Undici {
+  Agent: typeof import("undici").Agent;
+  fetch: typeof import("undici").fetch;
+}
 
-/** undici's fetch with header and body timeouts off, loaded on first use; the global fetch where undici is missing. */
-const defaultFetch: FetchLike = async (url, init) => {
-  undici ??= loadUndici();
-  const fetch = await undici;
-  return fetch === undefined ? globalThis.fetch(url, init) : fetch(url, init);
-};
+let undici: Promise<Undici | undefined> | undefined;
 
-async function loadUndici(): Promise<FetchLike | undefined> {
-  try {
-    const { Agent, fetch } = await import("undici");
-    const dispatcher = new Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
-    return (url, init) =>
-      fetch(url, { ...(init as object), dispatcher } as Parameters<typeof fetch>[1]) as unknown as Promise<Response>;
-  } catch {
-    return undefined;
-  }
+/**
+ * The default fetch of one `cancellableFetch()`: undici's fetch with header and body timeouts
+ * off, through a dispatcher of its own (made on first use, closed with the transport by
+ * `unbindFetch`), so every server address's connection pool goes with its transport; the
+ * global fetch where undici is missing.
+ */
+function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
+  let dispatcher: InstanceType<Undici["Agent"]> | undefined;
+  return {
+    fetch: async (url, init) => {
+      undici ??= import("undici").then(
+        ({ Agent, fetch }): Undici => ({ Agent, fetch }),
+        () => undefined,
+      );
+      const loaded = await undici;
+      if (loaded === undefined) return globalThis.fetch(url, init);
+      dispatcher ??= new loaded.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
+      return loaded.fetch(url, { ...(init as object), dispatcher } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+    },
+    close: () => {
+      const closing = dispatcher;
+      dispatcher = undefined;
+      // The transport has aborted every request already: nothing is cut short.
+      closing?.destroy().catch(noop);
+    },
+  };
 }
 
