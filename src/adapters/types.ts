@@ -51,6 +51,11 @@ export interface CancellationAdapter<T extends TransportLike = TransportLike> {
   isOwnCancelError?(error: Error): boolean;
   /** Called once by the wire decorator with the hooks the adapter may call back. */
   attach?(wire: WireHooks): void;
+  /**
+   * Called by the wire decorator right before the transport's `close()`: put every cancel still
+   * waiting (for example behind stdin backpressure) on the wire now. Must not throw or wait.
+   */
+  flush?(): void;
 }
 
 /** What an adapter may tell the wire decorator. */

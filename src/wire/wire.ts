@@ -22,7 +22,7 @@ interface Entry {
 
 type Handler = ((...args: never[]) => void) | undefined;
 
-const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose", "onerror"]);
+const INTERCEPTED = new Set<PropertyKey>(["send", "start", "close", "onmessage", "onclose", "onerror"]);
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
@@ -113,6 +113,8 @@ export class Wire<T extends TransportLike> {
             return this.#overrides.get(property) ?? this.#send;
           case "start":
             return this.#overrides.get(property) ?? this.#start;
+          case "close":
+            return this.#overrides.get(property) ?? this.#close;
           case "onmessage":
           case "onclose":
           case "onerror":
@@ -265,6 +267,16 @@ export class Wire<T extends TransportLike> {
     (this.#down.onerror as ((error: Error) => void) | undefined)?.(
       new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }),
     );
+  };
+
+  /** The transport's close, after the adapter put every waiting cancel on the wire. */
+  readonly #close = (): Promise<void> => {
+    try {
+      this.#adapter.flush?.();
+    } catch {
+      // A cancel is best-effort (rule 10): the close goes on.
+    }
+    return this.#inner.close();
   };
 
   readonly #start = (): Promise<void> => {
