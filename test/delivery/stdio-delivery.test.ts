@@ -71,14 +71,26 @@ describe("stdio delivery", () => {
     expect(server.errors).toEqual([]);
   });
 
-  it("under backpressure too: cancels then client.close() at once, every cancel line is written before stdin ends", async () => {
+  it("under backpressure too: cancels then client.close() at once, every waiting cancel line is written before stdin ends", async () => {
     const { server, controllers, stdin, sdkListeners } = await backpressure(800);
+    const order: string[] = [];
+    const write = stdin.write.bind(stdin);
+    const end = stdin.end.bind(stdin);
+    stdin.write = ((chunk: unknown, ...rest: never[]) => {
+      if (typeof chunk === "string" && chunk.includes("notifications/cancelled")) order.push("cancel");
+      return write(chunk as string, ...rest);
+    }) as typeof stdin.write;
+    stdin.end = ((...args: never[]) => {
+      order.push("end");
+      return end(...args);
+    }) as typeof stdin.end;
     for (const controller of controllers) controller.abort();
+    expect(order).toEqual([]); // all waiting behind the full pipe
     expect(stdin.listenerCount("drain") - sdkListeners).toBeLessThanOrEqual(1);
-    const closing = server.client.close();
+    const closing = server.client.close(); // not awaited by the bot
     expect(stdin.listenerCount("drain") - sdkListeners).toBeLessThanOrEqual(0); // our listener went with the flush
     await closing;
-    expect(await eventually(() => server.cancelsReceived().length === CALLS, 5_000)).toBe(true);
+    expect(order).toEqual([...Array.from({ length: CALLS }, () => "cancel"), "end"]);
     expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
   }, 20_000);
 });
