@@ -338,6 +338,9 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     ) {
       return this.#innerSend(message, options);
     }
+    // A request going out: the transport is open (again, if it was closed and started anew).
+    this.#closed = false;
+    this.#closing = false;
     const controller = new AbortController();
     const stream: Stream = {
       id,
