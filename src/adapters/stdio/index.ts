@@ -4,6 +4,7 @@ import type { CancellationAdapter, TransportLike } from "../types.js";
 /** The part of a Node `Writable` (the server's stdin) the adapter uses. */
 interface Stdin {
   readonly writable: boolean;
+  readonly destroyed: boolean;
   readonly writableNeedDrain: boolean;
   write(chunk: string): boolean;
   once(event: "drain", listener: () => void): unknown;
@@ -60,7 +61,7 @@ class CancelLines {
 
   write(stdin: Stdin, line: string, reportError: (error: unknown) => void): void {
     if (!stdin.writable) {
-      reportError(new Error("the server's stdin is closed"));
+      reportError(new Error(stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended"));
       return;
     }
     if (this.#stdin !== undefined || stdin.writableNeedDrain) {
