@@ -14,7 +14,7 @@ export type {
 export { CancellableCall } from "./core/cancellable-call.js";
 export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
 export { summarize } from "./core/record.js";
-export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./core/record.js";
+export type { CallOutcome, CallStatus, CancelDelivery, CancelMechanism, CancelTrigger, CancelUndelivered, RunRecord } from "./core/record.js";
 export { notificationCancellation } from "./adapters/notification.js";
 export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./adapters/types.js";
 export { jsonLines } from "./ledger/json-lines.js";

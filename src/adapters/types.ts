@@ -1,4 +1,4 @@
-import type { CancelMechanism } from "../core/record.js";
+import type { CancelDelivery, CancelMechanism } from "../core/record.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelledNotification, Message } from "../wire/messages.js";
 
@@ -27,6 +27,12 @@ export interface CancelRequest {
   send(message: Message): Promise<void>;
   /** Reports a failed cancel send to the transport's `onerror`. */
   reportError(error: unknown): void;
+  /**
+   * Tells the call's record, after `cancel` returned, what really went out when that differs
+   * from the mechanism returned (a notification that failed, a request that never reached the
+   * server). Optional to call; a no-op for requests the SDK made on its own.
+   */
+  delivery(report: CancelDelivery): void;
 }
 
 /**
@@ -45,6 +51,11 @@ export interface CancellationAdapter<T extends TransportLike = TransportLike> {
   isOwnCancelError?(error: Error): boolean;
   /** Called once by the wire decorator with the hooks the adapter may call back. */
   attach?(wire: WireHooks): void;
+  /**
+   * Called by the wire decorator right before the transport's `close()`: put every cancel still
+   * waiting (for example behind stdin backpressure) on the wire now. Must not throw or wait.
+   */
+  flush?(): void;
 }
 
 /** What an adapter may tell the wire decorator. */

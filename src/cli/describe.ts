@@ -80,3 +80,21 @@ function summarizeResult(result: unknown): unknown {
   if (keys.includes("protocolVersion")) return { protocolVersion: (result as { protocolVersion: unknown }).protocolVersion };
   return Object.fromEntries(keys.slice(0, 4).map((key) => [key, "…"]));
 }
+
+/**
+ * A target URL as the report shows it: a password in the URL and the values of its query
+ * parameters (where API keys often travel) are replaced by `***`, since a probe report is
+ * pasted into issues and CI logs. The host, path and parameter names stay.
+ */
+export function displayUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.password !== "") parsed.password = "***";
+  const names = [...new Set(parsed.searchParams.keys())];
+  for (const name of names) parsed.searchParams.set(name, "***");
+  return parsed.href.replaceAll("%2A%2A%2A", "***");
+}

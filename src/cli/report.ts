@@ -1,6 +1,6 @@
 import type { Check, Status } from "./checks.js";
 import { eventText, rel } from "./checks.js";
-import { brief, idLabel, truncate } from "./describe.js";
+import { brief, displayUrl, idLabel, truncate } from "./describe.js";
 import type { ProbeReport, ProbeRun } from "./probe.js";
 import type { WireEvent } from "./recorder.js";
 import type { StartupError } from "./target.js";
@@ -127,7 +127,7 @@ export function renderText(report: ProbeReport): string {
   const o = run.options;
   const out: string[] = [];
   const server = run.serverInfo === undefined ? "(unnamed server)" : `${run.serverInfo.name ?? "?"} ${run.serverInfo.version ?? ""}`.trim();
-  const target = o.target.kind === "stdio" ? `stdio: ${o.target.line}` : `Streamable HTTP: ${o.target.url}`;
+  const target = o.target.kind === "stdio" ? `stdio: ${o.target.line}` : `Streamable HTTP: ${displayUrl(o.target.url)}`;
   out.push("mcp-cancellable probe");
   out.push(`  server   ${server}, protocol ${run.protocolVersion ?? "?"} (${run.era === "legacy" ? "2025 era" : "2026-07-28"}), ${target}`);
   if (run.main !== undefined) {
@@ -195,7 +195,7 @@ export function renderJson(report: ProbeReport): string {
       ok: exitCodeOf(checks) === 0,
       exitCode: exitCodeOf(checks),
       summary: tally(checks),
-      target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: o.target.url },
+      target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: displayUrl(o.target.url) },
       era: run.era,
       protocolVersion: run.protocolVersion ?? null,
       server: run.serverInfo ?? null,

@@ -10,7 +10,7 @@ import type { Message } from "../wire/messages.js";
 import type { Era, ProbeOptions } from "./args.js";
 import type { Recorder } from "./recorder.js";
 import { ProbeStdioTransport } from "./stdio-transport.js";
-import { describeRequest, truncate } from "./describe.js";
+import { describeRequest, displayUrl, truncate } from "./describe.js";
 
 /** The probe's client name and version, as sent in `initialize` (or the 2026 `_meta` envelope). */
 export const PROBE_CLIENT_INFO = { name: "mcp-cancellable-probe", version: "0.1.0" } as const;
@@ -319,7 +319,7 @@ function startupError(
   exitedFirst: boolean,
 ): StartupError {
   const target = options.target;
-  const who = target.kind === "stdio" ? `\`${target.line}\`` : target.url;
+  const who = target.kind === "stdio" ? `\`${target.line}\`` : displayUrl(target.url);
   const handshake = options.era === "legacy" ? "initialize" : "server/discover (2026-07-28)";
   // An exit the probe itself caused (by closing stdin) explains nothing.
   const details = opened.diagnose().filter((line) => exitedFirst || !line.startsWith("the process "));

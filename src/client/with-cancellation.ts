@@ -49,7 +49,14 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
-  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
+  const wire = new Wire(
+    adapter,
+    defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+    defaults.onAnomaly,
+    !v2,
+    false,
+    defaults.forwardAbortReason ?? false,
+  );
   decorated.add(wire.transport);
   const facade = createFacade({
     sdk: client as unknown as SdkCalls,

@@ -8,7 +8,7 @@ import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
-import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
@@ -200,6 +200,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       reason,
       mechanism,
       sentAt: mechanism === "none" ? null : isoTime(Date.now()),
+      undelivered: null,
     });
     const verification =
       this.#init.options.verify !== undefined && record.outcome !== "not-sent"
@@ -221,6 +222,11 @@ export class CancellableCall<T = unknown> implements LateSink {
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
     this.#late = countLate(this.#late, kind);
+  }
+
+  /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
+  delivery(report: CancelDelivery): void {
+    this.#settled?.delivery(report);
   }
 
   readonly #onAbort = (): void => {
@@ -358,11 +364,25 @@ function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cau
     case "connection-closed":
       return "Connection closed";
     case "aborted":
-      // Never String(reason): that puts "Error: ..." or "[object Object]" on the wire.
-      if (typeof cause === "string" && cause.length > 0) return cause;
-      if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
-      return "Cancelled by the client";
+      // The abort reason is the caller's private text (it may name a tenant, a credential, an
+      // internal state): it goes to a third-party server only when the caller opts in. It stays
+      // local as the error's `cause` either way.
+      return options.forwardAbortReason ? abortReasonText(cause) : ABORTED_REASON;
   }
+}
+
+/** The default reason of an abort: names the trigger, nothing else. */
+export const ABORTED_REASON = "Cancelled by the client";
+
+/**
+ * The text of an abort reason, for `forwardAbortReason: true`: a non-empty string as it is, an
+ * `Error`'s message (never `String(reason)`, which puts "Error: ..." or "[object Object]" on the
+ * wire), else the default sentence.
+ */
+function abortReasonText(cause: unknown): string {
+  if (typeof cause === "string" && cause.length > 0) return cause;
+  if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
+  return ABORTED_REASON;
 }
 
 function truncate(reason: string): string {
@@ -394,6 +414,7 @@ const RELEASED: CallInit = {
     resetTimeoutOnProgress: false,
     signal: undefined,
     reason: undefined,
+    forwardAbortReason: false,
     onprogress: undefined,
     verify: undefined,
     verifyTimeoutMs: 0,

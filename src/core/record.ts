@@ -8,6 +8,22 @@ export type CancelTrigger = "timeout" | "max-total-timeout" | "aborted" | "conne
  */
 export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "none";
 
+/** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
+export interface CancelUndelivered {
+  mechanism: "notification";
+  error: string;
+}
+
+/**
+ * What an adapter learned after `cancel` returned: `sent` is what went out in the end; `failed`
+ * the part that did not reach the server, or `null` with `sent: "none"` when the request itself
+ * never reached the server (nothing to cancel: the outcome becomes `not-sent`).
+ */
+export interface CancelDelivery {
+  sent: CancelMechanism;
+  failed: CancelUndelivered | null;
+}
+
 /** How a call ended. A cancelled call is never reported as succeeded or failed. */
 export type CallStatus = "succeeded" | "failed" | "cancelled";
 
@@ -50,9 +66,21 @@ export interface RunRecord {
     trigger: CancelTrigger;
     /** The reason sent in `notifications/cancelled` (or that would have been sent). */
     reason: string;
+    /**
+     * What went out. Set when the call settles; revised (with `revision` + 1) if part of the
+     * cancel is later known not to have reached the server: then it names only what did go out
+     * (`stream-close` when the 2025-era notification failed, `none` when nothing did).
+     */
     mechanism: CancelMechanism;
     /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent. */
     sentAt: string | null;
+    /**
+     * `null`, or the part of the cancel that did not reach the server: `mechanism` (today
+     * always `notification`: a 2025-era Streamable HTTP notification POST that failed, after
+     * one retry on a connection-level failure, or that the server refused with an HTTP error)
+     * and `error` (the failure, at most 1,000 characters). `mechanism` above then says what did go out.
+     */
+    undelivered: CancelUndelivered | null;
   } | null;
   outcome: CallOutcome;
   /** Present when `status` is `failed`: the error's JSON-RPC code (if any) and message (at most 1,000 characters). */
@@ -102,9 +130,11 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
         ? "failed"
         : `failed (${record.error.code === null ? "" : `${record.error.code} `}${oneLine(record.error.message)})`;
     case "cancelled": {
-      const line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
+      let line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
       const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);
-      return lateResponses > 0 && record.outcome !== "late-result-discarded" ? `${line}, late result discarded` : line;
+      if (lateResponses > 0 && record.outcome !== "late-result-discarded") line = `${line}, late result discarded`;
+      if (record.cancel?.undelivered) line = `${line}, cancel ${record.cancel.undelivered.mechanism} not delivered`;
+      return line;
     }
   }
 }

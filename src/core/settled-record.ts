@@ -1,5 +1,6 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type { CallOutcome, RunRecord } from "./record.js";
+import type { CallOutcome, CancelDelivery, RunRecord } from "./record.js";
+import { MAX_REASON_LENGTH } from "../types/options.js";
 
 /** The late counts with one more message of this kind (a new object: records are never mutated). */
 export function countLate(late: RunRecord["late"], kind: "result" | "error" | "progress"): RunRecord["late"] {
@@ -38,6 +39,20 @@ export class SettledRecord implements LateSink {
   /** Counts a late message; a late result or error of a cancelled call is `late-result-discarded`. */
   late(kind: "result" | "error" | "progress"): void {
     this.update({ late: countLate(this.#record.late, kind) }, kind === "progress" ? undefined : "late-result-discarded");
+  }
+
+  /**
+   * What the adapter learned after the settle about the cancel's delivery: the record then names
+   * only what went out, and the part that failed; a request that never reached the server is
+   * `not-sent` (nothing to cancel).
+   */
+  delivery({ sent, failed }: CancelDelivery): void {
+    const cancel = this.#record.cancel;
+    if (cancel === null) return;
+    const undelivered =
+      failed === null ? null : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+    const next = { ...cancel, mechanism: sent, sentAt: sent === "none" ? null : cancel.sentAt, undelivered };
+    this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }
 
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */

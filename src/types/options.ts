@@ -96,11 +96,23 @@ export interface CallOptions {
    */
   signal?: AbortSignal;
   /**
-   * Human-readable reason sent in `notifications/cancelled` (rule 2), for every trigger. At most
-   * 1,000 characters are sent. Default: a sentence naming the trigger, such as
-   * `"Request timed out after 30000 ms"`.
+   * Human-readable reason sent in `notifications/cancelled` (rule 2), for every trigger, exactly
+   * as given. At most 1,000 characters are sent. Default: a sentence naming the trigger and
+   * nothing else: `"Cancelled by the client"` (the signal aborted), `"Request timed out after
+   * 30000 ms"` (idle timeout), `"Request exceeded its maximum total timeout of 120000 ms"`
+   * (maximum total timeout). The signal's abort reason is never sent unless
+   * `forwardAbortReason` is true.
    */
   reason?: string;
+  /**
+   * Whether an abort sends the signal's own reason (a non-empty string as it is, or an
+   * `Error`'s message) as the cancel reason, to the server. Off by default: an abort reason is
+   * private text (`abort(new Error("credentials revoked for connector acme"))`) and stays local,
+   * as the error's `cause`. An explicit `reason` wins over it. Client-wide, it also lets the SDK's
+   * own cancels (calls made on the SDK client directly) keep the SDK's reason text.
+   * @default false
+   */
+  forwardAbortReason?: boolean;
   /** Called with each progress notification received while the call is live (rule 22). */
   onprogress?: (progress: Progress) => void;
   /**
@@ -213,6 +225,7 @@ export interface ResolvedCallOptions {
   resetTimeoutOnProgress: boolean;
   signal: AbortSignal | undefined;
   reason: string | undefined;
+  forwardAbortReason: boolean;
   onprogress: ((progress: Progress) => void) | undefined;
   verify: VerifyFn | undefined;
   verifyTimeoutMs: number;
@@ -248,6 +261,7 @@ const callShape = {
     { error: "must be an AbortSignal" },
   ),
   reason: z.string({ error: "must be a string" }),
+  forwardAbortReason: z.boolean({ error: "must be true or false" }),
   onprogress: fnOption,
   verify: fnOption,
   verifyTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
@@ -336,6 +350,7 @@ export function resolveCallOptions(
     resetTimeoutOnProgress: options?.resetTimeoutOnProgress ?? defaults.resetTimeoutOnProgress ?? false,
     signal: options?.signal,
     reason: options?.reason ?? defaults.reason,
+    forwardAbortReason: options?.forwardAbortReason ?? defaults.forwardAbortReason ?? false,
     onprogress: options?.onprogress,
     verify: options?.verify,
     verifyTimeoutMs: options?.verifyTimeoutMs ?? defaults.verifyTimeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS,

@@ -1,3 +1,4 @@
+import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
@@ -21,7 +22,7 @@ interface Entry {
 
 type Handler = ((...args: never[]) => void) | undefined;
 
-const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose", "onerror"]);
+const INTERCEPTED = new Set<PropertyKey>(["send", "start", "close", "onmessage", "onclose", "onerror"]);
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
@@ -76,28 +77,29 @@ export class Wire<T extends TransportLike> {
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
+  /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
+  readonly #forwardSdkReason: boolean;
 
   /**
    * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
    *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
    * @param connected true when the transport is already started and connected (attaching to a
    *   connected client): the wire is open from the start.
+   * @param forwardSdkReason the client-wide `forwardAbortReason`: when false (the default) the
+   *   SDK's own cancels go out with a text naming the trigger, never `String(signal.reason)`.
    */
-  /** The SDK transport underneath the decorator (the adapter's), for observers. */
-  get underlying(): T {
-    return this.#adapter.transport;
-  }
-
   constructor(
     adapter: CancellationAdapter<T>,
     maxTombstones: number,
     onAnomaly?: (anomaly: Anomaly) => void,
     releaseFailedSends = false,
     connected = false,
+    forwardSdkReason = false,
   ) {
     this.#releaseFailedSends = releaseFailedSends;
     this.#open = connected;
     this.#started = connected;
+    this.#forwardSdkReason = forwardSdkReason;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -118,6 +120,8 @@ export class Wire<T extends TransportLike> {
             return this.#overrides.get(property) ?? this.#send;
           case "start":
             return this.#overrides.get(property) ?? this.#start;
+          case "close":
+            return this.#overrides.get(property) ?? this.#close;
           case "onmessage":
           case "onclose":
           case "onerror":
@@ -183,7 +187,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
     this.#forget(id, entry);
-    const mechanism = this.#putCancel(id, reason);
+    const mechanism = this.#putCancel(id, reason, call);
     this.#releaseSdk(id);
     return mechanism;
   }
@@ -225,13 +229,14 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined && this.#tombTokens.get(token) === call) this.#tombTokens.set(token, sink);
   }
 
-  #putCancel(id: RequestId, reason: string): CancelMechanism {
+  #putCancel(id: RequestId, reason: string, call: CancellableCall | null): CancelMechanism {
     return this.#adapter.cancel({
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
       send: this.#innerSend,
       reportError: this.#reportError,
+      delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
     });
   }
 
@@ -274,6 +279,21 @@ export class Wire<T extends TransportLike> {
     (this.#down.onerror as ((error: Error) => void) | undefined)?.(
       new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }),
     );
+  };
+
+  /** The SDK transport underneath the decorator (the adapter's), for observers. */
+  get underlying(): T {
+    return this.#adapter.transport;
+  }
+
+  /** The transport's close, after the adapter put every waiting cancel on the wire. */
+  readonly #close = (): Promise<void> => {
+    try {
+      this.#adapter.flush?.();
+    } catch {
+      // A cancel is best-effort (rule 10): the close goes on.
+    }
+    return this.#inner.close();
   };
 
   readonly #start = (): Promise<void> => {
@@ -340,7 +360,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
-    this.#putCancel(requestId, reason ?? "Cancelled by the client");
+    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
     return Promise.resolve();
   }
 
@@ -468,4 +488,15 @@ export class Wire<T extends TransportLike> {
       // A throwing hook must not break the wire.
     }
   }
+}
+
+function ignoreDelivery(): void {}
+
+/**
+ * The reason sent for a cancel the SDK made on its own. Both SDK lines send `String(reason)` of
+ * the caller's abort reason, which may be private text: only the trigger is named, the SDK's
+ * own timeout ("Request timed out") or an abort.
+ */
+function sdkReason(reason: string | undefined): string {
+  return reason !== undefined && /Request timed out/.test(reason) ? "Request timed out (the SDK's own timeout)" : ABORTED_REASON;
 }

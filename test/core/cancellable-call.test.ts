@@ -128,8 +128,54 @@ describe("CancellableCall: the caller's AbortSignal", () => {
     expect(error).toBeInstanceOf(CallCancelledError);
     expect(error.code).toBe("CANCELLED");
     expect(error.cause).toBe(reason);
-    expect(cancels).toEqual(["user pressed stop"]); // readable, not "Error: user pressed stop"
+    expect(cancels).toEqual(["Cancelled by the client"]); // the abort reason stays local (the cause)
     expect(error.record.summary).toBe("cancelled (aborted), outcome unverified");
+  });
+
+  it("a private abort reason never goes on the wire nor into the record by default; it stays the error's cause", async () => {
+    for (const secret of [new Error("credentials revoked for connector acme-prod-billing"), "tenant 42 over quota (internal)"]) {
+      const controller = new AbortController();
+      const { call, cancels, records, outcome } = makeCall({ signal: controller.signal });
+      call.start();
+      call.bind(1);
+      controller.abort(secret);
+      await Promise.resolve();
+      expect(cancels).toEqual(["Cancelled by the client"]);
+      expect(JSON.stringify(records)).not.toMatch(/acme|tenant/);
+      expect(records[0]!.cancel!.reason).toBe("Cancelled by the client");
+      expect((outcome.error as CallCancelledError).cause).toBe(secret);
+    }
+  });
+
+  it("forwardAbortReason: true sends the abort reason's text (readable, not String(reason)); an explicit reason still wins", () => {
+    const controller = new AbortController();
+    const forwarded = makeCall({ signal: controller.signal, forwardAbortReason: true });
+    forwarded.call.start();
+    forwarded.call.bind(1);
+    controller.abort(new Error("user pressed stop"));
+    expect(forwarded.cancels).toEqual(["user pressed stop"]); // not "Error: user pressed stop"
+    const other = new AbortController();
+    const explicit = makeCall({ signal: other.signal, forwardAbortReason: true, reason: "budget spent" });
+    explicit.call.start();
+    explicit.call.bind(1);
+    other.abort("private text");
+    expect(explicit.cancels).toEqual(["budget spent"]);
+  });
+
+  it("the default reasons name only the trigger", async () => {
+    const idle = makeCall({ timeoutMs: 30_000, maxTotalTimeoutMs: 120_000 });
+    idle.call.start();
+    idle.call.bind(1);
+    await vi.advanceTimersByTimeAsync(30_000);
+    const total = makeCall({ timeoutMs: 100_000, maxTotalTimeoutMs: 120_000, resetTimeoutOnProgress: true });
+    total.call.start();
+    total.call.bind(2);
+    for (let t = 0; t < 12; t++) {
+      await vi.advanceTimersByTimeAsync(10_000);
+      total.call.progress({ progress: t });
+    }
+    expect(idle.cancels).toEqual(["Request timed out after 30000 ms"]);
+    expect(total.cancels).toEqual(["Request exceeded its maximum total timeout of 120000 ms"]);
   });
 
   it("a signal aborted before the call starts sends nothing and says so", () => {
@@ -168,7 +214,7 @@ describe("CancellableCall: the caller's AbortSignal", () => {
   it("String(reason) never reaches the wire: objects and AbortErrors get a plain sentence", () => {
     for (const reason of [{ some: "object" }, new DOMException("x", "AbortError"), undefined]) {
       const controller = new AbortController();
-      const { call, cancels } = makeCall({ signal: controller.signal });
+      const { call, cancels } = makeCall({ signal: controller.signal, forwardAbortReason: true });
       call.start();
       call.bind(1);
       controller.abort(reason);

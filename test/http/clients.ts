@@ -21,7 +21,11 @@ export async function connectV1(url: URL, options: CancellationOptions = {}, ada
 }
 
 /** A v2 `Client` (legacy era by default, or pinned to 2026-07-28) over the v2 transport as it is. */
-export async function connectV2(url: URL, { pin = false, ...options }: CancellationOptions & { pin?: boolean } = {}) {
+export async function connectV2(
+  url: URL,
+  { pin = false, ...options }: CancellationOptions & { pin?: boolean } = {},
+  adapterOptions: StreamableHttpCancellationOptions = {},
+) {
   const transport = new TransportV2(url);
   const client = new ClientV2(
     { name: "http-test", version: "1.0.0" },
@@ -30,7 +34,7 @@ export async function connectV2(url: URL, { pin = false, ...options }: Cancellat
   const errors: Error[] = [];
   const anomalies: Anomaly[] = [];
   client.onerror = (error) => errors.push(error);
-  const adapter = streamableHttpCancellation(transport);
+  const adapter = streamableHttpCancellation(transport, adapterOptions);
   const mcp = withCancellation(client, adapter, { onAnomaly: (a) => anomalies.push(a), ...options });
   await client.connect(mcp.transport);
   return { client, transport, adapter, mcp, errors, anomalies, close: () => client.close() };

@@ -1,16 +1,106 @@
 import { notificationCancellation } from "../notification.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 
+/** The part of a Node `Writable` (the server's stdin) the adapter uses. */
+interface Stdin {
+  readonly writable: boolean;
+  readonly destroyed: boolean;
+  readonly writableNeedDrain: boolean;
+  write(chunk: string): boolean;
+  once(event: "drain", listener: () => void): unknown;
+  removeListener(event: "drain", listener: () => void): unknown;
+}
+
 /**
  * The stdio adapter (`mcp-cancellable/stdio`): a cancel is exactly one
  * `notifications/cancelled {requestId, reason}` line on the server's stdin (rules 6, 31), never
  * for `initialize` (rule 39), written without making the caller wait: a server that stopped
  * reading its stdin cannot hold the caller past its deadline.
  *
+ * Backpressure: the SDK's own `send` adds one `drain` listener per write that finds the pipe
+ * full (Node warns past 10). The cancel lines are written by the adapter itself, in order, and
+ * while the pipe is full they wait behind a single `drain` listener of the adapter's, so they
+ * never add to that pile. A `close()` right after a cancel writes every waiting line before
+ * stdin ends (the server reads them before its end of input).
+ *
  * @param transport an SDK stdio transport: v1 `StdioClientTransport` from
  *   `@modelcontextprotocol/sdk/client/stdio.js`, or v2's from `@modelcontextprotocol/client`.
  * @returns the adapter to pass to `withCancellation`; `.transport` is the SDK transport.
  */
 export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
-  return notificationCancellation(transport);
+  const fallback = notificationCancellation(transport);
+  const lines = new CancelLines();
+  return {
+    transport,
+    cancel(request) {
+      const stdin = stdinOf(transport);
+      // A transport without a child's stdin (not started, or not the SDK's): its own send.
+      if (stdin === undefined) return fallback.cancel(request);
+      lines.write(stdin, `${JSON.stringify(request.notification)}\n`, request.reportError);
+      return "notification";
+    },
+    flush() {
+      const stdin = stdinOf(transport);
+      if (stdin !== undefined) lines.flush(stdin);
+    },
+  };
+}
+
+/** The server's stdin of an SDK `StdioClientTransport` (v1 and v2 keep the child as `_process`). */
+function stdinOf(transport: TransportLike): Stdin | undefined {
+  const stdin = (transport as { _process?: { stdin?: unknown } })._process?.stdin as Stdin | null | undefined;
+  return stdin !== null && typeof stdin === "object" && typeof stdin.write === "function" && typeof stdin.once === "function"
+    ? stdin
+    : undefined;
+}
+
+/** Cancel lines waiting for the pipe, behind one `drain` listener. */
+class CancelLines {
+  readonly #waiting: string[] = [];
+  #stdin: Stdin | undefined = undefined;
+
+  write(stdin: Stdin, line: string, reportError: (error: unknown) => void): void {
+    if (!stdin.writable) {
+      reportError(new Error(stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended"));
+      return;
+    }
+    if (this.#stdin !== undefined || stdin.writableNeedDrain) {
+      this.#waiting.push(line);
+      this.#listen(stdin);
+      return;
+    }
+    stdin.write(line); // a false return only means the next lines wait
+  }
+
+  /** Writes every waiting line now (the transport is about to end stdin: they go before the end). */
+  flush(stdin: Stdin): void {
+    this.#unlisten();
+    if (!stdin.writable) {
+      this.#waiting.length = 0;
+      return;
+    }
+    for (const line of this.#waiting.splice(0)) stdin.write(line);
+  }
+
+  #listen(stdin: Stdin): void {
+    if (this.#stdin !== undefined) return;
+    this.#stdin = stdin;
+    stdin.once("drain", this.#drain);
+  }
+
+  #unlisten(): void {
+    this.#stdin?.removeListener("drain", this.#drain);
+    this.#stdin = undefined;
+  }
+
+  readonly #drain = (): void => {
+    const stdin = this.#stdin!;
+    this.#stdin = undefined;
+    if (!stdin.writable) {
+      this.#waiting.length = 0;
+      return;
+    }
+    while (this.#waiting.length > 0 && !stdin.writableNeedDrain) stdin.write(this.#waiting.shift()!);
+    if (this.#waiting.length > 0) this.#listen(stdin);
+  };
 }

@@ -5,7 +5,7 @@ import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { fnOption, msOption, parseOptions } from "../../types/options.js";
 import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../types.js";
 import type { Message } from "../../wire/messages.js";
-import { bindFetch, link, unbindFetch } from "./fetch.js";
+import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
 /** How long a 2025-era cancel waits for its notification's answer before closing the stream anyway, in ms. */
@@ -21,8 +21,11 @@ const MAX_BLOCKED_TOKENS = 1_024;
 export interface StreamableHttpCancellationOptions {
   /**
    * In ms, 0 to 10_000. On a 2025-era connection (2025-03-26 to 2025-11-25, rule 40) the cancel
-   * POSTs `notifications/cancelled` first and closes the request's stream once the server
-   * answered it (202), or after this long, whichever comes first. The caller never waits for it.
+   * POSTs `notifications/cancelled` once the request is known to have reached the server (its
+   * send completed: response headers arrived), or after this long; then closes the request's
+   * stream once the server answered the notification (202), or after this long, whichever
+   * comes first. A `close()` of the transport right after a cancel waits at most this long for
+   * those notifications before closing. The caller of the cancelled call never waits for any of it.
    * @default 250 (`DEFAULT_FLUSH_TIMEOUT_MS`)
    */
   flushTimeoutMs?: number;
@@ -40,7 +43,7 @@ export interface StreamableHttpStats {
   streams: number;
   /** Requests whose send has not settled yet. */
   sending: number;
-  /** 2025-era cancels waiting for their notification's answer before closing the stream. */
+  /** 2025-era cancels whose notification is not delivered yet (waiting for the request to reach the server, or for the answer). */
   flushing: number;
   /** Stream ends waiting one macrotask for the SDK to read what preceded them. */
   checks: number;
@@ -73,7 +76,21 @@ interface Stream {
   resumeToken: string | undefined;
   /** We closed it on purpose. */
   cancelled: boolean;
+  /** Whether the request reached the server: its send completed (`yes`) or failed (`failed`). */
+  reached: "pending" | "yes" | "failed";
+  /** Called once when `reached` leaves `pending`. */
+  onReached: (() => void) | undefined;
 }
+
+/** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
+interface Delivery {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Ends the current wait at once (the transport closed). */
+  wake: (() => void) | undefined;
+  done: Promise<void>;
+}
+
+const TIMED_OUT = Symbol("timed out");
 
 /** Prefix of the abort reasons of our own cancels: their echoes in `onerror` are swallowed. */
 const OWN_ABORT = "mcp-cancellable: cancelled request";
@@ -124,8 +141,12 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #sending = new Map<RequestId, AbortSignal>();
   readonly #resuming = new Map<string, Stream>();
   readonly #blocked = new Map<string, RequestId>();
-  /** 2025 era: cancels waiting for their notification's answer, each with its `flushTimeoutMs` timer. */
-  readonly #flushing = new Map<() => void, ReturnType<typeof setTimeout>>();
+  /** 2025 era: notifications on their way, each with its current `flushTimeoutMs` timer. */
+  readonly #deliveries = new Set<Delivery>();
+  /** Set once `close()` was called: echoes of the close's own aborts are not errors. */
+  #closing = false;
+  /** The inner transport closed (onclose): no retry any more. */
+  #closed = false;
   readonly #checks = new Set<ReturnType<typeof setTimeout>>();
   #resumesRefused = 0;
   #version: string | undefined;
@@ -165,6 +186,11 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
         throw new InvalidOptionError("fetch", `streamableHttpCancellation: ${(error as Error).message}`);
       }
     }
+    // v2 with its own fetch: mark the failures of our notification POSTs, as cancellableFetch
+    // does, so the SDK's echo of them in onerror is known for ours (2025 era).
+    if (this.#v2 && !isCancellableFetch(own._fetch) && typeof transport.send === "function") {
+      own._fetch = markCancelFailures(own._fetch as FetchLike | undefined);
+    }
     this.#up = { onmessage: transport.onmessage as never, onclose: transport.onclose };
     own.onmessage = this.#onmessage;
     own.onclose = this.#onclose;
@@ -180,7 +206,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     return {
       streams: this.#streams.size,
       sending: this.#sending.size,
-      flushing: this.#flushing.size,
+      flushing: this.#deliveries.size,
       checks: this.#checks.size,
       resuming: this.#resuming.size,
       blockedTokens: this.#blocked.size,
@@ -201,36 +227,101 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       this.#close(stream);
       return "stream-close";
     }
-    // Rule 40: the notification first (the transport adds the session and protocol-version
-    // headers), then the stream closes once the server answered it, or after flushTimeoutMs.
-    let sent: Promise<void>;
-    try {
-      sent = request.send(request.notification);
-    } catch (error) {
-      sent = Promise.reject(error);
-    }
-    if (stream === undefined) {
-      sent.catch(request.reportError);
-      return "notification";
-    }
-    const flushed = (): void => {
-      const timer = this.#flushing.get(flushed);
-      if (timer === undefined) return;
-      this.#flushing.delete(flushed);
-      clearTimeout(timer);
-      this.#close(stream);
-    };
-    this.#flushing.set(flushed, setTimeout(flushed, this.#flushTimeoutMs));
-    sent.then(flushed, (error: unknown) => {
-      request.reportError(error);
-      flushed();
+    // Rule 40: the notification (the transport adds the session and protocol-version headers),
+    // once the request reached the server, then the stream closes. Nothing here holds the caller.
+    const delivery: Delivery = { timer: undefined, wake: undefined, done: Promise.resolve() };
+    this.#deliveries.add(delivery);
+    delivery.done = this.#deliver(request, stream, delivery).finally(() => {
+      clearTimeout(delivery.timer);
+      this.#deliveries.delete(delivery);
     });
-    return "notification+stream-close";
+    return stream === undefined ? "notification" : "notification+stream-close";
   }
 
+  /**
+   * One 2025-era cancel, in order: (1) wait until the request reached the server (its send
+   * completed), at most flushTimeoutMs, so the notification never overtakes its request on
+   * another connection; a request whose send failed reached nothing and needs no notification;
+   * (2) POST the notification, retried once after a connection-level failure (a duplicate is
+   * harmless, rule 10); (3) close the request's stream once the notification was answered, or
+   * after flushTimeoutMs. A notification that still failed is recorded on the call, and reaches
+   * `onerror` only when the server refused it with an HTTP error (a network failure is not news).
+   */
+  async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery): Promise<void> {
+    if (stream !== undefined && stream.reached === "pending") {
+      await this.#bounded(delivery, new Promise<void>((resolve) => (stream.onReached = resolve)));
+      stream.onReached = undefined;
+    }
+    if (stream?.reached === "failed") {
+      this.#close(stream);
+      request.delivery({ sent: "none", failed: null });
+      return;
+    }
+    const sending = this.#sendNotification(request);
+    if (stream !== undefined) {
+      await this.#bounded(delivery, sending);
+      this.#close(stream);
+    }
+    const failure = await sending;
+    if (failure === undefined) return;
+    const error = failure instanceof Error ? failure : new Error(String(failure));
+    if (!isCancelSendFailure(failure) && !this.#closed) request.reportError(failure);
+    request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
+  }
+
+  /** Sends the notification; resolves `undefined` once the server answered it, else the failure. Never rejects. */
+  async #sendNotification(request: CancelRequest): Promise<unknown> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await request.send(request.notification);
+        return undefined;
+      } catch (error) {
+        // Retry once on a connection-level failure (fetch failed, other side closed), never after the close.
+        if (attempt === 1 && isCancelSendFailure(error) && isNetworkError(error) && !this.#closed) continue;
+        return error ?? new Error("the notification could not be sent");
+      }
+    }
+  }
+
+  /** Waits for `promise`, at most flushTimeoutMs (the timer is the delivery's, cleared with it). */
+  #bounded(delivery: Delivery, promise: Promise<unknown>): Promise<unknown> {
+    if (this.#closed) return Promise.resolve(TIMED_OUT);
+    return new Promise((resolve) => {
+      delivery.timer = setTimeout(resolve, this.#flushTimeoutMs, TIMED_OUT);
+      delivery.wake = () => resolve(TIMED_OUT);
+      promise.then(resolve, resolve);
+    }).finally(() => {
+      clearTimeout(delivery.timer);
+      delivery.timer = undefined;
+      delivery.wake = undefined;
+    });
+  }
+
+  /**
+   * The decorated `close()`: a cancel made just before it still reaches the server. The
+   * notifications on their way are given at most flushTimeoutMs to be answered, then the
+   * transport closes (aborting whatever is left, which is then recorded as undelivered).
+   */
+  readonly close = async (): Promise<void> => {
+    this.#closing = true;
+    if (this.#deliveries.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.all([...this.#deliveries].map((delivery) => delivery.done)),
+        new Promise((resolve) => (timer = setTimeout(resolve, this.#flushTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    return this.#inner.close();
+  };
+
   isOwnCancelError(error: Error): boolean {
+    // A notification POST that failed at the fetch: recorded on the call (and retried), not news.
+    if (isCancelSendFailure(error)) return true;
     const message = typeof error?.message === "string" ? error.message : "";
-    return message.startsWith(OWN_ABORT) || message.startsWith(OWN_SSE_ERROR);
+    if (message.startsWith(OWN_ABORT) || message.startsWith(OWN_SSE_ERROR)) return true;
+    // After close(): the SDK reports its own aborted streams ("SSE stream disconnected: AbortError").
+    return this.#closing && (error?.name === "AbortError" || /^SSE stream disconnected: AbortError/.test(message));
   }
 
   // --- the transport's side -------------------------------------------------------------
@@ -247,6 +338,9 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     ) {
       return this.#innerSend(message, options);
     }
+    // A request going out: the transport is open (again, if it was closed and started anew).
+    this.#closed = false;
+    this.#closing = false;
     const controller = new AbortController();
     const stream: Stream = {
       id,
@@ -255,6 +349,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       lastEventId: undefined,
       resumeToken: undefined,
       cancelled: false,
+      reached: "pending",
+      onReached: undefined,
     };
     this.#forgetStream(this.#streams.get(id));
     this.#streams.set(id, stream);
@@ -274,11 +370,13 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       },
     };
     if (!this.#v2) this.#sending.set(id, controller.signal);
-    const settle = (): void => {
+    const settle = (reached: "yes" | "failed"): void => {
       if (this.#sending.get(id) === controller.signal) this.#sending.delete(id);
+      stream.reached = reached;
+      stream.onReached?.();
     };
-    return this.#innerSend(message, next).then(settle, (error: unknown) => {
-      settle();
+    return this.#innerSend(message, next).then(() => settle("yes"), (error: unknown) => {
+      settle("failed");
       if (this.#streams.get(id) === stream && !stream.cancelled) {
         if (isNetworkError(error)) this.#lost(stream, error);
         else this.#forgetStream(stream);
@@ -321,13 +419,17 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   };
 
   readonly #onclose = (): void => {
+    this.#closed = true;
     for (const stream of this.#streams.values()) stream.unlink();
     this.#streams.clear();
     this.#sending.clear();
     this.#resuming.clear();
     this.#blocked.clear();
-    for (const timer of this.#flushing.values()) clearTimeout(timer); // the transport aborted every fetch
-    this.#flushing.clear();
+    // The transport aborted every fetch: no delivery waits any more (their sends reject).
+    for (const delivery of this.#deliveries) {
+      clearTimeout(delivery.timer);
+      delivery.wake?.();
+    }
     for (const timer of this.#checks) clearTimeout(timer);
     this.#checks.clear();
     unbindFetch(this.#fetch, this);
@@ -445,6 +547,8 @@ function forward<T extends TransportLike>(inner: T, adapter: StreamableHttpAdapt
           return adapter.send;
         case "setProtocolVersion":
           return adapter.setProtocolVersion;
+        case "close":
+          return adapter.close;
         case "onmessage":
         case "onclose":
           return adapter.getUp(property);

@@ -36,28 +36,47 @@ export interface CancellableFetchOptions {
  */
 export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
   parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
-  return perRequestFetch(options.fetch ?? defaultFetch);
+  if (options.fetch !== undefined) return perRequestFetch(options.fetch);
+  const own = ownDefaultFetch();
+  return perRequestFetch(own.fetch, own.close);
 }
 
 /** The header and body timeouts of the default dispatcher, in ms (0 = off). @internal */
 export const DEFAULT_DISPATCHER_TIMEOUTS_MS = { headersTimeout: 0, bodyTimeout: 0 } as const;
 
-let undici: Promise<FetchLike | undefined> | undefined;
+interface Undici {
+  Agent: typeof import("undici").Agent;
+  fetch: typeof import("undici").fetch;
+}
 
-/** undici's fetch with header and body timeouts off, loaded on first use; the global fetch where undici is missing. */
-const defaultFetch: FetchLike = async (url, init) => {
-  undici ??= loadUndici();
-  const fetch = await undici;
-  return fetch === undefined ? globalThis.fetch(url, init) : fetch(url, init);
-};
+let undici: Promise<Undici | undefined> | undefined;
 
-async function loadUndici(): Promise<FetchLike | undefined> {
-  try {
-    const { Agent, fetch } = await import("undici");
-    const dispatcher = new Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
-    return (url, init) =>
-      fetch(url, { ...(init as object), dispatcher } as Parameters<typeof fetch>[1]) as unknown as Promise<Response>;
-  } catch {
-    return undefined;
-  }
+const noop = (): void => {};
+
+/**
+ * The default fetch of one `cancellableFetch()`: undici's fetch with header and body timeouts
+ * off, through a dispatcher of its own (made on first use, closed with the transport), so every
+ * server address's connection pool goes with its transport; the global fetch where undici is
+ * missing.
+ */
+function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
+  let dispatcher: InstanceType<Undici["Agent"]> | undefined;
+  return {
+    fetch: async (url, init) => {
+      undici ??= import("undici").then(
+        ({ Agent, fetch }): Undici => ({ Agent, fetch }),
+        () => undefined,
+      );
+      const loaded = await undici;
+      if (loaded === undefined) return globalThis.fetch(url, init);
+      dispatcher ??= new loaded.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
+      return loaded.fetch(url, { ...(init as object), dispatcher } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+    },
+    close: () => {
+      const closing = dispatcher;
+      dispatcher = undefined;
+      // The transport has aborted every request already: nothing is cut short.
+      closing?.destroy().catch(noop);
+    },
+  };
 }

@@ -21,21 +21,55 @@ export interface FetchPort {
   ended(id: RequestId, how: "eof" | "error" | "failed", cause?: unknown): void;
 }
 
-/** Per-fetch state: the adapter bound to it. */
+/** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
 interface Registry {
   port: FetchPort | undefined;
   owner: object | undefined;
+  /** Closes the default fetch's dispatcher (its connection pools); `undefined` for a fetch given by the caller. */
+  close: (() => void) | undefined;
 }
 
 const registries = new WeakMap<object, Registry>();
 
 /**
+ * Errors of `notifications/cancelled` POSTs that failed at the fetch (network, abort): the
+ * adapter records them on the call and retries once, so the SDK's own echo of them in `onerror`
+ * is swallowed.
+ */
+const cancelFailures = new WeakSet<object>();
+
+/** True for the rejection of a `notifications/cancelled` POST (see `cancelFailures`). @internal */
+export function isCancelSendFailure(error: unknown): boolean {
+  return typeof error === "object" && error !== null && cancelFailures.has(error);
+}
+
+/**
+ * For a transport whose fetch is not a `cancellableFetch` (v2): the same fetch, with the
+ * rejections of `notifications/cancelled` POSTs marked (see `isCancelSendFailure`). @internal
+ */
+export function markCancelFailures(fetch: FetchLike | undefined): FetchLike {
+  return async (url, init) => {
+    try {
+      return await (fetch ?? globalThis.fetch)(url, init);
+    } catch (error) {
+      if (isCancelBody(init?.body)) mark(error);
+      throw error;
+    }
+  };
+}
+
+function mark(error: unknown): void {
+  if (typeof error === "object" && error !== null) cancelFailures.add(error);
+}
+
+/**
  * The per-request fetch behind `cancellableFetch` (see cancellable-fetch.ts, which picks the base
  * fetch: kept apart so the root entry, which reaches this module through the adapter, never
- * pulls in undici). @internal
+ * pulls in undici). `close` releases the base fetch's own dispatcher when the transport closes.
+ * @internal
  */
-export function perRequestFetch(base: FetchLike): FetchLike {
-  const registry: Registry = { port: undefined, owner: undefined };
+export function perRequestFetch(base: FetchLike, close?: () => void): FetchLike {
+  const registry: Registry = { port: undefined, owner: undefined, close };
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
   return fetch;
@@ -57,10 +91,21 @@ export function bindFetch(fetch: unknown, owner: object, port: FetchPort): boole
   return true;
 }
 
-/** Releases a fetch bound with `bindFetch` (the transport closed). @internal */
+/**
+ * Releases a fetch bound with `bindFetch` (the transport closed): the adapter lets go of it,
+ * and the default dispatcher (its connection pool for the server's address) is closed, so a
+ * transport leaves nothing behind. A transport started again gets a new dispatcher. @internal
+ */
 export function unbindFetch(fetch: unknown, owner: object): void {
   const registry = typeof fetch === "function" ? registries.get(fetch) : undefined;
-  if (registry?.owner === owner) registry.port = undefined;
+  if (registry?.owner !== owner) return;
+  registry.port = undefined;
+  registry.close?.();
+}
+
+/** True when `fetch` is a `cancellableFetch()`. @internal */
+export function isCancellableFetch(fetch: unknown): boolean {
+  return typeof fetch === "function" && registries.has(fetch);
 }
 
 async function send(registry: Registry, base: FetchLike, url: string | URL, init: RequestInit = {}): Promise<Response> {
@@ -68,8 +113,10 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   const port = registry.port;
   let id: RequestId | undefined;
   let resumed = false;
+  let cancel = false;
   if (method === "POST") {
     id = requestIdOf(init.body);
+    cancel = id === undefined && isCancelBody(init.body);
   } else if (method === "GET" && port !== undefined) {
     const lastEventId = new Headers(init.headers).get("last-event-id");
     if (lastEventId !== null) {
@@ -97,6 +144,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   try {
     response = await base(url, { ...init, signal: controller.signal });
   } catch (error) {
+    if (cancel) mark(error);
     release("failed", error);
     throw error;
   }
@@ -181,4 +229,8 @@ function requestIdOf(body: unknown): RequestId | undefined {
   return typeof method === "string" && (typeof id === "string" || typeof id === "number") ? id : undefined;
 }
 
+/** True when a POST body is a single `notifications/cancelled`. */
+function isCancelBody(body: unknown): boolean {
+  return typeof body === "string" && body.includes('"notifications/cancelled"') && /^\s*\{/.test(body);
+}
 

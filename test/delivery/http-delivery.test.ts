@@ -1,0 +1,113 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CallTimeoutError } from "../../src/index.js";
+import { startRawHttp } from "../fixtures/reliability/raw-http-server.js";
+import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
+import { connectV1, connectV2 } from "../http/clients.js";
+import { sleep, timed, watchProcess } from "../helpers/reliability.js";
+import { eventually } from "../helpers/stdio.js";
+
+// Issue 16 items 1 and 2: on 2025-era Streamable HTTP the cancel's notification never reaches the
+// server before its request, a notification POST that fails on the network is retried once, and
+// what the record says is what happened. Against a raw 2025-era node:http server that can take a
+// tools/call up late (as if it read the body late) and drop a notification's connection.
+// Real timers; orders, counts and bounds with slack.
+
+const SLACK_MS = 400;
+
+const process$ = watchProcess();
+beforeAll(process$.start);
+afterAll(() => {
+  process$.stop();
+  expect(process$.seen()).toEqual([]);
+});
+
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await Promise.race([step().catch(() => {}), sleep(2_000)]);
+});
+
+for (const [sdk, connect] of [
+  ["v1", connectV1],
+  ["v2 (2025 era)", connectV2],
+] as const) {
+  describe(`${sdk} client, 2025-era cancel delivery`, () => {
+    async function setup(flushTimeoutMs?: number) {
+      const server = await startRawHttp();
+      cleanup.push(() => server.stop());
+      const client = await connect(server.url, {}, flushTimeoutMs === undefined ? {} : { flushTimeoutMs });
+      cleanup.push(() => client.close());
+      return { server, ...client };
+    }
+    const requestsOf = (server: RawHttpServer, rpc: string) => server.events.filter((e) => e.kind === "request" && e.rpc === rpc);
+    const droppedCancels = (server: RawHttpServer) => server.events.filter((e) => e.kind === "dropped");
+    const toolClosed = (server: RawHttpServer, tool: string) => server.events.some((e) => e.kind === "close" && e.tool === tool);
+
+    it("a cancel never overtakes its request: the server takes the notification up after the tools/call it cancels", async () => {
+      // The wait for the request is bounded by flushTimeoutMs: give it room on a loaded machine.
+      const { server, mcp, errors } = await setup(2_000);
+      server.control.delayToolCallMs = 150; // the request's body is read late; the cancel comes at 30
+      const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 30 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(outcome.at).toBeLessThan(30 + SLACK_MS); // the caller is not held
+      expect(await eventually(() => requestsOf(server, "notifications/cancelled").length === 1, 2_000)).toBe(true);
+      const [tool] = requestsOf(server, "tools/call");
+      const [cancel] = requestsOf(server, "notifications/cancelled");
+      expect(tool).toBeDefined();
+      expect(cancel!.t).toBeGreaterThanOrEqual(tool!.t);
+      expect(await eventually(() => toolClosed(server, "hang"), 1_000)).toBe(true); // then the stream closed
+      expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(errors).toEqual([]);
+    });
+
+    it("a notification POST whose connection drops once is retried and delivered; onerror stays empty", async () => {
+      const { server, mcp, errors, adapter } = await setup();
+      server.control.dropCancels = 1;
+      const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 100 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(await eventually(() => requestsOf(server, "notifications/cancelled").length === 1, 2_000)).toBe(true);
+      expect(droppedCancels(server)).toHaveLength(1);
+      expect(await eventually(() => adapter.stats().flushing === 0, 1_000)).toBe(true);
+      expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(mcp.records()[0]!.revision).toBe(0);
+      expect(errors).toEqual([]);
+    });
+
+    it("a notification POST that fails twice is recorded as undelivered (the stream close went out, the notification did not), never as onerror noise", async () => {
+      const { server, mcp, errors, adapter } = await setup();
+      server.control.dropCancels = 2;
+      const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 100 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(await eventually(() => mcp.records()[0]!.revision > 0, 2_000)).toBe(true);
+      const record = mcp.records()[0]!;
+      expect(record.cancel).toMatchObject({
+        trigger: "timeout",
+        mechanism: "stream-close",
+        undelivered: { mechanism: "notification", error: expect.stringMatching(/fetch failed|other side closed|terminated|socket/i) },
+      });
+      expect(record.cancel!.sentAt).not.toBeNull();
+      expect(record.summary).toBe("cancelled (timeout), outcome unverified, cancel notification not delivered");
+      expect(droppedCancels(server)).toHaveLength(2); // one retry, no more
+      expect(requestsOf(server, "notifications/cancelled")).toHaveLength(0);
+      expect(await eventually(() => toolClosed(server, "hang"), 1_000)).toBe(true);
+      expect(await eventually(() => adapter.stats().flushing === 0, 1_000)).toBe(true);
+      expect(errors).toEqual([]);
+      // the connection is fine for the next call
+      await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({ content: [{ text: expect.stringMatching(/^echo/) }] });
+    });
+
+    it("a request whose POST never completed (connection dropped before any answer) is recorded as never sent and gets no notification", async () => {
+      const { server, mcp, errors, adapter } = await setup();
+      server.control.delayToolCallMs = 150;
+      const outcome = await timed(mcp.callTool({ name: "drop" }, { timeoutMs: 30 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(outcome.at).toBeLessThan(30 + SLACK_MS);
+      expect(await eventually(() => mcp.records()[0]!.revision > 0, 2_000)).toBe(true);
+      expect(mcp.records()[0]).toMatchObject({ outcome: "not-sent", cancel: { mechanism: "none", sentAt: null, undelivered: null } });
+      expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), never sent");
+      await sleep(100);
+      expect(requestsOf(server, "notifications/cancelled")).toHaveLength(0);
+      expect(adapter.stats().flushing).toBe(0);
+      expect(errors.filter((e) => /cancel/i.test(e.message))).toEqual([]);
+    });
+  });
+}
