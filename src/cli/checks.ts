@@ -1,5 +1,5 @@
 import { describeMessage, idLabel } from "./describe.js";
-import type { ProbeRun, RawCancel } from "./probe.js";
+import type { ProbeRun, RawCancel } from "./run.js";
 import type { WireEvent } from "./recorder.js";
 
 /** A check's verdict. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks } from "../core/cancellable-call.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";

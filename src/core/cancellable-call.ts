@@ -8,7 +8,7 @@ import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
-import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+import type { CallOutcome, CancelMechanism, CancelTrigger, RunRecord } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 

@@ -1,5 +1,5 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type { CallOutcome, RunRecord } from "./record.js";
+import type { CallOutcome, RunRecord } from "../types/record.js";
 
 /** The late counts with one more message of this kind (a new object: records are never mutated). */
 export function countLate(late: RunRecord["late"], kind: "result" | "error" | "progress"): RunRecord["late"] {

@@ -1,4 +1,4 @@
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 
 /**
  * Makes an `onRecord` callback that writes each record as one JSON line (JSON Lines), for a

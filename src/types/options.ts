@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "./record.js";
 
 /**
  * The largest delay Node, browsers, Deno and Bun honour for `setTimeout`, in ms (2^31 - 1).

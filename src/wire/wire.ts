@@ -1,8 +1,8 @@
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
-import type { CancelMechanism } from "../core/record.js";
-import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import type { CancelMechanism } from "../types/record.js";
+import type { CancellationAdapter, TransportLike } from "./types.js";
 import type { Anomaly } from "../types/options.js";
 import {
   CALL_MARKER,
