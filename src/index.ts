@@ -1,5 +1,7 @@
-// Every public export by name. The root never imports a `node:` module; adapters that do are
-// subpath exports (`mcp-cancellable/stdio`).
+// Every public export by name: what a bot author uses. The root never imports a `node:` module;
+// adapters are subpath exports (`mcp-cancellable/stdio`, `mcp-cancellable/streamable-http`), and
+// what an adapter author needs (`CancellableCall`, its hooks, the wire's message types) is
+// `mcp-cancellable/core` (src/core.ts). docs/api.md lists them all.
 export { withCancellation } from "./client/with-cancellation.js";
 export type {
   CallToolParams,
@@ -10,12 +12,7 @@ export type {
   ResultSchema,
   ToolResult,
 } from "./client/with-cancellation.js";
-export { CancellableCall } from "./core/cancellable-call.js";
-export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
-export { summarize } from "./core/record.js";
-export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./core/record.js";
-export { notificationCancellation } from "./adapters/notification.js";
-export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./adapters/types.js";
+export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./types/record.js";
 export { jsonLines } from "./ledger/json-lines.js";
 export { McpCancellableError } from "./errors/McpCancellableError.js";
 export type { McpCancellableErrorCode } from "./errors/McpCancellableError.js";
@@ -44,10 +41,8 @@ export type {
   CallOptions,
   CancellationOptions,
   Progress,
-  ResolvedCallOptions,
   Timers,
   VerifyContext,
   VerifyFn,
   VerifyResult,
 } from "./types/options.js";
-export type { CancelledNotification, Message } from "./wire/messages.js";

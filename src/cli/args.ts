@@ -85,7 +85,8 @@ Output:
   -h, --help            Print this help.
 
 Exit status: 0 no check FAILed; 1 a check FAILed, or the server could not be probed (did not
-start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error.
+start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error, or
+--era 2026-07-28 without the v2 SDK client (npm install @modelcontextprotocol/client).
 
 Example:
   mcp-cancellable probe --stdio "npx -y @modelcontextprotocol/server-everything stdio" \\

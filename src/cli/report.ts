@@ -236,7 +236,7 @@ export function renderStartupError(error: StartupError): string {
 /** A startup failure, as JSON (`--json`). */
 export function renderStartupErrorJson(error: StartupError, events: WireEvent[]): string {
   return JSON.stringify(
-    { probe: "mcp-cancellable", ok: false, exitCode: 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
+    { probe: "mcp-cancellable", ok: false, exitCode: error.kind === "missing-sdk" ? 2 : 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
     null,
     2,
   ) + "\n";

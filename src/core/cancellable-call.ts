@@ -118,11 +118,24 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   start(): void {
     const signal = this.#init.options.signal;
-    if (signal?.aborted) {
-      this.cancel("aborted", signal.reason);
-      return;
+    if (signal !== undefined) {
+      const aborted = firstAborted(signal);
+      if (aborted !== undefined) {
+        this.cancel("aborted", aborted.reason);
+        return;
+      }
+      if (isSignal(signal)) {
+        this.#unlink = onAbort(signal, this.#onAbort);
+      } else {
+        // Several signals (a session-wide one and a per-call one): one subscription each, all
+        // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
+        // alive as long as the session's signal lives.
+        const unlinks = signal.map((each) => onAbort(each, this.#onAbort));
+        this.#unlink = () => {
+          for (const unlink of unlinks) unlink();
+        };
+      }
     }
-    if (signal !== undefined) this.#unlink = onAbort(signal, this.#onAbort);
     this.#arm();
   }
 
@@ -224,7 +237,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   readonly #onAbort = (): void => {
-    this.cancel("aborted", this.#init.options.signal?.reason);
+    const signal = this.#init.options.signal;
+    this.cancel("aborted", signal === undefined ? undefined : firstAborted(signal)?.reason);
   };
 
   readonly #onTimer = (): void => {
@@ -384,6 +398,16 @@ function describeError(error: unknown): RunRecord["error"] {
 }
 
 function noop(): void {}
+
+function isSignal(signal: AbortSignal | readonly AbortSignal[]): signal is AbortSignal {
+  return !Array.isArray(signal);
+}
+
+/** The signal that aborted (the first in the list, when several did), or undefined. */
+function firstAborted(signal: AbortSignal | readonly AbortSignal[]): AbortSignal | undefined {
+  if (isSignal(signal)) return signal.aborted ? signal : undefined;
+  return signal.find((each) => each.aborted);
+}
 
 const RELEASED: CallInit = {
   method: "",

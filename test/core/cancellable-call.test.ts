@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CancellableCall, CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
+import { CancellableCall } from "../../src/core.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
 import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";

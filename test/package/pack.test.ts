@@ -23,6 +23,7 @@ const SDK = "@modelcontextprotocol/sdk@1.32.2";
 /** Where each public subpath's source lives; a subpath added to package.json must be added here. */
 const SOURCES: Record<string, string> = {
   ".": "src/index.ts",
+  "./core": "src/core.ts",
   "./stdio": "src/adapters/stdio/index.ts",
   "./streamable-http": "src/adapters/streamable-http/index.ts",
 };
@@ -31,8 +32,16 @@ const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as {
 /** The JavaScript subpaths of "exports" other than the root, such as "./stdio". */
 const subpaths = Object.keys(pkg.exports).filter((k) => k !== "." && !k.endsWith(".json"));
 
+interface PackInfo {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: Array<{ path: string; size: number }>;
+}
+
 let work: string;
 let tarball: string;
+let packInfo: PackInfo;
 let consumer: string;
 let installed: string;
 let offline: string | undefined;
@@ -51,10 +60,11 @@ beforeAll(async () => {
     if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
   }
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
-  // 2. Build and pack.
-  await sh("npx", ["tsup"], stage);
+  // 2. Pack, as a fresh clone would: no dist/ yet, so `prepack` must build it (issue 13, item 1).
+  expect(existsSync(join(stage, "dist"))).toBe(false);
   const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage);
-  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  packInfo = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as PackInfo[])[0]!;
+  tarball = join(work, packInfo.filename);
   // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
   // node10 resolution ignores by design; engines is node >= 20.3.
   attw = sh("npx", ["attw", tarball, "--profile", "node16", "--format", "json"], root, 90_000);
@@ -106,6 +116,20 @@ function reach(entry: string): { files: string[]; specifiers: string[] } {
 const NODE_ONLY = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 
 describe("the package as installed", () => {
+  it("packs built files from a clone without dist/ (prepack builds), without source maps", () => {
+    const paths = packInfo.files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js"]));
+    expect(paths.filter((p) => p.endsWith(".map"))).toEqual([]);
+    // What a user downloads and unpacks, stated in docs/package.md: a bound, not a speed.
+    const library = packInfo.files.filter((f) => f.path.startsWith("dist/") && f.path !== "dist/cli.js");
+    const kB = (n: number) => Math.round(n / 1000);
+    console.info(
+      `npm pack: ${kB(packInfo.size)} kB packed, ${kB(packInfo.unpackedSize)} kB unpacked; ` +
+        `library files ${kB(library.reduce((n, f) => n + f.size, 0))} kB, CLI bundle ${kB(packInfo.files.find((f) => f.path === "dist/cli.js")!.size)} kB`,
+    );
+    expect(packInfo.unpackedSize).toBeLessThan(1_000_000);
+  });
+
   it("installs from the packed tarball with the SDK", (ctx) => {
     if (offline !== undefined) ctx.skip(offline);
     expect(existsSync(join(installed, "package.json"))).toBe(true);
