@@ -5,7 +5,7 @@
 
 /** The per-request state machine (idle and maximum total timeouts, signal, late state, record). */
 export { CancellableCall } from "./core/cancellable-call.js";
-export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
+export type { CallHooks, CallIds, CallInit, RequestId } from "./core/cancellable-call.js";
 /** The record's one human line, as `RunRecord.summary` has it. */
 export { summarize } from "./core/record.js";
 /** The adapter that sends `notifications/cancelled` (stdio, in-memory, custom transports). */

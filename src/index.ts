@@ -13,7 +13,8 @@ export type {
   ToolResult,
 } from "./client/with-cancellation.js";
 export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./types/record.js";
-export { jsonLines } from "./ledger/json-lines.js";
+export { DEFAULT_JSON_LINES_MAX_CALLS, jsonLines } from "./ledger/json-lines.js";
+export type { JsonLinesOptions } from "./ledger/json-lines.js";
 export { McpCancellableError } from "./errors/McpCancellableError.js";
 export type { McpCancellableErrorCode } from "./errors/McpCancellableError.js";
 export { CallTimeoutError } from "./errors/CallTimeoutError.js";

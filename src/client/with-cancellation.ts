@@ -99,7 +99,9 @@ const systemTimers: Timers = {
 
 const monotonic = (): number => performance.now();
 
+/** Process-wide counters: call ids and connection ids are unique in the process. */
 let callNumber = 0;
+let connectionNumber = 0;
 
 /**
  * Wraps an MCP SDK client (v1 `@modelcontextprotocol/sdk` `Client`, or v2
@@ -128,6 +130,9 @@ export function withCancellation<T extends TransportLike>(
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
   const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
   const clock = defaults.clock ?? monotonic;
+  const connectionId = ++connectionNumber;
+  const inner = adapter.transport as { sessionId?: unknown };
+  const sessionId = (): string | undefined => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {
     ledger.put(key, next);
@@ -172,6 +177,7 @@ export function withCancellation<T extends TransportLike>(
       hooks,
       clock,
       timers: defaults.timers ?? systemTimers,
+      ids: { callId: key, connectionId, sessionId },
     });
     call.start();
     // Not connected yet (or not through mcp.transport), or the connection is gone (the server

@@ -38,6 +38,19 @@ export interface CallInit {
   /** Monotonic clock, ms. */
   clock: () => number;
   timers: Timers;
+  /**
+   * Where the record says the call belongs: its process-unique call id, its connection, and
+   * the MCP session id (read when the call settles). Default: 0, 0 and no session.
+   */
+  ids?: CallIds;
+}
+
+/** The identity a run record carries (`callId`, `connectionId`, `sessionId`). */
+export interface CallIds {
+  readonly callId: number;
+  readonly connectionId: number;
+  /** The MCP session id now, or undefined (stdio; a server without sessions). */
+  sessionId(): string | undefined;
 }
 
 type State = "pending" | "responded" | "settled";
@@ -285,7 +298,11 @@ export class CancellableCall<T = unknown> implements LateSink {
       outcome,
       error,
     };
+    const ids = this.#init.ids;
     const record: RunRecord = {
+      callId: ids?.callId ?? 0,
+      connectionId: ids?.connectionId ?? 0,
+      sessionId: ids?.sessionId() ?? null,
       requestId: this.requestId,
       method: this.method,
       name: this.name,

@@ -35,6 +35,15 @@ export type CallOutcome =
  * updates it.
  */
 export interface RunRecord {
+  /**
+   * The call's own id: unique in the process (across every connection and client), the same in
+   * every revision of the record. Request ids are not: each connection counts from its own start.
+   */
+  callId: number;
+  /** The connection (one `withCancellation` wrapper) the call went through: unique in the process. */
+  connectionId: number;
+  /** The MCP session id (Streamable HTTP `Mcp-Session-Id`) when the call settled, or `null` (stdio, stateless servers). */
+  sessionId: string | null;
   /** The JSON-RPC request id, or `null` when the request was never sent. */
   requestId: string | number | null;
   /** The JSON-RPC method, such as `"tools/call"`. */
