@@ -5,10 +5,12 @@
 export { withCancellation } from "./client/with-cancellation.js";
 export type {
   CallToolParams,
+  CallToolResultOf,
   CancellableClient,
   ClientLike,
   RequestOptions,
   RequestParams,
+  RequestResultOf,
   ResultSchema,
   ToolResult,
 } from "./client/with-cancellation.js";

@@ -32,8 +32,8 @@ export interface CallToolParams {
 }
 
 /** A JSON-RPC request for `request()`: a method and its params. */
-export interface RequestParams {
-  method: string;
+export interface RequestParams<M extends string = string> {
+  method: M;
   params?: { _meta?: Record<string, unknown>; [key: string]: unknown };
 }
 
@@ -59,26 +59,72 @@ export interface ToolResult {
   [key: string]: unknown;
 }
 
+/** The awaited result of the client's method `K`, or `Fallback` when the client has no such typed method. */
+type MethodResult<C, K extends string, Fallback> = C extends { [key in K]: (...args: never[]) => Promise<infer R> }
+  ? unknown extends R
+    ? Fallback
+    : R
+  : Fallback;
+
+/**
+ * The `tools/call` result type of client `C`: the SDK's own `CallToolResult`, from whichever SDK
+ * line `C` is (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`), read from
+ * the type of its `callTool`; `ToolResult` for a client typed loosely. The v1 compatibility
+ * shape (`{ toolResult }`, only returned when asked for with its schema) is left out.
+ */
+export type CallToolResultOf<C> = Exclude<MethodResult<C, "callTool", ToolResult>, { toolResult: unknown }>;
+
+/**
+ * The result type of `request({ method: M })` on client `C`: the SDK's own result type for the
+ * spec methods the SDK clients have a typed method for (`tools/list`, `resources/read`,
+ * `prompts/get`, ...), read from that method on `C`; `Record<string, unknown>` otherwise (pass
+ * `resultSchema` to type and validate it).
+ */
+export type RequestResultOf<C, M extends string> = M extends "tools/call"
+  ? CallToolResultOf<C>
+  : M extends keyof typeof TYPED_METHODS
+    ? MethodResult<C, (typeof TYPED_METHODS)[M], Record<string, unknown>>
+    : Record<string, unknown>;
+
+/** Spec methods and the SDK client method (v1 and v2 alike) whose return type is that method's result. */
+declare const TYPED_METHODS: {
+  "tools/list": "listTools";
+  "resources/read": "readResource";
+  "resources/list": "listResources";
+  "resources/templates/list": "listResourceTemplates";
+  "prompts/get": "getPrompt";
+  "prompts/list": "listPrompts";
+  "completion/complete": "complete";
+  ping: "ping";
+};
+
 /** What `withCancellation` returns: the decorated transport and the calls that go through it. */
-export interface CancellableClient<T extends TransportLike> {
+export interface CancellableClient<T extends TransportLike, C = ClientLike> {
   /** The decorated transport: pass it to `client.connect()`. */
   readonly transport: T;
   /**
    * Calls a tool with per-call timeouts and cancellation.
-   * @returns the SDK's `CallToolResult`.
+   * @returns the SDK's `CallToolResult`, typed as the client's SDK line types it.
    * @throws {CallTimeoutError} idle (`REQUEST_TIMEOUT`) or maximum total (`MAX_TOTAL_TIMEOUT`) timeout.
    * @throws {CallCancelledError} the caller's signal aborted (`CANCELLED`).
    * @throws {ConnectionClosedError} the transport closed (`CONNECTION_CLOSED`).
    * @throws {InvalidOptionError} an option is invalid (nothing was sent).
    * A JSON-RPC error from the server is the SDK's own error, untouched.
    */
-  callTool(params: CallToolParams, options?: CallOptions): Promise<ToolResult>;
+  callTool(params: CallToolParams, options?: CallOptions): Promise<CallToolResultOf<C>>;
   /**
    * Sends any request (`resources/read`, `prompts/get`, ...) with per-call timeouts and
    * cancellation; errors as `callTool`. `initialize` is refused: it must never be cancelled
    * (rule 39), so it goes through `client.connect()`.
+   * @returns the method's result, typed as the SDK's own result type for the method
+   *   (`RequestResultOf`: `ListToolsResult` for `tools/list`, ...), else `Record<string, unknown>`.
    */
-  request<R = Record<string, unknown>>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
+  request<M extends string>(request: RequestParams<M>, options?: CallOptions): Promise<RequestResultOf<C, M>>;
+  /**
+   * The same, typed by `resultSchema` (the v1 SDK validates the result with it), or by an
+   * explicit type argument: `request<MyResult>({ method: "x/custom" })`.
+   */
+  request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
   /** The run records kept in memory, oldest first (at most `maxRecords`). */
   records(): RunRecord[];
   /** Calls still pending on the wire (0 when idle: nothing is held for settled calls). */
@@ -115,11 +161,11 @@ let connectionNumber = 0;
  * @param options client-wide defaults (all durations in ms) and where records go.
  * @throws {InvalidOptionError} an option is invalid, naming it.
  */
-export function withCancellation<T extends TransportLike>(
-  client: ClientLike,
+export function withCancellation<T extends TransportLike, C extends ClientLike = ClientLike>(
+  client: C,
   transport: CancellationAdapter<T> | T,
   options?: CancellationOptions,
-): CancellableClient<T> {
+): CancellableClient<T, C> {
   if (typeof client !== "object" || client === null || typeof client.callTool !== "function") {
     throw new InvalidOptionError("client", "withCancellation: client must be an MCP SDK Client");
   }
@@ -211,14 +257,14 @@ export function withCancellation<T extends TransportLike>(
         return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
       }
       try {
-        return run<ToolResult>("tools/call", params.name, params, callOptions, (marked, sdkOptions) =>
+        return run<CallToolResultOf<C>>("tools/call", params.name, params, callOptions, (marked, sdkOptions) =>
           v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
         );
       } catch (error) {
         return Promise.reject(error);
       }
     },
-    request<R>(request: RequestParams, requestOptions?: RequestOptions<R>) {
+    request<R>(request: RequestParams, requestOptions?: RequestOptions<R>): Promise<R> {
       if (typeof request !== "object" || request === null || typeof request.method !== "string") {
         return Promise.reject(new InvalidOptionError("request.method", "request: request.method must be a string"));
       }

@@ -66,7 +66,7 @@ for (const [sdk, connect] of CLIENTS) {
 
     it("HTTP 500: the call fails at once with the SDK's error (not a timeout, not a cancel), the next call works", async () => {
       const client = await setup();
-      const outcome = await timed(client.mcp.callTool({ name: "http-500" }, { timeoutMs: 5_000 }));
+      const outcome = await timed<unknown>(client.mcp.callTool({ name: "http-500" }, { timeoutMs: 5_000 }));
       expect(outcome.status).toBe("rejected");
       expect(outcome.at).toBeLessThan(SLACK_MS);
       expect(outcome.error).not.toBeInstanceOf(CallTimeoutError);
@@ -79,11 +79,11 @@ for (const [sdk, connect] of CLIENTS) {
 
     it("404 for a lost session: the call and the next fail at once (never hang); a new connection works", async () => {
       const client = await setup();
-      const lost = await timed(client.mcp.callTool({ name: "lose-session" }, { timeoutMs: 5_000 }));
+      const lost = await timed<unknown>(client.mcp.callTool({ name: "lose-session" }, { timeoutMs: 5_000 }));
       expect(lost.status).toBe("rejected");
       expect(lost.at).toBeLessThan(SLACK_MS);
       expect(String((lost.error as Error).message)).toContain("Session not found");
-      const next = await timed(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
+      const next = await timed<unknown>(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
       expect(next.status).toBe("rejected");
       expect(next.at).toBeLessThan(SLACK_MS);
       expect(client.mcp.records().map((r) => r.status)).toEqual(["failed", "failed"]);
@@ -96,7 +96,7 @@ for (const [sdk, connect] of CLIENTS) {
     it("a connection reset mid-stream (after a progress event): connection-closed at the reset, the next call works", async () => {
       const client = await setup();
       const progress: number[] = [];
-      const outcome = await timed(client.mcp.callTool({ name: "reset" }, { timeoutMs: 5_000, onprogress: (p) => progress.push(p.progress) }));
+      const outcome = await timed<unknown>(client.mcp.callTool({ name: "reset" }, { timeoutMs: 5_000, onprogress: (p) => progress.push(p.progress) }));
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
       expect(outcome.at).toBeLessThan(50 + SLACK_MS);
       expect(progress).toEqual([1]); // what came before the reset was delivered
@@ -109,7 +109,7 @@ for (const [sdk, connect] of CLIENTS) {
 
     it("a body that ends without the response: connection-closed, the next call works", async () => {
       const client = await setup();
-      const outcome = await timed(client.mcp.callTool({ name: "end" }, { timeoutMs: 5_000 }));
+      const outcome = await timed<unknown>(client.mcp.callTool({ name: "end" }, { timeoutMs: 5_000 }));
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
       expect(outcome.at).toBeLessThan(50 + SLACK_MS);
       await nextCallWorks(client.mcp);
@@ -120,7 +120,7 @@ for (const [sdk, connect] of CLIENTS) {
       const what = tool === "no-headers" ? "headers never sent" : "a body that stalls mid-event";
       it(`${what}: released at its deadline, one cancel POST, the stream closed on the server, the next call works`, async () => {
         const client = await setup();
-        const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 300 }));
+        const outcome = await timed<unknown>(client.mcp.callTool({ name: tool }, { timeoutMs: 300 }));
         expect(outcome.error).toBeInstanceOf(CallTimeoutError);
         expect(outcome.at).toBeGreaterThanOrEqual(300 - EARLY_MS);
         expect(outcome.at).toBeLessThan(300 + SLACK_MS);
@@ -138,7 +138,7 @@ for (const [sdk, connect] of CLIENTS) {
 
     it("the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the failure is reported", async () => {
       const client = await setup();
-      const outcome = await timed(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
+      const outcome = await timed<unknown>(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
       expect(outcome.error).toBeInstanceOf(CallTimeoutError);
       expect(outcome.at).toBeLessThan(200 + SLACK_MS);
       expect(await eventually(() => closesOf(client.server, "no-headers").length === 1, 1_000)).toBe(true);
@@ -151,7 +151,7 @@ for (const [sdk, connect] of CLIENTS) {
     it("the server is gone (connection refused): the next call fails at once, never hangs", async () => {
       const client = await setup();
       await client.server.stop();
-      const outcome = await timed(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
+      const outcome = await timed<unknown>(client.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
       expect(outcome.status).toBe("rejected");
       expect(outcome.at).toBeLessThan(SLACK_MS);
       expect(client.mcp.pendingCount).toBe(0);
