@@ -54,7 +54,7 @@ export interface VerifyContext {
 
 /**
  * A separate, idempotent read that checks whether a cancelled call's side effect happened
- * (the seed's second rule: silence is not proof that the work stopped).
+ * (the worked example's second rule: silence is not proof that the work stopped).
  */
 export type VerifyFn = (context: VerifyContext) => VerifyResult | Promise<VerifyResult>;
 

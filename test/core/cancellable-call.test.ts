@@ -268,7 +268,7 @@ describe("CancellableCall: after the cancel (rules 8, 11)", () => {
   });
 });
 
-describe("CancellableCall: verification (the seed's second rule)", () => {
+describe("CancellableCall: verification (the worked example's second rule)", () => {
   const cases = [
     { name: "applied", verify: () => "applied" as const, outcome: "verified-applied" },
     { name: "not applied", verify: async () => "not-applied" as const, outcome: "verified-not-applied" },
