@@ -270,7 +270,7 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
       }
       if (request.method === "initialize") {
         return Promise.reject(
-          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39); use client.connect()"),
+          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()"),
         );
       }
       try {

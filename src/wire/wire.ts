@@ -394,7 +394,7 @@ export class Wire<T extends TransportLike> {
       if (!increased) {
         this.#anomaly({
           kind: "non-increasing-progress",
-          message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21)`,
+          message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21 in docs/spec-rules.md)`,
           ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
@@ -406,7 +406,7 @@ export class Wire<T extends TransportLike> {
     }
     this.#anomaly({
       kind: "unknown-progress-token",
-      message: `progress for token ${JSON.stringify(token)}, which no active request carries, dropped (rule 22)`,
+      message: `progress for token ${JSON.stringify(token)}, which no active request carries, dropped (rule 22 in docs/spec-rules.md)`,
     });
     return false;
   }
@@ -419,7 +419,7 @@ export class Wire<T extends TransportLike> {
     if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
-        message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12)`,
+        message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,
         requestId,
       });
     }

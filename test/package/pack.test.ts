@@ -56,7 +56,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "mcp-cancellable-pack-"));
   // 1. Stage a copy of what the build needs, with the repository's node_modules linked in.
   const stage = join(work, "stage");
-  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src"]) {
+  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src", "docs"]) {
     if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
   }
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
@@ -118,7 +118,7 @@ const NODE_ONLY = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 describe("the package as installed", () => {
   it("packs built files from a clone without dist/ (prepack builds), without source maps", () => {
     const paths = packInfo.files.map((f) => f.path);
-    expect(paths).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js"]));
+    expect(paths).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js", "docs/spec-rules.md"]));
     expect(paths.filter((p) => p.endsWith(".map"))).toEqual([]);
     // What a user downloads and unpacks, stated in docs/package.md: a bound, not a speed.
     const library = packInfo.files.filter((f) => f.path.startsWith("dist/") && f.path !== "dist/cli.js");
