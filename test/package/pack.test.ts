@@ -62,7 +62,8 @@ beforeAll(async () => {
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
   // 2. Pack, as a fresh clone would: no dist/ yet, so `prepack` must build it (issue 13, item 1).
   expect(existsSync(join(stage, "dist"))).toBe(false);
-  const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage);
+  // The build inside (tsup: ESM, CommonJS, declarations, the CLI) takes about 20 s of CPU, minutes of wall time on a loaded machine.
+  const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage, 300_000);
   packInfo = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as PackInfo[])[0]!;
   tarball = join(work, packInfo.filename);
   // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
@@ -84,7 +85,7 @@ beforeAll(async () => {
     offline = `no network to the npm registry and ${SDK} is not in the npm cache: ${String((error as Error).message).split("\n")[0]}`;
   }
   installed = join(consumer, "node_modules", pkg.name);
-}, 150_000);
+}, 450_000);
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
