@@ -89,7 +89,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
-});
+}, 120_000); // thousands of installed files: slow on a loaded disk
 
 /** Every module a built file reaches (following relative imports), with the bare specifiers it names. */
 function reach(entry: string): { files: string[]; specifiers: string[] } {
