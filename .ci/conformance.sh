@@ -3,10 +3,14 @@
 # through mcp-cancellable, and on the bare SDK client. The runner needs Node 22+, so it runs on
 # a cached Node 22 binary (.ci/node-matrix.sh). Fails if any scenario fails through the wrapper.
 # The client command starts with `exec` so the runner's timeout reaches the client itself.
+# The runner (@modelcontextprotocol/conformance, engines node >= 22) lives in its own folder,
+# test/conformance/runner, installed here with the Node 22 binary: kept out of the root
+# devDependencies, a Node 20 `npm ci` of the project shows no EBADENGINE warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node22=$(bash .ci/node-matrix.sh 22)
-runner=node_modules/@modelcontextprotocol/conformance/dist/index.js
+(cd test/conformance/runner && PATH="$(dirname "$node22"):$PATH" npm ci --no-audit --no-fund --loglevel=error)
+runner=test/conformance/runner/node_modules/@modelcontextprotocol/conformance/dist/index.js
 failed=0
 printf '%-12s %-10s %s\n' scenario client result
 for scenario in initialize tools_call sse-retry; do

@@ -1,5 +1,5 @@
 /**
- * The seed's worked example over Streamable HTTP: a bot asks for `generate_quarterly_summary`, the
+ * The worked example over Streamable HTTP: a bot asks for `generate_quarterly_summary`, the
  * report takes longer than the bot's budget, the bot gives up. Over HTTP the cancel is closing
  * that request's own response stream, so the server sees its connection close:
  *
@@ -9,7 +9,7 @@
  *        cancel, and no notification is sent (rules 6, 28).
  *
  * Each server runs in this process on 127.0.0.1 (port 0) and records what it saw: when the
- * `tools/call` response closed and whether it had ended (`writableFinished`), and when the tool's
+ * `tools/call` response closed and whether the server had finished it, and when the tool's
  * abort signal fired. A verify read of the reports directory then tells whether the report was
  * written. `runHttpDemo()` returns the printable lines and whether every check held.
  */
@@ -33,7 +33,7 @@ import type { CancelMechanism, RunRecord } from "../src/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../src/adapters/streamable-http/index.js";
 import { reportPath } from "./reports.js";
 
-/** The bot's patience, in ms (the seed's 30 s, shortened). */
+/** The bot's patience, in ms (the worked example's 30 s, shortened). */
 const BUDGET_MS = 800;
 /** How long the report takes, in ms: well past the budget. */
 const WORK_MS = 1_600;
@@ -245,12 +245,16 @@ async function runScenario(scenario: Scenario, dir: string, lines: string[], pro
 
     lines.push(`[${label}] ${scenario.title}`);
     lines.push(`     bot: released at +${releasedAt} ms; ${record?.summary ?? "no record"}; mechanism ${record?.cancel?.mechanism ?? "?"}`);
+    // What the server saw, in the order it happened.
     const cancelPost = saw.cancelPosts[0];
-    lines.push(
-      `  server: ${cancelPost === undefined ? "no notifications/cancelled POST" : `notifications/cancelled POSTed at +${cancelPost.at} ms, answered ${cancelPost.status ?? "?"}`}; ` +
-        `tools/call response closed at +${saw.closed?.at ?? "?"} ms before it ended (writableFinished=${String(saw.closed?.finished)}); ` +
-        `tool's signal aborted at +${saw.aborted?.at ?? "?"} ms`,
-    );
+    const events: Array<{ at: number; text: string }> = [];
+    if (cancelPost !== undefined) events.push({ at: cancelPost.at, text: `notifications/cancelled POSTed at +${cancelPost.at} ms, answered ${cancelPost.status ?? "?"}` });
+    if (saw.closed !== undefined) {
+      events.push({ at: saw.closed.at, text: `tools/call response closed at +${saw.closed.at} ms${saw.closed.finished ? "" : ", before the server had finished it"}` });
+    }
+    if (saw.aborted !== undefined) events.push({ at: saw.aborted.at, text: `tool's signal aborted at +${saw.aborted.at} ms` });
+    events.sort((x, y) => x.at - y.at);
+    lines.push(`  server: ${cancelPost === undefined ? "no notifications/cancelled POST; " : ""}${events.map((event) => event.text).join("; ")}`);
   } finally {
     await bot.close();
     await server.stop();

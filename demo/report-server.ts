@@ -1,9 +1,9 @@
 /**
- * report-server: the MCP server of the seed's worked example (seeds/000_a2e1b9b6aa384a0d.txt),
+ * report-server: the MCP server of the worked example (README, "The worked example"),
  * built with the official v1 SDK (`McpServer` + `StdioServerTransport`) and nothing else.
  *
  * One tool, `generate_quarterly_summary {quarter}`, which takes `--work-ms` ms to produce the
- * report and then writes `<dir>/<quarter>-summary.md`. `--mode` picks which of the seed's three
+ * report and then writes `<dir>/<quarter>-summary.md`. `--mode` picks which of the worked example's three
  * cases this server plays when the client cancels mid-way:
  *
  *   stop    (a) The server stops cleanly and sends nothing: the tool honours `extra.signal`

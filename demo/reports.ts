@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-/** The three behaviours of the seed's worked example, played by demo/report-server.ts. */
+/** The three behaviours of the worked example, played by demo/report-server.ts. */
 export const MODES = ["stop", "late", "ignore"] as const;
 export type Mode = (typeof MODES)[number];
 

@@ -1,5 +1,5 @@
 /**
- * `npm run demo`: the worked example of the seed (../shared/seeds/000_a2e1b9b6aa384a0d.txt), run
+ * `npm run demo`: the worked example (README, "The worked example"), run
  * for real against MCP servers on stdio, through mcp-cancellable.
  *
  * The seed: a bot calls `generate_quarterly_summary` over stdio; the report takes longer than the
@@ -17,9 +17,10 @@
  * connection stays usable for the next call (e).
  *
  * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
- * with 1 unless each record is what the seed says it should be. DEMO_VERBOSE=1 also prints the
- * servers' stderr. `npm run demo -- --otel` also prints the stdio part's OpenTelemetry spans
- * (mcp-cancellable/otel, the SDK's console exporter) as each ends. Every server is a child process started and stopped here; the reports go to a
+ * with 1 unless each record is what the worked example says it should be. DEMO_VERBOSE=1 also
+ * prints the servers' stderr. `npm run demo -- --otel` also prints the stdio part's OpenTelemetry
+ * spans (mcp-cancellable/otel, the SDK's console exporter) as each ends. Every server is a child
+ * process started and stopped here; the reports go to a
  * temporary directory, deleted at the end.
  */
 import { existsSync } from "node:fs";
@@ -39,9 +40,9 @@ import { runHttpDemo } from "./http.js";
 import { reportPath } from "./reports.js";
 import type { Mode } from "./reports.js";
 
-/** The bot's patience for one report, in ms (the seed's 30 s, shortened so the demo takes seconds). */
+/** The bot's patience for one report, in ms (the worked example's 30 s, shortened so the demo takes seconds). */
 const BUDGET_MS = 800;
-/** How long the report takes on this run, in ms: well past the budget (the seed's 45 s against 30 s). */
+/** How long the report takes on this run, in ms: well past the budget (the worked example's 45 s against 30 s). */
 const WORK_MS = 1_600;
 /**
  * Wait after the cancel before the verify read, in ms: time for a server that cannot stop to
@@ -59,7 +60,7 @@ const verbose = process.env.DEMO_VERBOSE === "1";
 const tracerProvider = process.argv.includes("--otel")
   ? new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new ConsoleSpanExporter())] })
   : undefined;
-/** Everything that did not match the seed; the demo exits 1 unless this stays empty. */
+/** Everything that did not match the worked example; the demo exits 1 unless this stays empty. */
 const problems: string[] = [];
 
 // ---------------------------------------------------------------------------------------------
@@ -94,7 +95,7 @@ async function connect(command: string, args: string[]): Promise<Session> {
   return { mcp, close: () => (closing ??= client.close()), stderr: () => stderr.join("") };
 }
 
-/** Starts demo/report-server.ts (under tsx's loader) in one of the seed's three modes. */
+/** Starts demo/report-server.ts (under tsx's loader) in one of the worked example's three modes. */
 function startReportServer(mode: Mode, dir: string): Promise<Session> {
   const server = join(here, "report-server.ts");
   const args = ["--import", import.meta.resolve("tsx"), server, "--mode", mode, "--dir", dir, "--work-ms", String(WORK_MS)];
@@ -119,11 +120,11 @@ function startServerEverything(): Promise<Session> {
  * `notifications/cancelled` with the reason and rejects the call at once, without waiting for the
  * server (rules 14, 15: time out, cancel, stop waiting). Because silence is not proof that the work
  * stopped, the call carries a `verify` read: `VERIFY_DELAY_MS` after the cancel it checks whether
- * the report file exists, a read that changes nothing (the seed's second rule). Its answer becomes
+ * the report file exists, a read that changes nothing (the worked example's second rule). Its answer becomes
  * the record's outcome: `verified-applied` or `verified-not-applied`.
  *
  * `verifyAfterCancel: false` leaves the verify read out. Case (b) runs that way so that its record
- * shows the seed's "cancelled, late result discarded": with a verify read, the read's answer (here
+ * shows the worked example's "cancelled, late result discarded": with a verify read, the read's answer (here
  * "applied", since that server finished) would set the outcome instead, and the late result would
  * still be counted in `late.results`.
  *
@@ -154,7 +155,7 @@ async function askForReport(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Checking records against the seed.
+// Checking records against the worked example.
 // ---------------------------------------------------------------------------------------------
 
 /** One call's line in the output: its label, its final record, and what happened, in words. */
@@ -200,7 +201,7 @@ interface ReportCase {
   label: "a" | "b" | "c";
   mode: Mode;
   verifyAfterCancel: boolean;
-  /** The record's outcome the seed asks for. */
+  /** The record's outcome the worked example asks for. */
   outcome: RunRecord["outcome"];
   /** Late results the record must count: only (b)'s server sends one. */
   lateResults: number;
@@ -344,7 +345,11 @@ async function main(): Promise<void> {
     process.exit(1);
   }, DEMO_DEADLINE_MS);
   watchdog.unref();
-  console.log(`mcp-cancellable demo: the seed's worked example over stdio (budget ${BUDGET_MS} ms, the report takes ${WORK_MS} ms)\n`);
+  console.log(`mcp-cancellable demo: the worked example over stdio (budget ${BUDGET_MS} ms, the report takes ${WORK_MS} ms)`);
+  console.log(
+    "Cases [a] to [d] run at the same time, each on its own connection to its own server process;\n" +
+      "then case [e] runs on [d]'s connection. Results print in case order once all are done.\n",
+  );
 
   const root = await mkdtemp(join(tmpdir(), "mcp-cancellable-demo-"));
   const dirs = REPORT_CASES.map((spec) => join(root, spec.label));
@@ -385,13 +390,13 @@ async function main(): Promise<void> {
 
   if (lines.length !== REPORT_CASES.length + 2) problems.push(`expected ${REPORT_CASES.length + 2} run records, got ${lines.length}`);
   if (problems.length > 0) {
-    console.error(`\nDEMO FAILED: ${problems.length} check(s) differ from what the seed says:`);
+    console.error(`\nDEMO FAILED: ${problems.length} check(s) differ from what the worked example says:`);
     const byLabel = (problem: string): string => (/^\[[a-e]\]/.test(problem) ? problem.slice(0, 3) : "[~]");
     for (const problem of problems.sort((x, y) => byLabel(x).localeCompare(byLabel(y)))) console.error(`  - ${problem}`);
     if (!verbose) for (const session of sessions) process.stderr.write(session.stderr());
     process.exitCode = 1;
   } else {
-    console.log("\nOK: every record is what the seed says it should be.");
+    console.log("\nOK: every record is what the worked example says it should be.");
   }
   await tracerProvider?.shutdown();
   // The same worked example over Streamable HTTP (demo/http.ts): the server sees the stream close.

@@ -1,23 +1,31 @@
-// Every public export by name. The root never imports a `node:` module; adapters that do are
-// subpath exports (`mcp-cancellable/stdio`).
+// Every public export by name: what a bot author uses. The root never imports a `node:` module;
+// adapters are subpath exports (`mcp-cancellable/stdio`, `mcp-cancellable/streamable-http`), and
+// what an adapter author needs (`CancellableCall`, its hooks, the wire's message types) is
+// `mcp-cancellable/core` (src/core.ts). docs/api.md lists them all.
 export { withCancellation } from "./client/with-cancellation.js";
 export { attachCancellation } from "./client/attach.js";
 export type {
   CallToolParams,
+  CallToolResultOf,
   CancellableClient,
   ClientLike,
   RequestOptions,
   RequestParams,
+  RequestResultOf,
   ResultSchema,
   ToolResult,
 } from "./client/facade.js";
-export { CancellableCall } from "./core/cancellable-call.js";
-export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
-export { summarize } from "./core/record.js";
-export type { CallOutcome, CallStatus, CancelDelivery, CancelMechanism, CancelTrigger, CancelUndelivered, RunRecord } from "./core/record.js";
-export { notificationCancellation } from "./adapters/notification.js";
-export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./adapters/types.js";
-export { jsonLines } from "./ledger/json-lines.js";
+export type {
+  CallOutcome,
+  CallStatus,
+  CancelDelivery,
+  CancelMechanism,
+  CancelTrigger,
+  CancelUndelivered,
+  RunRecord,
+} from "./types/record.js";
+export { DEFAULT_JSON_LINES_MAX_CALLS, jsonLines } from "./ledger/json-lines.js";
+export type { JsonLinesOptions } from "./ledger/json-lines.js";
 export { McpCancellableError } from "./errors/McpCancellableError.js";
 export type { McpCancellableErrorCode } from "./errors/McpCancellableError.js";
 export { CallTimeoutError } from "./errors/CallTimeoutError.js";
@@ -48,10 +56,8 @@ export type {
   CancellationOptions,
   ObservedCall,
   Progress,
-  ResolvedCallOptions,
   Timers,
   VerifyContext,
   VerifyFn,
   VerifyResult,
 } from "./types/options.js";
-export type { CancelledNotification, Message } from "./wire/messages.js";

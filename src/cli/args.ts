@@ -43,7 +43,8 @@ export class UsageError extends Error {
 export const PROBE_HELP = `Usage: mcp-cancellable probe (--stdio "<command>" | --url <url>) [options]
 
 Checks whether an MCP server honours cancellation: calls a tool, cancels it, and watches the
-wire. Each check is PASS, FAIL, WARN or SKIP, with the evidence and the spec rule it tests.
+wire. Each check is PASS, FAIL, WARN or SKIP, with the evidence and the spec rule it tests
+("rule N": listed with its specification page and section in docs/spec-rules.md).
 
 Target (exactly one):
   --stdio "<command>"   Run a stdio server: the command line, split like a shell splits words
@@ -85,7 +86,8 @@ Output:
   -h, --help            Print this help.
 
 Exit status: 0 no check FAILed; 1 a check FAILed, or the server could not be probed (did not
-start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error.
+start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error, or
+--era 2026-07-28 without the v2 SDK client (npm install @modelcontextprotocol/client).
 
 Example:
   mcp-cancellable probe --stdio "npx -y @modelcontextprotocol/server-everything stdio" \\

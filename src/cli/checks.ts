@@ -1,5 +1,5 @@
 import { describeMessage, idLabel } from "./describe.js";
-import type { ProbeRun, RawCancel } from "./probe.js";
+import type { ProbeRun, RawCancel } from "./run.js";
 import type { WireEvent } from "./recorder.js";
 
 /** A check's verdict. */
@@ -209,6 +209,21 @@ function workStops(run: ProbeRun): Check {
     );
   }
   if (before.length > 0) {
+    // Silence proves nothing if the tool's own pace is slower than the watch: progress that
+    // came every 3 s cannot be missed in a 2 s window. The longest gap seen before the cancel
+    // (from the call, for a single notification) is the tool's pace.
+    const gaps = [main.sentAt, ...before.map((event) => event.at)].map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!));
+    const pace = Math.max(...(before.length > 1 ? gaps.slice(2) : gaps));
+    const watched = end - cancelAt;
+    if (watched <= pace) {
+      return make(
+        "work-stops",
+        "WARN",
+        `the window was too short to judge: progress came every ${Math.round(pace)} ms before the cancel, and only ${Math.round(watched)} ms were watched after it; ` +
+          `run again with --window ${Math.ceil((pace * 2) / 1000) * 1000} or more`,
+        lines(before.slice(-3), cancelAt),
+      );
+    }
     return make(
       "work-stops",
       "PASS",

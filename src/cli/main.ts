@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { parseProbeArgs, PROBE_HELP, UsageError } from "./args.js";
 import { probe } from "./probe.js";
 import { Recorder } from "./recorder.js";
@@ -8,7 +9,7 @@ import { StartupError } from "./target.js";
 export const EXIT_OK = 0;
 /** Exit status: a check FAILed, or the server could not be probed. */
 export const EXIT_FAIL = 1;
-/** Exit status: usage error. */
+/** Exit status: usage error, or an optional peer the command needs is not installed. */
 export const EXIT_USAGE = 2;
 
 export const HELP = `Usage: mcp-cancellable <command> [options]
@@ -17,8 +18,25 @@ Commands:
   probe    Check whether an MCP server honours cancellation (mcp-cancellable probe --help)
 
 Options:
-  -h, --help  Print this help.
+  -h, --help     Print this help.
+  -v, --version  Print the version of mcp-cancellable.
 `;
+
+/**
+ * The package's version, read from its package.json: the nearest one named mcp-cancellable
+ * above this module (dist/cli.js in the package, src/cli/main.ts in a clone).
+ */
+export function version(): string {
+  for (let up = "../"; up.length <= 12; up += "../") {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(`${up}package.json`, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "mcp-cancellable" && typeof pkg.version === "string") return pkg.version;
+    } catch {
+      // not there: look one folder up
+    }
+  }
+  return "unknown";
+}
 
 /** Where the command writes. */
 export interface Output {
@@ -36,6 +54,10 @@ export async function main(argv: string[], out: Output): Promise<number> {
   if (command === undefined || command === "-h" || command === "--help" || command === "help") {
     (command === undefined ? out.stderr : out.stdout)(HELP);
     return command === undefined ? EXIT_USAGE : EXIT_OK;
+  }
+  if (command === "-v" || command === "--version" || command === "version") {
+    out.stdout(`${version()}\n`);
+    return EXIT_OK;
   }
   if (command !== "probe") {
     out.stderr(`mcp-cancellable: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
@@ -61,7 +83,9 @@ export async function main(argv: string[], out: Output): Promise<number> {
     if (error instanceof StartupError) {
       if (json) out.stdout(renderStartupErrorJson(error, recorder.events));
       out.stderr(renderStartupError(error));
-      return EXIT_FAIL;
+      // A missing optional peer (the v2 SDK for --era 2026-07-28) is a problem with the command,
+      // not with the server: the usage status, so a script can tell it from a failed check.
+      return error.kind === "missing-sdk" ? EXIT_USAGE : EXIT_FAIL;
     }
     const message = error instanceof Error ? error.message : String(error);
     out.stderr(`mcp-cancellable probe: the probe itself failed: ${message}\n`);

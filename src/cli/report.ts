@@ -143,6 +143,7 @@ export function renderText(report: ProbeReport): string {
     );
   }
   out.push(`  watch    ${o.windowMs} ms after each cancel; messages within ${o.graceMs} ms of a cancel may have crossed it (rule 9)`);
+  out.push(`  rules    "rule N" is a requirement of the MCP specification, listed with its page and section in docs/spec-rules.md (in the package and the repository)`);
   const invalid = run.events.filter((event) => event.kind === "invalid").length;
   if (invalid > 0) {
     out.push(`  note     the server wrote ${invalid} line(s) that are not JSON-RPC on stdout, where stdio allows only MCP messages (rule 31)`);
@@ -236,7 +237,7 @@ export function renderStartupError(error: StartupError): string {
 /** A startup failure, as JSON (`--json`). */
 export function renderStartupErrorJson(error: StartupError, events: WireEvent[]): string {
   return JSON.stringify(
-    { probe: "mcp-cancellable", ok: false, exitCode: 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
+    { probe: "mcp-cancellable", ok: false, exitCode: error.kind === "missing-sdk" ? 2 : 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
     null,
     2,
   ) + "\n";

@@ -162,8 +162,8 @@ export function attachCancellation<C extends ClientLike>(
     get transport() {
       return (connectedTransport(client) ?? current!.target) as TransportLike;
     },
-    callTool: facade.callTool,
-    request: facade.request,
+    callTool: facade.callTool as CancellableClient<TransportLike, C>["callTool"],
+    request: facade.request as CancellableClient<TransportLike, C>["request"],
     sdkClient: client,
     records: facade.records,
     get pendingCount() {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks } from "../core/cancellable-call.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
@@ -27,8 +27,8 @@ export interface CallToolParams {
 }
 
 /** A JSON-RPC request for `request()`: a method and its params. */
-export interface RequestParams {
-  method: string;
+export interface RequestParams<M extends string = string> {
+  method: M;
   params?: { _meta?: Record<string, unknown>; [key: string]: unknown };
 }
 
@@ -54,6 +54,45 @@ export interface ToolResult {
   [key: string]: unknown;
 }
 
+/** The awaited result of the client's method `K`, or `Fallback` when the client has no such typed method. */
+type MethodResult<C, K extends string, Fallback> = C extends { [key in K]: (...args: never[]) => Promise<infer R> }
+  ? unknown extends R
+    ? Fallback
+    : R
+  : Fallback;
+
+/**
+ * The `tools/call` result type of client `C`: the SDK's own `CallToolResult`, from whichever SDK
+ * line `C` is (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`), read from
+ * the type of its `callTool`; `ToolResult` for a client typed loosely. The v1 compatibility
+ * shape (`{ toolResult }`, only returned when asked for with its schema) is left out.
+ */
+export type CallToolResultOf<C> = Exclude<MethodResult<C, "callTool", ToolResult>, { toolResult: unknown }>;
+
+/**
+ * The result type of `request({ method: M })` on client `C`: the SDK's own result type for the
+ * spec methods the SDK clients have a typed method for (`tools/list`, `resources/read`,
+ * `prompts/get`, ...), read from that method on `C`; `Record<string, unknown>` otherwise (pass
+ * `resultSchema` to type and validate it).
+ */
+export type RequestResultOf<C, M extends string> = M extends "tools/call"
+  ? CallToolResultOf<C>
+  : M extends keyof typeof TYPED_METHODS
+    ? MethodResult<C, (typeof TYPED_METHODS)[M], Record<string, unknown>>
+    : Record<string, unknown>;
+
+/** Spec methods and the SDK client method (v1 and v2 alike) whose return type is that method's result. */
+declare const TYPED_METHODS: {
+  "tools/list": "listTools";
+  "resources/read": "readResource";
+  "resources/list": "listResources";
+  "resources/templates/list": "listResourceTemplates";
+  "prompts/get": "getPrompt";
+  "prompts/list": "listPrompts";
+  "completion/complete": "complete";
+  ping: "ping";
+};
+
 /**
  * What `withCancellation` and `attachCancellation` return: the transport and the calls that go
  * through the library. `C` is the SDK client's own type (for `sdkClient`).
@@ -66,7 +105,7 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
   readonly transport: T;
   /**
    * Calls a tool with per-call timeouts and cancellation.
-   * @returns the SDK's `CallToolResult`.
+   * @returns the SDK's `CallToolResult`, typed as the client's SDK line types it.
    * @throws {CallTimeoutError} idle (`REQUEST_TIMEOUT`) or maximum total (`MAX_TOTAL_TIMEOUT`) timeout.
    * @throws {CallCancelledError} the caller's signal aborted (`CANCELLED`).
    * @throws {ConnectionClosedError} the transport closed (`CONNECTION_CLOSED`).
@@ -74,13 +113,20 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
    *   connected yet, connected through another transport); nothing was sent.
    * A JSON-RPC error from the server is the SDK's own error, untouched.
    */
-  callTool(params: CallToolParams, options?: CallOptions): Promise<ToolResult>;
+  callTool(params: CallToolParams, options?: CallOptions): Promise<CallToolResultOf<C>>;
   /**
    * Sends any request (`resources/read`, `prompts/get`, ...) with per-call timeouts and
    * cancellation; errors as `callTool`. `initialize` is refused: it must never be cancelled
-   * (rule 39), so it goes through `client.connect()`.
+   * (rule 39 in docs/spec-rules.md), so it goes through `client.connect()`.
+   * @returns the method's result, typed as the SDK's own result type for the method
+   *   (`RequestResultOf`: `ListToolsResult` for `tools/list`, ...), else `Record<string, unknown>`.
    */
-  request<R = Record<string, unknown>>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
+  request<M extends string>(request: RequestParams<M>, options?: CallOptions): Promise<RequestResultOf<C, M>>;
+  /**
+   * The same, typed by `resultSchema` (the v1 SDK validates the result with it), or by an
+   * explicit type argument: `request<MyResult>({ method: "x/custom" })`.
+   */
+  request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
   /**
    * The SDK client as frameworks take it (LangChain's `loadMcpTools`, Google GenAI's
    * `mcpToTool`): `callTool(params, resultSchema?, options?)` (v1 order; the v2 order
@@ -155,7 +201,15 @@ const systemTimers: Timers = {
 
 const monotonic = (): number => performance.now();
 
+/** Process-wide counters: call ids and connection ids are unique in the process. */
 let callNumber = 0;
+let connectionNumber = 0;
+
+/** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */
+function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
+  const inner = wire.underlying as { sessionId?: unknown };
+  return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
+}
 
 /** Transports (and decorated transports) that already carry the library, so they are never decorated twice. */
 export const decorated = new WeakSet<object>();
@@ -168,6 +222,10 @@ export function createFacade(init: FacadeInit): Facade {
   const { sdk, v2, defaults } = init;
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
   const clock = defaults.clock ?? monotonic;
+  // One connection id per handle; the session id is read from the wire's transport at each settle.
+  const connectionId = ++connectionNumber;
+  let sessionWire: Wire<TransportLike> | null = null;
+  let sessionId: () => string | undefined = () => undefined;
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {
     ledger.put(key, next);
@@ -206,6 +264,10 @@ export function createFacade(init: FacadeInit): Facade {
       // and a closure made here would keep this whole scope (params, call, controller) alive.
       record: recorder(key, observation),
     };
+    if (wire !== null && wire !== sessionWire) {
+      sessionWire = wire;
+      sessionId = sessionIdOf(wire);
+    }
     const call = new CancellableCall<R>({
       method,
       name,
@@ -213,6 +275,7 @@ export function createFacade(init: FacadeInit): Facade {
       hooks,
       clock,
       timers: defaults.timers ?? systemTimers,
+      ids: { callId: key, connectionId, sessionId },
     });
     call.start();
     // The connection is gone (the server exited, the transport closed): say so, send nothing.
@@ -261,7 +324,7 @@ export function createFacade(init: FacadeInit): Facade {
       }
       if (request.method === "initialize") {
         return Promise.reject(
-          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39); use client.connect()"),
+          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()"),
         );
       }
       try {

@@ -9,10 +9,12 @@ import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
 export type {
   CallToolParams,
+  CallToolResultOf,
   CancellableClient,
   ClientLike,
   RequestOptions,
   RequestParams,
+  RequestResultOf,
   ResultSchema,
   ToolResult,
 } from "./facade.js";
@@ -87,8 +89,8 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
   let sdkClient: C | undefined;
   return {
     transport: wire.transport,
-    callTool: facade.callTool,
-    request: facade.request,
+    callTool: facade.callTool as CancellableClient<T, C>["callTool"],
+    request: facade.request as CancellableClient<T, C>["request"],
     get sdkClient() {
       return (sdkClient ??= sdkClientOver(client, facade));
     },

@@ -8,7 +8,7 @@ import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
 import { summarize } from "./record.js";
-import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord } from "./record.js";
+import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
@@ -38,6 +38,19 @@ export interface CallInit {
   /** Monotonic clock, ms. */
   clock: () => number;
   timers: Timers;
+  /**
+   * Where the record says the call belongs: its process-unique call id, its connection, and
+   * the MCP session id (read when the call settles). Default: 0, 0 and no session.
+   */
+  ids?: CallIds;
+}
+
+/** The identity a run record carries (`callId`, `connectionId`, `sessionId`). */
+export interface CallIds {
+  readonly callId: number;
+  readonly connectionId: number;
+  /** The MCP session id now, or undefined (stdio; a server without sessions). */
+  sessionId(): string | undefined;
 }
 
 type State = "pending" | "responded" | "settled";
@@ -118,11 +131,24 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   start(): void {
     const signal = this.#init.options.signal;
-    if (signal?.aborted) {
-      this.cancel("aborted", signal.reason);
-      return;
+    if (signal !== undefined) {
+      const aborted = firstAborted(signal);
+      if (aborted !== undefined) {
+        this.cancel("aborted", aborted.reason);
+        return;
+      }
+      if (isSignal(signal)) {
+        this.#unlink = onAbort(signal, this.#onAbort);
+      } else {
+        // Several signals (a session-wide one and a per-call one): one subscription each, all
+        // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
+        // alive as long as the session's signal lives.
+        const unlinks = signal.map((each) => onAbort(each, this.#onAbort));
+        this.#unlink = () => {
+          for (const unlink of unlinks) unlink();
+        };
+      }
     }
-    if (signal !== undefined) this.#unlink = onAbort(signal, this.#onAbort);
     this.#arm();
   }
 
@@ -230,7 +256,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   readonly #onAbort = (): void => {
-    this.cancel("aborted", this.#init.options.signal?.reason);
+    const signal = this.#init.options.signal;
+    this.cancel("aborted", signal === undefined ? undefined : firstAborted(signal)?.reason);
   };
 
   readonly #onTimer = (): void => {
@@ -277,7 +304,11 @@ export class CancellableCall<T = unknown> implements LateSink {
       outcome,
       error,
     };
+    const ids = this.#init.ids;
     const record: RunRecord = {
+      callId: ids?.callId ?? 0,
+      connectionId: ids?.connectionId ?? 0,
+      sessionId: ids?.sessionId() ?? null,
       requestId: this.requestId,
       method: this.method,
       name: this.name,
@@ -404,6 +435,16 @@ function describeError(error: unknown): RunRecord["error"] {
 }
 
 function noop(): void {}
+
+function isSignal(signal: AbortSignal | readonly AbortSignal[]): signal is AbortSignal {
+  return !Array.isArray(signal);
+}
+
+/** The signal that aborted (the first in the list, when several did), or undefined. */
+function firstAborted(signal: AbortSignal | readonly AbortSignal[]): AbortSignal | undefined {
+  if (isSignal(signal)) return signal.aborted ? signal : undefined;
+  return signal.find((each) => each.aborted);
+}
 
 const RELEASED: CallInit = {
   method: "",

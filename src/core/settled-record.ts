@@ -1,5 +1,5 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type { CallOutcome, CancelDelivery, RunRecord } from "./record.js";
+import type { CallOutcome, CancelDelivery, RunRecord } from "../types/record.js";
 import { MAX_REASON_LENGTH } from "../types/options.js";
 
 /** The late counts with one more message of this kind (a new object: records are never mutated). */

@@ -1,5 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 
 /**
  * The caller aborted the call's `signal`; the call was cancelled on the wire (rule 5).

@@ -1,5 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 
 /**
  * The call ran out of time and was cancelled on the wire (rules 14, 15, 17).

@@ -1,5 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 
 /**
  * The transport closed while the call was pending (rule 31: in-flight requests are lost), or

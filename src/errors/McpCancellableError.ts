@@ -1,4 +1,4 @@
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 
 /** Stable string codes of the library's errors (never JSON-RPC numbers: rule 3). */
 export type McpCancellableErrorCode =

@@ -1,11 +1,60 @@
-import type { RunRecord } from "../core/record.js";
+import { z } from "zod";
+import type { RunRecord } from "../types/record.js";
+import { parseOptions } from "../types/options.js";
+import { BoundedMap } from "../utils/bounded-map.js";
+
+/** Options of `jsonLines`. */
+export interface JsonLinesOptions {
+  /**
+   * Which revisions of a record are written:
+   * - `"changed"` (the default): the record when its call settles, then again only when what
+   *   it says changes (its `summary`: a late result discarded, a verification's answer). A late
+   *   progress notification alone writes nothing, so a log has one line per call, plus one per
+   *   change of outcome. The counts in a line are those at the time it was written.
+   * - `"all"`: every revision (`revision` 0, 1, 2, ...), as `onRecord` receives them.
+   * @default "changed"
+   */
+  revisions?: "changed" | "all";
+  /**
+   * With `"changed"`: how many calls' last written summaries are remembered, oldest forgotten
+   * first (a call forgotten and updated later is written again). Integer from 1 to 2_147_483_647.
+   * @default 10_000
+   */
+  maxCalls?: number;
+}
+
+/** Default number of calls whose last written line `jsonLines` remembers. */
+export const DEFAULT_JSON_LINES_MAX_CALLS = 10_000;
+
+const optionsSchema = z
+  .strictObject({
+    revisions: z.enum(["changed", "all"], { error: 'must be "changed" or "all"' }),
+    maxCalls: z
+      .number({ error: "must be an integer from 1 to 2147483647" })
+      .int({ error: "must be an integer from 1 to 2147483647" })
+      .min(1, { error: "must be an integer from 1 to 2147483647" })
+      .max(2_147_483_647, { error: "must be an integer from 1 to 2147483647" }),
+  })
+  .partial();
 
 /**
- * Makes an `onRecord` callback that writes each record as one JSON line (JSON Lines), for a
- * log file or stdout: `onRecord: jsonLines((line) => stream.write(line))`. A record that is
- * updated later (late message, verification) is written again with a higher `revision`.
- * @param write receives one line per record, ending in `\n`.
+ * Makes an `onRecord` callback that writes records as JSON Lines (one JSON object per line),
+ * for a log file or stdout: `onRecord: jsonLines((line) => stream.write(line))`. Every line
+ * carries `callId` (unique in the process) and `connectionId`, so a log written by several
+ * connections is read without de-duplication: with the default `revisions: "changed"`, the
+ * last line of a `callId` is what is known of that call.
+ *
+ * @param write receives one line per record written, ending in `\n`.
+ * @param options `revisions` (`"changed"` by default, or `"all"`) and `maxCalls`.
+ * @throws {InvalidOptionError} an option is invalid, naming it.
  */
-export function jsonLines(write: (line: string) => void): (record: RunRecord) => void {
-  return (record) => write(`${JSON.stringify(record)}\n`);
+export function jsonLines(write: (line: string) => void, options: JsonLinesOptions = {}): (record: RunRecord) => void {
+  const { revisions = "changed", maxCalls = DEFAULT_JSON_LINES_MAX_CALLS } = parseOptions(optionsSchema, options, "jsonLines options");
+  if (revisions === "all") return (record) => write(`${JSON.stringify(record)}\n`);
+  const written = new BoundedMap<number, string>(maxCalls);
+  return (record) => {
+    if (record.revision > 0 && written.get(record.callId) === record.summary) return;
+    written.set(record.callId, record.summary);
+    write(`${JSON.stringify(record)}\n`);
+  };
 }

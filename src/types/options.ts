@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "./record.js";
 
 /**
  * The largest delay Node, browsers, Deno and Bun honour for `setTimeout`, in ms (2^31 - 1).
@@ -54,7 +54,7 @@ export interface VerifyContext {
 
 /**
  * A separate, idempotent read that checks whether a cancelled call's side effect happened
- * (the seed's second rule: silence is not proof that the work stopped).
+ * (the worked example's second rule: silence is not proof that the work stopped).
  */
 export type VerifyFn = (context: VerifyContext) => VerifyResult | Promise<VerifyResult>;
 
@@ -90,11 +90,15 @@ export interface CallOptions {
    */
   resetTimeoutOnProgress?: boolean;
   /**
-   * Caller's signal. Aborting it cancels the call on the wire and rejects it with
-   * `CallCancelledError` (code `CANCELLED`, `cause` = the signal's reason). The library adds one
-   * listener per call and removes it when the call settles, so a long-lived signal is safe.
+   * Caller's signal, or several of them (for example a session-wide one and a per-call one:
+   * `signal: [session.signal, userAbort.signal]`; the first to abort wins). Aborting cancels
+   * the call on the wire and rejects it with `CallCancelledError` (code `CANCELLED`, `cause` =
+   * the reason of the signal that aborted). One listener per signal, removed when the call
+   * settles, so a long-lived signal is safe. Prefer the array to `AbortSignal.any([...])`: on
+   * Node 20 a signal made by `AbortSignal.any` stays referenced from the long-lived signal it
+   * was made from, so one per call accumulates for the life of the session (node#55351).
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | readonly AbortSignal[];
   /**
    * Human-readable reason sent in `notifications/cancelled` (rule 2), for every trigger, exactly
    * as given. At most 1,000 characters are sent. Default: a sentence naming the trigger and
@@ -223,7 +227,7 @@ export interface ResolvedCallOptions {
   timeoutMs: number;
   maxTotalTimeoutMs: number;
   resetTimeoutOnProgress: boolean;
-  signal: AbortSignal | undefined;
+  signal: AbortSignal | readonly AbortSignal[] | undefined;
   reason: string | undefined;
   forwardAbortReason: boolean;
   onprogress: ((progress: Progress) => void) | undefined;
@@ -237,9 +241,40 @@ export interface ResolvedCallOptions {
  * `max`, and `Infinity` (no limit) where `infinity` says so.
  */
 export function msOption(min: number, max: number, infinity: boolean) {
-  const error = `must be an integer number of ms from ${min} to ${max}${infinity ? ", or Infinity" : ""}`;
+  const bounds = `must be an integer number of ms from ${min} to ${max}${infinity ? ", or Infinity" : ""}`;
+  const error = (issue: { input?: unknown }): string => `${bounds}; received ${received(issue.input)}`;
   const finite = z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
   return infinity ? z.union([z.literal(Number.POSITIVE_INFINITY), finite], { error }) : finite;
+}
+
+/** A received value as the error message quotes it: `30.5`, `NaN`, `"30s"`, `a boolean`. */
+function received(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 39)}…` : value);
+  return value === null ? "null" : `a value of type ${typeof value}`;
+}
+
+/**
+ * Below this a duration is more likely seconds given by mistake (`timeoutMs: 30`) than a real
+ * budget, in ms: `timeoutMs` and `maxTotalTimeoutMs` under it are accepted, with a warning
+ * (`process.emitWarning`, name `McpCancellableWarning`), once per option and process.
+ */
+export const SHORT_DURATION_WARNING_MS = 100;
+
+const warned = new Set<string>();
+
+function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs", value: number | undefined): void {
+  if (value === undefined || value >= SHORT_DURATION_WARNING_MS || warned.has(option)) return;
+  warned.add(option);
+  const text =
+    `${option} is ${value} ms. Durations are in milliseconds: for ${value} seconds write ${option}: ${value * 1000}. ` +
+    `(Shown once per option.)`;
+  const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { type: string; code: string }) => void } }).process;
+  if (typeof proc?.emitWarning === "function") {
+    proc.emitWarning(text, { type: "McpCancellableWarning", code: "MCP_CANCELLABLE_SHORT_DURATION" });
+  } else {
+    console.warn(`McpCancellableWarning: ${text}`);
+  }
 }
 
 const count = (min: 0 | 1) => {
@@ -252,13 +287,17 @@ export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeo
   error: "must be a function",
 });
 
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return typeof value === "object" && value !== null && "aborted" in value && "addEventListener" in value;
+}
+
 const callShape = {
   timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
-  signal: z.custom<AbortSignal>(
-    (value) => typeof value === "object" && value !== null && "aborted" in value && "addEventListener" in value,
-    { error: "must be an AbortSignal" },
+  signal: z.custom<AbortSignal | readonly AbortSignal[]>(
+    (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
+    { error: "must be an AbortSignal or an array of AbortSignals" },
   ),
   reason: z.string({ error: "must be a string" }),
   forwardAbortReason: z.boolean({ error: "must be true or false" }),
@@ -328,6 +367,8 @@ export function parseCancellationOptions(
 ): CancellationOptions {
   if (options === undefined) return {};
   parseOptions(clientOptionsSchema, options, where);
+  warnIfShort("timeoutMs", options.timeoutMs);
+  warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
   return options;
 }
 
@@ -339,7 +380,11 @@ export function resolveCallOptions(
   defaults: CancellationOptions,
   options: CallOptions | undefined,
 ): ResolvedCallOptions {
-  if (options !== undefined) parseOptions(callOptionsSchema, options, "call options");
+  if (options !== undefined) {
+    parseOptions(callOptionsSchema, options, "call options");
+    warnIfShort("timeoutMs", options.timeoutMs);
+    warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
+  }
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {
     timeoutMs,

@@ -2,8 +2,8 @@ import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
-import type { CancelMechanism } from "../core/record.js";
-import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import type { CancelMechanism } from "../types/record.js";
+import type { CancellationAdapter, TransportLike } from "./types.js";
 import type { Anomaly } from "../types/options.js";
 import {
   CALL_MARKER,
@@ -432,7 +432,7 @@ export class Wire<T extends TransportLike> {
       if (!increased) {
         this.#anomaly({
           kind: "non-increasing-progress",
-          message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21)`,
+          message: `progress ${progress} for token ${JSON.stringify(token)} did not increase (rule 21 in docs/spec-rules.md)`,
           ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
@@ -444,7 +444,7 @@ export class Wire<T extends TransportLike> {
     }
     this.#anomaly({
       kind: "unknown-progress-token",
-      message: `progress for token ${JSON.stringify(token)}, which no active request carries, dropped (rule 22)`,
+      message: `progress for token ${JSON.stringify(token)}, which no active request carries, dropped (rule 22 in docs/spec-rules.md)`,
     });
     return false;
   }
@@ -457,7 +457,7 @@ export class Wire<T extends TransportLike> {
     if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
-        message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12)`,
+        message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,
         requestId,
       });
     }

@@ -52,6 +52,18 @@ describe("checks on synthetic timelines", () => {
     expect(checks["work-stops"]!.status).toBe("PASS");
   });
 
+  it("progress slower than the window: WARN that the window was too short to judge, not a PASS", () => {
+    // progress every 1,500 ms before the cancel; only 1,000 ms watched after it
+    const slow = run(timeline([[0, "client", call], [1500, "server", progress(1)], [3000, "server", progress(2)], [3100, "client", cancel]]));
+    slow.main = { ...slow.main!, cancelAt: 3100, windowEnd: 4100 };
+    const check = byId(evaluate(slow))["work-stops"]!;
+    expect(check.status).toBe("WARN");
+    expect(check.summary).toMatch(/window was too short to judge: progress came every 1500 ms .* only 1000 ms were watched .* --window 3000/);
+    // the same run watched long enough passes
+    slow.main = { ...slow.main, windowEnd: 4700 };
+    expect(byId(evaluate(slow))["work-stops"]!.status).toBe("PASS");
+  });
+
   it("the same messages after the grace FAIL", () => {
     const checks = byId(evaluate(run(timeline([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [601, "server", progress(2)], [650, "server", result]]))));
     expect(checks["silent-after-cancel"]!.status).toBe("FAIL");

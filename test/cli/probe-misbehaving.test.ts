@@ -43,7 +43,7 @@ describe("probe: a misbehaving stdio server for each FAIL path", () => {
     const json = await expectFails("--progress-down", ["progress-increases"]);
     expect(check(json, "progress-increases").evidence[0]).toMatch(/98 after 99/);
     // The library saw it too, and said so.
-    expect(json.anomalies[0]).toMatch(/^non-increasing-progress: progress 98 for token \S+ did not increase \(rule 21\)/);
+    expect(json.anomalies[0]).toMatch(/^non-increasing-progress: progress 98 for token \S+ did not increase \(rule 21 in docs\/spec-rules.md\)/);
   });
 
   it("answers a cancel for an unknown id with an error: cancel-unknown-ignored FAILs (rules 9, 10)", async () => {

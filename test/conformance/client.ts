@@ -19,7 +19,7 @@ if (url === undefined || !/^https?:\/\//.test(url)) {
 }
 
 const client = new Client({ name: "mcp-cancellable-conformance", version: "0.1.0" });
-let call: (name: string, args: Record<string, unknown>) => Promise<{ isError?: boolean; content?: unknown }>;
+let call: (name: string, args: Record<string, unknown>) => Promise<{ isError?: boolean | undefined; content?: unknown }>;
 let transport: StreamableHTTPClientTransport;
 if (bare) {
   transport = new StreamableHTTPClientTransport(new URL(url));

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CancellableCall, CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
+import { CancellableCall } from "../../src/core.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
 import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";
@@ -313,7 +314,7 @@ describe("CancellableCall: after the cancel (rules 8, 11)", () => {
   });
 });
 
-describe("CancellableCall: verification (the seed's second rule)", () => {
+describe("CancellableCall: verification (the worked example's second rule)", () => {
   const cases = [
     { name: "applied", verify: () => "applied" as const, outcome: "verified-applied" },
     { name: "not applied", verify: async () => "not-applied" as const, outcome: "verified-not-applied" },

@@ -28,8 +28,8 @@ function runDemo(): Promise<Run> {
   });
 }
 
-describe("npm run demo (the seed's worked example, against real stdio servers)", () => {
-  it("exits 0, prints the seed's three outcomes and the server-everything run, and records them", async () => {
+describe("npm run demo (the worked example, against real stdio servers)", () => {
+  it("exits 0, prints the worked example's three outcomes and the server-everything run, and records them", async () => {
     const { code, stdout, stderr } = await runDemo();
     expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
 
@@ -42,7 +42,18 @@ describe("npm run demo (the seed's worked example, against real stdio servers)",
       "[d] trigger-long-running-operation cancelled (aborted), outcome unverified",
       "[e] echo succeeded",
     ]);
-    expect(stdout).toContain("OK: every record is what the seed says it should be.");
+    expect(stdout).toContain("OK: every record is what the worked example says it should be.");
+    // Words a new user can follow: how the cases run, no Node internals, no project jargon.
+    expect(stdout).toContain("Cases [a] to [d] run at the same time, each on its own connection");
+    expect(stdout).not.toMatch(/writableFinished|seed/i);
+    // What each HTTP server saw prints in the order it happened.
+    const serverLines = stdout.split("\n").filter((line) => line.trimStart().startsWith("server: "));
+    expect(serverLines).toHaveLength(2);
+    for (const line of serverLines) {
+      const times = [...line.matchAll(/at \+(\d+) ms/g)].map((m) => Number(m[1]));
+      expect(times.length, line).toBeGreaterThanOrEqual(2);
+      expect(times, line).toEqual([...times].sort((x, y) => x - y));
+    }
 
     // The run records, as JSON Lines: one per call, in the same order.
     const records = stdout
@@ -67,7 +78,7 @@ describe("npm run demo (the seed's worked example, against real stdio servers)",
     expect(d.late.progress).toBeGreaterThan(0);
     expect(d.late.results).toBe(0);
 
-    // The servers saw what the seed describes. Each read exactly one cancel, with the request's id
+    // The servers saw what the worked example describes. Each read exactly one cancel, with the request's id
     // and the reason; (a) stopped and wrote nothing; (b) wrote its report and answered before it
     // read the cancel; (c) wrote its report after the cancel.
     for (const mode of ["stop", "late", "ignore"]) {

@@ -1,7 +1,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { withCancellation } from "../../src/index.js";
-import type { CancellationOptions, Message, RunRecord } from "../../src/index.js";
+import type { Message } from "../../src/core.js";
+import type { CancellationOptions, RunRecord } from "../../src/index.js";
 
 /**
  * An in-process JSON-RPC peer on the far side of the SDK's in-memory transport: it answers

@@ -34,8 +34,8 @@ function describe(value: unknown): string {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** How a promise settled and when (ms of `performance.now()` since `since`); never rejects. */
-export function timed<T>(promise: Promise<T>, since = performance.now()) {
-  return promise.then(
+export function timed<P extends Promise<unknown>>(promise: P, since = performance.now()) {
+  return (promise as Promise<Awaited<P>>).then(
     (value) => ({ status: "fulfilled" as const, value, error: undefined, at: performance.now() - since }),
     (error: unknown) => ({ status: "rejected" as const, value: undefined, error, at: performance.now() - since }),
   );

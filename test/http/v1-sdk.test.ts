@@ -57,6 +57,9 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(cancels[0]!.close!.t).toBeLessThanOrEqual(tool!.close!.t); // answered before the stream closed
     expect(tool!.aborted).toBeDefined(); // a stateful v1 server stops on the notification
     expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification+stream-close" });
+    // the record names the MCP session the server gave (Mcp-Session-Id), as the transport has it
+    expect(mcp.records()[0]!.sessionId).toMatch(/\S/);
+    expect(mcp.records()[0]!.sessionId).toBe(adapter.transport.sessionId);
     expect(errors).toEqual([]); // our own abort never reaches onerror
     expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, flushing: 0, checks: 0 });
   });

@@ -25,6 +25,7 @@ const OTEL_API = "@opentelemetry/api@1.9.1";
 /** Where each public subpath's source lives; a subpath added to package.json must be added here. */
 const SOURCES: Record<string, string> = {
   ".": "src/index.ts",
+  "./core": "src/core.ts",
   "./stdio": "src/adapters/stdio/index.ts",
   "./streamable-http": "src/adapters/streamable-http/index.ts",
   "./otel": "src/otel/index.ts",
@@ -34,8 +35,16 @@ const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as {
 /** The JavaScript subpaths of "exports" other than the root, such as "./stdio". */
 const subpaths = Object.keys(pkg.exports).filter((k) => k !== "." && !k.endsWith(".json"));
 
+interface PackInfo {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: Array<{ path: string; size: number }>;
+}
+
 let work: string;
 let tarball: string;
+let packInfo: PackInfo;
 let consumer: string;
 let installed: string;
 let offline: string | undefined;
@@ -50,14 +59,16 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "mcp-cancellable-pack-"));
   // 1. Stage a copy of what the build needs, with the repository's node_modules linked in.
   const stage = join(work, "stage");
-  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src"]) {
+  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src", "docs"]) {
     if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
   }
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
-  // 2. Build and pack.
-  await sh("npx", ["tsup"], stage);
-  const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage);
-  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  // 2. Pack, as a fresh clone would: no dist/ yet, so `prepack` must build it (issue 13, item 1).
+  expect(existsSync(join(stage, "dist"))).toBe(false);
+  // The build inside (tsup: ESM, CommonJS, declarations, the CLI) takes about 20 s of CPU, minutes of wall time on a loaded machine.
+  const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage, 300_000);
+  packInfo = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as PackInfo[])[0]!;
+  tarball = join(work, packInfo.filename);
   // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
   // node10 resolution ignores by design; engines is node >= 20.3.
   attw = sh("npx", ["attw", tarball, "--profile", "node16", "--format", "json"], root, 90_000);
@@ -77,11 +88,11 @@ beforeAll(async () => {
     offline = `no network to the npm registry and ${SDK} is not in the npm cache: ${String((error as Error).message).split("\n")[0]}`;
   }
   installed = join(consumer, "node_modules", pkg.name);
-}, 150_000);
+}, 450_000);
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
-});
+}, 120_000); // thousands of installed files: slow on a loaded disk
 
 /** Every module a built file reaches (following relative imports), with the bare specifiers it names. */
 function reach(entry: string): { files: string[]; specifiers: string[] } {
@@ -109,6 +120,20 @@ function reach(entry: string): { files: string[]; specifiers: string[] } {
 const NODE_ONLY = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 
 describe("the package as installed", () => {
+  it("packs built files from a clone without dist/ (prepack builds), without source maps", () => {
+    const paths = packInfo.files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js", "docs/spec-rules.md"]));
+    expect(paths.filter((p) => p.endsWith(".map"))).toEqual([]);
+    // What a user downloads and unpacks, stated in docs/package.md: a bound, not a speed.
+    const library = packInfo.files.filter((f) => f.path.startsWith("dist/") && f.path !== "dist/cli.js");
+    const kB = (n: number) => Math.round(n / 1000);
+    console.info(
+      `npm pack: ${kB(packInfo.size)} kB packed, ${kB(packInfo.unpackedSize)} kB unpacked; ` +
+        `library files ${kB(library.reduce((n, f) => n + f.size, 0))} kB, CLI bundle ${kB(packInfo.files.find((f) => f.path === "dist/cli.js")!.size)} kB`,
+    );
+    expect(packInfo.unpackedSize).toBeLessThan(1_000_000);
+  });
+
   it("installs from the packed tarball with the SDK", (ctx) => {
     if (offline !== undefined) ctx.skip(offline);
     expect(existsSync(join(installed, "package.json"))).toBe(true);

@@ -29,6 +29,22 @@ describe("the root entry", () => {
     expect(new Set(external)).toEqual(new Set(["zod", "p-timeout"]));
   });
 
+  it("the core subpath (mcp-cancellable/core) pulls in no node: module and no SDK module either", () => {
+    const modules = reach(resolve(src, "core.ts"));
+    const external = [...modules.values()].flat().filter((s) => !s.startsWith("."));
+    expect(external.filter((s) => s.startsWith("@modelcontextprotocol/") || s.startsWith("node:"))).toEqual([]);
+  });
+
+  it("the root exports what a bot author uses; the state machine and wire types are in mcp-cancellable/core", async () => {
+    const root = (await import("../../src/index.js")) as Record<string, unknown>;
+    const core = (await import("../../src/core.js")) as Record<string, unknown>;
+    for (const internal of ["CancellableCall", "notificationCancellation", "summarize"]) {
+      expect(root, internal).not.toHaveProperty(internal);
+      expect(core, internal).toHaveProperty(internal);
+    }
+    expect(root).toHaveProperty("withCancellation");
+  });
+
   it("the stdio subpath pulls in no SDK module either: it works with v1 and v2 transports alike", () => {
     const modules = reach(resolve(src, "adapters/stdio/index.ts"));
     const external = [...modules.values()].flat().filter((s) => !s.startsWith("."));

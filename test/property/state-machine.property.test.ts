@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CancellableCall } from "../../src/index.js";
+import { CancellableCall } from "../../src/core.js";
 import type { CancelTrigger, RunRecord } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/types/options.js";
 

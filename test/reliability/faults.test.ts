@@ -54,7 +54,7 @@ describe("stdio server process faults", () => {
       mcp.callTool({ name: "delayed", arguments: { ms: 10_000 } }, { timeoutMs: 3_000, maxTotalTimeoutMs: 4_000 }),
       mcp.callTool({ name: "silent" }, { timeoutMs: 2_000, resetTimeoutOnProgress: true, signal: new AbortController().signal }),
       mcp.request({ method: "tools/list" }, { timeoutMs: 1_500 }), // the fixture never answers tools/list
-    ].map((p) => timed(p, started));
+    ].map((p: Promise<unknown>) => timed(p, started));
     await sleep(100);
     const killedAt = performance.now() - started;
     process.kill(pid!, "SIGKILL");

@@ -224,7 +224,7 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
       else void peer.result(m.id, { content: [], deep } as object);
     });
     const ok = await mcp.callTool({ name: "ok" }, { onprogress: () => {} });
-    expect(depth((ok as { deep: unknown }).deep)).toBe(10_000);
+    expect(depth(ok.deep)).toBe(10_000);
     expect(anomalies.map((a) => a.kind)).toEqual(["invalid-message"]); // a progress message must be a string
     await expect(mcp.callTool({ name: "fail" })).rejects.toMatchObject({ code: -32000 });
     expect(errors).toEqual([]);

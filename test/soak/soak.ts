@@ -25,7 +25,8 @@ import {
   McpCancellableError,
   withCancellation,
 } from "../../src/index.js";
-import type { CancellableClient, RunRecord, TransportLike } from "../../src/index.js";
+import type { CancellableClient, RunRecord } from "../../src/index.js";
+import type { TransportLike } from "../../src/core.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import type { StreamableHttpAdapter } from "../../src/adapters/streamable-http/index.js";

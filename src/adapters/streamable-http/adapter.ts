@@ -1,5 +1,5 @@
 import type { RequestId } from "../../core/cancellable-call.js";
-import type { CancelMechanism } from "../../core/record.js";
+import type { CancelMechanism } from "../../types/record.js";
 import { z } from "zod";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { fnOption, msOption, parseOptions } from "../../types/options.js";

@@ -1,0 +1,110 @@
+// The run record's shapes: plain types at the bottom layer, so the errors, the options, the
+// core, the wire and the ledger can all name them without importing upwards.
+
+/** What ended a cancelled call. */
+export type CancelTrigger = "timeout" | "max-total-timeout" | "aborted" | "connection-closed";
+
+/**
+ * How the cancel went on the wire: `notification` (stdio, rule 6), `stream-close` (Streamable
+ * HTTP 2026-07-28, rule 6), `notification+stream-close` (2025-era Streamable HTTP, rule 40),
+ * `none` (nothing was sent: the request never left, or the connection was already gone).
+ */
+export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "none";
+
+/** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
+export interface CancelUndelivered {
+  mechanism: "notification";
+  error: string;
+}
+
+/**
+ * What an adapter learned after `cancel` returned: `sent` is what went out in the end; `failed`
+ * the part that did not reach the server, or `null` with `sent: "none"` when the request itself
+ * never reached the server (nothing to cancel: the outcome becomes `not-sent`).
+ */
+export interface CancelDelivery {
+  sent: CancelMechanism;
+  failed: CancelUndelivered | null;
+}
+
+/** How a call ended. A cancelled call is never reported as succeeded or failed. */
+export type CallStatus = "succeeded" | "failed" | "cancelled";
+
+/**
+ * What is known of the work behind the call. `completed` and `error` belong to settled calls;
+ * a cancelled call starts `unverified` (or `not-sent` when the request never left) and only a
+ * late result (`late-result-discarded`) or a verification changes it.
+ */
+export type CallOutcome =
+  | "completed"
+  | "error"
+  | "not-sent"
+  | "unverified"
+  | "late-result-discarded"
+  | "verified-applied"
+  | "verified-not-applied"
+  | "verify-failed";
+
+/**
+ * One call's run record: plain JSON, safe to log (arguments and results are not copied in).
+ * Final when the call settles; `revision` goes up each time a late message or a verification
+ * updates it.
+ */
+export interface RunRecord {
+  /**
+   * The call's own id: unique in the process (across every connection and client), the same in
+   * every revision of the record. Request ids are not: each connection counts from its own start.
+   */
+  callId: number;
+  /** The connection (one `withCancellation` wrapper) the call went through: unique in the process. */
+  connectionId: number;
+  /** The MCP session id (Streamable HTTP `Mcp-Session-Id`) when the call settled, or `null` (stdio, stateless servers). */
+  sessionId: string | null;
+  /** The JSON-RPC request id, or `null` when the request was never sent. */
+  requestId: string | number | null;
+  /** The JSON-RPC method, such as `"tools/call"`. */
+  method: string;
+  /** The tool, prompt or resource name (`params.name` or `params.uri`), or `null`. */
+  name: string | null;
+  /** Wall-clock time of the send, ISO 8601. */
+  startedAt: string;
+  /** Wall-clock time of the settle, ISO 8601. */
+  settledAt: string;
+  /** Monotonic time from the send to the settle, in ms, rounded to 0.1 ms. */
+  elapsedMs: number;
+  status: CallStatus;
+  /** Present when `status` is `cancelled`. */
+  cancel: {
+    trigger: CancelTrigger;
+    /** The reason sent in `notifications/cancelled` (or that would have been sent). */
+    reason: string;
+    /**
+     * What went out. Set when the call settles; revised (with `revision` + 1) if part of the
+     * cancel is later known not to have reached the server: then it names only what did go out
+     * (`stream-close` when the 2025-era notification failed, `none` when nothing did).
+     */
+    mechanism: CancelMechanism;
+    /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent. */
+    sentAt: string | null;
+    /**
+     * `null`, or the part of the cancel that did not reach the server: `mechanism` (today
+     * always `notification`: a 2025-era Streamable HTTP notification POST that failed, after
+     * one retry on a connection-level failure, or that the server refused with an HTTP error)
+     * and `error` (the failure, at most 1,000 characters). `mechanism` above then says what did go out.
+     */
+    undelivered: CancelUndelivered | null;
+  } | null;
+  outcome: CallOutcome;
+  /** Present when `status` is `failed`: the error's JSON-RPC code (if any) and message (at most 1,000 characters). */
+  error: { code: number | string | null; message: string } | null;
+  /** Messages for this request that arrived after it settled and were discarded, by kind. */
+  late: { results: number; errors: number; progress: number };
+  /** Progress received while the call was live: how many, and the last one. */
+  progress: { count: number; last: { progress: number; total?: number; message?: string } | null };
+  /** Verification of a cancelled call's side effect, when a `verify` read was given. */
+  verification: { startedAt: string; settledAt: string | null; error: string | null } | null;
+  /** 0 when the call settles; +1 at each later update. */
+  revision: number;
+  /** One human line, such as `"cancelled (timeout), outcome unverified"`. */
+  summary: string;
+}

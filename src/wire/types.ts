@@ -1,0 +1,70 @@
+// What an adapter is to the wire decorator: defined here, at the wire's layer, so the wire never
+// imports the adapters above it (adapters/types.ts re-exports these for adapter code).
+import type { CancelDelivery, CancelMechanism } from "../types/record.js";
+import type { RequestId } from "../core/cancellable-call.js";
+import type { CancelledNotification, Message } from "./messages.js";
+
+/**
+ * The SDK's `Transport` interface as both SDK lines (v1 `@modelcontextprotocol/sdk`, v2
+ * `@modelcontextprotocol/client`) define it; only the members the library touches.
+ */
+export interface TransportLike {
+  start(): Promise<void>;
+  send(message: never, options?: never): Promise<void>;
+  close(): Promise<void>;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: ((message: never, extra?: never) => void) | undefined;
+}
+
+/** One cancel to put on the wire. */
+export interface CancelRequest {
+  /** The id of the request being cancelled. */
+  readonly requestId: RequestId;
+  /** The readable reason (at most 1,000 characters). */
+  readonly reason: string;
+  /** The `notifications/cancelled {requestId, reason}` message for it (rule 2). */
+  readonly notification: CancelledNotification;
+  /** Sends a message on the wrapped transport, bypassing the decorator. */
+  send(message: Message): Promise<void>;
+  /** Reports a failed cancel send to the transport's `onerror`. */
+  reportError(error: unknown): void;
+  /**
+   * Tells the call's record, after `cancel` returned, what really went out when that differs
+   * from the mechanism returned (a notification that failed, a request that never reached the
+   * server). Optional to call; a no-op for requests the SDK made on its own.
+   */
+  delivery(report: CancelDelivery): void;
+}
+
+/**
+ * How cancels go on the wire for one transport. `withCancellation` calls `cancel` exactly once
+ * per cancelled request, never for `initialize`, and never waits for it.
+ */
+export interface CancellationAdapter<T extends TransportLike = TransportLike> {
+  /** The SDK transport being wrapped. */
+  readonly transport: T;
+  /**
+   * Puts the cancel of one request on the wire without waiting; returns the mechanism used.
+   * Must not throw.
+   */
+  cancel(request: CancelRequest): CancelMechanism;
+  /** True for an error the transport reports because of one of our own cancels (it is swallowed). */
+  isOwnCancelError?(error: Error): boolean;
+  /** Called once by the wire decorator with the hooks the adapter may call back. */
+  attach?(wire: WireHooks): void;
+  /**
+   * Called by the wire decorator right before the transport's `close()`: put every cancel still
+   * waiting (for example behind stdin backpressure) on the wire now. Must not throw or wait.
+   */
+  flush?(): void;
+}
+
+/** What an adapter may tell the wire decorator. */
+export interface WireHooks {
+  /**
+   * The stream carrying this request ended without its response (for example the server
+   * dropped the connection). A pending call settles as `connection-closed`; nothing is sent.
+   */
+  streamLost(requestId: RequestId, cause?: unknown): void;
+}

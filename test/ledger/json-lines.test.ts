@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { InvalidOptionError, jsonLines } from "../../src/index.js";
+import type { RunRecord } from "../../src/index.js";
+import { connectPeer, flush } from "../helpers/peer.js";
+
+// A JSON Lines log written by several connections (issue 13, item 5): every record names its
+// call (callId, unique in the process) and its connection; by default a call writes one line at
+// settle and one more per change of what it says, never one per late progress notification.
+
+/** Two connections into one log; on each, one call cancelled by the caller that then gets late
+ *  progress three times and a late result, and one call that succeeds. */
+async function twoConnections(options?: Parameters<typeof jsonLines>[1]) {
+  const lines: string[] = [];
+  const log = jsonLines((line) => lines.push(line), options);
+  const connections = [await connectPeer({ onRecord: log }), await connectPeer({ onRecord: log })];
+  for (const { mcp, peer } of connections) {
+    const requests: Array<{ id: unknown; token: unknown }> = [];
+    peer.onRequest((m) => {
+      if (m.method === "tools/call") requests.push({ id: m.id, token: m.params?._meta?.progressToken });
+    });
+    const stop = new AbortController();
+    const cancelled = mcp.callTool({ name: "slow" }, { signal: stop.signal, onprogress: () => {} }).catch(() => undefined);
+    const ok = mcp.callTool({ name: "fast" });
+    await flush();
+    stop.abort();
+    await cancelled;
+    for (const value of [1, 2, 3]) await peer.progress(requests[0]!.token, value);
+    await peer.result(requests[0]!.id);
+    await peer.result(requests[1]!.id);
+    await ok;
+    await flush();
+  }
+  return { lines, records: lines.map((line) => JSON.parse(line) as RunRecord), connections };
+}
+
+describe("jsonLines", () => {
+  it("default (revisions: changed): one line per call at settle, one more when the outcome changes; late progress alone writes none", async () => {
+    const { lines, records, connections } = await twoConnections();
+    expect(lines.every((line) => line.endsWith("}\n") && !line.slice(0, -1).includes("\n"))).toBe(true);
+    // per connection: cancelled at settle, the same call's late result, the succeeded call
+    expect(records.map((r) => r.summary)).toEqual([
+      "cancelled (aborted), outcome unverified",
+      "cancelled (aborted), late result discarded",
+      "succeeded",
+      "cancelled (aborted), outcome unverified",
+      "cancelled (aborted), late result discarded",
+      "succeeded",
+    ]);
+    expect(records[1]!.late).toEqual({ results: 1, errors: 0, progress: 3 }); // the counts as of the line
+    // onRecord itself saw every revision: 3 late progress + 1 late result after the settle
+    expect(connections[0]!.records.filter((r) => r.callId === records[0]!.callId).map((r) => r.revision)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("several connections: request ids repeat, call ids never do; each record names its connection", async () => {
+    const { records } = await twoConnections();
+    const finals = new Map(records.map((r) => [r.callId, r])); // the last line of each call id
+    expect(finals.size).toBe(4);
+    const requestIds = records.filter((r) => r.revision === 0).map((r) => `${r.connectionId}:${r.requestId}`);
+    expect(new Set(records.filter((r) => r.revision === 0).map((r) => r.requestId)).size).toBe(2); // 1 and 2 on both connections
+    expect(new Set(requestIds).size).toBe(4);
+    expect(new Set(records.map((r) => r.connectionId)).size).toBe(2);
+    expect(records.every((r) => r.sessionId === null)).toBe(true); // in-memory: no MCP session
+    expect(records.every((r) => Number.isInteger(r.callId) && r.callId > 0)).toBe(true);
+  });
+
+  it("revisions: all writes every revision, as onRecord receives them", async () => {
+    const { records } = await twoConnections({ revisions: "all" });
+    expect(records.map((r) => r.revision)).toEqual([0, 1, 2, 3, 4, 0, 0, 1, 2, 3, 4, 0]);
+  });
+
+  it("bad options are refused, named", () => {
+    expect(() => jsonLines(() => {}, { revisions: "some" as never })).toThrow(InvalidOptionError);
+    expect(() => jsonLines(() => {}, { maxCalls: 0 })).toThrow(/"maxCalls"/);
+  });
+});

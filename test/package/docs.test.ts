@@ -1,0 +1,75 @@
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+// Words a user can look up (issue 13, item 2): every "rule N" cited anywhere in the project has
+// its entry in docs/spec-rules.md, with a source; no user-facing text says "seed".
+
+const root = join(import.meta.dirname, "../..");
+const read = (path: string) => readFileSync(join(root, path), "utf8");
+
+function files(dir: string, extensions: RegExp): string[] {
+  return readdirSync(join(root, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === "node_modules" || name.startsWith(".")) return [];
+    if (statSync(join(root, path)).isDirectory()) return files(path, extensions);
+    return extensions.test(name) ? [path] : [];
+  });
+}
+
+const SOURCES = [
+  ...files("src", /\.ts$/),
+  ...files("test", /\.(ts|mjs|cjs)$/),
+  ...files("demo", /\.ts$/),
+  ...files("examples", /\.ts$/),
+  ...files("docs", /\.md$/),
+  "README.md",
+];
+
+/** Every rule number cited as "rule 6", "rules 6, 31", "rules 14-16", "rules 9 and 10" or `rules: [6, 11]`. */
+function citedRules(text: string): number[] {
+  const found: number[] = [];
+  for (const match of text.matchAll(/\brules?\s+(\d+(?:\s*(?:,|and|-|–|to)\s*\d+)*)|\brules:\s*\[([\d,\s]+)\]/g)) {
+    const list = (match[1] ?? match[2]!).replace(/\s+/g, "");
+    for (const part of list.split(/,|and/)) {
+      const range = /^(\d+)(?:[-–]|to)(\d+)$/.exec(part);
+      if (range) for (let n = Number(range[1]); n <= Number(range[2]); n++) found.push(n);
+      else if (/^\d+$/.test(part)) found.push(Number(part));
+    }
+  }
+  return found;
+}
+
+describe("docs/spec-rules.md", () => {
+  const page = read("docs/spec-rules.md");
+  const rows = new Map([...page.matchAll(/^\| (\d+) \| (.+) \| (.+) \|$/gm)].map((m) => [Number(m[1]), { text: m[2]!, source: m[3]! }]));
+
+  it("lists every rule the code, tests, demo and docs cite, each with its text and a source", () => {
+    const cited = new Map<number, string>();
+    for (const file of SOURCES) for (const rule of citedRules(read(file))) if (!cited.has(rule)) cited.set(rule, relative(root, join(root, file)));
+    expect(cited.size).toBeGreaterThan(15);
+    const missing = [...cited].filter(([rule]) => !rows.has(rule)).map(([rule, file]) => `rule ${rule} (cited in ${file})`);
+    expect(missing).toEqual([]);
+    for (const [rule, row] of rows) {
+      expect(row.text.length, `rule ${rule}`).toBeGreaterThan(30);
+      expect(row.source, `rule ${rule}`).toMatch(/modelcontextprotocol\.io\/specification\/|same as rule|tasks ext\.|schema|^same/);
+    }
+  });
+
+  it("the scanner reads every form of citation", () => {
+    expect(citedRules("rule 6; rules 9, 10; rules 14-16; rules 9 and 11; rules: [6, 28, 40]")).toEqual([6, 9, 10, 14, 15, 16, 9, 11, 6, 28, 40]);
+  });
+});
+
+describe("user-facing text", () => {
+  it('never says "seed" (the worked example is "the worked example")', () => {
+    const userFacing = [...SOURCES.filter((file) => !file.startsWith("test")), "CHANGELOG.md"];
+    expect(userFacing.length).toBeGreaterThan(40);
+    const offending = userFacing.filter((file) =>
+      read(file)
+        .replace(/FC_SEED|fc\.\w+|seed:/g, "")
+        .match(/\bseeds?\b/i),
+    );
+    expect(offending).toEqual([]);
+  });
+});

@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { CallCancelledError, InvalidOptionError } from "../../src/index.js";
+import { abortSubscribers } from "../../src/utils/abort-link.js";
+import { connectPeer, flush } from "../helpers/peer.js";
+
+// Mistakes a new user makes (issue 13, item 7): a duration in seconds by mistake, and a call
+// that should stop on either of two signals (a session-wide one and its own).
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("durations given in seconds by mistake", () => {
+  it("timeoutMs: 30 is accepted with one warning that says the unit and the fix; once per option", async () => {
+    const warn = vi.spyOn(process, "emitWarning").mockImplementation(() => {});
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((m) => {
+      if (m.id !== undefined) void peer.result(m.id);
+    });
+    await mcp.callTool({ name: "x" }, { timeoutMs: 30 });
+    await mcp.callTool({ name: "x" }, { timeoutMs: 40 });
+    await mcp.callTool({ name: "x" }, { timeoutMs: 100, maxTotalTimeoutMs: 50 });
+    await mcp.callTool({ name: "x" }, { timeoutMs: 30_000 });
+    expect(warn.mock.calls.map((c) => c[0])).toEqual([
+      "timeoutMs is 30 ms. Durations are in milliseconds: for 30 seconds write timeoutMs: 30000. (Shown once per option.)",
+      "maxTotalTimeoutMs is 50 ms. Durations are in milliseconds: for 50 seconds write maxTotalTimeoutMs: 50000. (Shown once per option.)",
+    ]);
+    expect(warn.mock.calls[0]![1]).toMatchObject({ type: "McpCancellableWarning", code: "MCP_CANCELLABLE_SHORT_DURATION" });
+  });
+
+  it("a refused duration's message quotes the value received", async () => {
+    const { mcp } = await connectPeer();
+    for (const [value, shown] of [[30.5, "received 30.5"], ["30s", 'received "30s"'], [Number.NaN, "received NaN"], [null, "received null"]] as const) {
+      const error = (await mcp.callTool({ name: "x" }, { timeoutMs: value as never }).catch((e: unknown) => e)) as InvalidOptionError;
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error.message).toContain(shown);
+    }
+  });
+});
+
+describe("several signals per call", () => {
+  it("signal: [session, own]: either one cancels, the cause is the reason of the one that aborted, and both are released", async () => {
+    const { mcp, peer } = await connectPeer();
+    const session = new AbortController();
+    const calls = [new AbortController(), new AbortController()].map((own) => ({
+      own,
+      promise: mcp.callTool({ name: "slow" }, { signal: [session.signal, own.signal] }).catch((e: unknown) => e),
+    }));
+    await flush();
+    expect(abortSubscribers(session.signal)).toBe(2);
+    calls[1]!.own.abort("user pressed stop");
+    const stopped = (await calls[1]!.promise) as CallCancelledError;
+    expect(stopped).toBeInstanceOf(CallCancelledError);
+    expect(stopped.cause).toBe("user pressed stop");
+    expect(abortSubscribers(session.signal)).toBe(1);
+    expect(abortSubscribers(calls[1]!.own.signal)).toBe(0);
+    session.abort("session over");
+    expect(((await calls[0]!.promise) as CallCancelledError).cause).toBe("session over");
+    expect(abortSubscribers(calls[0]!.own.signal)).toBe(0);
+    await flush();
+    expect(peer.received.filter((m) => m.method === "notifications/cancelled")).toHaveLength(2);
+  });
+
+  it("an already aborted signal anywhere in the list cancels before sending; a list with a non-signal is refused", async () => {
+    const { mcp, peer } = await connectPeer();
+    const done = AbortSignal.abort("already");
+    const error = (await mcp.callTool({ name: "x" }, { signal: [new AbortController().signal, done] }).catch((e: unknown) => e)) as CallCancelledError;
+    expect(error.cause).toBe("already");
+    const bad = (await mcp.callTool({ name: "x" }, { signal: [done, {} as AbortSignal] }).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(bad.option).toBe("signal");
+    await flush();
+    expect(peer.received.map((m) => m.method)).toEqual(["initialize", "notifications/initialized"]);
+  });
+});
