@@ -8,12 +8,16 @@ export type {
   RequestOptions,
   RequestParams,
   ResultSchema,
+  ToolCallOptions,
   ToolResult,
 } from "./client/with-cancellation.js";
+export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./client/tasks.js";
+export type { TaskOptions } from "./client/tasks.js";
+export { TaskRequestError } from "./wire/tasks.js";
 export { CancellableCall } from "./core/cancellable-call.js";
 export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
 export { summarize } from "./core/record.js";
-export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord } from "./core/record.js";
+export type { CallOutcome, CallStatus, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, TaskStatus } from "./core/record.js";
 export { notificationCancellation } from "./adapters/notification.js";
 export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./adapters/types.js";
 export { jsonLines } from "./ledger/json-lines.js";

@@ -16,6 +16,22 @@ import {
 import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";
+import { TaskDriver, resolveTaskOptions } from "./tasks.js";
+import type { TaskOptions } from "./tasks.js";
+
+/** Options of `callTool`: the call options, plus `task` to run the call as a task. */
+export interface ToolCallOptions extends CallOptions {
+  /**
+   * Runs the call task-augmented (2025-11-25 core tasks: `params.task`; 2026-07-28: the
+   * `io.modelcontextprotocol/tasks` extension declared on the request). When the server
+   * answers with a `CreateTaskResult`, the library polls the task (`tasks/get`, honouring the
+   * server's poll interval) and resolves with the final result; the idle timeout, the maximum
+   * total timeout and `signal` apply to the whole task, and a cancel is the request
+   * `tasks/cancel` (rules 35, 36). A server that answers at once is answered as usual.
+   * `true` takes every default. See docs/tasks.md.
+   */
+  task?: TaskOptions | true;
+}
 
 /** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
 export interface ClientLike {
@@ -72,7 +88,7 @@ export interface CancellableClient<T extends TransportLike> {
    * @throws {InvalidOptionError} an option is invalid (nothing was sent).
    * A JSON-RPC error from the server is the SDK's own error, untouched.
    */
-  callTool(params: CallToolParams, options?: CallOptions): Promise<ToolResult>;
+  callTool(params: CallToolParams, options?: ToolCallOptions): Promise<ToolResult>;
   /**
    * Sends any request (`resources/read`, `prompts/get`, ...) with per-call timeouts and
    * cancellation; errors as `callTool`. `initialize` is refused: it must never be cancelled
@@ -154,13 +170,21 @@ export function withCancellation<T extends TransportLike>(
     params: Record<string, unknown> & { _meta?: Record<string, unknown> },
     options: CallOptions | undefined,
     invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
+    task?: TaskDriver,
   ): Promise<R> {
     const resolved = resolveCallOptions(defaults, options);
     const key = ++callNumber;
     const hooks: CallHooks = {
-      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: (call, reason) => wire.cancel(call, reason),
-      settled: (call) => wire.settled(call, key),
+      // The wire puts the cancel on the wire and tells the SDK locally that the request is over;
+      // a task-augmented call's cancel is the task driver's (tasks/cancel once the task exists).
+      cancel: task === undefined ? (call, reason) => wire.cancel(call, reason) : (call, reason) => task.cancel(call, reason),
+      settled:
+        task === undefined
+          ? (call) => wire.settled(call, key)
+          : (call) => {
+              task.stop();
+              wire.settled(call, key);
+            },
       // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
       // and a closure made here would keep this whole scope (params, call, controller) alive.
       record: recorder(key),
@@ -173,12 +197,13 @@ export function withCancellation<T extends TransportLike>(
       clock,
       timers: defaults.timers ?? systemTimers,
     });
+    task?.attach(call);
     call.start();
     // Not connected yet (or not through mcp.transport), or the connection is gone (the server
     // exited, the transport closed): say so, send nothing.
     if (!wire.open) call.cancel("connection-closed");
     if (call.settled) return call.promise; // nothing was sent: aborted signal, or closed connection
-    wire.register(call, key);
+    wire.register(call, key, task);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the
     // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
     const sdkOptions: Record<string, unknown> = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
@@ -193,7 +218,10 @@ export function withCancellation<T extends TransportLike>(
     }
     sent.then(
       (value) => call.succeed(value as R),
-      (error: unknown) => call.fail(error),
+      // Once its task exists the SDK's wait was ended locally: the driver settles the call.
+      (error: unknown) => {
+        if (call.task === undefined) call.fail(error);
+      },
     );
     return call.promise;
   }
@@ -205,8 +233,30 @@ export function withCancellation<T extends TransportLike>(
         return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
       }
       try {
-        return run<ToolResult>("tools/call", params.name, params, callOptions, (marked, sdkOptions) =>
-          v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
+        const { task, ...rest } = callOptions ?? {};
+        if (task === undefined) {
+          // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
+          // does not apply here: say what does.
+          if ((client as { isToolTaskRequired?: (name: string) => boolean }).isToolTaskRequired?.(params.name) === true) {
+            throw new InvalidOptionError(
+              "task",
+              `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
+            );
+          }
+          return run<ToolResult>("tools/call", params.name, params, rest, (marked, sdkOptions) =>
+            v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
+          );
+        }
+        const driver = new TaskDriver(wire, resolveTaskOptions(task), defaults.timers ?? systemTimers, clock);
+        return run<ToolResult>(
+          "tools/call",
+          params.name,
+          params,
+          rest,
+          // v1: request() (callTool refuses task-required tools); the wire adds params.task.
+          (marked, sdkOptions) =>
+            v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
+          driver,
         );
       } catch (error) {
         return Promise.reject(error);

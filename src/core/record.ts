@@ -4,12 +4,59 @@ export type CancelTrigger = "timeout" | "max-total-timeout" | "aborted" | "conne
 /**
  * How the cancel went on the wire: `notification` (stdio, rule 6), `stream-close` (Streamable
  * HTTP 2026-07-28, rule 6), `notification+stream-close` (2025-era Streamable HTTP, rule 40),
- * `none` (nothing was sent: the request never left, or the connection was already gone).
+ * `tasks/cancel` (a task-augmented call whose task exists: the request `tasks/cancel`, never the
+ * notification, rules 2, 35, 36), `none` (nothing was sent: the request never left, or the
+ * connection was already gone).
  */
-export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "none";
+export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "tasks/cancel" | "none";
 
-/** How a call ended. A cancelled call is never reported as succeeded or failed. */
-export type CallStatus = "succeeded" | "failed" | "cancelled";
+/**
+ * How a call ended. A cancelled call is never reported as succeeded or failed. `task-created`:
+ * the server answered with a `CreateTaskResult` to a call that did not ask the library to
+ * follow the task (no `task` option): nothing has finished, so it is not `succeeded`.
+ */
+export type CallStatus = "succeeded" | "failed" | "cancelled" | "task-created";
+
+/** A task's status (2025-11-25 core tasks and the 2026-07-28 extension share them, rules 35, 36). */
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+/** The task behind a task-augmented call, as last seen. */
+export interface TaskInfo {
+  taskId: string;
+  /** The task's last status seen (from the `CreateTaskResult`, `tasks/get` or `tasks/cancel`). */
+  status: TaskStatus;
+  /** Which tasks revision: `2025-11-25` core tasks or the `2026-07-28` extension. */
+  revision: "2025-11-25" | "2026-07-28";
+}
+
+/** True for the terminal task statuses: `completed`, `failed`, `cancelled` (immutable, rules 35, 36). */
+export function isTerminalTaskStatus(status: string): boolean {
+  return status === "completed" || status === "failed" || status === "cancelled";
+}
+
+/**
+ * The task a result creates, or `null`: a 2025-11-25 `CreateTaskResult` (`{ task: Task }`) or a
+ * 2026-07-28 one (`resultType: "task"` with the task's fields inline).
+ */
+export function createdTask(result: unknown): TaskInfo | null {
+  if (typeof result !== "object" || result === null) return null;
+  const value = result as { task?: unknown; resultType?: unknown; taskId?: unknown; status?: unknown };
+  if (value.resultType === "task" && typeof value.taskId === "string") {
+    return { taskId: value.taskId, status: taskStatus(value.status), revision: "2026-07-28" };
+  }
+  if (typeof value.task === "object" && value.task !== null) {
+    const task = value.task as { taskId?: unknown; status?: unknown };
+    if (typeof task.taskId === "string") return { taskId: task.taskId, status: taskStatus(task.status), revision: "2025-11-25" };
+  }
+  return null;
+}
+
+/** A status as sent, or `working` when it is not one of the five. */
+export function taskStatus(status: unknown): TaskStatus {
+  return status === "input_required" || status === "completed" || status === "failed" || status === "cancelled"
+    ? status
+    : "working";
+}
 
 /**
  * What is known of the work behind the call. `completed` and `error` belong to settled calls;
@@ -24,7 +71,10 @@ export type CallOutcome =
   | "late-result-discarded"
   | "verified-applied"
   | "verified-not-applied"
-  | "verify-failed";
+  | "verify-failed"
+  | "task-cancelled"
+  | "task-completed-anyway"
+  | "task-failed";
 
 /**
  * One call's run record: plain JSON, safe to log (arguments and results are not copied in).
@@ -67,6 +117,8 @@ export interface RunRecord {
   revision: number;
   /** One human line, such as `"cancelled (timeout), outcome unverified"`. */
   summary: string;
+  /** Task-augmented calls only: the task's id, its last status, and the tasks revision. */
+  task?: TaskInfo;
 }
 
 /** The longest server text a summary quotes, in characters. */
@@ -87,6 +139,9 @@ const OUTCOME_WORDS: Record<CallOutcome, string> = {
   "verified-applied": "verified applied",
   "verified-not-applied": "verified not applied",
   "verify-failed": "verification failed, outcome unverified",
+  "task-cancelled": "task cancelled by the server",
+  "task-completed-anyway": "task completed anyway, result discarded",
+  "task-failed": "task failed",
 };
 
 /**
@@ -97,6 +152,8 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
   switch (record.status) {
     case "succeeded":
       return "succeeded";
+    case "task-created":
+      return "task created, not followed (pass the task option to follow it)";
     case "failed":
       return record.error === null
         ? "failed"
@@ -120,4 +177,8 @@ export const OUTCOME_RANK: Partial<Record<CallOutcome, number>> = {
   "late-result-discarded": 2,
   "verified-applied": 3,
   "verified-not-applied": 3,
+  // What the server said became of a cancelled task: evidence as good as a late result.
+  "task-cancelled": 2,
+  "task-completed-anyway": 2,
+  "task-failed": 2,
 };
