@@ -175,3 +175,55 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a raw e
     expect(methods(server, "tasks/cancel").length).toBeLessThanOrEqual(1);
   });
 });
+
+describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.ts (v1 McpServer, InMemoryTaskStore)", () => {
+  async function connectStdio(dir: string, workMs: number) {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
+    const { withCancellation } = await import("../../src/index.js");
+    const script = new URL("../../demo/task-server.ts", import.meta.url).pathname;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["--import", import.meta.resolve("tsx"), script, "--dir", dir, "--work-ms", String(workMs)],
+      stderr: "pipe",
+    });
+    const stderr: string[] = [];
+    transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
+    const client = new Client({ name: "stdio-task-test", version: "1.0.0" });
+    const records: RunRecord[] = [];
+    const mcp = withCancellation(client, stdioCancellation(transport), { onRecord: (r) => records.push(r) });
+    await client.connect(mcp.transport);
+    return { mcp, records, stderr: () => stderr.join(""), close: () => client.close() };
+  }
+
+  it("task progress keeps the task alive past the idle timeout; then a timeout sends one tasks/cancel and no notification", async () => {
+    const { mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = await mkdtemp(join(tmpdir(), "mcp-cancellable-task-test-"));
+    const peer = await connectStdio(dir, 2_400);
+    closeClient = async () => {
+      await peer.close();
+      await rm(dir, { recursive: true, force: true });
+    };
+    // 8 steps of 300 ms with progress; idle timeout 1,000 ms: only progress keeps it alive.
+    const result = await peer.mcp.callTool(
+      { name: "generate_quarterly_summary", arguments: { quarter: "Q1" } },
+      { task: true, timeoutMs: 1_000, resetTimeoutOnProgress: true },
+    );
+    expect(JSON.stringify(result.content)).toContain("Q1-summary.md");
+    expect(peer.records.at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" } });
+    expect(peer.records.at(-1)!.progress.count).toBeGreaterThanOrEqual(3);
+
+    const error = await peer.mcp
+      .callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q2" } }, { task: true, timeoutMs: 500 })
+      .catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(() => peer.records.at(-1)?.outcome === "task-cancelled");
+    const taskId = peer.records.at(-1)!.task!.taskId;
+    const lines = peer.stderr().split("\n").filter((line) => /read (tasks\/cancel|notifications\/cancelled)/.test(line));
+    expect(lines).toEqual([`[task-server] read tasks/cancel {"taskId":"${taskId}"}`]);
+    expect(peer.mcp.pendingCount).toBe(0);
+  }, 20_000);
+});
