@@ -233,7 +233,9 @@ export function withCancellation<T extends TransportLike>(
         return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
       }
       try {
-        const { task, ...rest } = callOptions ?? {};
+        // Only a plain object carries `task`; anything else goes on to be refused as "options".
+        const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
+        const { task, ...rest }: ToolCallOptions = plain ? callOptions : {};
         if (task === undefined) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
@@ -243,7 +245,7 @@ export function withCancellation<T extends TransportLike>(
               `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
             );
           }
-          return run<ToolResult>("tools/call", params.name, params, rest, (marked, sdkOptions) =>
+          return run<ToolResult>("tools/call", params.name, params, plain ? rest : callOptions, (marked, sdkOptions) =>
             v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
           );
         }
