@@ -450,12 +450,14 @@ async function main(): Promise<void> {
     console.log("\nOK: every record is what the seed says it should be.");
   }
   // The same worked example over Streamable HTTP (demo/http.ts): the server sees the stream close.
+  // (f) The report as a task, cancelled on the budget with tasks/cancel: it shares nothing with
+  // the HTTP part (own server, own directory), so it runs beside it and prints after it.
+  const problemsBefore = problems.length;
+  const taskPart = runTaskCase();
   const overHttp = await runHttpDemo();
   for (const line of overHttp.lines) console.log(line);
   if (!overHttp.ok) process.exitCode = 1;
-  // (f) The report as a task, cancelled on the budget with tasks/cancel.
-  const problemsBefore = problems.length;
-  const asTask = await runTaskCase();
+  const asTask = await taskPart;
   if (asTask !== undefined) {
     console.log(`\n[f] ${(asTask.record.name ?? asTask.record.method).padEnd(32)} ${asTask.record.summary}`);
     console.log(`    ${asTask.note}`);
