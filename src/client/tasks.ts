@@ -5,7 +5,7 @@ import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core
 import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS, msOption, parseOptions } from "../types/options.js";
 import type { TaskFollower } from "../wire/tasks.js";
-import { TaskRequestError } from "../wire/tasks.js";
+import { TaskRequestError, TaskRequestTimeout } from "../wire/tasks.js";
 
 /** Default poll interval, in ms, when the server suggests none. */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
@@ -158,9 +158,13 @@ export class TaskDriver implements TaskFollower {
     return task.revision === "2026-07-28" ? { taskId: task.taskId, _meta: this.#meta } : { taskId: task.taskId };
   }
 
-  /** The time a follow-up request may take while the call is live: its own timers bound the call. */
+  /**
+   * The time a follow-up request may take, in ms: while the call is live, `watchMs` (a poll
+   * that gets no answer is followed by the next one: the call's own timers bound the call);
+   * after a cancel, what is left of the watch. Nothing waits longer, so no timer outlives it.
+   */
   #requestTimeout(): number {
-    return this.#call?.settled ? Math.max(1, this.#watchUntil - this.clock()) : MAX_TIMER_DELAY_MS;
+    return this.#call?.settled ? Math.max(1, this.#watchUntil - this.clock()) : this.options.watchMs;
   }
 
   #readInterval(task: Record<string, unknown> | undefined): void {
@@ -186,6 +190,7 @@ export class TaskDriver implements TaskFollower {
       answer = await this.wire.rawRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
       if (call.settled) return this.#conclude(undefined);
+      if (error instanceof TaskRequestTimeout) return this.#schedule(); // unanswered poll: poll again
       // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
       // with that error (a closed connection ends the call as connection-closed on its own).
       return call.fail(error);

@@ -79,6 +79,17 @@ export class TaskRequestError extends Error {
   }
 }
 
+/** One of the library's own task requests got no answer in time (its entry is gone; a late answer is dropped). */
+export class TaskRequestTimeout extends Error {
+  override readonly name = "TaskRequestTimeout" as const;
+  constructor(
+    readonly method: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${method} got no answer within ${timeoutMs} ms`);
+  }
+}
+
 /**
  * The library's own requests to the server (`tasks/get`, `tasks/result`, `tasks/cancel`): sent
  * on the wrapped transport with string ids the SDKs never use (`mcp-cancellable-task-N`; the
@@ -110,7 +121,7 @@ export class RawRequests {
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).
       const timer = timers.setTimeout(() => {
-        if (this.#pending.delete(id)) reject(new Error(`${method} got no answer within ${timeoutMs} ms`));
+        if (this.#pending.delete(id)) reject(new TaskRequestTimeout(method, timeoutMs));
       }, timeoutMs);
       const done = (): void => timers.clearTimeout(timer);
       this.#pending.set(id, {
