@@ -13,7 +13,7 @@ export type {
 } from "./client/with-cancellation.js";
 export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./client/tasks.js";
 export type { TaskOptions } from "./client/tasks.js";
-export { TaskRequestError } from "./wire/tasks.js";
+export { TaskRequestError, TaskRequestTimeout } from "./wire/tasks.js";
 export { CancellableCall } from "./core/cancellable-call.js";
 export type { CallHooks, CallInit, RequestId } from "./core/cancellable-call.js";
 export { summarize } from "./core/record.js";
