@@ -69,4 +69,22 @@ describe("task driver", () => {
     expect(peer.requests("tasks/cancel")).toHaveLength(0);
     await client.close();
   });
+
+  it("verify works for task calls: its answer outranks what the task watch learned", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("working"));
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+    });
+    const error = await mcp
+      .callTool({ name: "report" }, { task: true, timeoutMs: 100, verifyDelayMs: 100, verify: () => "not-applied" })
+      .catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    const verified = await (error as { verification: Promise<{ outcome: string }> }).verification;
+    expect(verified.outcome).toBe("verified-not-applied");
+    await until(() => records.at(-1)?.task?.status === "cancelled");
+    expect(records.at(-1)).toMatchObject({ outcome: "verified-not-applied", cancel: { mechanism: "tasks/cancel" } });
+    await client.close();
+  });
 });
