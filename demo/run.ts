@@ -16,6 +16,11 @@
  * after it was cancelled: the library drops that progress and counts it on the record (d), and the
  * connection stays usable for the next call (e).
  *
+ * Then (f) the same report as an MCP task (demo/task-server.ts, 2025-11-25 core tasks with the
+ * v1 SDK's task store): the server answers at once with a task, the library polls it, and on the
+ * budget it sends the request `tasks/cancel {taskId}` (never `notifications/cancelled`, rules 35,
+ * 36); the record says what became of the task.
+ *
  * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
  * with 1 unless each record is what the worked example says it should be. DEMO_VERBOSE=1 also
  * prints the servers' stderr. `npm run demo -- --otel` also prints the stdio part's OpenTelemetry
@@ -338,6 +343,65 @@ async function runServerEverything(session: Session): Promise<Line[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Case (f): the report as a task.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The report tool as a task (execution.taskSupport "required"): the bot calls it with the `task`
+ * option and the same budget. The budget covers the whole task, not only the `tools/call` that
+ * created it; on expiry the library sends one `tasks/cancel {taskId}`, releases the bot at once,
+ * and keeps watching (bounded) until the server says the task is `cancelled`.
+ */
+async function runTaskCase(): Promise<Line | undefined> {
+  const dir = await mkdtemp(join(tmpdir(), "mcp-cancellable-demo-task-"));
+  let session: Session | undefined;
+  try {
+    const args = ["--import", import.meta.resolve("tsx"), join(here, "task-server.ts"), "--dir", dir, "--work-ms", String(WORK_MS)];
+    session = await connect(process.execPath, args);
+    let error: unknown;
+    try {
+      await session.mcp.callTool(
+        { name: "generate_quarterly_summary", arguments: { quarter: "Q3" } },
+        { task: { ttlMs: 60_000 }, timeoutMs: BUDGET_MS, reason: `exceeded ${BUDGET_MS}ms budget` },
+      );
+      problems.push("[f] the call resolved; it should have been cancelled");
+    } catch (caught) {
+      error = caught;
+    }
+    expectThat("f", "a CallTimeoutError (code REQUEST_TIMEOUT)", isCallTimeoutError(error) && error.code === "REQUEST_TIMEOUT", String(error));
+    const record = await waitFor(() => lastRecord(session!), (r) => r?.outcome === "task-cancelled", LATE_WAIT_MS);
+    // Let the server's work reach its next step (it sees the cancel there and stops).
+    await new Promise((resolve) => setTimeout(resolve, WORK_MS / 4));
+    expectEqual("f", "pending count once settled", session.mcp.pendingCount, 0);
+    await session.close();
+    if (record === undefined) {
+      problems.push("[f] no run record");
+      return undefined;
+    }
+    expectEqual("f", "status", record.status, "cancelled");
+    expectEqual("f", "cancel.trigger", record.cancel?.trigger, "timeout");
+    expectEqual("f", "cancel.mechanism", record.cancel?.mechanism, "tasks/cancel");
+    expectEqual("f", "outcome", record.outcome, "task-cancelled");
+    expectEqual("f", "task.status", record.task?.status, "cancelled");
+    expectEqual("f", "report file exists", existsSync(reportPath(dir, "Q3")), false);
+    const cancels = session.stderr().split("\n").filter((line) => line.includes("read tasks/cancel") || line.includes("read notifications/cancelled"));
+    expectEqual("f", "cancels the server read", cancels, [`[task-server] read tasks/cancel {"taskId":"${record.task?.taskId}"}`]);
+    if (verbose) process.stderr.write(session.stderr());
+    return {
+      label: "f",
+      record,
+      note: "the report ran as a task; on the budget the bot sent one tasks/cancel, the server confirmed it and wrote nothing",
+    };
+  } catch (error) {
+    problems.push(`[f] the task part failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return undefined;
+  } finally {
+    await session?.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const watchdog = setTimeout(() => {
@@ -400,9 +464,26 @@ async function main(): Promise<void> {
   }
   await tracerProvider?.shutdown();
   // The same worked example over Streamable HTTP (demo/http.ts): the server sees the stream close.
+  // (f) The report as a task, cancelled on the budget with tasks/cancel: it shares nothing with
+  // the HTTP part (own server, own directory), so it runs beside it and prints after it.
+  const problemsBefore = problems.length;
+  const taskPart = runTaskCase();
   const overHttp = await runHttpDemo();
   for (const line of overHttp.lines) console.log(line);
   if (!overHttp.ok) process.exitCode = 1;
+  const asTask = await taskPart;
+  if (asTask !== undefined) {
+    console.log(`\n[f] ${(asTask.record.name ?? asTask.record.method).padEnd(32)} ${asTask.record.summary}`);
+    console.log(`    ${asTask.note}`);
+    write(asTask.record);
+  }
+  if (problems.length > problemsBefore) {
+    console.error(`\nDEMO FAILED (task part):`);
+    for (const problem of problems.slice(problemsBefore)) console.error(`  - ${problem}`);
+    process.exitCode = 1;
+  } else {
+    console.log("OK: the task's record says what became of it.");
+  }
   clearTimeout(watchdog);
 }
 

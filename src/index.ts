@@ -13,8 +13,12 @@ export type {
   RequestParams,
   RequestResultOf,
   ResultSchema,
+  ToolCallOptions,
   ToolResult,
 } from "./client/facade.js";
+export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./client/tasks.js";
+export type { TaskOptions } from "./client/tasks.js";
+export { TaskRequestError, TaskRequestTimeout } from "./wire/tasks.js";
 export type {
   CallOutcome,
   CallStatus,
@@ -23,6 +27,8 @@ export type {
   CancelTrigger,
   CancelUndelivered,
   RunRecord,
+  TaskInfo,
+  TaskStatus,
 } from "./types/record.js";
 export { DEFAULT_JSON_LINES_MAX_CALLS, jsonLines } from "./ledger/json-lines.js";
 export type { JsonLinesOptions } from "./ledger/json-lines.js";

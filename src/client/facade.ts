@@ -8,6 +8,8 @@ import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, resolveCallOptions } from "../types/options.js";
 import type { CallObservation } from "../types/options.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
+import { TaskDriver, resolveTaskOptions } from "./tasks.js";
+import type { ResolvedTaskOptions, TaskOptions } from "./tasks.js";
 import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import type { Wire } from "../wire/wire.js";
@@ -93,6 +95,20 @@ declare const TYPED_METHODS: {
   ping: "ping";
 };
 
+/** Options of `callTool`: the call options, plus `task` to run the call as a task. */
+export interface ToolCallOptions extends CallOptions {
+  /**
+   * Runs the call task-augmented (2025-11-25 core tasks: `params.task`; 2026-07-28: the
+   * `io.modelcontextprotocol/tasks` extension declared on the request). When the server
+   * answers with a `CreateTaskResult`, the library polls the task (`tasks/get`, honouring the
+   * server's poll interval) and resolves with the final result; the idle timeout, the maximum
+   * total timeout and `signal` apply to the whole task, and a cancel is the request
+   * `tasks/cancel` (rules 35, 36). A server that answers at once is answered as usual.
+   * `true` takes every default. See docs/tasks.md.
+   */
+  task?: TaskOptions | true;
+}
+
 /**
  * What `withCancellation` and `attachCancellation` return: the transport and the calls that go
  * through the library. `C` is the SDK client's own type (for `sdkClient`).
@@ -113,7 +129,7 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
    *   connected yet, connected through another transport); nothing was sent.
    * A JSON-RPC error from the server is the SDK's own error, untouched.
    */
-  callTool(params: CallToolParams, options?: CallOptions): Promise<CallToolResultOf<C>>;
+  callTool(params: CallToolParams, options?: ToolCallOptions): Promise<CallToolResultOf<C>>;
   /**
    * Sends any request (`resources/read`, `prompts/get`, ...) with per-call timeouts and
    * cancellation; errors as `callTool`. `initialize` is refused: it must never be cancelled
@@ -177,7 +193,7 @@ export interface FacadeInit {
 
 /** The facade plus its call runner, which `attachCancellation` also uses for the client's own methods. */
 export interface Facade {
-  callTool(params: CallToolParams, options?: CallOptions): Promise<ToolResult>;
+  callTool(params: CallToolParams, options?: ToolCallOptions): Promise<ToolResult>;
   request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
   records(): RunRecord[];
   run<R>(
@@ -250,16 +266,29 @@ export function createFacade(init: FacadeInit): Facade {
     params: Record<string, unknown> & { _meta?: Record<string, unknown> },
     options: CallOptions | undefined,
     invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
+    taskOptions?: ResolvedTaskOptions,
   ): Promise<R> {
     const resolved = resolveCallOptions(defaults, options);
     const wire = init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = ++callNumber;
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
     const observation = observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying });
+    const timers = defaults.timers ?? systemTimers;
+    // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
+    const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, timers, clock);
     const hooks: CallHooks = {
       // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: (call, reason) => (wire === null ? "none" : wire.cancel(call, reason)),
-      settled: (call) => wire?.settled(call, key),
+      cancel:
+        task !== undefined
+          ? (call, reason) => task.cancel(call, reason)
+          : (call, reason) => (wire === null ? "none" : wire.cancel(call, reason)),
+      settled:
+        task !== undefined
+          ? (call) => {
+              task.stop();
+              wire?.settled(call, key);
+            }
+          : (call) => wire?.settled(call, key),
       // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
       // and a closure made here would keep this whole scope (params, call, controller) alive.
       record: recorder(key, observation),
@@ -274,14 +303,15 @@ export function createFacade(init: FacadeInit): Facade {
       options: resolved,
       hooks,
       clock,
-      timers: defaults.timers ?? systemTimers,
+      timers,
       ids: { callId: key, connectionId, sessionId },
     });
+    task?.attach(call);
     call.start();
     // The connection is gone (the server exited, the transport closed): say so, send nothing.
     if (wire === null || !wire.open) call.cancel("connection-closed");
     if (call.settled || wire === null) return call.promise; // nothing was sent: aborted signal, or closed connection
-    wire.register(call, key);
+    wire.register(call, key, task);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the
     // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
     const sdkOptions: Record<string, unknown> = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
@@ -299,7 +329,10 @@ export function createFacade(init: FacadeInit): Facade {
         if (observation !== undefined && !call.settled) observeResult(observation, value);
         call.succeed(value as R);
       },
-      (error: unknown) => call.fail(error),
+      // Once its task exists the SDK's wait was ended locally: the driver settles the call.
+      (error: unknown) => {
+        if (call.task === undefined) call.fail(error);
+      },
     );
     return call.promise;
   }
@@ -311,8 +344,31 @@ export function createFacade(init: FacadeInit): Facade {
         return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
       }
       try {
-        return run<ToolResult>("tools/call", params.name, params, callOptions, (marked, sdkOptions) =>
-          v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
+        // Only a plain object carries `task`; anything else goes on to be refused as "options".
+        const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
+        const { task, ...rest }: ToolCallOptions = plain ? callOptions : {};
+        if (task === undefined) {
+          // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
+          // does not apply here: say what does.
+          if ((init.client as { isToolTaskRequired?: (name: string) => boolean }).isToolTaskRequired?.(params.name) === true) {
+            throw new InvalidOptionError(
+              "task",
+              `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
+            );
+          }
+          return run<ToolResult>("tools/call", params.name, params, plain ? rest : callOptions, (marked, sdkOptions) =>
+            v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
+          );
+        }
+        return run<ToolResult>(
+          "tools/call",
+          params.name,
+          params,
+          rest,
+          // v1: request() (callTool refuses task-required tools); the wire adds params.task.
+          (marked, sdkOptions) =>
+            v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
+          resolveTaskOptions(task),
         );
       } catch (error) {
         return Promise.reject(error);

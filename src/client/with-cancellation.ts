@@ -16,6 +16,7 @@ export type {
   RequestParams,
   RequestResultOf,
   ResultSchema,
+  ToolCallOptions,
   ToolResult,
 } from "./facade.js";
 

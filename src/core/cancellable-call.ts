@@ -7,8 +7,8 @@ import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
-import { summarize } from "./record.js";
-import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord } from "../types/record.js";
+import { createdTask, summarize } from "./record.js";
+import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
@@ -94,6 +94,7 @@ export class CancellableCall<T = unknown> implements LateSink {
   #maxProgress = Number.NEGATIVE_INFINITY;
   #late: RunRecord["late"] = { results: 0, errors: 0, progress: 0 };
   #settled: SettledRecord | null = null;
+  #task: TaskInfo | undefined = undefined;
 
   constructor(init: CallInit) {
     this.#init = init;
@@ -188,10 +189,29 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#dispose();
   }
 
-  /** The SDK delivered the result. */
+  /**
+   * A task-augmented call: the task it created, or its status as last seen (rules 35, 36).
+   * Goes into the record (`task`). Does not stop the timers: the call lives until the task is
+   * terminal or the call is cancelled.
+   */
+  setTask(task: TaskInfo): void {
+    this.#task = task;
+  }
+
+  /** The task this call follows, if any. */
+  get task(): TaskInfo | undefined {
+    return this.#task;
+  }
+
+  /**
+   * The SDK delivered the result. A `CreateTaskResult` for a call that does not follow its task
+   * is recorded as `task-created`, never `succeeded`: nothing has finished.
+   */
   succeed(value: T): void {
     if (this.#state === "settled") return;
-    this.#finish("succeeded", "completed", null);
+    const created = this.#task === undefined ? createdTask(value) : null;
+    if (created !== null) this.#task = created;
+    this.#finish(created === null ? "succeeded" : "task-created", "completed", null);
     this.#resolve(value);
     this.#release();
   }
@@ -323,6 +343,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       revision: 0,
       summary: summarize(base),
     };
+    if (this.#task !== undefined) record.task = this.#task;
     this.#settled = new SettledRecord(record, this.#init.hooks.record);
     this.#init.hooks.settled(this);
     return record;

@@ -1,4 +1,4 @@
-import type { CallOutcome, RunRecord } from "../types/record.js";
+import type { CallOutcome, RunRecord, TaskInfo, TaskStatus } from "../types/record.js";
 
 export type {
   CallOutcome,
@@ -8,7 +8,39 @@ export type {
   CancelTrigger,
   CancelUndelivered,
   RunRecord,
+  TaskInfo,
+  TaskStatus,
 } from "../types/record.js";
+
+/** True for the terminal task statuses: `completed`, `failed`, `cancelled` (immutable, rules 35, 36). */
+export function isTerminalTaskStatus(status: string): boolean {
+  return status === "completed" || status === "failed" || status === "cancelled";
+}
+
+/**
+ * The task a result creates, or `null`: a 2025-11-25 `CreateTaskResult` (`{ task: Task }`) or a
+ * 2026-07-28 one (`resultType: "task"` with the task's fields inline).
+ */
+export function createdTask(result: unknown): TaskInfo | null {
+  if (typeof result !== "object" || result === null) return null;
+  const value = result as { task?: unknown; resultType?: unknown; taskId?: unknown; status?: unknown };
+  if (value.resultType === "task" && typeof value.taskId === "string") {
+    return { taskId: value.taskId, status: taskStatus(value.status), revision: "2026-07-28" };
+  }
+  if (typeof value.task === "object" && value.task !== null) {
+    const task = value.task as { taskId?: unknown; status?: unknown };
+    if (typeof task.taskId === "string") return { taskId: task.taskId, status: taskStatus(task.status), revision: "2025-11-25" };
+  }
+  return null;
+}
+
+/** A status as sent, or `working` when it is not one of the five. */
+export function taskStatus(status: unknown): TaskStatus {
+  return status === "input_required" || status === "completed" || status === "failed" || status === "cancelled"
+    ? status
+    : "working";
+}
+
 
 /** The longest server text a summary quotes, in characters. */
 const SUMMARY_TEXT_LENGTH = 200;
@@ -28,6 +60,9 @@ const OUTCOME_WORDS: Record<CallOutcome, string> = {
   "verified-applied": "verified applied",
   "verified-not-applied": "verified not applied",
   "verify-failed": "verification failed, outcome unverified",
+  "task-cancelled": "task cancelled by the server",
+  "task-completed-anyway": "task completed anyway, result discarded",
+  "task-failed": "task failed",
 };
 
 /**
@@ -38,6 +73,8 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
   switch (record.status) {
     case "succeeded":
       return "succeeded";
+    case "task-created":
+      return "task created, not followed (pass the task option to follow it)";
     case "failed":
       return record.error === null
         ? "failed"
@@ -63,4 +100,8 @@ export const OUTCOME_RANK: Partial<Record<CallOutcome, number>> = {
   "late-result-discarded": 2,
   "verified-applied": 3,
   "verified-not-applied": 3,
+  // What the server said became of a cancelled task: evidence as good as a late result.
+  "task-cancelled": 2,
+  "task-completed-anyway": 2,
+  "task-failed": 2,
 };

@@ -301,6 +301,8 @@ class CallTrace implements CallObservation {
     switch (record.status) {
       case "succeeded":
         return this.#toolError ? ERROR_TYPE_TOOL_ERROR : undefined;
+      case "task-created": // a task was created for a call that does not follow it: nothing failed (yet)
+        return undefined;
       case "cancelled":
         return CANCEL_ERROR_TYPE[record.cancel?.trigger ?? "aborted"];
       case "failed": {

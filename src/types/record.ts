@@ -7,9 +7,11 @@ export type CancelTrigger = "timeout" | "max-total-timeout" | "aborted" | "conne
 /**
  * How the cancel went on the wire: `notification` (stdio, rule 6), `stream-close` (Streamable
  * HTTP 2026-07-28, rule 6), `notification+stream-close` (2025-era Streamable HTTP, rule 40),
- * `none` (nothing was sent: the request never left, or the connection was already gone).
+ * `tasks/cancel` (a task-augmented call whose task exists: the request `tasks/cancel`, never the
+ * notification, rules 2, 35, 36), `none` (nothing was sent: the request never left, or the
+ * connection was already gone).
  */
-export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "none";
+export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "tasks/cancel" | "none";
 
 /** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
 export interface CancelUndelivered {
@@ -27,8 +29,24 @@ export interface CancelDelivery {
   failed: CancelUndelivered | null;
 }
 
-/** How a call ended. A cancelled call is never reported as succeeded or failed. */
-export type CallStatus = "succeeded" | "failed" | "cancelled";
+/**
+ * How a call ended. A cancelled call is never reported as succeeded or failed. `task-created`:
+ * the server answered with a `CreateTaskResult` to a call that did not ask the library to
+ * follow the task (no `task` option): nothing has finished, so it is not `succeeded`.
+ */
+export type CallStatus = "succeeded" | "failed" | "cancelled" | "task-created";
+
+/** A task's status (2025-11-25 core tasks and the 2026-07-28 extension share them, rules 35, 36). */
+export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+/** The task behind a task-augmented call, as last seen. */
+export interface TaskInfo {
+  taskId: string;
+  /** The task's last status seen (from the `CreateTaskResult`, `tasks/get` or `tasks/cancel`). */
+  status: TaskStatus;
+  /** Which tasks revision: `2025-11-25` core tasks or the `2026-07-28` extension. */
+  revision: "2025-11-25" | "2026-07-28";
+}
 
 /**
  * What is known of the work behind the call. `completed` and `error` belong to settled calls;
@@ -43,7 +61,10 @@ export type CallOutcome =
   | "late-result-discarded"
   | "verified-applied"
   | "verified-not-applied"
-  | "verify-failed";
+  | "verify-failed"
+  | "task-cancelled"
+  | "task-completed-anyway"
+  | "task-failed";
 
 /**
  * One call's run record: plain JSON, safe to log (arguments and results are not copied in).
@@ -107,4 +128,6 @@ export interface RunRecord {
   revision: number;
   /** One human line, such as `"cancelled (timeout), outcome unverified"`. */
   summary: string;
+  /** Task-augmented calls only: the task's id, its last status, and the tasks revision. */
+  task?: TaskInfo;
 }

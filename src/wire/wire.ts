@@ -2,9 +2,10 @@ import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
+import { createdTask, isTerminalTaskStatus } from "../core/record.js";
 import type { CancelMechanism } from "../types/record.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
-import type { Anomaly } from "../types/options.js";
+import type { Anomaly, Timers } from "../types/options.js";
 import {
   CALL_MARKER,
   cancelledParamsSchema,
@@ -13,11 +14,17 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
+import { RawRequests, augmentCreate, followUpMeta } from "./tasks.js";
+import type { TaskFollower } from "./tasks.js";
 
 /** An outbound request awaiting its response: the facade's call, or `null` for a request the SDK made on its own. */
 interface Entry {
   call: CancellableCall | null;
   token: string | number | undefined;
+  /** A task-augmented call's driver, told when the `CreateTaskResult` arrives. */
+  follower?: TaskFollower | undefined;
+  /** The `_meta` the request carried (task-augmented calls only). */
+  meta?: Record<string, unknown>;
 }
 
 type Handler = ((...args: never[]) => void) | undefined;
@@ -74,6 +81,20 @@ export class Wire<T extends TransportLike> {
   readonly #overrides = new Map<PropertyKey, unknown>();
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
+  /** Task drivers of registered task-augmented calls not sent yet, by call number. */
+  readonly #followers = new Map<number, TaskFollower>();
+  /**
+   * The SDK's own task-augmented requests whose task is not terminal yet: task id → progress
+   * token, kept live until a terminal status passes by (rule 23). Bounded like the tombstones.
+   */
+  readonly #taskTokens = new Map<string, string | number>();
+  readonly #maxTaskTokens: number;
+  /** Task-augmented calls whose task exists and which have not settled: a close ends them too. */
+  readonly #taskCalls = new Set<CancellableCall>();
+  /** Ids of the SDK's own `subscriptions/listen` requests still open (rules 12, 32-34). */
+  readonly #listens = new Set<RequestId>();
+  /** The library's own requests (`tasks/get`, `tasks/cancel`, ...), answered here. */
+  readonly #raw = new RawRequests((message) => this.#forward(message));
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
@@ -105,6 +126,7 @@ export class Wire<T extends TransportLike> {
     this.#adapter = adapter;
     this.#tombIds = new BoundedMap(maxTombstones);
     this.#tombTokens = new BoundedMap(maxTombstones);
+    this.#maxTaskTokens = maxTombstones;
     this.#onAnomaly = onAnomaly;
     this.#down = { onmessage: inner.onmessage, onclose: inner.onclose, onerror: inner.onerror };
     adapter.attach?.({ streamLost: this.#streamLost });
@@ -152,9 +174,9 @@ export class Wire<T extends TransportLike> {
     });
   }
 
-  /** Number of requests awaiting a response plus calls not yet sent (0 when idle). */
+  /** Number of requests awaiting a response, calls not yet sent, and task-augmented calls following their task (0 when idle). */
   get pendingCount(): number {
-    return this.#pending.size + this.#unbound.size;
+    return this.#pending.size + this.#unbound.size + this.#taskCalls.size;
   }
 
   /** True while the transport is open: started through this decorator and not closed since. */
@@ -172,9 +194,37 @@ export class Wire<T extends TransportLike> {
     return this.#tombIds.size;
   }
 
-  /** The facade registers a call before handing its request to the SDK. */
-  register(call: CancellableCall, key: number): void {
+  /**
+   * The facade registers a call before handing its request to the SDK; a task-augmented call
+   * also gives its task driver (see `src/client/tasks.ts`).
+   */
+  register(call: CancellableCall, key: number, follower?: TaskFollower): void {
     this.#unbound.set(key, call);
+    if (follower !== undefined) this.#followers.set(key, follower);
+  }
+
+  /** Open `subscriptions/listen` requests the wire still tracks (0 once every listen ended). */
+  get listenCount(): number {
+    return this.#listens.size;
+  }
+
+  /** The library's own task requests in flight. */
+  get rawCount(): number {
+    return this.#raw.size;
+  }
+
+  /**
+   * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`) on
+   * the wrapped transport, never through the SDK. Rejects when the connection is not open.
+   */
+  rawRequest(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+  ): Promise<Record<string, unknown>> {
+    if (!this.#open) return Promise.reject(new Error(`${method} not sent: the connection is closed`));
+    return this.#raw.request(method, params, timeoutMs, timers);
   }
 
   /**
@@ -219,6 +269,8 @@ export class Wire<T extends TransportLike> {
    */
   settled(call: CancellableCall, key: number): void {
     this.#unbound.delete(key);
+    this.#followers.delete(key);
+    this.#taskCalls.delete(call);
     const id = call.requestId;
     if (id === null) return;
     const entry = this.#pending.get(id);
@@ -226,7 +278,12 @@ export class Wire<T extends TransportLike> {
     const sink = call.settledRecord ?? call;
     if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
-    if (token !== undefined && this.#tombTokens.get(token) === call) this.#tombTokens.set(token, sink);
+    if (token === undefined) return;
+    // A task-augmented call kept its token live past its CreateTaskResult (rule 23).
+    if (this.#tokens.get(token)?.call === call) this.#tokens.delete(token);
+    if (this.#tombTokens.get(token) === call || (call.task !== undefined && !this.#tombTokens.has(token))) {
+      this.#tombTokens.set(token, sink);
+    }
   }
 
   #putCancel(id: RequestId, reason: string, call: CancellableCall | null): CancelMechanism {
@@ -253,6 +310,7 @@ export class Wire<T extends TransportLike> {
     if (entry === undefined || entry.call !== null) return;
     this.#pending.delete(id);
     this.#neverCancel.delete(id);
+    this.#listens.delete(id);
     if (entry.token !== undefined) this.#tokens.delete(entry.token);
   }
 
@@ -262,7 +320,12 @@ export class Wire<T extends TransportLike> {
    */
   readonly #streamLost = (requestId: RequestId, cause?: unknown): void => {
     const call = this.#pending.get(requestId)?.call;
-    if (call === undefined || call === null) return;
+    if (call === null) {
+      // The SDK's own request (a listen, most often): its stream is gone, so is its entry.
+      this.#dropRaw(requestId);
+      return;
+    }
+    if (call === undefined) return;
     call.cancel("connection-closed", cause);
     this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
   };
@@ -302,7 +365,8 @@ export class Wire<T extends TransportLike> {
     return this.#inner.start();
   };
 
-  readonly #send = (message: Message, options?: unknown): Promise<void> => {
+  readonly #send = (original: Message, options?: unknown): Promise<void> => {
+    let message = original;
     const method = message.method;
     const id = message.id;
     if (method === undefined || id === undefined || id === null) {
@@ -313,9 +377,12 @@ export class Wire<T extends TransportLike> {
     // A request. The facade's carry a call number under a symbol (never on the wire).
     const key = message.params?.[CALL_MARKER];
     let call: CancellableCall | null = null;
+    let follower: TaskFollower | undefined;
     if (key !== undefined) {
       call = this.#unbound.get(key) ?? null;
       this.#unbound.delete(key);
+      follower = this.#followers.get(key);
+      this.#followers.delete(key);
       if (call === null || call.settled) {
         // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
         queueMicrotask(() => this.#releaseSdk(id));
@@ -325,7 +392,13 @@ export class Wire<T extends TransportLike> {
     const token = message.params?._meta?.progressToken as string | number | undefined;
     call?.bind(id, token);
     const entry: Entry = { call, token };
+    if (follower !== undefined) {
+      message = augmentCreate(message, follower.ttlMs);
+      entry.follower = follower;
+      entry.meta = followUpMeta(message);
+    }
     this.#pending.set(id, entry);
+    if (call === null && method === "subscriptions/listen") this.#listens.add(id);
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.#forward(message, options);
@@ -360,6 +433,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
+    this.#listens.delete(requestId);
     this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
     return Promise.resolve();
   }
@@ -368,11 +442,14 @@ export class Wire<T extends TransportLike> {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
+        if (this.#raw.answer(message)) return; // the library's own task request: never the SDK's
         if ("id" in message && !this.#onResponse(message)) return;
       } else if (method === "notifications/progress") {
         if (!this.#onProgress(message)) return;
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
+      } else if (method === "notifications/tasks/status" || method === "notifications/tasks") {
+        this.#taskStatusSeen(message.params);
       } else if (message.id !== undefined && message.id !== null) {
         this.#inbound.add(message.id);
       }
@@ -394,7 +471,10 @@ export class Wire<T extends TransportLike> {
         return true;
       }
       if (entry.call === null) {
+        this.#keepTaskToken(entry, message.result);
         this.#dropRaw(id);
+      } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
+        return false;
       } else {
         entry.call.responded();
         this.#forget(id, entry);
@@ -405,7 +485,53 @@ export class Wire<T extends TransportLike> {
       this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
       return false;
     }
+    this.#taskStatusSeen(message.result);
     return true;
+  }
+
+  /**
+   * A task-augmented call's `CreateTaskResult`: the call lives on (its timers, its signal, its
+   * progress token: rule 23), the driver polls the task, and the SDK's wait ends locally (the v2
+   * SDK refuses `resultType: "task"` on 2026-07-28). False for any other answer.
+   */
+  #taskCreated(id: RequestId, entry: Entry, result: unknown): boolean {
+    const task = createdTask(result);
+    if (task === null || entry.call === null) return false;
+    this.#pending.delete(id);
+    this.#tombstone(id, entry.call, undefined);
+    entry.call.setTask(task);
+    this.#taskCalls.add(entry.call);
+    this.#releaseSdk(id);
+    entry.follower?.created(task, result as Record<string, unknown>, entry.meta ?? {});
+    return true;
+  }
+
+  /**
+   * The SDK's own task-augmented request got its `CreateTaskResult`: its progress token stays
+   * live until the task is terminal (rule 23; the v1 SDK keeps its handler on purpose).
+   */
+  #keepTaskToken(entry: Entry, result: unknown): void {
+    const task = createdTask(result);
+    if (task === null || entry.token === undefined || isTerminalTaskStatus(task.status)) return;
+    if (this.#taskTokens.size >= this.#maxTaskTokens) {
+      // Bounded: the oldest task's token is retired (its progress then counts as unknown).
+      const [oldestTask, oldestToken] = this.#taskTokens.entries().next().value!;
+      this.#taskTokens.delete(oldestTask);
+      if (this.#tokens.get(oldestToken)?.call === null) this.#tokens.delete(oldestToken);
+    }
+    this.#taskTokens.set(task.taskId, entry.token);
+    entry.token = undefined; // #dropRaw must leave it in #tokens
+  }
+
+  /** A task status passed by (a `tasks/*` answer or a status notification): a terminal one retires its token. */
+  #taskStatusSeen(value: unknown): void {
+    if (this.#taskTokens.size === 0 || typeof value !== "object" || value === null) return;
+    const { taskId, status } = value as { taskId?: unknown; status?: unknown };
+    if (typeof taskId !== "string" || typeof status !== "string" || !isTerminalTaskStatus(status)) return;
+    const token = this.#taskTokens.get(taskId);
+    if (token === undefined) return;
+    this.#taskTokens.delete(taskId);
+    if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
   }
 
   /** Returns false when the progress must not reach the SDK. */
@@ -454,6 +580,11 @@ export class Wire<T extends TransportLike> {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return;
     const { requestId } = parsed.data;
+    // Rule 12: the server ends a listen it names, and only that one (the SDK hears it too).
+    if (this.#listens.has(requestId)) {
+      this.#dropRaw(requestId);
+      return;
+    }
     if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
@@ -467,12 +598,18 @@ export class Wire<T extends TransportLike> {
     this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
+    calls.push(...this.#taskCalls);
+    this.#taskCalls.clear();
     for (const call of calls) call.cancel("connection-closed");
     this.#unbound.clear();
     this.#pending.clear();
     this.#tokens.clear();
     this.#inbound.clear();
     this.#neverCancel.clear();
+    this.#listens.clear();
+    this.#followers.clear();
+    this.#taskTokens.clear();
+    this.#raw.closeAll(new Error("Connection closed"));
     (this.#down.onclose as (() => void) | undefined)?.();
   };
 

@@ -34,13 +34,14 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
     expect(code, `stdout:\n${stdout}\nstderr:\n${stderr}`).toBe(0);
 
     // One summary line per call, in order.
-    const summaries = stdout.split("\n").filter((line) => /^\[[a-e]\] /.test(line));
+    const summaries = stdout.split("\n").filter((line) => /^\[[a-f]\] /.test(line));
     expect(summaries.map((line) => line.replace(/\s+/g, " "))).toEqual([
       "[a] generate_quarterly_summary cancelled (timeout), verified not applied",
       "[b] generate_quarterly_summary cancelled (timeout), late result discarded",
       "[c] generate_quarterly_summary cancelled (timeout), verified applied",
       "[d] trigger-long-running-operation cancelled (aborted), outcome unverified",
       "[e] echo succeeded",
+      "[f] generate_quarterly_summary cancelled (timeout), task cancelled by the server",
     ]);
     expect(stdout).toContain("OK: every record is what the worked example says it should be.");
     // Words a new user can follow: how the cases run, no Node internals, no project jargon.
@@ -66,6 +67,7 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
       "verified-applied",
       "unverified",
       "completed",
+      "task-cancelled",
     ]);
     const [a, b, c, d] = records as [RunRecord, RunRecord, RunRecord, RunRecord];
     for (const r of [a, b, c]) {
@@ -92,6 +94,15 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
     expect(wrote).toBeGreaterThanOrEqual(0);
     expect(late.findIndex((line) => line.includes("read notifications/cancelled"))).toBeGreaterThan(wrote);
     expect(stderr).toMatch(/\[report-server ignore\] request 1: wrote \S+ \(after the cancel\)/);
+
+    // (f) The task: exactly one tasks/cancel naming it, no notifications/cancelled (rules 2, 35).
+    const f = records[5]!;
+    expect(f.cancel).toMatchObject({ trigger: "timeout", mechanism: "tasks/cancel" });
+    expect(f.task).toMatchObject({ status: "cancelled", revision: "2025-11-25" });
+    const taskCancels = stderr.split("\n").filter((line) => /^\[task-server\] read (tasks\/cancel|notifications\/cancelled)/.test(line));
+    expect(taskCancels).toEqual([`[task-server] read tasks/cancel {"taskId":"${f.task!.taskId}"}`]);
+    expect(stderr).toMatch(/\[task-server\] task \S+: cancelled, stopped at step \d of 8, nothing written/);
+    expect(stdout).toContain("OK: the task's record says what became of it.");
 
     // The temporary report directory is gone.
     const written = /wrote (\S+)/.exec(stderr)?.[1];

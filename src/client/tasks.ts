@@ -1,0 +1,274 @@
+import { z } from "zod";
+import type { CancellableCall } from "../core/cancellable-call.js";
+import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
+import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
+import type { Timers } from "../types/options.js";
+import { MAX_TIMER_DELAY_MS, msOption, parseOptions } from "../types/options.js";
+import type { TaskFollower } from "../wire/tasks.js";
+import { TaskRequestError, TaskRequestTimeout } from "../wire/tasks.js";
+
+/** Default poll interval, in ms, when the server suggests none. */
+export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
+/** Default time the library keeps watching a task after it sent `tasks/cancel`, in ms. */
+export const DEFAULT_TASK_WATCH_MS = 10_000;
+/** The shortest poll interval the library honours, in ms (a server suggesting 0 is not polled in a loop). */
+export const MIN_TASK_POLL_INTERVAL_MS = 10;
+
+/**
+ * Task-augmented execution of a `tools/call` (2025-11-25 core tasks, rule 35; the 2026-07-28
+ * extension `io.modelcontextprotocol/tasks`, rule 36). Every duration is in ms.
+ */
+export interface TaskOptions {
+  /**
+   * Time-to-live asked for the task, in ms (2025-11-25 `params.task.ttl`; the 2026-07-28
+   * extension leaves it to the server). Integer from 1 to 2_147_483_647. Default: the server's.
+   */
+  ttlMs?: number;
+  /**
+   * Poll interval, in ms, used when the server suggests none (`pollInterval` /
+   * `pollIntervalMs`, which the library honours otherwise). Integer from 10 to 2_147_483_647.
+   * @default 1_000
+   */
+  pollIntervalMs?: number;
+  /**
+   * After a cancel, how long the library keeps watching the task (the `tasks/cancel` answer,
+   * then `tasks/get`) so the record can say what became of it, in ms; the caller is released
+   * at once regardless. Integer from 1 to 2_147_483_647.
+   * @default 10_000
+   */
+  watchMs?: number;
+}
+
+const taskOptionsSchema = z
+  .strictObject({
+    ttlMs: msOption(1, MAX_TIMER_DELAY_MS, false),
+    pollIntervalMs: msOption(MIN_TASK_POLL_INTERVAL_MS, MAX_TIMER_DELAY_MS, false),
+    watchMs: msOption(1, MAX_TIMER_DELAY_MS, false),
+  })
+  .partial();
+
+/** Validated task options with defaults. */
+export interface ResolvedTaskOptions {
+  ttlMs: number | undefined;
+  pollIntervalMs: number;
+  watchMs: number;
+}
+
+/**
+ * Validates the `task` call option (`true` means all defaults).
+ * @throws {InvalidOptionError} naming the option at fault, such as `task.ttlMs`.
+ */
+export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOptions {
+  const parsed = task === true ? {} : parseOptions(taskOptionsSchema, task, "call options: task");
+  return {
+    ttlMs: parsed.ttlMs,
+    pollIntervalMs: parsed.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS,
+    watchMs: parsed.watchMs ?? DEFAULT_TASK_WATCH_MS,
+  };
+}
+
+/** What the driver needs of the wire. */
+export interface TaskWire {
+  rawRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
+  cancel(call: CancellableCall, reason: string): CancelMechanism;
+}
+
+/**
+ * Follows one task-augmented call: polls its task with `tasks/get` (honouring the server's
+ * poll interval) while the call is live, resolves the call with the final result, and, when
+ * the call is cancelled (idle timeout, maximum total timeout, the caller's signal), sends
+ * exactly one `tasks/cancel {taskId}` (never `notifications/cancelled`, never for a task
+ * already terminal: rules 2, 35, 36), stops polling, and watches for at most `watchMs` so the
+ * record says what became of the task.
+ */
+export class TaskDriver implements TaskFollower {
+  readonly ttlMs: number | undefined;
+  #call: CancellableCall | undefined;
+  #task: TaskInfo | undefined;
+  #meta: Record<string, unknown> = {};
+  #interval: number;
+  #timer: unknown = undefined;
+  #watchUntil = 0;
+
+  constructor(
+    private readonly wire: TaskWire,
+    private readonly options: ResolvedTaskOptions,
+    private readonly timers: Timers,
+    private readonly clock: () => number,
+  ) {
+    this.ttlMs = options.ttlMs;
+    this.#interval = options.pollIntervalMs;
+  }
+
+  /** The call this driver follows (set once, before its request is sent). */
+  attach(call: CancellableCall): void {
+    this.#call = call;
+  }
+
+  created(task: TaskInfo, result: Record<string, unknown>, meta: Record<string, unknown>): void {
+    this.#task = task;
+    this.#meta = meta;
+    this.#readInterval(task.revision === "2025-11-25" ? (result.task as Record<string, unknown>) : result);
+    if (isTerminalTaskStatus(task.status)) {
+      void this.#poll();
+      return;
+    }
+    this.#schedule();
+  }
+
+  /**
+   * The call's cancel hook. Before the task exists the `tools/call` itself is cancelled the
+   * transport's way; once it exists, the request `tasks/cancel` (rules 35, 36); for a task
+   * already terminal, nothing (rule 7).
+   */
+  cancel(call: CancellableCall, reason: string): CancelMechanism {
+    this.#stop();
+    const task = this.#task;
+    if (task === undefined) return this.wire.cancel(call, reason);
+    this.#watchUntil = this.clock() + this.options.watchMs;
+    if (isTerminalTaskStatus(task.status)) {
+      queueMicrotask(() => this.#conclude(task.status));
+      return "none";
+    }
+    void this.#sendCancel(task);
+    return "tasks/cancel";
+  }
+
+  /** The call settled some other way: no more polling. */
+  stop(): void {
+    this.#stop();
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) {
+      this.timers.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  #schedule(): void {
+    this.#timer = this.timers.setTimeout(() => {
+      this.#timer = undefined;
+      void this.#poll();
+    }, this.#interval);
+  }
+
+  #params(task: TaskInfo): Record<string, unknown> {
+    // 2026-07-28: every request carries the protocol version and client capabilities (rule 38).
+    return task.revision === "2026-07-28" ? { taskId: task.taskId, _meta: this.#meta } : { taskId: task.taskId };
+  }
+
+  /**
+   * The time a follow-up request may take, in ms: while the call is live, `watchMs` (a poll
+   * that gets no answer is followed by the next one: the call's own timers bound the call);
+   * after a cancel, what is left of the watch. Nothing waits longer, so no timer outlives it.
+   */
+  #requestTimeout(): number {
+    return this.#call?.settled ? Math.max(1, this.#watchUntil - this.clock()) : this.options.watchMs;
+  }
+
+  #readInterval(task: Record<string, unknown> | undefined): void {
+    const suggested = task?.pollIntervalMs ?? task?.pollInterval;
+    if (typeof suggested === "number" && Number.isFinite(suggested)) {
+      this.#interval = Math.min(Math.max(suggested, MIN_TASK_POLL_INTERVAL_MS), MAX_TIMER_DELAY_MS);
+    }
+  }
+
+  /** Records a status seen; returns the task. */
+  #see(status: unknown): TaskInfo {
+    const task = { ...this.#task!, status: taskStatus(status) };
+    this.#task = task;
+    const call = this.#call!;
+    if (!call.settled) call.setTask(task);
+    return task;
+  }
+
+  async #poll(): Promise<void> {
+    const call = this.#call!;
+    let answer: Record<string, unknown>;
+    try {
+      answer = await this.wire.rawRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
+    } catch (error) {
+      if (call.settled) return this.#conclude(undefined);
+      if (error instanceof TaskRequestTimeout) return this.#schedule(); // unanswered poll: poll again
+      // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
+      // with that error (a closed connection ends the call as connection-closed on its own).
+      return call.fail(error);
+    }
+    this.#readInterval(answer);
+    const task = this.#see(answer.status);
+    if (call.settled) {
+      // Watching after a cancel.
+      if (isTerminalTaskStatus(task.status)) return this.#conclude(task.status);
+      if (this.clock() + this.#interval < this.#watchUntil) return this.#schedule();
+      return this.#conclude(undefined);
+    }
+    if (!isTerminalTaskStatus(task.status)) return this.#schedule();
+    await this.#finish(task, answer);
+  }
+
+  /** The task is terminal while the call is live: the caller gets its result or its error. */
+  async #finish(task: TaskInfo, answer: Record<string, unknown>): Promise<void> {
+    const call = this.#call!;
+    if (task.revision === "2026-07-28") {
+      if (task.status === "completed") return call.succeed(answer.result ?? {});
+      const error = (answer.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+      return call.fail(
+        new TaskRequestError(
+          "tools/call",
+          typeof error.code === "number" ? error.code : null,
+          task.status === "cancelled"
+            ? `task ${task.taskId} was cancelled by the server`
+            : typeof error.message === "string"
+              ? error.message
+              : `task ${task.taskId} failed`,
+          error.data,
+        ),
+      );
+    }
+    if (task.status === "cancelled") {
+      return call.fail(new TaskRequestError("tools/call", null, `task ${task.taskId} was cancelled by the server`));
+    }
+    // 2025-11-25: the result (or the original error) comes from tasks/result.
+    try {
+      call.succeed(await this.wire.rawRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers));
+    } catch (error) {
+      call.fail(error);
+    }
+  }
+
+  async #sendCancel(task: TaskInfo): Promise<void> {
+    let answer: Record<string, unknown>;
+    try {
+      answer = await this.wire.rawRequest("tasks/cancel", this.#params(task), this.#requestTimeout(), this.timers);
+    } catch (error) {
+      // -32602: already terminal (rule 35) or unknown; look once at what it became. A lost
+      // connection: nothing more can be learned. Never an error for the caller (released already).
+      if (error instanceof TaskRequestError) return this.#poll();
+      return this.#conclude(undefined);
+    }
+    // 2025-11-25 answers with the task (status set to cancelled before the answer, rule 35);
+    // 2026-07-28 with an empty acknowledgement: watch with tasks/get (eventually consistent, rule 36).
+    if (typeof answer.status === "string") {
+      const seen = this.#see(answer.status);
+      if (isTerminalTaskStatus(seen.status)) return this.#conclude(seen.status);
+    }
+    return this.#schedule();
+  }
+
+  /** The record of the cancelled call learns what became of its task (or stays unverified). */
+  #conclude(status: TaskStatus | undefined): void {
+    this.#stop();
+    const settled = this.#call?.settledRecord;
+    if (settled === null || settled === undefined || this.#task === undefined) return;
+    const outcome: CallOutcome | undefined =
+      status === "cancelled"
+        ? "task-cancelled"
+        : status === "completed"
+          ? "task-completed-anyway"
+          : status === "failed"
+            ? "task-failed"
+            : undefined;
+    settled.update({ task: this.#task }, outcome);
+  }
+}

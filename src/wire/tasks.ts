@@ -1,0 +1,168 @@
+import type { TaskInfo } from "../core/record.js";
+import type { Timers } from "../types/options.js";
+import type { Message } from "./messages.js";
+
+/** The 2026-07-28 tasks extension's identifier (rule 36). */
+export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+
+/** The `_meta` keys a 2026-07-28 request carries (rule 38). */
+export const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
+export const CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities";
+
+/**
+ * What the wire tells the task driver of one task-augmented call. The driver lives in the
+ * client layer; the wire only recognises the `CreateTaskResult` and carries the requests.
+ */
+export interface TaskFollower {
+  /** Task time-to-live asked for, in ms (2025-11-25 `params.task.ttl`); `undefined` leaves it to the server. */
+  readonly ttlMs: number | undefined;
+  /**
+   * The server answered the `tools/call` with a `CreateTaskResult`. The wire did not hand it
+   * to the SDK (v2 refuses `resultType: "task"`) and ended the SDK's wait locally; the
+   * progress token stays live until the task is terminal (rule 23).
+   * @param meta the `_meta` the create request carried, without its progress token: the
+   *   follow-up requests carry the same protocol version and client capabilities (rule 38).
+   */
+  created(task: TaskInfo, result: Record<string, unknown>, meta: Record<string, unknown>): void;
+}
+
+/**
+ * The create request as it goes on the wire: on a 2026-07-28 connection (its `_meta` names the
+ * protocol version) the request declares the tasks extension in its per-request client
+ * capabilities (rule 36); on earlier revisions it carries `params.task` (2025-11-25, rule 35).
+ */
+export function augmentCreate(message: Message, ttlMs: number | undefined): Message {
+  const params = message.params ?? {};
+  const meta = params._meta ?? {};
+  if (meta[PROTOCOL_VERSION_META] !== undefined) {
+    const capabilities = (meta[CLIENT_CAPABILITIES_META] ?? {}) as { extensions?: Record<string, unknown> };
+    return {
+      ...message,
+      params: {
+        ...params,
+        _meta: {
+          ...meta,
+          [CLIENT_CAPABILITIES_META]: {
+            ...capabilities,
+            extensions: { ...capabilities.extensions, [TASKS_EXTENSION]: {} },
+          },
+        },
+      },
+    };
+  }
+  if (params.task !== undefined) return message;
+  return { ...message, params: { ...params, task: ttlMs === undefined ? {} : { ttl: ttlMs } } };
+}
+
+/** The create request's `_meta` for follow-up requests: the same, minus its progress token. */
+export function followUpMeta(message: Message): Record<string, unknown> {
+  const { progressToken: _token, ...meta } = message.params?._meta ?? {};
+  return meta;
+}
+
+interface RawPending {
+  method: string;
+  resolve(result: Record<string, unknown>): void;
+  reject(error: unknown): void;
+}
+
+/** A JSON-RPC error from the server for one of the library's own requests (`tasks/get`, `tasks/cancel`, ...). */
+export class TaskRequestError extends Error {
+  override readonly name = "TaskRequestError" as const;
+  constructor(
+    readonly method: string,
+    readonly code: number | null,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** One of the library's own task requests got no answer in time (its entry is gone; a late answer is dropped). */
+export class TaskRequestTimeout extends Error {
+  override readonly name = "TaskRequestTimeout" as const;
+  constructor(
+    readonly method: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${method} got no answer within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * The library's own requests to the server (`tasks/get`, `tasks/result`, `tasks/cancel`): sent
+ * on the wrapped transport with string ids the SDKs never use (`mcp-cancellable-task-N`; the
+ * SDKs count integers), so no id is shared with a request the SDK issued (rule 1), and answered
+ * here, never seen by the SDK.
+ */
+export class RawRequests {
+  readonly #pending = new Map<string, RawPending>();
+  #next = 0;
+
+  constructor(private readonly send: (message: Message) => Promise<void>) {}
+
+  /** Requests in flight (0 when idle). */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Sends one request. Settles with the result, or rejects with a `TaskRequestError` (the
+   * server's error), the send's error, or a closed connection.
+   */
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+  ): Promise<Record<string, unknown>> {
+    const id = `mcp-cancellable-task-${++this.#next}`;
+    return new Promise((resolve, reject) => {
+      // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).
+      const timer = timers.setTimeout(() => {
+        if (this.#pending.delete(id)) reject(new TaskRequestTimeout(method, timeoutMs));
+      }, timeoutMs);
+      const done = (): void => timers.clearTimeout(timer);
+      this.#pending.set(id, {
+        method,
+        resolve: (result) => (done(), resolve(result)),
+        reject: (error) => (done(), reject(error)),
+      });
+      this.send({ jsonrpc: "2.0", id, method, params }).catch((error: unknown) => {
+        const pending = this.#pending.get(id);
+        if (pending !== undefined && this.#pending.delete(id)) pending.reject(error);
+      });
+    });
+  }
+
+  /** A response: true if it answered one of ours (then nobody else must see it). */
+  answer(message: Message): boolean {
+    if (typeof message.id !== "string") return false;
+    const pending = this.#pending.get(message.id);
+    if (pending === undefined) return message.id.startsWith("mcp-cancellable-task-");
+    this.#pending.delete(message.id);
+    if (message.error !== undefined) {
+      const error = message.error as { code?: unknown; message?: unknown; data?: unknown };
+      pending.reject(
+        new TaskRequestError(
+          pending.method,
+          typeof error.code === "number" ? error.code : null,
+          typeof error.message === "string" ? error.message : "error",
+          error.data,
+        ),
+      );
+    } else {
+      const result = message.result;
+      pending.resolve(typeof result === "object" && result !== null ? (result as Record<string, unknown>) : {});
+    }
+    return true;
+  }
+
+  /** The connection closed: every request in flight fails. */
+  closeAll(error: Error): void {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const entry of pending) entry.reject(error);
+  }
+}

@@ -1,0 +1,90 @@
+// The task driver against a scripted in-memory peer (v1 client, 2025-11-25 shapes): what it does
+// when tasks/cancel fails (-32602: the task is already terminal, rule 35), when the server never
+// settles the task within the watch bound, and when a poll is never answered.
+import { describe, expect, it } from "vitest";
+import { isCallTimeoutError } from "../../src/index.js";
+import type { Message } from "../../src/core.js";
+import { connectPeer } from "../helpers/peer.js";
+
+const task = (status: string) => ({ taskId: "t1", status, ttl: 60_000, createdAt: "", lastUpdatedAt: "", pollInterval: 20 });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(predicate: () => boolean, ms = 3_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await sleep(10);
+  }
+}
+
+describe("task driver", () => {
+  it("a tasks/cancel refused with -32602 is no error for the caller; one tasks/get says the task completed anyway", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    let status = "working";
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task(status));
+      if (m.method === "tasks/cancel") {
+        status = "completed"; // it finished just before the cancel arrived
+        void peer.error(m.id, -32602, "Cannot cancel task: already in terminal status 'completed'");
+      }
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 150 }).catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(() => records.at(-1)?.outcome === "task-completed-anyway");
+    expect(records.at(-1)!.summary).toBe("cancelled (timeout), task completed anyway, result discarded");
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    expect(peer.cancels()).toHaveLength(0);
+    await client.close();
+  });
+
+  it("a task the server never settles after the cancel stays unverified once watchMs is over, and polling stops", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get" || m.method === "tasks/cancel") void peer.result(m.id, task("working"));
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 200 }, timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await sleep(400);
+    const polls = peer.requests("tasks/get").length;
+    await sleep(150);
+    expect(peer.requests("tasks/get").length).toBe(polls);
+    expect(records.at(-1)).toMatchObject({ outcome: "unverified", cancel: { mechanism: "tasks/cancel" }, task: { status: "working" } });
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    expect(mcp.pendingCount).toBe(0);
+    await client.close();
+  });
+
+  it("a task that fails resolves nothing: the caller gets the task's error from tasks/result", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("failed"));
+      if (m.method === "tasks/result") void peer.error(m.id, -32603, "report generator crashed");
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect((error as { code?: unknown }).code).toBe(-32603);
+    expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "failed" } });
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    await client.close();
+  });
+
+  it("verify works for task calls: its answer outranks what the task watch learned", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("working"));
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+    });
+    const error = await mcp
+      .callTool({ name: "report" }, { task: true, timeoutMs: 100, verifyDelayMs: 100, verify: () => "not-applied" })
+      .catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    const verified = await (error as { verification: Promise<{ outcome: string }> }).verification;
+    expect(verified.outcome).toBe("verified-not-applied");
+    await until(() => records.at(-1)?.task?.status === "cancelled");
+    expect(records.at(-1)).toMatchObject({ outcome: "verified-not-applied", cancel: { mechanism: "tasks/cancel" } });
+    await client.close();
+  });
+});

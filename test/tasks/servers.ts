@@ -1,0 +1,260 @@
+// Task servers on 127.0.0.1 (port 0), started and stopped by the tests:
+// - the v1 SDK's McpServer with an InMemoryTaskStore over Streamable HTTP (2025-11-25 core tasks);
+// - a raw node:http server following the 2026-07-28 tasks extension text (io.modelcontextprotocol/tasks):
+//   resultType "task", tasks/get with pollIntervalMs, an empty acknowledgement for tasks/cancel,
+//   Mcp-Name checked against params.taskId. No SDK implements that extension yet.
+// Each records every JSON-RPC message it received (method, id, params, Mcp-Name header).
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import * as z from "zod";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+
+export interface Seen {
+  method: string | undefined;
+  id: unknown;
+  params: Record<string, unknown> | undefined;
+  mcpName: string | undefined;
+}
+
+export interface TaskServer {
+  url: URL;
+  seen: Seen[];
+  /** What became of each task the server ran: "completed" or "cancelled". */
+  fates: Map<string, string>;
+  stop(): Promise<void>;
+}
+
+function readBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      try {
+        resolve(text.length === 0 ? undefined : JSON.parse(text));
+      } catch (error) {
+        reject(error);
+      }
+    });
+    req.on("error", reject);
+  });
+}
+
+function record(seen: Seen[], req: http.IncomingMessage, body: unknown): void {
+  for (const message of Array.isArray(body) ? body : body === undefined ? [] : [body]) {
+    const m = message as { method?: string; id?: unknown; params?: Record<string, unknown> };
+    const name = req.headers["mcp-name"];
+    seen.push({ method: m.method, id: m.id, params: m.params, mcpName: typeof name === "string" ? name : undefined });
+  }
+}
+
+function listen(server: http.Server): Promise<URL> {
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      resolve(new URL(`http://127.0.0.1:${port}/mcp`));
+    });
+  });
+}
+
+function stopper(server: http.Server, cleanup: () => void): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      cleanup();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+}
+
+/**
+ * The v1 SDK server with a task store: tool `report` ({ms}) runs ms in 5 steps as a task
+ * (execution.taskSupport "required"), sending progress on the create request's token; a
+ * cancelled task stops.
+ */
+export async function startV1TaskServer(): Promise<TaskServer> {
+  const seen: Seen[] = [];
+  const fates = new Map<string, string>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const taskStore = new InMemoryTaskStore();
+
+  const build = (): McpServer => {
+    const server = new McpServer(
+      { name: "task-server", version: "1.0.0" },
+      {
+        capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {}, list: {} } },
+        taskStore,
+      },
+    );
+    server.experimental.tasks.registerToolTask(
+      "report",
+      { inputSchema: { ms: z.number() }, execution: { taskSupport: "required" } },
+      {
+        createTask: async ({ ms }, extra) => {
+          const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: 20 });
+          const token = extra._meta?.progressToken;
+          let step = 0;
+          const tick = (): void => {
+            const timer = setTimeout(async () => {
+              timers.delete(timer);
+              const now = await extra.taskStore.getTask(task.taskId);
+              if (now === null || now === undefined || now.status === "cancelled") {
+                fates.set(task.taskId, "cancelled");
+                return;
+              }
+              step++;
+              if (token !== undefined) {
+                await server.server
+                  .notification({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 5 } })
+                  .catch(() => {});
+              }
+              if (step < 5) return tick();
+              await extra.taskStore
+                .storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `report done in ${ms} ms` }] })
+                .then(() => fates.set(task.taskId, "completed"))
+                .catch(() => fates.set(task.taskId, "cancelled"));
+            }, ms / 5);
+            timers.add(timer);
+          };
+          tick();
+          return { task };
+        },
+        getTask: async (_args, extra) => (await extra.taskStore.getTask(extra.taskId))!,
+        getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as never,
+      },
+    );
+    return server;
+  };
+
+  const httpServer = http.createServer(async (req, res) => {
+    const body = req.method === "POST" ? await readBody(req) : undefined;
+    record(seen, req, body);
+    if (req.method === "GET") seen.push({ method: "GET", id: undefined, params: undefined, mcpName: undefined });
+    const sessionId = req.headers["mcp-session-id"];
+    let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
+    if (transport === undefined) {
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => void transports.set(id, transport!),
+      });
+      await build().connect(transport);
+    }
+    await transport.handleRequest(req, res, body);
+  });
+  const url = await listen(httpServer);
+  return {
+    url,
+    seen,
+    fates,
+    stop: stopper(httpServer, () => {
+      for (const timer of timers) clearTimeout(timer);
+      for (const transport of transports.values()) void transport.close();
+      taskStore.cleanup();
+    }),
+  };
+}
+
+/**
+ * A raw 2026-07-28 server with the tasks extension: `server/discover`, and `tools/call` of
+ * `report` ({ms}) answered with a task (resultType "task", pollIntervalMs 20) when the request
+ * declares the extension, else at once. tasks/get inlines the result; tasks/cancel answers with
+ * an empty acknowledgement and (cooperative) marks the task cancelled on the next tick.
+ */
+export async function startRaw2026TaskServer(): Promise<TaskServer> {
+  const seen: Seen[] = [];
+  const fates = new Map<string, string>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const tasks = new Map<string, { status: string; createdAt: string; result?: unknown }>();
+  const later = (ms: number, fn: () => void): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      fn();
+    }, ms);
+    timers.add(timer);
+  };
+  const taskView = (taskId: string) => {
+    const task = tasks.get(taskId)!;
+    return {
+      taskId,
+      status: task.status,
+      createdAt: task.createdAt,
+      lastUpdatedAt: new Date().toISOString(),
+      ttlMs: 60_000,
+      pollIntervalMs: 20,
+      ...(task.status === "completed" ? { result: task.result } : {}),
+    };
+  };
+  const answer = (req: http.IncomingMessage, m: { id?: unknown; method?: string; params?: Record<string, unknown> }) => {
+    const ok = (result: Record<string, unknown>) => ({ jsonrpc: "2.0", id: m.id, result: { resultType: "complete", ...result } });
+    const fail = (code: number, message: string) => ({ jsonrpc: "2.0", id: m.id, error: { code, message } });
+    const params = m.params ?? {};
+    switch (m.method) {
+      case "server/discover":
+        return ok({
+          supportedVersions: ["2026-07-28"],
+          capabilities: { tools: {}, extensions: { "io.modelcontextprotocol/tasks": {} } },
+          serverInfo: { name: "raw-2026-tasks", version: "1.0.0" },
+        });
+      case "tools/list":
+        return ok({ tools: [{ name: "report", inputSchema: { type: "object" } }] });
+      case "tools/call": {
+        const ms = Number((params.arguments as { ms?: number } | undefined)?.ms ?? 100);
+        const meta = (params._meta ?? {}) as Record<string, { extensions?: Record<string, unknown> }>;
+        const declared = meta["io.modelcontextprotocol/clientCapabilities"]?.extensions?.["io.modelcontextprotocol/tasks"] !== undefined;
+        if (!declared) return ok({ content: [{ type: "text", text: "done at once" }] });
+        const taskId = randomUUID();
+        tasks.set(taskId, { status: "working", createdAt: new Date().toISOString() });
+        later(ms, () => {
+          const task = tasks.get(taskId)!;
+          if (task.status !== "working") return;
+          task.status = "completed";
+          task.result = { content: [{ type: "text", text: `report done in ${ms} ms` }], resultType: "complete" };
+          fates.set(taskId, "completed");
+        });
+        return { jsonrpc: "2.0", id: m.id, result: { resultType: "task", ...taskView(taskId) } };
+      }
+      case "tasks/get":
+      case "tasks/cancel": {
+        const taskId = params.taskId;
+        if (typeof taskId !== "string" || !tasks.has(taskId)) return fail(-32602, "unknown task");
+        if (req.headers["mcp-name"] !== taskId) return fail(-32020, "Mcp-Name does not match params.taskId");
+        if (m.method === "tasks/get") return ok(taskView(taskId));
+        later(5, () => {
+          const task = tasks.get(taskId)!;
+          if (task.status === "working") {
+            task.status = "cancelled";
+            fates.set(taskId, "cancelled");
+          }
+        });
+        return ok({});
+      }
+      default:
+        return fail(-32601, `method not found: ${m.method}`);
+    }
+  };
+  const httpServer = http.createServer(async (req, res) => {
+    if (req.method !== "POST") {
+      res.writeHead(405).end();
+      return;
+    }
+    const body = (await readBody(req)) as { id?: unknown; method?: string; params?: Record<string, unknown> };
+    record(seen, req, body);
+    if (body.id === undefined) {
+      res.writeHead(202).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer(req, body)));
+  });
+  const url = await listen(httpServer);
+  return {
+    url,
+    seen,
+    fates,
+    stop: stopper(httpServer, () => {
+      for (const timer of timers) clearTimeout(timer);
+    }),
+  };
+}
