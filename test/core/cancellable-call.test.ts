@@ -3,6 +3,8 @@ import { CancellableCall, CallCancelledError, CallTimeoutError, ConnectionClosed
 import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/client";
 
 /** A call with recording hooks, driven by fake timers; the clock is the faked Date. */
 function makeCall(options: CallOptions = {}, mechanism: CancelMechanism = "notification") {
@@ -231,12 +233,30 @@ describe("CancellableCall: settles exactly once", () => {
     const { call, outcome, records } = makeCall();
     call.start();
     call.bind(1);
-    const error = Object.assign(new Error("MCP error -32602: Invalid params"), { code: -32602 });
+    const error = new McpError(-32602, "Invalid params");
     call.fail(error);
     await Promise.resolve();
     expect(outcome.error).toBe(error);
     expect(records[0]).toMatchObject({ status: "failed", outcome: "error", summary: "failed (-32602 Invalid params)" });
   });
+
+  // Issue 15 item 7: the server itself wrote "MCP error -32601: Unknown tool: nope" (a server built
+  // on the v1 SDK does). v1's McpError adds its own prefix in front, v2's ProtocolError adds none:
+  // the record keeps the server's words on both lines.
+  for (const [line, error] of [
+    ["v1 McpError", new McpError(-32601, "MCP error -32601: Unknown tool: nope")],
+    ["v2 ProtocolError", new ProtocolError(-32601, "MCP error -32601: Unknown tool: nope")],
+  ] as const) {
+    it(`${line}: the record keeps the server's own words, prefix included`, async () => {
+      const { call, records } = makeCall();
+      call.start();
+      call.bind(1);
+      call.fail(error);
+      await Promise.resolve();
+      expect(records[0]!.error).toEqual({ code: -32601, message: "MCP error -32601: Unknown tool: nope" });
+      expect(records[0]!.summary).toBe("failed (-32601 MCP error -32601: Unknown tool: nope)");
+    });
+  }
 });
 
 describe("CancellableCall: after the cancel (rules 8, 11)", () => {
