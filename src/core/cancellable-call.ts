@@ -181,8 +181,10 @@ export class CancellableCall<T = unknown> implements LateSink {
   /**
    * Cancels a pending call: puts the cancel on the wire through the hooks (without waiting),
    * settles the record and rejects the caller at once. A no-op once the response arrived.
+   * @param neverSent the request provably never reached the wire (a refused connection, a host
+   *   name that did not resolve): the outcome is `not-sent` ("never sent"), not `unverified`.
    */
-  cancel(trigger: CancelTrigger, cause?: unknown): void {
+  cancel(trigger: CancelTrigger, cause?: unknown, neverSent = false): void {
     if (this.#state !== "pending") return;
     this.#state = "settled";
     this.#dispose();
@@ -195,7 +197,7 @@ export class CancellableCall<T = unknown> implements LateSink {
         // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
       }
     }
-    const record = this.#finish("cancelled", this.requestId === null ? "not-sent" : "unverified", null, {
+    const record = this.#finish("cancelled", this.requestId === null || neverSent ? "not-sent" : "unverified", null, {
       trigger,
       reason,
       mechanism,

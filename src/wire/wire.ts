@@ -238,10 +238,10 @@ export class Wire<T extends TransportLike> {
    * The adapter saw the stream carrying this request end without its response (a server drop:
    * no `onclose` comes for it on HTTP). The call settles as `connection-closed`, nothing is sent.
    */
-  readonly #streamLost = (requestId: RequestId, cause?: unknown): void => {
+  readonly #streamLost = (requestId: RequestId, cause?: unknown, neverSent = false): void => {
     const call = this.#pending.get(requestId)?.call;
     if (call === undefined || call === null) return;
-    call.cancel("connection-closed", cause);
+    call.cancel("connection-closed", cause, neverSent);
     this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
   };
 

@@ -142,6 +142,16 @@ describe("CancellableCall: the caller's AbortSignal", () => {
     expect(records[0]).toMatchObject({ requestId: null, outcome: "not-sent", summary: "cancelled (aborted), never sent" });
   });
 
+  it("the error of a call whose signal was already aborted says it was never sent, not 'request id null' (issue 15 item 9)", async () => {
+    const { call, outcome } = makeCall({ signal: AbortSignal.abort("stop"), timeoutMs: 100 });
+    call.start();
+    await Promise.resolve();
+    const error = outcome.error as CallCancelledError;
+    expect(error).toBeInstanceOf(CallCancelledError);
+    expect(error.message).toBe("tools/call was cancelled by the caller before it was sent (never sent: its signal was already aborted)");
+    expect(error.message).not.toMatch(/request id null/);
+  });
+
   it("adds exactly one listener per call and removes it on every settle path", async () => {
     const controller = new AbortController();
     const add = vi.spyOn(controller.signal, "addEventListener");
