@@ -52,7 +52,7 @@ export const CHECKS: ReadonlyArray<{ id: CheckId; title: string; rules: number[]
  */
 export const HOL_FACTOR = 10;
 /** …and more than this many ms over it (a loaded machine adds tens of ms on its own). */
-export const HOL_MIN_EXTRA_MS = 250;
+export const HOL_MIN_EXTRA_MS = 500;
 /**
  * The stdio server's processes are said to keep working after the cancel when they used at
  * least this share of the watched wall time as CPU time…
@@ -547,11 +547,13 @@ function concurrentCalls(run: ProbeRun): Check {
   const label = (call: typeof a): string => `${idLabel(call.id)} (progress token ${JSON.stringify(call.progressToken ?? null)})`;
   const from = Math.min(a.sentAt, b.sentAt);
   const seen = within(run, from, concurrent.windowEnd);
-  const grace = run.options.graceMs;
   const bad: WireEvent[] = [];
   const evidence: string[] = [];
-  // Each token's progress must rise on its own: two calls reporting on one token interleave.
-  for (const call of [a, b]) {
+  // Each token's progress must rise on its own: two calls reporting on one token interleave. Only
+  // telling when the single call's progress rose (otherwise progress-increases already says it).
+  const single = run.main?.progressToken === undefined ? [] : run.events.filter((event) => isProgressFor(event, run.main!.progressToken));
+  const singleRose = single.every((event, i) => i === 0 || progressValue(event) > progressValue(single[i - 1]!));
+  for (const call of singleRose ? [a, b] : []) {
     if (call.progressToken === undefined) continue;
     const own = seen.filter((event) => isProgressFor(event, call.progressToken));
     for (let i = 1; i < own.length; i++) {
@@ -563,14 +565,8 @@ function concurrentCalls(run: ProbeRun): Check {
       }
     }
   }
-  // Nothing for the cancelled call once the cancel had time to arrive.
-  const lateA = seen.filter(
-    (event) => event.at > cancelAt + grace && ((isResponse(event) && event.message!.id === a.id) || isProgressFor(event, a.progressToken)),
-  );
-  for (const event of lateA) {
-    bad.push(event);
-    if (evidence.length < MAX_EVIDENCE) evidence.push(`${rel(event.at, cancelAt)}  for the cancelled call ${label(a)}: ${eventText(event)}`);
-  }
+  // What comes for the cancelled call itself after its cancel is silent-after-cancel's and
+  // work-stops' to judge (on the single call); here only cross-talk between the two counts.
   // Progress with a token neither call carries.
   const tokens = new Set([a.progressToken, b.progressToken, run.main?.progressToken].filter((token) => token !== undefined));
   const stray = seen.filter(
@@ -594,7 +590,7 @@ function concurrentCalls(run: ProbeRun): Check {
   const stopped = b.end.how === "running" && progressB === 0 && seen.some((event) => event.at <= cancelAt && isProgressFor(event, b.progressToken));
   if (bad.length > 0 || endedWrongly || stopped) {
     const why = [
-      bad.length > 0 ? `${bad.length} message(s) went to the wrong call or came after the cancel` : "",
+      bad.length > 0 ? `${bad.length} progress notification(s) mixed the two calls or carried a token neither call sent` : "",
       endedWrongly ? `the call that was not cancelled, ${label(b)}, ${bEnd}` : "",
       stopped ? `the call that was not cancelled, ${label(b)}, stopped reporting progress when the other was cancelled` : "",
     ].filter((part) => part !== "");
@@ -609,7 +605,7 @@ function concurrentCalls(run: ProbeRun): Check {
   return make(
     "concurrent-calls",
     "PASS",
-    `${label(a)} was cancelled and got nothing more; ${label(b)} ${bEnd}; each token's progress rose on its own`,
+    `${label(a)} was cancelled; ${label(b)} ${bEnd}; each token's progress rose on its own`,
   );
 }
 
