@@ -3,6 +3,7 @@ import { parseProbeArgs } from "../../src/cli/args.js";
 import type { ProbeOptions } from "../../src/cli/args.js";
 import { evaluate } from "../../src/cli/checks.js";
 import type { ProbeRun } from "../../src/cli/probe.js";
+import { chooseTool } from "../../src/cli/probe.js";
 import type { WireEvent } from "../../src/cli/recorder.js";
 import type { Message } from "../../src/wire/messages.js";
 
@@ -245,5 +246,22 @@ describe("sessions-isolated", () => {
     const check = sessionsRun([pb("tB"), pb("tA"), { jsonrpc: "2.0", id: 2, result: {} }, { jsonrpc: "2.0", id: 2, result: {} }]);
     expect(check.status).toBe("FAIL");
     expect(check.summary).toMatch(/2 message\(s\) of one session reached the other/);
+  });
+});
+
+// Issue 15 item 6: annotations are the server's claim, and the probe says so.
+describe("tool choice: annotations printed as the server's claim", () => {
+  it("the default pick and --tool both say the annotations are a claim, not verified", () => {
+    const tools = [
+      { name: "think", annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false } },
+      { name: "plain" },
+    ];
+    const picked = chooseTool(tools, undefined, { tool: undefined, toolArgs: {}, allowSideEffects: false });
+    expect(picked.name).toBe("think");
+    expect(picked.why).toMatch(/the server's annotations claim readOnlyHint and idempotentHint, not destructive \(its claim, not verified\)/);
+    const named = chooseTool(tools, undefined, { tool: "think", toolArgs: {}, allowSideEffects: false });
+    expect(named.why).toBe("given with --tool; the server's annotations claim readOnlyHint: true, idempotentHint: true, destructiveHint: false (its claim, not verified)");
+    const bare = chooseTool(tools, undefined, { tool: "plain", toolArgs: {}, allowSideEffects: true });
+    expect(bare.why).toBe("given with --tool; the server gives no annotations");
   });
 });
