@@ -107,4 +107,14 @@ describe("probe: what real servers did, judged fairly", () => {
     // What the queue let through before the fence's answer crossed the cancel: noted, not failed.
     expect(check(json, "silent-after-cancel").status).toBe("WARN");
   });
+
+  it("a real tmcp 1.20 server over stdio holds the queue while the cancelled tool runs: connection-survives WARNs", async () => {
+    const { code, json } = await probeJson(["--stdio", nodeCommand(probeFixture("tmcp-server.mjs")), "--window", "600", "--timeout", "5000"]);
+    const survives = check(json, "connection-survives");
+    expect(survives.status, why(json)).toBe("WARN");
+    expect(survives.summary).toMatch(/the cancelled work held the queue \(head-of-line blocking/);
+    // The result the queue let out before the cancel was read: a crossing, not a violation.
+    expect(check(json, "silent-after-cancel").status).toBe("WARN");
+    expect(code).toBe(0);
+  });
 });
