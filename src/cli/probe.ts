@@ -158,8 +158,11 @@ export interface ProbeReport {
 }
 
 /**
- * Runs the probe: connect, pick the tool, call and cancel it, watch `windowMs`, then check the
- * connection, cancel a completed and an unknown request, and judge the timeline.
+ * Runs the probe: connect, pick the tool, time a `tools/list`, call and cancel the tool, send a
+ * `tools/list` fence right after the cancel, watch `windowMs` (and the stdio server's CPU time),
+ * check the connection, run two concurrent calls (one cancelled), on 2025-era HTTP with sessions
+ * two sessions with coinciding request ids, cancel a completed and an unknown request, and judge
+ * the timeline. See docs/probe.md.
  *
  * @param recorder where the timeline goes (pass one to keep the timeline of a failed start).
  * @throws {StartupError} the server could not be started or never completed the handshake.

@@ -14,14 +14,15 @@ afterEach(async () => {
 });
 
 const clients = [
-  ["v1 client", (url: URL) => connectV1(url)],
-  ["v2 client (2025 era)", (url: URL) => connectV2(url)],
+  ["v1 client", startV1, (url: URL) => connectV1(url)],
+  ["v2 client (2025 era)", startV1, (url: URL) => connectV2(url)],
+  ["v2 client (2026-07-28)", startV2, (url: URL) => connectV2(url, { pin: true })],
 ] as const;
 
 describe("a request that never reached the wire is recorded 'never sent' (item 8)", () => {
-  for (const [name, connect] of clients) {
+  for (const [name, start, connect] of clients) {
     it(`${name}: the server stopped listening, so the connection is refused: never sent, not 'outcome unverified'`, async () => {
-      const server = await startV1({ stateful: true });
+      const server = await start({ stateful: true });
       const { mcp, close } = await connect(server.url);
       cleanup.push(close);
       await server.stop(); // the port now refuses connections
