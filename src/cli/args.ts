@@ -7,8 +7,9 @@ export const DEFAULT_CANCEL_AFTER_MS = 300;
 /** Default observation window after each cancel, in ms. */
 export const DEFAULT_WINDOW_MS = 2_000;
 /**
- * Default grace after a cancel, in ms: a message arriving this soon after the cancel may have
- * crossed it on the wire (rule 9), so it is noted, not failed.
+ * Default grace after a cancel, in ms, used when the fence (the request sent right after the
+ * cancel) got no answer: a message arriving this soon after the cancel may have
+ * crossed it on the wire (rule 9), so it is a WARN, not a FAIL.
  */
 export const DEFAULT_GRACE_MS = 100;
 /** Default bound on starting the server, `initialize`, and each follow-up request, in ms. */
@@ -76,8 +77,10 @@ Timing (all in milliseconds):
   --cancel-after <ms>   Time from the tools/call to the cancel. Pick one at which the tool is
                         still running. Default: ${DEFAULT_CANCEL_AFTER_MS}.
   --window <ms>         How long to watch the wire after each cancel. Default: ${DEFAULT_WINDOW_MS}.
-  --grace <ms>          A message this soon after a cancel may have crossed it on the wire
-                        (rule 9): it is noted, not failed. Default: ${DEFAULT_GRACE_MS}.
+  --grace <ms>          Used only when the tools/list sent right after a cancel gets no answer
+                        (that answer is the evidence the server read the cancel): a message
+                        this soon after a cancel may have crossed it on the wire (rule 9) and
+                        is a WARN, not a FAIL. Default: ${DEFAULT_GRACE_MS}.
   --timeout <ms>        Bound on starting the server and its initialize answer, and on each
                         follow-up request. Default: ${DEFAULT_TIMEOUT_MS}.
 

@@ -28,7 +28,9 @@ export type CheckId =
   | "cancel-unknown-ignored"
   | "no-server-cancel"
   | "progress-increases"
-  | "http-cancel-mechanism";
+  | "http-cancel-mechanism"
+  | "concurrent-calls"
+  | "sessions-isolated";
 
 /** Every check, in report order, with its title and rules. */
 export const CHECKS: ReadonlyArray<{ id: CheckId; title: string; rules: number[] }> = [
@@ -40,7 +42,25 @@ export const CHECKS: ReadonlyArray<{ id: CheckId; title: string; rules: number[]
   { id: "no-server-cancel", title: "the server sends no notifications/cancelled of its own", rules: [12] },
   { id: "progress-increases", title: "progress values only go up", rules: [21] },
   { id: "http-cancel-mechanism", title: "the HTTP cancel mechanism of the era works", rules: [6, 28, 40] },
+  { id: "concurrent-calls", title: "two concurrent calls keep their own progress, and a cancel ends only its own", rules: [11, 20, 22] },
+  { id: "sessions-isolated", title: "two sessions with the same request ids get only their own messages", rules: [1, 40] },
 ];
+
+/**
+ * The fence (the request sent right after the cancel) is said to be held by the cancelled work
+ * when it took more than this many times its latency before the call…
+ */
+export const HOL_FACTOR = 10;
+/** …and more than this many ms over it (a loaded machine adds tens of ms on its own). */
+export const HOL_MIN_EXTRA_MS = 500;
+/**
+ * The stdio server's processes are said to keep working after the cancel when they used at
+ * least this share of the watched wall time as CPU time (low: on a loaded machine a busy
+ * process gets a fraction of a core; an idle Node.js server uses next to none)…
+ */
+export const CPU_BUSY_SHARE = 0.15;
+/** …and at least this many ms of CPU time (the clock ticks in 10 ms steps). */
+export const CPU_BUSY_MIN_MS = 100;
 
 const MAX_EVIDENCE = 6;
 
@@ -55,6 +75,8 @@ export function evaluate(run: ProbeRun): Check[] {
     noServerCancel(run),
     progressIncreases(run),
     httpCancelMechanism(run),
+    concurrentCalls(run),
+    sessionsIsolated(run),
   ];
 }
 
@@ -150,41 +172,83 @@ function mainSkip(run: ProbeRun): string | undefined {
   return undefined;
 }
 
+/**
+ * The moment after which the server had provably read the cancel: the answer to the fence (the
+ * request sent right after the cancel on the same connection, rule 9). Without that answer, the
+ * cancel plus `--grace`.
+ */
+function readCancelBy(run: ProbeRun): { at: number; how: string } {
+  const main = run.main!;
+  const fence = main.fence;
+  if (fence?.answeredAt !== undefined) {
+    return { at: fence.answeredAt, how: `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}` };
+  }
+  return { at: main.cancelAt! + run.options.graceMs, how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies` };
+}
+
 function silentAfterCancel(run: ProbeRun): Check {
   const skip = mainSkip(run);
   if (skip !== undefined) return make("silent-after-cancel", "SKIP", skip);
   const main = run.main!;
   const cancelAt = main.cancelAt!;
-  const grace = run.options.graceMs;
   const id = main.id;
+  const boundary = readCancelBy(run);
   // Watched for at least the window, and to the end of the run: a message after the window still counts.
   const end = Math.max(main.windowEnd, runEnd(run));
   const forCall = within(run, cancelAt, end).filter(
     (event) => (isResponse(event) && event.message!.id === id) || isProgressFor(event, main.progressToken),
   );
-  const late = forCall.filter((event) => event.at - cancelAt > grace);
-  const crossed = forCall.filter((event) => event.at - cancelAt <= grace);
+  const late = forCall.filter((event) => event.at > boundary.at);
+  const crossed = forCall.filter((event) => event.at <= boundary.at);
+  const crossedAnswers = crossed.filter((event) => isResponse(event));
   const crossedNote =
     crossed.length === 0
       ? []
-      : [`${crossed.length} message(s) within the ${grace} ms grace crossed the cancel on the wire (rule 9): ${countKinds(crossed)}`];
+      : [`${crossed.length} message(s) came before that, so they may have crossed the cancel on the wire (rule 9): ${countKinds(crossed)}`];
   if (late.length > 0) {
     return make(
       "silent-after-cancel",
       "FAIL",
-      `the server sent ${late.length} message(s) for ${idLabel(id)} after the cancel (${countKinds(late)}), ` +
+      `the server sent ${late.length} message(s) for ${idLabel(id)} after it had read the cancel (${countKinds(late)}), ` +
         `from ${rel(late[0]!.at, cancelAt)} to ${rel(late.at(-1)!.at, cancelAt)}; after a cancel it MUST NOT send any further messages for the request`,
-      [...lines(late, cancelAt), ...crossedNote],
+      [boundary.how, ...lines(late, cancelAt), ...crossedNote],
       late,
+    );
+  }
+  if (crossedAnswers.length > 0) {
+    return make(
+      "silent-after-cancel",
+      "WARN",
+      `the ${countKinds(crossedAnswers)} for ${idLabel(id)} came ${rel(crossedAnswers[0]!.at, cancelAt)} after the cancel, but before the server showed it had read the cancel: ` +
+        `it may have been written before (a crossing, which rule 9 allows); nothing came after`,
+      [boundary.how, ...lines(crossed, cancelAt)],
+      crossedAnswers,
     );
   }
   const closed = within(run, cancelAt, end).find((event) => event.kind === "closed");
   return make(
     "silent-after-cancel",
     "PASS",
-    `no result, error or progress for ${idLabel(id)} in the ${Math.round(end - cancelAt)} ms after the cancel`,
-    [...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
+    `no result, error or progress for ${idLabel(id)} in the ${Math.round(end - cancelAt)} ms after the server had read the cancel`,
+    [boundary.how, ...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
   );
+}
+
+/** What the CPU watch saw, as a verdict input: busy after the cancel, and the lines that say so. */
+function cpuAfterCancel(run: ProbeRun): { busy: boolean; line: string } | undefined {
+  const cpu = run.main?.cpu;
+  if (cpu === undefined) return undefined;
+  const before = cpu.cpuMs.cancel - cpu.cpuMs.call;
+  const beforeWall = cpu.at.cancel - cpu.at.call;
+  const after = cpu.cpuMs.end - cpu.cpuMs.watchFrom;
+  const afterWall = cpu.at.end - cpu.at.watchFrom;
+  const busy = after >= CPU_BUSY_MIN_MS && after >= CPU_BUSY_SHARE * afterWall;
+  return {
+    busy,
+    line:
+      `the server's processes used ${Math.round(before)} ms of CPU time in the ${Math.round(beforeWall)} ms before the cancel, ` +
+      `${Math.round(after)} ms in the ${Math.round(afterWall)} ms from ${rel(cpu.at.watchFrom, cpu.at.cancel)} to ${rel(cpu.at.end, cpu.at.cancel)} after it (read from /proc)`,
+  };
 }
 
 function workStops(run: ProbeRun): Check {
@@ -192,19 +256,32 @@ function workStops(run: ProbeRun): Check {
   if (skip !== undefined) return make("work-stops", "SKIP", skip);
   const main = run.main!;
   const cancelAt = main.cancelAt!;
-  if (main.progressToken === undefined) return make("work-stops", "SKIP", "the call carried no progress token");
+  const cpu = cpuAfterCancel(run);
+  const cpuLines = cpu === undefined ? [] : [cpu.line];
+  const busyWarn = (said: string): Check =>
+    make(
+      "work-stops",
+      "WARN",
+      `${said}, but its processes kept using CPU after the cancel: the work appears to go on (rule 11: the server SHOULD stop as soon as practical)`,
+      cpuLines,
+    );
+  if (main.progressToken === undefined) {
+    if (cpu?.busy === true) return busyWarn("the call carried no progress token");
+    return make("work-stops", "SKIP", "the call carried no progress token", cpuLines);
+  }
+  const boundary = readCancelBy(run);
   const progress = run.events.filter((event) => event.at > main.sentAt && isProgressFor(event, main.progressToken));
   const before = progress.filter((event) => event.at <= cancelAt);
   const end = Math.max(main.windowEnd, runEnd(run));
-  const after = progress.filter((event) => event.at > cancelAt + run.options.graceMs);
+  const after = progress.filter((event) => event.at > boundary.at);
   if (after.length > 0) {
     const values = after.map(progressValue);
     return make(
       "work-stops",
       "FAIL",
-      `the work went on: ${after.length} progress notification(s) after the cancel (${values[0]} … ${values.at(-1)}), ` +
+      `the work went on: ${after.length} progress notification(s) after the server had read the cancel (${values[0]} … ${values.at(-1)}), ` +
         `the last at ${rel(after.at(-1)!.at, cancelAt)}; the server SHOULD stop as soon as practical and MUST NOT send more`,
-      [`${before.length} progress notification(s) before the cancel`, ...lines(after, cancelAt)],
+      [`${before.length} progress notification(s) before the cancel`, boundary.how, ...lines(after, cancelAt), ...cpuLines],
       after,
     );
   }
@@ -224,17 +301,23 @@ function workStops(run: ProbeRun): Check {
         lines(before.slice(-3), cancelAt),
       );
     }
+    const said = `${before.length} progress notification(s) before the cancel, none in the ${Math.round(end - cancelAt)} ms after it: the server stopped reporting progress`;
+    if (cpu?.busy === true) return busyWarn(said);
     return make(
       "work-stops",
       "PASS",
-      `${before.length} progress notification(s) before the cancel, none in the ${Math.round(end - cancelAt)} ms after it: the work stopped`,
-      lines(before.slice(-3), cancelAt),
+      cpu === undefined
+        ? `${said} (silence alone does not show that the work stopped; the probe sees no process of an HTTP server)`
+        : `${said}, and its processes used little CPU after it`,
+      [...lines(before.slice(-3), cancelAt), ...cpuLines],
     );
   }
+  if (cpu?.busy === true) return busyWarn("the tool sent no progress");
   return make(
     "work-stops",
     "SKIP",
     "the tool sent no progress, so the wire cannot show whether the work stopped (try a later --cancel-after, or a tool that reports progress)",
+    cpuLines,
   );
 }
 
@@ -261,7 +344,14 @@ function connectionSurvives(run: ProbeRun): Check {
   }
   const when = `sent ${rel(survive.sentAt, base)} after the ${main?.cancelAt === undefined ? "call" : "cancel"}`;
   if (survive.outcome === "result") {
-    return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`);
+    const held = headOfLine(run);
+    if (held !== undefined) return make("connection-survives", "WARN", held.summary, held.evidence);
+    const fence = main?.fence;
+    const fenceLine =
+      fence !== undefined && run.baseline?.outcome === "result" && fence.outcome === "result"
+        ? [`${fence.method} sent right after the cancel was answered in ${ms(fence)} ms (${ms(run.baseline)} ms before the call)`]
+        : [];
+    return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`, fenceLine);
   }
   const listedBefore = run.events.some(
     (event) => isResponse(event) && event.message!.result !== undefined && (event.message!.result as { tools?: unknown }).tools !== undefined,
@@ -270,6 +360,36 @@ function connectionSurvives(run: ProbeRun): Check {
     return make("connection-survives", "WARN", `${what} (${when}) ${survive.text}; it failed before the cancel too, so the connection may be fine`);
   }
   return make("connection-survives", "FAIL", `${what} (${when}): ${survive.text}`, run.closedAt === undefined ? [] : run.diagnosis);
+}
+
+function ms(exchange: { sentAt: number; endedAt: number }): number {
+  return Math.round(exchange.endedAt - exchange.sentAt);
+}
+
+/**
+ * Head-of-line blocking: the request sent right after the cancel took far longer than the same
+ * request before the call (or got no answer), so the cancelled work held the server's queue.
+ */
+function headOfLine(run: ProbeRun): { summary: string; evidence: string[] } | undefined {
+  const fence = run.main?.fence;
+  const baseline = run.baseline;
+  if (fence === undefined || baseline?.outcome !== "result") return undefined;
+  const before = ms(baseline);
+  const evidence = [`the same ${baseline.method} took ${before} ms before the call`];
+  if (fence.outcome !== "result") {
+    return {
+      summary: `${fence.method} sent right after the cancel: ${fence.text}; only later requests were answered, so the cancelled work held the queue`,
+      evidence,
+    };
+  }
+  const after = ms(fence);
+  if (after <= before * HOL_FACTOR || after <= before + HOL_MIN_EXTRA_MS) return undefined;
+  return {
+    summary:
+      `${fence.method} sent right after the cancel was answered in ${after} ms, against ${before} ms before the call: ` +
+      `the cancelled work held the queue (head-of-line blocking; the server SHOULD stop it as soon as practical, rule 11)`,
+    evidence,
+  };
 }
 
 function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId): Check {
@@ -430,5 +550,120 @@ function httpCancelMechanism(run: ProbeRun): Check {
     survived ? "PASS" : "FAIL",
     `the client closed the response stream of ${label} and sent no notification, ${then}`,
     lines([closedStream], cancelAt),
+  );
+}
+
+function concurrentCalls(run: ProbeRun): Check {
+  const concurrent = run.concurrent;
+  if (concurrent === undefined) {
+    return make("concurrent-calls", "SKIP", run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far");
+  }
+  if (concurrent.skipped !== undefined) return make("concurrent-calls", "SKIP", concurrent.skipped);
+  const { a, b, cancelAt } = concurrent;
+  const label = (call: typeof a): string => `${idLabel(call.id)} (progress token ${JSON.stringify(call.progressToken ?? null)})`;
+  const from = Math.min(a.sentAt, b.sentAt);
+  const seen = within(run, from, concurrent.windowEnd);
+  const bad: WireEvent[] = [];
+  const evidence: string[] = [];
+  // Each token's progress must rise on its own: two calls reporting on one token interleave. Only
+  // telling when the single call's progress rose (otherwise progress-increases already says it).
+  const single = run.main?.progressToken === undefined ? [] : run.events.filter((event) => isProgressFor(event, run.main!.progressToken));
+  const singleRose = single.every((event, i) => i === 0 || progressValue(event) > progressValue(single[i - 1]!));
+  for (const call of singleRose ? [a, b] : []) {
+    if (call.progressToken === undefined) continue;
+    const own = seen.filter((event) => isProgressFor(event, call.progressToken));
+    for (let i = 1; i < own.length; i++) {
+      if (!(progressValue(own[i]!) > progressValue(own[i - 1]!))) {
+        bad.push(own[i]!);
+        if (evidence.length < MAX_EVIDENCE) {
+          evidence.push(`${rel(own[i]!.at, cancelAt)}  ${label(call)}: progress ${progressValue(own[i]!)} after ${progressValue(own[i - 1]!)} (two calls' progress on one token?)`);
+        }
+      }
+    }
+  }
+  // What comes for the cancelled call itself after its cancel is silent-after-cancel's and
+  // work-stops' to judge (on the single call); here only cross-talk between the two counts.
+  // Progress with a token neither call carries.
+  const tokens = new Set([a.progressToken, b.progressToken, run.main?.progressToken].filter((token) => token !== undefined));
+  const stray = seen.filter(
+    (event) =>
+      fromServer(event) &&
+      event.message!.method === "notifications/progress" &&
+      !tokens.has((event.message!.params as { progressToken?: string | number } | undefined)?.progressToken as string | number),
+  );
+  for (const event of stray) {
+    bad.push(event);
+    if (evidence.length < MAX_EVIDENCE) evidence.push(`${rel(event.at, cancelAt)}  a token neither call carries: ${eventText(event)}`);
+  }
+  const progressB = seen.filter((event) => event.at > cancelAt && isProgressFor(event, b.progressToken)).length;
+  const bEnd =
+    b.end.how === "running"
+      ? `was still running ${rel(concurrent.windowEnd, cancelAt)} after the cancel of the other, ${progressB} progress of its own meanwhile`
+      : b.end.how === "result"
+        ? `completed with its result ${rel(b.end.at, cancelAt)} after the cancel of the other`
+        : `ended (${b.end.text}) ${rel(b.end.at, cancelAt)} after the cancel of the other`;
+  const endedWrongly = b.end.how === "error" || b.end.how === "closed" || b.end.how === "tool-error";
+  // B reported progress steadily before the cancel of A and fell silent at it, for longer than
+  // three of its intervals: A's cancel stopped B.
+  const bBefore = seen.filter((event) => event.at <= cancelAt && isProgressFor(event, b.progressToken));
+  const interval = bBefore.length >= 2 ? (bBefore.at(-1)!.at - bBefore[0]!.at) / (bBefore.length - 1) : Number.POSITIVE_INFINITY;
+  const stopped = b.end.how === "running" && progressB === 0 && concurrent.windowEnd - cancelAt > 3 * interval + run.options.graceMs;
+  if (bad.length > 0 || endedWrongly || stopped) {
+    const why = [
+      bad.length > 0 ? `${bad.length} progress notification(s) mixed the two calls or carried a token neither call sent` : "",
+      endedWrongly ? `the call that was not cancelled, ${label(b)}, ${bEnd}` : "",
+      stopped ? `the call that was not cancelled, ${label(b)}, stopped reporting progress when the other was cancelled` : "",
+    ].filter((part) => part !== "");
+    return make(
+      "concurrent-calls",
+      "FAIL",
+      `two concurrent calls, ${label(a)} cancelled and ${label(b)} not: ${why.join("; ")}. A server keeps each request's progress token and cancel apart (state kept on a shared tool instance mixes them)`,
+      evidence,
+      bad,
+    );
+  }
+  return make(
+    "concurrent-calls",
+    "PASS",
+    `${label(a)} was cancelled; ${label(b)} ${bEnd}; each token's progress rose on its own`,
+  );
+}
+
+function sessionsIsolated(run: ProbeRun): Check {
+  if (run.transport === "stdio") return make("sessions-isolated", "SKIP", "stdio target: one process, one session");
+  const sessions = run.sessions;
+  if (sessions === undefined) {
+    return make("sessions-isolated", "SKIP", run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far");
+  }
+  if (sessions.skipped !== undefined) return make("sessions-isolated", "SKIP", sessions.skipped);
+  const evidence: string[] = [];
+  let wrong = 0;
+  for (const session of sessions.sessions) {
+    const others = sessions.sessions.filter((other) => other !== session).map((other) => other.progressToken);
+    const foreign = session.received.filter((entry) => {
+      const token = (entry.message.params as { progressToken?: unknown } | undefined)?.progressToken;
+      return entry.message.method === "notifications/progress" && others.includes(token as string);
+    });
+    const answers = session.received.filter((entry) => entry.message.method === undefined && entry.message.id === sessions.requestId);
+    const extraAnswers = answers.length > 1 ? answers.slice(1) : [];
+    wrong += foreign.length + extraAnswers.length;
+    for (const entry of [...foreign, ...extraAnswers].slice(0, 3)) {
+      evidence.push(`${rel(entry.at, sessions.cancelAt)}  session ${session.label} received ${describeMessage(entry.message)}`);
+    }
+  }
+  const counts = sessions.sessions.map((session) => `session ${session.label}: ${session.received.length} message(s)`).join(", ");
+  if (wrong > 0) {
+    return make(
+      "sessions-isolated",
+      "FAIL",
+      `${wrong} message(s) of one session reached the other (both used request id ${sessions.requestId}; session A's was cancelled): ` +
+        `a server routes each message to its own session, or a cancelled call's result lands in another session's pending call with the same id`,
+      evidence,
+    );
+  }
+  return make(
+    "sessions-isolated",
+    "PASS",
+    `sessions A and B both called with request id ${sessions.requestId} and got only their own messages (${counts})`,
   );
 }

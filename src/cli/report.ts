@@ -142,7 +142,10 @@ export function renderText(report: ProbeReport): string {
         `${late.results} result(s), ${late.errors} error(s), ${late.progress} progress (mcp-cancellable run record)`,
     );
   }
-  out.push(`  watch    ${o.windowMs} ms after each cancel; messages within ${o.graceMs} ms of a cancel may have crossed it (rule 9)`);
+  out.push(
+    `  watch    ${o.windowMs} ms after each cancel; a tools/list sent right after the cancel tells a crossing (before its answer, rule 9) from a violation (after it); ` +
+      `without its answer, messages within ${o.graceMs} ms of the cancel may have crossed it`,
+  );
   out.push(`  rules    "rule N" is a requirement of the MCP specification, listed with its page and section in docs/spec-rules.md (in the package and the repository)`);
   const invalid = run.events.filter((event) => event.kind === "invalid").length;
   if (invalid > 0) {
@@ -216,7 +219,12 @@ export function renderJson(report: ProbeReport): string {
               windowEndMs: round(main.windowEnd),
               endedBeforeCancel: main.endedBeforeCancel ?? null,
               record: main.record ?? null,
+              fence: main.fence ?? null,
+              cpu: main.cpu ?? null,
             },
+      baseline: run.baseline ?? null,
+      concurrent: run.concurrent ?? null,
+      sessions: run.sessions ?? null,
       checks,
       diagnosis: run.diagnosis,
       clientErrors: run.clientErrors,

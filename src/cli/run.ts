@@ -3,6 +3,7 @@
 import type { RunRecord } from "../types/record.js";
 import type { ProbeOptions } from "./args.js";
 import type { WireEvent } from "./recorder.js";
+import type { Message } from "../wire/messages.js";
 
 /** A tool as `tools/list` describes it (the fields the probe reads). */
 export interface ToolInfo {
@@ -21,6 +22,16 @@ export interface Exchange {
   endedAt: number;
   outcome: "result" | "error" | "timeout" | "closed" | "not-sent";
   text: string;
+  /** When the server's answer (result or error) for its id arrived on the wire, ms on the timeline. */
+  answeredAt?: number | undefined;
+}
+
+/** CPU time of the stdio server's process group, in ms, read at the moments the checks compare. */
+export interface CpuWatch {
+  /** At the `tools/call`, at the cancel, when the after-cancel watch starts, at the end of the window. */
+  at: { call: number; cancel: number; watchFrom: number; end: number };
+  /** The CPU time used by then, in ms (10 ms resolution). */
+  cpuMs: { call: number; cancel: number; watchFrom: number; end: number };
 }
 
 /** The tool call the probe cancels, and what happened around the cancel. */
@@ -39,6 +50,55 @@ export interface MainCancel {
   /** The call ended before the cancel: how. */
   endedBeforeCancel: { at: number; how: "result" | "tool-error" | "error" | "closed"; text: string } | undefined;
   record: RunRecord | undefined;
+  /**
+   * The cheap request (`tools/list`) sent on the same connection right after the cancel (on 2025
+   * HTTP, once the cancel's POST was answered). A server that answered it had read the cancel:
+   * what it sends for the cancelled id after that answer is a violation, what came before may
+   * have crossed the cancel (rule 9). Its latency, against `ProbeRun.baseline`, shows whether the
+   * cancelled work holds the queue.
+   */
+  fence: Exchange | undefined;
+  /** The server process's CPU time around the cancel (stdio on Linux only). */
+  cpu: CpuWatch | undefined;
+}
+
+/** Two concurrent calls of the tool, each with its own progress token; `a` is cancelled, `b` is not. */
+export interface ConcurrentRun {
+  a: ConcurrentCall;
+  b: ConcurrentCall;
+  /** When `a` was cancelled. */
+  cancelAt: number;
+  /** The end of the watch (the window after the cancel, or `b`'s end if sooner). */
+  windowEnd: number;
+  /** Set when the scenario could not run (with the reason). */
+  skipped?: string;
+}
+
+/** One of the concurrent calls: its id and token as sent, and how it ended. */
+export interface ConcurrentCall {
+  id: string | number | undefined;
+  progressToken: string | number | undefined;
+  sentAt: number;
+  /** How it ended: `running` when it was still running at the end of the watch (then it was cancelled). */
+  end: { at: number; how: "result" | "tool-error" | "error" | "closed" | "cancelled" | "running"; text: string };
+}
+
+/** What each of two extra sessions received (HTTP servers with sessions, 2025 era). */
+export interface SessionsRun {
+  /** The request id both sessions used for their `tools/call`. */
+  requestId: number;
+  sessions: Array<{
+    label: "A" | "B";
+    sessionId: string | undefined;
+    progressToken: string;
+    /** Every message the session received after its `initialize` answer, with its time. */
+    received: Array<{ at: number; message: Message }>;
+  }>;
+  /** When session A's call was cancelled. */
+  cancelAt: number;
+  windowEnd: number;
+  /** Set when the scenario could not run (with the reason). */
+  skipped?: string;
 }
 
 /** A cancel the probe sends on purpose for a request the server cannot be running (rules 9, 10). */
@@ -64,8 +124,12 @@ export interface ProbeRun {
   cancelMechanism: string;
   events: WireEvent[];
   droppedEvents: number;
+  /** The same cheap request (`tools/list`) before the call: the latency the fence is compared with. */
+  baseline: Exchange | undefined;
   main: MainCancel | undefined;
   survive: Exchange | undefined;
+  concurrent: ConcurrentRun | undefined;
+  sessions: SessionsRun | undefined;
   cancelCompleted: RawCancel | undefined;
   cancelUnknown: RawCancel | undefined;
   /** The connection closed during the run, at this time. */

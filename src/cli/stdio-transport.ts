@@ -57,6 +57,11 @@ export class ProbeStdioTransport {
     this.#target = target;
   }
 
+  /** The server's process id (the leader of its own process group), once it started. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   /** The last `STDERR_TAIL_CHARS` characters the server wrote to stderr. */
   get stderrTail(): string {
     return this.#stderr;

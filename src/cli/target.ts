@@ -11,6 +11,7 @@ import type { Era, ProbeOptions } from "./args.js";
 import type { Recorder } from "./recorder.js";
 import { ProbeStdioTransport } from "./stdio-transport.js";
 import { describeRequest, displayUrl, truncate } from "./describe.js";
+import { processGroupCpuMs } from "./process-cpu.js";
 
 /** The probe's client name and version, as sent in `initialize` (or the 2026 `_meta` envelope). */
 export const PROBE_CLIENT_INFO = { name: "mcp-cancellable-probe", version: "0.1.0" } as const;
@@ -29,6 +30,13 @@ export interface Connection {
   readonly closed: boolean;
   /** How a cancel goes on the wire on this connection, in words. */
   readonly cancelMechanism: string;
+  /**
+   * The CPU time, in ms, the server's process group has used so far (stdio on Linux, read from
+   * `/proc`), or `undefined` where the probe does not own the process (HTTP) or cannot read it.
+   */
+  cpuTimeMs(): number | undefined;
+  /** The `Mcp-Session-Id` the HTTP server assigned, if any (2025 era). */
+  sessionId(): string | undefined;
   /** Lines that explain a failure: exit code, stderr tail, output that is not JSON-RPC. */
   diagnose(): string[];
   /** What the SDK client reported to its `onerror` (at most 20): noise the library should have kept away. */
@@ -53,6 +61,7 @@ export class StartupError extends Error {
 
 interface Opened {
   transport: TransportLike;
+  cpuTimeMs(): number | undefined;
   adapter: (recorded: TransportLike) => CancellationAdapter<TransportLike>;
   mechanism: string;
   diagnose(): string[];
@@ -168,6 +177,11 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
       return closed;
     },
     cancelMechanism: opened.mechanism,
+    cpuTimeMs: () => opened.cpuTimeMs(),
+    sessionId: () => {
+      const id = (opened.transport as { sessionId?: unknown }).sessionId;
+      return typeof id === "string" && id !== "" ? id : undefined;
+    },
     diagnose: () => opened.diagnose(),
     clientErrors: () => [...sdkErrors],
     anomalies: () => [...anomalies],
@@ -198,6 +212,11 @@ function openTransport(
       transport: transport as unknown as TransportLike,
       adapter: (recorded) => stdioCancellation(recorded),
       mechanism: "notifications/cancelled on the server's stdin (rules 6, 31)",
+      cpuTimeMs: () => {
+        const pid = transport.pid;
+        // The server runs as the leader of its own process group (not on Windows, where /proc is absent anyway).
+        return pid === undefined || transport.exit !== undefined || process.platform === "win32" ? undefined : processGroupCpuMs(pid);
+      },
       spawnError: () => transport.spawnError,
       exited: () =>
         transport.exit === undefined
@@ -238,6 +257,7 @@ function openTransport(
       options.era === "legacy"
         ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"
         : "closing the request's response stream (2026-07-28, rule 6)",
+    cpuTimeMs: () => undefined,
     spawnError: () => undefined,
     exited: () => undefined,
     diagnose: () => [],
@@ -341,8 +361,19 @@ function startupError(
   const http = recorder.events.filter((event) => event.kind === "http" && (event.status === undefined || event.status >= 400));
   const message = failure instanceof Error ? failure.message : String(failure);
   if (target.kind === "http" && (http.length > 0 || !answered)) {
-    const last = http.at(-1)?.text ?? message;
-    return new StartupError(`could not reach ${who}: ${last}`, "http", [...details, ...sdkErrors.slice(0, 3)]);
+    const last = http.at(-1);
+    const extra = [...details, ...sdkErrors.slice(0, 3)];
+    if (last?.status !== undefined) {
+      // The server answered: say what it answered, never "could not reach".
+      const hint =
+        options.era === "legacy"
+          ? ""
+          : last.status === 400 || last.status === 404 || last.status === 405
+            ? ": it does not speak 2026-07-28 (a server of the 2025 era? try --era legacy)"
+            : "";
+      return new StartupError(`${who} answered ${handshake} with HTTP ${last.status}${hint} (${last.text ?? ""})`, "http", extra);
+    }
+    return new StartupError(`could not reach ${who}: ${last?.text ?? message}`, "http", extra);
   }
   if (timedOut || /timed? ?out/i.test(message)) {
     return new StartupError(`the server did not answer ${handshake} within ${options.timeoutMs} ms`, "timeout", details);

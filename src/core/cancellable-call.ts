@@ -227,8 +227,10 @@ export class CancellableCall<T = unknown> implements LateSink {
   /**
    * Cancels a pending call: puts the cancel on the wire through the hooks (without waiting),
    * settles the record and rejects the caller at once. A no-op once the response arrived.
+   * @param neverSent the request provably never reached the wire (a refused connection, a host
+   *   name that did not resolve): the outcome is `not-sent` ("never sent"), not `unverified`.
    */
-  cancel(trigger: CancelTrigger, cause?: unknown): void {
+  cancel(trigger: CancelTrigger, cause?: unknown, neverSent = false): void {
     if (this.#state !== "pending") return;
     this.#state = "settled";
     this.#dispose();
@@ -241,7 +243,7 @@ export class CancellableCall<T = unknown> implements LateSink {
         // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
       }
     }
-    const record = this.#finish("cancelled", this.requestId === null ? "not-sent" : "unverified", null, {
+    const record = this.#finish("cancelled", this.requestId === null || neverSent ? "not-sent" : "unverified", null, {
       trigger,
       reason,
       mechanism,
@@ -451,8 +453,21 @@ function describeError(error: unknown): RunRecord["error"] {
   const { code, message } = error as { code?: unknown; message?: unknown };
   const text = typeof message === "string" ? message : String(error);
   const numeric = typeof code === "number" || typeof code === "string" ? code : null;
-  // McpError prefixes "MCP error <code>: "; the record keeps the server's own words.
-  return { code: numeric, message: truncate(text.replace(/^MCP error -?\d+: /, "")) };
+  // Only the v1 SDK's McpError puts "MCP error <code>: " in front of the server's text; the v2
+  // SDK's ProtocolError keeps the text as sent. Strip that one prefix, and only from a v1 McpError,
+  // so the record keeps the server's own words on both lines (a server may send the prefix itself).
+  const prefix = `MCP error ${String(numeric)}: `;
+  const own = isV1McpError(error) && text.startsWith(prefix) ? text.slice(prefix.length) : text;
+  return { code: numeric, message: truncate(own) };
+}
+
+/** True for the v1 SDK's `McpError` or a subclass (they all carry `name` "McpError" or extend it). */
+function isV1McpError(error: object): boolean {
+  if ((error as { name?: unknown }).name === "McpError") return true;
+  for (let proto = Object.getPrototypeOf(error) as object | null; proto !== null; proto = Object.getPrototypeOf(proto) as object | null) {
+    if ((proto as { constructor?: { name?: unknown } }).constructor?.name === "McpError") return true;
+  }
+  return false;
 }
 
 function noop(): void {}

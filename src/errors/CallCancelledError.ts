@@ -11,7 +11,9 @@ export class CallCancelledError extends McpCancellableError {
 
   constructor(record: RunRecord, verification: Promise<RunRecord>, cause: unknown) {
     super(
-      `${record.method} was cancelled by the caller (request id ${String(record.requestId)})`,
+      record.outcome === "not-sent"
+        ? `${record.method} was cancelled by the caller before it was sent (never sent: its signal was already aborted)`
+        : `${record.method} was cancelled by the caller (request id ${String(record.requestId)})`,
       record,
       verification,
       { cause },

@@ -1,10 +1,19 @@
 import { McpCancellableError } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
+function causeText(cause: unknown): string {
+  if (!(cause instanceof Error)) return "";
+  const inner = (cause as { cause?: unknown }).cause;
+  const code = typeof inner === "object" && inner !== null ? (inner as { code?: unknown }).code : undefined;
+  return ` (${cause.message}${typeof code === "string" ? `: ${code}` : ""})`;
+}
+
 /**
  * The transport closed while the call was pending (rule 31: in-flight requests are lost), or
- * had closed when the call was made (`requestId` null, outcome `not-sent`: nothing was sent). A call
- * before the first connect is a usage mistake: `InvalidOptionError`.
+ * had closed when the call was made (`requestId` null, outcome `not-sent`: nothing was sent), or
+ * the request provably never reached the wire (a refused connection, a host name that did not
+ * resolve: outcome `not-sent`, the request id kept). A call before the first connect is a usage
+ * mistake: `InvalidOptionError`.
  * A pending call's outcome stays unverified: the server may have done the work.
  */
 export class ConnectionClosedError extends McpCancellableError {
@@ -15,7 +24,9 @@ export class ConnectionClosedError extends McpCancellableError {
     super(
       record.requestId === null
         ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`
-        : `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
+        : record.outcome === "not-sent"
+          ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
+          : `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

@@ -15,7 +15,7 @@ export type McpCancellableErrorCode =
  */
 export abstract class McpCancellableError extends Error {
   abstract readonly code: McpCancellableErrorCode;
-  /** The JSON-RPC request id, or `null` when the request was never sent. */
+  /** The JSON-RPC request id, or `null` when none was assigned (the call ended before the send). A request that got an id but provably never reached the wire keeps it, with outcome `not-sent`. */
   readonly requestId: string | number | null;
   /** The JSON-RPC method, such as `"tools/call"`. */
   readonly method: string;

@@ -81,7 +81,7 @@ export interface RunRecord {
   connectionId: number;
   /** The MCP session id (Streamable HTTP `Mcp-Session-Id`) when the call settled, or `null` (stdio, stateless servers). */
   sessionId: string | null;
-  /** The JSON-RPC request id, or `null` when the request was never sent. */
+  /** The JSON-RPC request id, or `null` when none was assigned (the call ended before the send). A request that got an id but provably never reached the wire keeps it, with outcome `not-sent`. */
   requestId: string | number | null;
   /** The JSON-RPC method, such as `"tools/call"`. */
   method: string;

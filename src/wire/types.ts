@@ -65,6 +65,8 @@ export interface WireHooks {
   /**
    * The stream carrying this request ended without its response (for example the server
    * dropped the connection). A pending call settles as `connection-closed`; nothing is sent.
+   * `neverSent`: the request provably never reached the wire (the connection was refused, the
+   * host name did not resolve): its record says `never sent` instead of `outcome unverified`.
    */
-  streamLost(requestId: RequestId, cause?: unknown): void;
+  streamLost(requestId: RequestId, cause?: unknown, neverSent?: boolean): void;
 }

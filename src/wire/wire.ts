@@ -318,7 +318,7 @@ export class Wire<T extends TransportLike> {
    * The adapter saw the stream carrying this request end without its response (a server drop:
    * no `onclose` comes for it on HTTP). The call settles as `connection-closed`, nothing is sent.
    */
-  readonly #streamLost = (requestId: RequestId, cause?: unknown): void => {
+  readonly #streamLost = (requestId: RequestId, cause?: unknown, neverSent = false): void => {
     const call = this.#pending.get(requestId)?.call;
     if (call === null) {
       // The SDK's own request (a listen, most often): its stream is gone, so is its entry.
@@ -326,7 +326,7 @@ export class Wire<T extends TransportLike> {
       return;
     }
     if (call === undefined) return;
-    call.cancel("connection-closed", cause);
+    call.cancel("connection-closed", cause, neverSent);
     this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
   };
 

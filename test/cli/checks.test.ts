@@ -3,6 +3,7 @@ import { parseProbeArgs } from "../../src/cli/args.js";
 import type { ProbeOptions } from "../../src/cli/args.js";
 import { evaluate } from "../../src/cli/checks.js";
 import type { ProbeRun } from "../../src/cli/probe.js";
+import { chooseTool } from "../../src/cli/probe.js";
 import type { WireEvent } from "../../src/cli/recorder.js";
 import type { Message } from "../../src/wire/messages.js";
 
@@ -30,8 +31,11 @@ function run(events: WireEvent[]): ProbeRun {
     droppedEvents: 0,
     main: {
       tool: "t", args: {}, chosen: "test", id: 2, progressToken: 2, sentAt: 0, cancelAt: 500, windowEnd: 1500,
-      endedBeforeCancel: undefined, record: undefined,
+      endedBeforeCancel: undefined, record: undefined, fence: undefined, cpu: undefined,
     },
+    baseline: undefined,
+    concurrent: undefined,
+    sessions: undefined,
     survive: undefined,
     cancelCompleted: undefined,
     cancelUnknown: undefined,
@@ -44,11 +48,31 @@ function run(events: WireEvent[]): ProbeRun {
 
 const byId = (checks: ReturnType<typeof evaluate>) => Object.fromEntries(checks.map((c) => [c.id, c]));
 
+const list = (id: number): Message => ({ jsonrpc: "2.0", id, method: "tools/list", params: {} });
+const listed = (id: number): Message => ({ jsonrpc: "2.0", id, result: { tools: [] } });
+const exchangeOf = (id: number, sentAt: number, answeredAt: number | undefined) => ({
+  method: "tools/list", id, sentAt, endedAt: answeredAt ?? sentAt + 3000, outcome: answeredAt === undefined ? ("timeout" as const) : ("result" as const),
+  text: answeredAt === undefined ? "no answer within 3000 ms" : "answered: 0 tool(s)", answeredAt,
+});
+
+/** A run whose cancel at 500 ms was followed by a fence (tools/list id 3) answered at `fenceAt`. */
+function fenced(entries: Array<[number, WireEvent["from"], Message]>, fenceAt: number | undefined): ProbeRun {
+  const all: Array<[number, WireEvent["from"], Message]> = [...entries, [501, "client", list(3)]];
+  if (fenceAt !== undefined) all.push([fenceAt, "server", listed(3)]);
+  all.sort((x, y) => x[0] - y[0]);
+  const r = run(timeline(all));
+  r.main!.fence = exchangeOf(3, 501, fenceAt);
+  r.baseline = exchangeOf(1, 0, 3);
+  r.survive = exchangeOf(4, 1600, 1603);
+  return r;
+}
+
 describe("checks on synthetic timelines", () => {
-  it("a message within --grace of the cancel crossed it on the wire: noted, not failed (rule 9)", () => {
+  it("without a fence answer, a result within --grace of the cancel may have crossed it: WARN, not FAIL (rule 9)", () => {
     const checks = byId(evaluate(run(timeline([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [560, "server", progress(2)], [590, "server", result]]))));
-    expect(checks["silent-after-cancel"]!.status).toBe("PASS");
-    expect(checks["silent-after-cancel"]!.evidence.join()).toMatch(/2 message\(s\) within the 100 ms grace crossed the cancel/);
+    expect(checks["silent-after-cancel"]!.status).toBe("WARN");
+    expect(checks["silent-after-cancel"]!.evidence.join()).toMatch(/got no answer, so the 100 ms --grace applies/);
+    expect(checks["silent-after-cancel"]!.summary).toMatch(/the 1 result for #2 came \+90 ms after the cancel/);
     expect(checks["work-stops"]!.status).toBe("PASS");
   });
 
@@ -92,5 +116,164 @@ describe("checks on synthetic timelines", () => {
     expect(own["no-server-cancel"]!.status).toBe("PASS");
     const client = byId(evaluate(run(timeline([[10, "client", call], [500, "client", cancel], [520, "server", clientCancel]]))));
     expect(client["no-server-cancel"]!.status).toBe("FAIL");
+  });
+});
+
+// Issue 15 item 1: a crossing is told from a violation by evidence, not by a fixed grace.
+describe("silent-after-cancel: the fence (a tools/list sent right after the cancel) decides", () => {
+  it("a result 585 ms after the cancel, before the fence's answer (a busy event loop): WARN with the evidence, not FAIL", () => {
+    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [1085, "server", result]], 1090)));
+    const silent = checks["silent-after-cancel"]!;
+    expect(silent.status).toBe("WARN");
+    expect(silent.summary).toMatch(/before the server showed it had read the cancel/);
+    expect(silent.evidence[0]).toMatch(/the server answered tools\/list #3, sent right after the cancel, at \+590 ms/);
+    expect(silent.events).toHaveLength(1);
+  });
+
+  it("the same result after the fence's answer: FAIL (the server had read the cancel)", () => {
+    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [1085, "server", result]], 505)));
+    expect(checks["silent-after-cancel"]!.status).toBe("FAIL");
+    expect(checks["silent-after-cancel"]!.summary).toMatch(/after it had read the cancel/);
+  });
+
+  it("only progress crossed: PASS with a note; progress after the fence's answer: FAIL", () => {
+    const crossed = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [502, "server", progress(2)]], 504)));
+    expect(crossed["silent-after-cancel"]!.status).toBe("PASS");
+    expect(crossed["silent-after-cancel"]!.evidence.join()).toMatch(/may have crossed the cancel/);
+    const after = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [520, "server", progress(2)]], 504)));
+    expect(after["silent-after-cancel"]!.status).toBe("FAIL");
+    expect(after["work-stops"]!.status).toBe("FAIL");
+  });
+});
+
+// Issue 15 item 5: head-of-line blocking.
+describe("connection-survives: the fence's latency against the same request before the call", () => {
+  it("answered in 2334 ms against 3 ms before: WARN, the cancelled work held the queue", () => {
+    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], 2835)));
+    expect(checks["connection-survives"]!.status).toBe("WARN");
+    expect(checks["connection-survives"]!.summary).toMatch(/answered in 2334 ms, against 3 ms before the call: the cancelled work held the queue/);
+  });
+
+  it("answered in 4 ms: PASS, with both latencies in the evidence", () => {
+    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], 505)));
+    expect(checks["connection-survives"]!.status).toBe("PASS");
+    expect(checks["connection-survives"]!.evidence.join()).toMatch(/answered in 4 ms \(3 ms before the call\)/);
+  });
+
+  it("no answer to the fence, but a later request answered: WARN", () => {
+    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], undefined)));
+    expect(checks["connection-survives"]!.status).toBe("WARN");
+  });
+});
+
+// Issue 15 item 2: silence is not proof that the work stopped.
+describe("work-stops: what was seen, and the stdio server's CPU time", () => {
+  const cpu = (afterMs: number) => ({
+    at: { call: 0, cancel: 500, watchFrom: 600, end: 1500 },
+    cpuMs: { call: 100, cancel: 380, watchFrom: 400, end: 400 + afterMs },
+  });
+  const entries: Array<[number, WireEvent["from"], Message]> = [[10, "client", call], [200, "server", progress(1)], [500, "client", cancel]];
+
+  it("progress stopped and the processes went quiet: PASS, worded as what was seen", () => {
+    const r = fenced(entries, 504);
+    r.main!.cpu = cpu(20);
+    const check = byId(evaluate(r))["work-stops"]!;
+    expect(check.status).toBe("PASS");
+    expect(check.summary).toMatch(/the server stopped reporting progress, and its processes used little CPU after it/);
+    expect(check.summary).not.toMatch(/the work stopped/);
+  });
+
+  it("progress stopped but the processes kept burning CPU: WARN, the work appears to go on", () => {
+    const r = fenced(entries, 504);
+    r.main!.cpu = cpu(800);
+    const check = byId(evaluate(r))["work-stops"]!;
+    expect(check.status).toBe("WARN");
+    expect(check.summary).toMatch(/the work appears to go on/);
+    expect(check.evidence.join()).toMatch(/800 ms in the 900 ms/);
+  });
+
+  it("HTTP (no process to watch): PASS says silence alone does not show the work stopped", () => {
+    const check = byId(evaluate(fenced(entries, 504)))["work-stops"]!;
+    expect(check.status).toBe("PASS");
+    expect(check.summary).toMatch(/silence alone does not show that the work stopped/);
+  });
+});
+
+// Issue 15 item 3: two concurrent calls.
+describe("concurrent-calls", () => {
+  const p = (token: number, value: number): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: value } });
+  const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running" | "error") => {
+    const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
+    r.concurrent = {
+      a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
+      b: { id: 11, progressToken: 11, sentAt: 2000, end: { at: 2600, how: bEnd, text: bEnd === "error" ? "MCP error -32603: aborted" : "" } },
+      cancelAt: 2300,
+      windowEnd: 2700,
+    };
+    return byId(evaluate(r))["concurrent-calls"]!;
+  };
+
+  it("each token's progress rises on its own and the other call completes: PASS", () => {
+    const check = concurrentRun([[2100, "server", p(10, 1)], [2110, "server", p(11, 1)], [2200, "server", p(10, 2)], [2210, "server", p(11, 2)], [2400, "server", p(11, 3)], [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }]], "result");
+    expect(check.status).toBe("PASS");
+    expect(check.summary).toMatch(/completed with its result/);
+  });
+
+  it("both calls report on one token (state on a shared tool instance): FAIL", () => {
+    const check = concurrentRun([[2100, "server", p(11, 1)], [2110, "server", p(11, 1)], [2200, "server", p(11, 2)], [2210, "server", p(11, 2)]], "running");
+    expect(check.status).toBe("FAIL");
+    expect(check.evidence.join()).toMatch(/two calls' progress on one token/);
+  });
+
+  it("the cancel of one ends the other: FAIL", () => {
+    const check = concurrentRun([[2100, "server", p(10, 1)], [2110, "server", p(11, 1)]], "error");
+    expect(check.status).toBe("FAIL");
+    expect(check.summary).toMatch(/the call that was not cancelled/);
+  });
+});
+
+// Issue 15 item 4: sessions whose request ids coincide.
+describe("sessions-isolated", () => {
+  const sessionsRun = (bReceives: Message[]) => {
+    const r = fenced([[10, "client", call], [500, "client", cancel]], 504);
+    r.transport = "http";
+    r.sessions = {
+      requestId: 2,
+      cancelAt: 3000,
+      windowEnd: 4000,
+      sessions: [
+        { label: "A", sessionId: "a", progressToken: "tA", received: [{ at: 2900, message: { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "tA", progress: 1 } } }] },
+        { label: "B", sessionId: "b", progressToken: "tB", received: bReceives.map((message, i) => ({ at: 2950 + i, message })) },
+      ],
+    };
+    return byId(evaluate(r))["sessions-isolated"]!;
+  };
+  const pb = (token: string): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1 } });
+
+  it("each session gets only its own: PASS", () => {
+    expect(sessionsRun([pb("tB"), { jsonrpc: "2.0", id: 2, result: {} }]).status).toBe("PASS");
+  });
+
+  it("session B receives session A's progress and a second answer for id 2: FAIL", () => {
+    const check = sessionsRun([pb("tB"), pb("tA"), { jsonrpc: "2.0", id: 2, result: {} }, { jsonrpc: "2.0", id: 2, result: {} }]);
+    expect(check.status).toBe("FAIL");
+    expect(check.summary).toMatch(/2 message\(s\) of one session reached the other/);
+  });
+});
+
+// Issue 15 item 6: annotations are the server's claim, and the probe says so.
+describe("tool choice: annotations printed as the server's claim", () => {
+  it("the default pick and --tool both say the annotations are a claim, not verified", () => {
+    const tools = [
+      { name: "think", annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false } },
+      { name: "plain" },
+    ];
+    const picked = chooseTool(tools, undefined, { tool: undefined, toolArgs: {}, allowSideEffects: false });
+    expect(picked.name).toBe("think");
+    expect(picked.why).toMatch(/the server's annotations claim readOnlyHint and idempotentHint, not destructive \(its claim, not verified\)/);
+    const named = chooseTool(tools, undefined, { tool: "think", toolArgs: {}, allowSideEffects: false });
+    expect(named.why).toBe("given with --tool; the server's annotations claim readOnlyHint: true, idempotentHint: true, destructiveHint: false (its claim, not verified)");
+    const bare = chooseTool(tools, undefined, { tool: "plain", toolArgs: {}, allowSideEffects: true });
+    expect(bare.why).toBe("given with --tool; the server gives no annotations");
   });
 });

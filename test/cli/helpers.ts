@@ -65,3 +65,8 @@ export function check(json: ProbeJson, id: CheckId): CheckJson {
   if (found === undefined) throw new Error(`no check ${id}`);
   return found;
 }
+
+/** The checks' verdicts and summaries, as the message of a failed assertion. */
+export function why(json: ProbeJson): string {
+  return json.checks.map((c) => `${c.status} ${c.id}: ${c.summary}`).join("\n");
+}

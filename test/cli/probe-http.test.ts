@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs fixture without types
 import { startHttpServer } from "../fixtures/probe/http-server.mjs";
-import { check, cli, FAST, probeJson, statuses } from "./helpers.js";
+import { check, cli, FAST, why, probeJson, statuses } from "./helpers.js";
 
 interface HttpFixture {
   url: string;
@@ -9,7 +9,7 @@ interface HttpFixture {
   close(): Promise<void>;
 }
 
-const start = startHttpServer as (options: { kind: "stateful" | "stateless" | "v2"; rejectCancel?: boolean }) => Promise<HttpFixture>;
+const start = startHttpServer as (options: { kind: "stateful" | "stateless" | "v2"; rejectCancel?: boolean; broadcast?: boolean }) => Promise<HttpFixture>;
 let server: HttpFixture | undefined;
 afterEach(async () => {
   await server?.close();
@@ -20,7 +20,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
   it("2025 era, v1 SDK stateful server: the POSTed cancel gets 202, the handler stops, every check passes", async () => {
     server = await start({ kind: "stateful" });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);
-    expect(statuses(json)).toEqual({
+    expect(statuses(json), why(json)).toEqual({
       "silent-after-cancel": "PASS",
       "work-stops": "PASS",
       "connection-survives": "PASS",
@@ -29,9 +29,12 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
       "no-server-cancel": "PASS",
       "progress-increases": "PASS",
       "http-cancel-mechanism": "PASS",
+      "concurrent-calls": "PASS",
+      "sessions-isolated": "PASS",
     });
     expect(code).toBe(0);
     expect(check(json, "http-cancel-mechanism").summary).toMatch(/got 202 Accepted/);
+    expect(check(json, "sessions-isolated").summary).toMatch(/both called with request id 2 and got only their own messages/);
     expect(server.events).toContain("handler aborted");
   });
 
@@ -65,7 +68,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
   it("2026-07-28, v2 SDK server: the cancel is the stream close, no notification; the server sees the disconnect", async () => {
     server = await start({ kind: "v2" });
     const { code, json } = await probeJson(["--url", server.url, "--era", "2026-07-28", ...FAST]);
-    expect(statuses(json)).toEqual({
+    expect(statuses(json), why(json)).toEqual({
       "silent-after-cancel": "PASS",
       "work-stops": "PASS",
       "connection-survives": "PASS",
@@ -74,6 +77,8 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
       "no-server-cancel": "PASS",
       "progress-increases": "PASS",
       "http-cancel-mechanism": "PASS",
+      "concurrent-calls": "PASS",
+      "sessions-isolated": "SKIP",
     });
     expect(code).toBe(0);
     expect((json.call!.record as unknown as { cancel: { mechanism: string } }).cancel.mechanism).toBe("stream-close");
@@ -84,6 +89,26 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     for (let i = 0; i < 20 && !server.events.includes("handler aborted"); i++) await new Promise((r) => setTimeout(r, 50));
     expect(server.events).toContain("response closed early: POST");
     expect(server.events).toContain("handler aborted");
+  });
+
+  // Issue 15 item 4: mcp-framework 0.2.22 over HTTP sends every message to every session.
+  it("2025 era, a server that sends every message to every session: sessions-isolated FAILs (rules 1, 40)", async () => {
+    server = await start({ kind: "stateful", broadcast: true });
+    const { code, json } = await probeJson(["--url", server.url, ...FAST]);
+    expect(code).toBe(1);
+    const sessions = check(json, "sessions-isolated");
+    expect(sessions.status).toBe("FAIL");
+    expect(sessions.summary).toMatch(/message\(s\) of one session reached the other \(both used request id 2; session A's was cancelled\)/);
+    expect(sessions.evidence.join("\n")).toMatch(/session [AB] received notifications\/progress token "mcp-cancellable-probe-session-[AB]"/);
+  });
+
+  // Issue 15 item 6: the server answered, so never "could not reach".
+  it("--era 2026-07-28 against a 2025-only server says what it answered and names --era legacy", async () => {
+    server = await start({ kind: "stateful" });
+    const { code, stderr } = await cli(["probe", "--url", server.url, "--era", "2026-07-28", "--timeout", "3000"]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a server of the 2025 era\? try --era legacy\)/);
+    expect(stderr).not.toMatch(/could not reach/);
   });
 
   it("an endpoint nobody listens on: a clear message, exit 1, no stack trace", async () => {

@@ -4,6 +4,8 @@ import { CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../
 import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError } from "@modelcontextprotocol/client";
 
 /** A call with recording hooks, driven by fake timers; the clock is the faked Date. */
 function makeCall(options: CallOptions = {}, mechanism: CancelMechanism = "notification") {
@@ -187,6 +189,16 @@ describe("CancellableCall: the caller's AbortSignal", () => {
     expect(records[0]).toMatchObject({ requestId: null, outcome: "not-sent", summary: "cancelled (aborted), never sent" });
   });
 
+  it("the error of a call whose signal was already aborted says it was never sent, not 'request id null' (issue 15 item 9)", async () => {
+    const { call, outcome } = makeCall({ signal: AbortSignal.abort("stop"), timeoutMs: 100 });
+    call.start();
+    await Promise.resolve();
+    const error = outcome.error as CallCancelledError;
+    expect(error).toBeInstanceOf(CallCancelledError);
+    expect(error.message).toBe("tools/call was cancelled by the caller before it was sent (never sent: its signal was already aborted)");
+    expect(error.message).not.toMatch(/request id null/);
+  });
+
   it("adds exactly one listener per call and removes it on every settle path", async () => {
     const controller = new AbortController();
     const add = vi.spyOn(controller.signal, "addEventListener");
@@ -278,12 +290,30 @@ describe("CancellableCall: settles exactly once", () => {
     const { call, outcome, records } = makeCall();
     call.start();
     call.bind(1);
-    const error = Object.assign(new Error("MCP error -32602: Invalid params"), { code: -32602 });
+    const error = new McpError(-32602, "Invalid params");
     call.fail(error);
     await Promise.resolve();
     expect(outcome.error).toBe(error);
     expect(records[0]).toMatchObject({ status: "failed", outcome: "error", summary: "failed (-32602 Invalid params)" });
   });
+
+  // Issue 15 item 7: the server itself wrote "MCP error -32601: Unknown tool: nope" (a server built
+  // on the v1 SDK does). v1's McpError adds its own prefix in front, v2's ProtocolError adds none:
+  // the record keeps the server's words on both lines.
+  for (const [line, error] of [
+    ["v1 McpError", new McpError(-32601, "MCP error -32601: Unknown tool: nope")],
+    ["v2 ProtocolError", new ProtocolError(-32601, "MCP error -32601: Unknown tool: nope")],
+  ] as const) {
+    it(`${line}: the record keeps the server's own words, prefix included`, async () => {
+      const { call, records } = makeCall();
+      call.start();
+      call.bind(1);
+      call.fail(error);
+      await Promise.resolve();
+      expect(records[0]!.error).toEqual({ code: -32601, message: "MCP error -32601: Unknown tool: nope" });
+      expect(records[0]!.summary).toBe("failed (-32601 MCP error -32601: Unknown tool: nope)");
+    });
+  }
 });
 
 describe("CancellableCall: after the cancel (rules 8, 11)", () => {

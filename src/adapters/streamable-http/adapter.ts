@@ -80,6 +80,8 @@ interface Stream {
   reached: "pending" | "yes" | "failed";
   /** Called once when `reached` leaves `pending`. */
   onReached: (() => void) | undefined;
+  /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
+  check?: ReturnType<typeof setTimeout> | undefined;
 }
 
 /** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
@@ -450,12 +452,19 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     this.#forgetStream(stream);
     // The SDK may still try to resume it: refuse, the call is settled.
     if (stream.lastEventId !== undefined && !this.#v2) this.#block(stream.lastEventId, stream.id);
-    this.#wire?.streamLost(stream.id, cause);
+    this.#wire?.streamLost(stream.id, cause, neverLeft(cause));
   }
 
   #forgetStream(stream: Stream | undefined): void {
     if (stream === undefined) return;
     if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
+    // The response arrived after the body ended (a plain JSON answer): the look is not needed,
+    // so nothing stays counted once the call resolved.
+    if (stream.check !== undefined) {
+      clearTimeout(stream.check);
+      this.#checks.delete(stream.check);
+      stream.check = undefined;
+    }
     if (stream.resumeToken !== undefined) {
       this.#resuming.delete(stream.resumeToken);
       stream.resumeToken = undefined;
@@ -501,11 +510,13 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       // the pipeline runs in microtasks). By then a response has removed the stream.
       const timer = setTimeout(() => {
         this.#checks.delete(timer);
+        stream.check = undefined;
         if (this.#streams.get(id) !== stream || stream.cancelled) return;
         // With a priming event id the v1 SDK resumes the stream (GET Last-Event-ID): wait for it.
         if (stream.lastEventId !== undefined) this.#awaitResume(stream, stream.lastEventId);
         else this.#lost(stream, cause ?? new Error("The request's response stream ended without its response"));
       }, 0);
+      stream.check = timer;
       this.#checks.add(timer);
     },
   };
@@ -529,6 +540,42 @@ function isNetworkError(error: unknown): boolean {
     error instanceof TypeError &&
     (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
   );
+}
+
+/**
+ * Error codes that prove no byte of the request left this process: the connection was never
+ * made (refused, no route, connect timeout) or the host name did not resolve.
+ */
+const NEVER_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_FAIL",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/**
+ * True when a failed fetch provably sent nothing: its cause chain (undici wraps the socket error
+ * in `TypeError("fetch failed")`, an `AggregateError` holds one per address tried) carries only
+ * connect-phase error codes. Anything else (a reset, a broken body) may have reached the server.
+ * @internal
+ */
+export function neverLeft(error: unknown): boolean {
+  const codes: string[] = [];
+  const walk = (value: unknown, depth: number): void => {
+    if (typeof value !== "object" || value === null || depth > 4) return;
+    const code = (value as { code?: unknown }).code;
+    if (typeof code === "string") codes.push(code);
+    const inner = (value as { errors?: unknown }).errors;
+    if (Array.isArray(inner)) for (const item of inner) walk(item, depth + 1);
+    walk((value as { cause?: unknown }).cause, depth + 1);
+  };
+  walk(error, 0);
+  return codes.length > 0 && codes.every((code) => NEVER_CONNECTED.has(code));
 }
 
 function noop(): void {}
