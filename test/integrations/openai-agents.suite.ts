@@ -17,6 +17,8 @@ export interface AgentsModule {
   Agent: new (config: any) => unknown;
   Runner: new (config?: any) => { run(agent: any, input: string, options?: any): Promise<{ finalOutput?: unknown }> };
   Usage: new () => unknown;
+  RunContext: new () => unknown;
+  getAllMcpTools(servers: unknown[]): Promise<Array<{ name: string; invoke(context: unknown, input: string, details?: unknown): Promise<unknown> }>>;
 }
 
 const SLACK_MS = 500;
@@ -124,6 +126,19 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       await sleep(200);
       expect(server.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
       expect(server.pendingCount).toBe(0);
+    });
+
+    it("the tool object's invoke: an abort rejects with exactly the signal's reason (the Agents test for an abort), never a tool error string", async () => {
+      const { server, stderr } = await v2Stdio();
+      const [tool] = (await agents.getAllMcpTools([server])).filter((t) => t.name === "sleep");
+      const controller = new AbortController();
+      const reason = new Error("run aborted");
+      const invoking = tool!.invoke(new agents.RunContext(), JSON.stringify({ ms: 5_000 }), { signal: controller.signal });
+      expect(await eventually(() => server.pendingCount === 1, 5_000)).toBe(true);
+      controller.abort(reason);
+      await expect(invoking).rejects.toBe(reason);
+      expect(await eventually(() => /ABORTED /.test(stderr()))).toBe(true);
+      expect(server.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
     });
 
     it("stdio: our idle timeout fires at its bound where Agents sets none; the late result is discarded and recorded; the model gets the tool's error output", async () => {
