@@ -249,7 +249,8 @@ export function withCancellation<T extends TransportLike>(
 
 function ignore(): void {}
 
-function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
+/** A cancellation adapter as it is, or a plain transport with the notification mechanism. @internal */
+export function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
   if (typeof transport !== "object" || transport === null) {
     throw new InvalidOptionError("transport", "withCancellation: transport must be an MCP transport or a cancellation adapter");
   }

@@ -62,7 +62,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
 
   const model = (tool: string, args: Record<string, unknown>) => new ScriptedModel(() => new agents.Usage(), tool, args);
   const runner = () => new agents.Runner({ tracingDisabled: true });
-  const agentWith = (server: unknown, m: ScriptedModel, errorFunction?: null) =>
+  const agentWith = (server: unknown, m: ScriptedModel) =>
     new agents.Agent({ name: "bot", instructions: "use the tool", model: m, mcpServers: [server] });
 
   /** The v2 SDK stdio server (real): its `sleep` tool logs ABORTED on stderr when its signal fires. */
