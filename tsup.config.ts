@@ -5,6 +5,9 @@ export default defineConfig([{
     index: "src/index.ts",
     stdio: "src/adapters/stdio/index.ts",
     "streamable-http": "src/adapters/streamable-http/index.ts",
+    // Framework integrations: type-only imports of their framework (an optional peer), never loaded.
+    "openai-agents": "src/integrations/openai-agents/index.ts",
+    "ai-sdk": "src/integrations/ai-sdk/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,
@@ -13,7 +16,7 @@ export default defineConfig([{
   target: "node20",
   // p-timeout is ESM only: bundle it so the CommonJS build can require it.
   noExternal: ["p-timeout"],
-  external: [/^@modelcontextprotocol\//],
+  external: [/^@modelcontextprotocol\//, /^@openai\//, /^@ai-sdk\//],
 }, {
   // The `mcp-cancellable` executable (bin): ESM only, with its shebang. The v1 SDK client is
   // bundled so `npx mcp-cancellable probe` runs without the optional peer installed; the v2
