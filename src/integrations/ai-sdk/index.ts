@@ -42,17 +42,15 @@ export type JsonRpcMessage = { jsonrpc: "2.0"; [key: string]: unknown };
 /**
  * The transport to hand to `createMCPClient({ transport })`: the AI SDK's `MCPTransport` shape
  * (`start`, `send(message, { signal })`, `close`, `onmessage`, `onclose`, `onerror`,
- * `setProtocolVersion`), plus the run records.
+ * `setProtocolVersion`, which reaches the wrapped transport), plus the run records.
  */
 export interface CancellableAiSdkTransport {
   start(): Promise<void>;
   send(message: JsonRpcMessage, options?: AiSdkSendOptions): Promise<void>;
   close(): Promise<void>;
-  onclose?: (() => void) | undefined;
-  onerror?: ((error: Error) => void) | undefined;
-  onmessage?: ((message: JsonRpcMessage) => void) | undefined;
-  /** The negotiated protocol version, as the wrapped transport reports it. */
-  readonly protocolVersion: string | undefined;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JsonRpcMessage) => void;
   setProtocolVersion(version: string): void;
   /** The run records of every request but `initialize`, oldest first (at most `maxRecords`). */
   records(): RunRecord[];
@@ -118,9 +116,9 @@ export function cancellableTransport<T extends TransportLike>(
 let callNumber = 0;
 
 class AiSdkTransport<T extends TransportLike> implements CancellableAiSdkTransport {
-  onclose?: (() => void) | undefined;
-  onerror?: ((error: Error) => void) | undefined;
-  onmessage?: ((message: JsonRpcMessage) => void) | undefined;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JsonRpcMessage) => void;
 
   readonly #wire: Wire<T>;
   readonly #down: T;
@@ -150,11 +148,6 @@ class AiSdkTransport<T extends TransportLike> implements CancellableAiSdkTranspo
 
   close(): Promise<void> {
     return this.#down.close();
-  }
-
-  get protocolVersion(): string | undefined {
-    const version = (this.#down as { protocolVersion?: unknown }).protocolVersion;
-    return typeof version === "string" ? version : undefined;
   }
 
   setProtocolVersion(version: string): void {
