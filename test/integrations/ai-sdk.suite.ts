@@ -132,7 +132,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       it(`Streamable HTTP (${era}): the abortSignal closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
         const http: TestServer = await start();
         open.push(() => http.stop());
-        const { transport, tool, uncaught } = await connect(make(http.url));
+        const { transport, tool, uncaught, client } = await connect(make(http.url));
         const controller = new AbortController();
         const running = tool("slow")({ ms: 5_000 }, opts(controller.signal));
         expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
@@ -146,6 +146,8 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         expect(seen(http, "tools/call")).toHaveLength(1);
         expect(uncaught).toEqual([]);
         expect(transport.pendingCount).toBe(0);
+        await client.close();
+        expect(await eventually(() => http.openResponses().length === 0, 3_000)).toBe(true); // no stream left open on the server
       });
     }
 

@@ -204,6 +204,8 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
         await sleep(300);
         expect(seen(http, "tools/call")).toHaveLength(1);
         expect(server.pendingCount).toBe(0);
+        await server.close();
+        expect(await eventually(() => http.openResponses().length === 0, 3_000)).toBe(true); // no stream left open on the server
       });
     }
 

@@ -135,7 +135,12 @@ export class CancellableMCPServer implements MCPServer {
     const { client, transport } = await this.#create();
     // One ledger across reconnects: each client's own ledger keeps nothing.
     const mcp = withCancellation(client, transport, { ...this.#defaults, maxRecords: 0, onRecord: this.#record() });
-    await client.connect(mcp.transport as never);
+    try {
+      await client.connect(mcp.transport as never);
+    } catch (error) {
+      await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
+      throw error;
+    }
     this.#client = client;
     this.#mcp = mcp;
     this.#tools = null;
