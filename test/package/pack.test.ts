@@ -54,7 +54,7 @@ beforeAll(async () => {
   }
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
   // 2. Build and pack.
-  await sh("npx", ["tsup"], stage);
+  await sh("npx", ["tsup"], stage, 240_000);
   const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage);
   tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
   // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
@@ -76,7 +76,7 @@ beforeAll(async () => {
     offline = `no network to the npm registry and ${SDK} is not in the npm cache: ${String((error as Error).message).split("\n")[0]}`;
   }
   installed = join(consumer, "node_modules", pkg.name);
-}, 150_000);
+}, 300_000); // two tsup builds (ESM, CJS + types) of five entries, then an install: minutes on a loaded 2-core machine
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
