@@ -73,7 +73,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       expect(error.name).toMatch(/MCPClientError$/);
       expect(error.message).toMatch(/aborted/i);
       expect(error.cause).toBe(reason);
-      expect(await eventually(() => /ABORTED /.test(server.stderr()))).toBe(true);
+      expect(await eventually(() => /ABORTED /.test(server.stderr()), 5_000)).toBe(true);
       const calls = transport.records().filter((r) => r.method === "tools/call");
       expect(calls).toHaveLength(1);
       expect(calls[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } });

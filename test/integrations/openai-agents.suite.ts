@@ -118,7 +118,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       const error = await running.then(() => undefined, (e: unknown) => e);
       expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
       expect(error).toBe(reason); // the Agents runtime's abort, not a tool error handed to the model
-      expect(await eventually(() => /ABORTED /.test(stderr()))).toBe(true);
+      expect(await eventually(() => /ABORTED /.test(stderr()), 5_000)).toBe(true);
       const calls = server.records().filter((r) => r.method === "tools/call");
       expect(calls).toHaveLength(1);
       expect(calls[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } });
@@ -137,7 +137,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       expect(await eventually(() => server.pendingCount === 1, 5_000)).toBe(true);
       controller.abort(reason);
       await expect(invoking).rejects.toBe(reason);
-      expect(await eventually(() => /ABORTED /.test(stderr()))).toBe(true);
+      expect(await eventually(() => /ABORTED /.test(stderr()), 5_000)).toBe(true);
       expect(server.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
     });
 
