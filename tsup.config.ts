@@ -7,6 +7,9 @@ export default defineConfig([{
     stdio: "src/adapters/stdio/index.ts",
     "streamable-http": "src/adapters/streamable-http/index.ts",
     otel: "src/otel/index.ts",
+    // Framework integrations: type-only imports of their framework (an optional peer), never loaded.
+    "openai-agents": "src/integrations/openai-agents/index.ts",
+    "ai-sdk": "src/integrations/ai-sdk/index.ts",
   },
   format: ["esm", "cjs"],
   dts: true,
@@ -17,8 +20,8 @@ export default defineConfig([{
   target: "node20",
   // p-timeout is ESM only: bundle it so the CommonJS build can require it.
   noExternal: ["p-timeout"],
-  // @opentelemetry/api: an optional peer, imported only by the otel entry.
-  external: [/^@modelcontextprotocol\//, "@opentelemetry/api"],
+  // Optional peers, imported only by their own entries: @opentelemetry/api (otel), the frameworks (type-only).
+  external: [/^@modelcontextprotocol\//, "@opentelemetry/api", /^@openai\//, /^@ai-sdk\//],
 }, {
   // The `mcp-cancellable` executable (bin): ESM only, with its shebang. The v1 SDK client is
   // bundled so `npx mcp-cancellable probe` runs without the optional peer installed; the v2

@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Suites for packages that need Node >= 22, with their own package.json: run by .ci/run's Node 22 leg.
+    // Folders with their own package.json (packages that need Node >= 22), run by their own legs of .ci/run.
     exclude: ["**/node_modules/**", "test/node22/**"],
     testTimeout: 20_000,
     hookTimeout: 20_000,

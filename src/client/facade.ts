@@ -7,6 +7,7 @@ import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, resolveCallOptions } from "../types/options.js";
 import type { CallObservation } from "../types/options.js";
+import { nextCallId, nextConnectionId } from "./ids.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions, TaskOptions } from "./tasks.js";
@@ -217,9 +218,6 @@ const systemTimers: Timers = {
 
 const monotonic = (): number => performance.now();
 
-/** Process-wide counters: call ids and connection ids are unique in the process. */
-let callNumber = 0;
-let connectionNumber = 0;
 
 /** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */
 function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
@@ -239,7 +237,7 @@ export function createFacade(init: FacadeInit): Facade {
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
   const clock = defaults.clock ?? monotonic;
   // One connection id per handle; the session id is read from the wire's transport at each settle.
-  const connectionId = ++connectionNumber;
+  const connectionId = nextConnectionId();
   let sessionWire: Wire<TransportLike> | null = null;
   let sessionId: () => string | undefined = () => undefined;
   const onRecord = defaults.onRecord;
@@ -270,7 +268,7 @@ export function createFacade(init: FacadeInit): Facade {
   ): Promise<R> {
     const resolved = resolveCallOptions(defaults, options);
     const wire = init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
-    const key = ++callNumber;
+    const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
     const observation = observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying });
     const timers = defaults.timers ?? systemTimers;

@@ -111,7 +111,8 @@ export function connectedTransport(client: object): object | undefined {
   return typeof transport === "object" && transport !== null ? transport : undefined;
 }
 
-function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
+/** A cancellation adapter as it is, or a plain transport with the notification mechanism. @internal */
+export function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
   if (typeof transport !== "object" || transport === null) {
     throw new InvalidOptionError("transport", "withCancellation: transport must be an MCP transport or a cancellation adapter");
   }

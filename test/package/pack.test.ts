@@ -29,6 +29,8 @@ const SOURCES: Record<string, string> = {
   "./stdio": "src/adapters/stdio/index.ts",
   "./streamable-http": "src/adapters/streamable-http/index.ts",
   "./otel": "src/otel/index.ts",
+  "./openai-agents": "src/integrations/openai-agents/index.ts",
+  "./ai-sdk": "src/integrations/ai-sdk/index.ts",
 };
 
 const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { name: string; version: string; exports: Record<string, unknown> };
@@ -189,6 +191,22 @@ describe("the package as installed", () => {
       expect(specifiers.filter((s) => s.startsWith("@modelcontextprotocol/")), entry).toEqual([]);
       expect(specifiers, entry).toEqual(["zod"]); // p-timeout is bundled (ESM only upstream)
     }
+  });
+
+  it("no built file imports a framework: the integrations use their framework's types only (optional peers)", (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    for (const subpath of [".", ...subpaths]) {
+      const name = subpath === "." ? "index" : subpath.slice(2);
+      for (const entry of [`dist/${name}.js`, `dist/${name}.cjs`]) {
+        const { specifiers } = reach(join(installed, entry));
+        expect(specifiers.filter((s) => s.startsWith("@openai/") || s.startsWith("@ai-sdk/")), entry).toEqual([]);
+      }
+    }
+    // The integrations' types name their framework; the root's and the adapters' never do.
+    for (const name of ["index", "stdio", "streamable-http", "ai-sdk"]) {
+      expect(readFileSync(join(installed, `dist/${name}.d.ts`), "utf8"), name).not.toMatch(/from ['"]@(openai|ai-sdk)\//);
+    }
+    expect(readFileSync(join(installed, "dist/openai-agents.d.ts"), "utf8")).toMatch(/from ['"]@openai\/agents['"]/);
   });
 
   it("the scan sees node: imports where there are some (the CLI bundle)", (ctx) => {

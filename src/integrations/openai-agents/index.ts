@@ -1,0 +1,381 @@
+// `mcp-cancellable/openai-agents`: an `MCPServer` for OpenAI Agents JS (`@openai/agents`) whose
+// tool calls go through the library. Type-only imports of the framework: nothing of it is loaded
+// at run time, and the root entry never reaches this file.
+import type { MCPServer } from "@openai/agents";
+import { withCancellation } from "../../client/with-cancellation.js";
+import type { CancellableClient, ClientLike, ToolResult } from "../../client/with-cancellation.js";
+import type { RunRecord } from "../../core/record.js";
+import { isCallCancelledError } from "../../errors/guards.js";
+import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import { MemoryLedger } from "../../ledger/memory.js";
+import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
+import { stdioCancellation } from "../../adapters/stdio/index.js";
+import { streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
+import { DEFAULT_MAX_RECORDS, parseCancellationOptions } from "../../types/options.js";
+import type { CallOptions, CancellationOptions } from "../../types/options.js";
+
+/** A v1 (`@modelcontextprotocol/sdk`) or v2 (`@modelcontextprotocol/client`) SDK `Client`, not yet connected. */
+export interface AgentsClientLike extends ClientLike {
+  connect(transport: never, options?: never): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What `create` returns for each `connect()`: a fresh SDK client and its transport (or cancellation adapter). */
+export interface ClientAndTransport {
+  client: AgentsClientLike;
+  /** A cancellation adapter (`stdioCancellation(...)`, `streamableHttpCancellation(...)`) or a plain transport (gets `notifications/cancelled`). */
+  transport: CancellationAdapter | TransportLike;
+}
+
+/** A tool as `tools/list` describes it (what `listTools()` returns to the Agents runtime). */
+type AgentsTool = Awaited<ReturnType<MCPServer["listTools"]>>[number];
+type AgentsCallOptions = Parameters<MCPServer["callTool"]>[3];
+type AgentsContent = Awaited<ReturnType<MCPServer["callTool"]>>;
+type AgentsResult = AgentsContent extends infer C ? { content: C; [key: string]: unknown } : never;
+
+/** The Agents-side settings of an `MCPServer` (tool filter, meta resolver, error function, ...), passed through as they are. */
+export type AgentsServerSettings = Partial<
+  Omit<MCPServer, "name" | "cacheToolsList" | "connect" | "close" | "listTools" | "callTool" | "callToolResult" | "invalidateToolsCache">
+>;
+
+/** Per-call options for one tool call: every `CallOptions` but the signal (the run's signal is used). All durations in ms. */
+export type ToolCallOptions = Omit<CallOptions, "signal">;
+
+/** Options of `CancellableMCPServer`. Durations in ms; client-wide defaults as `withCancellation`'s. */
+export interface CancellableMCPServerOptions extends CancellationOptions {
+  /** The server's name, as the Agents runtime shows it (and prefixes tool names with, when asked). */
+  name: string;
+  /**
+   * Builds a fresh SDK client and its transport. Called by every `connect()` (the Agents runtime
+   * may connect again after `close()`); may be async. The client must not be connected yet.
+   */
+  create: () => ClientAndTransport | Promise<ClientAndTransport>;
+  /**
+   * Keep the `tools/list` answer until `invalidateToolsCache()` or the next `connect()`.
+   * @default false
+   */
+  cacheToolsList?: boolean;
+  /**
+   * Per-call options for a tool call, by tool name: a different idle or maximum total timeout,
+   * a reason, a `verify` read. Merged over the client-wide defaults; the run's signal is added.
+   */
+  callOptions?: (toolName: string, args: Record<string, unknown>) => ToolCallOptions | undefined;
+  /** Agents-side settings passed through unchanged (`toolFilter`, `toolMetaResolver`, `errorFunction`, ...). */
+  agents?: AgentsServerSettings;
+}
+
+/**
+ * An `MCPServer` for OpenAI Agents JS (`new Agent({ mcpServers: [server] })`) whose every
+ * request goes through `withCancellation`:
+ *
+ * - each tool call has an idle timeout and a maximum total timeout (client-wide defaults, per
+ *   tool through `callOptions`), even where the Agents runtime sets none;
+ * - the run's `AbortSignal` (`run(agent, input, { signal })`) cancels the `tools/call` by the
+ *   transport's own mechanism: `notifications/cancelled` on stdio, closing the request's stream
+ *   on Streamable HTTP (2025 era: the notification POSTed first);
+ * - a caller abort rejects with exactly the signal's `reason`, which is how the Agents runtime
+ *   recognises an abort (anything else it may hand to the tool's error function); nothing is
+ *   ever retried, so a `tools/call` goes out at most once;
+ * - a timeout rejects with `CallTimeoutError`, which the Agents runtime turns into the tool's
+ *   error output for the model (or rethrows when `errorFunction` is `null`);
+ * - late messages are dropped; every request leaves a run record (`records()`).
+ *
+ * `client.transport` is never replaced: the decorated transport is what the client connects with.
+ *
+ * @throws {InvalidOptionError} `name` or `create` missing, or an invalid client-wide option.
+ */
+export class CancellableMCPServer implements MCPServer {
+  readonly #name: string;
+  cacheToolsList: boolean;
+  readonly #create: CancellableMCPServerOptions["create"];
+  readonly #callOptions: CancellableMCPServerOptions["callOptions"];
+  readonly #defaults: CancellationOptions;
+  readonly #ledger: MemoryLedger;
+  readonly #onRecord: ((record: RunRecord) => void) | undefined;
+  #recordKey = 0;
+  #client: AgentsClientLike | null = null;
+  #mcp: CancellableClient<TransportLike> | null = null;
+  #tools: AgentsTool[] | null = null;
+
+  constructor(options: CancellableMCPServerOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
+    }
+    const { name, create, cacheToolsList, callOptions, agents, onRecord, ...defaults } = options;
+    if (typeof name !== "string" || name === "") {
+      throw new InvalidOptionError("name", "CancellableMCPServer: name must be a non-empty string");
+    }
+    if (typeof create !== "function") {
+      throw new InvalidOptionError("create", "CancellableMCPServer: create must be a function returning { client, transport }");
+    }
+    if (callOptions !== undefined && typeof callOptions !== "function") {
+      throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
+    }
+    parseCancellationOptions({ ...defaults, ...(onRecord === undefined ? {} : { onRecord }) });
+    this.#name = name;
+    this.cacheToolsList = cacheToolsList ?? false;
+    this.#create = create;
+    this.#callOptions = callOptions;
+    this.#onRecord = onRecord;
+    this.#defaults = defaults;
+    this.#ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
+    if (agents !== undefined) Object.assign(this, agents);
+  }
+
+  get name(): string {
+    return this.#name;
+  }
+
+  /**
+   * Builds a client with `create()` and connects it through the library's decorated transport.
+   * A server already connected is closed first.
+   */
+  async connect(): Promise<void> {
+    if (this.#client !== null) await this.close();
+    const { client, transport } = await this.#create();
+    // One ledger across reconnects: each client's own ledger keeps nothing.
+    const mcp = withCancellation(client, transport, { ...this.#defaults, maxRecords: 0, onRecord: this.#record() });
+    try {
+      await client.connect(mcp.transport as never);
+    } catch (error) {
+      await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
+      throw error;
+    }
+    this.#client = client;
+    this.#mcp = mcp;
+    this.#tools = null;
+  }
+
+  /** Closes the client (and its transport); calls still pending settle as `connection-closed`. */
+  async close(): Promise<void> {
+    const client = this.#client;
+    this.#client = null;
+    this.#mcp = null;
+    this.#tools = null;
+    await client?.close();
+  }
+
+  /** `tools/list`, every page, with the client-wide timeouts; cached when `cacheToolsList` is set. */
+  async listTools(): Promise<AgentsTool[]> {
+    const mcp = this.#connected();
+    if (this.cacheToolsList && this.#tools !== null) return this.#tools;
+    const tools: AgentsTool[] = [];
+    const cursors = new Set<string>();
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await mcp.request<{ tools: AgentsTool[]; nextCursor?: string }>({
+        method: "tools/list",
+        ...(cursor === undefined ? {} : { params: { cursor } }),
+      });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+      if (cursor === undefined) break;
+      if (cursors.has(cursor)) throw new Error(`MCP server ${this.#name} returned a repeated tools/list cursor`);
+      cursors.add(cursor);
+    }
+    if (this.#mcp === mcp) this.#tools = tools;
+    return tools;
+  }
+
+  /** Calls a tool; returns its `content` with `_meta`, `structuredContent` and `isError` attached, as the Agents runtime reads them. */
+  async callTool(
+    toolName: string,
+    args: Record<string, unknown> | null,
+    meta?: Record<string, unknown> | null,
+    options?: AgentsCallOptions,
+  ): Promise<AgentsContent> {
+    const result = await this.callToolResult(toolName, args, meta, options);
+    const content = [...result.content] as unknown as AgentsContent;
+    for (const key of ["_meta", "structuredContent", "isError"] as const) {
+      if (result[key] !== undefined) {
+        Object.defineProperty(content, key, { value: result[key], enumerable: false, configurable: true });
+      }
+    }
+    return content;
+  }
+
+  /**
+   * Calls a tool and returns the whole `CallToolResult`.
+   * @throws the run signal's `reason`, exactly, when the run was aborted (the Agents runtime's
+   *   test for an abort); `CallTimeoutError`, `ConnectionClosedError`, or the server's error otherwise.
+   */
+  async callToolResult(
+    toolName: string,
+    args: Record<string, unknown> | null,
+    meta?: Record<string, unknown> | null,
+    options?: AgentsCallOptions,
+  ): Promise<AgentsResult> {
+    const mcp = this.#connected();
+    const signal = options?.signal;
+    const callArgs = args ?? {};
+    const perCall = this.#callOptions?.(toolName, callArgs);
+    try {
+      const result: ToolResult = await mcp.callTool(
+        { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
+        { ...perCall, ...(signal === undefined ? {} : { signal }) },
+      );
+      return { ...result, content: (result.content ?? []) as AgentsContent } as AgentsResult;
+    } catch (error) {
+      // The Agents runtime treats a failure as the caller's abort only when it is the signal's
+      // reason itself; anything else may reach its error function (or a retry path elsewhere).
+      if (signal?.aborted === true && isCallCancelledError(error)) throw signal.reason;
+      throw error;
+    }
+  }
+
+  /** Forgets the cached `tools/list` answer. */
+  async invalidateToolsCache(): Promise<void> {
+    this.#tools = null;
+  }
+
+  /** Run records of every request made through this server, across reconnects, oldest first (at most `maxRecords`). */
+  records(): RunRecord[] {
+    return this.#ledger.list();
+  }
+
+  /** Requests still pending on the wire (0 when idle or not connected). */
+  get pendingCount(): number {
+    return this.#mcp?.pendingCount ?? 0;
+  }
+
+  /** The connected SDK client (`null` before `connect()` and after `close()`). */
+  get client(): AgentsClientLike | null {
+    return this.#client;
+  }
+
+  #record(): (record: RunRecord) => void {
+    const ledger = this.#ledger;
+    const onRecord = this.#onRecord;
+    const keys = new Map<RunRecord["requestId"], number>();
+    return (record) => {
+      // An update (late message, verification) replaces the record of the same request.
+      let key = keys.get(record.requestId);
+      if (key === undefined || record.revision === 0) {
+        key = ++this.#recordKey;
+        if (record.requestId !== null) keys.set(record.requestId, key);
+        if (keys.size > (this.#defaults.maxRecords ?? DEFAULT_MAX_RECORDS)) keys.delete(keys.keys().next().value!);
+      }
+      ledger.put(key, record);
+      try {
+        onRecord?.(record);
+      } catch {
+        // A throwing log hook must not change how a call settles.
+      }
+    };
+  }
+
+  #connected(): CancellableClient<TransportLike> {
+    if (this.#mcp === null) {
+      throw new Error(`MCP server ${this.#name} is not connected: call connect() first`);
+    }
+    return this.#mcp;
+  }
+}
+
+/** Options shared by the stdio and Streamable HTTP servers: everything but `create`; `name` optional. */
+export interface ConvenienceServerOptions extends Omit<CancellableMCPServerOptions, "create" | "name"> {
+  /** The server's name. Default: `stdio: <command>` or the URL. */
+  name?: string;
+  /** The second argument of the v2 SDK's `new Client(info, options)` (capabilities, `versionNegotiation`, ...). */
+  clientOptions?: Record<string, unknown>;
+}
+
+/** Options of `CancellableMCPServerStdio`: the command to spawn, plus the server options. */
+export interface CancellableMCPServerStdioOptions extends ConvenienceServerOptions {
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  /** The child's stderr: `"inherit"` (the SDK's default), `"pipe"` or `"ignore"`. */
+  stderr?: "inherit" | "pipe" | "ignore";
+}
+
+/** Options of `CancellableMCPServerStreamableHttp`: the endpoint, plus the server options. */
+export interface CancellableMCPServerStreamableHttpOptions extends ConvenienceServerOptions {
+  url: string | URL;
+  /** Passed to the v2 `StreamableHTTPClientTransport` (headers, ...). */
+  requestInit?: RequestInit;
+}
+
+function splitConvenience<T extends ConvenienceServerOptions>(options: T, what: string) {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidOptionError("options", `${what}: options must be an object`);
+  }
+  const { clientOptions, name, ...rest } = options;
+  if (clientOptions !== undefined && (typeof clientOptions !== "object" || clientOptions === null)) {
+    throw new InvalidOptionError("clientOptions", `${what}: clientOptions must be an object`);
+  }
+  return { clientOptions, name, rest };
+}
+
+async function loadV2(what: string) {
+  try {
+    return await import("@modelcontextprotocol/client");
+  } catch (error) {
+    throw new Error(`${what} builds a v2 SDK client: npm install @modelcontextprotocol/client`, { cause: error });
+  }
+}
+
+/**
+ * `CancellableMCPServer` over stdio, built like the Agents runtime's own `MCPServerStdio`: each
+ * `connect()` spawns the command with the v2 SDK's (`@modelcontextprotocol/client`, what
+ * `@openai/agents` 0.15 and later use) `Client` and `StdioClientTransport`, through
+ * `stdioCancellation`. A cancel is one `notifications/cancelled` line (rules 6, 31).
+ * @throws {InvalidOptionError} `command` missing, or an invalid option.
+ */
+export class CancellableMCPServerStdio extends CancellableMCPServer {
+  constructor(options: CancellableMCPServerStdioOptions) {
+    const { clientOptions, name, rest } = splitConvenience(options, "CancellableMCPServerStdio");
+    const { command, args, env, cwd, stderr, ...server } = rest;
+    if (typeof command !== "string" || command === "") {
+      throw new InvalidOptionError("command", "CancellableMCPServerStdio: command must be a non-empty string");
+    }
+    const serverName = name ?? `stdio: ${command}`;
+    super({
+      ...server,
+      name: serverName,
+      create: async () => {
+        const { Client } = await loadV2("CancellableMCPServerStdio");
+        const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+        const transport = new StdioClientTransport({
+          command,
+          ...(args === undefined ? {} : { args }),
+          ...(env === undefined ? {} : { env }),
+          ...(cwd === undefined ? {} : { cwd }),
+          ...(stderr === undefined ? {} : { stderr }),
+        });
+        const client = new Client({ name: serverName, version: "1.0.0" }, clientOptions as never);
+        return { client: client as unknown as AgentsClientLike, transport: stdioCancellation(transport) };
+      },
+    });
+  }
+}
+
+/**
+ * `CancellableMCPServer` over Streamable HTTP, built like the Agents runtime's own
+ * `MCPServerStreamableHttp`: each `connect()` makes a v2 SDK `Client` and
+ * `StreamableHTTPClientTransport`, through `streamableHttpCancellation`. A cancel closes that
+ * request's response stream (2026-07-28), after POSTing `notifications/cancelled` on a 2025-era
+ * connection (rules 6, 28, 40). Never reconnects and retries a call by itself.
+ * @throws {InvalidOptionError} `url` missing, or an invalid option.
+ */
+export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
+  constructor(options: CancellableMCPServerStreamableHttpOptions) {
+    const { clientOptions, name, rest } = splitConvenience(options, "CancellableMCPServerStreamableHttp");
+    const { url, requestInit, ...server } = rest;
+    if (typeof url !== "string" && !(url instanceof URL)) {
+      throw new InvalidOptionError("url", "CancellableMCPServerStreamableHttp: url must be a string or a URL");
+    }
+    const endpoint = new URL(url);
+    super({
+      ...server,
+      name: name ?? endpoint.href,
+      create: async () => {
+        const { Client, StreamableHTTPClientTransport } = await loadV2("CancellableMCPServerStreamableHttp");
+        const transport = new StreamableHTTPClientTransport(endpoint, requestInit === undefined ? undefined : { requestInit });
+        const client = new Client({ name: name ?? "mcp-cancellable", version: "1.0.0" }, clientOptions as never);
+        return { client: client as unknown as AgentsClientLike, transport: streamableHttpCancellation(transport) };
+      },
+    });
+  }
+}

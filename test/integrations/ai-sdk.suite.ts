@@ -1,0 +1,169 @@
+// The Vercel AI SDK integration against the real framework: `createMCPClient({ transport })` from
+// @ai-sdk/mcp with the library's transport, its tools' own `execute(args, { abortSignal })` (no
+// language model), against real servers (the v2 SDK server over stdio; the v1 and v2 SDK servers
+// over Streamable HTTP) and the raw scripted stdio peer where only it can misbehave (a result
+// after the cancel). The suite takes the framework module as an argument, so the same tests run
+// on Node 20 (@ai-sdk/mcp 1.x) and Node 22 (2.x, test/node22/frameworks/).
+import { afterEach, describe, expect, it } from "vitest";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
+import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
+import type { CancellableTransportOptions } from "../../src/integrations/ai-sdk/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import { closedUnfinished, eventually, seen, sleep, startV1, startV2, type TestServer } from "../http/servers.js";
+import { fixture } from "../helpers/stdio.js";
+
+type Execute = (args: Record<string, unknown>, options: { abortSignal?: AbortSignal; toolCallId: string; messages: unknown[] }) => Promise<unknown>;
+
+/** The part of `@ai-sdk/mcp` the suite uses (1.x and 2.x alike). */
+export interface AiSdkMcpModule {
+  createMCPClient(config: { transport: unknown; onUncaughtError?: (error: unknown) => void; maxRetries?: number }): Promise<{
+    tools(): Promise<Record<string, { execute?: unknown }>>;
+    close(): Promise<void>;
+  }>;
+}
+
+const SLACK_MS = 500;
+const opts = (abortSignal?: AbortSignal) => ({ toolCallId: "call_1", messages: [], ...(abortSignal ? { abortSignal } : {}) });
+
+export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
+  const open: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of open.splice(0).reverse()) await close().catch(() => {});
+  });
+
+  async function connect(inner: Parameters<typeof cancellableTransport>[0], options: CancellableTransportOptions = {}) {
+    const transport = cancellableTransport(inner, options);
+    const uncaught: unknown[] = [];
+    const client = await ai.createMCPClient({ transport, onUncaughtError: (error) => uncaught.push(error), maxRetries: 2 });
+    open.push(() => client.close());
+    const tools = await client.tools();
+    const tool = (name: string) => tools[name]!.execute as Execute;
+    return { transport, client, tool, uncaught };
+  }
+
+  function stdio(script: string, env: Record<string, string> = {}) {
+    const inner = new StdioClientTransport({
+      command: process.execPath,
+      args: [fixture(script)],
+      env: { ...(process.env as Record<string, string>), ...env },
+      stderr: "pipe",
+    });
+    const lines: string[] = [];
+    inner.stderr?.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n")));
+    const received = () =>
+      lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
+    return { adapter: stdioCancellation(inner), stderr: () => lines.join("\n"), received };
+  }
+
+  describe(`Vercel AI SDK (${label}): cancellableTransport under createMCPClient`, () => {
+    it("stdio: the tool's abortSignal reaches the server as one notifications/cancelled and its handler's signal fires; the AI SDK rejects as aborted; no unknown-id error", async () => {
+      const server = stdio("http/v2-stdio-server.mjs");
+      const { transport, tool, uncaught } = await connect(server.adapter);
+      const controller = new AbortController();
+      const reason = new Error("user pressed stop");
+      const running = tool("sleep")({ ms: 5_000 }, opts(controller.signal));
+      expect(await eventually(() => transport.pendingCount === 1)).toBe(true);
+      const abortedAt = performance.now();
+      controller.abort(reason);
+      const error = (await running.then(() => undefined, (e: unknown) => e)) as Error & { cause?: unknown };
+      expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
+      expect(error.name).toMatch(/MCPClientError$/);
+      expect(error.message).toMatch(/aborted/i);
+      expect(error.cause).toBe(reason);
+      expect(await eventually(() => /ABORTED /.test(server.stderr()), 5_000)).toBe(true);
+      const calls = transport.records().filter((r) => r.method === "tools/call");
+      expect(calls).toHaveLength(1);
+      expect(calls[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } });
+      expect(transport.records().map((r) => r.method)).toEqual(["tools/list", "tools/call"]); // a record for every request but initialize
+      await sleep(200);
+      expect(uncaught).toEqual([]);
+      expect(transport.pendingCount).toBe(0);
+    });
+
+    it("stdio: our idle timeout fires at its bound though the AI SDK sets none; the late result is discarded and recorded, never an unknown message ID; sent once despite maxRetries", async () => {
+      const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+      const { transport, tool, uncaught } = await connect(server.adapter, { timeoutMs: 300 });
+      const started = performance.now();
+      const error = (await tool("late")({ ms: 900 }, opts()).then(() => undefined, (e: unknown) => e)) as Error & {
+        code?: number;
+        data?: { code: string; record: { summary: string } };
+      };
+      const elapsed = performance.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(290);
+      expect(elapsed).toBeLessThan(300 + SLACK_MS);
+      expect(error.name).toMatch(/MCPClientError$/);
+      expect(error.code).toBe(-32001);
+      expect(error.data).toMatchObject({ code: "REQUEST_TIMEOUT", record: { summary: "cancelled (timeout), outcome unverified" } });
+      expect(
+        await eventually(() => transport.records().find((r) => r.method === "tools/call")?.outcome === "late-result-discarded", 3_000),
+      ).toBe(true);
+      const toolCalls = server.received().filter((m) => m.method === "tools/call");
+      expect(toolCalls).toHaveLength(1);
+      expect(server.received().filter((m) => m.method === "notifications/cancelled").map((m) => m.params?.requestId)).toEqual([toolCalls[0]!.id]);
+      expect(uncaught).toEqual([]);
+      expect(transport.pendingCount).toBe(0);
+    });
+
+    it("stdio: a per-tool maximum total timeout (callOptions) holds while progress keeps resetting the idle timeout", async () => {
+      const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+      const { transport, tool, uncaught } = await connect(server.adapter, {
+        timeoutMs: 200,
+        resetTimeoutOnProgress: true,
+        callOptions: (method, params) => (method === "tools/call" && params.name === "progress" ? { maxTotalTimeoutMs: 600 } : undefined),
+      });
+      const error = (await tool("progress")({ every: 50 }, opts()).then(() => undefined, (e: unknown) => e)) as { data?: { code: string } };
+      expect(error.data?.code).toBe("MAX_TOTAL_TIMEOUT");
+      const [call] = transport.records().filter((r) => r.method === "tools/call");
+      expect(call!.elapsedMs).toBeGreaterThanOrEqual(590);
+      expect(call!.elapsedMs).toBeLessThan(600 + SLACK_MS);
+      expect(call!.progress.count).toBeGreaterThan(3);
+      await sleep(200); // progress keeps coming after the cancel: dropped, counted
+      expect(transport.records().find((r) => r.method === "tools/call")!.late.progress).toBeGreaterThan(0);
+      expect(uncaught).toEqual([]);
+    });
+
+    for (const [era, start, make, mechanism] of [
+      ["2025 era, v1 stateful server, v1 transport", () => startV1({ stateful: true }), (url: URL) => streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })), "notification+stream-close"],
+      ["2025 era, v2 server (stateless fallback), v2 transport", () => startV2(), (url: URL) => streamableHttpCancellation(new TransportV2(url)), "notification+stream-close"],
+    ] as const) {
+      it(`Streamable HTTP (${era}): the abortSignal closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
+        const http: TestServer = await start();
+        open.push(() => http.stop());
+        const { transport, tool, uncaught, client } = await connect(make(http.url));
+        const controller = new AbortController();
+        const running = tool("slow")({ ms: 5_000 }, opts(controller.signal));
+        expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
+        controller.abort();
+        await expect(running).rejects.toMatchObject({ name: expect.stringMatching(/MCPClientError$/) });
+        expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+        expect(await eventually(() => closedUnfinished(seen(http, "tools/call")[0]), 3_000)).toBe(true);
+        const [call] = transport.records().filter((r) => r.method === "tools/call");
+        expect(call).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism } });
+        await sleep(300);
+        expect(seen(http, "tools/call")).toHaveLength(1);
+        expect(uncaught).toEqual([]);
+        expect(transport.pendingCount).toBe(0);
+        await client.close();
+        expect(await eventually(() => http.openResponses().length === 0, 3_000)).toBe(true); // no stream left open on the server
+      });
+    }
+
+    it("Streamable HTTP: our idle timeout closes the stream at its bound; the AI SDK gets a timeout error; nothing is retried", async () => {
+      const http = await startV2();
+      open.push(() => http.stop());
+      const { transport, tool, uncaught } = await connect(streamableHttpCancellation(new TransportV2(http.url)), { timeoutMs: 300 });
+      const error = (await tool("slow")({ ms: 5_000 }, opts()).then(() => undefined, (e: unknown) => e)) as { code?: number };
+      expect(error.code).toBe(-32001);
+      expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+      const [call] = transport.records().filter((r) => r.method === "tools/call");
+      expect(call).toMatchObject({ cancel: { trigger: "timeout" } });
+      expect(call!.elapsedMs).toBeLessThan(300 + SLACK_MS);
+      await sleep(300);
+      expect(seen(http, "tools/call")).toHaveLength(1);
+      expect(uncaught).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,247 @@
+// The OpenAI Agents JS integration against the real framework: its Runner drives the tool call
+// (a scripted Model, no language model), the MCP servers are real (the v2 SDK server over stdio,
+// the v1 and v2 SDK servers over Streamable HTTP) or the raw scripted stdio peer where only it
+// can misbehave (a result after the cancel). The suite takes the framework module as an argument,
+// so the same tests run on Node 20 (@openai/agents 0.14.x) and Node 22 (0.20.x, test/node22/).
+import { afterEach, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { CancellableMCPServer, CancellableMCPServerStdio, CancellableMCPServerStreamableHttp } from "../../src/integrations/openai-agents/index.js";
+import { isCallTimeoutError } from "../../src/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { eventually, seen, sleep, startV1, startV2, type TestServer } from "../http/servers.js";
+import { fixture } from "../helpers/stdio.js";
+
+/** The parts of `@openai/agents` the suite uses (0.14 and 0.20 alike). */
+export interface AgentsModule {
+  Agent: new (config: any) => unknown;
+  Runner: new (config?: any) => { run(agent: any, input: string, options?: any): Promise<{ finalOutput?: unknown }> };
+  Usage: new () => unknown;
+  RunContext: new () => unknown;
+  getAllMcpTools(servers: unknown[]): Promise<Array<{ name: string; invoke(context: unknown, input: string, details?: unknown): Promise<unknown> }>>;
+}
+
+const SLACK_MS = 500;
+
+/** A Model that asks for one tool call, then answers "done" with whatever the tool returned in view. */
+class ScriptedModel {
+  readonly requests: Array<{ input: unknown }> = [];
+  #turn = 0;
+  constructor(
+    readonly usage: () => unknown,
+    readonly tool: string,
+    readonly args: Record<string, unknown>,
+  ) {}
+  async getResponse(request: { input: unknown }) {
+    this.requests.push({ input: request.input });
+    if (this.#turn++ === 0) {
+      return {
+        usage: this.usage(),
+        output: [{ type: "function_call", callId: "call_1", name: this.tool, arguments: JSON.stringify(this.args), status: "completed" }],
+      };
+    }
+    return {
+      usage: this.usage(),
+      output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }],
+    };
+  }
+  getStreamedResponse(): AsyncIterable<never> {
+    throw new Error("not used");
+  }
+  /** What the runtime handed back to the model as the tool's output. */
+  toolOutput(): string {
+    return JSON.stringify(this.requests.at(-1)?.input ?? "");
+  }
+}
+
+export function defineAgentsSuite(agents: AgentsModule, label: string): void {
+  const open: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of open.splice(0).reverse()) await close().catch(() => {});
+  });
+
+  const model = (tool: string, args: Record<string, unknown>) => new ScriptedModel(() => new agents.Usage(), tool, args);
+  const runner = () => new agents.Runner({ tracingDisabled: true });
+  const agentWith = (server: unknown, m: ScriptedModel) =>
+    new agents.Agent({ name: "bot", instructions: "use the tool", model: m, mcpServers: [server] });
+
+  /** The v2 SDK stdio server (real): its `sleep` tool logs ABORTED on stderr when its signal fires. */
+  async function v2Stdio(options: { timeoutMs?: number } = {}) {
+    const stderr: string[] = [];
+    let transport: StdioClientTransport | undefined;
+    const server = new CancellableMCPServer({
+      name: "v2-stdio",
+      ...options,
+      create: () => {
+        transport = new StdioClientTransport({ command: process.execPath, args: [fixture("http/v2-stdio-server.mjs")], stderr: "pipe" });
+        transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
+        return { client: new Client({ name: "agents-test", version: "1.0.0" }), transport: stdioCancellation(transport) };
+      },
+    });
+    await server.connect();
+    open.push(() => server.close());
+    return { server, stderr: () => stderr.join(""), transport: () => transport! };
+  }
+
+  /** The raw scripted stdio peer: logs every line it reads (RECV ...) on stderr; `late` answers after a cancel. */
+  async function scripted(options: { timeoutMs?: number; errorFunction?: null } = {}) {
+    const { errorFunction, ...rest } = options;
+    const server = new CancellableMCPServerStdio({
+      command: process.execPath,
+      args: [fixture("scripted-server.mjs")],
+      env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
+      stderr: "pipe",
+      ...rest,
+      ...(errorFunction === null ? { agents: { errorFunction: null } } : {}),
+    });
+    await server.connect();
+    open.push(() => server.close());
+    const lines: string[] = [];
+    const transport = (server.client as unknown as { transport: { stderr: NodeJS.ReadableStream | null } }).transport;
+    transport.stderr?.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n")));
+    const received = () =>
+      lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
+    return { server, received };
+  }
+
+  describe(`OpenAI Agents JS (${label}): CancellableMCPServer driven by the Runner`, () => {
+    it("stdio: the run's abort reaches the server as one notifications/cancelled, its handler's signal fires, the run rejects with the signal's reason, nothing is retried", async () => {
+      const { server, stderr } = await v2Stdio();
+      const m = model("sleep", { ms: 5_000 });
+      const controller = new AbortController();
+      const reason = new Error("user pressed stop");
+      const running = runner().run(agentWith(server, m), "go", { signal: controller.signal });
+      // tools/list answered, then the tools/call is the one request in flight
+      expect(await eventually(() => server.records().length > 0 && server.pendingCount === 1, 5_000)).toBe(true);
+      const abortedAt = performance.now();
+      controller.abort(reason);
+      const error = await running.then(() => undefined, (e: unknown) => e);
+      expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
+      expect(error).toBe(reason); // the Agents runtime's abort, not a tool error handed to the model
+      expect(await eventually(() => /ABORTED /.test(stderr()), 5_000)).toBe(true);
+      const calls = server.records().filter((r) => r.method === "tools/call");
+      expect(calls).toHaveLength(1);
+      expect(calls[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } });
+      expect(m.requests).toHaveLength(1); // the model never saw a tool output
+      await sleep(200);
+      expect(server.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
+      expect(server.pendingCount).toBe(0);
+    });
+
+    it("the tool object's invoke: an abort rejects with exactly the signal's reason (the Agents test for an abort), never a tool error string", async () => {
+      const { server, stderr } = await v2Stdio();
+      const [tool] = (await agents.getAllMcpTools([server])).filter((t) => t.name === "sleep");
+      const controller = new AbortController();
+      const reason = new Error("run aborted");
+      const invoking = tool!.invoke(new agents.RunContext(), JSON.stringify({ ms: 5_000 }), { signal: controller.signal });
+      expect(await eventually(() => server.pendingCount === 1, 5_000)).toBe(true);
+      controller.abort(reason);
+      await expect(invoking).rejects.toBe(reason);
+      expect(await eventually(() => /ABORTED /.test(stderr()), 5_000)).toBe(true);
+      expect(server.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
+    });
+
+    it("stdio: our idle timeout fires at its bound where Agents sets none; the late result is discarded and recorded; the model gets the tool's error output", async () => {
+      const { server, received } = await scripted({ timeoutMs: 300 });
+      const m = model("late", { ms: 900 });
+      const result = await runner().run(agentWith(server, m), "go");
+      expect(result.finalOutput).toBe("done");
+      const [call] = server.records().filter((r) => r.method === "tools/call");
+      expect(call).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout", mechanism: "notification" }, outcome: "unverified" });
+      expect(call!.elapsedMs).toBeGreaterThanOrEqual(290);
+      expect(call!.elapsedMs).toBeLessThan(300 + SLACK_MS);
+      expect(m.toolOutput()).toMatch(/An error occurred while running the tool/); // its error function (0.20 redacts the details)
+      // The late result arrives after ~900 ms: dropped before the SDK, counted on the record.
+      expect(
+        await eventually(() => server.records().find((r) => r.method === "tools/call")?.outcome === "late-result-discarded", 3_000),
+      ).toBe(true);
+      const toolCalls = received().filter((m) => m.method === "tools/call");
+      expect(toolCalls).toHaveLength(1);
+      const cancels = received().filter((m) => m.method === "notifications/cancelled");
+      expect(cancels.map((c) => c.params?.requestId)).toEqual([toolCalls[0]!.id]);
+      expect(server.pendingCount).toBe(0);
+    });
+
+    it("stdio: with errorFunction null the timeout surfaces as the run's error (a CallTimeoutError), sent once", async () => {
+      const { server, received } = await scripted({ timeoutMs: 200, errorFunction: null });
+      const m = model("silent", {});
+      const error = await runner()
+        .run(agentWith(server, m), "go")
+        .then(() => undefined, (e: unknown) => e);
+      const chain: unknown[] = [];
+      // Agents wraps it in its ToolCallError (`.error`); older lines may use `cause`.
+      for (let e: unknown = error; e != null && chain.length < 5; e = (e as { error?: unknown; cause?: unknown }).error ?? (e as { cause?: unknown }).cause) {
+        chain.push(e);
+      }
+      expect((error as Error).name).toBe("ToolCallError");
+      expect(chain.some(isCallTimeoutError)).toBe(true);
+      await sleep(200);
+      expect(received().filter((m) => m.method === "tools/call")).toHaveLength(1);
+    });
+
+    for (const [era, start, clientOptions, mechanism] of [
+      ["2025 era, v1 stateful server", () => startV1({ stateful: true }), undefined, "notification+stream-close"],
+      ["2026-07-28, v2 server", () => startV2(), { versionNegotiation: { mode: { pin: "2026-07-28" } } }, "stream-close"],
+    ] as const) {
+      it(`Streamable HTTP (${era}): the run's abort closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
+        const http: TestServer = await start();
+        open.push(() => http.stop());
+        const server = new CancellableMCPServerStreamableHttp({ url: http.url, name: "http", ...(clientOptions ? { clientOptions } : {}) });
+        await server.connect();
+        open.push(() => server.close());
+        const m = model("slow", { ms: 5_000 });
+        const controller = new AbortController();
+        const running = runner().run(agentWith(server, m), "go", { signal: controller.signal });
+        expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
+        controller.abort();
+        const error = await running.then(() => undefined, (e: unknown) => e);
+        expect(error).toBe(controller.signal.reason);
+        expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+        expect(await eventually(() => seen(http, "tools/call")[0]?.close !== undefined, 3_000)).toBe(true);
+        expect(seen(http, "tools/call")[0]!.close!.writableFinished).toBe(false);
+        const [call] = server.records().filter((r) => r.method === "tools/call");
+        expect(call).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted", mechanism } });
+        await sleep(300);
+        expect(seen(http, "tools/call")).toHaveLength(1);
+        expect(server.pendingCount).toBe(0);
+        await server.close();
+        expect(await eventually(() => http.openResponses().length === 0, 3_000)).toBe(true); // no stream left open on the server
+      });
+    }
+
+    it("Streamable HTTP: a per-tool maximum total timeout fires at its bound; the tools/call is not sent again", async () => {
+      const http = await startV2();
+      open.push(() => http.stop());
+      const server = new CancellableMCPServerStreamableHttp({
+        url: http.url,
+        clientOptions: { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+        callOptions: (tool) => (tool === "slow" ? { maxTotalTimeoutMs: 300 } : undefined),
+      });
+      await server.connect();
+      open.push(() => server.close());
+      const m = model("slow", { ms: 5_000 });
+      await expect(runner().run(agentWith(server, m), "go")).resolves.toMatchObject({ finalOutput: "done" });
+      const [call] = server.records().filter((r) => r.method === "tools/call");
+      expect(call).toMatchObject({ cancel: { trigger: "max-total-timeout", mechanism: "stream-close" } });
+      expect(call!.elapsedMs).toBeLessThan(300 + SLACK_MS);
+      expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+      await sleep(300);
+      expect(seen(http, "tools/call")).toHaveLength(1);
+    });
+
+    it("close() and connect() again: a fresh client, records kept across both; the transport identity is the client's own", async () => {
+      const { server, transport } = await v2Stdio();
+      const first = server.client as unknown as { transport: unknown };
+      expect(first.transport).toBeDefined();
+      await server.listTools();
+      await server.close();
+      await expect(server.callTool("sleep", { ms: 1 })).rejects.toThrow(/not connected/);
+      await server.connect();
+      expect(server.client).not.toBe(first);
+      const content = await server.callTool("sleep", { ms: 1 });
+      expect(content).toMatchObject([{ type: "text", text: "slept 1" }]);
+      expect(server.records().map((r) => r.method)).toEqual(["tools/list", "tools/call"]);
+      expect(transport()).toBeDefined();
+    });
+  });
+}
