@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks } from "../core/cancellable-call.js";
+import { DeadlineQueue } from "../core/deadlines.js";
 import type { RunRecord } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
@@ -128,6 +129,9 @@ export function withCancellation<T extends TransportLike>(
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
   const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
   const clock = defaults.clock ?? monotonic;
+  const timers = defaults.timers ?? systemTimers;
+  // One timer for all of this client's pending calls (the nearest deadline), not one per call.
+  const deadlines = new DeadlineQueue(clock, timers);
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {
     ledger.put(key, next);
@@ -171,7 +175,8 @@ export function withCancellation<T extends TransportLike>(
       options: resolved,
       hooks,
       clock,
-      timers: defaults.timers ?? systemTimers,
+      timers,
+      deadlines,
     });
     call.start();
     // Not connected yet (or not through mcp.transport), or the connection is gone (the server
