@@ -7,8 +7,9 @@ import type { Anomaly } from "../types/options.js";
 import {
   CALL_MARKER,
   cancelledParamsSchema,
+  isPlainResponse,
+  isRequestId,
   progressParamsSchema,
-  requestIdSchema,
   responseSchema,
   type Message,
 } from "./messages.js";
@@ -344,12 +345,12 @@ export class Wire<T extends TransportLike> {
 
   /** Returns false when the response must not reach the SDK. */
   #onResponse(message: Message): boolean {
-    const parsed = requestIdSchema.safeParse(message.id);
-    if (!parsed.success) return true; // id null or malformed: the SDK reports it
-    const id = parsed.data;
+    const id = message.id;
+    if (!isRequestId(id)) return true; // id null or malformed: the SDK reports it
     const entry = this.#pending.get(id);
     if (entry !== undefined) {
-      if (entry.call !== null && !responseSchema.safeParse(message).success) {
+      // The common well-formed shape is recognised without zod; anything else is judged by it.
+      if (entry.call !== null && !isPlainResponse(message) && !responseSchema.safeParse(message).success) {
         // The SDK refuses this shape and will not settle its request: the call keeps its
         // timers and signal, and ends by them (the SDK reports the message to onerror).
         this.#anomaly({ kind: "invalid-message", message: `malformed response for request ${JSON.stringify(id)}`, requestId: id });

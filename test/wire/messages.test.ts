@@ -1,0 +1,59 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { isPlainResponse, isRequestId, requestIdSchema, responseSchema } from "../../src/wire/messages.js";
+
+// The wire recognises well-formed responses without zod (the per-response path); zod stays the
+// judge of everything else. The fast checks must never call a message well-formed that zod
+// refuses, and must agree with zod on request ids.
+
+const RUNS = Number(process.env.FC_RUNS_MESSAGES ?? 5_000);
+
+const id = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.constant(null), fc.constant(undefined), fc.boolean(), fc.constant(2 ** 60));
+const loose = fc.oneof(fc.anything(), fc.dictionary(fc.string(), fc.anything()), fc.array(fc.anything()), fc.constant(undefined));
+const response = fc.record(
+  {
+    jsonrpc: fc.oneof(fc.constant("2.0"), fc.constant("1.0"), fc.anything()),
+    id,
+    result: loose,
+    error: fc.oneof(
+      loose,
+      fc.record({ code: fc.oneof(fc.integer(), fc.double(), fc.string()), message: fc.oneof(fc.string(), fc.anything()) }, { requiredKeys: [] }),
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+describe("fast response checks agree with the zod schemas", () => {
+  it(`isRequestId is requestIdSchema (${RUNS} runs)`, () => {
+    fc.assert(
+      fc.property(fc.oneof(id, fc.anything()), (value) => {
+        expect(isRequestId(value)).toBe(requestIdSchema.safeParse(value).success);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it(`isPlainResponse(m) implies responseSchema accepts m (${RUNS} runs)`, () => {
+    let plain = 0;
+    fc.assert(
+      fc.property(response, (message) => {
+        if (isPlainResponse(message)) {
+          plain++;
+          expect(responseSchema.safeParse(message).success).toBe(true);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+    expect(plain).toBeGreaterThan(0);
+  });
+
+  it("recognises the shapes SDKs send, and leaves odd ones to zod", () => {
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: { content: [] } })).toBe(true);
+    expect(isPlainResponse({ jsonrpc: "2.0", id: "a", error: { code: -32602, message: "Invalid params", data: 1 } })).toBe(true);
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: [] })).toBe(false);
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: {}, error: { code: 1, message: "x" } })).toBe(false);
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1.5, result: {} })).toBe(false);
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1, error: { code: 1.5, message: "x" } })).toBe(false);
+    expect(isPlainResponse({ id: 1, result: {} })).toBe(false);
+  });
+});
