@@ -143,6 +143,10 @@ export function withCancellation<T extends TransportLike>(
       }
     }
   };
+  // A call made without options gets these, resolved once (the options are never mutated).
+  const plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
+  // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
+  const cancelHook: CallHooks["cancel"] = (call, reason) => wire.cancel(call, reason);
   const recorder =
     (key: number) =>
     (next: RunRecord): void =>
@@ -159,11 +163,10 @@ export function withCancellation<T extends TransportLike>(
     options: CallOptions | undefined,
     invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
   ): Promise<R> {
-    const resolved = resolveCallOptions(defaults, options);
+    const resolved = options === undefined ? plainOptions : resolveCallOptions(defaults, options);
     const key = ++callNumber;
     const hooks: CallHooks = {
-      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: (call, reason) => wire.cancel(call, reason),
+      cancel: cancelHook,
       settled: (call) => wire.settled(call, key),
       // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
       // and a closure made here would keep this whole scope (params, call, controller) alive.

@@ -22,8 +22,6 @@ interface Entry {
 
 type Handler = ((...args: never[]) => void) | undefined;
 
-const INTERCEPTED = new Set<PropertyKey>(["send", "start", "onmessage", "onclose", "onerror"]);
-
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
 
@@ -69,7 +67,9 @@ export class Wire<T extends TransportLike> {
   #open = false;
   readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
   readonly #bound = new Map<PropertyKey, unknown>();
-  readonly #overrides = new Map<PropertyKey, unknown>();
+  /** What the SDK set as `send` / `start` on the decorated transport (v2's version probe patches `start`). */
+  #sendOverride: unknown = undefined;
+  #startOverride: unknown = undefined;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
 
@@ -104,9 +104,9 @@ export class Wire<T extends TransportLike> {
       get: (target, property) => {
         switch (property) {
           case "send":
-            return this.#overrides.get(property) ?? this.#send;
+            return this.#sendOverride ?? this.#send;
           case "start":
-            return this.#overrides.get(property) ?? this.#start;
+            return this.#startOverride ?? this.#start;
           case "onmessage":
           case "onclose":
           case "onerror":
@@ -128,8 +128,12 @@ export class Wire<T extends TransportLike> {
         }
         // v2's version probe patches `start` once (wrapping the one it read from us): keep the
         // patch on the decorator, so the wire stays in the path.
-        if (INTERCEPTED.has(property)) {
-          this.#overrides.set(property, value);
+        if (property === "send") {
+          this.#sendOverride = value;
+          return true;
+        }
+        if (property === "start") {
+          this.#startOverride = value;
           return true;
         }
         return Reflect.set(target, property, value, target);
@@ -202,7 +206,14 @@ export class Wire<T extends TransportLike> {
     const id = call.requestId;
     if (id === null) return;
     const entry = this.#pending.get(id);
-    if (entry?.call === call) this.#forget(id, entry);
+    if (entry?.call === call) {
+      this.#forget(id, entry);
+      // Failed with no response seen and no cancel: the SDK rejected the request itself, which
+      // (its send failed) v1 does while keeping the id's response handler forever. End it now:
+      // the SDK's rejection has reached the call, so its catch has run. (A cancelled call was
+      // released at its cancel; v2 removes the handler itself.)
+      if (this.#releaseFailedSends && call.record?.status === "failed") this.#releaseSdk(id);
+    }
     const sink = call.settledRecord ?? call;
     if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
@@ -292,19 +303,9 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.#forward(message, options);
-    if (call === null) {
-      sending.catch(() => this.#dropRaw(id)); // the SDK's own request got no response: forget it
-    } else if (this.#releaseFailedSends) {
-      // v1 keeps the handler of a failed send: end it once the SDK's own rejection reached the
-      // call (the SDK's catch runs before this microtask). A cancelled call was released at its
-      // cancel already (our own abort is what made this send fail).
-      const failed = call;
-      sending.catch(() =>
-        queueMicrotask(() => {
-          if (failed.record?.status !== "cancelled") this.#releaseSdk(id);
-        }),
-      );
-    }
+    // The SDK's own request got no response: forget it. (A call's failed send is handled when
+    // the call settles: see settled().)
+    if (call === null) sending.catch(() => this.#dropRaw(id));
     return sending;
   };
 
