@@ -17,6 +17,7 @@ import {
 import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";
+import { sdkWaitDropper } from "./sdk-wait.js";
 
 /** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
 export interface ClientLike {
@@ -127,7 +128,7 @@ export function withCancellation<T extends TransportLike>(
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
-  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2);
+  const wire = new Wire(adapter, defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES, defaults.onAnomaly, !v2, sdkWaitDropper(client));
   const clock = defaults.clock ?? monotonic;
   const timers = defaults.timers ?? systemTimers;
   // One timer for all of this client's pending calls (the nearest deadline), not one per call.

@@ -75,18 +75,23 @@ export class Wire<T extends TransportLike> {
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
+  readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
 
   /**
    * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
    *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
+   * @param dropSdkWait ends the SDK's wait for a request id directly (see `sdkWaitDropper`);
+   *   returns false when it could not, and the wire then hands the SDK a local error response.
    */
   constructor(
     adapter: CancellationAdapter<T>,
     maxTombstones: number,
     onAnomaly?: (anomaly: Anomaly) => void,
     releaseFailedSends = false,
+    dropSdkWait?: (id: RequestId) => boolean,
   ) {
     this.#releaseFailedSends = releaseFailedSends;
+    this.#dropSdkWait = dropSdkWait;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -182,6 +187,7 @@ export class Wire<T extends TransportLike> {
    * timer for the id as for any answered request. The facade ignores the SDK's rejection.
    */
   #releaseSdk(id: RequestId): void {
+    if (this.#dropSdkWait?.(id) === true) return;
     // The SDK turns this into an McpError that nobody sees: no stack to capture for it (about
     // 15-20 us per cancel on Node 20).
     const { stackTraceLimit } = Error;
