@@ -197,7 +197,8 @@ function noop(): void {}
 
 /** The JSON-RPC id of a single request body (a string), or `undefined` (notification, response, batch). */
 function requestIdOf(body: unknown): RequestId | undefined {
-  if (typeof body !== "string") return undefined;
+  // A body without `"id"` anywhere is no request (a notification, such as a cancel): no parse.
+  if (typeof body !== "string" || !body.includes('"id"')) return undefined;
   let message: unknown;
   try {
     message = JSON.parse(body);
@@ -213,12 +214,17 @@ function requestIdOf(body: unknown): RequestId | undefined {
 export const DEFAULT_DISPATCHER_TIMEOUTS_MS = { headersTimeout: 0, bodyTimeout: 0 } as const;
 
 let undici: Promise<FetchLike | undefined> | undefined;
+/** The fetch `undici` resolved to, once loaded: later requests go out without waiting a tick on the promise. */
+let loaded: FetchLike | undefined;
 
 /** undici's fetch with header and body timeouts off, loaded on first use; the global fetch where undici is missing. */
-const defaultFetch: FetchLike = async (url, init) => {
+const defaultFetch: FetchLike = (url, init) => {
+  if (loaded !== undefined) return loaded(url, init);
   undici ??= loadUndici();
-  const fetch = await undici;
-  return fetch === undefined ? globalThis.fetch(url, init) : fetch(url, init);
+  return undici.then((fetch) => {
+    loaded = fetch ?? ((u, i) => globalThis.fetch(u, i));
+    return loaded(url, init);
+  });
 };
 
 async function loadUndici(): Promise<FetchLike | undefined> {
