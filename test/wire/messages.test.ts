@@ -57,3 +57,27 @@ describe("fast response checks agree with the zod schemas", () => {
     expect(isPlainResponse({ id: 1, result: {} })).toBe(false);
   });
 });
+
+describe("call options holding only a signal skip the zod parse", () => {
+  it(`isSignalOnly(o) implies the call options schema accepts o (${RUNS} runs)`, async () => {
+    const { isSignalOnly, callOptionsSchema, parseOptions } = await import("../../src/types/options.js");
+    const value = fc.oneof(fc.constant(new AbortController().signal), fc.constant(undefined), fc.anything());
+    const optionsArb = fc.oneof(fc.dictionary(fc.constantFrom("signal", "timeoutMs", "reason", "other"), value), fc.anything());
+    let fast = 0;
+    fc.assert(
+      fc.property(optionsArb, (options) => {
+        if (!isSignalOnly(options)) return;
+        fast++;
+        // The schema accepts it: the fast path only skips work.
+        expect(() => parseOptions(callOptionsSchema, options, "call options")).not.toThrow();
+      }),
+      { numRuns: RUNS },
+    );
+    expect(fast).toBeGreaterThan(0);
+    expect(isSignalOnly({ signal: new AbortController().signal })).toBe(true);
+    expect(isSignalOnly({ signal: { aborted: false } })).toBe(false);
+    expect(isSignalOnly({ signal: new AbortController().signal, timeoutMs: 5 })).toBe(false);
+    expect(isSignalOnly([])).toBe(false);
+    expect(isSignalOnly(5)).toBe(false);
+  });
+});
