@@ -1,7 +1,7 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Bench } from "tinybench";
 import { cpuMeter } from "./lib/cpu.js";
-import { inMemoryServer } from "./lib/servers.js";
+import { LINE_LABEL, openLine } from "./lib/lines.js";
+import type { Line } from "./lib/lines.js";
 import type { Subject } from "./lib/subject.js";
 import { median, round, summarize } from "./lib/stats.js";
 
@@ -29,6 +29,8 @@ export interface VariantStats {
 }
 
 export interface OverheadResult {
+  /** The SDK line measured (raw and wrapped alike). */
+  line: Line;
   method: string;
   sequential: {
     calls: number;
@@ -64,17 +66,6 @@ export interface OverheadResult {
   };
 }
 
-const ECHO = { name: "echo", arguments: {} };
-
-async function clients(withCancellation: Subject["root"]["withCancellation"]) {
-  const raw = new Client({ name: "bench-raw", version: "1.0.0" });
-  await raw.connect((await inMemoryServer()).transport);
-  const wrappedClient = new Client({ name: "bench-wrapped", version: "1.0.0" });
-  const mcp = withCancellation(wrappedClient, (await inMemoryServer()).transport);
-  await wrappedClient.connect(mcp.transport);
-  return { raw, wrappedClient, mcp };
-}
-
 type Side = "raw" | "wrapped" | "harness";
 
 /** One tinybench run of the given tasks; returns wall samples (ms) and CPU µs per iteration by side. */
@@ -103,10 +94,16 @@ async function round1(
  * the SDK's `InMemoryTransport` to its own v1 `McpServer` with a trivial tool, measured with
  * tinybench (one sample = one awaited call), in rounds whose order alternates.
  */
-export async function runOverhead(plan: OverheadPlan, subject: Subject, log: (line: string) => void): Promise<OverheadResult> {
-  const { raw, wrappedClient, mcp } = await clients(subject.root.withCancellation);
-  const callRaw = () => raw.callTool(ECHO);
-  const callWrapped = () => mcp.callTool(ECHO);
+export async function runOverhead(
+  plan: OverheadPlan,
+  subject: Subject,
+  log: (line: string) => void,
+  line: Line = "v1",
+): Promise<OverheadResult> {
+  const raw = await openLine(line, null, false);
+  const mcp = await openLine(line, subject.root.withCancellation, false);
+  const callRaw = () => raw.call("echo");
+  const callWrapped = () => mcp.call("echo");
   const net = (w: number, r: number, h: number): number => (w - h) / (r - h);
 
   // --- sequential ---
@@ -136,7 +133,7 @@ export async function runOverhead(plan: OverheadPlan, subject: Subject, log: (li
     wallDiffs.push((ww.mean - rw.mean) * 1_000);
     cpuDiffs.push(ww.cpuUs - rw.cpuUs);
   }
-  log(`  sequential: net ratio ${round4(median(roundRatios))} wall, ${round4(median(cpuRatios))} CPU (rounds ${Math.min(...roundRatios)}..${Math.max(...roundRatios)})`);
+  log(`  ${line} sequential: net ratio ${round4(median(roundRatios))} wall, ${round4(median(cpuRatios))} CPU (rounds ${Math.min(...roundRatios)}..${Math.max(...roundRatios)})`);
   const us = (xs: number[]) => summarize(xs.map((ms) => ms * 1_000));
   const rawStats = us(pooled.raw);
   const wrappedStats = us(pooled.wrapped);
@@ -164,15 +161,17 @@ export async function runOverhead(plan: OverheadPlan, subject: Subject, log: (li
     concurrentRatios.push(round4(ww.mean / rw.mean));
     concurrentCpuRatios.push(ww.cpuUs / rw.cpuUs);
   }
-  log(`  concurrent: ratio ${round4(median(concurrentRatios))} wall, ${round4(median(concurrentCpuRatios))} CPU`);
+  log(`  ${line} concurrent: ratio ${round4(median(concurrentRatios))} wall, ${round4(median(concurrentCpuRatios))} CPU`);
 
-  if (mcp.pendingCount !== 0) throw new Error(`overhead: ${mcp.pendingCount} calls left pending`);
+  const left = mcp.counts().pending;
+  if (left !== 0) throw new Error(`overhead: ${left} calls left pending`);
   await raw.close();
-  await wrappedClient.close();
+  await mcp.close();
 
   return {
+    line,
     method:
-      "tinybench, one sample = one awaited callTool; the raw v1 Client and the wrapped Client each over InMemoryTransport to its own v1 McpServer " +
+      `tinybench, one sample = one awaited callTool; ${LINE_LABEL[line]}: the raw Client and the wrapped Client each over the SDK's InMemoryTransport to its own McpServer ` +
       `(tool \`echo\`), in the same process; ${plan.rounds} sequential rounds of ${perRound} calls per side, order alternating (ABBA); ` +
       "ratios are medians over rounds, net of tinybench's per-sample cost (an empty async task); CPU = process.cpuUsage() around each measured phase",
     sequential: {

@@ -14,6 +14,11 @@ export interface Target {
   target: string;
   value: string;
   met: boolean | null;
+  /** The raw SDK's figure and ours, as measured in this run (for the table). */
+  raw: string;
+  wrapped: string;
+  /** ours / raw where the target is a ratio, else null. */
+  ratio: number | null;
 }
 
 /** Everything a run produces: written to bench/results.json, rendered to results.md and the chart. */
@@ -24,6 +29,10 @@ export interface Results {
   durationS: number;
   targets: Target[];
   overhead: OverheadResult;
+  /** The same measured on the v2 SDK, legacy era and pinned to 2026-07-28. */
+  overheadV2: { legacy: OverheadResult; modern: OverheadResult };
+  /** os.loadavg() when the run started and ended (the machine is shared). */
+  load: { start: number[]; end: number[] };
   profile: { raw: ProfileBreakdown; wrapped: ProfileBreakdown } | null;
   stdio: StdioResult;
   http: HttpResult;
@@ -36,70 +45,150 @@ const fmt = (value: number | null | undefined, unit = ""): string =>
 
 const mark = (met: boolean | null): string => (met === null ? "not measured" : met ? "met" : "**missed**");
 
-/** Judges the targets of issue 5 against a run's numbers. */
+const ratioText = (value: number | null | undefined): string => (value === null || value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(3));
+
+/** A target held to a ratio: `met` is null when either side is missing. */
+function ratioTarget(name: string, target: string, limit: number, ratio: number | null, detail: string, raw: string, wrapped: string): Target {
+  const ok = ratio !== null && Number.isFinite(ratio);
+  return { name, target, value: `${ratioText(ratio)}× (${detail})`, met: ok ? ratio <= limit : null, raw, wrapped, ratio: ok ? Math.round(ratio * 1_000) / 1_000 : null };
+}
+
+/** Judges the targets of issue 12 (each a ratio to the raw SDK in the same run) against a run's numbers. */
 export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
-  const seq = r.overhead.sequential;
   const http = r.http;
   const fetchHttp = http.fetch.close?.p50 ?? null;
-  const httpTarget = (name: string, side: HttpSide | null, extra: string): Target => {
-    const ours = side?.close?.p50 ?? null;
-    const ratio = ours !== null && fetchHttp !== null ? ours / fetchHttp : null;
-    return {
-      name,
-      target: "median ≤ 1.5 × bare fetch abort",
-      value:
-        ratio === null
-          ? `ours not measured (${http.oursMissing ?? "no close observed"}); floor ${fmt(fetchHttp)} ms`
-          : `${ratio.toFixed(2)}× (${fmt(ours)} vs ${fmt(fetchHttp)} ms)${extra}`,
-      met: ratio === null ? null : ratio <= 1.5,
-    };
-  };
-  const c = r.scale.concurrent.ours;
-  const s = r.scale.sequence;
-  const leftovers =
-    c.pendingAfter === 0 && c.listenersLeftOnSignal === 0 && Object.keys(c.resourcesLeft).length === 0;
-  return [
-    {
-      name: "per-call overhead, sequential",
-      target: "wrapped/raw ≤ 1.05",
-      value: `${seq.ratioNet} wall, ${seq.cpuRatioNet} CPU (${fmt(seq.wrapped.meanUs)} vs ${fmt(seq.raw.meanUs)} µs, +${fmt(seq.overheadUs)} µs per call)`,
-      met: seq.ratioNet <= 1.05,
-    },
-    {
-      name: "cancel latency, stdio",
-      target: "median < 2 ms",
-      value: `${fmt(r.stdio.ours.read.p50)} ms (raw SDK ${fmt(r.stdio.raw.read.p50)} ms)`,
-      met: r.stdio.ours.read.p50 < 2,
-    },
-    httpTarget(
-      "cancel latency, Streamable HTTP 2026-07-28 (v2 SDK pinned)",
-      http.oursModern,
-      `; raw v2 SDK ${fmt(http.rawModern?.close?.p50)} ms`,
-    ),
-    httpTarget(
-      "cancel latency, Streamable HTTP 2025 era (v1 SDK)",
-      http.ours,
-      `; the notification reached the server at p50 ${fmt(http.ours?.notified?.p50)} ms and the stream closes after its 202 (rule 40); raw v1 SDK: ${http.raw.openAtCap}/${http.calls} streams still open at ${http.capMs} ms`,
-    ),
-    {
-      name: "maximum-timeout precision",
-      target: "median lateness < 5 ms",
-      value: `+${fmt(r.maxTimeout.ours.lateness.p50)} ms (raw SDK +${fmt(r.maxTimeout.raw.lateness.p50)} ms)`,
-      met: r.maxTimeout.ours.lateness.p50 < 5,
-    },
-    {
-      name: `${c.calls.toLocaleString("en-US")} pending calls cancelled at once`,
-      target: "nothing left afterwards",
-      value: `pending ${c.pendingAfter}, listeners ${c.listenersLeftOnSignal}, resources ${JSON.stringify(c.resourcesLeft)}; settled in ${fmt(c.settleAllMs)} ms`,
-      met: leftovers,
-    },
-    {
-      name: `${s.calls.toLocaleString("en-US")} calls cancelled in sequence`,
-      target: "tombstones ≤ maxTombstones, heap flat",
-      value: `max ${s.tombstonesMax} tombstones (cap ${s.maxTombstones}); heap ${fmt(s.growthAfterFullMB, " MB")} after the table filled`,
-      met: s.tombstonesMax <= s.maxTombstones && Math.abs(s.growthAfterFullMB) <= 2 && s.pendingAfter === 0,
-    },
+  const overheads: Array<[string, OverheadResult]> = [
+    ["v1", r.overhead],
+    ["v2 legacy", r.overheadV2.legacy],
+    ["v2 pinned 2026-07-28", r.overheadV2.modern],
   ];
+  const targets: Target[] = [];
+  for (const [label, o] of overheads) {
+    targets.push(
+      ratioTarget(
+        `per-call overhead, sequential, ${label}`,
+        "wrapped/raw ≤ 1.10 (wall, net of the harness)",
+        1.1,
+        o.sequential.ratioNet,
+        `CPU ${o.sequential.cpuRatioNet}×; +${fmt(o.sequential.overheadUs)} µs wall, +${fmt(o.sequential.cpuOverheadUs)} µs CPU per call`,
+        `${fmt(o.sequential.raw.meanUs)} µs (CPU ${fmt(o.sequential.raw.cpuUs)})`,
+        `${fmt(o.sequential.wrapped.meanUs)} µs (CPU ${fmt(o.sequential.wrapped.cpuUs)})`,
+      ),
+      ratioTarget(
+        `per-call overhead, ${o.concurrent.batch.toLocaleString("en-US")} in flight, ${label}`,
+        "wrapped/raw ≤ 1.15 (wall)",
+        1.15,
+        o.concurrent.ratio,
+        `CPU ${o.concurrent.cpuRatio}×`,
+        `${fmt(o.concurrent.rawUsPerCall)} µs (CPU ${fmt(o.concurrent.rawCpuUsPerCall)})`,
+        `${fmt(o.concurrent.wrappedUsPerCall)} µs (CPU ${fmt(o.concurrent.wrappedCpuUsPerCall)})`,
+      ),
+    );
+  }
+  const lines = r.scale.lines;
+  const v1 = lines.v1.concurrent;
+  targets.push(
+    ratioTarget(
+      `${v1.ours.calls.toLocaleString("en-US")} pending calls aborted at once: all settled (v1)`,
+      "≤ 1.0 × raw v1 time",
+      1.0,
+      v1.ours.settleAllMs / v1.raw.settleAllMs,
+      `v2 legacy ${ratioText(lines["v2-legacy"].concurrent.ours.settleAllMs / lines["v2-legacy"].concurrent.raw.settleAllMs)}×, v2 2026 ${ratioText(lines["v2-2026"].concurrent.ours.settleAllMs / lines["v2-2026"].concurrent.raw.settleAllMs)}×; nothing left: pending ${v1.ours.pendingAfter}, listeners ${v1.ours.listenersLeftOnSignal}, resources ${JSON.stringify(v1.ours.resourcesLeft)}`,
+      `${fmt(v1.raw.settleAllMs)} ms`,
+      `${fmt(v1.ours.settleAllMs)} ms`,
+    ),
+  );
+  for (const [line, label] of [["v1", "v1"], ["v2-legacy", "v2 legacy"], ["v2-2026", "v2 pinned 2026-07-28"]] as const) {
+    const t = lines[line].timeouts;
+    targets.push({
+      name: `${t.ours.calls.toLocaleString("en-US")} pending calls timing out together (silent peer), ${label}`,
+      target: "the last settles ≤ 50 ms after its deadline",
+      value: `last +${fmt(t.ours.latenessMaxMs)} ms, p50 +${fmt(t.ours.latenessP50Ms)} ms, ${t.ours.early} early (raw SDK: last +${fmt(t.raw.latenessMaxMs)} ms, p50 +${fmt(t.raw.latenessP50Ms)} ms)`,
+      met: t.ours.latenessMaxMs <= 50 && t.ours.early === 0,
+      raw: `+${fmt(t.raw.latenessMaxMs)} ms`,
+      wrapped: `+${fmt(t.ours.latenessMaxMs)} ms`,
+      ratio: null,
+    });
+  }
+  for (const [line, label] of [["v1", "v1"], ["v2-legacy", "v2 legacy"], ["v2-2026", "v2 pinned 2026-07-28"]] as const) {
+    const c = lines[line].concurrent;
+    const extra = c.ours.heapPerPendingCallBytes - c.raw.heapPerPendingCallBytes;
+    const timersOurs = c.ours.resourcesWhilePending.Timeout ?? 0;
+    const timersRaw = c.raw.resourcesWhilePending.Timeout ?? 0;
+    targets.push({
+      name: `heap and timers per pending call, ${label}`,
+      target: "heap ≤ raw + 512 B; timers ≤ raw's count (+ the client's one shared timer)",
+      value: `heap ${fmt(c.ours.heapPerPendingCallBytes)} vs ${fmt(c.raw.heapPerPendingCallBytes)} B (${extra >= 0 ? "+" : ""}${extra} B); timers ${timersOurs} vs ${timersRaw} for ${c.ours.calls.toLocaleString("en-US")} calls`,
+      met: extra <= 512 && timersOurs <= timersRaw + 1,
+      raw: `${fmt(c.raw.heapPerPendingCallBytes)} B, ${timersRaw} timers`,
+      wrapped: `${fmt(c.ours.heapPerPendingCallBytes)} B, ${timersOurs} timers`,
+      ratio: Math.round((c.ours.heapPerPendingCallBytes / c.raw.heapPerPendingCallBytes) * 1_000) / 1_000,
+    });
+  }
+  const s = r.scale.sequence;
+  const seqV1 = lines.v1.cancelSequence;
+  targets.push(
+    {
+      ...ratioTarget(
+        `${s.calls.toLocaleString("en-US")} calls cancelled in sequence (v1)`,
+        "≤ 1.2 × raw per call; tombstones and heap flat",
+        1.2,
+        seqV1.ratio,
+        `alternating chunks of ${seqV1.calls.toLocaleString("en-US")} calls: ${fmt(seqV1.oursUs)} vs ${fmt(seqV1.rawUs)} µs, CPU ${seqV1.cpuRatio}×; v2 legacy ${lines["v2-legacy"].cancelSequence.ratio}×, v2 2026 ${lines["v2-2026"].cancelSequence.ratio}×; the long run ${fmt(s.usPerCancelledCall)} µs per call, max ${s.tombstonesMax} tombstones (cap ${s.maxTombstones}), heap ${fmt(s.growthAfterFullMB)} MB after the table filled`,
+        `${fmt(seqV1.rawUs)} µs`,
+        `${fmt(seqV1.oursUs)} µs`,
+      ),
+    },
+  );
+  const seqTarget = targets[targets.length - 1]!;
+  const flat = s.tombstonesMax <= s.maxTombstones && Math.abs(s.growthAfterFullMB) <= 2 && s.pendingAfter === 0;
+  if (seqTarget.met !== null) seqTarget.met = seqTarget.met && flat;
+  const st = r.stdio;
+  targets.push(
+    ratioTarget("stdio cancel latency, median", "≤ 1.1 × raw v1", 1.1, st.ours.read.p50 / st.raw.read.p50, `${fmt(st.ours.read.p50)} vs ${fmt(st.raw.read.p50)} ms`, `${fmt(st.raw.read.p50)} ms`, `${fmt(st.ours.read.p50)} ms`),
+    ratioTarget("stdio cancel latency, p99", "≤ 1.5 × raw v1", 1.5, st.ours.read.p99 / st.raw.read.p99, `${fmt(st.ours.read.p99)} vs ${fmt(st.raw.read.p99)} ms`, `${fmt(st.raw.read.p99)} ms`, `${fmt(st.ours.read.p99)} ms`),
+  );
+  const oursNotified = http.ours?.notified?.p50 ?? null;
+  const rawNotified = http.raw.notified?.p50 ?? null;
+  targets.push(
+    ratioTarget(
+      "2025-era HTTP (v1, stateful server): the notification reaches the server",
+      "≤ 1.1 × raw v1",
+      1.1,
+      oursNotified !== null && rawNotified !== null ? oursNotified / rawNotified : null,
+      `${fmt(oursNotified)} vs ${fmt(rawNotified)} ms (median); the stateless server is not part of this bench`,
+      `${fmt(rawNotified)} ms`,
+      `${fmt(oursNotified)} ms`,
+    ),
+    ratioTarget(
+      "2025-era HTTP (v1): abort → the request's stream closed",
+      "≤ 2 × bare fetch abort (raw v1 never closes it)",
+      2,
+      http.ours?.close?.p50 !== undefined && fetchHttp !== null ? http.ours.close.p50 / fetchHttp : null,
+      `${fmt(http.ours?.close?.p50)} vs floor ${fmt(fetchHttp)} ms; the stream closes once the notification's POST is answered (rule 40); raw v1: ${http.raw.openAtCap}/${http.calls} streams still open at ${http.capMs} ms`,
+      "never",
+      `${fmt(http.ours?.close?.p50)} ms`,
+    ),
+    ratioTarget(
+      "2026-07-28 HTTP (v2 pinned): abort → the stream closed",
+      "≤ 1.1 × raw v2 pinned",
+      1.1,
+      http.oursModern?.close?.p50 !== undefined && http.rawModern?.close?.p50 !== undefined ? http.oursModern.close.p50 / http.rawModern.close.p50 : null,
+      `${fmt(http.oursModern?.close?.p50)} vs ${fmt(http.rawModern?.close?.p50)} ms; bare fetch abort ${fmt(fetchHttp)} ms`,
+      `${fmt(http.rawModern?.close?.p50)} ms`,
+      `${fmt(http.oursModern?.close?.p50)} ms`,
+    ),
+    {
+      name: "maximum-timeout lateness, median",
+      target: "≤ 2 ms",
+      value: `+${fmt(r.maxTimeout.ours.lateness.p50)} ms (raw v1 SDK +${fmt(r.maxTimeout.raw.lateness.p50)} ms, bare setTimeout +${fmt(r.maxTimeout.timerFloor.lateness.p50)} ms)`,
+      met: r.maxTimeout.ours.lateness.p50 <= 2,
+      raw: `+${fmt(r.maxTimeout.raw.lateness.p50)} ms`,
+      wrapped: `+${fmt(r.maxTimeout.ours.lateness.p50)} ms`,
+      ratio: null,
+    },
+  );
+  return targets;
 }
 
 function row(cells: Array<string | number>): string {
@@ -138,9 +227,11 @@ export function markdown(r: Results): string {
     "",
     "## Targets",
     "",
-    row(["what", "target", "this run", "verdict"]),
-    row(["---", "---", "---", "---"]),
-    ...r.targets.map((t) => row([t.name, t.target, t.value, mark(t.met)])),
+    `Load average (1, 5, 15 min) at the start ${r.load.start.map((x) => x.toFixed(2)).join(", ")}, at the end ${r.load.end.map((x) => x.toFixed(2)).join(", ")} on ${r.machine.cores} cores: wall-time ratios are noisy at this load; CPU ratios are given beside them.`,
+    "",
+    row(["what", "target", "raw", "wrapped", "ratio", "verdict", "details"]),
+    row(["---", "---", "---:", "---:", "---:", "---", "---"]),
+    ...r.targets.map((t) => row([t.name, t.target, t.raw, t.wrapped, t.ratio === null ? "—" : t.ratio.toFixed(3), mark(t.met), t.value])),
     "",
     "## 1. Per-call overhead (in-memory transport, trivial tool)",
     "",
@@ -186,6 +277,26 @@ export function markdown(r: Results): string {
     `Method: ${o.method}. tinybench's own cost per sample: ${fmt(o.sequential.harnessUs)} µs wall, ${fmt(o.sequential.harnessCpuUs)} µs CPU.`,
     "",
   ];
+  lines.push(
+    "### Every SDK line, raw beside wrapped",
+    "",
+    "Each line in its own process phase, raw and wrapped alternating (ABBA); wall ratios net of the harness, CPU from `process.cpuUsage()`.",
+    "",
+    row(["line", "sequential raw", "wrapped", "ratio wall / CPU", "in flight raw", "wrapped", "ratio wall / CPU"]),
+    row(["---", "---:", "---:", "---:", "---:", "---:", "---:"]),
+    ...([["v1 SDK", r.overhead], ["v2 SDK, legacy era", r.overheadV2.legacy], ["v2 SDK pinned 2026-07-28", r.overheadV2.modern]] as const).map(([label, x]) =>
+      row([
+        `${label} (${x.sequential.calls.toLocaleString("en-US")} calls; ${x.concurrent.batch} in flight)`,
+        `${fmt(x.sequential.raw.meanUs)} µs / CPU ${fmt(x.sequential.raw.cpuUs)}`,
+        `${fmt(x.sequential.wrapped.meanUs)} µs / CPU ${fmt(x.sequential.wrapped.cpuUs)}`,
+        `${x.sequential.ratioNet} / ${x.sequential.cpuRatioNet}`,
+        `${fmt(x.concurrent.rawUsPerCall)} µs / CPU ${fmt(x.concurrent.rawCpuUsPerCall)}`,
+        `${fmt(x.concurrent.wrappedUsPerCall)} µs / CPU ${fmt(x.concurrent.wrappedCpuUsPerCall)}`,
+        `${x.concurrent.ratio} / ${x.concurrent.cpuRatio}`,
+      ]),
+    ),
+    "",
+  );
   if (r.profile !== null) {
     const top = Object.entries(r.profile.wrapped.owners).slice(0, 15);
     lines.push(
@@ -259,6 +370,24 @@ export function markdown(r: Results): string {
     row(["abort listeners left on the shared signal", cOurs.listenersLeftOnSignal, cRaw.listenersLeftOnSignal]),
     row(["pending / tombstones / records afterwards", `${cOurs.pendingAfter} / ${cOurs.tombstonesAfter} / ${cOurs.recordsAfter}`, "—"]),
     row(["notifications/cancelled sent", cOurs.cancelsSent, cRaw.cancelsSent]),
+    "",
+    "### Every SDK line: cancel all at once, timeouts together, cancels in sequence",
+    "",
+    row(["line", "aborted at once: all settled, raw / ours", "heap per pending call, raw / ours", "timers while pending, raw / ours", "timeouts together: last settles after its deadline, raw / ours", "cancelled in sequence, per call, raw / ours (ratio wall, CPU)"]),
+    row(["---", "---:", "---:", "---:", "---:", "---:"]),
+    ...(["v1", "v2-legacy", "v2-2026"] as const).map((line) => {
+      const x = r.scale.lines[line];
+      return row([
+        line,
+        `${fmt(x.concurrent.raw.settleAllMs)} / ${fmt(x.concurrent.ours.settleAllMs)} ms`,
+        `${fmt(x.concurrent.raw.heapPerPendingCallBytes)} / ${fmt(x.concurrent.ours.heapPerPendingCallBytes)} B`,
+        `${x.concurrent.raw.resourcesWhilePending.Timeout ?? 0} / ${x.concurrent.ours.resourcesWhilePending.Timeout ?? 0}`,
+        `+${fmt(x.timeouts.raw.latenessMaxMs)} / +${fmt(x.timeouts.ours.latenessMaxMs)} ms (${x.timeouts.ours.calls.toLocaleString("en-US")} calls of ${x.timeouts.ours.timeoutMs} ms, made over ${fmt(x.timeouts.ours.spreadMs)} ms)`,
+        `${fmt(x.cancelSequence.rawUs)} / ${fmt(x.cancelSequence.oursUs)} µs (${x.cancelSequence.ratio}, ${x.cancelSequence.cpuRatio})`,
+      ]);
+    }),
+    "",
+    "On the v2 lines the peer is a v2 McpServer whose tool waits for the cancel (its memory counts on both sides alike); on v1 it is the silent peer.",
     "",
     `### ${s.calls.toLocaleString("en-US")} calls cancelled in sequence`,
     "",

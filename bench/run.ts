@@ -1,12 +1,14 @@
 /**
- * `npm run bench` (short mode, CI: under 3 minutes on 2 cores) and `npm run bench:full` (the
- * README numbers). Runs every benchmark of issue 5 side by side with the raw v1 SDK and writes
+ * `npm run bench` (short mode, CI: about a minute on 2 idle cores) and `npm run bench:full` (the
+ * README numbers). Runs every benchmark of issues 5 and 12 side by side with the raw SDK (v1,
+ * and for overhead and scale also v2 in its legacy era and pinned to 2026-07-28) and writes
  * results.json, results.md and cancel-latency.svg (default into bench/; `--out DIR` to change).
  * Never fails on speed: it exits non-zero only when a benchmark could not run.
  *
  * Run with `node --expose-gc --import tsx bench/run.ts [--short|--full] [--out DIR]`.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { runHttpLatency } from "./http-latency.js";
 import { collect, machine } from "./lib/env.js";
@@ -22,32 +24,61 @@ import { runStdioLatency } from "./stdio-latency.js";
 
 interface Plan {
   overhead: OverheadPlan;
+  /** The same for each v2 line (its calls cost more, so fewer). */
+  overheadV2: OverheadPlan;
   profileCalls: number;
   stdioCalls: number;
   httpCalls: number;
   httpCapMs: number;
   maxTimeoutCalls: number;
-  scale: { concurrent: number; sequenceCalls: number; sampleEvery: number; sequenceBudgetMs: number };
+  scale: {
+    concurrent: number;
+    sequenceCalls: number;
+    sampleEvery: number;
+    sequenceBudgetMs: number;
+    timeoutCalls: number;
+    timeoutMs: number;
+    cancelSequenceCalls: number;
+  };
 }
 
 const PLANS: Record<"short" | "full", Plan> = {
+  // Under a minute on 2 idle cores: enough to see every path run and a rough ratio, never a verdict.
   short: {
-    overhead: { sequentialCalls: 20_000, rounds: 20, batch: 1_000, batches: 20, concurrentRounds: 4 },
+    overhead: { sequentialCalls: 6_000, rounds: 6, batch: 500, batches: 6, concurrentRounds: 2 },
+    overheadV2: { sequentialCalls: 1_200, rounds: 4, batch: 200, batches: 4, concurrentRounds: 2 },
     profileCalls: 0,
-    stdioCalls: 50,
-    httpCalls: 50,
-    httpCapMs: 2_000,
-    maxTimeoutCalls: 20,
-    scale: { concurrent: 10_000, sequenceCalls: 100_000, sampleEvery: 10_000, sequenceBudgetMs: 70_000 },
+    stdioCalls: 20,
+    httpCalls: 20,
+    httpCapMs: 1_000,
+    maxTimeoutCalls: 10,
+    scale: {
+      concurrent: 1_000,
+      sequenceCalls: 10_000,
+      sampleEvery: 5_000,
+      sequenceBudgetMs: 10_000,
+      timeoutCalls: 500,
+      timeoutMs: 500,
+      cancelSequenceCalls: 2_000,
+    },
   },
   full: {
     overhead: { sequentialCalls: 100_000, rounds: 40, batch: 1_000, batches: 100, concurrentRounds: 10 },
+    overheadV2: { sequentialCalls: 20_000, rounds: 20, batch: 1_000, batches: 20, concurrentRounds: 4 },
     profileCalls: 30_000,
     stdioCalls: 200,
     httpCalls: 200,
     httpCapMs: 2_000,
     maxTimeoutCalls: 100,
-    scale: { concurrent: 10_000, sequenceCalls: 1_000_000, sampleEvery: 100_000, sequenceBudgetMs: 3_600_000 },
+    scale: {
+      concurrent: 10_000,
+      sequenceCalls: 1_000_000,
+      sampleEvery: 100_000,
+      sequenceBudgetMs: 3_600_000,
+      timeoutCalls: 10_000,
+      timeoutMs: 3_000,
+      cancelSequenceCalls: 20_000,
+    },
   },
 };
 
@@ -56,6 +87,7 @@ async function main(): Promise<void> {
   const outIndex = process.argv.indexOf("--out");
   const outDir = outIndex > 0 ? process.argv[outIndex + 1]! : fileURLToPath(new URL(".", import.meta.url));
   const plan = PLANS[mode];
+  const loadStart = os.loadavg();
   const began = performance.now();
   const log = (line: string): void => {
     process.stdout.write(`[${((performance.now() - began) / 1_000).toFixed(1).padStart(6)} s] ${line}\n`);
@@ -67,7 +99,11 @@ async function main(): Promise<void> {
   log(`built the library: ${subject.build}${subject.http === null ? " (no Streamable HTTP adapter yet)" : ""}`);
 
   log("1. per-call overhead");
-  const overhead = await runOverhead(plan.overhead, subject, log);
+  const overhead = await runOverhead(plan.overhead, subject, log, "v1");
+  const overheadV2 = {
+    legacy: await runOverhead(plan.overheadV2, subject, log, "v2-legacy"),
+    modern: await runOverhead(plan.overheadV2, subject, log, "v2-2026"),
+  };
   const profile = plan.profileCalls > 0 ? await runProfile(plan.profileCalls, subject.root.withCancellation) : null;
   log("2a. cancel latency, stdio");
   const stdio = await runStdioLatency(plan.stdioCalls, subject, log);
@@ -78,7 +114,9 @@ async function main(): Promise<void> {
   log("4. scale");
   const scale = await runScale(plan.scale, subject, log);
 
-  const partial = { mode, machine: host, build: subject.build, overhead, profile, stdio, http, maxTimeout, scale } as const;
+  const load = { start: loadStart.map((x) => Math.round(x * 100) / 100), end: os.loadavg().map((x) => Math.round(x * 100) / 100) };
+  log(`load average at the end: ${load.end.join(", ")} (at the start ${load.start.join(", ")})`);
+  const partial = { mode, machine: host, build: subject.build, overhead, overheadV2, load, profile, stdio, http, maxTimeout, scale } as const;
   const results: Results = {
     ...partial,
     durationS: Math.round((performance.now() - began) / 1_000),
@@ -90,7 +128,7 @@ async function main(): Promise<void> {
   writeFileSync(`${outDir}/cancel-latency.svg`, svg(results));
   log(`wrote ${outDir}/results.{json,md} and cancel-latency.svg`);
   for (const t of results.targets) {
-    log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value} (target ${t.target})`);
+    log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: raw ${t.raw}, wrapped ${t.wrapped}, ratio ${t.ratio ?? "—"} (target ${t.target}); ${t.value}`);
   }
 }
 

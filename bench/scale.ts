@@ -2,6 +2,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getEventListeners, setMaxListeners } from "node:events";
 import { activeResources, collect, heapUsed, resourceDiff, tick } from "./lib/env.js";
 import { silentPeer } from "./lib/servers.js";
+import { LINES, openLine } from "./lib/lines.js";
+import type { Line, LineClient } from "./lib/lines.js";
 import type { Subject } from "./lib/subject.js";
 import { round } from "./lib/stats.js";
 
@@ -55,10 +57,44 @@ export interface SequenceResult {
   cancelsSent: number;
 }
 
+/** `calls` pending calls whose idle timeouts expire at (nearly) the same moment, one side. */
+export interface TimeoutsSide {
+  calls: number;
+  timeoutMs: number;
+  /** How long making the calls took, ms (each call's deadline is its own start + timeoutMs). */
+  spreadMs: number;
+  /** Settle time minus the call's own deadline, ms: median and the last call to settle. */
+  latenessP50Ms: number;
+  latenessMaxMs: number;
+  /** Calls that settled before their deadline (must be 0). */
+  early: number;
+}
+
+/** Calls cancelled one after another, raw beside wrapped in alternating chunks, µs per call. */
+export interface CancelSequenceLine {
+  calls: number;
+  rawUs: number;
+  oursUs: number;
+  rawCpuUs: number;
+  oursCpuUs: number;
+  /** Median over chunks of ours / raw (wall). */
+  ratio: number;
+  cpuRatio: number;
+}
+
+/** Every scale figure of one SDK line, raw beside wrapped. */
+export interface ScaleLine {
+  concurrent: { ours: ConcurrentCancelSide; raw: ConcurrentCancelSide };
+  timeouts: { ours: TimeoutsSide; raw: TimeoutsSide };
+  cancelSequence: CancelSequenceLine;
+}
+
 export interface ScaleResult {
   method: string;
+  /** The v1 line's 10,000-at-once figures (also under `lines.v1`). */
   concurrent: { ours: ConcurrentCancelSide; raw: ConcurrentCancelSide };
   sequence: SequenceResult;
+  lines: Record<Line, ScaleLine>;
 }
 
 interface Pending {
@@ -90,8 +126,20 @@ async function open(kind: "ours" | "raw", subject: Subject): Promise<Pending> {
   };
 }
 
-async function concurrentCancel(kind: "ours" | "raw", calls: number, subject: Subject): Promise<ConcurrentCancelSide> {
-  const side = await open(kind, subject);
+/** A line's silent side as the concurrent-cancel run needs it. */
+async function openSilentLine(line: Line, kind: "ours" | "raw", subject: Subject): Promise<Pending> {
+  if (line === "v1") return open(kind, subject);
+  const side = await openLine(line, kind === "raw" ? null : subject.root.withCancellation, true);
+  return {
+    client: { close: () => side.close() } as unknown as Client,
+    call: (signal) => side.call("never", { signal }),
+    counts: side.counts,
+    received: { requests: 0, cancels: Number.NaN },
+  };
+}
+
+async function concurrentCancel(kind: "ours" | "raw", calls: number, subject: Subject, line: Line = "v1"): Promise<ConcurrentCancelSide> {
+  const side = await openSilentLine(line, kind, subject);
   // Warm up the code paths so JIT state is not counted as heap.
   for (let i = 0; i < 200; i++) {
     const warm = new AbortController();
@@ -221,22 +269,124 @@ async function sequence(
   };
 }
 
+/** `calls` calls to a silent peer with the same idle timeout, made at once; when does each settle? */
+async function timeoutsAtOnce(line: Line, kind: "ours" | "raw", calls: number, timeoutMs: number, subject: Subject): Promise<TimeoutsSide> {
+  const side = await openLine(line, kind === "raw" ? null : subject.root.withCancellation, true);
+  for (let i = 0; i < 50; i++) await side.call("never", { timeoutMs: 1 }).catch(() => {});
+  const deadlines: number[] = new Array(calls);
+  const settledAt: number[] = new Array(calls);
+  const first = performance.now();
+  const all = Array.from({ length: calls }, (_, i) => {
+    deadlines[i] = performance.now() + timeoutMs;
+    return side.call("never", { timeoutMs }).then(
+      () => void (settledAt[i] = performance.now()),
+      () => void (settledAt[i] = performance.now()),
+    );
+  });
+  const spreadMs = performance.now() - first;
+  await Promise.all(all);
+  await side.close();
+  const lateness = settledAt.map((at, i) => at - deadlines[i]!).sort((a, b) => a - b);
+  return {
+    calls,
+    timeoutMs,
+    spreadMs: round(spreadMs),
+    latenessP50Ms: round(lateness[Math.floor(calls / 2)]!),
+    latenessMaxMs: round(lateness[calls - 1]!),
+    early: lateness.filter((x) => x < -0.5).length,
+  };
+}
+
+/** Calls cancelled one after another (new AbortController, call, abort, await), raw and ours in alternating chunks. */
+async function cancelSequence(line: Line, calls: number, subject: Subject): Promise<CancelSequenceLine> {
+  const sides: Record<"raw" | "ours", LineClient> = {
+    raw: await openLine(line, null, true),
+    ours: await openLine(line, subject.root.withCancellation, true),
+  };
+  const chunk = 1_000;
+  const chunks = Math.max(2, Math.ceil(calls / chunk));
+  const run = async (side: LineClient, n: number) => {
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const controller = new AbortController();
+      const call = side.call("never", { signal: controller.signal });
+      controller.abort();
+      await call.catch(() => {});
+    }
+    const cpu = process.cpuUsage(cpu0);
+    return { us: ((performance.now() - t0) * 1_000) / n, cpuUs: (cpu.user + cpu.system) / n };
+  };
+  await run(sides.raw, 200);
+  await run(sides.ours, 200);
+  const acc = { raw: [] as number[], ours: [] as number[], rawCpu: [] as number[], oursCpu: [] as number[] };
+  for (let c = 0; c < chunks; c++) {
+    const order: Array<"raw" | "ours"> = c % 2 === 0 ? ["raw", "ours"] : ["ours", "raw"];
+    for (const kind of order) {
+      const m = await run(sides[kind], chunk);
+      acc[kind].push(m.us);
+      acc[kind === "raw" ? "rawCpu" : "oursCpu"].push(m.cpuUs);
+    }
+  }
+  await sides.raw.close();
+  await sides.ours.close();
+  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return {
+    calls: chunks * chunk,
+    rawUs: round(avg(acc.raw)),
+    oursUs: round(avg(acc.ours)),
+    rawCpuUs: round(avg(acc.rawCpu)),
+    oursCpuUs: round(avg(acc.oursCpu)),
+    ratio: round(med(acc.ours.map((x, i) => x / acc.raw[i]!))),
+    cpuRatio: round(med(acc.oursCpu.map((x, i) => x / acc.rawCpu[i]!))),
+  };
+}
+
 /**
  * Scale: (1) `concurrent` calls to a silent peer (never answers), all cancelled by one shared
  * AbortController, ours beside the raw v1 SDK; (2) `sequenceCalls` calls cancelled one after
  * another through the facade, heap sampled (after full GCs) every `sampleEvery` calls.
  */
 export async function runScale(
-  plan: { concurrent: number; sequenceCalls: number; sampleEvery: number; sequenceBudgetMs: number },
+  plan: {
+    concurrent: number;
+    sequenceCalls: number;
+    sampleEvery: number;
+    sequenceBudgetMs: number;
+    timeoutCalls: number;
+    timeoutMs: number;
+    cancelSequenceCalls: number;
+  },
   subject: Subject,
   log: (line: string) => void,
 ): Promise<ScaleResult> {
   collect();
-  const ours = await concurrentCancel("ours", plan.concurrent, subject);
-  const raw = await concurrentCancel("raw", plan.concurrent, subject);
-  log(`  scale: ${plan.concurrent} cancelled at once: ours ${ours.settleAllMs} ms, raw ${raw.settleAllMs} ms`);
+  const lines = {} as Record<Line, ScaleLine>;
+  for (const line of LINES) {
+    // Raw and ours alternate: ours first on v1, raw first on the v2 lines.
+    const order: Array<"ours" | "raw"> = line === "v2-legacy" ? ["raw", "ours"] : ["ours", "raw"];
+    const concurrent = {} as ScaleLine["concurrent"];
+    for (const kind of order) {
+      concurrent[kind] = await concurrentCancel(kind, plan.concurrent, subject, line);
+      collect();
+    }
+    log(`  ${line}: ${plan.concurrent} cancelled at once: ours ${concurrent.ours.settleAllMs} ms, raw ${concurrent.raw.settleAllMs} ms; heap/pending ours ${concurrent.ours.heapPerPendingCallBytes} B, raw ${concurrent.raw.heapPerPendingCallBytes} B`);
+    const timeouts = {} as ScaleLine["timeouts"];
+    for (const kind of order) {
+      timeouts[kind] = await timeoutsAtOnce(line, kind, plan.timeoutCalls, plan.timeoutMs, subject);
+      collect();
+    }
+    log(`  ${line}: ${plan.timeoutCalls} timeouts: last settles ours +${timeouts.ours.latenessMaxMs} ms, raw +${timeouts.raw.latenessMaxMs} ms`);
+    const cancelSeq = await cancelSequence(line, plan.cancelSequenceCalls, subject);
+    log(`  ${line}: cancels in sequence: ours ${cancelSeq.oursUs} µs, raw ${cancelSeq.rawUs} µs (x${cancelSeq.ratio} wall, x${cancelSeq.cpuRatio} CPU)`);
+    lines[line] = { concurrent, timeouts, cancelSequence: cancelSeq };
+    collect();
+  }
+  const { ours, raw } = lines.v1.concurrent;
   const seq = await sequence(plan.sequenceCalls, plan.sampleEvery, plan.sequenceBudgetMs, subject, log);
   return {
+    lines,
     method:
       "silent in-memory peer (answers initialize only, never a tools/call); heap = process.memoryUsage().heapUsed after 4 forced GCs (--expose-gc); " +
       "resources = process.getActiveResourcesInfo() counted by kind, minus a baseline taken before the calls",

@@ -9,6 +9,7 @@ import { Wire } from "../wire/wire.js";
 import { createFacade, decorated, fromSdkOptions, nameOf, splitTail, anyResult } from "./facade.js";
 import type { CancellableClient, ClientLike, Facade, SdkCalls } from "./facade.js";
 import { connectedTransport } from "./with-cancellation.js";
+import { sdkWaitDropper } from "./sdk-wait.js";
 
 /** One decorated transport: the wire in its path and the handler it installed on it. */
 interface Attached {
@@ -96,6 +97,8 @@ export function attachCancellation<C extends ClientLike>(
       defaults.onAnomaly,
       !v2,
       true,
+      defaults.forwardAbortReason ?? false,
+      sdkWaitDropper(client),
     );
     // In place: the SDK keeps calling target.send, which is now the wire's.
     (target as { send: unknown }).send = wire.transport.send;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks } from "../core/cancellable-call.js";
+import { DeadlineQueue } from "../core/deadlines.js";
 import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
@@ -236,6 +237,11 @@ export function createFacade(init: FacadeInit): Facade {
   const { sdk, v2, defaults } = init;
   const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
   const clock = defaults.clock ?? monotonic;
+  const timers = defaults.timers ?? systemTimers;
+  // One timer for all of this client's pending calls (the nearest deadline), not one per call.
+  const deadlines = new DeadlineQueue(clock, timers);
+  // A call made without options gets these, resolved once (the options are never mutated).
+  const plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
   // One connection id per handle; the session id is read from the wire's transport at each settle.
   const connectionId = nextConnectionId();
   let sessionWire: Wire<TransportLike> | null = null;
@@ -266,12 +272,11 @@ export function createFacade(init: FacadeInit): Facade {
     invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
     taskOptions?: ResolvedTaskOptions,
   ): Promise<R> {
-    const resolved = resolveCallOptions(defaults, options);
+    const resolved = options === undefined ? plainOptions : resolveCallOptions(defaults, options);
     const wire = init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
     const observation = observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying });
-    const timers = defaults.timers ?? systemTimers;
     // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
     const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, timers, clock);
     const hooks: CallHooks = {
@@ -302,6 +307,7 @@ export function createFacade(init: FacadeInit): Facade {
       hooks,
       clock,
       timers,
+      deadlines,
       ids: { callId: key, connectionId, sessionId },
     });
     task?.attach(call);

@@ -5,6 +5,7 @@ import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/optio
 import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
 import { createFacade, decorated, sdkClientOver } from "./facade.js";
+import { sdkWaitDropper } from "./sdk-wait.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
 export type {
@@ -59,6 +60,7 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
     !v2,
     false,
     defaults.forwardAbortReason ?? false,
+    sdkWaitDropper(client),
   );
   decorated.add(wire.transport);
   const facade = createFacade({

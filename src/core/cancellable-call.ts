@@ -3,10 +3,11 @@ import { CallCancelledError } from "../errors/CallCancelledError.js";
 import { CallTimeoutError } from "../errors/CallTimeoutError.js";
 import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
-import { MAX_REASON_LENGTH, MAX_TIMER_DELAY_MS } from "../types/options.js";
+import { MAX_REASON_LENGTH } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
+import { DeadlineQueue, DeadlineSlot } from "./deadlines.js";
 import { createdTask, summarize } from "./record.js";
 import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
@@ -39,6 +40,12 @@ export interface CallInit {
   clock: () => number;
   timers: Timers;
   /**
+   * The queue that holds this call's deadline, shared by a client's calls so that any number of
+   * pending calls keep one timer. Must use the same `clock`. Default: a queue of the call's own
+   * (one timer per call, from `timers`).
+   */
+  deadlines?: DeadlineQueue;
+  /**
    * Where the record says the call belongs: its process-unique call id, its connection, and
    * the MCP session id (read when the call settles). Default: 0, 0 and no session.
    */
@@ -62,9 +69,12 @@ type State = "pending" | "responded" | "settled";
  * timeout from the send (rule 17), the caller's `AbortSignal`, the late state after a cancel
  * (rule 8), verification and the run record.
  *
- * One timer serves both limits: it is armed for the nearer deadline; when it fires it checks
- * the clock and re-arms if progress moved the idle deadline. Progress therefore costs no timer
- * work, and the maximum total timeout is enforced by a timer whether or not progress arrives.
+ * One deadline serves both limits: the nearer one is queued (in the client's shared
+ * {@link DeadlineQueue}, one timer for all its calls); when it is reached the call checks the
+ * clock and queues itself again if progress moved the idle deadline. Progress therefore costs no
+ * timer work, and the maximum total timeout is enforced by a timer whether or not progress
+ * arrives. The queue's wake is only a hint: the call decides from its own deadlines, so a timer
+ * firing early or late never settles it before its time, nor settles another call.
  */
 export class CancellableCall<T = unknown> implements LateSink {
   /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
@@ -87,7 +97,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   readonly #startedWall: number;
   #idleDeadline: number;
   readonly #totalDeadline: number;
-  #timer: unknown = undefined;
+  readonly #deadlines: DeadlineQueue;
+  #slot: DeadlineSlot | null = null;
   #unlink: (() => void) | undefined = undefined;
   #progressCount = 0;
   #lastProgress: Progress | null = null;
@@ -109,6 +120,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#startedWall = Date.now();
     this.#idleDeadline = now + init.options.timeoutMs;
     this.#totalDeadline = now + init.options.maxTotalTimeoutMs;
+    this.#deadlines = init.deadlines ?? new DeadlineQueue(init.clock, init.timers);
   }
 
   /** True once the call has settled (result, error or cancel). */
@@ -283,7 +295,6 @@ export class CancellableCall<T = unknown> implements LateSink {
   };
 
   readonly #onTimer = (): void => {
-    this.#timer = undefined;
     if (this.#state !== "pending") return;
     const now = this.#init.clock();
     if (now >= this.#totalDeadline && this.#totalDeadline <= this.#idleDeadline) {
@@ -298,16 +309,12 @@ export class CancellableCall<T = unknown> implements LateSink {
   #arm(): void {
     const deadline = Math.min(this.#idleDeadline, this.#totalDeadline);
     if (deadline === Number.POSITIVE_INFINITY) return;
-    const delay = Math.min(Math.max(deadline - this.#init.clock(), 0), MAX_TIMER_DELAY_MS);
-    this.#timer = this.#init.timers.setTimeout(this.#onTimer, delay);
+    this.#deadlines.schedule((this.#slot ??= new DeadlineSlot(this.#onTimer)), deadline);
   }
 
-  /** Releases the timer and the signal subscription. Idempotent. */
+  /** Releases the queued deadline and the signal subscription. Idempotent. */
   #dispose(): void {
-    if (this.#timer !== undefined) {
-      this.#init.timers.clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
+    if (this.#slot !== null) this.#deadlines.remove(this.#slot);
     this.#unlink?.();
     this.#unlink = undefined;
   }

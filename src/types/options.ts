@@ -307,7 +307,8 @@ const callShape = {
   verifyDelayMs: msOption(0, MAX_TIMER_DELAY_MS, false),
 } as const;
 
-const callOptionsSchema = z.strictObject(callShape).partial();
+/** @internal */
+export const callOptionsSchema = z.strictObject(callShape).partial();
 
 const clientOptionsSchema = z
   .strictObject({
@@ -330,6 +331,18 @@ const clientOptionsSchema = z
  * @throws {InvalidOptionError} for a non-object, an unknown option (naming every unknown one),
  *   or a bad value (naming the option and its bounds).
  */
+/**
+ * True for call options that hold nothing but an `AbortSignal` (or `signal: undefined`), the
+ * common per-call shape: valid without a zod parse. Anything else goes through the schema.
+ * @internal
+ */
+export function isSignalOnly(options: unknown): boolean {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
+  for (const key in options) if (key !== "signal") return false;
+  const { signal } = options as { signal?: unknown };
+  return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
+}
+
 export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string): T {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new InvalidOptionError("options", `${where} must be an object`);
@@ -380,10 +393,10 @@ export function resolveCallOptions(
   defaults: CancellationOptions,
   options: CallOptions | undefined,
 ): ResolvedCallOptions {
-  if (options !== undefined) {
+  if (options !== undefined && !isSignalOnly(options)) {
     parseOptions(callOptionsSchema, options, "call options");
-    warnIfShort("timeoutMs", options.timeoutMs);
-    warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
+    warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
+    warnIfShort("maxTotalTimeoutMs", (options as CallOptions).maxTotalTimeoutMs);
   }
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {

@@ -41,6 +41,32 @@ export const responseSchema = z.union([
 ]);
 
 /**
+ * True when `id` is a request id `requestIdSchema` accepts (a string or a safe integer): the
+ * same verdict without a zod parse, for the per-response path.
+ */
+export function isRequestId(id: unknown): id is string | number {
+  return typeof id === "string" || Number.isSafeInteger(id);
+}
+
+/**
+ * True when `message` certainly passes `responseSchema`: the shape every well-formed response
+ * has, checked with `typeof` alone (no copy, unlike a zod parse). False means "not sure", never
+ * "malformed": the caller then asks `responseSchema`, which stays the judge of every odd shape.
+ */
+export function isPlainResponse(message: { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: unknown }): boolean {
+  if (message.jsonrpc !== "2.0" || !isRequestId(message.id)) return false;
+  const { result, error } = message;
+  if (error === undefined) return isRecord(result);
+  if (result !== undefined || !isRecord(error)) return false;
+  const { code, message: text } = error as { code?: unknown; message?: unknown };
+  return Number.isSafeInteger(code) && typeof text === "string";
+}
+
+function isRecord(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
  * The key under which the facade marks its own requests' params with a call number. A symbol:
  * the SDKs' object spreads copy it, and `JSON.stringify` (stdio, HTTP) leaves it off the wire,
  * so nothing has to be stripped.

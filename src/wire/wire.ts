@@ -9,8 +9,9 @@ import type { Anomaly, Timers } from "../types/options.js";
 import {
   CALL_MARKER,
   cancelledParamsSchema,
+  isPlainResponse,
+  isRequestId,
   progressParamsSchema,
-  requestIdSchema,
   responseSchema,
   type Message,
 } from "./messages.js";
@@ -28,8 +29,6 @@ interface Entry {
 }
 
 type Handler = ((...args: never[]) => void) | undefined;
-
-const INTERCEPTED = new Set<PropertyKey>(["send", "start", "close", "onmessage", "onclose", "onerror"]);
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
@@ -78,7 +77,10 @@ export class Wire<T extends TransportLike> {
   #started = false;
   readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
   readonly #bound = new Map<PropertyKey, unknown>();
-  readonly #overrides = new Map<PropertyKey, unknown>();
+  /** What the SDK set as `send` / `start` / `close` on the decorated transport (v2's version probe patches `start`). */
+  #sendOverride: unknown = undefined;
+  #startOverride: unknown = undefined;
+  #closeOverride: unknown = undefined;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
   /** Task drivers of registered task-augmented calls not sent yet, by call number. */
@@ -100,6 +102,7 @@ export class Wire<T extends TransportLike> {
   readonly #releaseFailedSends: boolean;
   /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
   readonly #forwardSdkReason: boolean;
+  readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
 
   /**
    * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
@@ -108,6 +111,8 @@ export class Wire<T extends TransportLike> {
    *   connected client): the wire is open from the start.
    * @param forwardSdkReason the client-wide `forwardAbortReason`: when false (the default) the
    *   SDK's own cancels go out with a text naming the trigger, never `String(signal.reason)`.
+   * @param dropSdkWait ends the SDK's wait for a request id directly (see `sdkWaitDropper`);
+   *   returns false when it could not, and the wire then hands the SDK a local error response.
    */
   constructor(
     adapter: CancellationAdapter<T>,
@@ -116,11 +121,13 @@ export class Wire<T extends TransportLike> {
     releaseFailedSends = false,
     connected = false,
     forwardSdkReason = false,
+    dropSdkWait?: (id: RequestId) => boolean,
   ) {
     this.#releaseFailedSends = releaseFailedSends;
     this.#open = connected;
     this.#started = connected;
     this.#forwardSdkReason = forwardSdkReason;
+    this.#dropSdkWait = dropSdkWait;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -139,11 +146,11 @@ export class Wire<T extends TransportLike> {
       get: (target, property) => {
         switch (property) {
           case "send":
-            return this.#overrides.get(property) ?? this.#send;
+            return this.#sendOverride ?? this.#send;
           case "start":
-            return this.#overrides.get(property) ?? this.#start;
+            return this.#startOverride ?? this.#start;
           case "close":
-            return this.#overrides.get(property) ?? this.#close;
+            return this.#closeOverride ?? this.#close;
           case "onmessage":
           case "onclose":
           case "onerror":
@@ -165,8 +172,16 @@ export class Wire<T extends TransportLike> {
         }
         // v2's version probe patches `start` once (wrapping the one it read from us): keep the
         // patch on the decorator, so the wire stays in the path.
-        if (INTERCEPTED.has(property)) {
-          this.#overrides.set(property, value);
+        if (property === "send") {
+          this.#sendOverride = value;
+          return true;
+        }
+        if (property === "start") {
+          this.#startOverride = value;
+          return true;
+        }
+        if (property === "close") {
+          this.#closeOverride = value;
           return true;
         }
         return Reflect.set(target, property, value, target);
@@ -248,6 +263,7 @@ export class Wire<T extends TransportLike> {
    * timer for the id as for any answered request. The facade ignores the SDK's rejection.
    */
   #releaseSdk(id: RequestId): void {
+    if (this.#dropSdkWait?.(id) === true) return;
     // The SDK turns this into an McpError that nobody sees: no stack to capture for it (about
     // 15-20 us per cancel on Node 20).
     const { stackTraceLimit } = Error;
@@ -274,7 +290,14 @@ export class Wire<T extends TransportLike> {
     const id = call.requestId;
     if (id === null) return;
     const entry = this.#pending.get(id);
-    if (entry?.call === call) this.#forget(id, entry);
+    if (entry?.call === call) {
+      this.#forget(id, entry);
+      // Failed with no response seen and no cancel: the SDK rejected the request itself, which
+      // (its send failed) v1 does while keeping the id's response handler forever. End it now:
+      // the SDK's rejection has reached the call, so its catch has run. (A cancelled call was
+      // released at its cancel; v2 removes the handler itself.)
+      if (this.#releaseFailedSends && call.record?.status === "failed") this.#releaseSdk(id);
+    }
     const sink = call.settledRecord ?? call;
     if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
@@ -402,19 +425,9 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.#forward(message, options);
-    if (call === null) {
-      sending.catch(() => this.#dropRaw(id)); // the SDK's own request got no response: forget it
-    } else if (this.#releaseFailedSends) {
-      // v1 keeps the handler of a failed send: end it once the SDK's own rejection reached the
-      // call (the SDK's catch runs before this microtask). A cancelled call was released at its
-      // cancel already (our own abort is what made this send fail).
-      const failed = call;
-      sending.catch(() =>
-        queueMicrotask(() => {
-          if (failed.record?.status !== "cancelled") this.#releaseSdk(id);
-        }),
-      );
-    }
+    // The SDK's own request got no response: forget it. (A call's failed send is handled when
+    // the call settles: see settled().)
+    if (call === null) sending.catch(() => this.#dropRaw(id));
     return sending;
   };
 
@@ -459,12 +472,12 @@ export class Wire<T extends TransportLike> {
 
   /** Returns false when the response must not reach the SDK. */
   #onResponse(message: Message): boolean {
-    const parsed = requestIdSchema.safeParse(message.id);
-    if (!parsed.success) return true; // id null or malformed: the SDK reports it
-    const id = parsed.data;
+    const id = message.id;
+    if (!isRequestId(id)) return true; // id null or malformed: the SDK reports it
     const entry = this.#pending.get(id);
     if (entry !== undefined) {
-      if (entry.call !== null && !responseSchema.safeParse(message).success) {
+      // The common well-formed shape is recognised without zod; anything else is judged by it.
+      if (entry.call !== null && !isPlainResponse(message) && !responseSchema.safeParse(message).success) {
         // The SDK refuses this shape and will not settle its request: the call keeps its
         // timers and signal, and ends by them (the SDK reports the message to onerror).
         this.#anomaly({ kind: "invalid-message", message: `malformed response for request ${JSON.stringify(id)}`, requestId: id });

@@ -50,6 +50,8 @@ interface Undici {
 }
 
 let undici: Promise<Undici | undefined> | undefined;
+/** What `undici` resolved to (`undefined`: not loadable here), or `null` before it settled. */
+let loaded: Undici | undefined | null = null;
 
 const noop = (): void => {};
 
@@ -61,16 +63,23 @@ const noop = (): void => {};
  */
 function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
   let dispatcher: InstanceType<Undici["Agent"]> | undefined;
+  const send = (lib: Undici | undefined, url: string | URL, init: RequestInit | undefined): Promise<Response> => {
+    if (lib === undefined) return globalThis.fetch(url, init);
+    dispatcher ??= new lib.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
+    return lib.fetch(url, { ...(init as object), dispatcher } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+  };
   return {
-    fetch: async (url, init) => {
+    // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
+    fetch: (url, init) => {
+      if (loaded !== null) return send(loaded, url, init);
       undici ??= import("undici").then(
         ({ Agent, fetch }): Undici => ({ Agent, fetch }),
         () => undefined,
       );
-      const loaded = await undici;
-      if (loaded === undefined) return globalThis.fetch(url, init);
-      dispatcher ??= new loaded.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
-      return loaded.fetch(url, { ...(init as object), dispatcher } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+      return undici.then((lib) => {
+        loaded = lib;
+        return send(lib, url, init);
+      });
     },
     close: () => {
       const closing = dispatcher;

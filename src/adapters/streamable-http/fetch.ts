@@ -217,7 +217,8 @@ function noop(): void {}
 
 /** The JSON-RPC id of a single request body (a string), or `undefined` (notification, response, batch). */
 function requestIdOf(body: unknown): RequestId | undefined {
-  if (typeof body !== "string") return undefined;
+  // A body without `"id"` anywhere is no request (a notification, such as a cancel): no parse.
+  if (typeof body !== "string" || !body.includes('"id"')) return undefined;
   let message: unknown;
   try {
     message = JSON.parse(body);

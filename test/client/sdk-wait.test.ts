@@ -1,0 +1,101 @@
+import { describe, expect, it, vi } from "vitest";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Client as ClientV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/client";
+import { McpServer as McpServerV2 } from "@modelcontextprotocol/server";
+import { CallCancelledError, CallTimeoutError, withCancellation } from "../../src/index.js";
+import { sdkWaitDropper } from "../../src/client/sdk-wait.js";
+
+// A settled call's SDK-side wait is ended by dropping the SDK's per-request state directly
+// (no local error response through the SDK's zod checks); a client without that state gets
+// `false`, and the wire falls back to the local error response.
+
+type Internals = {
+  _responseHandlers: Map<unknown, unknown>;
+  _progressHandlers: Map<unknown, unknown>;
+  _timeoutInfo: Map<unknown, unknown>;
+  _onresponse: (response: unknown) => void;
+};
+
+function sizes(client: object) {
+  const c = client as Internals;
+  return { responses: c._responseHandlers.size, progress: c._progressHandlers.size, timeouts: c._timeoutInfo.size };
+}
+
+describe("sdkWaitDropper", () => {
+  it("drops the handler, progress handler and timer the SDK keeps for the id (keyed by Number(id))", () => {
+    const cleaned: number[] = [];
+    const fake = {
+      _responseHandlers: new Map([[7, () => {}]]),
+      _progressHandlers: new Map([[7, () => {}]]),
+      _cleanupTimeout(id: number) {
+        cleaned.push(id);
+      },
+    };
+    const drop = sdkWaitDropper(fake);
+    expect(drop("7")).toBe(true);
+    expect(fake._responseHandlers.size).toBe(0);
+    expect(fake._progressHandlers.size).toBe(0);
+    expect(cleaned).toEqual([7]);
+    expect(drop(7)).toBe(false); // already gone: the wire falls back (and the SDK reports nothing)
+  });
+
+  it("answers false for a client without that state (another SDK version)", () => {
+    expect(sdkWaitDropper({})("1")).toBe(false);
+    expect(sdkWaitDropper({ _responseHandlers: {}, _progressHandlers: new Map(), _cleanupTimeout() {} })(1)).toBe(false);
+  });
+});
+
+async function silentV1() {
+  const [clientSide, serverSide] = InMemoryV1.createLinkedPair();
+  serverSide.onmessage = (message) => {
+    const m = message as { id?: number; method?: string; params?: { protocolVersion?: string } };
+    if (m.method === "initialize") {
+      void serverSide.send({
+        jsonrpc: "2.0",
+        id: m.id!,
+        result: { protocolVersion: m.params!.protocolVersion!, capabilities: { tools: {} }, serverInfo: { name: "s", version: "1" } },
+      });
+    }
+  };
+  await serverSide.start();
+  const client = new ClientV1({ name: "t", version: "1" });
+  return { client, transport: clientSide };
+}
+
+async function silentV2() {
+  const [clientSide, serverSide] = InMemoryV2.createLinkedPair();
+  const server = new McpServerV2({ name: "s", version: "1" });
+  server.registerTool("never", {}, async () => new Promise<never>(() => {}));
+  await server.connect(serverSide);
+  const client = new ClientV2({ name: "t", version: "1" });
+  return { client, transport: clientSide };
+}
+
+describe("a cancelled or timed-out call ends the SDK's wait without a message through the SDK", () => {
+  for (const [line, open] of [
+    ["v1", silentV1],
+    ["v2", silentV2],
+  ] as const) {
+    it(`${line}: the SDK's maps are empty and its _onresponse never ran`, async () => {
+      const { client, transport } = await open();
+      const errors: Error[] = [];
+      client.onerror = (error) => void errors.push(error);
+      const mcp = withCancellation(client as never, transport as never);
+      await client.connect(mcp.transport as never);
+      const onresponse = vi.spyOn(client as unknown as Internals, "_onresponse");
+      const controller = new AbortController();
+      const aborted = mcp.callTool({ name: "never", arguments: {} }, { signal: controller.signal });
+      const timedOut = mcp.callTool({ name: "never", arguments: {} }, { timeoutMs: 20 });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort();
+      await expect(aborted).rejects.toBeInstanceOf(CallCancelledError);
+      await expect(timedOut).rejects.toBeInstanceOf(CallTimeoutError);
+      expect(sizes(client)).toEqual({ responses: 0, progress: 0, timeouts: 0 });
+      expect(onresponse).not.toHaveBeenCalled();
+      expect(errors).toEqual([]);
+      expect(mcp.pendingCount).toBe(0);
+      await client.close();
+    });
+  }
+});

@@ -1,0 +1,267 @@
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CancellableCall } from "../../src/core.js";
+import type { CallOptions, RunRecord } from "../../src/index.js";
+import { DeadlineQueue, DeadlineSlot } from "../../src/core/deadlines.js";
+import { resolveCallOptions } from "../../src/types/options.js";
+import type { Timers } from "../../src/types/options.js";
+import { settleOf } from "../helpers/peer.js";
+
+// The client-wide deadline queue (one timer for all pending calls) and the invariant the calls
+// rely on: the queue's timer firing early, late or at any moment never settles a call before its
+// own deadline, never settles a call that is not due, and wakes every due call at the first fire
+// after its deadline. Replay a property failure with FC_SEED / FC_PATH.
+
+const RUNS = Number(process.env.FC_RUNS_DEADLINES ?? 2_000);
+
+/**
+ * Timers the test fires by hand, at any moment (early or late), on a clock the test moves.
+ * At most one timer is ever armed by a queue; this keeps every armed one to check that.
+ */
+function manualTimers() {
+  let now = 0;
+  const armed = new Map<number, () => void>();
+  let next = 0;
+  const timers: Timers = {
+    setTimeout: (callback) => {
+      armed.set(++next, callback);
+      return next;
+    },
+    clearTimeout: (handle) => void armed.delete(handle as number),
+  };
+  return {
+    timers,
+    clock: () => now,
+    advance: (ms: number) => void (now += ms),
+    armedCount: () => armed.size,
+    /** Fires the armed timer (whatever its delay), if any. */
+    fire: () => {
+      const [[handle, callback] = []] = armed;
+      if (handle === undefined || callback === undefined) return false;
+      armed.delete(handle);
+      callback();
+      return true;
+    },
+  };
+}
+
+describe("DeadlineQueue", () => {
+  it("keeps one timer for many slots and clears it with the last one", () => {
+    const t = manualTimers();
+    const queue = new DeadlineQueue(t.clock, t.timers);
+    const slots = Array.from({ length: 100 }, () => new DeadlineSlot(() => {}));
+    slots.forEach((slot, i) => queue.schedule(slot, 1_000 + i));
+    expect(t.armedCount()).toBe(1);
+    expect(queue.size).toBe(100);
+    for (const slot of slots.slice(0, 99)) queue.remove(slot);
+    expect(t.armedCount()).toBe(1);
+    queue.remove(slots[99]!);
+    expect(t.armedCount()).toBe(0);
+    expect(queue.armed).toBe(false);
+    queue.remove(slots[0]!); // not queued: a no-op
+    expect(queue.size).toBe(0);
+  });
+
+  it("wakes due slots in deadline order (ties in scheduling order), and only those", () => {
+    const t = manualTimers();
+    const queue = new DeadlineQueue(t.clock, t.timers);
+    const woken: string[] = [];
+    const slot = (name: string) => new DeadlineSlot(() => void woken.push(name));
+    queue.schedule(slot("c"), 30);
+    queue.schedule(slot("a"), 10);
+    queue.schedule(slot("b1"), 20);
+    queue.schedule(slot("b2"), 20);
+    queue.schedule(slot("d"), 40);
+    t.advance(5);
+    t.fire(); // early: nothing due, re-armed
+    expect(woken).toEqual([]);
+    expect(t.armedCount()).toBe(1);
+    t.advance(30); // late: a, b1, b2, c are due
+    t.fire();
+    expect(woken).toEqual(["a", "b1", "b2", "c"]);
+    expect(queue.size).toBe(1);
+    expect(t.armedCount()).toBe(1);
+    t.advance(5);
+    t.fire();
+    expect(woken).toEqual(["a", "b1", "b2", "c", "d"]);
+    expect(t.armedCount()).toBe(0);
+  });
+
+  it(`property: any schedule, move, remove and fire at any moment wakes exactly the due slots (${RUNS} runs)`, () => {
+    const op = fc.oneof(
+      fc.record({ type: fc.constant("schedule" as const), slot: fc.nat(15), at: fc.integer({ min: 0, max: 200 }) }),
+      fc.record({ type: fc.constant("remove" as const), slot: fc.nat(15) }),
+      fc.record({ type: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({ type: fc.constant("fire" as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const t = manualTimers();
+        const queue = new DeadlineQueue(t.clock, t.timers);
+        // The model: the deadline each slot is queued for.
+        const model = new Map<number, number>();
+        const woken: number[] = [];
+        const slots = Array.from({ length: 16 }, (_, i) => new DeadlineSlot(() => void woken.push(i)));
+        for (const o of ops) {
+          if (o.type === "schedule") {
+            queue.schedule(slots[o.slot]!, t.clock() + o.at);
+            model.set(o.slot, t.clock() + o.at);
+          } else if (o.type === "remove") {
+            queue.remove(slots[o.slot]!);
+            model.delete(o.slot);
+          } else if (o.type === "advance") {
+            t.advance(o.ms);
+          } else {
+            woken.length = 0;
+            t.fire();
+            const now = t.clock();
+            const due = [...model].filter(([, at]) => at <= now);
+            // Exactly the due slots, earliest deadline first; none before its deadline.
+            expect(new Set(woken)).toEqual(new Set(due.map(([slot]) => slot)));
+            expect(woken.map((slot) => model.get(slot)!)).toEqual([...woken.map((slot) => model.get(slot)!)].sort((a, b) => a - b));
+            for (const [slot] of due) model.delete(slot);
+          }
+          // A timer is armed exactly while something is queued; one at most.
+          expect(queue.size).toBe(model.size);
+          expect(t.armedCount()).toBe(model.size > 0 ? 1 : 0);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe("calls sharing one DeadlineQueue", () => {
+  function makeCall(queue: DeadlineQueue, clock: () => number, timers: Timers, options: CallOptions) {
+    const records: RunRecord[] = [];
+    const call = new CancellableCall<string>({
+      method: "tools/call",
+      name: "t",
+      options: resolveCallOptions({}, options),
+      clock,
+      timers,
+      deadlines: queue,
+      hooks: { cancel: () => "notification", settled: () => {}, record: (r) => void records.push(r) },
+    });
+    return { call, outcome: settleOf(call.promise), records };
+  }
+
+  describe("with fake timers", () => {
+    beforeEach(() => {
+      vi.useFakeTimers();
+    });
+    afterEach(() => {
+      expect(vi.getTimerCount()).toBe(0);
+      vi.useRealTimers();
+    });
+
+    it("1,000 pending calls keep one timer; each times out at its own deadline, not another's", async () => {
+      const timers: Timers = { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) };
+      const clock = () => Date.now();
+      const queue = new DeadlineQueue(clock, timers);
+      const start = Date.now();
+      const calls = Array.from({ length: 1_000 }, (_, i) => makeCall(queue, clock, timers, { timeoutMs: 10 + (i % 50) }));
+      for (const [i, c] of calls.entries()) {
+        c.call.start();
+        c.call.bind(i + 1);
+      }
+      expect(vi.getTimerCount()).toBe(1);
+      // Calls answered before their deadline leave the queue; the timer stays for the others.
+      for (const c of calls.filter((_, i) => i % 3 === 0)) {
+        c.call.responded();
+        c.call.succeed("ok");
+      }
+      expect(vi.getTimerCount()).toBe(1);
+      for (let step = 0; step < 60; step++) {
+        await vi.advanceTimersByTimeAsync(1);
+        // Every call whose own deadline has been reached is settled, no other.
+        for (const [i, c] of calls.entries()) {
+          if (i % 3 === 0) continue;
+          const due = 10 + (i % 50) <= Date.now() - start;
+          expect(c.outcome.status, `call ${i} at +${Date.now() - start} ms`).toBe(due ? "rejected" : "pending");
+        }
+      }
+      for (const [i, c] of calls.entries()) {
+        if (i % 3 === 0) expect(c.outcome.status).toBe("fulfilled");
+        else expect(c.records[0]!.cancel?.trigger).toBe("timeout");
+      }
+      expect(queue.size).toBe(0);
+    });
+  });
+
+  it(`property: a shared timer fired early, late or at random never settles a call before its deadline, nor the wrong call (${RUNS} runs)`, () => {
+    const spec = fc.record({
+      timeoutMs: fc.integer({ min: 1, max: 80 }),
+      maxTotalTimeoutMs: fc.integer({ min: 1, max: 120 }),
+      resetTimeoutOnProgress: fc.boolean(),
+    });
+    const op = fc.oneof(
+      { arbitrary: fc.record({ type: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 25 }) }), weight: 6 },
+      { arbitrary: fc.record({ type: fc.constant("fire" as const) }), weight: 6 },
+      { arbitrary: fc.record({ type: fc.constant("progress" as const), call: fc.nat(5), value: fc.nat(8) }), weight: 3 },
+      { arbitrary: fc.record({ type: fc.constant("answer" as const), call: fc.nat(5) }), weight: 1 },
+      { arbitrary: fc.record({ type: fc.constant("abort" as const), call: fc.nat(5) }), weight: 1 },
+    );
+    fc.assert(
+      fc.property(fc.array(spec, { minLength: 1, maxLength: 6 }), fc.array(op, { maxLength: 50 }), (specs, ops) => {
+        const t = manualTimers();
+        const queue = new DeadlineQueue(t.clock, t.timers);
+        const controllers = specs.map(() => new AbortController());
+        const calls = specs.map((s, i) => makeCall(queue, t.clock, t.timers, { ...s, signal: controllers[i]!.signal }));
+        // The model: each live call's idle deadline, total deadline and highest progress.
+        const model = specs.map((s) => ({
+          idle: s.timeoutMs,
+          total: s.maxTotalTimeoutMs,
+          max: Number.NEGATIVE_INFINITY,
+          reset: s.resetTimeoutOnProgress,
+          timeoutMs: s.timeoutMs,
+          live: true,
+        }));
+        for (const [i, c] of calls.entries()) {
+          c.call.start();
+          c.call.bind(i + 1);
+        }
+        for (const o of ops) {
+          const m = "call" in o ? model[o.call % model.length]! : undefined;
+          const c = "call" in o ? calls[o.call % calls.length]! : undefined;
+          if (o.type === "advance") t.advance(o.ms);
+          else if (o.type === "progress" && m?.live) {
+            c!.call.progress({ progress: o.value });
+            if (o.value > m.max) {
+              m.max = o.value;
+              if (m.reset) m.idle = t.clock() + m.timeoutMs;
+            }
+          } else if (o.type === "answer" && m?.live) {
+            c!.call.responded();
+            c!.call.succeed("ok");
+            m.live = false;
+          } else if (o.type === "abort" && m?.live) {
+            controllers[o.call % controllers.length]!.abort();
+            m.live = false;
+          } else if (o.type === "fire") {
+            t.fire();
+            const now = t.clock();
+            for (const [i, mm] of model.entries()) {
+              if (!mm.live) continue;
+              const due = now >= Math.min(mm.idle, mm.total);
+              // Settled by this fire exactly when its own deadline is reached.
+              expect(calls[i]!.call.settled, `call ${i} at ${now}`).toBe(due);
+              if (due) {
+                const trigger = calls[i]!.records[0]!.cancel!.trigger;
+                expect(trigger).toBe(mm.total <= mm.idle && now >= mm.total ? "max-total-timeout" : "timeout");
+                mm.live = false;
+              }
+            }
+          }
+          // Nothing settles between fires except by an answer or an abort.
+          for (const [i, mm] of model.entries()) expect(calls[i]!.call.settled).toBe(!mm.live);
+          expect(t.armedCount()).toBe(model.some((mm) => mm.live) ? 1 : 0);
+        }
+        for (const c of controllers) c.abort();
+        expect(queue.size).toBe(0);
+        expect(t.armedCount()).toBe(0);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
