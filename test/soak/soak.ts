@@ -8,7 +8,7 @@
 // signal; tombstones and records within their caps; no timer or socket beyond the baseline; the
 // heap flat between the first and the last quarter; no `onerror` outside a crash window.
 //
-// Run: node --expose-gc --import tsx test/soak/soak.ts [--short | --long] [--seed N] [--json]
+// Run: node --expose-gc --import tsx test/soak/soak.ts [--short | --long] [--replay N] [--json]
 //   --short  (CI, test/soak/soak.test.ts) 3,000 calls per transport, 100 in flight
 //   --long   (npm run soak) 30,000 calls per transport, 200 in flight
 // Prints the figures per transport, then (with --json) one JSON line; exits 1 if a check failed.
@@ -36,7 +36,7 @@ import { fixture } from "../helpers/stdio.js";
 
 const argv = process.argv.slice(2);
 const LONG = argv.includes("--long");
-const SEED = Number(argv[argv.indexOf("--seed") + 1] ?? NaN) || 20_261_130;
+const SEED = Number(argv[argv.indexOf("--replay") + 1] ?? NaN) || 20_261_130;
 const CALLS = LONG ? 30_000 : 3_000;
 const IN_FLIGHT = LONG ? 200 : 100;
 const CAP = 2_000; // maxTombstones and maxRecords per connection
@@ -52,7 +52,7 @@ if (gc === undefined) {
   process.exit(2);
 }
 
-/** mulberry32: a small seeded generator, so a failing run can be replayed with --seed. */
+/** mulberry32: a small seeded generator, so a failing run can be replayed with --replay N. */
 function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
@@ -407,6 +407,6 @@ for (const f of results) {
 for (const line of [...issues, ...resources]) process.stderr.write(`  ${line}\n`);
 const ok = issues.length === 0 && resources.length === 0 && results.every((f) => f.settleErrors.length + f.unexpectedErrors.length + f.leftovers.length === 0);
 if (sdkDrainWarnings > 0) process.stderr.write(`  ${sdkDrainWarnings} MaxListenersExceededWarning from the SDK's own stdio writes under backpressure (docs: backpressure)\n`);
-process.stderr.write(`soak ${ok ? "passed" : "FAILED"} (seed ${SEED}, ${LONG ? "long" : "short"} mode)\n`);
+process.stderr.write(`soak ${ok ? "passed" : "FAILED"} (${LONG ? "long" : "short"} mode; replay with --replay ${SEED})\n`);
 if (argv.includes("--json")) process.stdout.write(`${JSON.stringify({ ok, seed: SEED, issues, resources, sdkDrainWarnings, results })}\n`);
 process.exit(ok ? 0 : 1);
