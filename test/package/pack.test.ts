@@ -69,7 +69,11 @@ beforeAll(async () => {
   expect(existsSync(join(stage, "dist"))).toBe(false);
   // The build inside (tsup: ESM, CommonJS, declarations, the CLI) takes about 20 s of CPU, minutes of wall time on a loaded machine.
   const packed = await sh("npm", ["pack", "--json", "--pack-destination", work], stage, 300_000);
-  packInfo = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as PackInfo[])[0]!;
+  // The prepack build logs to stdout first (tsup's lines can hold "[" too): the JSON is the array
+  // that starts on a line of its own.
+  const json = packed.stdout.search(/^\[\s*$/m);
+  expect(json, packed.stdout.slice(-2_000)).toBeGreaterThanOrEqual(0);
+  packInfo = (JSON.parse(packed.stdout.slice(json)) as PackInfo[])[0]!;
   tarball = join(work, packInfo.filename);
   // --profile node16: the subpaths exist only through "exports", which TypeScript's legacy
   // node10 resolution ignores by design; engines is node >= 20.3.
