@@ -1,8 +1,8 @@
 /**
- * `npm run demo`: the worked example (README, "The worked example"), run
+ * `npm run demo`: the worked example (docs/faq.md, "The worked example"), run
  * for real against MCP servers on stdio, through mcp-cancellable.
  *
- * The worked example: a bot calls `generate_quarterly_summary` over stdio; the report takes longer than the
+ * The story: a bot calls `generate_quarterly_summary` over stdio; the report takes longer than the
  * bot's budget; the bot sends `notifications/cancelled` with a reason ("exceeded 30s budget") and
  * at once treats the call as done. Then one of three things happens, and the bot must tolerate all
  * three:
@@ -86,7 +86,7 @@ interface Session {
  */
 async function connect(command: string, args: string[]): Promise<Session> {
   const client = new Client({ name: "report-bot", version: "1.0.0" });
-  // The worked example: the bot tolerates every case "without crashing": no error may reach the SDK's onerror.
+  // The story: the bot tolerates every case "without crashing": no error may reach the SDK's onerror.
   client.onerror = (error) => problems.push(`client.onerror: ${error.message}`);
   const transport = new StdioClientTransport({ command, args, stderr: "pipe" });
   const mcp = withCancellation(client, stdioCancellation(transport), {

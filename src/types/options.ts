@@ -343,7 +343,10 @@ export function isSignalOnly(options: unknown): boolean {
   return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
 }
 
-export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string): T {
+/** The SDK's request option names a caller may pass by habit, and this library's name for each. */
+const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", maxTotalTimeout: "maxTotalTimeoutMs" };
+
+export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string, sdkNames?: Record<string, string>): T {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new InvalidOptionError("options", `${where} must be an object`);
   }
@@ -352,7 +355,9 @@ export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: s
   const issue = result.error.issues[0]!;
   if (issue.code === "unrecognized_keys") {
     const names = issue.keys.map((key) => `"${key}"`).join(", ");
-    throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}`);
+    const hints = issue.keys.filter((key) => sdkNames !== undefined && Object.hasOwn(sdkNames, key)).map((key) => `"${sdkNames![key]}" instead of the SDK's "${key}"`);
+    const hint = hints.length > 0 ? `; use ${hints.join(", ")}` : "";
+    throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
   }
   const option = issue.path.length > 0 ? issue.path.join(".") : "options";
   throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
@@ -379,7 +384,7 @@ export function parseCancellationOptions(
   where = "withCancellation options",
 ): CancellationOptions {
   if (options === undefined) return {};
-  parseOptions(clientOptionsSchema, options, where);
+  parseOptions(clientOptionsSchema, options, where, SDK_OPTION_NAMES);
   warnIfShort("timeoutMs", options.timeoutMs);
   warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
   return options;
@@ -394,7 +399,7 @@ export function resolveCallOptions(
   options: CallOptions | undefined,
 ): ResolvedCallOptions {
   if (options !== undefined && !isSignalOnly(options)) {
-    parseOptions(callOptionsSchema, options, "call options");
+    parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
     warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
     warnIfShort("maxTotalTimeoutMs", (options as CallOptions).maxTotalTimeoutMs);
   }

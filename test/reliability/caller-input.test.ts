@@ -111,6 +111,16 @@ describe("per-call options", () => {
     expect(peer.requests("tools/call")).toEqual([]);
   });
 
+  it("the SDK's option names are refused with the name to use instead", async () => {
+    const { mcp, peer } = await connectPeer();
+    const error = (await mcp.callTool({ name: "x" }, { timeout: 100, maxTotalTimeout: 200 } as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.message).toContain(`use "timeoutMs" instead of the SDK's "timeout", "maxTotalTimeoutMs" instead of the SDK's "maxTotalTimeout"`);
+    const other = (await mcp.callTool({ name: "x" }, { constructor: 1 } as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(other.message).not.toContain("instead");
+    expect(peer.requests("tools/call")).toEqual([]);
+  });
+
   it("options that are not an object are refused as \"options\"", async () => {
     const { mcp, peer } = await connectPeer();
     for (const options of ["fast", 42, true, null, fn, Symbol("o")]) {
