@@ -13,7 +13,7 @@ export function notificationCancellation<T extends TransportLike>(transport: T):
     throw new InvalidOptionError(
       "transport",
       "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
-        "a cancel there closes the request's stream (rules 6, 28, 40); a notification alone leaves it open",
+        "a cancel there closes the request's stream (rules 6, 28, 40 in docs/spec-rules.md); a notification alone leaves it open",
     );
   }
   return notifyOnCancel(transport);

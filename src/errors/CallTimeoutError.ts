@@ -20,8 +20,8 @@ export class CallTimeoutError extends McpCancellableError {
   ) {
     super(
       code === "REQUEST_TIMEOUT"
-        ? `${record.method} timed out after ${timeoutMs} ms (request id ${String(record.requestId)})`
-        : `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (request id ${String(record.requestId)})`,
+        ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, timeoutMs; request id ${String(record.requestId)})`
+        : `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (maxTotalTimeoutMs; request id ${String(record.requestId)})`,
       record,
       verification,
     );
