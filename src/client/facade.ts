@@ -226,6 +226,9 @@ function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
   return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
 }
 
+/** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
+const cancelNone: CallHooks["cancel"] = () => "none";
+
 /** Transports (and decorated transports) that already carry the library, so they are never decorated twice. */
 export const decorated = new WeakSet<object>();
 
@@ -244,8 +247,11 @@ export function createFacade(init: FacadeInit): Facade {
   const plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
   // One connection id per handle; the session id is read from the wire's transport at each settle.
   const connectionId = nextConnectionId();
+  // Per wire, made once (attachCancellation moves to a new wire after a reconnect): the MCP
+  // session id reader and the cancel hook, so a call without a task allocates neither.
   let sessionWire: Wire<TransportLike> | null = null;
   let sessionId: () => string | undefined = () => undefined;
+  let wireCancel: CallHooks["cancel"] = cancelNone;
   const onRecord = defaults.onRecord;
   const record = (key: number, next: RunRecord): void => {
     ledger.put(key, next);
@@ -277,14 +283,16 @@ export function createFacade(init: FacadeInit): Facade {
     const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
     const observation = observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying });
+    if (wire !== null && wire !== sessionWire) {
+      sessionWire = wire;
+      sessionId = sessionIdOf(wire);
+      wireCancel = (call, reason) => wire.cancel(call, reason);
+    }
     // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
     const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, timers, clock);
     const hooks: CallHooks = {
       // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel:
-        task !== undefined
-          ? (call, reason) => task.cancel(call, reason)
-          : (call, reason) => (wire === null ? "none" : wire.cancel(call, reason)),
+      cancel: task !== undefined ? (call, reason) => task.cancel(call, reason) : wire === null ? cancelNone : wireCancel,
       settled:
         task !== undefined
           ? (call) => {
@@ -296,10 +304,6 @@ export function createFacade(init: FacadeInit): Facade {
       // and a closure made here would keep this whole scope (params, call, controller) alive.
       record: recorder(key, observation),
     };
-    if (wire !== null && wire !== sessionWire) {
-      sessionWire = wire;
-      sessionId = sessionIdOf(wire);
-    }
     const call = new CancellableCall<R>({
       method,
       name,
