@@ -17,7 +17,7 @@ import {
 import type { RunRecord } from "../../src/index.js";
 import { cancellableFetch } from "../../src/adapters/streamable-http/index.js";
 import { fixture, eventually } from "../helpers/stdio.js";
-import { sawDisconnect, seen, sleep, startV1, startV2, started } from "../http/servers.js";
+import { sawDisconnect, seen, startV1, startV2, started } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
 
 // attachCancellation on clients that are already connected, as an agent framework leaves them:
@@ -87,7 +87,7 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     const mcp = attachCancellation(client);
     const controller = new AbortController();
     const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { signal: controller.signal, timeout: 60_000 });
-    await sleep(100);
+    expect(await eventually(() => /STARTED /.test(stderr()))).toBe(true);
     const t0 = performance.now();
     controller.abort(new Error("run aborted"));
     const error = await call.catch((e: unknown) => e);
@@ -173,7 +173,7 @@ describe("attachCancellation: v2 client over stdio", () => {
       await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } })).resolves.toMatchObject({ content: [{ type: "text" }] });
       const controller = new AbortController();
       const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, { signal: controller.signal });
-      await sleep(100);
+      expect(await eventually(() => (stderr().match(/STARTED /g) ?? []).length === 2)).toBe(true); // the first call's, then this one's
       controller.abort();
       await expect(call).rejects.toBeInstanceOf(CallCancelledError);
       expect(await eventually(() => /ABORTED/.test(stderr()))).toBe(true);

@@ -9,7 +9,7 @@ import { attachCancellation, isCallTimeoutError, withCancellation } from "../../
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
-import { sawDisconnect, seen, sleep, startV2 } from "../http/servers.js";
+import { sawDisconnect, seen, startV2 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
 
 // @langchain/mcp-adapters 1.1.4 with @langchain/core, no language model: the tools that
@@ -49,8 +49,8 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     const { mcp, tool, stderr, errors } = await overStdio("sdk-stdio-server.mjs", [], {});
     const controller = new AbortController();
     const call = tool("sleep").invoke({ ms: 10_000 }, { signal: controller.signal });
-    await eventually(() => mcp.pendingCount === 1);
-    await sleep(200); // let the request reach the server's handler
+    // the request is in the server's handler (a cancel that beats the dispatch is ignored: rule 10)
+    expect(await eventually(() => mcp.pendingCount === 1 && /STARTED /.test(stderr()), 5_000)).toBe(true);
     const reason = new Error("user pressed stop");
     controller.abort(reason);
     const t0 = performance.now();

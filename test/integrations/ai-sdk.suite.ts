@@ -65,7 +65,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       const controller = new AbortController();
       const reason = new Error("user pressed stop");
       const running = tool("sleep")({ ms: 5_000 }, opts(controller.signal));
-      expect(await eventually(() => transport.pendingCount === 1)).toBe(true);
+      expect(await eventually(() => transport.pendingCount === 1 && /STARTED /.test(server.stderr()), 5_000)).toBe(true);
       const abortedAt = performance.now();
       controller.abort(reason);
       const error = (await running.then(() => undefined, (e: unknown) => e)) as Error & { cause?: unknown };
