@@ -12,6 +12,10 @@ export default defineConfig([{
     "ai-sdk": "src/integrations/ai-sdk/index.ts",
   },
   format: ["esm", "cjs"],
+  // Shared code goes into chunks in both formats, so every entry of one format shares one copy
+  // of the core: one CallTimeoutError class (instanceof holds across subpaths), one id counter,
+  // one registry of attached clients. Without it each CommonJS entry carried its own core.
+  splitting: true,
   dts: true,
   clean: true,
   // No source maps in the package: the build is not minified, so a stack trace already points

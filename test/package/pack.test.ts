@@ -140,6 +140,18 @@ describe("the package as installed", () => {
     expect(packInfo.unpackedSize).toBeLessThan(1_500_000);
   });
 
+  it("one copy of the core per format: every entry of ESM, and every entry of CommonJS, shares it", (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    // One class per error kind, so `instanceof CallTimeoutError` from the root holds for an error
+    // thrown inside `mcp-cancellable/openai-agents` or `/ai-sdk`; one id counter, one registry of
+    // attached clients. The executable (cli.js) is a bundle of its own and is not counted.
+    const dist = join(installed, "dist");
+    const defining = (ext: string) =>
+      readdirSync(dist).filter((f) => f.endsWith(ext) && f !== "cli.js" && /\bCallTimeoutError = (?:\(_class\d* = )?class\b/.test(readFileSync(join(dist, f), "utf8")));
+    expect(defining(".js")).toHaveLength(1);
+    expect(defining(".cjs")).toHaveLength(1);
+  });
+
   it("installs from the packed tarball with the SDK", (ctx) => {
     if (offline !== undefined) ctx.skip(offline);
     expect(existsSync(join(installed, "package.json"))).toBe(true);
