@@ -416,3 +416,36 @@ describe("CancellableCall: verification (the worked example's second rule)", () 
     expect(verify).not.toHaveBeenCalled();
   });
 });
+
+describe("CancellableCall: the errors it rejects with carry no stack frames", () => {
+  it("timeout, abort and close: `stack` is the name and message alone; Error.stackTraceLimit is restored; an abort's cause keeps its stack", async () => {
+    const before = Error.stackTraceLimit;
+    Error.stackTraceLimit = 17; // a user's own setting survives every error made
+    try {
+      const timedOut = makeCall({ timeoutMs: 100 });
+      timedOut.call.start();
+      timedOut.call.bind(1);
+      await vi.advanceTimersByTimeAsync(100);
+      const controller = new AbortController();
+      const aborted = makeCall({ signal: controller.signal });
+      aborted.call.start();
+      aborted.call.bind(2);
+      const reason = new Error("user pressed stop");
+      controller.abort(reason);
+      const closed = makeCall();
+      closed.call.start();
+      closed.call.bind(3);
+      closed.call.cancel("connection-closed", new Error("stdin ended"));
+      await vi.advanceTimersByTimeAsync(0);
+      const errors = [timedOut, aborted, closed].map((c) => c.outcome.error as Error);
+      expect(errors.map((e) => e.constructor)).toEqual([CallTimeoutError, CallCancelledError, ConnectionClosedError]);
+      for (const error of errors) expect(error.stack).toBe(`${error.name}: ${error.message}`);
+      expect(Error.stackTraceLimit).toBe(17);
+      expect(errors[1]!.cause).toBe(reason);
+      expect(reason.stack).toMatch(/\n\s+at /); // where the caller made its reason
+      expect(new Error("x").stack!.split("\n").length).toBeGreaterThan(1); // and Node's own errors keep theirs
+    } finally {
+      Error.stackTraceLimit = before;
+    }
+  });
+});
