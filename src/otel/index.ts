@@ -323,8 +323,8 @@ function lateKinds(before: RunRecord["late"], after: RunRecord["late"]): Array<"
 }
 
 /**
- * What the connection says: `mcp.protocol.version` (v2 `getNegotiatedProtocolVersion()`, or the
- * HTTP transport's `protocolVersion`), `network.transport` (`tcp` for Streamable HTTP, `pipe`
+ * What the connection says: `mcp.protocol.version` (v2 `getNegotiatedProtocolVersion()`, the
+ * HTTP transport's `protocolVersion`, or the `initialize` answer the wire saw: v1 over stdio), `network.transport` (`tcp` for Streamable HTTP, `pipe`
  * for stdio), `network.protocol.name`, `server.address` and `server.port`.
  */
 function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): Attributes {
@@ -338,7 +338,7 @@ function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): A
   };
   let version: unknown;
   try {
-    version = client?.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion;
+    version = client?.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion ?? call.protocolVersion;
   } catch {
     version = undefined;
   }

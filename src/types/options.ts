@@ -167,6 +167,8 @@ export interface ObservedCall {
   readonly client: unknown;
   /** The SDK transport underneath (not the decorator), for facts such as `sessionId`. */
   readonly transport: unknown;
+  /** The protocol version the server answered `initialize` with, as the library saw it pass; `undefined` before that (or with no `initialize`: sessionless 2026-07-28). */
+  readonly protocolVersion?: string | undefined;
 }
 
 /** What an observer keeps for one call. Every member is optional. */

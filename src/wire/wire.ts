@@ -83,6 +83,7 @@ export class Wire<T extends TransportLike> {
   #closeOverride: unknown = undefined;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
+  #protocolVersion: string | undefined;
   /** Task drivers of registered task-augmented calls not sent yet, by call number. */
   readonly #followers = new Map<number, TaskFollower>();
   /**
@@ -202,6 +203,20 @@ export class Wire<T extends TransportLike> {
   /** True once the transport has been open (it may have closed since): tells "not connected yet" from "closed". */
   get started(): boolean {
     return this.#started;
+  }
+
+  /**
+   * The protocol version the server answered `initialize` with, on any transport; `undefined`
+   * before that answer (and on a sessionless 2026-07-28 connection, which has no `initialize`).
+   * The v1 SDK client keeps it nowhere on stdio, so the otel observer reads it here.
+   */
+  get protocolVersion(): string | undefined {
+    return this.#protocolVersion;
+  }
+
+  #noteVersion(result: unknown): void {
+    const version = (result as { protocolVersion?: unknown } | null | undefined)?.protocolVersion;
+    if (typeof version === "string") this.#protocolVersion = version;
   }
 
   /** Number of remembered settled ids (at most `maxTombstones`). */
@@ -485,6 +500,7 @@ export class Wire<T extends TransportLike> {
       }
       if (entry.call === null) {
         this.#keepTaskToken(entry, message.result);
+        if (this.#neverCancel.has(id)) this.#noteVersion(message.result);
         this.#dropRaw(id);
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;

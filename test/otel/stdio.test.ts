@@ -36,6 +36,9 @@ const tool = (name: string) => ({
   "gen_ai.tool.name": name,
   "gen_ai.operation.name": "execute_tool",
   "network.transport": "pipe",
+  // The v1 client keeps the negotiated version nowhere on stdio: the library read it from the
+  // initialize answer as it passed (the scripted server echoes the client's latest version).
+  "mcp.protocol.version": "2025-11-25",
 });
 
 describe("otel over stdio: one CLIENT span and one duration point per call", () => {
