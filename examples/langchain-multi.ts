@@ -1,0 +1,23 @@
+import { MultiServerMCPClient } from "@langchain/mcp-adapters";
+import { attachCancellation } from "mcp-cancellable";
+
+// MultiServerMCPClient creates and connects one SDK client per server itself: attach to each
+// once it is connected, before its tools are used.
+const multi = new MultiServerMCPClient({
+  mcpServers: { reports: { transport: "stdio", command: "report-server", args: [] } },
+});
+await multi.initializeConnections();
+const client = await multi.getClient("reports");
+if (client === undefined) throw new Error("the reports server did not connect");
+const mcp = attachCancellation(client, {
+  timeoutMs: 30_000, // idle timeout per tool call, ms: applies even though LangChain sets none
+  maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
+  onRecord: (record) => console.log(record.summary),
+});
+
+const tools = await multi.getTools(); // their callTool now goes through mcp
+const run = new AbortController();
+const summary = tools.find((tool) => tool.name.endsWith("generate_quarterly_summary"));
+await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
+console.log(mcp.records().map((record) => record.summary));
+await multi.close();

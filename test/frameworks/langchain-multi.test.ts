@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { MultiServerMCPClient } from "@langchain/mcp-adapters";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { attachCancellation } from "../../src/index.js";
+import type { CancellationOptions, RunRecord } from "../../src/index.js";
+import { eventually, fixture } from "../helpers/stdio.js";
+
+// @langchain/mcp-adapters 1.1.4's MultiServerMCPClient creates, connects and owns one v1 SDK
+// Client per server (behind a Proxy of its own). The bot reaches each with
+// `attachCancellation(await multi.getClient(name))` after `initializeConnections()`; the tools
+// from `multi.getTools()` call that client's `callTool(params, undefined, { timeout, signal })`,
+// which now goes through the library. A real v1 SDK server over stdio; no language model.
+const SLACK_MS = 400;
+
+const calls = (mcp: { records(): RunRecord[] }): RunRecord[] => mcp.records().filter((r) => r.method === "tools/call");
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+async function multiServer(config: { defaultToolTimeout?: number } = {}, options: CancellationOptions = {}) {
+  const multi = new MultiServerMCPClient({
+    ...config,
+    mcpServers: {
+      reports: { transport: "stdio", command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" },
+    },
+  });
+  cleanups.push(() => multi.close());
+  await multi.initializeConnections();
+  const client = await multi.getClient("reports");
+  const mcp = attachCancellation(client!, options);
+  const chunks: string[] = [];
+  (mcp.transport as { stderr?: NodeJS.ReadableStream | null }).stderr?.on("data", (chunk: Buffer) => chunks.push(chunk.toString("utf8")));
+  const tools = await multi.getTools();
+  const tool = (name: string) => tools.find((t) => t.name.endsWith(name)) as DynamicStructuredTool;
+  return { multi, client: client!, mcp, tool, stderr: () => chunks.join("") };
+}
+
+describe("LangChain JS: MultiServerMCPClient, its own clients reached with attachCancellation", () => {
+  it("attaching to the framework's client (a Proxy) keeps its transport; twice gives the same handle", async () => {
+    const { multi, client, mcp } = await multiServer();
+    expect(attachCancellation(client)).toBe(mcp);
+    expect(attachCancellation((await multi.getClient("reports"))!)).toBe(mcp);
+    expect((client as unknown as { transport: unknown }).transport).toBe(mcp.transport);
+  });
+
+  it("a run's abort (config.signal) reaches the server as one notification; LangChain rejects; one tools/call, recorded cancelled", async () => {
+    const { tool, mcp, stderr } = await multiServer();
+    const controller = new AbortController();
+    const call = tool("sleep").invoke({ ms: 10_000 }, { signal: controller.signal });
+    // the request is in the server's handler (a cancel that beats the dispatch is ignored: rule 10)
+    expect(await eventually(() => mcp.pendingCount === 1 && /STARTED /.test(stderr()), 5_000)).toBe(true);
+    const t0 = performance.now();
+    controller.abort(new Error("user pressed stop"));
+    const error = await call.catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(SLACK_MS);
+    expect(error).toBeInstanceOf(Error);
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
+    expect(calls(mcp)).toMatchObject([{ name: "sleep", status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" }, outcome: "unverified" }]);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("the framework's defaultToolTimeout holds at its bound; exactly one cancel reaches the server's handler", async () => {
+    const { tool, mcp, stderr } = await multiServer({ defaultToolTimeout: 300 });
+    const t0 = performance.now();
+    const error = await tool("sleep").invoke({ ms: 10_000 }).catch((e: unknown) => e);
+    const elapsed = performance.now() - t0;
+    expect(error).toBeInstanceOf(Error);
+    expect(elapsed).toBeGreaterThanOrEqual(295);
+    expect(elapsed).toBeLessThan(300 + SLACK_MS);
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
+    // LangChain passes its timeout both as the SDK's `timeout` (our idle timeout) and as an
+    // AbortSignal.timeout of the same length: whichever fires first names the trigger.
+    const [call, ...more] = calls(mcp);
+    expect(more).toEqual([]);
+    expect(["timeout", "aborted"]).toContain(call!.cancel?.trigger);
+    expect(call).toMatchObject({ status: "cancelled", cancel: { mechanism: "notification" } });
+    expect(stderr().match(/ABORTED/g)).toHaveLength(1);
+  });
+
+  it("no timeout from the framework: the attach's own idle timeout holds (the SDK's would be 60 s)", async () => {
+    const { tool, mcp, stderr } = await multiServer({}, { timeoutMs: 250 });
+    const t0 = performance.now();
+    const error = await tool("sleep").invoke({ ms: 10_000 }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/timed out after 250 ms/);
+    expect(performance.now() - t0).toBeLessThan(250 + SLACK_MS);
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
+    expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "timeout" } }]);
+  });
+});
