@@ -71,6 +71,8 @@ export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOption
 export interface TaskWire {
   rawRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
   cancel(call: CancellableCall, reason: string): CancelMechanism;
+  /** Status notifications for this task are no longer wanted. */
+  unfollow(taskId: string): void;
 }
 
 /**
@@ -137,6 +139,20 @@ export class TaskDriver implements TaskFollower {
   /** The call settled some other way: no more polling. */
   stop(): void {
     this.#stop();
+    // Still watching after a cancel: notifications stay wanted until the watch concludes.
+    if (this.#task !== undefined && this.#watchUntil === 0) this.wire.unfollow(this.#task.taskId);
+  }
+
+  /**
+   * A status notification for the task (2025-11-25 `notifications/tasks/status`): optional for
+   * the server, so never relied on. A status other than the one last seen is looked at now with
+   * `tasks/get` instead of at the next poll; when a poll or a `tasks/cancel` is already in
+   * flight (no poll scheduled), its answer says the same.
+   */
+  statusNotified(status: string): void {
+    if (this.#timer === undefined || this.#task === undefined || status === this.#task.status) return;
+    this.#stop();
+    void this.#poll();
   }
 
   #stop(): void {
@@ -259,6 +275,7 @@ export class TaskDriver implements TaskFollower {
   /** The record of the cancelled call learns what became of its task (or stays unverified). */
   #conclude(status: TaskStatus | undefined): void {
     this.#stop();
+    if (this.#task !== undefined) this.wire.unfollow(this.#task.taskId);
     const settled = this.#call?.settledRecord;
     if (settled === null || settled === undefined || this.#task === undefined) return;
     const outcome: CallOutcome | undefined =

@@ -24,6 +24,12 @@ export interface TaskFollower {
    *   follow-up requests carry the same protocol version and client capabilities (rule 38).
    */
   created(task: TaskInfo, result: Record<string, unknown>, meta: Record<string, unknown>): void;
+  /**
+   * The server sent a status notification for this task (2025-11-25 `notifications/tasks/status`).
+   * A hint, never proof: notifications are optional and the requestor keeps polling, so the
+   * follower looks at the task now with `tasks/get` instead of at the next poll.
+   */
+  statusNotified?(status: string): void;
 }
 
 /**

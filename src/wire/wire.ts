@@ -84,6 +84,8 @@ export class Wire<T extends TransportLike> {
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
   #protocolVersion: string | undefined;
+  /** Task id → the driver following it, for status notifications (bounded by `maxTombstones`). */
+  readonly #followed = new Map<string, TaskFollower>();
   /** Task drivers of registered task-augmented calls not sent yet, by call number. */
   readonly #followers = new Map<number, TaskFollower>();
   /**
@@ -477,7 +479,7 @@ export class Wire<T extends TransportLike> {
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
       } else if (method === "notifications/tasks/status" || method === "notifications/tasks") {
-        this.#taskStatusSeen(message.params);
+        this.#taskStatusSeen(message.params, true);
       } else if (message.id !== undefined && message.id !== null) {
         this.#inbound.add(message.id);
       }
@@ -531,8 +533,25 @@ export class Wire<T extends TransportLike> {
     entry.call.setTask(task);
     this.#taskCalls.add(entry.call);
     this.#releaseSdk(id);
+    if (entry.follower !== undefined && !isTerminalTaskStatus(task.status)) this.#follow(task.taskId, entry.follower);
     entry.follower?.created(task, result as Record<string, unknown>, entry.meta ?? {});
     return true;
+  }
+
+  /** Status notifications for this task go to its follower until it is terminal or `unfollow`ed. Bounded like the tombstones. */
+  #follow(taskId: string, follower: TaskFollower): void {
+    if (this.#followed.size >= this.#maxTaskTokens) this.#followed.delete(this.#followed.keys().next().value!);
+    this.#followed.set(taskId, follower);
+  }
+
+  /** The follower of this task is done with it (the call settled, or its watch ended). */
+  unfollow(taskId: string): void {
+    this.#followed.delete(taskId);
+  }
+
+  /** Tasks followed for status notifications (for tests). @internal */
+  get followedCount(): number {
+    return this.#followed.size;
   }
 
   /**
@@ -553,10 +572,16 @@ export class Wire<T extends TransportLike> {
   }
 
   /** A task status passed by (a `tasks/*` answer or a status notification): a terminal one retires its token. */
-  #taskStatusSeen(value: unknown): void {
-    if (this.#taskTokens.size === 0 || typeof value !== "object" || value === null) return;
+  #taskStatusSeen(value: unknown, notified = false): void {
+    if (typeof value !== "object" || value === null) return;
     const { taskId, status } = value as { taskId?: unknown; status?: unknown };
-    if (typeof taskId !== "string" || typeof status !== "string" || !isTerminalTaskStatus(status)) return;
+    if (typeof taskId !== "string" || typeof status !== "string") return;
+    if (notified) {
+      const follower = this.#followed.get(taskId);
+      if (follower !== undefined && isTerminalTaskStatus(status)) this.#followed.delete(taskId);
+      follower?.statusNotified?.(status);
+    }
+    if (this.#taskTokens.size === 0 || !isTerminalTaskStatus(status)) return;
     const token = this.#taskTokens.get(taskId);
     if (token === undefined) return;
     this.#taskTokens.delete(taskId);
@@ -638,6 +663,7 @@ export class Wire<T extends TransportLike> {
     this.#listens.clear();
     this.#followers.clear();
     this.#taskTokens.clear();
+    this.#followed.clear();
     this.#raw.closeAll(new Error("Connection closed"));
     (this.#down.onclose as (() => void) | undefined)?.();
   };

@@ -70,6 +70,57 @@ describe("task driver", () => {
     await client.close();
   });
 
+  it("a status notification (2025-11-25 notifications/tasks/status) makes the driver look now; the same status again does not", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    const slow = (status: string) => ({ ...task(status), pollInterval: 10_000 });
+    let status = "working";
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: slow("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, slow(status));
+      if (m.method === "tasks/result") void peer.result(m.id, { content: [{ type: "text", text: "report" }] });
+    });
+    const call = mcp.callTool({ name: "report" }, { task: true, timeoutMs: 30_000 });
+    await until(() => peer.requests("tools/call").length === 1);
+    await sleep(50);
+    const notify = (s: string) => peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...task(s), pollInterval: 10_000 } });
+    await notify("working"); // what the driver saw already: no request
+    await sleep(100);
+    expect(peer.requests("tasks/get")).toHaveLength(0);
+    await notify("input_required"); // changed, not terminal: one look, then the server's interval again
+    await until(() => peer.requests("tasks/get").length === 1);
+    status = "completed";
+    await notify("completed");
+    await expect(call).resolves.toMatchObject({ content: [{ text: "report" }] });
+    expect(peer.requests("tasks/get")).toHaveLength(2);
+    expect(peer.requests("tasks/result")).toHaveLength(1);
+    await notify("completed"); // after the end: nothing follows the task any more
+    await sleep(100);
+    expect(peer.requests("tasks/get")).toHaveLength(2);
+    await client.close();
+  });
+
+  it("after a cancel, a status notification ends the watch at once with what became of the task", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    const slow = (status: string) => ({ ...task(status), pollInterval: 10_000 });
+    let status = "working";
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: slow("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, slow(status));
+      if (m.method === "tasks/cancel") void peer.result(m.id, slow("working")); // not yet stopped
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 20_000 }, timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(() => peer.requests("tasks/cancel").length === 1);
+    await sleep(50);
+    status = "cancelled";
+    const t0 = Date.now();
+    await peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: slow("cancelled") });
+    await until(() => records.at(-1)?.outcome === "task-cancelled");
+    expect(Date.now() - t0).toBeLessThan(1_000); // the next poll was due in 10 s
+    expect(peer.requests("tasks/get")).toHaveLength(1);
+    await client.close();
+  });
+
   it("verify works for task calls: its answer outranks what the task watch learned", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {

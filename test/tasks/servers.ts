@@ -74,7 +74,8 @@ function stopper(server: http.Server, cleanup: () => void): () => Promise<void> 
  * (execution.taskSupport "required"), sending progress on the create request's token; a
  * cancelled task stops.
  */
-export async function startV1TaskServer(): Promise<TaskServer> {
+/** `pollInterval`: the interval (ms) the server suggests in its tasks; 20 unless given. */
+export async function startV1TaskServer(options: { pollInterval?: number } = {}): Promise<TaskServer> {
   const seen: Seen[] = [];
   const fates = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
@@ -94,7 +95,7 @@ export async function startV1TaskServer(): Promise<TaskServer> {
       { inputSchema: { ms: z.number() }, execution: { taskSupport: "required" } },
       {
         createTask: async ({ ms }, extra) => {
-          const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: 20 });
+          const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: options.pollInterval ?? 20 });
           const token = extra._meta?.progressToken;
           let step = 0;
           const tick = (): void => {

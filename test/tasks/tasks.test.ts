@@ -58,6 +58,24 @@ describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task
     expect(peer.mcp.pendingCount).toBe(0);
   });
 
+  it("the server's notifications/tasks/status when the task ends is looked at at once: the result comes long before the next poll", async () => {
+    server = await startV1TaskServer({ pollInterval: 10_000 }); // a server that asks for slow polling
+    const peer = await connectV1(server.url);
+    closeClient = peer.close;
+    // The SDK server sends status notifications on the standalone GET stream: wait until it is open.
+    await until(() => methods(server!, "GET").length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const t0 = performance.now();
+    const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 300 } }, { task: true, timeoutMs: 5_000 });
+    const elapsed = performance.now() - t0;
+    expect(result.content).toEqual([{ type: "text", text: "report done in 300 ms" }]);
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(3_000); // the first poll was due at 10,000 ms
+    expect(methods(server, "tasks/get")).toHaveLength(1); // one look, on the notification
+    expect(methods(server, "tasks/result")).toHaveLength(1);
+    expect(peer.mcp.pendingCount).toBe(0);
+  });
+
   it("on timeout sends exactly one tasks/cancel for its task, no notifications/cancelled, and records what became of it", async () => {
     server = await startV1TaskServer();
     const records: RunRecord[] = [];
