@@ -95,9 +95,8 @@ async function runBrowser(executablePath) {
     format: "esm",
     platform: "browser",
     target: "chrome120",
-    // cancellableFetch() loads undici with a dynamic import, on first use, and falls back to the
-    // global fetch where it cannot: a browser bundle leaves it out (docs/runtimes.md says so).
-    external: ["undici"],
+    // No `external`: cancellableFetch() names undici in a variable, so the bundler leaves its
+    // dynamic import alone (the check below fails if a node: module got in all the same).
     write: false,
     logLevel: "error",
   });

@@ -49,6 +49,14 @@ interface Undici {
   fetch: typeof import("undici").fetch;
 }
 
+/**
+ * The module name, in a variable: a bundler leaves `import(UNDICI)` alone instead of pulling the
+ * Node-only undici into a browser bundle (the magic comments keep webpack and Vite quiet about
+ * it). In Node, Deno and Bun it loads as usual; where it cannot (a browser), the global `fetch`
+ * is used.
+ */
+const UNDICI = "undici";
+
 let undici: Promise<Undici | undefined> | undefined;
 /** What `undici` resolved to (`undefined`: not loadable here), or `null` before it settled. */
 let loaded: Undici | undefined | null = null;
@@ -72,7 +80,7 @@ function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
     // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
     fetch: (url, init) => {
       if (loaded !== null) return send(loaded, url, init);
-      undici ??= import("undici").then(
+      undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
         ({ Agent, fetch }): Undici => ({ Agent, fetch }),
         () => undefined,
       );
