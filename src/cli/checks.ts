@@ -349,7 +349,7 @@ function connectionSurvives(run: ProbeRun): Check {
     const fence = main?.fence;
     const fenceLine =
       fence !== undefined && run.baseline?.outcome === "result" && fence.outcome === "result"
-        ? [`${fence.method} sent right after the cancel was answered in ${ms(fence)} ms (${ms(run.baseline)} ms before the call)`]
+        ? [`${fence.method} sent right after the cancel was answered in ${ms(fence)} ms (the same request took ${ms(run.baseline)} ms before the call was made)`]
         : [];
     return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`, fenceLine);
   }

@@ -349,7 +349,14 @@ export function createFacade(init: FacadeInit): Facade {
     run,
     callTool(params, callOptions) {
       if (typeof params !== "object" || params === null || typeof params.name !== "string") {
-        return Promise.reject(new InvalidOptionError("params.name", "callTool: params.name must be a string"));
+        return Promise.reject(
+          new InvalidOptionError(
+            typeof params === "string" ? "params" : "params.name",
+            typeof params === "string"
+              ? `callTool: params must be an object such as { name: ${JSON.stringify(params)}, arguments: { ... } }, not a string`
+              : "callTool: params.name must be a string",
+          ),
+        );
       }
       try {
         // Only a plain object carries `task`; anything else goes on to be refused as "options".

@@ -327,13 +327,6 @@ const clientOptionsSchema = z
   .partial();
 
 /**
- * Validates an options object against a strict zod schema, once, at the boundary; `undefined`
- * values mean "the default".
- * @param where the function named in the message, such as `"call options"`.
- * @throws {InvalidOptionError} for a non-object, an unknown option (naming every unknown one),
- *   or a bad value (naming the option and its bounds).
- */
-/**
  * True for call options that hold nothing but an `AbortSignal` (or `signal: undefined`), the
  * common per-call shape: valid without a zod parse. Anything else goes through the schema.
  * @internal
@@ -348,6 +341,14 @@ export function isSignalOnly(options: unknown): boolean {
 /** The SDK's request option names a caller may pass by habit, and this library's name for each. */
 const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", maxTotalTimeout: "maxTotalTimeoutMs" };
 
+/**
+ * Validates an options object against a strict zod schema, once, at the boundary; `undefined`
+ * values mean "the default".
+ * @param where the function named in the message, such as `"call options"`.
+ * @throws {InvalidOptionError} for a non-object, an unknown option (naming every unknown one,
+ *   with the option meant where it is the SDK's name or differs only in case, such as
+ *   `timeoutMS`), or a bad value (naming the option and its bounds).
+ */
 export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string, sdkNames?: Record<string, string>): T {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw new InvalidOptionError("options", `${where} must be an object`);
@@ -357,7 +358,12 @@ export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: s
   const issue = result.error.issues[0]!;
   if (issue.code === "unrecognized_keys") {
     const names = issue.keys.map((key) => `"${key}"`).join(", ");
-    const hints = issue.keys.filter((key) => sdkNames !== undefined && Object.hasOwn(sdkNames, key)).map((key) => `"${sdkNames![key]}" instead of the SDK's "${key}"`);
+    const known = Object.keys((schema as { shape?: Record<string, unknown> }).shape ?? {});
+    const hints = issue.keys.flatMap((key) => {
+      if (sdkNames !== undefined && Object.hasOwn(sdkNames, key)) return [`"${sdkNames[key]}" instead of the SDK's "${key}"`];
+      const meant = known.find((name) => name.toLowerCase() === key.toLowerCase());
+      return meant === undefined ? [] : [`"${meant}" (not "${key}")`];
+    });
     const hint = hints.length > 0 ? `; use ${hints.join(", ")}` : "";
     throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
   }

@@ -157,7 +157,7 @@ describe("connection-survives: the fence's latency against the same request befo
   it("answered in 4 ms: PASS, with both latencies in the evidence", () => {
     const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], 505)));
     expect(checks["connection-survives"]!.status).toBe("PASS");
-    expect(checks["connection-survives"]!.evidence.join()).toMatch(/answered in 4 ms \(3 ms before the call\)/);
+    expect(checks["connection-survives"]!.evidence.join()).toMatch(/answered in 4 ms \(the same request took 3 ms before the call was made\)/);
   });
 
   it("no answer to the fence, but a later request answered: WARN", () => {

@@ -153,12 +153,15 @@ describe("per-call options", () => {
 
   it("params: a missing or non-string tool name is refused as params.name; request() without a method as request.method", async () => {
     const { mcp, peer } = await connectPeer();
-    for (const params of [undefined, null, {}, { name: 42 }, { name: null }, { arguments: {} }, "tool", 7]) {
+    for (const params of [undefined, null, {}, { name: 42 }, { name: null }, { arguments: {} }, 7]) {
       const error = (await mcp.callTool(params as never).catch((e: unknown) => e)) as InvalidOptionError;
       expect(error, JSON.stringify(params)).toBeInstanceOf(InvalidOptionError);
       expect(error.option).toBe("params.name");
       expect(error.message).toContain("params.name");
     }
+    // A tool name alone, where params go: "params" itself is at fault (newcomer-options.test.ts).
+    const named = (await mcp.callTool("tool" as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(named.option).toBe("params");
     for (const request of [undefined, null, {}, { method: 42 }, { params: {} }]) {
       const error = (await mcp.request(request as never).catch((e: unknown) => e)) as InvalidOptionError;
       expect(error.option, JSON.stringify(request)).toBe("request.method");

@@ -70,3 +70,47 @@ describe("several signals per call", () => {
     expect(peer.received.map((m) => m.method)).toEqual(["initialize", "notifications/initialized"]);
   });
 });
+
+describe("mistakes from the second new-user trial", () => {
+  it("stdioCancellation given the server's parameters, or nothing, names the transport and shows the call to make", async () => {
+    const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
+    const params = () => stdioCancellation({ command: "node", args: ["server.mjs"] } as never);
+    expect(params).toThrow(InvalidOptionError);
+    expect(params).toThrow(/not its parameters: stdioCancellation\(new StdioClientTransport\(\{ command, args \}\)\)/);
+    for (const wrong of [null, undefined, "node server.mjs"]) {
+      let error: unknown;
+      try {
+        stdioCancellation(wrong as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).option).toBe("transport");
+    }
+  });
+
+  it("an option that differs only in case is named with the one meant", async () => {
+    const { mcp } = await connectPeer();
+    const error = (await mcp.callTool({ name: "x" }, { timeoutMS: 300 } as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("timeoutMS");
+    expect(error.message).toBe('call options: unknown option "timeoutMS"; use "timeoutMs" (not "timeoutMS")');
+  });
+
+  it("callTool(\"name\") says params is an object and shows its shape", async () => {
+    const { mcp } = await connectPeer();
+    const error = (await mcp.callTool("echo" as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("params");
+    expect(error.message).toContain('{ name: "echo", arguments: { ... } }');
+  });
+
+  it("the AI SDK transport's option errors name cancellableTransport, not withCancellation", async () => {
+    const { cancellableTransport } = await import("../../src/integrations/ai-sdk/index.js");
+    const { InMemoryTransport } = await import("@modelcontextprotocol/sdk/inMemory.js");
+    const [transport] = InMemoryTransport.createLinkedPair();
+    expect(() => cancellableTransport(transport, { timeout: 300 } as never)).toThrow(
+      'cancellableTransport options: unknown option "timeout"; use "timeoutMs" instead of the SDK\'s "timeout"',
+    );
+  });
+});

@@ -1,3 +1,4 @@
+import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../notification.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 
@@ -26,8 +27,19 @@ interface Stdin {
  * @param transport an SDK stdio transport: v1 `StdioClientTransport` from
  *   `@modelcontextprotocol/sdk/client/stdio.js`, or v2's from `@modelcontextprotocol/client`.
  * @returns the adapter to pass to `withCancellation`; `.transport` is the SDK transport.
+ * @throws {InvalidOptionError} (option `transport`) for anything that is not a transport, such as
+ *   the `{ command, args }` parameters themselves.
  */
 export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
+  if (typeof transport !== "object" || transport === null || typeof transport.send !== "function" || typeof transport.start !== "function") {
+    const looksLikeParams = typeof transport === "object" && transport !== null && "command" in transport;
+    throw new InvalidOptionError(
+      "transport",
+      looksLikeParams
+        ? "stdioCancellation: transport must be an SDK StdioClientTransport, not its parameters: stdioCancellation(new StdioClientTransport({ command, args }))"
+        : "stdioCancellation: transport must be an SDK StdioClientTransport, such as stdioCancellation(new StdioClientTransport({ command: \"report-server\" }))",
+    );
+  }
   const fallback = notificationCancellation(transport);
   const lines = new CancelLines();
   return {

@@ -110,7 +110,7 @@ export function cancellableTransport<T extends TransportLike>(
   if (callOptions !== undefined && typeof callOptions !== "function") {
     throw new InvalidOptionError("callOptions", "cancellableTransport: callOptions must be a function");
   }
-  const defaults = parseCancellationOptions(rest);
+  const defaults = parseCancellationOptions(rest, "cancellableTransport options");
   return new AiSdkTransport(toAdapter(transport), defaults, callOptions);
 }
 

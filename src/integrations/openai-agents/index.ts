@@ -111,7 +111,7 @@ export class CancellableMCPServer implements MCPServer {
     if (callOptions !== undefined && typeof callOptions !== "function") {
       throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
     }
-    parseCancellationOptions({ ...defaults, ...(onRecord === undefined ? {} : { onRecord }) });
+    parseCancellationOptions({ ...defaults, ...(onRecord === undefined ? {} : { onRecord }) }, "CancellableMCPServer options");
     this.#name = name;
     this.cacheToolsList = cacheToolsList ?? false;
     this.#create = create;
