@@ -114,3 +114,20 @@ describe("mistakes from the second new-user trial", () => {
     );
   });
 });
+
+describe("a framework's own timeout arrives as the caller's signal", () => {
+  it("AbortSignal.timeout: CallCancelledError (trigger aborted, honestly), and the message says the signal's timeout fired", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest(() => {}); // never answers
+    const error = (await mcp.callTool({ name: "x" }, { signal: AbortSignal.timeout(50), timeoutMs: 5_000 }).catch((e: unknown) => e)) as CallCancelledError;
+    expect(error).toBeInstanceOf(CallCancelledError);
+    expect(error.message).toMatch(/^tools\/call was cancelled by the caller's signal \(its AbortSignal\.timeout fired\) \(request id \d+\)$/);
+    expect((error.cause as Error).name).toBe("TimeoutError");
+    expect(error.record.cancel).toMatchObject({ trigger: "aborted" });
+    const plain = new AbortController();
+    const call = mcp.callTool({ name: "x" }, { signal: plain.signal });
+    await flush();
+    plain.abort();
+    expect(((await call.catch((e: unknown) => e)) as Error).message).toMatch(/^tools\/call was cancelled by the caller \(request id/);
+  });
+});
