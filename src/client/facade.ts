@@ -6,7 +6,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
-import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, resolveCallOptions } from "../types/options.js";
+import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, received, resolveCallOptions } from "../types/options.js";
 import type { CallObservation } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
@@ -465,7 +465,7 @@ function sdkDuration(value: unknown, option: string, where: string): number | un
   if (typeof value !== "number" || Number.isNaN(value) || value <= 0) {
     throw new InvalidOptionError(
       option,
-      `${where}: "${option}" (the SDK's request option, in ms) must be a positive number of ms, or Infinity`,
+      `${where}: "${option}" (the SDK's request option, in ms) must be a positive number of ms, or Infinity; received ${received(value)}`,
     );
   }
   return value > MAX_TIMER_DELAY_MS ? Number.POSITIVE_INFINITY : Math.ceil(value);

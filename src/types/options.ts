@@ -250,7 +250,8 @@ export function msOption(min: number, max: number, infinity: boolean) {
 }
 
 /** A received value as the error message quotes it: `30.5`, `NaN`, `"30s"`, `a boolean`. */
-function received(value: unknown): string {
+/** A refused value as a message quotes it: numbers as they are, strings quoted and cut at 40 characters. @internal */
+export function received(value: unknown): string {
   if (typeof value === "number") return String(value);
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 39)}…` : value);
   return value === null ? "null" : `a value of type ${typeof value}`;

@@ -146,6 +146,7 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { timeout: 0 })).rejects.toMatchObject({
       name: "InvalidOptionError",
       option: "timeout",
+      message: expect.stringMatching(/"timeout" \(the SDK's request option, in ms\) must be a positive number of ms, or Infinity; received 0$/),
     });
   });
 });
