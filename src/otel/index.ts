@@ -324,8 +324,9 @@ function lateKinds(before: RunRecord["late"], after: RunRecord["late"]): Array<"
 
 /**
  * What the connection says: `mcp.protocol.version` (v2 `getNegotiatedProtocolVersion()`, the
- * HTTP transport's `protocolVersion`, or the `initialize` answer the wire saw: v1 over stdio), `network.transport` (`tcp` for Streamable HTTP, `pipe`
- * for stdio), `network.protocol.name`, `server.address` and `server.port`.
+ * HTTP transport's `protocolVersion`, or the `initialize` answer the wire saw: v1 over stdio),
+ * `network.transport` (`tcp` for Streamable HTTP, `pipe` for stdio), `network.protocol.name`,
+ * `server.address` and `server.port`.
  */
 function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): Attributes {
   const attributes: Attributes = {};

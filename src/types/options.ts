@@ -249,8 +249,7 @@ export function msOption(min: number, max: number, infinity: boolean) {
   return infinity ? z.union([z.literal(Number.POSITIVE_INFINITY), finite], { error }) : finite;
 }
 
-/** A received value as the error message quotes it: `30.5`, `NaN`, `"30s"`, `a boolean`. */
-/** A refused value as a message quotes it: numbers as they are, strings quoted and cut at 40 characters. @internal */
+/** A refused value as an error message quotes it: `30.5`, `NaN`, `"30s"` (cut at 40 characters), `a value of type boolean`. @internal */
 export function received(value: unknown): string {
   if (typeof value === "number") return String(value);
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 39)}…` : value);
