@@ -20,6 +20,7 @@ import { runProfile } from "./profile.js";
 import { judge, machineLine, markdown, svg } from "./report.js";
 import type { Results } from "./report.js";
 import { runScale } from "./scale.js";
+import type { ScalePlan } from "./scale.js";
 import { runStdioLatency } from "./stdio-latency.js";
 
 interface Plan {
@@ -31,15 +32,7 @@ interface Plan {
   httpCalls: number;
   httpCapMs: number;
   maxTimeoutCalls: number;
-  scale: {
-    concurrent: number;
-    sequenceCalls: number;
-    sampleEvery: number;
-    sequenceBudgetMs: number;
-    timeoutCalls: number;
-    timeoutMs: number;
-    cancelSequenceCalls: number;
-  };
+  scale: ScalePlan;
 }
 
 const PLANS: Record<"short" | "full", Plan> = {

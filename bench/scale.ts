@@ -343,21 +343,24 @@ async function cancelSequence(line: Line, calls: number, subject: Subject): Prom
   };
 }
 
+/** How many calls each scale measure makes (`npm run bench` is short, `bench:full` full). */
+export interface ScalePlan {
+  concurrent: number;
+  sequenceCalls: number;
+  sampleEvery: number;
+  sequenceBudgetMs: number;
+  timeoutCalls: number;
+  timeoutMs: number;
+  cancelSequenceCalls: number;
+}
+
 /**
  * Scale: (1) `concurrent` calls to a silent peer (never answers), all cancelled by one shared
  * AbortController, ours beside the raw v1 SDK; (2) `sequenceCalls` calls cancelled one after
  * another through the facade, heap sampled (after full GCs) every `sampleEvery` calls.
  */
 export async function runScale(
-  plan: {
-    concurrent: number;
-    sequenceCalls: number;
-    sampleEvery: number;
-    sequenceBudgetMs: number;
-    timeoutCalls: number;
-    timeoutMs: number;
-    cancelSequenceCalls: number;
-  },
+  plan: ScalePlan,
   subject: Subject,
   log: (line: string) => void,
 ): Promise<ScaleResult> {

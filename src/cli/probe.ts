@@ -262,13 +262,7 @@ async function cancelToolCall(
   const call = conn.mcp
     .callTool(
       { name: chosen.name, arguments: chosen.args },
-      {
-        signal: controller.signal,
-        timeoutMs: Number.POSITIVE_INFINITY,
-        maxTotalTimeoutMs: Number.POSITIVE_INFINITY,
-        onprogress: () => {},
-        reason: `mcp-cancellable probe: cancelled ${options.cancelAfterMs} ms after the call`,
-      },
+      probeCallOptions(controller.signal, `mcp-cancellable probe: cancelled ${options.cancelAfterMs} ms after the call`),
     )
     .then(
       (result) => {
@@ -449,13 +443,7 @@ async function concurrentCalls(
     const promise = conn.mcp
       .callTool(
         { name: chosen.name, arguments: chosen.args },
-        {
-          signal: controller.signal,
-          timeoutMs: Number.POSITIVE_INFINITY,
-          maxTotalTimeoutMs: Number.POSITIVE_INFINITY,
-          onprogress: () => {},
-          reason: `mcp-cancellable probe: concurrent call ${label} cancelled`,
-        },
+        probeCallOptions(controller.signal, `mcp-cancellable probe: concurrent call ${label} cancelled`),
       )
       .then(
         (result) => {
@@ -647,3 +635,18 @@ function sleep(ms: number): Promise<void> {
 }
 
 export { StartupError };
+
+/**
+ * The options of a call the probe cancels itself: only its signal ends it (no timeout of ours,
+ * so the probe sees what the server does), and an `onprogress`, so the request carries a progress
+ * token and the server may report progress on it.
+ */
+function probeCallOptions(signal: AbortSignal, reason: string) {
+  return {
+    signal,
+    timeoutMs: Number.POSITIVE_INFINITY,
+    maxTotalTimeoutMs: Number.POSITIVE_INFINITY,
+    onprogress: () => {},
+    reason,
+  };
+}
