@@ -282,7 +282,10 @@ export function createFacade(init: FacadeInit): Facade {
     const wire = init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
-    const observation = observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying, protocolVersion: wire?.protocolVersion });
+    const observation =
+      defaults.observer === undefined
+        ? undefined
+        : observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying, protocolVersion: wire?.protocolVersion });
     if (wire !== null && wire !== sessionWire) {
       sessionWire = wire;
       sessionId = sessionIdOf(wire);

@@ -5,8 +5,7 @@ import type { CallObservation, CallObserver, ObservedCall } from "../types/optio
  * Starts an observer's watch of one call (the `observer` option). Never throws: a throwing
  * observer watches nothing and the call goes on as if there were none.
  */
-export function observe(observer: CallObserver | undefined, call: ObservedCall): CallObservation | undefined {
-  if (observer === undefined) return undefined;
+export function observe(observer: CallObserver, call: ObservedCall): CallObservation | undefined {
   try {
     return observer.start(call) ?? undefined;
   } catch {
