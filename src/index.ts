@@ -16,8 +16,8 @@ export type {
   ToolCallOptions,
   ToolResult,
 } from "./client/facade.js";
-export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./client/tasks.js";
-export type { TaskOptions } from "./client/tasks.js";
+export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./runner/tasks.js";
+export type { TaskOptions } from "./runner/tasks.js";
 export { TaskRequestError, TaskRequestTimeout } from "./wire/tasks.js";
 export type {
   CallOutcome,

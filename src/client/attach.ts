@@ -4,10 +4,10 @@ import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/options.js";
 import type { CancellationOptions } from "../types/options.js";
-import { CALL_MARKER } from "../wire/messages.js";
+import { CallRunner } from "../runner/runner.js";
 import { Wire } from "../wire/wire.js";
-import { createFacade, decorated, fromSdkOptions, nameOf, splitTail, anyResult } from "./facade.js";
-import type { CancellableClient, ClientLike, Facade, SdkCalls } from "./facade.js";
+import { createFacade, createSdkShell, decorated } from "./facade.js";
+import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { connectedTransport } from "./with-cancellation.js";
 import { sdkWaitDropper } from "./sdk-wait.js";
 
@@ -24,9 +24,6 @@ const handles = new WeakMap<object, CancellableClient<TransportLike, ClientLike>
 
 /** Each decorated transport's own `send`, bound to it. */
 const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>();
-
-/** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
-const PASS_THROUGH = new Set(["initialize", "server/discover"]);
 
 /**
  * Adds the library to an MCP SDK client that is ALREADY connected (v1 `@modelcontextprotocol/sdk`
@@ -91,26 +88,23 @@ export function attachCancellation<C extends ClientLike>(
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {
-    const wire = new Wire(
-      adapterFor(target),
-      defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-      defaults.onAnomaly,
-      !v2,
-      true,
-      defaults.forwardAbortReason ?? false,
-      sdkWaitDropper(client),
-    );
+    const wire = new Wire(adapterFor(target), {
+      maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+      onAnomaly: defaults.onAnomaly,
+      releaseFailedSends: !v2,
+      connected: true,
+      forwardSdkReason: defaults.forwardAbortReason ?? false,
+      releaseWait: sdkWaitDropper(client),
+    });
     // In place: the SDK keeps calling target.send, which is now the wire's.
     (target as { send: unknown }).send = wire.transport.send;
     decorated.add(target);
     return { target, wire, top: target.onmessage };
   };
 
-  const facade: Facade = createFacade({
-    sdk: original,
-    client,
-    v2,
+  const runner = new CallRunner({
     defaults,
+    client,
     wire: () => {
       const target = connectedTransport(client) as TransportLike | undefined;
       if (target === undefined) return current?.wire.open === true ? current.wire : null;
@@ -123,43 +117,12 @@ export function attachCancellation<C extends ClientLike>(
     },
   });
   current = attachTo(first as TransportLike);
+  const facade = createFacade(runner, original, client, v2);
 
   // The framework's own calls on the client go through the library too.
-  sdk.callTool = (params: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
-    const marked = typeof params === "object" && params !== null && CALL_MARKER in params;
-    if (marked || typeof (params as { name?: unknown } | null)?.name !== "string") {
-      return original.callTool(params, first, second);
-    }
-    try {
-      const { schema, options: sdkOptions } = splitTail(first, second);
-      const { call, extras } = fromSdkOptions(sdkOptions, "client.callTool");
-      const name = (params as { name: string }).name;
-      return facade.run("tools/call", name, params as Record<string, unknown>, call, (withMarker, ours) =>
-        v2 && schema === undefined
-          ? original.callTool(withMarker, { ...extras, ...ours })
-          : original.callTool(withMarker, schema, { ...extras, ...ours }),
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  };
-  sdk.request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
-    const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
-    const marked = typeof params === "object" && params !== null && CALL_MARKER in params;
-    if (marked || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
-    try {
-      const { schema, options: sdkOptions } = splitTail(first, second);
-      const { call, extras } = fromSdkOptions(sdkOptions, "client.request");
-      const body = params ?? {};
-      return facade.run(method, nameOf(body), body, call, (withMarker, ours) => {
-        const next = { ...(request as object), method, params: withMarker };
-        if (schema !== undefined) return original.request(next, schema, { ...extras, ...ours });
-        return v2 ? original.request(next, { ...extras, ...ours }) : original.request(next, anyResult, { ...extras, ...ours });
-      });
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  };
+  const shell = createSdkShell(runner, original, v2, "client");
+  sdk.callTool = shell.callTool;
+  sdk.request = shell.request;
 
   const handle: CancellableClient<TransportLike, C> = {
     get transport() {
@@ -168,7 +131,7 @@ export function attachCancellation<C extends ClientLike>(
     callTool: facade.callTool as CancellableClient<TransportLike, C>["callTool"],
     request: facade.request as CancellableClient<TransportLike, C>["request"],
     sdkClient: client,
-    records: facade.records,
+    records: () => runner.records(),
     get pendingCount() {
       return current?.wire.pendingCount ?? 0;
     },

@@ -1,20 +1,14 @@
 import { z } from "zod";
-import { CancellableCall } from "../core/cancellable-call.js";
-import type { CallHooks } from "../core/cancellable-call.js";
-import { DeadlineQueue } from "../core/deadlines.js";
 import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
-import { MemoryLedger } from "../ledger/memory.js";
-import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, received, resolveCallOptions } from "../types/options.js";
-import type { CallObservation } from "../types/options.js";
-import { nextCallId, nextConnectionId } from "./ids.js";
-import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
-import { TaskDriver, resolveTaskOptions } from "./tasks.js";
-import type { ResolvedTaskOptions, TaskOptions } from "./tasks.js";
-import type { CallOptions, CancellationOptions, Timers } from "../types/options.js";
+import { MAX_TIMER_DELAY_MS, received } from "../types/options.js";
+import type { CallOptions } from "../types/options.js";
+import { nameOf } from "../runner/runner.js";
+import type { CallRunner } from "../runner/runner.js";
+import { resolveTaskOptions } from "../runner/tasks.js";
+import type { TaskOptions } from "../runner/tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
-import type { Wire } from "../wire/wire.js";
 
 /** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
 export interface ClientLike {
@@ -171,185 +165,24 @@ export interface SdkCalls {
   request(...args: unknown[]): Promise<unknown>;
 }
 
-/** The wire a call goes through, chosen when the call is made. */
-export type WireChoice =
-  /** Send through this wire (it may be closed: the call then settles `connection-closed`, nothing sent). */
-  | Wire<TransportLike>
-  /** The connection is gone and no wire is open: the call settles `connection-closed`, nothing sent. */
-  | null;
-
-/** What the facade needs from its entry point (`withCancellation` or `attachCancellation`). */
-export interface FacadeInit {
-  readonly sdk: SdkCalls;
-  /** The SDK client itself, as the `observer` option sees it. */
-  readonly client: object;
-  /** v2 clients take `callTool(params, options)`; v1 `callTool(params, resultSchema, options)`. */
-  readonly v2: boolean;
-  readonly defaults: CancellationOptions;
-  /**
-   * The wire for the next call. Throws `InvalidOptionError` for a usage mistake (it becomes the
-   * call's rejection; nothing is sent).
-   */
-  wire(): WireChoice;
-}
-
-/** The facade plus its call runner, which `attachCancellation` also uses for the client's own methods. */
+/** The library-shaped calls of a `CancellableClient` (`callTool`, `request`), over one runner. */
 export interface Facade {
   callTool(params: CallToolParams, options?: ToolCallOptions): Promise<ToolResult>;
   request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
-  records(): RunRecord[];
-  run<R>(
-    method: string,
-    name: string | null,
-    params: Record<string, unknown>,
-    options: CallOptions | undefined,
-    invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
-  ): Promise<R>;
 }
 
 export const anyResult = z.looseObject({});
-
-/** Never 0 or Infinity: Node fires those at once. The SDK's own timer must never decide a call's fate. */
-const SDK_TIMEOUT = MAX_TIMER_DELAY_MS;
-
-const systemTimers: Timers = {
-  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
-};
-
-const monotonic = (): number => performance.now();
-
-
-/** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */
-function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
-  const inner = wire.underlying as { sessionId?: unknown };
-  return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
-}
-
-/** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
-const cancelNone: CallHooks["cancel"] = () => "none";
 
 /** Transports (and decorated transports) that already carry the library, so they are never decorated twice. */
 export const decorated = new WeakSet<object>();
 
 /**
- * Builds the calls of a `CancellableClient` over one SDK client: every call is a
- * `CancellableCall` registered on the wire the entry point picks when the call is made.
+ * The `CancellableClient` calls (`callTool(params, options)`, `request(request, options)`, the
+ * library's own option shape) as a shell over the runner: each checks its arguments and makes
+ * one `runner.run`, sending through the SDK client's own methods (`sdk`, never the patched ones).
  */
-export function createFacade(init: FacadeInit): Facade {
-  const { sdk, v2, defaults } = init;
-  const ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
-  const clock = defaults.clock ?? monotonic;
-  const timers = defaults.timers ?? systemTimers;
-  // One timer for all of this client's pending calls (the nearest deadline), not one per call.
-  const deadlines = new DeadlineQueue(clock, timers);
-  // A call made without options gets these, resolved once (the options are never mutated).
-  const plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
-  // One connection id per handle; the session id is read from the wire's transport at each settle.
-  const connectionId = nextConnectionId();
-  // Per wire, made once (attachCancellation moves to a new wire after a reconnect): the MCP
-  // session id reader and the cancel hook, so a call without a task allocates neither.
-  let sessionWire: Wire<TransportLike> | null = null;
-  let sessionId: () => string | undefined = () => undefined;
-  let wireCancel: CallHooks["cancel"] = cancelNone;
-  const onRecord = defaults.onRecord;
-  const record = (key: number, next: RunRecord): void => {
-    ledger.put(key, next);
-    if (onRecord !== undefined) {
-      try {
-        onRecord(next);
-      } catch {
-        // A throwing log hook must not change how a call settles.
-      }
-    }
-  };
-  const recorder =
-    (key: number, observation: CallObservation | undefined) =>
-    (next: RunRecord): void => {
-      record(key, next);
-      if (observation !== undefined) observeRecord(observation, next);
-    };
-
-  function run<R>(
-    method: string,
-    name: string | null,
-    params: Record<string, unknown> & { _meta?: Record<string, unknown> },
-    options: CallOptions | undefined,
-    invoke: (params: Record<string, unknown>, sdkOptions: Record<string, unknown>) => Promise<unknown>,
-    taskOptions?: ResolvedTaskOptions,
-  ): Promise<R> {
-    const resolved = options === undefined ? plainOptions : resolveCallOptions(defaults, options);
-    const wire = init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
-    const key = nextCallId();
-    // Before the call starts, so a span covers the whole call, even one cancelled before the send.
-    const observation =
-      defaults.observer === undefined
-        ? undefined
-        : observe(defaults.observer, { method, name, params, client: init.client, transport: wire?.underlying, protocolVersion: wire?.protocolVersion });
-    if (wire !== null && wire !== sessionWire) {
-      sessionWire = wire;
-      sessionId = sessionIdOf(wire);
-      wireCancel = (call, reason) => wire.cancel(call, reason);
-    }
-    // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
-    const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, timers, clock);
-    const hooks: CallHooks = {
-      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: task !== undefined ? (call, reason) => task.cancel(call, reason) : wire === null ? cancelNone : wireCancel,
-      settled:
-        task !== undefined
-          ? (call) => {
-              task.stop();
-              wire?.settled(call, key);
-            }
-          : (call) => wire?.settled(call, key),
-      // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
-      // and a closure made here would keep this whole scope (params, call, controller) alive.
-      record: recorder(key, observation),
-    };
-    const call = new CancellableCall<R>({
-      method,
-      name,
-      options: resolved,
-      hooks,
-      clock,
-      timers,
-      deadlines,
-      ids: { callId: key, connectionId, sessionId },
-    });
-    task?.attach(call);
-    call.start();
-    // The connection is gone (the server exited, the transport closed): say so, send nothing.
-    if (wire === null || !wire.open) call.cancel("connection-closed");
-    if (call.settled || wire === null) return call.promise; // nothing was sent: aborted signal, or closed connection
-    wire.register(call, key, task);
-    // No signal for the SDK: an AbortController per call would cost more than the rest of the
-    // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
-    const sdkOptions: Record<string, unknown> = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
-    // A progress token is requested whenever progress can matter (case C05). The wire hands
-    // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
-    if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
-    let sent: Promise<unknown>;
-    try {
-      sent = invoke({ ...withMeta(params, observation), [CALL_MARKER]: key }, sdkOptions);
-    } catch (error) {
-      sent = Promise.reject(error);
-    }
-    sent.then(
-      (value) => {
-        if (observation !== undefined && !call.settled) observeResult(observation, value);
-        call.succeed(value as R);
-      },
-      // Once its task exists the SDK's wait was ended locally: the driver settles the call.
-      (error: unknown) => {
-        if (call.task === undefined) call.fail(error);
-      },
-    );
-    return call.promise;
-  }
-
+export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, v2: boolean): Facade {
   return {
-    run,
     callTool(params, callOptions) {
       if (typeof params !== "object" || params === null || typeof params.name !== "string") {
         return Promise.reject(
@@ -368,25 +201,22 @@ export function createFacade(init: FacadeInit): Facade {
         if (task === undefined) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
-          if ((init.client as { isToolTaskRequired?: (name: string) => boolean }).isToolTaskRequired?.(params.name) === true) {
+          if ((client as { isToolTaskRequired?: (name: string) => boolean }).isToolTaskRequired?.(params.name) === true) {
             throw new InvalidOptionError(
               "task",
               `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
             );
           }
-          return run<ToolResult>("tools/call", params.name, params, plain ? rest : callOptions, (marked, sdkOptions) =>
-            v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions),
+          return runner.run<ToolResult>(
+            { method: "tools/call", name: params.name, params, options: plain ? rest : (callOptions as CallOptions | undefined) },
+            (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
           );
         }
-        return run<ToolResult>(
-          "tools/call",
-          params.name,
-          params,
-          rest,
+        return runner.run<ToolResult>(
+          { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task) },
           // v1: request() (callTool refuses task-required tools); the wire adds params.task.
           (marked, sdkOptions) =>
             v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
-          resolveTaskOptions(task),
         );
       } catch (error) {
         return Promise.reject(error);
@@ -404,28 +234,21 @@ export function createFacade(init: FacadeInit): Facade {
       try {
         const { resultSchema, ...callOptions } = requestOptions ?? {};
         const params = request.params ?? {};
-        return run<R>(request.method, nameOf(params), params, callOptions, (marked, sdkOptions) =>
-          // v2 takes a result schema only for methods outside the spec; v1 always needs one.
-          v2
-            ? resultSchema === undefined
-              ? sdk.request({ method: request.method, params: marked }, sdkOptions)
-              : sdk.request({ method: request.method, params: marked }, resultSchema, sdkOptions)
-            : sdk.request({ method: request.method, params: marked }, resultSchema ?? anyResult, sdkOptions),
+        return runner.run<R>({ method: request.method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) =>
+          sendRequest(sdk, v2, { method: request.method, params: marked }, resultSchema, sdkOptions),
         );
       } catch (error) {
         return Promise.reject(error);
       }
     },
-    records: () => ledger.list(),
   };
 }
 
-/** The record's `name`: a tool or prompt name, or a resource URI. */
-export function nameOf(params: Record<string, unknown>): string | null {
-  return typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : null;
+/** A request through the SDK's `request`: v2 takes a result schema only for methods outside the spec; v1 always needs one. */
+function sendRequest(sdk: SdkCalls, v2: boolean, request: object, schema: unknown, options: Record<string, unknown>): Promise<unknown> {
+  if (schema !== undefined) return sdk.request(request, schema, options);
+  return v2 ? sdk.request(request, options) : sdk.request(request, anyResult, options);
 }
-
-function ignore(): void {}
 
 // --- the SDK's request options, as frameworks pass them ------------------------------------
 
@@ -492,7 +315,10 @@ export function splitTail(first: unknown, second: unknown): { schema: unknown; o
   return { schema: undefined, options: first };
 }
 
-// --- the client-shaped object frameworks take ------------------------------------------------
+// --- the SDK-shaped shell: the client's own methods, as frameworks call them -----------------
+
+/** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
+const PASS_THROUGH = new Set(["initialize", "server/discover"]);
 
 /** Methods of the SDK client that are one request each: `(params, options)` → method. */
 const LIST_METHODS: Readonly<Record<string, string>> = {
@@ -505,55 +331,71 @@ const LIST_METHODS: Readonly<Record<string, string>> = {
   complete: "completion/complete",
 };
 
+/** The SDK client's request methods in the SDK's own shape, each one runner call. */
+export type SdkShell = Record<string, (...args: unknown[]) => Promise<unknown>> & SdkCalls;
+
+const marked = (params: unknown): boolean => typeof params === "object" && params !== null && CALL_MARKER in params;
+
 /**
- * The SDK client as frameworks take it, over a facade: a `Proxy` whose request methods go
- * through the library (see `CancellableClient.sdkClient`); everything else is the client's own.
+ * The SDK client's request methods with the SDK's argument orders and request options (v1
+ * `callTool(params, resultSchema?, options?)`, v2 `callTool(params, options?)`, `request`,
+ * `ping`, `listTools`, ...) as a shell over the runner: the SDK options are mapped to the call
+ * options (`fromSdkOptions`), the others (`relatedRequestId`, `resumptionToken`, v2 `headers`,
+ * ...) and the result schema are handed to the SDK unchanged. A request that already carries a
+ * call's marker (the SDK's own methods calling `request` on themselves), `initialize` and
+ * `server/discover` go to the SDK as they are. Used by `attachCancellation` (installed on the
+ * client) and `sdkClient` (a view of the client) alike.
+ * @param original the client's own methods, bound to it.
  */
-export function sdkClientOver<C extends object>(client: C, facade: Facade): C {
-  const where = (name: string) => `sdkClient.${name}`;
-  const own: Record<string, (...args: unknown[]) => Promise<unknown>> = {
-    callTool: (params, first, second) => {
-      try {
-        const { options } = splitTail(first, second);
-        return facade.callTool(params as CallToolParams, fromSdkOptions(options, where("callTool")).call);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    },
-    request: (request, first, second) => {
+export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boolean, where: string): SdkShell {
+  const request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
+    const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
+    if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
+    try {
+      const { schema, options } = splitTail(first, second);
+      const { call, extras } = fromSdkOptions(options, `${where}.request`);
+      const body = params ?? {};
+      return runner.run({ method, name: nameOf(body), params: body, options: call }, (withMarker, ours) =>
+        sendRequest(original, v2, { ...(request as object), method, params: withMarker }, schema, { ...extras, ...ours }),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  const shell: SdkShell = {
+    request,
+    callTool(params: unknown, first?: unknown, second?: unknown): Promise<unknown> {
+      const name = (params as { name?: unknown } | null)?.name;
+      // The SDK refuses malformed params with its own error.
+      if (marked(params) || typeof name !== "string") return original.callTool(params, first, second);
       try {
         const { schema, options } = splitTail(first, second);
-        const call = fromSdkOptions(options, where("request")).call ?? {};
-        return facade.request(request as RequestParams, {
-          ...call,
-          ...(schema === undefined ? {} : { resultSchema: schema as ResultSchema<unknown> }),
-        });
+        const { call, extras } = fromSdkOptions(options, `${where}.callTool`);
+        return runner.run({ method: "tools/call", name, params: params as Record<string, unknown>, options: call }, (withMarker, ours) =>
+          v2 && schema === undefined
+            ? original.callTool(withMarker, { ...extras, ...ours })
+            : original.callTool(withMarker, schema, { ...extras, ...ours }),
+        );
       } catch (error) {
         return Promise.reject(error);
       }
     },
-    ping: (options) => {
-      try {
-        return facade.request({ method: "ping" }, fromSdkOptions(options, where("ping")).call);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    },
+    ping: (options?: unknown) => request({ method: "ping" }, options),
   };
   for (const [name, method] of Object.entries(LIST_METHODS)) {
-    own[name] = (params, options) => {
-      try {
-        const request: RequestParams =
-          params === undefined ? { method } : { method, params: params as RequestParams["params"] & {} };
-        return facade.request(request, fromSdkOptions(options, where(name)).call);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    };
+    shell[name] = (params?: unknown, options?: unknown) => request(params === undefined ? { method } : { method, params }, options);
   }
+  return shell;
+}
+
+/**
+ * The SDK client as frameworks take it (`CancellableClient.sdkClient`): a view of the client
+ * whose request methods are the SDK shell's; every other member is the client's own.
+ */
+export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
   return new Proxy(client, {
     get(target, property) {
-      if (typeof property === "string" && Object.hasOwn(own, property)) return own[property];
+      if (typeof property === "string" && Object.hasOwn(shell, property)) return shell[property];
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },

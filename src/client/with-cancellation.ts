@@ -4,7 +4,8 @@ import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/options.js";
 import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
-import { createFacade, decorated, sdkClientOver } from "./facade.js";
+import { CallRunner } from "../runner/runner.js";
+import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
 import { sdkWaitDropper } from "./sdk-wait.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
@@ -53,21 +54,17 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
-  const wire = new Wire(
-    adapter,
-    defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-    defaults.onAnomaly,
-    !v2,
-    false,
-    defaults.forwardAbortReason ?? false,
-    sdkWaitDropper(client),
-  );
+  const wire = new Wire(adapter, {
+    maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+    onAnomaly: defaults.onAnomaly,
+    releaseFailedSends: !v2,
+    forwardSdkReason: defaults.forwardAbortReason ?? false,
+    releaseWait: sdkWaitDropper(client),
+  });
   decorated.add(wire.transport);
-  const facade = createFacade({
-    sdk: client as unknown as SdkCalls,
-    client,
-    v2,
+  const runner = new CallRunner({
     defaults,
+    client,
     wire: () => {
       // Usage mistakes are usage errors (nothing is sent), never a closed connection that a
       // bot's "cancelled" branch would swallow.
@@ -89,15 +86,18 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
       return wire;
     },
   });
+  const sdk = client as unknown as SdkCalls;
+  const own: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+  const facade = createFacade(runner, own, client, v2);
   let sdkClient: C | undefined;
   return {
     transport: wire.transport,
     callTool: facade.callTool as CancellableClient<T, C>["callTool"],
     request: facade.request as CancellableClient<T, C>["request"],
     get sdkClient() {
-      return (sdkClient ??= sdkClientOver(client, facade));
+      return (sdkClient ??= sdkClientOver(client, createSdkShell(runner, own, v2, "sdkClient")));
     },
-    records: facade.records,
+    records: () => runner.records(),
     get pendingCount() {
       return wire.pendingCount;
     },
@@ -114,15 +114,14 @@ export function connectedTransport(client: object): object | undefined {
 }
 
 /** A cancellation adapter as it is, or a plain transport with the notification mechanism. @internal */
-export function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T): CancellationAdapter<T> {
-  if (typeof transport !== "object" || transport === null) {
-    throw new InvalidOptionError("transport", "withCancellation: transport must be an MCP transport or a cancellation adapter");
-  }
+export function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T, where = "withCancellation"): CancellationAdapter<T> {
+  const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
+  if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
   if ("cancel" in transport && "transport" in transport && typeof transport.cancel === "function") {
     return transport;
   }
   if (typeof (transport as T).send !== "function" || typeof (transport as T).start !== "function") {
-    throw new InvalidOptionError("transport", "withCancellation: transport must be an MCP transport or a cancellation adapter");
+    throw new InvalidOptionError("transport", `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`);
   }
   return notificationCancellation(transport as T);
 }

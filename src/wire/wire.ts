@@ -30,6 +30,32 @@ interface Entry {
 
 type Handler = ((...args: never[]) => void) | undefined;
 
+/** How a wire is set up by its entry point. */
+export interface WireOptions {
+  /** Settled request ids remembered to drop late messages (`maxTombstones`, at least 1). */
+  readonly maxTombstones: number;
+  readonly onAnomaly?: ((anomaly: Anomaly) => void) | undefined;
+  /**
+   * True for the v1 SDK, whose `request()` clears only its timer when `transport.send` rejects
+   * and keeps the response handler forever; the wire then ends it. Default false.
+   */
+  readonly releaseFailedSends?: boolean;
+  /** True when the transport is already started and connected (attaching to a connected client). Default false. */
+  readonly connected?: boolean;
+  /**
+   * The client-wide `forwardAbortReason`: when false (the default) the SDK's own cancels go out
+   * with a text naming the trigger, never `String(signal.reason)`.
+   */
+  readonly forwardSdkReason?: boolean;
+  /**
+   * Ends the entry point's own wait for a request the call already settled (for an SDK client:
+   * `sdkWaitDropper`, its private maps). Returns false when it could not; the wire then hands
+   * the layer above a local error response (never on the wire). An entry point that answers
+   * its caller from the call's outcome itself (the AI SDK transport) returns true.
+   */
+  readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
+}
+
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
 
@@ -107,30 +133,14 @@ export class Wire<T extends TransportLike> {
   readonly #forwardSdkReason: boolean;
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
 
-  /**
-   * @param releaseFailedSends true for the v1 SDK, whose `request()` clears only its timer when
-   *   `transport.send` rejects and keeps the response handler forever; the wire then ends it.
-   * @param connected true when the transport is already started and connected (attaching to a
-   *   connected client): the wire is open from the start.
-   * @param forwardSdkReason the client-wide `forwardAbortReason`: when false (the default) the
-   *   SDK's own cancels go out with a text naming the trigger, never `String(signal.reason)`.
-   * @param dropSdkWait ends the SDK's wait for a request id directly (see `sdkWaitDropper`);
-   *   returns false when it could not, and the wire then hands the SDK a local error response.
-   */
-  constructor(
-    adapter: CancellationAdapter<T>,
-    maxTombstones: number,
-    onAnomaly?: (anomaly: Anomaly) => void,
-    releaseFailedSends = false,
-    connected = false,
-    forwardSdkReason = false,
-    dropSdkWait?: (id: RequestId) => boolean,
-  ) {
-    this.#releaseFailedSends = releaseFailedSends;
-    this.#open = connected;
-    this.#started = connected;
-    this.#forwardSdkReason = forwardSdkReason;
-    this.#dropSdkWait = dropSdkWait;
+  constructor(adapter: CancellationAdapter<T>, options: WireOptions) {
+    this.#releaseFailedSends = options.releaseFailedSends ?? false;
+    this.#open = options.connected ?? false;
+    this.#started = this.#open;
+    this.#forwardSdkReason = options.forwardSdkReason ?? false;
+    this.#dropSdkWait = options.releaseWait;
+    const maxTombstones = options.maxTombstones;
+    const onAnomaly = options.onAnomaly;
     const inner = adapter.transport;
     this.#inner = inner;
     this.#adapter = adapter;
@@ -369,6 +379,14 @@ export class Wire<T extends TransportLike> {
     call.cancel("connection-closed", cause, neverSent);
     this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
   };
+
+  /**
+   * The request's own send was refused by the transport (the entry point saw its `send`
+   * reject): it never reached the server, so the call settles `connection-closed`, never sent.
+   */
+  sendFailed(requestId: RequestId, cause: unknown): void {
+    this.#streamLost(requestId, cause, true);
+  }
 
   #tombstone(id: RequestId, call: LateSink | null, token: string | number | undefined): void {
     this.#tombIds.set(id, call);

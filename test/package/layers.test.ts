@@ -16,6 +16,7 @@ const RANK: Record<string, number> = {
   wire: 3,
   adapters: 4,
   ledger: 5,
+  runner: 5.5, // the one call path (docs/architecture.md): below every shell
   client: 6,
   cli: 9,
   ".": 10, // index.ts and other entry files at the root of src/

@@ -1,4 +1,4 @@
-import type { RunRecord } from "../core/record.js";
+import type { RunRecord } from "../types/record.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
 
 /**

@@ -1,0 +1,243 @@
+// The message-level entry point: a transport for a client that speaks JSON-RPC messages itself
+// (the Vercel AI SDK's MCP client; the proxy's front). Each request it is handed becomes one
+// `CallRunner.run`; the outcome goes back as the response the client expects, or as a JSON-RPC
+// error response naming what the library did (never an internal message).
+import { isCallTimeoutError, isConnectionClosedError } from "../errors/guards.js";
+import type { McpCancellableError } from "../errors/McpCancellableError.js";
+import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import type { RequestId } from "../core/cancellable-call.js";
+import type { RunRecord } from "../types/record.js";
+import { DEFAULT_MAX_TOMBSTONES } from "../types/options.js";
+import type { CallOptions, CancellationOptions } from "../types/options.js";
+import { CALL_MARKER, type Message } from "../wire/messages.js";
+import { Wire } from "../wire/wire.js";
+import { CallRunner, nameOf } from "./runner.js";
+
+/**
+ * The JSON-RPC error code of the local error response for a request the library timed out (idle
+ * or maximum total timeout): the MCP SDK's `RequestTimeout`. Local: it never goes on the wire to
+ * the server (rule 3: the spec assigns no code to a local timeout).
+ */
+export const TIMEOUT_ERROR_CODE = -32001;
+
+/** The code of the local error response for a request whose connection or stream was lost, or whose send was refused (the MCP SDK's `ConnectionClosed`). */
+export const CONNECTION_CLOSED_ERROR_CODE = -32000;
+
+/** A JSON-RPC message in the loose shape the AI SDK and the MCP SDKs share. */
+export type JsonRpcMessage = { jsonrpc: "2.0"; [key: string]: unknown };
+
+/** The per-request options of a message-level client: the request's signal, and the request a message answers. */
+export interface MessageSendOptions {
+  signal?: AbortSignal;
+  relatedRequestId?: string | number;
+}
+
+/** Per-request options by method and params (for a tool, `params.name`), merged over the defaults. */
+export type CallOptionsHook = (method: string, params: Record<string, unknown>) => Omit<CallOptions, "signal"> | undefined;
+
+/**
+ * What the message-level transport says about a settled request, as the `error` of its JSON-RPC
+ * response: `code` -32001 (a timeout) or -32000 (connection lost, send refused), `message` the
+ * library error's text, `data: { code, record }` its stable code and the run record.
+ */
+export interface LibraryErrorResponse {
+  code: number;
+  message: string;
+  data: { code: string; record: RunRecord | null };
+}
+
+/** How one settled request is answered to the message-level client, or `undefined` for no answer. */
+export type ErrorResponder = (error: McpCancellableError) => LibraryErrorResponse | undefined;
+
+/**
+ * The default answer: a timeout as -32001 and a lost connection as -32000, both with
+ * `data: { code, record }`; a cancel by the client's own signal gets none (the client rejected
+ * its request itself when its signal fired).
+ */
+export const libraryErrorResponse: ErrorResponder = (error) => {
+  const code = isCallTimeoutError(error) ? TIMEOUT_ERROR_CODE : isConnectionClosedError(error) ? CONNECTION_CLOSED_ERROR_CODE : undefined;
+  if (code === undefined) return undefined;
+  return { code, message: error.message, data: { code: error.code, record: error.record } };
+};
+
+/** Options of a message-level transport. */
+export interface MessageTransportInit {
+  /** Client-wide defaults, already validated. */
+  readonly defaults: CancellationOptions;
+  readonly callOptions?: CallOptionsHook | undefined;
+  /** How a settled request is answered (default `libraryErrorResponse`). */
+  readonly respond?: ErrorResponder | undefined;
+}
+
+interface Waiting {
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+function isLibraryError(error: unknown): error is McpCancellableError {
+  return error instanceof Error && typeof (error as Partial<McpCancellableError>).code === "string" && "record" in error;
+}
+
+/**
+ * A transport in the MCP SDK's `Transport` shape (`start`, `send(message, options)`, `close`,
+ * `onmessage`, `onclose`, `onerror`, `setProtocolVersion`) over a cancellation adapter: every
+ * request but `initialize` (rule 39) runs as one call of the library, with its idle and maximum
+ * total timeouts, the adapter's cancel when its `signal` aborts or a limit fires, late messages
+ * dropped, the record and the observer. Notifications and answers to the server's requests pass
+ * through as they are.
+ */
+export class MessageTransport<T extends TransportLike> {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JsonRpcMessage) => void;
+
+  readonly #wire: Wire<T>;
+  readonly #runner: CallRunner;
+  readonly #callOptions: CallOptionsHook | undefined;
+  readonly #respond: ErrorResponder;
+  /** The requests whose answer the client waits for, by request id (live calls only: the wire drops the rest). */
+  readonly #waiting = new Map<RequestId, Waiting>();
+  #closed = false;
+
+  constructor(adapter: CancellationAdapter<T>, init: MessageTransportInit) {
+    const { defaults } = init;
+    this.#callOptions = init.callOptions;
+    this.#respond = init.respond ?? libraryErrorResponse;
+    this.#wire = new Wire(adapter, {
+      maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+      onAnomaly: defaults.onAnomaly,
+      forwardSdkReason: defaults.forwardAbortReason ?? false,
+      // Nothing above waits on its own: this transport answers from the call's outcome.
+      releaseWait: () => true,
+    });
+    const wire = this.#wire;
+    this.#runner = new CallRunner({ defaults, client: this, wire: () => wire });
+    const down = wire.transport as unknown as Record<string, unknown>;
+    down.onmessage = this.#onmessage;
+    down.onclose = this.#onclose;
+    down.onerror = (error: Error) => this.onerror?.(error);
+  }
+
+  /** The transport underneath (the adapter's), as the caller gave it. */
+  get underlying(): T {
+    return this.#wire.underlying;
+  }
+
+  start(): Promise<void> {
+    this.#closed = false;
+    return this.#wire.transport.start();
+  }
+
+  close(): Promise<void> {
+    return this.#wire.transport.close();
+  }
+
+  setProtocolVersion(version: string): void {
+    (this.#wire.transport as { setProtocolVersion?: (version: string) => void }).setProtocolVersion?.(version);
+  }
+
+  /** The run records of every request but `initialize`, oldest first (at most `maxRecords`). */
+  records(): RunRecord[] {
+    return this.#runner.records();
+  }
+
+  /** Requests still pending on the wire (0 when idle). */
+  get pendingCount(): number {
+    return this.#wire.pendingCount;
+  }
+
+  /** Settled request ids remembered to drop late messages (at most `maxTombstones`). */
+  get tombstoneCount(): number {
+    return this.#wire.tombstoneCount;
+  }
+
+  /**
+   * Sends a message. A request (not `initialize`) runs as a call: the promise resolves once it
+   * is handed to the transport; its answer comes through `onmessage`: the server's response, or
+   * a JSON-RPC error response from `respond` when the library settled it. A send the transport
+   * refuses settles the call `connection-closed` (never sent) and is answered the same way.
+   * @throws {InvalidOptionError} `callOptions` returned an invalid option (nothing was sent).
+   */
+  send(message: JsonRpcMessage, options?: MessageSendOptions): Promise<void> {
+    const sendOptions = options?.relatedRequestId === undefined ? undefined : { relatedRequestId: options.relatedRequestId };
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number") || method === "initialize") {
+      // Notifications, answers to the server's requests, and initialize (never cancelled, rule 39).
+      return this.#forward(message, sendOptions);
+    }
+    try {
+      const params = ((message as { params?: unknown }).params ?? {}) as Record<string, unknown> & { _meta?: Record<string, unknown> };
+      const perCall = this.#callOptions?.(method, params);
+      const signal = options?.signal;
+      const callOptions = signal === undefined ? perCall : { ...perCall, signal };
+      let handed: Promise<void> = Promise.resolve();
+      const outcome = this.#runner.run({ method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) => {
+        // Progress resets the idle timeout only for a request that carries a token: one is added
+        // when the options want it (the wire keeps its progress from the client).
+        const meta =
+          sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
+            ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
+            : undefined;
+        const answer = new Promise<unknown>((resolve, reject) => this.#waiting.set(id, { resolve, reject }));
+        handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
+          (error: unknown) => this.#wire.sendFailed(id, error),
+        );
+        return answer;
+      });
+      outcome.then(
+        () => this.#waiting.delete(id),
+        (error: unknown) => this.#settled(id, error),
+      );
+      return handed;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  #forward(message: unknown, options: unknown): Promise<void> {
+    return (this.#wire.transport.send as (message: unknown, options?: unknown) => Promise<void>)(message, options);
+  }
+
+  /** A call ended without the server's answer reaching the client: answer it (unless the connection closed: the client's onclose ends it). */
+  #settled(id: RequestId, error: unknown): void {
+    this.#waiting.delete(id);
+    if (this.#closed) return;
+    // The server's own error reached the client as its message already: only the library's are answered.
+    if (!isLibraryError(error)) return;
+    const response = this.#respond(error);
+    if (response === undefined) return;
+    this.#deliver({ jsonrpc: "2.0", id, error: response });
+  }
+
+  #deliver(message: JsonRpcMessage): void {
+    try {
+      this.onmessage?.(message);
+    } catch (error) {
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  readonly #onmessage = (message: Message): void => {
+    if (typeof message === "object" && message !== null && message.method === undefined && message.id !== undefined && message.id !== null) {
+      const waiting = this.#waiting.get(message.id);
+      if (waiting !== undefined) {
+        // The server's answer to a live call (the wire dropped any for a settled one): the call
+        // settles with it, and the client gets the message as it came.
+        this.#waiting.delete(message.id);
+        if ("error" in message) waiting.reject(message.error);
+        else waiting.resolve(message.result);
+      }
+    }
+    this.#deliver(message as JsonRpcMessage);
+  };
+
+  readonly #onclose = (): void => {
+    // The wire has settled every pending call `connection-closed` already; their answers are
+    // queued before this, so the client gets each request's documented error (with its record)
+    // before its own close handler rejects whatever is left.
+    queueMicrotask(() => {
+      this.#closed = true;
+      this.onclose?.();
+    });
+  };
+}

@@ -1,0 +1,245 @@
+// The one call path. Every entry point (withCancellation, attachCancellation, sdkClient, the AI
+// SDK transport, the OpenAI Agents server, the probe, the proxy) turns its caller's shape into one
+// `CallRunner.run` and the outcome back into its caller's shape; nothing else builds a
+// `CancellableCall`. See docs/architecture.md.
+import { CancellableCall } from "../core/cancellable-call.js";
+import type { CallHooks } from "../core/cancellable-call.js";
+import { DeadlineQueue } from "../core/deadlines.js";
+import type { RunRecord } from "../types/record.js";
+import type { TransportLike } from "../adapters/types.js";
+import { MemoryLedger } from "../ledger/memory.js";
+import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS, resolveCallOptions } from "../types/options.js";
+import type { CallObservation, CallOptions, CancellationOptions, Timers } from "../types/options.js";
+import { nextCallId, nextConnectionId } from "./ids.js";
+import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
+import { TaskDriver } from "./tasks.js";
+import type { ResolvedTaskOptions } from "./tasks.js";
+import { CALL_MARKER } from "../wire/messages.js";
+import type { Wire } from "../wire/wire.js";
+
+/** The wire a call goes through, chosen when the call is made. */
+export type WireChoice =
+  /** Send through this wire (it may be closed: the call then settles `connection-closed`, nothing sent). */
+  | Wire<TransportLike>
+  /** The connection is gone and no wire is open: the call settles `connection-closed`, nothing sent. */
+  | null;
+
+/** What a runner needs from its entry point. */
+export interface RunnerInit {
+  /** The client-wide defaults, already validated (`parseCancellationOptions`). */
+  readonly defaults: CancellationOptions;
+  /** The SDK client (or the framework's client object), as the `observer` option sees it. */
+  readonly client?: object | undefined;
+  /**
+   * The wire for the next call. Throws `InvalidOptionError` for a usage mistake (it becomes the
+   * call's rejection; nothing is sent).
+   */
+  wire(): WireChoice;
+}
+
+/** One request to run: what it is, and the caller's options for it. */
+export interface RunRequest {
+  readonly method: string;
+  /** The tool or prompt name, or the resource URI; `null` for none. */
+  readonly name: string | null;
+  readonly params: Record<string, unknown> & { _meta?: Record<string, unknown> };
+  /** The caller's per-call options (validated here), merged over the defaults. */
+  readonly options?: CallOptions | undefined;
+  /** Task-augmented: the task driver's options (rules 35, 36). */
+  readonly task?: ResolvedTaskOptions | undefined;
+}
+
+/**
+ * What the runner hands the entry point's send: the SDK's request options with the SDK's own
+ * timer disabled, and `onprogress` set when the request must carry a progress token (the wire
+ * delivers progress to the call itself; this handler only makes the SDK add the token).
+ */
+export interface SdkRequestOptions {
+  timeout: number;
+  resetTimeoutOnProgress: false;
+  onprogress?: () => void;
+  [key: string]: unknown;
+}
+
+/**
+ * Puts the request on the wire through the entry point's own client: `params` carry the call's
+ * marker (a symbol key, never serialised) that binds the request id to the call. The promise is
+ * the answer: resolved with the result, rejected with the server's error or the send's failure.
+ */
+export type Invoke = (params: Record<string, unknown>, sdkOptions: SdkRequestOptions) => Promise<unknown>;
+
+/** Never 0 or Infinity: Node fires those at once. The SDK's own timer must never decide a call's fate. */
+const SDK_TIMEOUT = MAX_TIMER_DELAY_MS;
+
+const systemTimers: Timers = {
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
+};
+
+const monotonic = (): number => performance.now();
+
+/** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
+const cancelNone: CallHooks["cancel"] = () => "none";
+
+function ignore(): void {}
+
+/**
+ * Runs calls over one connection (one entry point's wire, or the wires it moves to after a
+ * reconnect): option resolution, ids, the shared deadline queue, the cancel by the transport's
+ * mechanism (through the wire), task-augmented calls, verification, the record and its fan-out
+ * (memory, `onRecord`, and through `onRecord` `jsonLines`), and the observer.
+ */
+export class CallRunner {
+  readonly #init: RunnerInit;
+  readonly #defaults: CancellationOptions;
+  readonly #ledger: MemoryLedger;
+  readonly #clock: () => number;
+  readonly #timers: Timers;
+  /** One timer for all of this runner's pending calls (the nearest deadline), not one per call. */
+  readonly #deadlines: DeadlineQueue;
+  /** A call made without options gets these, resolved once (the options are never mutated). */
+  readonly #plainOptions: ReturnType<typeof resolveCallOptions>;
+  readonly #connectionId = nextConnectionId();
+  // Per wire, made once (attachCancellation moves to a new wire after a reconnect): the MCP
+  // session id reader and the cancel hook, so a call without a task allocates neither.
+  #sessionWire: Wire<TransportLike> | null = null;
+  #sessionId: () => string | undefined = () => undefined;
+  #wireCancel: CallHooks["cancel"] = cancelNone;
+
+  constructor(init: RunnerInit) {
+    this.#init = init;
+    const defaults = init.defaults;
+    this.#defaults = defaults;
+    this.#ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
+    this.#clock = defaults.clock ?? monotonic;
+    this.#timers = defaults.timers ?? systemTimers;
+    this.#deadlines = new DeadlineQueue(this.#clock, this.#timers);
+    this.#plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
+  }
+
+  /** The client-wide defaults this runner was made with. */
+  get defaults(): CancellationOptions {
+    return this.#defaults;
+  }
+
+  /** The run records kept in memory, oldest first (at most `maxRecords`). */
+  records(): RunRecord[] {
+    return this.#ledger.list();
+  }
+
+  /**
+   * Runs one request to its end: resolves with the result; rejects with the server's error as
+   * the client raised it, or with the library's `CallTimeoutError`, `CallCancelledError`,
+   * `ConnectionClosedError`, or `InvalidOptionError` (a bad option or a usage mistake: nothing
+   * was sent). Settles exactly once; every timer, listener and map entry is released.
+   */
+  run<R>(request: RunRequest, invoke: Invoke): Promise<R> {
+    const { method, name, params, options, task: taskOptions } = request;
+    const defaults = this.#defaults;
+    const resolved = options === undefined ? this.#plainOptions : resolveCallOptions(defaults, options);
+    const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
+    const key = nextCallId();
+    // Before the call starts, so a span covers the whole call, even one cancelled before the send.
+    const observation =
+      defaults.observer === undefined
+        ? undefined
+        : observe(defaults.observer, {
+            method,
+            name,
+            params,
+            client: this.#init.client,
+            transport: wire?.underlying,
+            protocolVersion: wire?.protocolVersion,
+          });
+    if (wire !== null && wire !== this.#sessionWire) {
+      this.#sessionWire = wire;
+      this.#sessionId = sessionIdOf(wire);
+      this.#wireCancel = (call, reason) => wire.cancel(call, reason);
+    }
+    // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
+    const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, this.#timers, this.#clock);
+    const hooks: CallHooks = {
+      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
+      cancel: task !== undefined ? (call, reason) => task.cancel(call, reason) : wire === null ? cancelNone : this.#wireCancel,
+      settled:
+        task !== undefined
+          ? (call) => {
+              task.stop();
+              wire?.settled(call, key);
+            }
+          : (call) => wire?.settled(call, key),
+      // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
+      // and a closure made here would keep this whole scope (params, call, controller) alive.
+      record: this.#recorder(key, observation),
+    };
+    const call = new CancellableCall<R>({
+      method,
+      name,
+      options: resolved,
+      hooks,
+      clock: this.#clock,
+      timers: this.#timers,
+      deadlines: this.#deadlines,
+      ids: { callId: key, connectionId: this.#connectionId, sessionId: this.#sessionId },
+    });
+    task?.attach(call);
+    call.start();
+    // The connection is gone (the server exited, the transport closed): say so, send nothing.
+    if (wire === null || !wire.open) call.cancel("connection-closed");
+    if (call.settled || wire === null) return call.promise; // nothing was sent: aborted signal, or closed connection
+    wire.register(call, key, task);
+    // No signal for the SDK: an AbortController per call would cost more than the rest of the
+    // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
+    const sdkOptions: SdkRequestOptions = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
+    // A progress token is requested whenever progress can matter (case C05). The wire hands
+    // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
+    if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
+    let sent: Promise<unknown>;
+    try {
+      sent = invoke({ ...withMeta(params, observation), [CALL_MARKER]: key }, sdkOptions);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(
+      (value) => {
+        if (observation !== undefined && !call.settled) observeResult(observation, value);
+        call.succeed(value as R);
+      },
+      // Once its task exists the SDK's wait was ended locally: the driver settles the call.
+      (error: unknown) => {
+        if (call.task === undefined) call.fail(error);
+      },
+    );
+    return call.promise;
+  }
+
+  #record(key: number, next: RunRecord): void {
+    this.#ledger.put(key, next);
+    const onRecord = this.#defaults.onRecord;
+    if (onRecord === undefined) return;
+    try {
+      onRecord(next);
+    } catch {
+      // A throwing log hook must not change how a call settles.
+    }
+  }
+
+  #recorder(key: number, observation: CallObservation | undefined): (next: RunRecord) => void {
+    if (observation === undefined) return (next) => this.#record(key, next);
+    return (next) => {
+      this.#record(key, next);
+      observeRecord(observation, next);
+    };
+  }
+}
+
+/** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */
+function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
+  const inner = wire.underlying as { sessionId?: unknown };
+  return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
+}
+
+/** The record's `name`: a tool or prompt name, or a resource URI. */
+export function nameOf(params: Record<string, unknown>): string | null {
+  return typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : null;
+}
