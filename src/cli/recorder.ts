@@ -1,5 +1,6 @@
 import type { TransportLike } from "../adapters/types.js";
 import type { Message } from "../wire/messages.js";
+import { decorateTransport } from "../wire/decorate.js";
 
 /** Who an event on the timeline came from. */
 export type Party = "client" | "server" | "probe";
@@ -35,7 +36,6 @@ export interface WireEvent {
 export const MAX_EVENTS = 20_000;
 
 type Listener = (event: WireEvent) => void;
-type Handler = ((...args: never[]) => void) | undefined;
 
 /**
  * Records the raw traffic of one connection with monotonic timestamps: every message the client
@@ -100,43 +100,28 @@ export class Recorder {
    * the event is recorded.
    */
   wrap<T extends TransportLike>(transport: T): T {
-    const down: Record<"onmessage" | "onclose" | "onerror", Handler> = {
-      onmessage: undefined,
-      onclose: undefined,
-      onerror: undefined,
-    };
-    const own = transport as unknown as Record<string, unknown>;
-    own.onmessage = (message: Message, extra?: unknown): void => {
-      this.add({ from: "server", kind: "message", message });
-      (down.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
-    };
-    own.onclose = (): void => {
-      this.add({ from: "server", kind: "closed", text: "connection closed" });
-      (down.onclose as (() => void) | undefined)?.();
-    };
-    own.onerror = (error: Error): void => {
-      this.add({ from: "server", kind: "error", text: error.message });
-      (down.onerror as ((error: Error) => void) | undefined)?.(error);
-    };
     const send = (message: Message, options?: unknown): Promise<void> => {
       this.add({ from: "client", kind: "message", message });
       return (transport.send as (message: Message, options?: unknown) => Promise<void>).call(transport, message, options);
     };
-    return new Proxy(transport, {
-      get: (target, property) => {
-        if (property === "send") return send;
-        if (property === "onmessage" || property === "onclose" || property === "onerror") return down[property];
-        const value: unknown = Reflect.get(target, property, target);
-        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    const { view, up } = decorateTransport(transport, {
+      methods: { send },
+      callbacks: {
+        onmessage: (message: Message, extra?: unknown): void => {
+          this.add({ from: "server", kind: "message", message });
+          (up.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
+        },
+        onclose: (): void => {
+          this.add({ from: "server", kind: "closed", text: "connection closed" });
+          (up.onclose as (() => void) | undefined)?.();
+        },
+        onerror: (error: Error): void => {
+          this.add({ from: "server", kind: "error", text: error.message });
+          (up.onerror as ((error: Error) => void) | undefined)?.(error);
+        },
       },
-      set: (target, property, value: unknown) => {
-        if (property === "onmessage" || property === "onclose" || property === "onerror") {
-          down[property] = value as Handler;
-          return true;
-        }
-        if (property === "send") return false;
-        return Reflect.set(target, property, value, target);
-      },
+      overrides: "refuse",
     });
+    return view;
   }
 }

@@ -6,6 +6,7 @@ import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/optio
 import type { CancellationOptions } from "../types/options.js";
 import { CallRunner } from "../runner/runner.js";
 import { Wire } from "../wire/wire.js";
+import { decorateTransport } from "../wire/decorate.js";
 import { createFacade, createSdkShell, decorated } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { connectedTransport } from "./with-cancellation.js";
@@ -159,10 +160,7 @@ function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
     send = (target.send as (...args: unknown[]) => Promise<void>).bind(target);
     originalSends.set(target, send);
   }
-  const raw = new Proxy(target, {
-    get: (object, property) => (property === "send" ? send : Reflect.get(object, property, object)),
-    set: (object, property, value: unknown) => Reflect.set(object, property, value, object),
-  });
+  const raw = decorateTransport(target, { methods: { send } }).view;
   const own = target as { hasPerRequestStream?: unknown; terminateSession?: unknown };
   const http = own.hasPerRequestStream === true || typeof own.terminateSession === "function";
   if (!http) return notifyOnCancel(raw);

@@ -16,6 +16,7 @@ import {
   type Message,
 } from "./messages.js";
 import { RawRequests, augmentCreate, followUpMeta } from "./tasks.js";
+import { decorateTransport } from "./decorate.js";
 import type { TaskFollower } from "./tasks.js";
 
 /** An outbound request awaiting its response: the facade's call, or `null` for a request the SDK made on its own. */
@@ -29,6 +30,7 @@ interface Entry {
 }
 
 type Handler = ((...args: never[]) => void) | undefined;
+type Up = { onmessage: Handler; onclose: Handler; onerror: Handler };
 
 /** How a wire is set up by its entry point. */
 export interface WireOptions {
@@ -101,12 +103,8 @@ export class Wire<T extends TransportLike> {
   #open = false;
   /** True once the transport was open (started through this decorator, or attached connected). */
   #started = false;
-  readonly #down: { onmessage: Handler; onclose: Handler; onerror: Handler };
-  readonly #bound = new Map<PropertyKey, unknown>();
-  /** What the SDK set as `send` / `start` / `close` on the decorated transport (v2's version probe patches `start`). */
-  #sendOverride: unknown = undefined;
-  #startOverride: unknown = undefined;
-  #closeOverride: unknown = undefined;
+  /** What the SDK set as `onmessage` / `onclose` / `onerror` on the decorated transport. */
+  readonly #down: Up;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
   #protocolVersion: string | undefined;
@@ -148,58 +146,17 @@ export class Wire<T extends TransportLike> {
     this.#tombTokens = new BoundedMap(maxTombstones);
     this.#maxTaskTokens = maxTombstones;
     this.#onAnomaly = onAnomaly;
-    this.#down = { onmessage: inner.onmessage, onclose: inner.onclose, onerror: inner.onerror };
     adapter.attach?.({ streamLost: this.#streamLost });
-    const own = inner as unknown as Record<string, unknown>;
-    own.onmessage = this.#onmessage;
-    own.onclose = this.#onclose;
-    own.onerror = this.#onerror;
-
-    this.transport = new Proxy(inner, {
-      get: (target, property) => {
-        switch (property) {
-          case "send":
-            return this.#sendOverride ?? this.#send;
-          case "start":
-            return this.#startOverride ?? this.#start;
-          case "close":
-            return this.#closeOverride ?? this.#close;
-          case "onmessage":
-          case "onclose":
-          case "onerror":
-            return this.#down[property];
-        }
-        const value: unknown = Reflect.get(target, property, target);
-        if (typeof value !== "function") return value;
-        let bound = this.#bound.get(property);
-        if (bound === undefined || (bound as { target?: unknown }).target !== value) {
-          bound = Object.assign((value as (...args: unknown[]) => unknown).bind(target), { target: value });
-          this.#bound.set(property, bound);
-        }
-        return bound;
-      },
-      set: (target, property, value: unknown) => {
-        if (property === "onmessage" || property === "onclose" || property === "onerror") {
-          this.#down[property] = value as Handler;
-          return true;
-        }
-        // v2's version probe patches `start` once (wrapping the one it read from us): keep the
-        // patch on the decorator, so the wire stays in the path.
-        if (property === "send") {
-          this.#sendOverride = value;
-          return true;
-        }
-        if (property === "start") {
-          this.#startOverride = value;
-          return true;
-        }
-        if (property === "close") {
-          this.#closeOverride = value;
-          return true;
-        }
-        return Reflect.set(target, property, value, target);
-      },
+    // The SDK's handlers go to #down; the wire's own sit on the transport. The SDK may replace
+    // send/start/close on the view (v2's version probe wraps `start` once, with the one it read
+    // from us): the replacement is kept on the view, so the wire stays in the path.
+    const { view, up } = decorateTransport(inner, {
+      methods: { send: this.#send, start: this.#start, close: this.#close },
+      callbacks: { onmessage: this.#onmessage, onclose: this.#onclose, onerror: this.#onerror },
+      overrides: "keep",
     });
+    this.#down = up as Up;
+    this.transport = view;
   }
 
   /** Number of requests awaiting a response, calls not yet sent, and task-augmented calls following their task (0 when idle). */

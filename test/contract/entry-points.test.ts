@@ -80,6 +80,9 @@ const sdkOptions = (ask: Ask) => ({
   ...(ask.signal === undefined ? {} : { signal: ask.signal }),
 });
 
+/** The per-call options a framework's option hook gives: everything but the signal, which the framework passes itself. */
+const withoutSignal = ({ signal: _signal, ...rest }: Ask): Ask => rest;
+
 const settle = (promise: Promise<unknown>): Promise<Outcome> =>
   promise.then(
     (value) => ({ ok: true, value }) as const,
@@ -158,7 +161,7 @@ const drivers: Driver[] = [
       let current: Ask = { tool: "" };
       const transport = cancellableTransport(stdioCancellation(spawnV1(stderr)), {
         ...options,
-        callOptions: (method) => (method === "tools/call" ? libraryOptions({ ...current, signal: undefined } as Ask) : undefined),
+        callOptions: (method) => (method === "tools/call" ? libraryOptions(withoutSignal(current)) : undefined),
       });
       const client = await createMCPClient({ transport });
       const tools = await client.tools();
@@ -197,7 +200,7 @@ const drivers: Driver[] = [
           options.onRecord?.(record);
           records.push(record);
         },
-        callOptions: () => libraryOptions({ ...current, signal: undefined } as Ask),
+        callOptions: () => libraryOptions(withoutSignal(current)),
       });
       await server.connect();
       const child = (server.client as unknown as { transport?: { stderr?: NodeJS.ReadableStream | null } }).transport;
