@@ -5,6 +5,8 @@ import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { fnOption, msOption, parseOptions } from "../../types/options.js";
 import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../types.js";
 import type { Message } from "../../wire/messages.js";
+import { decorateTransport } from "../../wire/decorate.js";
+import type { DecoratedTransport } from "../../wire/decorate.js";
 import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
@@ -153,7 +155,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   #resumesRefused = 0;
   #version: string | undefined;
   #wire: WireHooks | undefined;
-  readonly #up: { onmessage: ((...args: never[]) => void) | undefined; onclose: (() => void) | undefined };
+  /** What the wire set as `onmessage` / `onclose` on the adapter's transport. */
+  readonly #up: DecoratedTransport<T>["up"];
 
   constructor(transport: T, options: StreamableHttpCancellationOptions) {
     if (typeof transport !== "object" || transport === null || typeof transport.send !== "function") {
@@ -193,10 +196,15 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (this.#v2 && !isCancellableFetch(own._fetch) && typeof transport.send === "function") {
       own._fetch = markCancelFailures(own._fetch as FetchLike | undefined);
     }
-    this.#up = { onmessage: transport.onmessage as never, onclose: transport.onclose };
-    own.onmessage = this.#onmessage;
-    own.onclose = this.#onclose;
-    this.transport = forward(transport, this);
+    // The transport handed to the wire: `send`, `setProtocolVersion` and `close` are the
+    // adapter's, it sits in `onmessage` and `onclose`; every other member (`sessionId`,
+    // `hasPerRequestStream`, `protocolVersion`, `terminateSession`, ...) is the transport's own.
+    const { view, up } = decorateTransport(transport, {
+      methods: { send: this.send, setProtocolVersion: this.setProtocolVersion, close: this.close },
+      callbacks: { onmessage: this.#onmessage, onclose: this.#onclose },
+    });
+    this.#up = up;
+    this.transport = view;
   }
 
   get era(): "modern" | "legacy" {
@@ -392,14 +400,6 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     (this.#inner as { setProtocolVersion?: (version: string) => void }).setProtocolVersion?.(version);
   };
 
-  setUp(property: "onmessage" | "onclose", value: unknown): void {
-    this.#up[property] = value as never;
-  }
-
-  getUp(property: "onmessage" | "onclose"): unknown {
-    return this.#up[property];
-  }
-
   #innerSend(message: Message, options: SendOptions | undefined): Promise<void> {
     try {
       return (this.#inner.send as (message: Message, options?: SendOptions) => Promise<void>).call(this.#inner, message, options);
@@ -435,7 +435,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     for (const timer of this.#checks) clearTimeout(timer);
     this.#checks.clear();
     unbindFetch(this.#fetch, this);
-    this.#up.onclose?.();
+    (this.#up.onclose as (() => void) | undefined)?.();
   };
 
   /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */
@@ -579,41 +579,3 @@ export function neverLeft(error: unknown): boolean {
 }
 
 function noop(): void {}
-
-/**
- * The transport handed to the wire: the SDK transport with `send`, `setProtocolVersion`,
- * `onmessage` and `onclose` decorated; every other member (`sessionId`, `hasPerRequestStream`,
- * `protocolVersion`, `setSupportedProtocolVersions`, `terminateSession`, ...) forwarded as it is.
- */
-function forward<T extends TransportLike>(inner: T, adapter: StreamableHttpAdapterImpl<T>): T {
-  const bound = new Map<PropertyKey, { target: unknown; fn: unknown }>();
-  return new Proxy(inner, {
-    get(target, property) {
-      switch (property) {
-        case "send":
-          return adapter.send;
-        case "setProtocolVersion":
-          return adapter.setProtocolVersion;
-        case "close":
-          return adapter.close;
-        case "onmessage":
-        case "onclose":
-          return adapter.getUp(property);
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== "function") return value;
-      const cached = bound.get(property);
-      if (cached?.target === value) return cached.fn;
-      const fn = (value as (...args: unknown[]) => unknown).bind(target);
-      bound.set(property, { target: value, fn });
-      return fn;
-    },
-    set(target, property, value: unknown) {
-      if (property === "onmessage" || property === "onclose") {
-        adapter.setUp(property, value);
-        return true;
-      }
-      return Reflect.set(target, property, value, target);
-    },
-  });
-}
