@@ -53,7 +53,7 @@ export {
   DEFAULT_VERIFY_TIMEOUT_MS,
   MAX_REASON_LENGTH,
   MAX_TIMER_DELAY_MS,
-} from "./types/options.js";
+} from "./options/defaults.js";
 export type {
   Anomaly,
   CallObservation,

@@ -1,7 +1,8 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
-import { DEFAULT_MAX_TOMBSTONES, parseCancellationOptions } from "../types/options.js";
+import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
+import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
 import { CallRunner } from "../runner/runner.js";

@@ -3,7 +3,7 @@ import { CallCancelledError } from "../errors/CallCancelledError.js";
 import { CallTimeoutError } from "../errors/CallTimeoutError.js";
 import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
-import { MAX_REASON_LENGTH } from "../types/options.js";
+import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
 import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";

@@ -1,4 +1,4 @@
-import { MAX_TIMER_DELAY_MS } from "../types/options.js";
+import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import type { Timers } from "../types/options.js";
 
 /**

@@ -1,6 +1,6 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
 import type { CallOutcome, CancelDelivery, RunRecord } from "../types/record.js";
-import { MAX_REASON_LENGTH } from "../types/options.js";
+import { MAX_REASON_LENGTH } from "../options/defaults.js";
 
 /** The late counts with one more message of this kind (a new object: records are never mutated). */
 export function countLate(late: RunRecord["late"], kind: "result" | "error" | "progress"): RunRecord["late"] {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { RunRecord } from "../types/record.js";
-import { parseOptions } from "../types/options.js";
+import { parseOptions } from "../options/schemas.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 
 /** Options of `jsonLines`. */

@@ -6,7 +6,7 @@ import { SpanKind, SpanStatusCode, context, metrics, propagation, trace } from "
 import type { Attributes, Context, Histogram, Meter, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import { z } from "zod";
 import type { RunRecord } from "../core/record.js";
-import { parseOptions } from "../types/options.js";
+import { parseOptions } from "../options/schemas.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
 import {
   ATTR_CALL_OUTCOME,

@@ -7,7 +7,7 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import type { RunRecord } from "../types/record.js";
-import { DEFAULT_MAX_TOMBSTONES } from "../types/options.js";
+import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, type Message } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";

@@ -3,7 +3,8 @@ import type { CancellableCall } from "../core/cancellable-call.js";
 import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
 import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
 import type { Timers } from "../types/options.js";
-import { MAX_TIMER_DELAY_MS, msOption, parseOptions } from "../types/options.js";
+import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
+import { msOption, parseOptions } from "../options/schemas.js";
 import type { TaskFollower } from "../wire/tasks.js";
 import { TaskRequestError, TaskRequestTimeout } from "../wire/tasks.js";
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CancellableCall } from "../../src/core.js";
 import { CallCancelledError, CallTimeoutError, ConnectionClosedError } from "../../src/index.js";
 import type { CallOptions, CancelMechanism, RunRecord } from "../../src/index.js";
-import { resolveCallOptions } from "../../src/types/options.js";
+import { resolveCallOptions } from "../../src/options/resolve.js";
 import { settleOf } from "../helpers/peer.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { ProtocolError } from "@modelcontextprotocol/client";

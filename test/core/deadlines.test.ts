@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CancellableCall } from "../../src/core.js";
 import type { CallOptions, RunRecord } from "../../src/index.js";
 import { DeadlineQueue, DeadlineSlot } from "../../src/core/deadlines.js";
-import { resolveCallOptions } from "../../src/types/options.js";
+import { resolveCallOptions } from "../../src/options/resolve.js";
 import type { Timers } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";
 

@@ -5,13 +5,15 @@ import { describe, expect, it } from "vitest";
 
 // Every import runs downward (design.md's layers; issue 13, item 8). A folder of src/ may import
 // its own folder and the folders ranked below it, never one above. types/ and errors/ share the
-// bottom rank above utils/ (the options throw InvalidOptionError; the errors carry a RunRecord),
-// so the file graph is also checked for cycles. A folder not listed here (a new one) is ranked
+// bottom rank above utils/ (the errors carry a RunRecord), so the file graph is also checked for
+// cycles; options/ (the option schemas, defaults and merging) sits just above them, as its parses
+// throw InvalidOptionError. A folder not listed here (a new one) is ranked
 // just below cli/: it may import every library layer, and nothing but cli/ may import it.
 const RANK: Record<string, number> = {
   utils: 0,
   types: 1,
   errors: 1,
+  options: 1.5, // schemas, defaults, warnings and merging of the option types: imports utils, types, errors only
   core: 2,
   wire: 3,
   adapters: 4,
@@ -94,5 +96,22 @@ describe("layers", () => {
     const file = resolve(src, "errors/CallTimeoutError.ts");
     const target = resolve(src, "core/record.ts");
     expect(folderOf(target) !== folderOf(file) && rankOf(target) > rankOf(file)).toBe(true);
+    // options/ sits above types/ and errors/, below core/.
+    const options = resolve(src, "options/schemas.ts");
+    expect(rankOf(options) > rankOf(resolve(src, "types/options.ts"))).toBe(true);
+    expect(rankOf(resolve(src, "core/deadlines.ts")) > rankOf(options)).toBe(true);
+  });
+
+  it("types/ holds types only: no runtime import, no runtime export (schemas and defaults live in options/)", () => {
+    const runtime: string[] = [];
+    for (const file of files(resolve(src, "types"))) {
+      const text = readFileSync(file, "utf8");
+      for (const line of text.split("\n")) {
+        if (/^import (?!type )/.test(line) || /^export (?!type |interface )/.test(line)) runtime.push(`${relative(src, file)}: ${line}`);
+      }
+    }
+    expect(runtime).toEqual([]);
+    // The check can fail: it sees a runtime line.
+    expect(/^export (?!type |interface )/.test("export const DEFAULT_TIMEOUT_MS = 60_000;")).toBe(true);
   });
 });

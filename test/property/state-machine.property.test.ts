@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CancellableCall } from "../../src/core.js";
 import type { CancelTrigger, RunRecord } from "../../src/index.js";
-import { resolveCallOptions } from "../../src/types/options.js";
+import { resolveCallOptions } from "../../src/options/resolve.js";
 
 // The state machine alone against a reference model of its deadlines: for random options and
 // random events (progress, responses, results, failures, aborts, closes, late messages, time)

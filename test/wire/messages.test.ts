@@ -60,7 +60,7 @@ describe("fast response checks agree with the zod schemas", () => {
 
 describe("call options holding only a signal skip the zod parse", () => {
   it(`isSignalOnly(o) implies the call options schema accepts o (${RUNS} runs)`, async () => {
-    const { isSignalOnly, callOptionsSchema, parseOptions } = await import("../../src/types/options.js");
+    const { isSignalOnly, callOptionsSchema, parseOptions } = await import("../../src/options/schemas.js");
     const value = fc.oneof(fc.constant(new AbortController().signal), fc.constant(undefined), fc.anything());
     const optionsArb = fc.oneof(fc.dictionary(fc.constantFrom("signal", "timeoutMs", "reason", "other"), value), fc.anything());
     let fast = 0;

@@ -2,7 +2,7 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { z } from "zod";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import { fnOption, msOption, parseOptions } from "../../types/options.js";
+import { fnOption, msOption, parseOptions } from "../../options/schemas.js";
 import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../types.js";
 import type { Message } from "../../wire/messages.js";
 import { decorateTransport } from "../../wire/decorate.js";

@@ -1,7 +1,7 @@
 // cancellableFetch() and its default base fetch (undici with its header and body timeouts off).
 // Apart from fetch.ts so that the root entry, which reaches the adapter, never pulls in undici.
 import { z } from "zod";
-import { fnOption, parseOptions } from "../../types/options.js";
+import { fnOption, parseOptions } from "../../options/schemas.js";
 import { perRequestFetch } from "./fetch.js";
 import type { FetchLike } from "./fetch.js";
 

@@ -6,7 +6,7 @@ import { toAdapter } from "../../client/with-cancellation.js";
 import type { RunRecord } from "../../types/record.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
-import { parseCancellationOptions } from "../../types/options.js";
+import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";

@@ -11,7 +11,8 @@ import { MemoryLedger } from "../../ledger/memory.js";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
-import { DEFAULT_MAX_RECORDS, parseCancellationOptions } from "../../types/options.js";
+import { DEFAULT_MAX_RECORDS } from "../../options/defaults.js";
+import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 
 /** A v1 (`@modelcontextprotocol/sdk`) or v2 (`@modelcontextprotocol/client`) SDK `Client`, not yet connected. */

@@ -1,0 +1,52 @@
+import type { CallOptions, CancellationOptions, ResolvedCallOptions } from "../types/options.js";
+import { DEFAULT_MAX_TOTAL_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS } from "./defaults.js";
+import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly, parseOptions } from "./schemas.js";
+import { warnIfShort } from "./warnings.js";
+
+// Options at the boundary: the client-wide ones validated once, and each call's merged over them.
+
+/**
+ * Validates client-wide options once, at the boundary.
+ * @throws {InvalidOptionError} naming the first option at fault.
+ */
+export function parseCancellationOptions(
+  options: CancellationOptions | undefined,
+  where = "withCancellation options",
+): CancellationOptions {
+  if (options === undefined) return {};
+  parseOptions(clientOptionsSchema, options, where, SDK_OPTION_NAMES);
+  warnIfShort("timeoutMs", options.timeoutMs);
+  warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
+  return options;
+}
+
+/**
+ * Validates one call's options and merges them over the client-wide defaults.
+ * @throws {InvalidOptionError} naming the first option at fault.
+ */
+export function resolveCallOptions(
+  defaults: CancellationOptions,
+  options: CallOptions | undefined,
+): ResolvedCallOptions {
+  if (options !== undefined && !isSignalOnly(options)) {
+    parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
+    warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
+    warnIfShort("maxTotalTimeoutMs", (options as CallOptions).maxTotalTimeoutMs);
+  }
+  const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return {
+    timeoutMs,
+    maxTotalTimeoutMs:
+      options?.maxTotalTimeoutMs ??
+      defaults.maxTotalTimeoutMs ??
+      Math.max(DEFAULT_MAX_TOTAL_TIMEOUT_MS, timeoutMs),
+    resetTimeoutOnProgress: options?.resetTimeoutOnProgress ?? defaults.resetTimeoutOnProgress ?? false,
+    signal: options?.signal,
+    reason: options?.reason ?? defaults.reason,
+    forwardAbortReason: options?.forwardAbortReason ?? defaults.forwardAbortReason ?? false,
+    onprogress: options?.onprogress,
+    verify: options?.verify,
+    verifyTimeoutMs: options?.verifyTimeoutMs ?? defaults.verifyTimeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS,
+    verifyDelayMs: options?.verifyDelayMs ?? defaults.verifyDelayMs ?? 0,
+  };
+}

@@ -1,0 +1,129 @@
+import { z } from "zod";
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { MAX_TIMER_DELAY_MS } from "./defaults.js";
+
+// The option schemas (zod) and the one parse at the boundary. The hot path never re-validates:
+// a call's options are parsed here once, or recognised as signal-only without a parse.
+
+/**
+ * A duration option in ms, with its bounds in its own error message: an integer from `min` to
+ * `max`, and `Infinity` (no limit) where `infinity` says so.
+ */
+export function msOption(min: number, max: number, infinity: boolean) {
+  const bounds = `must be an integer number of ms from ${min} to ${max}${infinity ? ", or Infinity" : ""}`;
+  const error = (issue: { input?: unknown }): string => `${bounds}; received ${received(issue.input)}`;
+  const finite = z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  return infinity ? z.union([z.literal(Number.POSITIVE_INFINITY), finite], { error }) : finite;
+}
+
+/** A refused value as an error message quotes it: `30.5`, `NaN`, `"30s"` (cut at 40 characters), `a value of type boolean`. @internal */
+export function received(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 39)}…` : value);
+  return value === null ? "null" : `a value of type ${typeof value}`;
+}
+
+const count = (min: 0 | 1) => {
+  const error = `must be an integer from ${min} to ${MAX_TIMER_DELAY_MS}`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(MAX_TIMER_DELAY_MS, { error });
+};
+
+/** A function option. */
+export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", {
+  error: "must be a function",
+});
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return typeof value === "object" && value !== null && "aborted" in value && "addEventListener" in value;
+}
+
+const callShape = {
+  timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
+  signal: z.custom<AbortSignal | readonly AbortSignal[]>(
+    (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
+    { error: "must be an AbortSignal or an array of AbortSignals" },
+  ),
+  reason: z.string({ error: "must be a string" }),
+  forwardAbortReason: z.boolean({ error: "must be true or false" }),
+  onprogress: fnOption,
+  verify: fnOption,
+  verifyTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
+  verifyDelayMs: msOption(0, MAX_TIMER_DELAY_MS, false),
+} as const;
+
+/** @internal */
+export const callOptionsSchema = z.strictObject(callShape).partial();
+
+/** @internal */
+export const clientOptionsSchema = z
+  .strictObject({
+    ...callShape,
+    onRecord: fnOption,
+    onAnomaly: fnOption,
+    observer: z.object({ start: fnOption }, { error: "must be an object with a start(call) method" }),
+    maxRecords: count(0),
+    maxTombstones: count(1),
+    clock: fnOption,
+    timers: z.object({ setTimeout: fnOption, clearTimeout: fnOption }, { error: "must be { setTimeout, clearTimeout }" }),
+  })
+  .omit({ signal: true, onprogress: true, verify: true })
+  .partial();
+
+/**
+ * True for call options that hold nothing but an `AbortSignal` (or `signal: undefined`), the
+ * common per-call shape: valid without a zod parse. Anything else goes through the schema.
+ * @internal
+ */
+export function isSignalOnly(options: unknown): boolean {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
+  for (const key in options) if (key !== "signal") return false;
+  const { signal } = options as { signal?: unknown };
+  return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
+}
+
+/** The SDK's request option names a caller may pass by habit, and this library's name for each. */
+export const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", maxTotalTimeout: "maxTotalTimeoutMs" };
+
+/**
+ * Validates an options object against a strict zod schema, once, at the boundary; `undefined`
+ * values mean "the default".
+ * @param where the function named in the message, such as `"call options"`.
+ * @throws {InvalidOptionError} for a non-object, an unknown option (naming every unknown one,
+ *   with the option meant where it is the SDK's name or differs only in case, such as
+ *   `timeoutMS`), or a bad value (naming the option and its bounds).
+ */
+export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string, sdkNames?: Record<string, string>): T {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new InvalidOptionError("options", `${where} must be an object`);
+  }
+  const result = schema.safeParse(defined(options));
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const names = issue.keys.map((key) => `"${key}"`).join(", ");
+    const known = Object.keys((schema as { shape?: Record<string, unknown> }).shape ?? {});
+    const hints = issue.keys.flatMap((key) => {
+      if (sdkNames !== undefined && Object.hasOwn(sdkNames, key)) return [`"${sdkNames[key]}" instead of the SDK's "${key}"`];
+      const meant = known.find((name) => name.toLowerCase() === key.toLowerCase());
+      return meant === undefined ? [] : [`"${meant}" (not "${key}")`];
+    });
+    const hint = hints.length > 0 ? `; use ${hints.join(", ")}` : "";
+    throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
+  }
+  const option = issue.path.length > 0 ? issue.path.join(".") : "options";
+  throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
+}
+
+/** Drops keys whose value is `undefined`, so `{timeoutMs: undefined}` means "use the default". */
+function defined<T extends object>(options: T): T {
+  let copy: Record<string, unknown> | undefined;
+  for (const key in options) {
+    if ((options as Record<string, unknown>)[key] === undefined) {
+      copy ??= { ...options } as Record<string, unknown>;
+      delete copy[key];
+    }
+  }
+  return (copy as T | undefined) ?? options;
+}
