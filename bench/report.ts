@@ -417,7 +417,7 @@ interface Series {
   missing?: string;
 }
 
-const escape = (text: string): string =>
+const escapeXml = (text: string): string =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function seriesOf(r: Results): Series[] {
@@ -489,10 +489,10 @@ export function svg(r: Results): string {
   series.forEach((s, index) => {
     const cy = top + index * rowHeight + rowHeight / 2;
     if (index % 2 === 0) parts.push(`<rect x="0" y="${cy - rowHeight / 2}" width="${width}" height="${rowHeight}" fill="#f7f7f9"/>`);
-    parts.push(`<text x="${left - 12}" y="${cy - 2}" text-anchor="end" font-weight="600" fill="${s.color}">${escape(s.label)}</text>`);
-    parts.push(`<text x="${left - 12}" y="${cy + 13}" text-anchor="end" fill="#666" font-size="11">${escape(s.sub)}</text>`);
+    parts.push(`<text x="${left - 12}" y="${cy - 2}" text-anchor="end" font-weight="600" fill="${s.color}">${escapeXml(s.label)}</text>`);
+    parts.push(`<text x="${left - 12}" y="${cy + 13}" text-anchor="end" fill="#666" font-size="11">${escapeXml(s.sub)}</text>`);
     if (s.samples.length === 0) {
-      parts.push(`<text x="${left + 8}" y="${cy + 4}" fill="#999" font-style="italic">${escape(s.missing ?? "no data")}</text>`);
+      parts.push(`<text x="${left + 8}" y="${cy + 4}" fill="#999" font-style="italic">${escapeXml(s.missing ?? "no data")}</text>`);
       return;
     }
     const sorted = [...s.samples].sort((a, b) => a - b);
@@ -516,15 +516,15 @@ export function svg(r: Results): string {
       open === sorted.length
         ? `all ${open} open at ${s.cap} ms`
         : `p50 ${fmt(Number(p50.toPrecision(3)))} · p99 ${fmt(Number(p99.toPrecision(3)))} ms${open > 0 ? ` · ${open} open at cap` : ""}`;
-    parts.push(`<text x="${left + plotWidth + 12}" y="${cy + 4}" fill="#222">${escape(summary)}</text>`);
+    parts.push(`<text x="${left + plotWidth + 12}" y="${cy + 4}" fill="#222">${escapeXml(summary)}</text>`);
     parts.push(`<text x="${left + plotWidth + 12}" y="${cy + 18}" fill="#777" font-size="11">n = ${sorted.length}</text>`);
   });
   const m = r.machine;
   const captionY = top + series.length * rowHeight + 58;
   parts.push(
-    `<text x="12" y="${captionY}" fill="#444">${escape(`${m.cpu}, ${m.cores} cores · Node ${m.node} · ${m.sdk} · ${r.mode} mode · ${m.date.slice(0, 10)} · commit ${m.commit}`)}</text>`,
-    `<text x="12" y="${captionY + 18}" fill="#777" font-size="11">${escape("stdio: abort() → the child-process server read notifications/cancelled (both processes timestamp with performance.timeOrigin + performance.now()).")}</text>`,
-    `<text x="12" y="${captionY + 33}" fill="#777" font-size="11">${escape("HTTP: abort() → the server's response 'close' (server and client in one process, one clock). 2025 era: v1 SDK; 2026-07-28: v2 SDK pinned.")}</text>`,
+    `<text x="12" y="${captionY}" fill="#444">${escapeXml(`${m.cpu}, ${m.cores} cores · Node ${m.node} · ${m.sdk} · ${r.mode} mode · ${m.date.slice(0, 10)} · commit ${m.commit}`)}</text>`,
+    `<text x="12" y="${captionY + 18}" fill="#777" font-size="11">${escapeXml("stdio: abort() → the child-process server read notifications/cancelled (both processes timestamp with performance.timeOrigin + performance.now()).")}</text>`,
+    `<text x="12" y="${captionY + 33}" fill="#777" font-size="11">${escapeXml("HTTP: abort() → the server's response 'close' (server and client in one process, one clock). 2025 era: v1 SDK; 2026-07-28: v2 SDK pinned.")}</text>`,
     `</svg>`,
   );
   return `${parts.join("\n")}\n`;

@@ -2,7 +2,7 @@ import type { Message } from "../wire/messages.js";
 
 /** `text` cut to at most `max` characters, with an ellipsis when cut; control characters shown escaped. */
 export function truncate(text: string, max: number): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it escapes
   const clean = text.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === "\t" ? " " : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
   return clean.length <= max ? clean : `${clean.slice(0, Math.max(0, max - 1))}…`;
 }

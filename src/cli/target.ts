@@ -122,7 +122,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     },
   });
   let closed = false;
-  recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
+  void recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
   const close = async (): Promise<void> => {
     await Promise.race([
       client.close().catch(() => undefined),

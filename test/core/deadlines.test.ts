@@ -50,7 +50,7 @@ describe("DeadlineQueue", () => {
     const t = manualTimers();
     const queue = new DeadlineQueue(t.clock, t.timers);
     const slots = Array.from({ length: 100 }, () => new DeadlineSlot(() => {}));
-    slots.forEach((slot, i) => queue.schedule(slot, 1_000 + i));
+    for (const [i, slot] of slots.entries()) queue.schedule(slot, 1_000 + i);
     expect(t.armedCount()).toBe(1);
     expect(queue.size).toBe(100);
     for (const slot of slots.slice(0, 99)) queue.remove(slot);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CallCancelledError } from "../../src/index.js";
+import type { CallCancelledError } from "../../src/index.js";
 import type { Anomaly } from "../../src/index.js";
 import { connectPeer, flush, settleOf } from "../helpers/peer.js";
 
