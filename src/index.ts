@@ -18,7 +18,6 @@ export type {
 } from "./client/facade.js";
 export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./runner/tasks.js";
 export type { TaskOptions } from "./runner/tasks.js";
-export { TaskRequestError, TaskRequestTimeout } from "./wire/tasks.js";
 export type {
   CallOutcome,
   CallStatus,
@@ -38,6 +37,9 @@ export { CallTimeoutError } from "./errors/CallTimeoutError.js";
 export { CallCancelledError } from "./errors/CallCancelledError.js";
 export { ConnectionClosedError } from "./errors/ConnectionClosedError.js";
 export { InvalidOptionError } from "./errors/InvalidOptionError.js";
+export { TaskRequestError } from "./errors/TaskRequestError.js";
+// TaskRequestTimeout: the 0.1 name of TaskRequestTimeoutError, kept as a deprecated alias.
+export { TaskRequestTimeout, TaskRequestTimeoutError } from "./errors/TaskRequestTimeoutError.js";
 export {
   isCallCancelledError,
   isCallTimeoutError,

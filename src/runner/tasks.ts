@@ -6,7 +6,8 @@ import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { msOption, parseOptions } from "../options/schemas.js";
 import type { TaskFollower } from "../wire/tasks.js";
-import { TaskRequestError, TaskRequestTimeout } from "../wire/tasks.js";
+import { TaskRequestError } from "../errors/TaskRequestError.js";
+import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 
 /** Default poll interval, in ms, when the server suggests none. */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
@@ -207,7 +208,7 @@ export class TaskDriver implements TaskFollower {
       answer = await this.wire.rawRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
       if (call.settled) return this.#conclude(undefined);
-      if (error instanceof TaskRequestTimeout) return this.#schedule(); // unanswered poll: poll again
+      if (error instanceof TaskRequestTimeoutError) return this.#schedule(); // unanswered poll: poll again
       // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
       // with that error (a closed connection ends the call as connection-closed on its own).
       return call.fail(error);

@@ -1,6 +1,8 @@
 import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import type { Message } from "./messages.js";
+import { TaskRequestError } from "../errors/TaskRequestError.js";
+import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 
 /** The 2026-07-28 tasks extension's identifier (rule 36). */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -72,30 +74,6 @@ interface RawPending {
   reject(error: unknown): void;
 }
 
-/** A JSON-RPC error from the server for one of the library's own requests (`tasks/get`, `tasks/cancel`, ...). */
-export class TaskRequestError extends Error {
-  override readonly name = "TaskRequestError" as const;
-  constructor(
-    readonly method: string,
-    readonly code: number | null,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-  }
-}
-
-/** One of the library's own task requests got no answer in time (its entry is gone; a late answer is dropped). */
-export class TaskRequestTimeout extends Error {
-  override readonly name = "TaskRequestTimeout" as const;
-  constructor(
-    readonly method: string,
-    readonly timeoutMs: number,
-  ) {
-    super(`${method} got no answer within ${timeoutMs} ms`);
-  }
-}
-
 /**
  * The library's own requests to the server (`tasks/get`, `tasks/result`, `tasks/cancel`): sent
  * on the wrapped transport with string ids the SDKs never use (`mcp-cancellable-task-N`; the
@@ -115,7 +93,7 @@ export class RawRequests {
 
   /**
    * Sends one request. Settles with the result, or rejects with a `TaskRequestError` (the
-   * server's error), the send's error, or a closed connection.
+   * server's error), a `TaskRequestTimeoutError`, the send's error, or a closed connection.
    */
   request(
     method: string,
@@ -127,7 +105,7 @@ export class RawRequests {
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).
       const timer = timers.setTimeout(() => {
-        if (this.#pending.delete(id)) reject(new TaskRequestTimeout(method, timeoutMs));
+        if (this.#pending.delete(id)) reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
       const done = (): void => timers.clearTimeout(timer);
       this.#pending.set(id, {

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { TaskRequestError, TaskRequestTimeout, TaskRequestTimeoutError } from "../../src/index.js";
+import type { Message } from "../../src/core.js";
+import { RawRequests } from "../../src/wire/tasks.js";
+
+// The library's own task requests fail with the errors in src/errors/: a server's JSON-RPC error
+// is a TaskRequestError, no answer in time a TaskRequestTimeoutError (0.1's TaskRequestTimeout).
+
+/** Timers the test fires by hand. */
+function manualTimers() {
+  const due = new Map<number, () => void>();
+  let next = 0;
+  return {
+    timers: {
+      setTimeout: (callback: () => void) => (due.set(++next, callback), next),
+      clearTimeout: (handle: unknown) => void due.delete(handle as number),
+    },
+    fireAll: () => {
+      for (const [handle, callback] of [...due]) (due.delete(handle), callback());
+    },
+    get pending() {
+      return due.size;
+    },
+  };
+}
+
+describe("task request errors", () => {
+  it("no answer in time: TaskRequestTimeoutError, code TASK_REQUEST_TIMEOUT, a late answer dropped", async () => {
+    const sent: Message[] = [];
+    const raw = new RawRequests(async (message) => void sent.push(message));
+    const clock = manualTimers();
+    const pending = raw.request("tasks/get", { taskId: "t1" }, 5_000, clock.timers);
+    clock.fireAll();
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskRequestTimeoutError);
+    expect(error).toMatchObject({
+      name: "TaskRequestTimeoutError",
+      code: "TASK_REQUEST_TIMEOUT",
+      method: "tasks/get",
+      timeoutMs: 5_000,
+      message: "tasks/get got no answer within 5000 ms",
+    });
+    expect(raw.size).toBe(0);
+    // The late answer is the library's (its id), so nobody else sees it.
+    expect(raw.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
+  });
+
+  it("the deprecated 0.1 name is the same class", () => {
+    expect(TaskRequestTimeout).toBe(TaskRequestTimeoutError);
+    const error: TaskRequestTimeout = new TaskRequestTimeout("tasks/result", 10);
+    expect(error).toBeInstanceOf(TaskRequestTimeoutError);
+    expect(error.name).toBe("TaskRequestTimeoutError");
+  });
+
+  it("a server's error: TaskRequestError with the JSON-RPC code, message and data; its timer cleared", async () => {
+    const sent: Message[] = [];
+    const raw = new RawRequests(async (message) => void sent.push(message));
+    const clock = manualTimers();
+    const pending = raw.request("tasks/cancel", { taskId: "t1" }, 5_000, clock.timers);
+    expect(clock.pending).toBe(1);
+    const answered = raw.answer({ jsonrpc: "2.0", id: sent[0]!.id!, error: { code: -32602, message: "task is terminal", data: { taskId: "t1" } } });
+    expect(answered).toBe(true);
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskRequestError);
+    expect(error).not.toBeInstanceOf(TaskRequestTimeoutError);
+    expect(error).toMatchObject({ name: "TaskRequestError", method: "tasks/cancel", code: -32602, message: "task is terminal", data: { taskId: "t1" } });
+    expect(clock.pending).toBe(0);
+  });
+});
