@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseProbeArgs, PROBE_HELP, UsageError } from "./args.js";
 import { probe } from "./probe.js";
+import { runProxyCommand } from "./proxy/command.js";
 import { Recorder } from "./recorder.js";
 import { exitCodeOf, renderJson, renderStartupError, renderStartupErrorJson, renderText } from "./report.js";
 import { StartupError } from "./target.js";
@@ -16,6 +17,8 @@ export const HELP = `Usage: mcp-cancellable <command> [options]
 
 Commands:
   probe    Check whether an MCP server honours cancellation (mcp-cancellable probe --help)
+  proxy    Run between an MCP client and a server, giving every request correct timeouts and
+           cancels (mcp-cancellable proxy --help)
 
 Options:
   -h, --help     Print this help.
@@ -59,6 +62,7 @@ export async function main(argv: string[], out: Output): Promise<number> {
     out.stdout(`${version()}\n`);
     return EXIT_OK;
   }
+  if (command === "proxy") return runProxyCommand(rest, out);
   if (command !== "probe") {
     out.stderr(`mcp-cancellable: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
     return EXIT_USAGE;

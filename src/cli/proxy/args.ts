@@ -1,0 +1,183 @@
+import { statSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { UsageError } from "../args.js";
+import { CHILD_STOP_BOUND_MS } from "./child.js";
+import { DEFAULT_PROXY_TIMEOUT_MS, MAX_PROXY_MS } from "./config.js";
+import type { Limits } from "./config.js";
+
+/** Which protocol era an HTTP upstream speaks: the 2025 `initialize` session (v1 SDK transport), or 2026-07-28 (v2). */
+export type HttpEra = "legacy" | "2026-07-28";
+
+/** Everything `mcp-cancellable proxy` was asked to do, validated. Durations in ms. */
+export interface ProxyOptions {
+  upstream:
+    | { kind: "stdio"; command: string; args: string[]; env: Record<string, string>; cwd?: string }
+    | { kind: "http"; url: string; headers: Record<string, string>; era: HttpEra };
+  /** Limits given on the command line (over the config file's defaults). */
+  limits: Limits;
+  /** The `--config` file, if any. */
+  config: string | undefined;
+  /** The `--records` file, if any (appended to). */
+  records: string | undefined;
+  /** Log each relayed message's direction and method on stderr. */
+  verbose: boolean;
+}
+
+export const PROXY_HELP = `Usage: mcp-cancellable proxy [options] -- <command> [args...]
+       mcp-cancellable proxy [options] --url <url> [--header "Name: value"]...
+
+Sits between an MCP client and a server, and gives every request the client sends an idle
+timeout (reset by progress) and a maximum total timeout, the cancel by the upstream transport's
+own mechanism with the id the server knows, and late results dropped. Start it in place of the
+server: it reads the client's JSON-RPC lines on stdin and writes only protocol messages on
+stdout; diagnostics go to stderr. Everything else (initialize, notifications, the server's own
+requests such as sampling, elicitation and roots/list, and the client's answers) is relayed
+unchanged. docs/proxy.md has the details and config snippets for desktop and IDE clients.
+
+Upstream (exactly one):
+  -- <command> [args...]  Run a stdio server: the program and its arguments, after "--" (no
+                          shell). Started in its own process group, stopped with it.
+  --env KEY=VALUE         Environment variable for the stdio server. Repeatable.
+  --cwd <dir>             Working directory for the stdio server. Default: the current one.
+  --url <url>             A Streamable HTTP server (http:// or https://).
+  --header "Name: value"  Header sent with every HTTP request (a token, for example). Repeatable.
+  --era <era>             For --url: legacy (2025-03-26 to 2025-11-25: initialize and a session;
+                          a cancel POSTs notifications/cancelled, then closes the request's
+                          stream) or 2026-07-28 (the cancel closes the request's stream; needs
+                          @modelcontextprotocol/client). Default: legacy.
+
+Limits (milliseconds; "none" for no limit):
+  --timeout-ms <ms>            Idle timeout of each request, restarted by its progress.
+                               Default: ${DEFAULT_PROXY_TIMEOUT_MS}.
+  --max-total-timeout-ms <ms>  Maximum total time of each request from its send; progress never
+                               extends it. Default: max(600000, --timeout-ms).
+  --no-reset-on-progress       Progress does not restart the idle timeout.
+  --config <file>              JSON file with "defaults", and overrides per method ("methods")
+                               and per tool ("tools"). The most specific entry wins; the command
+                               line wins over the file's defaults.
+
+When a limit expires the request is cancelled upstream and the client gets a JSON-RPC error
+-32001 naming the limit, with data { trigger, limitMs, summary, record }. A client's own
+notifications/cancelled cancels the request upstream. Nothing is ever re-sent.
+
+Records:
+  --records <file>        Append one JSON Lines run record per request (initialize excepted).
+  --verbose               Log every relayed message (direction, method, id) on stderr.
+  -h, --help              Print this help.
+
+Exit status: 0 the client closed its end (stdin), or the server exited with status 0; 1 the
+server could not be started, exited with another status, or was killed, or the HTTP server
+could not be reached; 2 usage error or a bad --config file. When the client goes away every
+request in flight is cancelled upstream and the server is stopped (stdin closed, then SIGTERM,
+then SIGKILL to its process group) within ${CHILD_STOP_BOUND_MS} ms.
+
+Examples:
+  mcp-cancellable proxy --timeout-ms 30000 --max-total-timeout-ms 300000 -- \\
+    npx -y @modelcontextprotocol/server-everything stdio
+  mcp-cancellable proxy --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
+`;
+
+/**
+ * Parses and validates the arguments that follow `proxy`.
+ * @returns the options, or `"help"` when help was asked for.
+ * @throws {UsageError} naming the flag and what is wrong with it.
+ */
+export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
+  const dashes = argv.indexOf("--");
+  const own = dashes === -1 ? [...argv] : argv.slice(0, dashes);
+  const command = dashes === -1 ? [] : argv.slice(dashes + 1);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: own,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        env: { type: "string", multiple: true },
+        cwd: { type: "string" },
+        url: { type: "string" },
+        header: { type: "string", multiple: true },
+        era: { type: "string" },
+        "timeout-ms": { type: "string" },
+        "max-total-timeout-ms": { type: "string" },
+        "no-reset-on-progress": { type: "boolean" },
+        config: { type: "string" },
+        records: { type: "string" },
+        verbose: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    const message = (error as Error).message;
+    throw new UsageError(/positional/i.test(message) ? `${message}; put the server's command after "--"` : message);
+  }
+  const v = parsed.values;
+  if (v.help === true) return "help";
+
+  const stdio = dashes !== -1;
+  if (stdio === (v.url !== undefined)) {
+    throw new UsageError('give exactly one upstream: "-- <command> [args...]" or --url <url>');
+  }
+  let upstream: ProxyOptions["upstream"];
+  if (stdio) {
+    if (v.header !== undefined || v.era !== undefined) throw new UsageError("--header and --era are for --url; use --env for a stdio server");
+    const [program, ...args] = command;
+    if (program === undefined || program === "") throw new UsageError('the server\'s command after "--" is empty');
+    const env: Record<string, string> = {};
+    for (const pair of v.env ?? []) {
+      const eq = pair.indexOf("=");
+      if (eq <= 0) throw new UsageError(`--env: expected KEY=VALUE, got ${JSON.stringify(pair)}`);
+      env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    if (v.cwd !== undefined) {
+      let isDirectory = false;
+      try {
+        isDirectory = statSync(v.cwd).isDirectory();
+      } catch {
+        // reported below
+      }
+      if (!isDirectory) throw new UsageError(`--cwd: ${JSON.stringify(v.cwd)} is not a directory`);
+    }
+    upstream = { kind: "stdio", command: program, args, env, ...(v.cwd === undefined ? {} : { cwd: v.cwd }) };
+  } else {
+    if (v.env !== undefined || v.cwd !== undefined) throw new UsageError("--env and --cwd are for a stdio server (after --)");
+    let url: URL;
+    try {
+      url = new URL(v.url!);
+    } catch {
+      throw new UsageError(`--url: ${JSON.stringify(v.url)} is not a URL`);
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--url: expected http:// or https://, got ${url.protocol}`);
+    const headers: Record<string, string> = {};
+    for (const header of v.header ?? []) {
+      const colon = header.indexOf(":");
+      const name = colon > 0 ? header.slice(0, colon).trim() : "";
+      if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+        throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
+      }
+      headers[name] = header.slice(colon + 1).trim();
+    }
+    const era = v.era ?? "legacy";
+    if (era !== "legacy" && era !== "2026-07-28") throw new UsageError(`--era: expected legacy or 2026-07-28, got ${JSON.stringify(era)}`);
+    upstream = { kind: "http", url: url.href, headers, era };
+  }
+
+  const limits: Limits = {};
+  const timeoutMs = ms("--timeout-ms", v["timeout-ms"]);
+  if (timeoutMs !== undefined) limits.timeoutMs = timeoutMs;
+  const maxTotalTimeoutMs = ms("--max-total-timeout-ms", v["max-total-timeout-ms"]);
+  if (maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = maxTotalTimeoutMs;
+  if (v["no-reset-on-progress"] === true) limits.resetTimeoutOnProgress = false;
+  return { upstream, limits, config: v.config, records: v.records, verbose: v.verbose === true };
+}
+
+/** A duration flag: a whole number of ms from 1 to `MAX_PROXY_MS`, or `none` (Infinity). */
+function ms(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const trimmed = text.trim();
+  if (trimmed === "none") return Infinity;
+  if (!/^\d+$/.test(trimmed)) throw new UsageError(`${flag}: expected a whole number of milliseconds or "none", got ${JSON.stringify(text)}`);
+  const value = Number(trimmed);
+  if (value < 1 || value > MAX_PROXY_MS) throw new UsageError(`${flag}: expected 1 to ${MAX_PROXY_MS} ms, got ${value}`);
+  return value;
+}

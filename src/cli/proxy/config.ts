@@ -1,0 +1,136 @@
+// The proxy's policy: the limits of each request, from the defaults, the command line and a
+// `--config <file>` (JSON, validated with zod once, when the proxy starts).
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+/** The largest duration accepted, in ms (the largest delay a timer honours). */
+export const MAX_PROXY_MS = 2_147_483_647;
+/** The proxy's default idle timeout, in ms (reset by progress). */
+export const DEFAULT_PROXY_TIMEOUT_MS = 60_000;
+
+/**
+ * The limits of one request. Durations in ms; `Infinity` is no limit (`null` in the config file,
+ * `none` on the command line). An absent limit is the next less specific one's.
+ */
+export interface Limits {
+  /** Idle timeout, in ms: how long a request may wait for its answer or (with `resetTimeoutOnProgress`) its next progress. */
+  timeoutMs?: number;
+  /** Maximum total timeout, in ms from the send; progress never extends it. */
+  maxTotalTimeoutMs?: number;
+  /** Whether progress restarts the idle timeout. */
+  resetTimeoutOnProgress?: boolean;
+}
+
+/** The config file, validated: defaults, then overrides per method and per tool (most specific wins). */
+export interface ProxyConfig {
+  defaults: Limits;
+  methods: Record<string, Limits>;
+  tools: Record<string, Limits>;
+}
+
+/** A config file that cannot be used: the message names the file and the key. Exit code 2. */
+export class ConfigError extends Error {
+  override name = "ConfigError" as const;
+}
+
+const RANGE = `an integer from 1 to ${MAX_PROXY_MS} (ms), or null for no limit`;
+const ms = z.union([z.number().int().min(1).max(MAX_PROXY_MS), z.null()], { error: `must be ${RANGE}` });
+const limitsSchema = z
+  .strictObject({
+    timeoutMs: ms,
+    maxTotalTimeoutMs: ms,
+    resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
+  })
+  .partial();
+const configSchema = z
+  .strictObject({
+    $schema: z.string(),
+    defaults: limitsSchema,
+    methods: z.record(z.string(), limitsSchema),
+    tools: z.record(z.string(), limitsSchema),
+  })
+  .partial();
+
+type RawLimits = z.infer<typeof limitsSchema>;
+
+function limitsOf(raw: RawLimits | undefined): Limits {
+  const limits: Limits = {};
+  if (raw === undefined) return limits;
+  if (raw.timeoutMs !== undefined) limits.timeoutMs = raw.timeoutMs ?? Infinity;
+  if (raw.maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = raw.maxTotalTimeoutMs ?? Infinity;
+  if (raw.resetTimeoutOnProgress !== undefined) limits.resetTimeoutOnProgress = raw.resetTimeoutOnProgress;
+  return limits;
+}
+
+/**
+ * Reads and validates a config file.
+ * @throws {ConfigError} naming the file, and the key with what is wrong with it.
+ */
+export function loadConfig(file: string): ProxyConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new ConfigError(`--config ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`--config ${file}: not valid JSON (${(error as Error).message})`);
+  }
+  return parseConfig(value, file);
+}
+
+/**
+ * Validates a parsed config file.
+ * @throws {ConfigError} naming the file, and the key with what is wrong with it.
+ */
+export function parseConfig(value: unknown, file: string): ProxyConfig {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ConfigError(`--config ${file}: expected a JSON object with "defaults", "methods" and "tools"`);
+  }
+  const result = configSchema.safeParse(value);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const at = issue.path.map(String);
+    if (issue.code === "unrecognized_keys") {
+      const key = [...at, issue.keys[0]!].join(".");
+      const known = at.length === 0 ? '"defaults", "methods", "tools"' : '"timeoutMs", "maxTotalTimeoutMs", "resetTimeoutOnProgress"';
+      throw new ConfigError(`--config ${file}: unknown key "${key}" (expected ${known})`);
+    }
+    const key = at.join(".");
+    const message = at.length === 1 && (at[0] === "methods" || at[0] === "tools") ? "must be an object of names to limits" : issue.message;
+    throw new ConfigError(`--config ${file}: "${key}" ${message}, got ${received(valueAt(value, at))}`);
+  }
+  const data = result.data;
+  const byName = (entries: Record<string, RawLimits> | undefined): Record<string, Limits> =>
+    Object.fromEntries(Object.entries(entries ?? {}).map(([name, raw]) => [name, limitsOf(raw)]));
+  return { defaults: limitsOf(data.defaults), methods: byName(data.methods), tools: byName(data.tools) };
+}
+
+/**
+ * The limits of one request: the proxy's defaults, the config file's defaults, the command line,
+ * the config's method entry, then its tool entry (for `tools/call`), each over the one before.
+ */
+export function limitsFor(config: ProxyConfig, cli: Limits, method: string, tool: string | null): Limits {
+  const merged: Limits = { timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli };
+  Object.assign(merged, Object.hasOwn(config.methods, method) ? config.methods[method] : undefined);
+  if (method === "tools/call" && tool !== null && Object.hasOwn(config.tools, tool)) Object.assign(merged, config.tools[tool]);
+  return merged;
+}
+
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  let at = value;
+  for (const key of path) at = typeof at === "object" && at !== null ? (at as Record<string, unknown>)[key] : undefined;
+  return at;
+}
+
+function received(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const text = JSON.stringify(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** The empty config: no file given. */
+export const NO_CONFIG: ProxyConfig = { defaults: {}, methods: {}, tools: {} };
