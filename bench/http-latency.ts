@@ -40,7 +40,7 @@ export interface HttpResult {
   fetch: HttpSide;
   /** The raw v1 SDK against the v1 server (2025-11-25 era). */
   raw: HttpSide;
-  /** Ours around the v1 SDK (2025 era: notification, then the stream closes once it is answered). `null` with `oursMissing` saying why. */
+  /** Ours around the v1 SDK (2025-era: notification, then the stream closes once it is answered). `null` with `oursMissing` saying why. */
   ours: HttpSide | null;
   /** The raw v2 SDK pinned to 2026-07-28 against the v2 server (its own stream close). */
   rawModern: HttpSide | null;
@@ -306,7 +306,7 @@ function sideResult(log: EventLog, observations: Observation[], capMs: number): 
 
 /**
  * Cancel latency on Streamable HTTP: abort → the server's response 'close', for a bare `fetch`
- * of an SSE endpoint (the floor); in the 2025 era the raw v1 SDK (which leaves the stream open:
+ * of an SSE endpoint (the floor); in the 2025-era the raw v1 SDK (which leaves the stream open:
  * measured up to `capMs`) and ours around it; in the 2026-07-28 era the raw v2 SDK pinned to it
  * and ours around that. The order of the sides alternates per round.
  */
@@ -351,7 +351,7 @@ export async function runHttpLatency(
   await sleep(Math.max(0, lastRaw + capMs + 50 - performance.now()));
   const result: HttpResult = {
     method:
-      "node:http server on 127.0.0.1:0 in the bench process (one clock: performance.now()); 2025 era: v1 SDK clients against a v1 " +
+      "node:http server on 127.0.0.1:0 in the bench process (one clock: performance.now()); 2025-era: v1 SDK clients against a v1 " +
       "StreamableHTTPServerTransport (stateful, one McpServer per session); 2026-07-28 era: v2 SDK clients pinned to 2026-07-28 against " +
       "the v2 createMcpHandler (responseMode sse); abort when the server reports the `hang` tool running; latency = abort → the tools/call POST's " +
       `response 'close' on the server; a stream not closed ${capMs} ms after its abort is counted open at the cap; ` +
@@ -374,7 +374,7 @@ export async function runHttpLatency(
   harness.server.closeAllConnections();
   await new Promise<void>((resolve) => harness.server.close(() => resolve()));
   log(
-    `  http: fetch p50 ${result.fetch.close?.p50} ms; 2025 era: ours ${result.ours?.close?.p50 ?? "n/a"} ms, raw v1 open at the ${capMs} ms cap ${result.raw.openAtCap}/${calls}; ` +
+    `  http: fetch p50 ${result.fetch.close?.p50} ms; 2025-era: ours ${result.ours?.close?.p50 ?? "n/a"} ms, raw v1 open at the ${capMs} ms cap ${result.raw.openAtCap}/${calls}; ` +
       `2026-07-28: ours ${result.oursModern?.close?.p50 ?? "n/a"} ms, raw v2 ${result.rawModern?.close?.p50 ?? "n/a"} ms`,
   );
   return result;

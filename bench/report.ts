@@ -335,11 +335,11 @@ export function markdown(r: Results): string {
     httpRow("bare fetch abort (floor)", r.http.fetch, r.http.calls, r.http.capMs),
     httpRow("2026-07-28 · ours (v2 SDK pinned): stream closed", r.http.oursModern, r.http.calls, r.http.capMs),
     httpRow("2026-07-28 · raw v2 SDK pinned: stream closed", r.http.rawModern, r.http.calls, r.http.capMs),
-    httpRow("2025 era · ours (v1 SDK): stream closed", r.http.ours, r.http.calls, r.http.capMs),
-    httpRow("2025 era · raw v1 SDK: stream closed", r.http.raw, r.http.calls, r.http.capMs),
+    httpRow("2025-era · ours (v1 SDK): stream closed", r.http.ours, r.http.calls, r.http.capMs),
+    httpRow("2025-era · raw v1 SDK: stream closed", r.http.raw, r.http.calls, r.http.capMs),
     "",
     ...(r.http.oursMissing === null ? [] : [`Ours not measured: ${r.http.oursMissing}.`, ""]),
-    "In the 2025 era the cancel is `notifications/cancelled` POSTed first, and ours closes the stream once the server answered it (202), at most `flushTimeoutMs` (250 ms) later (rule 40): the notification column is when the server learnt of the cancel. On 2026-07-28 the stream close is the cancel and nothing else is sent.",
+    "In the 2025-era the cancel is `notifications/cancelled` POSTed first, and ours closes the stream once the server answered it (202), at most `flushTimeoutMs` (250 ms) later (rule 40): the notification column is when the server learnt of the cancel. On 2026-07-28 the stream close is the cancel and nothing else is sent.",
     "",
     `Caller sees: raw v1 \`${r.http.raw.error}\`; raw v2 \`${r.http.rawModern?.error ?? "n/a"}\`${r.http.ours === null ? "" : `; ours \`${r.http.ours.error}\``}.`,
     `Method: ${r.http.method}.`,
@@ -524,7 +524,7 @@ export function svg(r: Results): string {
   parts.push(
     `<text x="12" y="${captionY}" fill="#444">${escapeXml(`${m.cpu}, ${m.cores} cores · Node ${m.node} · ${m.sdk} · ${r.mode} mode · ${m.date.slice(0, 10)} · commit ${m.commit}`)}</text>`,
     `<text x="12" y="${captionY + 18}" fill="#777" font-size="11">${escapeXml("stdio: abort() → the child-process server read notifications/cancelled (both processes timestamp with performance.timeOrigin + performance.now()).")}</text>`,
-    `<text x="12" y="${captionY + 33}" fill="#777" font-size="11">${escapeXml("HTTP: abort() → the server's response 'close' (server and client in one process, one clock). 2025 era: v1 SDK; 2026-07-28: v2 SDK pinned.")}</text>`,
+    `<text x="12" y="${captionY + 33}" fill="#777" font-size="11">${escapeXml("HTTP: abort() → the server's response 'close' (server and client in one process, one clock). 2025-era: v1 SDK; 2026-07-28: v2 SDK pinned.")}</text>`,
     `</svg>`,
   );
   return `${parts.join("\n")}\n`;

@@ -8,7 +8,7 @@ import type { Subject } from "./subject.js";
 /**
  * The SDK lines every overhead and scale figure is measured on, raw beside wrapped:
  * - `v1`: `@modelcontextprotocol/sdk` Client and McpServer;
- * - `v2-legacy`: `@modelcontextprotocol/client` Client (its default, the 2025 era) and the v2 McpServer;
+ * - `v2-legacy`: `@modelcontextprotocol/client` Client (its default, the 2025-era) and the v2 McpServer;
  * - `v2-2026`: the v2 Client pinned to 2026-07-28, against the v2 server's `serveStdio` entry
  *   (2026-07-28 plus the 2025 handshake) run over the v2 InMemoryTransport.
  * All in memory, in the bench process.

@@ -59,7 +59,7 @@ Target (exactly one):
                         Header sent with every HTTP request (auth, for example). Repeatable.
 
 Protocol:
-  --era <era>           legacy (the 2025 initialize handshake, v1 SDK client) or 2026-07-28
+  --era <era>           legacy (2025-era: the initialize handshake, v1 SDK client) or 2026-07-28
                         (v2 SDK client, pinned; needs @modelcontextprotocol/client).
                         Default: legacy.
 

@@ -529,7 +529,7 @@ function httpCancelMechanism(run: ProbeRun): Check {
   const then = survived ? "and the server answered the next request" : "but the server did not answer the next request";
   if (run.era === "legacy") {
     if (post === undefined) {
-      return make("http-cancel-mechanism", "FAIL", `no POST of notifications/cancelled for ${label} was seen (2025 era: the cancel is that POST, rule 40)`);
+      return make("http-cancel-mechanism", "FAIL", `no POST of notifications/cancelled for ${label} was seen (2025-era: the cancel is that POST, rule 40)`);
     }
     const status = post.status ?? 0;
     const evidence = lines([post, ...(closedStream ? [closedStream] : [])], cancelAt);

@@ -129,7 +129,7 @@ export function renderText(report: ProbeReport): string {
   const server = run.serverInfo === undefined ? "(unnamed server)" : `${run.serverInfo.name ?? "?"} ${run.serverInfo.version ?? ""}`.trim();
   const target = o.target.kind === "stdio" ? `stdio: ${o.target.line}` : `Streamable HTTP: ${displayUrl(o.target.url)}`;
   out.push("mcp-cancellable probe");
-  out.push(`  server   ${server}, protocol ${run.protocolVersion ?? "?"} (${run.era === "legacy" ? "2025 era" : "2026-07-28"}), ${target}`);
+  out.push(`  server   ${server}, protocol ${run.protocolVersion ?? "?"} (${run.era === "legacy" ? "2025-era" : "2026-07-28"}), ${target}`);
   if (run.main !== undefined) {
     out.push(`  tool     ${run.main.tool} ${brief(run.main.args, 100)} (${run.main.chosen})`);
   }

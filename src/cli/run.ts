@@ -83,7 +83,7 @@ export interface ConcurrentCall {
   end: { at: number; how: "result" | "tool-error" | "error" | "closed" | "cancelled" | "running"; text: string };
 }
 
-/** What each of two extra sessions received (HTTP servers with sessions, 2025 era). */
+/** What each of two extra sessions received (2025-era HTTP servers with sessions). */
 export interface SessionsRun {
   /** The request id both sessions used for their `tools/call`. */
   requestId: number;

@@ -35,7 +35,7 @@ export interface Connection {
    * `/proc`), or `undefined` where the probe does not own the process (HTTP) or cannot read it.
    */
   cpuTimeMs(): number | undefined;
-  /** The `Mcp-Session-Id` the HTTP server assigned, if any (2025 era). */
+  /** The `Mcp-Session-Id` the HTTP server assigned, if any (2025-era). */
   sessionId(): string | undefined;
   /** Lines that explain a failure: exit code, stderr tail, output that is not JSON-RPC. */
   diagnose(): string[];
@@ -71,7 +71,7 @@ interface Opened {
 
 /**
  * Starts the server (stdio) or reaches it (HTTP), and runs the handshake of the asked era
- * within `timeoutMs`: `initialize` (legacy, v1 SDK client) or `server/discover` pinned to
+ * within `timeoutMs`: `initialize` (2025-era, `--era legacy`, v1 SDK client) or `server/discover` pinned to
  * 2026-07-28 (v2 SDK client). Every message is recorded with its time.
  *
  * @throws {StartupError} with a readable message: the program could not start, exited, never
@@ -241,7 +241,7 @@ function openTransport(
       },
     };
   }
-  // 2025 era: the POSTed notification only (rule 40), and the request's stream is left open for
+  // 2025-era: the POSTed notification only (rule 40), and the request's stream is left open for
   // the window, so the probe sees whether the server stops (a client using the library's
   // streamable-http adapter would close it right after the 202). 2026-07-28: the library's
   // streamable-http adapter closes that request's own stream (rule 6) and sends nothing (rule 28).
@@ -255,7 +255,7 @@ function openTransport(
     adapter: (recorded) => (v2 === undefined ? notifyOnCancel(recorded) : streamableHttpCancellation(recorded)),
     mechanism:
       options.era === "legacy"
-        ? "notifications/cancelled POSTed to the endpoint (2025 era, rule 40)"
+        ? "notifications/cancelled POSTed to the endpoint (2025-era, rule 40)"
         : "closing the request's response stream (2026-07-28, rule 6)",
     cpuTimeMs: () => undefined,
     spawnError: () => undefined,
@@ -369,7 +369,7 @@ function startupError(
         options.era === "legacy"
           ? ""
           : last.status === 400 || last.status === 404 || last.status === 405
-            ? ": it does not speak 2026-07-28 (a server of the 2025 era? try --era legacy)"
+            ? ": it does not speak 2026-07-28 (a 2025-era server? try --era legacy)"
             : "";
       return new StartupError(`${who} answered ${handshake} with HTTP ${last.status}${hint} (${last.text ?? ""})`, "http", extra);
     }
@@ -378,6 +378,6 @@ function startupError(
   if (timedOut || /timed? ?out/i.test(message)) {
     return new StartupError(`the server did not answer ${handshake} within ${options.timeoutMs} ms`, "timeout", details);
   }
-  const hint = options.era === "legacy" ? "" : " (a server of the 2025 era? try --era legacy)";
+  const hint = options.era === "legacy" ? "" : " (a 2025-era server? try --era legacy)";
   return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}${hint}`, "initialize-error", details);
 }

@@ -46,7 +46,7 @@ const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>
  *
  * The cancel mechanism is picked by what the transport is: stdio (and any transport without
  * per-request streams) sends `notifications/cancelled` (rule 6); a v2 Streamable HTTP transport
- * closes the request's own stream (2026-07-28: the close is the cancel; 2025 era: the POSTed
+ * closes the request's own stream (2026-07-28: the close is the cancel; 2025-era: the POSTed
  * notification, then the close; rules 6, 28, 40); a v1 Streamable HTTP transport closes the
  * stream only when it was created with `{ fetch: cancellableFetch() }`: otherwise its fetch
  * cannot close one request's socket once the transport exists, so the cancel is the POSTed

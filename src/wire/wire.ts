@@ -97,7 +97,7 @@ export class Wire<T extends TransportLike> {
    */
   readonly #tombIds: BoundedMap<RequestId, LateSink | null>;
   readonly #tombTokens: BoundedMap<string | number, LateSink | null>;
-  /** Requests the server sent us (legacy era), so a cancel naming one of them is not an anomaly. */
+  /** Requests the server sent us (2025-era), so a cancel naming one of them is not an anomaly. */
   readonly #inbound = new Set<RequestId>();
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
@@ -604,7 +604,7 @@ export class Wire<T extends TransportLike> {
     return false;
   }
 
-  /** Rule 12: a server may cancel only its own requests (legacy) or a listen stream, never our calls. */
+  /** Rule 12: a server may cancel only its own requests (2025-era) or a listen stream, never our calls. */
   #onServerCancel(message: Message): void {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return;

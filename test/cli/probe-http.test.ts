@@ -17,7 +17,7 @@ afterEach(async () => {
 });
 
 describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
-  it("2025 era, v1 SDK stateful server: the POSTed cancel gets 202, the handler stops, every check passes", async () => {
+  it("2025-era, v1 SDK stateful server: the POSTed cancel gets 202, the handler stops, every check passes", async () => {
     server = await start({ kind: "stateful" });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);
     expect(statuses(json), why(json)).toEqual({
@@ -38,7 +38,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     expect(server.events).toContain("handler aborted");
   });
 
-  it("2025 era, a server that answers the POSTed cancel with 400: http-cancel-mechanism FAILs (rule 40), and so do the stray cancels", async () => {
+  it("2025-era, a server that answers the POSTed cancel with 400: http-cancel-mechanism FAILs (rule 40), and so do the stray cancels", async () => {
     server = await start({ kind: "stateful", rejectCancel: true });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);
     expect(code).toBe(1);
@@ -54,7 +54,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     expect(server.events).toContain("rejected a cancel");
   });
 
-  it("2025 era, v1 SDK stateless server: the notification reaches a fresh instance, so the work goes on (what the probe is for)", async () => {
+  it("2025-era, v1 SDK stateless server: the notification reaches a fresh instance, so the work goes on (what the probe is for)", async () => {
     server = await start({ kind: "stateless" });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);
     expect(code).toBe(1);
@@ -92,7 +92,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
   });
 
   // Issue 15 item 4: mcp-framework 0.2.22 over HTTP sends every message to every session.
-  it("2025 era, a server that sends every message to every session: sessions-isolated FAILs (rules 1, 40)", async () => {
+  it("2025-era, a server that sends every message to every session: sessions-isolated FAILs (rules 1, 40)", async () => {
     server = await start({ kind: "stateful", broadcast: true });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);
     expect(code).toBe(1);
@@ -107,7 +107,7 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     server = await start({ kind: "stateful" });
     const { code, stderr } = await cli(["probe", "--url", server.url, "--era", "2026-07-28", "--timeout", "3000"]);
     expect(code).toBe(1);
-    expect(stderr).toMatch(/^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a server of the 2025 era\? try --era legacy\)/);
+    expect(stderr).toMatch(/^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a 2025-era server\? try --era legacy\)/);
     expect(stderr).not.toMatch(/could not reach/);
   });
 

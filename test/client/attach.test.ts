@@ -167,7 +167,7 @@ describe("attachCancellation: late results over stdio (a raw server that ignores
 
 describe("attachCancellation: v2 client over stdio", () => {
   for (const pin of [true, false]) {
-    it(`${pin ? "2026-07-28" : "legacy era"}: an abort through client.callTool(params, { signal }) sends one notification to the handler`, async () => {
+    it(`${pin ? "2026-07-28" : "2025-era"}: an abort through client.callTool(params, { signal }) sends one notification to the handler`, async () => {
       const { client, transport, stderr, errors } = await v2Stdio(pin);
       const mcp = attachCancellation(client);
       expect(client.transport).toBe(transport);

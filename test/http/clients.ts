@@ -20,7 +20,7 @@ export async function connectV1(url: URL, options: CancellationOptions = {}, ada
   return { client, transport, adapter, mcp, errors, anomalies, close: () => client.close() };
 }
 
-/** A v2 `Client` (legacy era by default, or pinned to 2026-07-28) over the v2 transport as it is. */
+/** A v2 `Client` (2025-era by default, or pinned to 2026-07-28) over the v2 transport as it is. */
 export async function connectV2(
   url: URL,
   { pin = false, ...options }: CancellationOptions & { pin?: boolean } = {},

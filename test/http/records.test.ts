@@ -15,7 +15,7 @@ afterEach(async () => {
 
 const clients = [
   ["v1 client", startV1, (url: URL) => connectV1(url)],
-  ["v2 client (2025 era)", startV1, (url: URL) => connectV2(url)],
+  ["v2 client (2025-era)", startV1, (url: URL) => connectV2(url)],
   ["v2 client (2026-07-28)", startV2, (url: URL) => connectV2(url, { pin: true })],
 ] as const;
 

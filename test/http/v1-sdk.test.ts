@@ -38,7 +38,7 @@ async function inFlight(server: TestServer, mcp: Awaited<ReturnType<typeof setup
 }
 
 describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
-  it("C12 (2025 era), stateful server: exactly one notification POST, answered 202, then the stream closes; the handler stops", async () => {
+  it("C12 (2025-era), stateful server: exactly one notification POST, answered 202, then the stream closes; the handler stops", async () => {
     const { server, mcp, adapter, errors } = await setup({ stateful: true });
     const { call, controller } = await inFlight(server, mcp, 1);
     const abortedAt = performance.now();

@@ -7,7 +7,7 @@ import { closedUnfinished, eventually, sawDisconnect, seen, sleep, startV1, star
 import type { TestServer } from "./servers.js";
 
 // The v2 SDK client (@modelcontextprotocol/client) over Streamable HTTP, pinned to 2026-07-28
-// (the stream close is the cancel, rules 6, 28) and in the 2025 era (notification, then close,
+// (the stream close is the cancel, rules 6, 28) and in the 2025-era (notification, then close,
 // rule 40), against the v2 server (createMcpHandler) and the v1 server. Real timers; orders,
 // counts and bounds with generous slack.
 const SLACK_MS = 400;
@@ -144,8 +144,8 @@ describe("v2 SDK client pinned to 2026-07-28 against the v2 server", () => {
   });
 });
 
-describe("v2 SDK client in the 2025 era (its default)", () => {
-  it("C12 (2025 era) against the stateful v1 server: one notification POST, answered 202, then the stream closes", async () => {
+describe("v2 SDK client 2025-era (its default)", () => {
+  it("C12 (2025-era) against the stateful v1 server: one notification POST, answered 202, then the stream closes", async () => {
     const server = await startV1({ stateful: true, eventStore: true });
     const { mcp, adapter, client, errors } = await setup(server, false);
     expect(client.getProtocolEra()).toBe("legacy");

@@ -126,8 +126,8 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
     });
 
     for (const [era, start, make, mechanism] of [
-      ["2025 era, v1 stateful server, v1 transport", () => startV1({ stateful: true }), (url: URL) => streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })), "notification+stream-close"],
-      ["2025 era, v2 server (stateless fallback), v2 transport", () => startV2(), (url: URL) => streamableHttpCancellation(new TransportV2(url)), "notification+stream-close"],
+      ["2025-era, v1 stateful server, v1 transport", () => startV1({ stateful: true }), (url: URL) => streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })), "notification+stream-close"],
+      ["2025-era, v2 server (stateless fallback), v2 transport", () => startV2(), (url: URL) => streamableHttpCancellation(new TransportV2(url)), "notification+stream-close"],
     ] as const) {
       it(`Streamable HTTP (${era}): the abortSignal closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
         const http: TestServer = await start();

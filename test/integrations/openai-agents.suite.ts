@@ -183,7 +183,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
     });
 
     for (const [era, start, clientOptions, mechanism] of [
-      ["2025 era, v1 stateful server", () => startV1({ stateful: true }), undefined, "notification+stream-close"],
+      ["2025-era, v1 stateful server", () => startV1({ stateful: true }), undefined, "notification+stream-close"],
       ["2026-07-28, v2 server", () => startV2(), { versionNegotiation: { mode: { pin: "2026-07-28" } } }, "stream-close"],
     ] as const) {
       it(`Streamable HTTP (${era}): the run's abort closes that request's stream, the handler aborts, the tools/call went out once`, async () => {

@@ -1,6 +1,6 @@
 // mcp-cancellable/otel over Streamable HTTP, with the real OpenTelemetry SDK and a real server
 // (the v2 SDK's createMcpHandler on 127.0.0.1): the v2 client on 2026-07-28 (the cancel closes
-// the stream) and on the 2025 era (the notification, then the stream close).
+// the stream) and on the 2025-era (the notification, then the stream close).
 import { afterEach, beforeAll, afterAll, describe, expect, it } from "vitest";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { otelRecorder } from "../../src/otel/index.js";

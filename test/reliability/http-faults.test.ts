@@ -7,7 +7,7 @@ import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { eventually } from "../helpers/stdio.js";
 
 // Faults of a Streamable HTTP server, against a raw node:http server on 127.0.0.1 (port 0)
-// (test/fixtures/reliability/raw-http-server.ts): the 2025 era with a session, with the v1 and
+// (test/fixtures/reliability/raw-http-server.ts): the 2025-era with a session, with the v1 and
 // the v2 SDK client, and 2026-07-28 stateless, with the v2 client pinned to it, all through the
 // library's adapter. Each call settles once with the
 // right trigger within its own deadline plus slack; where the server is still there the next call
@@ -37,7 +37,7 @@ const SUBJECTS = [
 
 for (const { sdk, era, connect } of SUBJECTS) {
   const modern = era === MODERN;
-  // 2026-07-28: the stream close is the cancel, nothing is POSTed (rules 6, 28); the 2025 era
+  // 2026-07-28: the stream close is the cancel, nothing is POSTed (rules 6, 28); the 2025-era
   // POSTs the notification first, then closes the request's own stream (rule 40).
   const mechanism = modern ? "stream-close" : "notification+stream-close";
   // Tests of one era only are not registered at all for the other (no skipped noise).
@@ -136,7 +136,7 @@ for (const { sdk, era, connect } of SUBJECTS) {
         expect(outcome.error).toBeInstanceOf(CallTimeoutError);
         expect(outcome.at).toBeGreaterThanOrEqual(300 - EARLY_MS);
         expect(outcome.at).toBeLessThan(300 + SLACK_MS);
-        // 2025 era: the notification first (rule 40), then the request's own stream closes
+        // 2025-era: the notification first (rule 40), then the request's own stream closes
         expect(await eventually(() => closesOf(client.server, tool).length === 1, 1_000)).toBe(true);
         expect(closesOf(client.server, tool)[0]!.finished).toBe(false); // closed by the client, not ended
         expect(cancelPosts(client.server)).toHaveLength(modern ? 0 : 1);

@@ -140,7 +140,7 @@ export async function runChecks({ url, inMemory, otel } = {}) {
     const closedEarly = async (id) =>
       (await events()).some((e) => e.kind === "close" && e.rpc === "tools/call" && e.id === id && e.writableFinished === false);
     for (const pin of [true, false]) {
-      const era = pin ? "2026-07-28" : "2025 era";
+      const era = pin ? "2026-07-28" : "2025-era";
       const connect = async () => {
         const transport = new StreamableHTTPClientTransport(new URL(url));
         const client = new Client({ name: "runtime-bot", version: "1.0.0" }, pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);

@@ -1,5 +1,5 @@
 // The mixed soak: one long-lived connection per transport (a stdio child, Streamable HTTP in
-// the 2025 era with a session, Streamable HTTP 2026-07-28 stateless), thousands of concurrent
+// the 2025-era with a session, Streamable HTTP 2026-07-28 stateless), thousands of concurrent
 // calls whose outcomes are drawn at random from a seeded generator (succeed, time out, abort,
 // maximum total timeout, late result, late progress, server error), and a server crash with a
 // reconnect at a third and at two thirds of each run. At the end it checks what must always hold:

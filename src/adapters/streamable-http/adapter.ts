@@ -145,7 +145,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #sending = new Map<RequestId, AbortSignal>();
   readonly #resuming = new Map<string, Stream>();
   readonly #blocked = new Map<string, RequestId>();
-  /** 2025 era: notifications on their way, each with its current `flushTimeoutMs` timer. */
+  /** 2025-era: notifications on their way, each with its current `flushTimeoutMs` timer. */
   readonly #deliveries = new Set<Delivery>();
   /** Set once `close()` was called: echoes of the close's own aborts are not errors. */
   #closing = false;
@@ -192,7 +192,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       }
     }
     // v2 with its own fetch: mark the failures of our notification POSTs, as cancellableFetch
-    // does, so the SDK's echo of them in onerror is known for ours (2025 era).
+    // does, so the SDK's echo of them in onerror is known for ours (2025-era).
     if (this.#v2 && !isCancellableFetch(own._fetch) && typeof transport.send === "function") {
       own._fetch = markCancelFailures(own._fetch as FetchLike | undefined);
     }

@@ -73,7 +73,7 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
  *   tool through `callOptions`), even where the Agents runtime sets none;
  * - the run's `AbortSignal` (`run(agent, input, { signal })`) cancels the `tools/call` by the
  *   transport's own mechanism: `notifications/cancelled` on stdio, closing the request's stream
- *   on Streamable HTTP (2025 era: the notification POSTed first);
+ *   on Streamable HTTP (2025-era: the notification POSTed first);
  * - a caller abort rejects with exactly the signal's `reason`, which is how the Agents runtime
  *   recognises an abort (anything else it may hand to the tool's error function); nothing is
  *   ever retried, so a `tools/call` goes out at most once;
