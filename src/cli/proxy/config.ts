@@ -34,7 +34,8 @@ export class ConfigError extends Error {
 }
 
 const RANGE = `an integer from 1 to ${MAX_PROXY_MS} (ms), or null for no limit`;
-const ms = z.union([z.number().int().min(1).max(MAX_PROXY_MS), z.null()], { error: `must be ${RANGE}` });
+const must = { error: `must be ${RANGE}` };
+const ms = z.number(must).int(must).min(1, must).max(MAX_PROXY_MS, must).nullable();
 const limitsSchema = z
   .strictObject({
     timeoutMs: ms,

@@ -1,0 +1,141 @@
+import { spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+// The proxy as a real process, the way bin.test.ts runs the executable: `node --import tsx
+// src/cli/index.ts proxy ...` (dist/cli.js is the same module bundled).
+export const ENTRY = join(process.cwd(), "src/cli/index.ts");
+
+/** Absolute path of a fixture under test/fixtures. */
+export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+/** server-everything's stdio entry (a server nobody here wrote). */
+export const EVERYTHING = resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+
+/** `{ command, args }` that runs `mcp-cancellable proxy <proxyArgs>`: for an SDK StdioClientTransport. */
+export function proxyCommand(proxyArgs: string[]): { command: string; args: string[] } {
+  return { command: process.execPath, args: ["--import", "tsx", ENTRY, "proxy", ...proxyArgs] };
+}
+
+/** `-- node <script> <flags>`: a stdio server run by the proxy. */
+export const server = (script: string, ...flags: string[]): string[] => ["--", process.execPath, script, ...flags];
+
+/** Waits for `test`, polling every 20 ms, at most `ms`; returns whether it became true. Bounded. */
+export async function eventually(test: () => boolean, ms = 5_000): Promise<boolean> {
+  for (const end = performance.now() + ms; performance.now() < end; ) {
+    if (test()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return test();
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The JSON-RPC lines the scripted server read (it echoes each as `RECV <json>` on stderr; the proxy passes its stderr through). */
+export function received(stderr: string): Array<Record<string, any>> {
+  return stderr
+    .split("\n")
+    .filter((line) => line.startsWith("RECV "))
+    .map((line) => JSON.parse(line.slice(5)) as Record<string, any>);
+}
+
+/** A temporary folder removed by `cleanup`. */
+export function tempDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-proxy-"));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export const INITIALIZE = (id: string | number = "init") => ({
+  jsonrpc: "2.0",
+  id,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-client", version: "1.0.0" } },
+});
+
+/**
+ * A line-level client: the proxy as a child process, the test writing its stdin and reading each
+ * stdout line as JSON (a line that is not JSON fails the test: stdout carries only protocol
+ * messages).
+ */
+export class RawClient {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly messages: Array<Record<string, any>> = [];
+  readonly notJson: string[] = [];
+  stderr = "";
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  #buffer = "";
+
+  constructor(proxyArgs: string[], env: Record<string, string> = {}) {
+    const { command, args } = proxyCommand(proxyArgs);
+    this.child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk: string) => {
+      this.#buffer += chunk;
+      let newline = this.#buffer.indexOf("\n");
+      while (newline !== -1) {
+        const line = this.#buffer.slice(0, newline);
+        this.#buffer = this.#buffer.slice(newline + 1);
+        try {
+          this.messages.push(JSON.parse(line) as Record<string, any>);
+        } catch {
+          this.notJson.push(line);
+        }
+        newline = this.#buffer.indexOf("\n");
+      }
+    });
+    this.child.stderr.setEncoding("utf8");
+    this.child.stderr.on("data", (chunk: string) => (this.stderr += chunk));
+    this.child.stdin.on("error", () => {});
+    this.exited = new Promise((done) =>
+      this.child.once("close", (code, signal) => {
+        this.exit = { code, signal };
+        done(this.exit);
+      }),
+    );
+  }
+
+  send(message: unknown): void {
+    this.child.stdin.write(`${typeof message === "string" ? message : JSON.stringify(message)}\n`);
+  }
+
+  /** The first message answering `id`, waited for at most `ms`. */
+  async answer(id: string | number, ms = 8_000): Promise<Record<string, any>> {
+    const found = await eventually(() => this.messages.some((m) => m.id === id && m.method === undefined), ms);
+    if (!found) throw new Error(`no answer for ${JSON.stringify(id)} within ${ms} ms; got ${JSON.stringify(this.messages)}\n${this.stderr}`);
+    return this.messages.find((m) => m.id === id && m.method === undefined)!;
+  }
+
+  /** initialize and notifications/initialized. */
+  async initialize(): Promise<void> {
+    this.send(INITIALIZE());
+    const answer = await this.answer("init", 15_000);
+    if (answer.result === undefined) throw new Error(`initialize failed: ${JSON.stringify(answer)}`);
+    this.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  }
+
+  answersTo(id: string | number): Array<Record<string, any>> {
+    return this.messages.filter((m) => m.id === id && m.method === undefined);
+  }
+
+  /** Ends the proxy: closes its stdin (the client goes away), waits for the exit (bounded), kills it if it hangs. */
+  async end(ms = 8_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    this.child.stdin.end();
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), ms);
+    const exit = await this.exited;
+    clearTimeout(timer);
+    return exit;
+  }
+}
