@@ -8,7 +8,7 @@
  *   --cancel: profile cancelled calls (to a silent peer) instead of answered ones;
  *   --source: profile src/ through tsx instead of the tsup build (adds tsx's `__name` wrappers);
  *   --lib=PATH: profile another build of the library (such as an ablation variant's out/index.js).
- * The raw .cpuprofile files go to /tmp/mcp-cancellable-bench-*.cpuprofile (open in Chrome DevTools).
+ * The .cpuprofile files themselves go to /tmp/mcp-cancellable-bench-*.cpuprofile (open in Chrome DevTools).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Session } from "node:inspector/promises";

@@ -28,7 +28,7 @@ export interface StdioSide {
    */
   clockOffsetMs: number;
   clockErrorMs: number;
-  /** Raw samples of `read`, ms, for the chart. */
+  /** Every sample of `read`, ms, for the chart. */
   samples: number[];
 }
 

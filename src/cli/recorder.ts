@@ -8,7 +8,7 @@ export type Party = "client" | "server" | "probe";
 /**
  * What a timeline event is:
  * - `message`: a JSON-RPC message as it crossed the wire;
- * - `invalid`: output from the server that is not JSON-RPC (the raw text is in `text`);
+ * - `invalid`: output from the server that is not JSON-RPC (the text as it came is in `text`);
  * - `http`: an HTTP exchange (`text` says what, `status` the response status);
  * - `closed`: the connection closed (`text` says how);
  * - `error`: the transport reported an error;
@@ -38,7 +38,7 @@ export const MAX_EVENTS = 20_000;
 type Listener = (event: WireEvent) => void;
 
 /**
- * Records the raw traffic of one connection with monotonic timestamps: every message the client
+ * Records the wire traffic of one connection with monotonic timestamps: every message the client
  * side sends (`send`) and every message the server side delivers (`onmessage`), plus closes and
  * errors. `wrap()` returns a decorator that forwards everything else of the transport unchanged,
  * so it can sit under the library's wire decorator and see what the wire later drops.

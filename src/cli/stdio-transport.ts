@@ -29,7 +29,7 @@ export interface StdioTarget {
 /**
  * A minimal MCP stdio client transport for the probe: one JSON-RPC message per line on the
  * child's stdin and stdout (rule 31). Unlike the SDK's, it reports every stdout line that is not
- * a JSON-RPC message (`oninvalid`, with the raw text), keeps the tail of stderr, knows the exit
+ * a JSON-RPC message (`oninvalid`, with the text as it came), keeps the tail of stderr, knows the exit
  * code, inherits the caller's environment, and runs the child in its own process group so that
  * `close()` also ends what a wrapper (`npx`, a shell script) started.
  */

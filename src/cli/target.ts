@@ -24,7 +24,7 @@ export interface Connection {
   readonly serverInfo: { name?: string; version?: string } | undefined;
   /** The library facade: calls with per-call timeouts and the transport's own cancel. */
   readonly mcp: CancellableClient<TransportLike>;
-  /** Sends a message below the library, straight onto the recorded wire (the probe's raw cancels). */
+  /** Sends a message below the library, straight onto the recorded wire (the probe's hand-made cancels). */
   sendRaw(message: Message): Promise<void>;
   /** True once the connection closed (the server exited or hung up). */
   readonly closed: boolean;

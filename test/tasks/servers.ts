@@ -1,6 +1,6 @@
 // Task servers on 127.0.0.1 (port 0), started and stopped by the tests:
 // - the v1 SDK's McpServer with an InMemoryTaskStore over Streamable HTTP (2025-11-25 core tasks);
-// - a raw node:http server following the 2026-07-28 tasks extension text (io.modelcontextprotocol/tasks):
+// - a scripted node:http server following the 2026-07-28 tasks extension text (io.modelcontextprotocol/tasks):
 //   resultType "task", tasks/get with pollIntervalMs, an empty acknowledgement for tasks/cancel,
 //   Mcp-Name checked against params.taskId. No SDK implements that extension yet.
 // Each records every JSON-RPC message it received (method, id, params, Mcp-Name header).
@@ -159,7 +159,7 @@ export async function startV1TaskServer(options: { pollInterval?: number } = {})
 }
 
 /**
- * A raw 2026-07-28 server with the tasks extension: `server/discover`, and `tools/call` of
+ * A scripted 2026-07-28 server with the tasks extension: `server/discover`, and `tools/call` of
  * `report` ({ms}) answered with a task (resultType "task", pollIntervalMs 20) when the request
  * declares the extension, else at once. tasks/get inlines the result; tasks/cancel answers with
  * an empty acknowledgement and (cooperative) marks the task cancelled on the next tick.

@@ -1,5 +1,5 @@
 // Task-augmented calls against real peers: the v1 SDK server with a task store over Streamable
-// HTTP (2025-11-25 core tasks, rule 35) and a raw 2026-07-28 server following the tasks
+// HTTP (2025-11-25 core tasks, rule 35) and a scripted 2026-07-28 server following the tasks
 // extension (rule 36) with the v2 client pinned to 2026-07-28. Each asserts what went on the
 // wire (exactly one tasks/cancel naming the task, no notifications/cancelled for a task) and
 // the record.
@@ -131,7 +131,7 @@ describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task
   });
 });
 
-describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a raw extension server (Streamable HTTP)", () => {
+describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scripted extension server (Streamable HTTP)", () => {
   it("declares the extension, polls tasks/get with Mcp-Name = taskId, and resolves with the inlined result", async () => {
     server = await startRaw2026TaskServer();
     const records: RunRecord[] = [];
