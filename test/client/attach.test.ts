@@ -19,12 +19,12 @@ import { cancellableFetch } from "../../src/adapters/streamable-http/index.js";
 import { fixture, eventually } from "../helpers/stdio.js";
 import { sawDisconnect, seen, startV1, startV2, started } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // attachCancellation on clients that are already connected, as an agent framework leaves them:
 // v1 and v2 SDK clients, stdio and Streamable HTTP, real servers. The framework's own calls on
 // the client (client.callTool / client.request with the SDK's options) get the library's
 // behaviour; client.transport keeps its identity; a reconnect attaches to the new transport.
-const SLACK_MS = 400;
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

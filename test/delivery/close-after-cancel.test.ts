@@ -3,11 +3,11 @@ import { CallCancelledError } from "../../src/index.js";
 import { connectV1, connectV2 } from "../http/clients.js";
 import { eventually, seen, sleep, startV1, startV2 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // Issue 11 item 1: a cancel followed at once by client.close() (not awaited) still reaches the
 // server on every transport, bounded by flushTimeoutMs, without holding the caller, and the
 // close's own echoes never reach onerror. stdio is in close-after-cancel-stdio.test.ts.
-const SLACK_MS = 400;
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

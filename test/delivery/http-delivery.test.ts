@@ -5,14 +5,13 @@ import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
 import { connectV1, connectV2 } from "../http/clients.js";
 import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { eventually } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // Issue 16 items 1 and 2: on 2025-era Streamable HTTP the cancel's notification never reaches the
 // server before its request, a notification POST that fails on the network is retried once, and
 // what the record says is what happened. Against a raw 2025-era node:http server that can take a
 // tools/call up late (as if it read the body late) and drop a notification's connection.
 // Real timers; orders, counts and bounds with slack.
-
-const SLACK_MS = 400;
 
 const process$ = watchProcess();
 beforeAll(process$.start);

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CallCancelledError, CallTimeoutError } from "../../src/index.js";
 import { alive, eventually, spawnServer } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // Real child processes over stdio, real timers: assertions are orders, counts and bounds.
 // Bounds carry generous slack (SLACK_MS) for a loaded 2-core CI machine.
-const SLACK_MS = 400;
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {

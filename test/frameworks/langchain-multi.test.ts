@@ -4,13 +4,13 @@ import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { attachCancellation } from "../../src/index.js";
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // @langchain/mcp-adapters 1.1.4's MultiServerMCPClient creates, connects and owns one v1 SDK
 // Client per server (behind a Proxy of its own). The bot reaches each with
 // `attachCancellation(await multi.getClient(name))` after `initializeConnections()`; the tools
 // from `multi.getTools()` call that client's `callTool(params, undefined, { timeout, signal })`,
 // which now goes through the library. A real v1 SDK server over stdio; no language model.
-const SLACK_MS = 400;
 
 const calls = (mcp: { records(): RunRecord[] }): RunRecord[] => mcp.records().filter((r) => r.method === "tools/call");
 

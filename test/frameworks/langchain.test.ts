@@ -11,13 +11,13 @@ import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
 import { sawDisconnect, seen, startV2 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // @langchain/mcp-adapters 1.1.4 with @langchain/core, no language model: the tools that
 // loadMcpTools builds are invoked the way an agent invokes them (tool.invoke(args, config)),
 // over a real MCP server. loadMcpTools takes mcp.sdkClient (withCancellation) or the framework's
 // own client after attachCancellation; it calls client.callTool(params, undefined,
 // { timeout, signal, onprogress }).
-const SLACK_MS = 400;
 
 /** The tools/call records (loadMcpTools' tools/list has its own). */
 const calls = (mcp: { records(): RunRecord[] }): RunRecord[] => mcp.records().filter((r) => r.method === "tools/call");

@@ -33,15 +33,8 @@ export async function spawnServer(script: string, options: CancellationOptions =
   return { client, transport, mcp, stderrLines, errors, received, cancelsReceived, pid: transport.pid };
 }
 
-/** Polls `predicate` every 10 ms until it holds or `withinMs` passes; returns whether it held. */
-export async function eventually(predicate: () => boolean, withinMs = 2_000): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (predicate()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return predicate();
-}
+/** Kept here too for the many tests that import it with this helper; defined in timing.ts. */
+export { eventually } from "./timing.js";
 
 /** True while a process with this pid exists. */
 export function alive(pid: number | null | undefined): boolean {

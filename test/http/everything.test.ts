@@ -3,13 +3,13 @@ import { CallCancelledError } from "../../src/index.js";
 import { connectV1, connectV2 } from "./clients.js";
 import { eventually, sleep, startEverything } from "./servers.js";
 import type { TestServer } from "./servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // server-everything (a server nobody here wrote) in streamableHttp mode, as a child process on
 // 127.0.0.1: stateful sessions and an event store (every SSE event has an id, so the SDK would
 // resume a broken stream). Its long-running tool ignores cancellation and keeps sending progress,
 // so the only thing a cancel can show on the server is the connection closing: a preload reports
 // each response 'close' from inside the server process.
-const SLACK_MS = 400;
 
 let server: TestServer | undefined;
 const open: Array<() => Promise<void>> = [];

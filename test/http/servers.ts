@@ -374,15 +374,8 @@ export async function startEverything(): Promise<TestServer> {
   };
 }
 
-/** Polls `predicate` every 10 ms until it holds or `withinMs` passes; returns whether it held. */
-export async function eventually(predicate: () => boolean, withinMs = 2_000): Promise<boolean> {
-  const deadline = performance.now() + withinMs;
-  while (performance.now() < deadline) {
-    if (predicate()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return predicate();
-}
+/** Kept here too for the many tests that import it with this helper; defined in timing.ts. */
+export { eventually } from "../helpers/timing.js";
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -7,12 +7,12 @@ import { linkedCount } from "../../src/adapters/streamable-http/fetch.js";
 import { connectV1 } from "./clients.js";
 import { closedUnfinished, eventually, sawDisconnect, seen, sleep, startV1, started } from "./servers.js";
 import type { TestServer } from "./servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // The v1 SDK client (@modelcontextprotocol/sdk) over Streamable HTTP against the v1 SDK's own
 // server, on 127.0.0.1 with real timers. v1 always negotiates a 2025 revision (2025-11-25), so a
 // cancel is the notification POST, answered, then the request's own stream closed (rule 40).
 // Assertions are orders, counts and bounds with generous slack (SLACK_MS) for a loaded machine.
-const SLACK_MS = 400;
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

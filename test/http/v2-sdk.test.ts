@@ -5,12 +5,12 @@ import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters
 import { connectV2 } from "./clients.js";
 import { closedUnfinished, eventually, sawDisconnect, seen, sleep, startV1, startV2, started } from "./servers.js";
 import type { TestServer } from "./servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // The v2 SDK client (@modelcontextprotocol/client) over Streamable HTTP, pinned to 2026-07-28
 // (the stream close is the cancel, rules 6, 28) and in the 2025-era (notification, then close,
 // rule 40), against the v2 server (createMcpHandler) and the v1 server. Real timers; orders,
 // counts and bounds with generous slack.
-const SLACK_MS = 400;
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {

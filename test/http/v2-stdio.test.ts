@@ -5,11 +5,11 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually } from "./servers.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // The facade with the v2 SDK client (@modelcontextprotocol/client) over stdio: its
 // callTool(params, options) signature and its errors, against the v2 server (serveStdio) in both
 // eras and the v1 server. On stdio the cancel is notifications/cancelled in every era (rule 31).
-const SLACK_MS = 400;
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
 const open: Array<() => Promise<void>> = [];

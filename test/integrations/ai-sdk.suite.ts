@@ -14,6 +14,7 @@ import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import { closedUnfinished, eventually, seen, sleep, startV1, startV2, type TestServer } from "../http/servers.js";
 import { fixture } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 type Execute = (args: Record<string, unknown>, options: { abortSignal?: AbortSignal; toolCallId: string; messages: unknown[] }) => Promise<unknown>;
 
@@ -25,7 +26,6 @@ export interface AiSdkMcpModule {
   }>;
 }
 
-const SLACK_MS = 500;
 const opts = (abortSignal?: AbortSignal) => ({ toolCallId: "call_1", messages: [], ...(abortSignal ? { abortSignal } : {}) });
 
 export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {

@@ -11,6 +11,7 @@ import { isCallTimeoutError } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, seen, sleep, startV1, startV2, type TestServer } from "../http/servers.js";
 import { fixture } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 /** The parts of `@openai/agents` the suite uses (0.14 and 0.20 alike). */
 export interface AgentsModule {
@@ -20,8 +21,6 @@ export interface AgentsModule {
   RunContext: new () => unknown;
   getAllMcpTools(servers: unknown[]): Promise<Array<{ name: string; invoke(context: unknown, input: string, details?: unknown): Promise<unknown> }>>;
 }
-
-const SLACK_MS = 500;
 
 /** A Model that asks for one tool call, then answers "done" with whatever the tool returned in view. */
 class ScriptedModel {

@@ -4,16 +4,13 @@ import { CallCancelledError, CallTimeoutError, ConnectionClosedError, withCancel
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { alive, eventually, fixture, spawnServer } from "../helpers/stdio.js";
+import { SLACK_MS, EARLY_MS } from "../helpers/timing.js";
 
 // Faults of a real stdio server process (test/fixtures/reliability/bad-server.mjs): each pending
 // call settles once, with the right trigger, within its own deadline plus slack; where the
 // transport still works the next call succeeds, and where it does not the next call fails at
 // once instead of hanging. (A server that stops reading its stdin is in test/e2e/stdio.test.ts.)
 // Real time: bounds carry SLACK_MS for a loaded 2-core CI machine.
-
-const SLACK_MS = 400;
-/** Node arms timers from libuv's cached loop time, so on a busy loop one may fire a few ms "early" by performance.now(). */
-const EARLY_MS = 25;
 
 const process$ = watchProcess();
 beforeAll(process$.start);

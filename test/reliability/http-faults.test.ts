@@ -5,6 +5,7 @@ import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
 import { connectV1, connectV2 } from "../http/clients.js";
 import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { eventually } from "../helpers/stdio.js";
+import { SLACK_MS, EARLY_MS } from "../helpers/timing.js";
 
 // Faults of a Streamable HTTP server, against a raw node:http server on 127.0.0.1 (port 0)
 // (test/fixtures/reliability/raw-http-server.ts): the 2025-era with a session, with the v1 and
@@ -12,9 +13,6 @@ import { eventually } from "../helpers/stdio.js";
 // library's adapter. Each call settles once with the
 // right trigger within its own deadline plus slack; where the server is still there the next call
 // succeeds. Real time: bounds carry SLACK_MS for a loaded CI machine.
-
-const SLACK_MS = 400;
-const EARLY_MS = 25; // timers run off libuv's cached loop time
 
 const process$ = watchProcess();
 beforeAll(process$.start);

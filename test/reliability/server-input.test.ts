@@ -5,6 +5,7 @@ import type { Anomaly } from "../../src/index.js";
 import { connectPeer, flush, settleOf } from "../helpers/peer.js";
 import { sleep, timed, watchProcess } from "../helpers/reliability.js";
 import { spawnServer } from "../helpers/stdio.js";
+import { SLACK_MS } from "../helpers/timing.js";
 
 // Bad input from the server. Over real stdio, test/fixtures/reliability/bad-server.mjs writes the
 // bad input on cue while another call (A) is pending; over the SDK's in-memory transport, which
@@ -13,7 +14,6 @@ import { spawnServer } from "../helpers/stdio.js";
 // (client.onerror or an anomaly), the pending call A still gets its own result, and a follow-up
 // call on the same connection works. Real time: bounds carry SLACK_MS for a loaded CI machine.
 
-const SLACK_MS = 400;
 const MB5 = 5 * 1024 * 1024;
 
 const process$ = watchProcess();

@@ -9,13 +9,13 @@ import { stdioCancellation } from "../../../src/adapters/stdio/index.js";
 import { eventually, fixture } from "../../helpers/stdio.js";
 import { sawDisconnect, seen, startV2 } from "../../http/servers.js";
 import type { TestServer } from "../../http/servers.js";
+import { SLACK_MS } from "../../helpers/timing.js";
 
 // @google/genai 3.x (Node >= 22), no model: mcpToTool(...clients) gives a CallableTool whose
 // callTool(functionCalls) is what automatic function calling runs. It lists the tools, then calls
 // client.callTool(params, undefined, { timeout }?) with no AbortSignal at all: without the library
 // a silent tool holds the model turn forever. mcpToTool takes mcp.sdkClient (withCancellation) or
 // the client itself after attachCancellation.
-const SLACK_MS = 400;
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
