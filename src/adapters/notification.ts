@@ -1,4 +1,5 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { isStreamableHttpTransport } from "../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
 
 /**
@@ -9,7 +10,7 @@ import type { CancellationAdapter, TransportLike } from "./types.js";
  *   the request's stream open, and on 2026-07-28 it is not even expected (rules 6, 28, 40).
  */
 export function notificationCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
-  if (isStreamableHttp(transport)) {
+  if (isStreamableHttpTransport(transport)) {
     throw new InvalidOptionError(
       "transport",
       "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
@@ -38,8 +39,3 @@ export function notifyOnCancel<T extends TransportLike>(transport: T): Cancellat
   };
 }
 
-/** Both SDK lines' `StreamableHTTPClientTransport` (v2 says `hasPerRequestStream`; both can `terminateSession`). */
-function isStreamableHttp(transport: TransportLike): boolean {
-  const own = transport as { hasPerRequestStream?: unknown; terminateSession?: unknown };
-  return own.hasPerRequestStream === true || typeof own.terminateSession === "function";
-}

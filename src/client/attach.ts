@@ -11,7 +11,7 @@ import { decorateTransport } from "../wire/decorate.js";
 import { createFacade, createSdkShell, decorated } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { connectedTransport } from "./with-cancellation.js";
-import { sdkWaitDropper } from "./sdk-wait.js";
+import { isStreamableHttpTransport, isV2Client, sdkWaitDropper } from "../sdk/private.js";
 
 /** One decorated transport: the wire in its path and the handler it installed on it. */
 interface Attached {
@@ -84,7 +84,7 @@ export function attachCancellation<C extends ClientLike>(
     );
   }
   const defaults = parseCancellationOptions(options, "attachCancellation options");
-  const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
+  const v2 = isV2Client(client);
   const sdk = client as unknown as SdkCalls & Record<string, unknown>;
   const original: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
   let current: Attached | undefined;
@@ -162,9 +162,7 @@ function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
     originalSends.set(target, send);
   }
   const raw = decorateTransport(target, { methods: { send } }).view;
-  const own = target as { hasPerRequestStream?: unknown; terminateSession?: unknown };
-  const http = own.hasPerRequestStream === true || typeof own.terminateSession === "function";
-  if (!http) return notifyOnCancel(raw);
+  if (!isStreamableHttpTransport(target)) return notifyOnCancel(raw);
   try {
     return streamableHttpCancellation(raw);
   } catch (error) {

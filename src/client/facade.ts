@@ -10,6 +10,7 @@ import type { CallRunner } from "../runner/runner.js";
 import { resolveTaskOptions } from "../runner/tasks.js";
 import type { TaskOptions } from "../runner/tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
+import { sdkRequiresToolTask } from "../sdk/private.js";
 
 /** The part of an SDK `Client` (v1 `@modelcontextprotocol/sdk` or v2 `@modelcontextprotocol/client`) the facade drives. */
 export interface ClientLike {
@@ -202,7 +203,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         if (task === undefined) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
-          if ((client as { isToolTaskRequired?: (name: string) => boolean }).isToolTaskRequired?.(params.name) === true) {
+          if (sdkRequiresToolTask(client, params.name)) {
             throw new InvalidOptionError(
               "task",
               `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,

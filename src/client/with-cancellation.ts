@@ -7,7 +7,7 @@ import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
 import { CallRunner } from "../runner/runner.js";
 import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
-import { sdkWaitDropper } from "./sdk-wait.js";
+import { isV2Client, sdkWaitDropper } from "../sdk/private.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
 export type {
@@ -54,7 +54,7 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
   const adapter = toAdapter(transport);
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
-  const v2 = typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
+  const v2 = isV2Client(client);
   const wire = new Wire(adapter, {
     maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
     onAnomaly: defaults.onAnomaly,

@@ -8,6 +8,7 @@ import { z } from "zod";
 import type { RunRecord } from "../core/record.js";
 import { parseOptions } from "../options/schemas.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
+import { isStdioTransport, isStreamableHttpTransport, streamableHttpUrl } from "../sdk/private.js";
 import {
   ATTR_CALL_OUTCOME,
   ATTR_CALL_STATUS,
@@ -331,12 +332,7 @@ function lateKinds(before: RunRecord["late"], after: RunRecord["late"]): Array<"
 function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): Attributes {
   const attributes: Attributes = {};
   const client = call.client as { getNegotiatedProtocolVersion?: () => unknown } | null;
-  const transport = (call.transport ?? {}) as {
-    protocolVersion?: unknown;
-    hasPerRequestStream?: unknown;
-    terminateSession?: unknown;
-    _url?: unknown;
-  };
+  const transport = (call.transport ?? {}) as { protocolVersion?: unknown };
   let version: unknown;
   try {
     version = client?.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion ?? call.protocolVersion;
@@ -344,15 +340,15 @@ function connectionAttributes(call: ObservedCall, serverUrl: URL | undefined): A
     version = undefined;
   }
   if (typeof version === "string") attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
-  const http = transport.hasPerRequestStream === true || typeof transport.terminateSession === "function";
+  const http = isStreamableHttpTransport(transport);
   if (http) {
     attributes[ATTR_NETWORK_TRANSPORT] = "tcp";
     attributes[ATTR_NETWORK_PROTOCOL_NAME] = "http";
-  } else if ("stderr" in transport) {
-    attributes[ATTR_NETWORK_TRANSPORT] = "pipe"; // the SDKs' stdio transports (both lines expose stderr)
+  } else if (isStdioTransport(transport)) {
+    attributes[ATTR_NETWORK_TRANSPORT] = "pipe";
   }
-  // Both SDK lines keep the Streamable HTTP URL as `_url`.
-  const url = serverUrl ?? (http && transport._url instanceof URL ? transport._url : undefined);
+  // Both SDK lines keep the Streamable HTTP URL in a private field (src/sdk/private.ts).
+  const url = serverUrl ?? (http ? streamableHttpUrl(transport) : undefined);
   if (url !== undefined && url.hostname !== "") {
     attributes[ATTR_SERVER_ADDRESS] = url.hostname.replace(/^\[(.*)\]$/, "$1");
     attributes[ATTR_SERVER_PORT] = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;

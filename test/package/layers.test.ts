@@ -14,6 +14,7 @@ const RANK: Record<string, number> = {
   types: 1,
   errors: 1,
   options: 1.5, // schemas, defaults, warnings and merging of the option types: imports utils, types, errors only
+  sdk: 1.5, // src/sdk/private.ts, every read of an SDK's private shape: imports utils, types, errors only
   core: 2,
   wire: 3,
   adapters: 4,

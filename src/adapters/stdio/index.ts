@@ -1,5 +1,6 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../notification.js";
+import { stdioChildStdin } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 
 /** The part of a Node `Writable` (the server's stdin) the adapter uses. */
@@ -58,12 +59,9 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
   };
 }
 
-/** The server's stdin of an SDK `StdioClientTransport` (v1 and v2 keep the child as `_process`). */
+/** The server's stdin of an SDK `StdioClientTransport` (its private `_process`: src/sdk/private.ts). */
 function stdinOf(transport: TransportLike): Stdin | undefined {
-  const stdin = (transport as { _process?: { stdin?: unknown } })._process?.stdin as Stdin | null | undefined;
-  return stdin !== null && typeof stdin === "object" && typeof stdin.write === "function" && typeof stdin.once === "function"
-    ? stdin
-    : undefined;
+  return stdioChildStdin(transport);
 }
 
 /** Cancel lines waiting for the pipe, behind one `drain` listener. */

@@ -7,6 +7,7 @@ import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } fro
 import type { Message } from "../../wire/messages.js";
 import { decorateTransport } from "../../wire/decorate.js";
 import type { DecoratedTransport } from "../../wire/decorate.js";
+import { hasPerRequestStream, replaceTransportFetch, transportFetch } from "../../sdk/private.js";
 import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
@@ -165,9 +166,10 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
     this.#flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.#inner = transport;
-    const own = transport as unknown as Record<string, unknown>;
-    this.#v2 = own.hasPerRequestStream === true;
-    this.#fetch = options.fetch ?? own._fetch;
+    // The transport's private `_fetch` and the v2 marker: src/sdk/private.ts.
+    const ownFetch = transportFetch(transport);
+    this.#v2 = hasPerRequestStream(transport);
+    this.#fetch = options.fetch ?? ownFetch;
     if (!this.#v2) {
       let bound: boolean;
       try {
@@ -183,7 +185,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
             "that fetch here: streamableHttpCancellation(transport, { fetch })); a v2 transport needs nothing",
         );
       }
-    } else if (options.fetch !== undefined || own._fetch !== undefined) {
+    } else if (options.fetch !== undefined || ownFetch !== undefined) {
       // A v2 transport may use cancellableFetch() for its timeouts; its streams close through requestSignal.
       try {
         bindFetch(this.#fetch, this, this.#passivePort);
@@ -193,8 +195,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     }
     // v2 with its own fetch: mark the failures of our notification POSTs, as cancellableFetch
     // does, so the SDK's echo of them in onerror is known for ours (2025-era).
-    if (this.#v2 && !isCancellableFetch(own._fetch) && typeof transport.send === "function") {
-      own._fetch = markCancelFailures(own._fetch as FetchLike | undefined);
+    if (this.#v2 && !isCancellableFetch(ownFetch) && typeof transport.send === "function") {
+      replaceTransportFetch(transport, (current) => markCancelFailures(current as FetchLike | undefined));
     }
     // The transport handed to the wire: `send`, `setProtocolVersion` and `close` are the
     // adapter's, it sits in `onmessage` and `onclose`; every other member (`sessionId`,

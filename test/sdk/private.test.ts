@@ -1,10 +1,13 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it, vi } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMemory.js";
 import { Client as ClientV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/client";
 import { McpServer as McpServerV2 } from "@modelcontextprotocol/server";
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../src/index.js";
-import { sdkWaitDropper } from "../../src/client/sdk-wait.js";
+import { sdkWaitDropper } from "../../src/sdk/private.js";
 
 // A settled call's SDK-side wait is ended by dropping the SDK's per-request state directly
 // (no local error response through the SDK's zod checks); a client without that state gets
@@ -98,4 +101,32 @@ describe("a cancelled or timed-out call ends the SDK's wait without a message th
       await client.close();
     });
   }
+});
+
+// Issue 19, item 3: src/sdk/private.ts is the one module that reads an SDK's private shape.
+describe("no file in src/ but src/sdk/private.ts reads an SDK's private field or sniffs its line", () => {
+  const root = fileURLToPath(new URL("../../src/", import.meta.url));
+  // `x._field`, `{ _field?: ... }` (a cast's shape), and the markers of the SDK lines.
+  const PRIVATE = /\._(?!meta\b)[a-z]\w*|[{;,]\s*_(?!meta\b)[a-z]\w*\??\s*:|getProtocolEra|isToolTaskRequired|hasPerRequestStream\s*===|"stderr"\s+in\b/g;
+  const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
+  const sources = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : [],
+    );
+
+  it("finds such reads where they are (the check can fail)", () => {
+    expect(code(`const a = (t as { _process?: unknown })._process; // _url\nb.getProtocolEra;`).match(PRIVATE)).toEqual([
+      "{ _process?:",
+      "._process",
+      "getProtocolEra",
+    ]);
+    expect(readFileSync(join(root, "sdk/private.ts"), "utf8").match(PRIVATE)?.length).toBeGreaterThan(5);
+  });
+
+  it("finds none elsewhere", () => {
+    const found = sources(root)
+      .filter((file) => relative(root, file) !== join("sdk", "private.ts"))
+      .flatMap((file) => (code(readFileSync(file, "utf8")).match(PRIVATE) ?? []).map((hit) => `${relative(root, file)}: ${hit}`));
+    expect(found).toEqual([]);
+  });
 });

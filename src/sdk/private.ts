@@ -1,0 +1,321 @@
+// Every read of the official SDKs' private or undocumented shapes, and every guess at which SDK
+// line an object comes from, lives here (issue 19, item 3). Nothing else in src/ reads an SDK's
+// underscore field: callers use these functions, and each one has a fallback for when the field
+// is gone, so an SDK release that moves one degrades to a slower or more conservative path
+// instead of breaking. test/sdk/canaries.suite.ts runs `probeSdkShapes` on real v1 and v2
+// instances (the root's versions, and the newest published in the Node 22 leg) and fails naming
+// the field when a release moves it.
+//
+// Lines and versions: v1 = `@modelcontextprotocol/sdk` (checked: 1.32.2), v2 =
+// `@modelcontextprotocol/client` (checked: 2.4.0). The file/line references point into those
+// versions under node_modules/@modelcontextprotocol/; v2's bundle file names carry a content
+// hash that changes with each release (search for the field name). In both lines the TypeScript
+// declarations mark these fields `private`: they are not API and may move in any release.
+//
+// Public members the library also reads (`Client.transport`, `transport.sessionId`,
+// `transport.protocolVersion`, `setProtocolVersion`, v2 `getNegotiatedProtocolVersion()`,
+// `terminateSession()`) are documented API and are read where they are used.
+
+/** The SDK line an object is checked against. */
+export type SdkLine = "v1" | "v2";
+
+// ---- Protocol (both lines' Client extends it): the per-request state ----------------------------
+
+/** What both lines' `Protocol` keeps per request: the maps and the timer clean-up. */
+interface ProtocolWaitState {
+  readonly responses: Map<unknown, unknown>;
+  readonly progress: Map<unknown, unknown>;
+  readonly cleanupTimeout: (messageId: number) => void;
+}
+
+/**
+ * The SDK client's per-request state: `Protocol._responseHandlers` (a Map, request id as a
+ * number → response handler), `Protocol._progressHandlers` (a Map, same keys) and
+ * `Protocol._cleanupTimeout(messageId)` (clears and forgets the request's timer).
+ *
+ * - v1 1.32.2: assigned in the constructor, dist/esm/shared/protocol.js:20-21; `_cleanupTimeout`
+ *   at :207; `_onresponse` (:476) drops exactly these three before calling the handler.
+ * - v2 2.4.0: class fields, client/dist/src-CeKsbNLO.mjs:5669-5670; `_cleanupTimeout` at :5829.
+ *
+ * Read anew on every use (`_onclose` replaces `_responseHandlers` with a new Map).
+ *
+ * Fallback: `undefined` when any of the three is missing or not of that kind; `sdkWaitDropper`
+ * then answers `false` and the wire ends the SDK's wait with a local error response instead
+ * (through the SDK's `_onresponse` and its zod checks: correct, 20 to 50 µs slower a call).
+ */
+function protocolWaitState(client: object): ProtocolWaitState | undefined {
+  const { responses, progress, cleanupTimeout } = protocolWaitParts(client);
+  if (responses === undefined || progress === undefined || cleanupTimeout === undefined) return undefined;
+  return { responses, progress, cleanupTimeout };
+}
+
+/** Each part of `protocolWaitState` on its own (`undefined` where missing), for the probe. */
+function protocolWaitParts(client: object): { [K in keyof ProtocolWaitState]: ProtocolWaitState[K] | undefined } {
+  const own = client as { _responseHandlers?: unknown; _progressHandlers?: unknown; _cleanupTimeout?: unknown };
+  const cleanup = own._cleanupTimeout;
+  return {
+    responses: own._responseHandlers instanceof Map ? own._responseHandlers : undefined,
+    progress: own._progressHandlers instanceof Map ? own._progressHandlers : undefined,
+    cleanupTimeout: typeof cleanup === "function" ? (messageId: number) => void cleanup.call(client, messageId) : undefined,
+  };
+}
+
+/**
+ * Ends the SDK's wait for a request the call already settled by dropping what the SDK's
+ * `Protocol` keeps for it (its response handler, progress handler and timer: see
+ * `protocolWaitState`), exactly what its own `_onresponse` drops before calling the handler.
+ * The SDK's promise for that request then never settles; the facade has stopped listening to
+ * it, and nothing holds it any more.
+ *
+ * This avoids handing the SDK a local error response, which both SDK lines validate with zod
+ * three times (two of which fail, building zod issues: 20 to 50 µs per cancelled call here).
+ *
+ * Fallback: the shape is checked on every use; a client without these maps and method (another
+ * SDK version) gets `false`, and the wire falls back to the local error response.
+ */
+export function sdkWaitDropper(client: object): (id: string | number) => boolean {
+  return (id) => {
+    const state = protocolWaitState(client);
+    if (state === undefined) return false;
+    // The SDKs key their maps by Number(id), as their _onresponse does.
+    const key = Number(id);
+    if (!state.responses.has(key)) return false;
+    state.responses.delete(key);
+    state.progress.delete(key);
+    state.cleanupTimeout(key);
+    return true;
+  };
+}
+
+/**
+ * Whether the v1 client refuses `callTool` for this tool because its `execution.taskSupport` is
+ * `"required"`: v1's `Client.isToolTaskRequired(name)` (declared `private`; 1.32.2
+ * dist/esm/client/index.js:521, called by its `callTool` at :481). v2 2.4.0 has no such check.
+ *
+ * Fallback: `false` when the method is missing (v2, or a v1 release that moved it): the call
+ * goes to the SDK, and the SDK's own refusal (if any) reaches the caller unchanged, with the
+ * SDK's wording instead of the library's advice to pass the `task` option.
+ */
+export function sdkRequiresToolTask(client: object, name: string): boolean {
+  const check = (client as { isToolTaskRequired?: unknown }).isToolTaskRequired;
+  if (typeof check !== "function") return false;
+  try {
+    return check.call(client, name) === true;
+  } catch {
+    return false;
+  }
+}
+
+// ---- Which line: public members used as markers ---------------------------------------------------
+
+/**
+ * Whether the client is the v2 line's: v2 `Client` has the public `getProtocolEra()` (2.4.0
+ * client/dist/public-CvV4ZHkX.mjs:3167, declared in client-BTIWJvaF.d.mts:769); v1 1.32.2 has
+ * none. Decides the argument order (v2 `callTool(params, options)`, v1 `callTool(params,
+ * resultSchema, options)`) and whether failed sends need releasing (v1 leaks their handlers).
+ *
+ * Fallback: none is possible for a client that is neither; `false` (the v1 order). The canary
+ * checks both ways: v2 has the method, and v1 still lacks it (a v1 release that added it would
+ * be taken for v2).
+ */
+export function isV2Client(client: object): boolean {
+  return typeof (client as { getProtocolEra?: unknown }).getProtocolEra === "function";
+}
+
+/**
+ * Whether the transport is v2's `StreamableHTTPClientTransport`, which opens one stream per
+ * request and closes it through the SDK's `requestSignal` on a 2026-07-28 connection: the public
+ * `readonly hasPerRequestStream = true` (2.4.0 client/dist/index.mjs:1355; the `Transport`
+ * interface declares it optional). v1 1.32.2 has no such field.
+ *
+ * Fallback: `false` (v1 behaviour): the adapter then needs `cancellableFetch()` to close one
+ * request's stream, and says so with an `InvalidOptionError` when it is missing.
+ */
+export function hasPerRequestStream(transport: object): boolean {
+  return (transport as { hasPerRequestStream?: unknown }).hasPerRequestStream === true;
+}
+
+/**
+ * Whether the transport is either line's `StreamableHTTPClientTransport`: v2's
+ * `hasPerRequestStream`, or the public `terminateSession()` both lines have (1.32.2
+ * dist/esm/client/streamableHttp.js:446; 2.4.0 client/dist/index.mjs:1823).
+ *
+ * Fallback: `false`: the transport is treated as a message transport (stdio, in-memory), whose
+ * cancel is the `notifications/cancelled` alone; OpenTelemetry leaves out `network.transport`.
+ */
+export function isStreamableHttpTransport(transport: object): boolean {
+  return hasPerRequestStream(transport) || typeof (transport as { terminateSession?: unknown }).terminateSession === "function";
+}
+
+/**
+ * Whether the transport is either line's `StdioClientTransport`: both have the public `stderr`
+ * getter (1.32.2 dist/esm/client/stdio.js:115; 2.4.0 client/dist/stdio.mjs:124).
+ *
+ * Fallback: `false`: OpenTelemetry leaves out `network.transport` (`pipe`).
+ */
+export function isStdioTransport(transport: object): boolean {
+  return "stderr" in transport;
+}
+
+// ---- StdioClientTransport ------------------------------------------------------------------------
+
+/** The part of a Node `Writable` (the server's stdin) the stdio adapter writes its cancels to. */
+export interface ChildStdin {
+  readonly writable: boolean;
+  readonly destroyed: boolean;
+  readonly writableNeedDrain: boolean;
+  write(chunk: string, callback?: (error?: Error | null) => void): boolean;
+  once(event: "drain", listener: () => void): unknown;
+  removeListener(event: "drain", listener: () => void): unknown;
+}
+
+/**
+ * The server's stdin of a started `StdioClientTransport`: both lines keep the child process as
+ * `_process` (declared `private`), set by `start()` and cleared on close.
+ *
+ * - v1 1.32.2: dist/esm/client/stdio.js:65 (`this._process = spawn(...)`).
+ * - v2 2.4.0: client/dist/stdio.mjs:74.
+ *
+ * Fallback: `undefined` (also before `start()` and after close): the stdio adapter sends its
+ * cancel through the transport's own `send` (the `notifications/cancelled` line is the same; it
+ * then waits behind the SDK's own `drain` listeners when the pipe is full).
+ */
+export function stdioChildStdin(transport: object): ChildStdin | undefined {
+  const child = (transport as { _process?: unknown })._process;
+  const stdin = typeof child === "object" && child !== null ? (child as { stdin?: unknown }).stdin : undefined;
+  if (typeof stdin !== "object" || stdin === null) return undefined;
+  const pipe = stdin as Partial<ChildStdin>;
+  return typeof pipe.write === "function" && typeof pipe.once === "function" && typeof pipe.removeListener === "function"
+    ? (stdin as ChildStdin)
+    : undefined;
+}
+
+// ---- StreamableHTTPClientTransport ---------------------------------------------------------------
+
+/**
+ * Whether the transport has the slot both lines keep the `fetch` option in: `_fetch` (declared
+ * `private _fetch?`), assigned in the constructor even when no `fetch` was given (then
+ * `undefined`; every request uses `this._fetch ?? fetch`).
+ *
+ * - v1 1.32.2: dist/esm/client/streamableHttp.js:32 (wrapped at :36 for `redirectPolicy`).
+ * - v2 2.4.0: client/dist/index.mjs:1362 (wrapped at :1366 for DPoP).
+ */
+export function hasFetchSlot(transport: object): boolean {
+  return "_fetch" in transport;
+}
+
+/**
+ * The `fetch` the transport makes its requests with (`_fetch`, see `hasFetchSlot`), or
+ * `undefined` (none given: the global `fetch`).
+ *
+ * Fallback: `undefined` when the slot is gone. On v1 the adapter then finds no
+ * `cancellableFetch()` and throws an `InvalidOptionError` asking for it to be passed as
+ * `streamableHttpCancellation(transport, { fetch })`, which is used instead of this read; v2
+ * needs none (its streams close through `requestSignal`).
+ */
+export function transportFetch(transport: object): unknown {
+  return (transport as { _fetch?: unknown })._fetch;
+}
+
+/**
+ * Replaces the transport's `fetch` (`_fetch`, see `hasFetchSlot`) with `wrap(current)`, so every
+ * request the SDK makes from then on goes through the wrapper. The only write into an SDK's
+ * private field. Used on v2 to mark the failures of the library's own notification POSTs.
+ *
+ * Fallback: when the slot is gone nothing is written and `false` is returned: the SDK's echo of a
+ * failed notification POST then reaches `onerror` unrecognised (nothing else changes; the cancel
+ * itself does not depend on it).
+ */
+export function replaceTransportFetch(transport: object, wrap: (current: unknown) => unknown): boolean {
+  if (!hasFetchSlot(transport)) return false;
+  const own = transport as { _fetch?: unknown };
+  own._fetch = wrap(own._fetch);
+  return true;
+}
+
+/**
+ * The server URL of a Streamable HTTP transport: both lines keep the constructor's `url` as
+ * `_url` (declared `private`), a `URL`.
+ *
+ * - v1 1.32.2: dist/esm/client/streamableHttp.js:27.
+ * - v2 2.4.0: client/dist/index.mjs:1357.
+ *
+ * Fallback: `undefined`: OpenTelemetry takes `otelRecorder({ serverUrl })` if given, else leaves
+ * out `server.address` and `server.port`.
+ */
+export function streamableHttpUrl(transport: object): URL | undefined {
+  const url = (transport as { _url?: unknown })._url;
+  return url instanceof URL ? url : undefined;
+}
+
+// ---- The canary -------------------------------------------------------------------------------
+
+/** One shape the library reads, as `probeSdkShapes` found it on a real instance. */
+export interface ShapeCheck {
+  /** `<Class>.<field>` as the SDK names it, e.g. `Client._responseHandlers`. */
+  readonly field: string;
+  /** Whether the field is expected on this line. */
+  readonly expected: boolean;
+  /** Whether the library's own accessor found it. */
+  readonly found: boolean;
+  /** What the library does when it is missing. */
+  readonly fallback: string;
+}
+
+/** What `probeSdkShapes` found. */
+export interface ShapeReport {
+  readonly line: SdkLine;
+  readonly checks: readonly ShapeCheck[];
+  /** `"<line> <field>"` of every check whose `found` differs from `expected` (empty when all hold). */
+  readonly moved: readonly string[];
+}
+
+/** Real instances of one SDK line, as a bot would make them. */
+export interface SdkInstances {
+  /** A `Client` (connected or not). */
+  readonly client?: object;
+  /** A `StdioClientTransport` that was started (its child is running). */
+  readonly stdio?: object;
+  /** A `StreamableHTTPClientTransport` created with `{ fetch }` (it need not be started). */
+  readonly http?: object;
+  /** The `fetch` passed to `http`'s constructor, to check that `transportFetch` returns it. */
+  readonly httpFetch?: unknown;
+  /** The URL passed to `http`'s constructor. */
+  readonly httpUrl?: URL;
+}
+
+/**
+ * Runs every accessor of this module on real SDK instances and says which shape is not where
+ * the library expects it, so the canary tests exercise the library's own code. A check is made
+ * only for the instances given.
+ */
+export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeReport {
+  const checks: ShapeCheck[] = [];
+  const add = (field: string, expected: boolean, found: boolean, fallback: string) =>
+    void checks.push({ field, expected, found, fallback });
+  const { client, stdio, http } = instances;
+  if (client !== undefined) {
+    const parts = protocolWaitParts(client);
+    const wait = "local error response through the SDK's _onresponse";
+    add("Client._responseHandlers", true, parts.responses !== undefined, wait);
+    add("Client._progressHandlers", true, parts.progress !== undefined, wait);
+    add("Client._cleanupTimeout", true, parts.cleanupTimeout !== undefined, wait);
+    add("Client.isToolTaskRequired", line === "v1", typeof (client as { isToolTaskRequired?: unknown }).isToolTaskRequired === "function", "the SDK's own refusal");
+    add("Client.getProtocolEra (v2 marker)", line === "v2", isV2Client(client), "v1 argument order");
+  }
+  if (stdio !== undefined) {
+    add("StdioClientTransport._process.stdin", true, stdioChildStdin(stdio) !== undefined, "cancel through transport.send");
+    add("StdioClientTransport.stderr (stdio marker)", true, isStdioTransport(stdio), "no network.transport attribute");
+    add("StdioClientTransport (not Streamable HTTP)", false, isStreamableHttpTransport(stdio), "none needed");
+  }
+  if (http !== undefined) {
+    const fetchFound = hasFetchSlot(http) && (instances.httpFetch === undefined || transportFetch(http) === instances.httpFetch);
+    add("StreamableHTTPClientTransport._fetch", true, fetchFound, "v1: streamableHttpCancellation(transport, { fetch }); v2: failures not marked");
+    const url = streamableHttpUrl(http);
+    add("StreamableHTTPClientTransport._url", true, url !== undefined && (instances.httpUrl === undefined || url.href === instances.httpUrl.href), "otelRecorder({ serverUrl })");
+    add("StreamableHTTPClientTransport.hasPerRequestStream (v2 marker)", line === "v2", hasPerRequestStream(http), "v1 path: cancellableFetch() required");
+    add("StreamableHTTPClientTransport (Streamable HTTP marker)", true, isStreamableHttpTransport(http), "treated as a message transport");
+  }
+  const moved = checks.filter((check) => check.found !== check.expected).map((check) => `${line} ${check.field}`);
+  return { line, checks, moved };
+}
