@@ -2,7 +2,7 @@ import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
-import { createdTask, isTerminalTaskStatus } from "../core/record.js";
+import { createdTask } from "../core/record.js";
 import type { CancelMechanism } from "../types/record.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
 import type { Anomaly, Timers } from "../types/options.js";
@@ -15,9 +15,11 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { RawRequests, augmentCreate, followUpMeta } from "./tasks.js";
-import { decorateTransport } from "./decorate.js";
+import { augmentCreate, followUpMeta } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
+import { TaskTracker } from "./task-tracker.js";
+import { ListenTracker } from "./listens.js";
+import { decorateTransport } from "./decorate.js";
 
 /** An outbound request awaiting its response: the facade's call, or `null` for a request the SDK made on its own. */
 interface Entry {
@@ -73,7 +75,12 @@ const RELEASED_CODE = -32800;
  *   lets a cancel for `initialize` out (rule 39) or one for a request not in progress (rule 7).
  * - Settles every pending call as `connection-closed` when the transport closes (rule 31).
  * - Forwards every other property and callback of the wrapped transport unchanged (`sessionId`,
- *   `setProtocolVersion`, `hasPerRequestStream`, ...), through a `Proxy`.
+ *   `setProtocolVersion`, `hasPerRequestStream`, ...), through `decorateTransport`.
+ *
+ * What tasks need on the wire (task drivers, task id → driver, the SDK's own task tokens, the
+ * library's own `tasks/*` requests) is kept by a `TaskTracker` (`task-tracker.ts`), and the SDK's
+ * own `subscriptions/listen` requests by a `ListenTracker` (`listens.ts`); the wire tells them
+ * what passes and asks them what to do with it.
  *
  * Tombstones (ids of settled calls) are bounded by `maxTombstones`, oldest forgotten first;
  * a late message for a forgotten id reaches the SDK as an unknown id. When a call is cancelled
@@ -108,22 +115,10 @@ export class Wire<T extends TransportLike> {
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
   #protocolVersion: string | undefined;
-  /** Task id → the driver following it, for status notifications (bounded by `maxTombstones`). */
-  readonly #followed = new Map<string, TaskFollower>();
-  /** Task drivers of registered task-augmented calls not sent yet, by call number. */
-  readonly #followers = new Map<number, TaskFollower>();
-  /**
-   * The SDK's own task-augmented requests whose task is not terminal yet: task id → progress
-   * token, kept live until a terminal status passes by (rule 23). Bounded like the tombstones.
-   */
-  readonly #taskTokens = new Map<string, string | number>();
-  readonly #maxTaskTokens: number;
-  /** Task-augmented calls whose task exists and which have not settled: a close ends them too. */
-  readonly #taskCalls = new Set<CancellableCall>();
-  /** Ids of the SDK's own `subscriptions/listen` requests still open (rules 12, 32-34). */
-  readonly #listens = new Set<RequestId>();
-  /** The library's own requests (`tasks/get`, `tasks/cancel`, ...), answered here. */
-  readonly #raw = new RawRequests((message) => this.#forward(message));
+  /** Task drivers, followed tasks, the SDK's own task tokens, the library's own task requests. */
+  readonly #tasks: TaskTracker;
+  /** The SDK's own `subscriptions/listen` requests still open (rules 12, 32-34). */
+  readonly #listens = new ListenTracker();
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
@@ -144,7 +139,15 @@ export class Wire<T extends TransportLike> {
     this.#adapter = adapter;
     this.#tombIds = new BoundedMap(maxTombstones);
     this.#tombTokens = new BoundedMap(maxTombstones);
-    this.#maxTaskTokens = maxTombstones;
+    this.#tasks = new TaskTracker(
+      {
+        send: (message) => this.#forward(message),
+        retireToken: (token) => {
+          if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
+        },
+      },
+      maxTombstones,
+    );
     this.#onAnomaly = onAnomaly;
     adapter.attach?.({ streamLost: this.#streamLost });
     // The SDK's handlers go to #down; the wire's own sit on the transport. The SDK may replace
@@ -161,7 +164,7 @@ export class Wire<T extends TransportLike> {
 
   /** Number of requests awaiting a response, calls not yet sent, and task-augmented calls following their task (0 when idle). */
   get pendingCount(): number {
-    return this.#pending.size + this.#unbound.size + this.#taskCalls.size;
+    return this.#pending.size + this.#unbound.size + this.#tasks.callCount;
   }
 
   /** True while the transport is open: started through this decorator and not closed since. */
@@ -199,7 +202,7 @@ export class Wire<T extends TransportLike> {
    */
   register(call: CancellableCall, key: number, follower?: TaskFollower): void {
     this.#unbound.set(key, call);
-    if (follower !== undefined) this.#followers.set(key, follower);
+    if (follower !== undefined) this.#tasks.register(key, follower);
   }
 
   /** Open `subscriptions/listen` requests the wire still tracks (0 once every listen ended). */
@@ -209,7 +212,7 @@ export class Wire<T extends TransportLike> {
 
   /** The library's own task requests in flight. */
   get rawCount(): number {
-    return this.#raw.size;
+    return this.#tasks.requestCount;
   }
 
   /**
@@ -223,7 +226,7 @@ export class Wire<T extends TransportLike> {
     timers: Timers,
   ): Promise<Record<string, unknown>> {
     if (!this.#open) return Promise.reject(new Error(`${method} not sent: the connection is closed`));
-    return this.#raw.request(method, params, timeoutMs, timers);
+    return this.#tasks.request(method, params, timeoutMs, timers);
   }
 
   /**
@@ -269,8 +272,7 @@ export class Wire<T extends TransportLike> {
    */
   settled(call: CancellableCall, key: number): void {
     this.#unbound.delete(key);
-    this.#followers.delete(key);
-    this.#taskCalls.delete(call);
+    this.#tasks.settled(call, key);
     const id = call.requestId;
     if (id === null) return;
     const entry = this.#pending.get(id);
@@ -311,13 +313,13 @@ export class Wire<T extends TransportLike> {
     this.#tombstone(id, entry.call, entry.token);
   }
 
-  /** Forgets a request the SDK made on its own (answered, or its send failed). */
-  #dropRaw(id: RequestId): void {
+  /** Forgets a request the SDK made on its own (answered, its send failed, its stream lost, or a listen the server ended). */
+  #dropSdkRequest(id: RequestId): void {
     const entry = this.#pending.get(id);
     if (entry === undefined || entry.call !== null) return;
     this.#pending.delete(id);
     this.#neverCancel.delete(id);
-    this.#listens.delete(id);
+    this.#listens.ended(id);
     if (entry.token !== undefined) this.#tokens.delete(entry.token);
   }
 
@@ -329,7 +331,7 @@ export class Wire<T extends TransportLike> {
     const call = this.#pending.get(requestId)?.call;
     if (call === null) {
       // The SDK's own request (a listen, most often): its stream is gone, so is its entry.
-      this.#dropRaw(requestId);
+      this.#dropSdkRequest(requestId);
       return;
     }
     if (call === undefined) return;
@@ -396,8 +398,7 @@ export class Wire<T extends TransportLike> {
     if (key !== undefined) {
       call = this.#unbound.get(key) ?? null;
       this.#unbound.delete(key);
-      follower = this.#followers.get(key);
-      this.#followers.delete(key);
+      follower = this.#tasks.take(key);
       if (call === null || call.settled) {
         // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
         queueMicrotask(() => this.#releaseSdk(id));
@@ -413,13 +414,13 @@ export class Wire<T extends TransportLike> {
       entry.meta = followUpMeta(message);
     }
     this.#pending.set(id, entry);
-    if (call === null && method === "subscriptions/listen") this.#listens.add(id);
+    if (call === null) this.#listens.sent(id, method);
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.#forward(message, options);
     // The SDK's own request got no response: forget it. (A call's failed send is handled when
     // the call settles: see settled().)
-    if (call === null) sending.catch(() => this.#dropRaw(id));
+    if (call === null) sending.catch(() => this.#dropSdkRequest(id));
     return sending;
   };
 
@@ -438,7 +439,7 @@ export class Wire<T extends TransportLike> {
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     this.#forget(requestId, entry);
-    this.#listens.delete(requestId);
+    this.#listens.ended(requestId);
     this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
     return Promise.resolve();
   }
@@ -447,14 +448,14 @@ export class Wire<T extends TransportLike> {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
-        if (this.#raw.answer(message)) return; // the library's own task request: never the SDK's
+        if (this.#tasks.answer(message)) return; // the library's own task request: never the SDK's
         if ("id" in message && !this.#onResponse(message)) return;
       } else if (method === "notifications/progress") {
         if (!this.#onProgress(message)) return;
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
       } else if (method === "notifications/tasks/status" || method === "notifications/tasks") {
-        this.#taskStatusSeen(message.params, true);
+        this.#tasks.statusSeen(message.params, true);
       } else if (message.id !== undefined && message.id !== null) {
         this.#inbound.add(message.id);
       }
@@ -476,9 +477,9 @@ export class Wire<T extends TransportLike> {
         return true;
       }
       if (entry.call === null) {
-        this.#keepTaskToken(entry, message.result);
+        if (this.#tasks.keepToken(entry.token, message.result)) entry.token = undefined; // #dropSdkRequest must leave it in #tokens
         if (this.#neverCancel.has(id)) this.#noteVersion(message.result);
-        this.#dropRaw(id);
+        this.#dropSdkRequest(id);
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;
       } else {
@@ -491,7 +492,7 @@ export class Wire<T extends TransportLike> {
       this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
       return false;
     }
-    this.#taskStatusSeen(message.result);
+    this.#tasks.statusSeen(message.result, false);
     return true;
   }
 
@@ -502,65 +503,25 @@ export class Wire<T extends TransportLike> {
    */
   #taskCreated(id: RequestId, entry: Entry, result: unknown): boolean {
     const task = createdTask(result);
-    if (task === null || entry.call === null) return false;
+    const { call, follower } = entry;
+    if (task === null || call === null || follower === undefined) return false;
     this.#pending.delete(id);
-    this.#tombstone(id, entry.call, undefined);
-    entry.call.setTask(task);
-    this.#taskCalls.add(entry.call);
+    this.#tombstone(id, call, undefined);
+    call.setTask(task);
+    this.#tasks.live(call);
     this.#releaseSdk(id);
-    if (entry.follower !== undefined && !isTerminalTaskStatus(task.status)) this.#follow(task.taskId, entry.follower);
-    entry.follower?.created(task, result as Record<string, unknown>, entry.meta ?? {});
+    this.#tasks.created(task, follower, result, entry.meta ?? {});
     return true;
-  }
-
-  /** Status notifications for this task go to its follower until it is terminal or `unfollow`ed. Bounded like the tombstones. */
-  #follow(taskId: string, follower: TaskFollower): void {
-    if (this.#followed.size >= this.#maxTaskTokens) this.#followed.delete(this.#followed.keys().next().value!);
-    this.#followed.set(taskId, follower);
   }
 
   /** The follower of this task is done with it (the call settled, or its watch ended). */
   unfollow(taskId: string): void {
-    this.#followed.delete(taskId);
+    this.#tasks.unfollow(taskId);
   }
 
   /** Tasks followed for status notifications (for tests). @internal */
   get followedCount(): number {
-    return this.#followed.size;
-  }
-
-  /**
-   * The SDK's own task-augmented request got its `CreateTaskResult`: its progress token stays
-   * live until the task is terminal (rule 23; the v1 SDK keeps its handler on purpose).
-   */
-  #keepTaskToken(entry: Entry, result: unknown): void {
-    const task = createdTask(result);
-    if (task === null || entry.token === undefined || isTerminalTaskStatus(task.status)) return;
-    if (this.#taskTokens.size >= this.#maxTaskTokens) {
-      // Bounded: the oldest task's token is retired (its progress then counts as unknown).
-      const [oldestTask, oldestToken] = this.#taskTokens.entries().next().value!;
-      this.#taskTokens.delete(oldestTask);
-      if (this.#tokens.get(oldestToken)?.call === null) this.#tokens.delete(oldestToken);
-    }
-    this.#taskTokens.set(task.taskId, entry.token);
-    entry.token = undefined; // #dropRaw must leave it in #tokens
-  }
-
-  /** A task status passed by (a `tasks/*` answer or a status notification): a terminal one retires its token. */
-  #taskStatusSeen(value: unknown, notified = false): void {
-    if (typeof value !== "object" || value === null) return;
-    const { taskId, status } = value as { taskId?: unknown; status?: unknown };
-    if (typeof taskId !== "string" || typeof status !== "string") return;
-    if (notified) {
-      const follower = this.#followed.get(taskId);
-      if (follower !== undefined && isTerminalTaskStatus(status)) this.#followed.delete(taskId);
-      follower?.statusNotified?.(status);
-    }
-    if (this.#taskTokens.size === 0 || !isTerminalTaskStatus(status)) return;
-    const token = this.#taskTokens.get(taskId);
-    if (token === undefined) return;
-    this.#taskTokens.delete(taskId);
-    if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
+    return this.#tasks.followedCount;
   }
 
   /** Returns false when the progress must not reach the SDK. */
@@ -611,7 +572,7 @@ export class Wire<T extends TransportLike> {
     const { requestId } = parsed.data;
     // Rule 12: the server ends a listen it names, and only that one (the SDK hears it too).
     if (this.#listens.has(requestId)) {
-      this.#dropRaw(requestId);
+      this.#dropSdkRequest(requestId);
       return;
     }
     if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
@@ -627,8 +588,7 @@ export class Wire<T extends TransportLike> {
     this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
-    calls.push(...this.#taskCalls);
-    this.#taskCalls.clear();
+    this.#tasks.drainCalls(calls);
     for (const call of calls) call.cancel("connection-closed");
     this.#unbound.clear();
     this.#pending.clear();
@@ -636,10 +596,7 @@ export class Wire<T extends TransportLike> {
     this.#inbound.clear();
     this.#neverCancel.clear();
     this.#listens.clear();
-    this.#followers.clear();
-    this.#taskTokens.clear();
-    this.#followed.clear();
-    this.#raw.closeAll(new Error("Connection closed"));
+    this.#tasks.close(new Error("Connection closed"));
     (this.#down.onclose as (() => void) | undefined)?.();
   };
 

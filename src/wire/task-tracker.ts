@@ -1,0 +1,179 @@
+import type { CancellableCall } from "../core/cancellable-call.js";
+import { createdTask, isTerminalTaskStatus } from "../core/record.js";
+import type { TaskInfo } from "../core/record.js";
+import type { Timers } from "../types/options.js";
+import type { Message } from "./messages.js";
+import { RawRequests } from "./tasks.js";
+import type { TaskFollower } from "./tasks.js";
+
+/** What the task tracker needs of its wire: given once, when the wire is made (nothing per message). */
+export interface TaskTrackerHost {
+  /** Sends a message on the wrapped transport, past the SDK (the library's own task requests). */
+  send(message: Message): Promise<void>;
+  /**
+   * The progress token of one of the SDK's own task-augmented requests is no longer live (its
+   * task is terminal, or its slot was needed): the wire forgets it, if it still maps it to a
+   * request the SDK made on its own.
+   */
+  retireToken(token: string | number): void;
+}
+
+/**
+ * Everything the wire keeps about tasks, so the wire itself only correlates ids, drops late
+ * messages and puts cancels out:
+ *
+ * - the task drivers of registered task-augmented calls, by call number, until their request goes out;
+ * - the task-augmented calls whose task exists and which have not settled (a close ends them too);
+ * - task id → the driver following it, for status notifications (bounded by `maxTombstones`,
+ *   released on a terminal status, at the driver's end, on close);
+ * - the SDK's own task-augmented requests whose task is not terminal yet: task id → progress
+ *   token, kept live until a terminal status passes by (rule 23; bounded the same way);
+ * - the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`), answered here.
+ */
+export class TaskTracker {
+  readonly #host: TaskTrackerHost;
+  readonly #max: number;
+  /** Task drivers of registered task-augmented calls not sent yet, by call number. */
+  readonly #drivers = new Map<number, TaskFollower>();
+  /** Task-augmented calls whose task exists and which have not settled. */
+  readonly #calls = new Set<CancellableCall>();
+  /** Task id → the driver following it, for status notifications. */
+  readonly #followed = new Map<string, TaskFollower>();
+  /** The SDK's own task-augmented requests: task id → their progress token, until the task is terminal. */
+  readonly #sdkTokens = new Map<string, string | number>();
+  readonly #requests: RawRequests;
+
+  /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
+  constructor(host: TaskTrackerHost, max: number) {
+    this.#host = host;
+    this.#max = max;
+    this.#requests = new RawRequests((message) => host.send(message));
+  }
+
+  /** Task-augmented calls following their task (the wire's `pendingCount` counts them). */
+  get callCount(): number {
+    return this.#calls.size;
+  }
+
+  /** Tasks followed for status notifications. */
+  get followedCount(): number {
+    return this.#followed.size;
+  }
+
+  /** The library's own task requests in flight. */
+  get requestCount(): number {
+    return this.#requests.size;
+  }
+
+  /** A task-augmented call was registered under this call number, with its driver. */
+  register(key: number, driver: TaskFollower): void {
+    this.#drivers.set(key, driver);
+  }
+
+  /** The request of this call number is going out: its driver, if it is task-augmented. */
+  take(key: number): TaskFollower | undefined {
+    const driver = this.#drivers.get(key);
+    if (driver !== undefined) this.#drivers.delete(key);
+    return driver;
+  }
+
+  /** A call settled: it no longer follows a task. */
+  settled(call: CancellableCall, key: number): void {
+    this.#drivers.delete(key);
+    this.#calls.delete(call);
+  }
+
+  /** A task-augmented call's task exists: the call lives on until it settles (or the connection closes). */
+  live(call: CancellableCall): void {
+    this.#calls.add(call);
+  }
+
+  /**
+   * The `CreateTaskResult` reached the driver's call: status notifications for a task that is
+   * not terminal go to the driver, which then polls it.
+   * @param meta the `_meta` the create request carried, for the follow-up requests (rule 38).
+   */
+  created(task: TaskInfo, driver: TaskFollower, result: unknown, meta: Record<string, unknown>): void {
+    if (!isTerminalTaskStatus(task.status)) this.#follow(task.taskId, driver);
+    driver.created(task, result as Record<string, unknown>, meta);
+  }
+
+  /** Status notifications for this task go to its driver until it is terminal or `unfollow`ed. Bounded. */
+  #follow(taskId: string, driver: TaskFollower): void {
+    if (this.#followed.size >= this.#max) this.#followed.delete(this.#followed.keys().next().value!);
+    this.#followed.set(taskId, driver);
+  }
+
+  /** The driver of this task is done with it (the call settled, or its watch ended). */
+  unfollow(taskId: string): void {
+    this.#followed.delete(taskId);
+  }
+
+  /**
+   * One of the SDK's own requests was answered. True when the answer is a `CreateTaskResult` for
+   * a task that is not terminal and the request had a progress token: the token stays live
+   * until the task is terminal (rule 23; the v1 SDK keeps its handler on purpose), so the wire
+   * must not forget it with the request.
+   */
+  keepToken(token: string | number | undefined, result: unknown): boolean {
+    if (token === undefined) return false;
+    const task = createdTask(result);
+    if (task === null || isTerminalTaskStatus(task.status)) return false;
+    if (this.#sdkTokens.size >= this.#max) {
+      // Bounded: the oldest task's token is retired (its progress then counts as unknown).
+      const [oldestTask, oldestToken] = this.#sdkTokens.entries().next().value!;
+      this.#sdkTokens.delete(oldestTask);
+      this.#host.retireToken(oldestToken);
+    }
+    this.#sdkTokens.set(task.taskId, token);
+    return true;
+  }
+
+  /**
+   * A task status passed by: a `tasks/*` answer, or (`notified`) a status notification, which
+   * also tells the task's driver (and releases it on a terminal status). A terminal status
+   * retires the token of the SDK's own request for that task.
+   */
+  statusSeen(value: unknown, notified: boolean): void {
+    if (typeof value !== "object" || value === null) return;
+    const { taskId, status } = value as { taskId?: unknown; status?: unknown };
+    if (typeof taskId !== "string" || typeof status !== "string") return;
+    if (notified) {
+      const driver = this.#followed.get(taskId);
+      if (driver !== undefined && isTerminalTaskStatus(status)) this.#followed.delete(taskId);
+      driver?.statusNotified?.(status);
+    }
+    if (this.#sdkTokens.size === 0 || !isTerminalTaskStatus(status)) return;
+    const token = this.#sdkTokens.get(taskId);
+    if (token === undefined) return;
+    this.#sdkTokens.delete(taskId);
+    this.#host.retireToken(token);
+  }
+
+  /**
+   * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
+   * See `RawRequests.request`.
+   */
+  request(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
+    return this.#requests.request(method, params, timeoutMs, timers);
+  }
+
+  /** A response: true if it answered one of the library's own requests (then the SDK must not see it). */
+  answer(message: Message): boolean {
+    return this.#requests.answer(message);
+  }
+
+  /** The connection closed: the calls following a task are moved into `calls` (to be settled), and forgotten. */
+  drainCalls(calls: CancellableCall[]): void {
+    for (const call of this.#calls) calls.push(call);
+    this.#calls.clear();
+  }
+
+  /** The connection closed: everything is forgotten, and each of the library's requests in flight fails with `error`. */
+  close(error: Error): void {
+    this.#drivers.clear();
+    this.#sdkTokens.clear();
+    this.#followed.clear();
+    this.#requests.closeAll(error);
+  }
+}

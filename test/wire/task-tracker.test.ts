@@ -1,0 +1,96 @@
+import { describe, expect, it } from "vitest";
+import type { TaskInfo } from "../../src/core/record.js";
+import type { TaskFollower } from "../../src/wire/tasks.js";
+import { TaskTracker } from "../../src/wire/task-tracker.js";
+import { ListenTracker } from "../../src/wire/listens.js";
+
+// The wire's task and listen bookkeeping on its own (the wire tests drive it through a wire).
+
+function tracker(max: number) {
+  const retired: (string | number)[] = [];
+  const tasks = new TaskTracker({ send: async () => {}, retireToken: (token) => void retired.push(token) }, max);
+  return { tasks, retired };
+}
+
+const created = (taskId: string, status = "working") => ({ task: { taskId, status } });
+
+function driver(): TaskFollower & { createdTasks: TaskInfo[]; notified: string[] } {
+  const createdTasks: TaskInfo[] = [];
+  const notified: string[] = [];
+  return {
+    ttlMs: undefined,
+    createdTasks,
+    notified,
+    created: (task) => void createdTasks.push(task),
+    statusNotified: (status) => void notified.push(status),
+  };
+}
+
+describe("TaskTracker", () => {
+  it("keeps an SDK task request's token until a terminal status passes, then retires it through the wire", () => {
+    const { tasks, retired } = tracker(10);
+    expect(tasks.keepToken(undefined, created("t0"))).toBe(false); // no token: nothing to keep
+    expect(tasks.keepToken(7, { content: [] })).toBe(false); // not a CreateTaskResult
+    expect(tasks.keepToken(7, created("t0", "completed"))).toBe(false); // terminal already
+    expect(tasks.keepToken(7, created("t1"))).toBe(true);
+    tasks.statusSeen({ taskId: "t1", status: "working" }, false);
+    expect(retired).toEqual([]);
+    tasks.statusSeen({ taskId: "t1", status: "completed" }, false);
+    expect(retired).toEqual([7]);
+  });
+
+  it("is bounded: past its maximum the oldest SDK task token is retired, and the oldest followed task dropped", () => {
+    const { tasks, retired } = tracker(2);
+    for (const [token, taskId] of [[1, "a"], [2, "b"], [3, "c"]] as const) expect(tasks.keepToken(token, created(taskId))).toBe(true);
+    expect(retired).toEqual([1]);
+    const drivers = ["x", "y", "z"].map((taskId) => {
+      const d = driver();
+      tasks.created({ taskId, status: "working", revision: "2025-11-25" }, d, created(taskId), {});
+      return d;
+    });
+    expect(tasks.followedCount).toBe(2);
+    tasks.statusSeen({ taskId: "x", status: "input_required" }, true);
+    tasks.statusSeen({ taskId: "z", status: "input_required" }, true);
+    expect(drivers.map((d) => d.notified)).toEqual([[], [], ["input_required"]]);
+  });
+
+  it("a followed task's driver hears status notifications until a terminal one; a terminal task is never followed", () => {
+    const { tasks } = tracker(10);
+    const live = driver();
+    const done = driver();
+    tasks.created({ taskId: "t", status: "working", revision: "2025-11-25" }, live, created("t"), {});
+    tasks.created({ taskId: "u", status: "completed", revision: "2025-11-25" }, done, created("u", "completed"), {});
+    expect([live.createdTasks.length, done.createdTasks.length, tasks.followedCount]).toEqual([1, 1, 1]);
+    tasks.statusSeen({ taskId: "t", status: "working" }, false); // an answer, not a notification
+    tasks.statusSeen({ taskId: "t", status: "input_required" }, true);
+    tasks.statusSeen({ taskId: "t", status: "failed" }, true);
+    tasks.statusSeen({ taskId: "t", status: "working" }, true);
+    expect(live.notified).toEqual(["input_required", "failed"]);
+    expect(tasks.followedCount).toBe(0);
+  });
+
+  it("registered drivers are taken once by their request, and forgotten when their call settles or the connection closes", () => {
+    const { tasks } = tracker(10);
+    const d = driver();
+    tasks.register(1, d);
+    expect(tasks.take(1)).toBe(d);
+    expect(tasks.take(1)).toBeUndefined();
+    tasks.register(2, d);
+    tasks.close(new Error("Connection closed"));
+    expect(tasks.take(2)).toBeUndefined();
+  });
+});
+
+describe("ListenTracker", () => {
+  it("tracks only the SDK's subscriptions/listen requests, until each ends", () => {
+    const listens = new ListenTracker();
+    listens.sent(1, "tools/list");
+    listens.sent(2, "subscriptions/listen");
+    listens.sent("3", "subscriptions/listen");
+    expect([listens.has(1), listens.has(2), listens.size]).toEqual([false, true, 2]);
+    listens.ended(2);
+    expect([listens.has(2), listens.size]).toEqual([false, 1]);
+    listens.clear();
+    expect(listens.size).toBe(0);
+  });
+});
