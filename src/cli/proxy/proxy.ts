@@ -34,6 +34,9 @@ export const CLIENT_GONE_REASON = "The client went away (mcp-cancellable proxy: 
 /** The reason sent upstream for a client's cancel that gave none. */
 export const CLIENT_CANCEL_REASON = "Cancelled by the client";
 
+/** Where a 2026-07-28 request carries its protocol version (rule 38). */
+const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
+
 /** The longest line read from the client, in characters; a longer one is answered as a parse error. */
 const MAX_CLIENT_LINE_CHARS = 64 * 1024 * 1024;
 /** How many settled requests' client ids are remembered for the records of late revisions. */
@@ -126,6 +129,8 @@ class ProxySession<T extends TransportLike> {
   /** Upstream id -> client id, kept after the request settles for its record's later revisions. */
   readonly #clientIds = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
   #nextId = 0;
+  /** The protocol version last handed to the upstream transport. */
+  #version: string | undefined;
   #buffer = "";
   #ending: Promise<number> | undefined;
   #done!: (code: number) => void;
@@ -265,6 +270,13 @@ class ProxySession<T extends TransportLike> {
     const params = (message as { params?: unknown }).params;
     const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
     const clientToken = meta?.progressToken;
+    // 2026-07-28 has no initialize: each request names its protocol version (rule 38), which the
+    // upstream transport needs (HTTP: the MCP-Protocol-Version header; the adapter's era).
+    const version = meta?.[PROTOCOL_VERSION_META];
+    if (typeof version === "string" && version !== this.#version) {
+      this.#version = version;
+      this.#transport.setProtocolVersion(version);
+    }
     const controller = new AbortController();
     const pending: Pending = {
       clientId,
@@ -360,7 +372,10 @@ class ProxySession<T extends TransportLike> {
   /** The protocol version the server answered initialize with reaches the upstream transport (HTTP sends it as a header). */
   #noteVersion(message: JsonRpcMessage): void {
     const result = (message as { result?: unknown }).result;
-    if (isObject(result) && typeof result.protocolVersion === "string") this.#transport.setProtocolVersion(result.protocolVersion);
+    if (isObject(result) && typeof result.protocolVersion === "string") {
+      this.#version = result.protocolVersion;
+      this.#transport.setProtocolVersion(result.protocolVersion);
+    }
   }
 
   /** How the library's settle of a request is answered to the client: a timeout as -32001 naming the limit, a lost connection as -32000; a client's own cancel gets nothing. */
