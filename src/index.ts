@@ -28,6 +28,7 @@ export type {
   RunRecord,
   TaskInfo,
   TaskStatus,
+  VerifyRead,
 } from "./types/record.js";
 export { DEFAULT_JSON_LINES_MAX_CALLS, jsonLines } from "./ledger/json-lines.js";
 export type { JsonLinesOptions } from "./ledger/json-lines.js";
@@ -52,7 +53,9 @@ export {
   DEFAULT_MAX_TOMBSTONES,
   DEFAULT_MAX_TOTAL_TIMEOUT_MS,
   DEFAULT_TIMEOUT_MS,
+  DEFAULT_VERIFY_INTERVAL_MS,
   DEFAULT_VERIFY_TIMEOUT_MS,
+  DEFAULT_VERIFY_WINDOW_MS,
   MAX_REASON_LENGTH,
   MAX_TIMER_DELAY_MS,
 } from "./options/defaults.js";

@@ -6,10 +6,10 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { onAbort } from "../utils/abort-link.js";
 import { isoTime } from "../utils/iso.js";
-import type { Progress, ResolvedCallOptions, Timers } from "../types/options.js";
+import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
 import { DeadlineQueue, DeadlineSlot } from "./deadlines.js";
 import { createdTask, summarize } from "./record.js";
-import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo } from "../types/record.js";
+import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, VerifyRead } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink } from "./settled-record.js";
 
@@ -365,36 +365,39 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#reject = noop;
   }
 
+  /**
+   * Reads `verify` after `verifyDelayMs`, and again every `verifyIntervalMs` (and once at the
+   * window's end) while `verifyWindowMs` lasts: "applied" ends it at once; "not-applied" is only
+   * known as of its read, so `verified-not-applied` needs the window's last read to find nothing.
+   */
   async #verify(settled: SettledRecord): Promise<RunRecord> {
     // Read everything now: the call releases its options when it returns.
-    const { verify, verifyDelayMs, verifyTimeoutMs } = this.#init.options;
-    const { timers } = this.#init;
-    if (verifyDelayMs > 0) await new Promise<void>((resolve) => timers.setTimeout(resolve, verifyDelayMs));
+    const { verify, verifyDelayMs, verifyTimeoutMs, verifyWindowMs, verifyIntervalMs } = this.#init.options;
+    const { timers, clock } = this.#init;
+    const cancelledAt = clock();
+    const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
+    if (verifyDelayMs > 0) await wait(verifyDelayMs);
     const startedAt = new Date().toISOString();
-    const controller = new AbortController();
-    let outcome: CallOutcome;
-    let error: string | null = null;
-    try {
-      const answer = await pTimeout(
-        Promise.resolve().then(() => verify!({ record: settled.record, signal: controller.signal })),
-        {
-          milliseconds: verifyTimeoutMs,
-          message: `verify did not answer within ${verifyTimeoutMs} ms`,
-          customTimers: {
-            setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
-            clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
-          },
-        },
-      );
-      if (answer === "applied") outcome = "verified-applied";
-      else if (answer === "not-applied") outcome = "verified-not-applied";
-      else throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);
-    } catch (failure) {
-      controller.abort(failure);
-      outcome = "verify-failed";
-      error = failure instanceof Error ? failure.message : String(failure);
+    const windowEnd = clock() + verifyWindowMs;
+    const reads: VerifyRead[] = [];
+    for (;;) {
+      const at = clock();
+      const read = await readOnce(verify!, settled.record, verifyTimeoutMs, timers);
+      reads.push({ atMs: Math.max(0, Math.round((at - cancelledAt) * 10) / 10), ...read });
+      // The window ends with a read that started at its end or later, never with one that started before.
+      if (read.found === "applied" || at >= windowEnd) break;
+      const now = clock();
+      // The next read starts an interval after this one started, and never after the window's end.
+      const next = Math.min(at + verifyIntervalMs, windowEnd);
+      if (next > now) await wait(next - now);
     }
-    return settled.update({ verification: { startedAt, settledAt: new Date().toISOString(), error } }, outcome);
+    const last = reads.at(-1)!;
+    const outcome: CallOutcome =
+      last.found === "applied" ? "verified-applied" : last.found === "not-applied" ? "verified-not-applied" : "verify-failed";
+    return settled.update(
+      { verification: { startedAt, settledAt: new Date().toISOString(), error: last.error, reads, summary: verifySummary(reads) } },
+      outcome,
+    );
   }
 
   #error(
@@ -414,6 +417,53 @@ export class CancellableCall<T = unknown> implements LateSink {
         return new ConnectionClosedError(record, verification, cause);
     }
   }
+}
+
+/** One `verify` read, bounded by `verifyTimeoutMs` (its signal aborts then). Never rejects. */
+async function readOnce(
+  verify: VerifyFn,
+  record: RunRecord,
+  verifyTimeoutMs: number,
+  timers: Timers,
+): Promise<Pick<VerifyRead, "found" | "error">> {
+  const controller = new AbortController();
+  try {
+    const answer = await pTimeout(
+      Promise.resolve().then(() => verify({ record, signal: controller.signal })),
+      {
+        milliseconds: verifyTimeoutMs,
+        message: `verify did not answer within ${verifyTimeoutMs} ms`,
+        customTimers: {
+          setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
+          clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
+        },
+      },
+    );
+    if (answer === "applied" || answer === "not-applied") return { found: answer, error: null };
+    throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);
+  } catch (failure) {
+    controller.abort(failure);
+    return { found: "failed", error: truncate(failure instanceof Error ? failure.message : String(failure)) };
+  }
+}
+
+/** Seconds after the cancel, one decimal: `2.0`. */
+const seconds = (ms: number): string => (ms / 1_000).toFixed(1);
+
+/**
+ * The reads in one line: `not applied as of 2.0 s; applied at 4.1 s`, `not applied as of 10.0 s
+ * (6 reads from 0.0 s)`, `read failed at 10.0 s (not applied as of 8.0 s)`.
+ */
+export function verifySummary(reads: readonly VerifyRead[]): string {
+  const last = reads.at(-1);
+  if (last === undefined) return "not read";
+  const notApplied = reads.filter((read) => read.found === "not-applied");
+  const lastNot = notApplied.at(-1);
+  const span = notApplied.length > 1 ? ` (${notApplied.length} reads from ${seconds(notApplied[0]!.atMs)} s)` : "";
+  const asOf = lastNot === undefined ? undefined : `not applied as of ${seconds(lastNot.atMs)} s${span}`;
+  if (last.found === "applied") return asOf === undefined ? `applied at ${seconds(last.atMs)} s` : `${asOf}; applied at ${seconds(last.atMs)} s`;
+  if (last.found === "not-applied") return asOf!;
+  return asOf === undefined ? `read failed at ${seconds(last.atMs)} s` : `read failed at ${seconds(last.atMs)} s (${asOf})`;
 }
 
 function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cause: unknown): string {
@@ -503,6 +553,8 @@ const RELEASED: CallInit = {
     verify: undefined,
     verifyTimeoutMs: 0,
     verifyDelayMs: 0,
+    verifyWindowMs: 0,
+    verifyIntervalMs: 1,
   },
   hooks: { cancel: () => "none", settled: noop, record: noop },
   clock: () => 0,

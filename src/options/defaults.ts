@@ -21,6 +21,12 @@ export const DEFAULT_MAX_TOTAL_TIMEOUT_MS = 600_000;
 /** Default time a `verify` read may take, in ms. */
 export const DEFAULT_VERIFY_TIMEOUT_MS = 10_000;
 
+/** Default verification window, in ms: 0, one read. */
+export const DEFAULT_VERIFY_WINDOW_MS = 0;
+
+/** Default time from the start of one `verify` read to the start of the next within the window, in ms. */
+export const DEFAULT_VERIFY_INTERVAL_MS = 1_000;
+
 /** Default number of run records kept by the in-memory ledger. */
 export const DEFAULT_MAX_RECORDS = 1_000;
 

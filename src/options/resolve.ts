@@ -1,5 +1,11 @@
 import type { CallOptions, CancellationOptions, ResolvedCallOptions } from "../types/options.js";
-import { DEFAULT_MAX_TOTAL_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS } from "./defaults.js";
+import {
+  DEFAULT_MAX_TOTAL_TIMEOUT_MS,
+  DEFAULT_TIMEOUT_MS,
+  DEFAULT_VERIFY_INTERVAL_MS,
+  DEFAULT_VERIFY_TIMEOUT_MS,
+  DEFAULT_VERIFY_WINDOW_MS,
+} from "./defaults.js";
 import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly, parseOptions } from "./schemas.js";
 import { warnIfShort } from "./warnings.js";
 
@@ -48,5 +54,7 @@ export function resolveCallOptions(
     verify: options?.verify,
     verifyTimeoutMs: options?.verifyTimeoutMs ?? defaults.verifyTimeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS,
     verifyDelayMs: options?.verifyDelayMs ?? defaults.verifyDelayMs ?? 0,
+    verifyWindowMs: options?.verifyWindowMs ?? defaults.verifyWindowMs ?? DEFAULT_VERIFY_WINDOW_MS,
+    verifyIntervalMs: options?.verifyIntervalMs ?? defaults.verifyIntervalMs ?? DEFAULT_VERIFY_INTERVAL_MS,
   };
 }

@@ -51,6 +51,8 @@ const callShape = {
   verify: fnOption,
   verifyTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   verifyDelayMs: msOption(0, MAX_TIMER_DELAY_MS, false),
+  verifyWindowMs: msOption(0, MAX_TIMER_DELAY_MS, false),
+  verifyIntervalMs: msOption(1, MAX_TIMER_DELAY_MS, false),
 } as const;
 
 /** @internal */

@@ -93,8 +93,10 @@ export interface CallOptions {
   /**
    * Idempotent read run after the call is cancelled, to learn whether its side effect happened.
    * Its answer moves the record's `outcome` to `verified-applied`, `verified-not-applied`, or
-   * `verify-failed` (threw, timed out, or answered something else). The call itself rejects at
-   * once; await `error.verification` for the updated record.
+   * `verify-failed` (threw, timed out, or answered something else). With `verifyWindowMs` it is
+   * read again until the window ends: `verified-not-applied` only when the window ended with
+   * nothing found; `record.verification.reads` says what each read found and when. The call
+   * itself rejects at once; await `error.verification` for the updated record.
    */
   verify?: VerifyFn;
   /**
@@ -109,6 +111,25 @@ export interface CallOptions {
    * @default 0
    */
   verifyDelayMs?: number;
+  /**
+   * How long `verify` keeps reading, in ms from the start of its first read: a read that finds
+   * "not-applied" is only "not applied as of then", so it is read again every
+   * `verifyIntervalMs`, and once more when the window ends, until a read finds "applied" (the
+   * outcome is then `verified-applied` at once) or the window ends with nothing found
+   * (`verified-not-applied`; a last read that failed leaves `verify-failed`). Integer from 0 to
+   * 2_147_483_647; 0 is a single read. No `Infinity`: a window must end.
+   * Throws `InvalidOptionError` (option `verifyWindowMs`) otherwise.
+   * @default 0 (`DEFAULT_VERIFY_WINDOW_MS`)
+   * @example `{ verify, verifyDelayMs: 2_000, verifyWindowMs: 10_000, verifyIntervalMs: 2_000 }`
+   */
+  verifyWindowMs?: number;
+  /**
+   * Within `verifyWindowMs`, the time from the start of one `verify` read to the start of the
+   * next, in ms (a read that takes longer is followed at once). Integer from 1 to 2_147_483_647.
+   * Throws `InvalidOptionError` (option `verifyIntervalMs`) otherwise.
+   * @default 1_000 (`DEFAULT_VERIFY_INTERVAL_MS`)
+   */
+  verifyIntervalMs?: number;
 }
 
 /** An anomaly seen on the wire: not an error of any call, but worth a log line. */
@@ -207,4 +228,6 @@ export interface ResolvedCallOptions {
   verify: VerifyFn | undefined;
   verifyTimeoutMs: number;
   verifyDelayMs: number;
+  verifyWindowMs: number;
+  verifyIntervalMs: number;
 }

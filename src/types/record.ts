@@ -29,6 +29,14 @@ export interface CancelDelivery {
   failed: CancelUndelivered | null;
 }
 
+/** One `verify` read: when it started, in ms after the cancel (0.1 ms), and what it found (`failed`: threw, timed out, or answered something else). */
+export interface VerifyRead {
+  atMs: number;
+  found: "applied" | "not-applied" | "failed";
+  /** The failure of a `failed` read (at most 1,000 characters), else `null`. */
+  error: string | null;
+}
+
 /**
  * How a call ended. A cancelled call is never reported as succeeded or failed. `task-created`:
  * the server answered with a `CreateTaskResult` to a call that did not ask the library to
@@ -122,8 +130,20 @@ export interface RunRecord {
   late: { results: number; errors: number; progress: number };
   /** Progress received while the call was live: how many, and the last one. */
   progress: { count: number; last: { progress: number; total?: number; message?: string } | null };
-  /** Verification of a cancelled call's side effect, when a `verify` read was given. */
-  verification: { startedAt: string; settledAt: string | null; error: string | null } | null;
+  /**
+   * Verification of a cancelled call's side effect, when a `verify` read was given: when it
+   * started and ended, the error of its last read if that failed, each read (`reads`), and one
+   * line for people (`summary`, such as `"not applied as of 2.0 s; applied at 4.1 s"`).
+   */
+  verification: {
+    startedAt: string;
+    settledAt: string | null;
+    error: string | null;
+    /** Every read, in order: when it started (ms after the cancel) and what it found. */
+    reads: VerifyRead[];
+    /** The reads in one line, times in seconds after the cancel. */
+    summary: string;
+  } | null;
   /** 0 when the call settles; +1 at each later update. */
   revision: number;
   /** One human line, such as `"cancelled (timeout), outcome unverified"`. */

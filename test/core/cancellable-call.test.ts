@@ -449,3 +449,137 @@ describe("CancellableCall: the errors it rejects with carry no stack frames", ()
     }
   });
 });
+
+describe("CancellableCall: verification with a window (issue 24 item 4)", () => {
+  /** A verify whose answers are scripted by the time it is read (ms after the cancel). */
+  function scripted(answer: (atMs: number) => "applied" | "not-applied" | Error) {
+    const times: number[] = [];
+    let cancelledAt = 0;
+    const verify = () => {
+      const at = Date.now() - cancelledAt;
+      times.push(at);
+      const value = answer(at);
+      return value instanceof Error ? Promise.reject(value) : value;
+    };
+    return { verify, times, cancelAt: (at: number) => (cancelledAt = at) };
+  }
+
+  async function cancelWith(options: CallOptions, cancelAt: (at: number) => void) {
+    const { call, outcome, records } = makeCall({ timeoutMs: 50, ...options });
+    cancelAt(Date.now() + 50); // the timeout's cancel
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(outcome.status).toBe("rejected"); // released at the cancel, before any read
+    return { verification: settleOf((outcome.error as CallTimeoutError).verification), records };
+  }
+
+  it("an effect that shows up at 4.1 s: not applied as of 2.0 s, then applied at 4.1 s; the window stops at the read that found it", async () => {
+    const effect = scripted((at) => (at >= 4_100 ? "applied" : "not-applied"));
+    const { verification, records } = await cancelWith(
+      { verify: effect.verify, verifyDelayMs: 2_000, verifyWindowMs: 10_000, verifyIntervalMs: 2_100 },
+      effect.cancelAt,
+    );
+    await vi.advanceTimersByTimeAsync(1_999);
+    expect(effect.times).toEqual([]); // verifyDelayMs
+    await vi.advanceTimersByTimeAsync(1);
+    expect(effect.times).toEqual([2_000]);
+    expect(verification.status).toBe("pending"); // "not applied" is only "as of 2.0 s"
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(effect.times).toEqual([2_000, 4_100]);
+    expect(verification.status).toBe("fulfilled");
+    expect(verification.value).toMatchObject({
+      outcome: "verified-applied",
+      revision: 1,
+      verification: {
+        error: null,
+        reads: [
+          { atMs: 2_000, found: "not-applied", error: null },
+          { atMs: 4_100, found: "applied", error: null },
+        ],
+        summary: "not applied as of 2.0 s; applied at 4.1 s",
+      },
+      summary: "cancelled (timeout), verified applied",
+    });
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(effect.times).toHaveLength(2); // no read after the answer
+    expect(records.at(-1)!.revision).toBe(1); // one revision, at the end
+  });
+
+  it("verified not applied only when the window ended with nothing: reads every interval and once at the window's end", async () => {
+    const effect = scripted(() => "not-applied");
+    const { verification } = await cancelWith({ verify: effect.verify, verifyWindowMs: 5_000, verifyIntervalMs: 2_000 }, effect.cancelAt);
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(effect.times).toEqual([0, 2_000, 4_000]);
+    expect(verification.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(effect.times).toEqual([0, 2_000, 4_000, 5_000]);
+    expect(verification.value).toMatchObject({
+      outcome: "verified-not-applied",
+      verification: { summary: "not applied as of 5.0 s (4 reads from 0.0 s)" },
+    });
+  });
+
+  it("a read that fails within the window is recorded and the next read goes on; a failed last read leaves verify-failed, not 'not applied'", async () => {
+    const effect = scripted((at) => (at < 1_000 ? "not-applied" : new Error(`disk gone at ${at}`)));
+    const { verification } = await cancelWith({ verify: effect.verify, verifyWindowMs: 2_000, verifyIntervalMs: 1_000 }, effect.cancelAt);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(effect.times).toEqual([0, 1_000, 2_000]);
+    expect(verification.value).toMatchObject({
+      outcome: "verify-failed",
+      verification: {
+        error: "disk gone at 2000",
+        reads: [
+          { atMs: 0, found: "not-applied" },
+          { atMs: 1_000, found: "failed", error: "disk gone at 1000" },
+          { atMs: 2_000, found: "failed", error: "disk gone at 2000" },
+        ],
+        summary: "read failed at 2.0 s (not applied as of 0.0 s)",
+      },
+    });
+  });
+
+  it("a read slower than the interval is followed at once, each read bounded by verifyTimeoutMs", async () => {
+    let reads = 0;
+    const { verification } = await cancelWith(
+      {
+        verifyWindowMs: 1_000,
+        verifyIntervalMs: 100,
+        verifyTimeoutMs: 300,
+        verify: () => {
+          reads++;
+          return new Promise((resolve) => setTimeout(() => resolve("not-applied"), 250));
+        },
+      },
+      () => 0,
+    );
+    await vi.advanceTimersByTimeAsync(250);
+    expect(reads).toBe(2); // the second read started as the first answered (its interval had passed)
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(verification.value).toMatchObject({ outcome: "verified-not-applied" });
+    const atMs = verification.value!.verification!.reads.map((r) => r.atMs);
+    expect(atMs).toEqual([0, 250, 500, 750, 1_000]);
+  });
+
+  it("without a window: one read, as before (its record lists it)", async () => {
+    const effect = scripted(() => "not-applied");
+    const { verification } = await cancelWith({ verify: effect.verify }, effect.cancelAt);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(effect.times).toEqual([0]);
+    expect(verification.value).toMatchObject({
+      outcome: "verified-not-applied",
+      verification: { reads: [{ atMs: 0, found: "not-applied", error: null }], summary: "not applied as of 0.0 s" },
+    });
+  });
+
+  for (const [option, value, message] of [
+    ["verifyWindowMs", -1, /verifyWindowMs.*from 0 to 2147483647/],
+    ["verifyWindowMs", Number.POSITIVE_INFINITY, /verifyWindowMs.*from 0 to 2147483647; received Infinity/],
+    ["verifyIntervalMs", 0, /verifyIntervalMs.*from 1 to 2147483647; received 0/],
+    ["verifyIntervalMs", 1.5, /verifyIntervalMs.*received 1.5/],
+  ] as const) {
+    it(`${option}: ${value} is refused with an error naming the option`, () => {
+      expect(() => resolveCallOptions({}, { [option]: value })).toThrow(message);
+    });
+  }
+});
