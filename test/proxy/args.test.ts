@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { parseProxyArgs } from "../../src/cli/proxy/args.js";
+import { limitsFor, parseConfig } from "../../src/cli/proxy/config.js";
+
+async function run(argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe("mcp-cancellable proxy: command line", () => {
+  it("--help prints the usage on stdout, exit 0; the top-level help lists the command", async () => {
+    const help = await run(["proxy", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: mcp-cancellable proxy \[options\] -- <command> \[args\.\.\.\]/);
+    expect(help.stdout).toMatch(/Exit status: 0 .*; 1 .*; 2 usage error/s);
+    expect((await run(["--help"])).stdout).toMatch(/^ {2}proxy {4}/m);
+  });
+
+  it("usage errors exit 2 and name the flag, pointing at --help", async () => {
+    for (const [argv, message] of [
+      [["proxy"], /give exactly one upstream/],
+      [["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "node"], /give exactly one upstream/],
+      [["proxy", "server.js"], /put the server's command after "--"/],
+      [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms, got 0/],
+      [["proxy", "--max-total-timeout-ms", "soon", "--", "node"], /--max-total-timeout-ms: expected a whole number of milliseconds or "none"/],
+      [["proxy", "--url", "ftp://x"], /--url: expected http:\/\/ or https:\/\//],
+      [["proxy", "--url", "http://x/mcp", "--header", "no colon"], /--header: expected "Name: value"/],
+      [["proxy", "--header", "A: b", "--", "node"], /--header and --era are for --url/],
+      [["proxy", "--", ""], /command after "--" is empty/],
+    ] as const) {
+      const result = await run([...argv]);
+      expect(result.code, argv.join(" ")).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).toMatch(/Run mcp-cancellable proxy --help/);
+      expect(result.stdout).toBe("");
+    }
+  });
+
+  it("everything after -- is the server's command, flags included; none is Infinity", () => {
+    const options = parseProxyArgs(["--timeout-ms", "none", "--env", "A=1", "--", "node", "server.js", "--timeout-ms", "5"]);
+    expect(options).toMatchObject({
+      upstream: { kind: "stdio", command: "node", args: ["server.js", "--timeout-ms", "5"], env: { A: "1" } },
+      limits: { timeoutMs: Infinity },
+    });
+  });
+
+  it("limits: tool over method over the command line over the file's defaults over the built-in ones; null is no limit", () => {
+    const config = parseConfig(
+      { defaults: { timeoutMs: 1_000, maxTotalTimeoutMs: null }, methods: { "tools/call": { timeoutMs: 2_000 } }, tools: { slow: { timeoutMs: 3_000, resetTimeoutOnProgress: false } } },
+      "c.json",
+    );
+    expect(limitsFor(config, {}, "tools/list", null)).toEqual({ timeoutMs: 1_000, maxTotalTimeoutMs: Infinity, resetTimeoutOnProgress: true });
+    expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/list", null).timeoutMs).toBe(1_500);
+    expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/call", "fast").timeoutMs).toBe(2_000);
+    expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/call", "slow")).toMatchObject({ timeoutMs: 3_000, resetTimeoutOnProgress: false });
+    // A tool entry applies to tools/call only, and "__proto__"-like names are plain names.
+    expect(limitsFor(config, {}, "prompts/get", "slow").timeoutMs).toBe(1_000);
+    expect(limitsFor(config, {}, "tools/call", "constructor").timeoutMs).toBe(2_000);
+  });
+});
