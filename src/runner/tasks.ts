@@ -71,7 +71,7 @@ export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOption
 
 /** What the driver needs of the wire. */
 export interface TaskWire {
-  rawRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
+  taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
   cancel(call: CancellableCall, reason: string): CancelMechanism;
   /** Status notifications for this task are no longer wanted. */
   unfollow(taskId: string): void;
@@ -205,7 +205,7 @@ export class TaskDriver implements TaskFollower {
     const call = this.#call!;
     let answer: Record<string, unknown>;
     try {
-      answer = await this.wire.rawRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
+      answer = await this.wire.taskRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
       if (call.settled) return this.#conclude(undefined);
       if (error instanceof TaskRequestTimeoutError) return this.#schedule(); // unanswered poll: poll again
@@ -249,7 +249,7 @@ export class TaskDriver implements TaskFollower {
     }
     // 2025-11-25: the result (or the original error) comes from tasks/result.
     try {
-      call.succeed(await this.wire.rawRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers));
+      call.succeed(await this.wire.taskRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers));
     } catch (error) {
       call.fail(error);
     }
@@ -258,7 +258,7 @@ export class TaskDriver implements TaskFollower {
   async #sendCancel(task: TaskInfo): Promise<void> {
     let answer: Record<string, unknown>;
     try {
-      answer = await this.wire.rawRequest("tasks/cancel", this.#params(task), this.#requestTimeout(), this.timers);
+      answer = await this.wire.taskRequest("tasks/cancel", this.#params(task), this.#requestTimeout(), this.timers);
     } catch (error) {
       // -32602: already terminal (rule 35) or unknown; look once at what it became. A lost
       // connection: nothing more can be learned. Never an error for the caller (released already).

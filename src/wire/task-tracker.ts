@@ -3,7 +3,7 @@ import { createdTask, isTerminalTaskStatus } from "../core/record.js";
 import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import type { Message } from "./messages.js";
-import { RawRequests } from "./tasks.js";
+import { TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 
 /** What the task tracker needs of its wire: given once, when the wire is made (nothing per message). */
@@ -41,13 +41,13 @@ export class TaskTracker {
   readonly #followed = new Map<string, TaskFollower>();
   /** The SDK's own task-augmented requests: task id → their progress token, until the task is terminal. */
   readonly #sdkTokens = new Map<string, string | number>();
-  readonly #requests: RawRequests;
+  readonly #requests: TaskRequests;
 
   /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
   constructor(host: TaskTrackerHost, max: number) {
     this.#host = host;
     this.#max = max;
-    this.#requests = new RawRequests((message) => host.send(message));
+    this.#requests = new TaskRequests((message) => host.send(message));
   }
 
   /** Task-augmented calls following their task (the wire's `pendingCount` counts them). */
@@ -152,7 +152,7 @@ export class TaskTracker {
 
   /**
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
-   * See `RawRequests.request`.
+   * See `TaskRequests.request`.
    */
   request(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
     return this.#requests.request(method, params, timeoutMs, timers);

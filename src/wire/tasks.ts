@@ -68,7 +68,7 @@ export function followUpMeta(message: Message): Record<string, unknown> {
   return meta;
 }
 
-interface RawPending {
+interface PendingTaskRequest {
   method: string;
   resolve(result: Record<string, unknown>): void;
   reject(error: unknown): void;
@@ -80,8 +80,8 @@ interface RawPending {
  * SDKs count integers), so no id is shared with a request the SDK issued (rule 1), and answered
  * here, never seen by the SDK.
  */
-export class RawRequests {
-  readonly #pending = new Map<string, RawPending>();
+export class TaskRequests {
+  readonly #pending = new Map<string, PendingTaskRequest>();
   #next = 0;
 
   constructor(private readonly send: (message: Message) => Promise<void>) {}

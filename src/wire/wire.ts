@@ -211,7 +211,7 @@ export class Wire<T extends TransportLike> {
   }
 
   /** The library's own task requests in flight. */
-  get rawCount(): number {
+  get taskRequestCount(): number {
     return this.#tasks.requestCount;
   }
 
@@ -219,7 +219,7 @@ export class Wire<T extends TransportLike> {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`) on
    * the wrapped transport, never through the SDK. Rejects when the connection is not open.
    */
-  rawRequest(
+  taskRequest(
     method: string,
     params: Record<string, unknown>,
     timeoutMs: number,

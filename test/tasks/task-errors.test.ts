@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { TaskRequestError, TaskRequestTimeout, TaskRequestTimeoutError } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
-import { RawRequests } from "../../src/wire/tasks.js";
+import { TaskRequests } from "../../src/wire/tasks.js";
 
 // The library's own task requests fail with the errors in src/errors/: a server's JSON-RPC error
 // is a TaskRequestError, no answer in time a TaskRequestTimeoutError (0.1's TaskRequestTimeout).
@@ -27,9 +27,9 @@ function manualTimers() {
 describe("task request errors", () => {
   it("no answer in time: TaskRequestTimeoutError, code TASK_REQUEST_TIMEOUT, a late answer dropped", async () => {
     const sent: Message[] = [];
-    const raw = new RawRequests(async (message) => void sent.push(message));
+    const requests = new TaskRequests(async (message) => void sent.push(message));
     const clock = manualTimers();
-    const pending = raw.request("tasks/get", { taskId: "t1" }, 5_000, clock.timers);
+    const pending = requests.request("tasks/get", { taskId: "t1" }, 5_000, clock.timers);
     clock.fireAll();
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskRequestTimeoutError);
@@ -40,9 +40,9 @@ describe("task request errors", () => {
       timeoutMs: 5_000,
       message: "tasks/get got no answer within 5000 ms",
     });
-    expect(raw.size).toBe(0);
+    expect(requests.size).toBe(0);
     // The late answer is the library's (its id), so nobody else sees it.
-    expect(raw.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
+    expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
   });
 
   it("the deprecated 0.1 name is the same class", () => {
@@ -54,11 +54,11 @@ describe("task request errors", () => {
 
   it("a server's error: TaskRequestError with the JSON-RPC code, message and data; its timer cleared", async () => {
     const sent: Message[] = [];
-    const raw = new RawRequests(async (message) => void sent.push(message));
+    const requests = new TaskRequests(async (message) => void sent.push(message));
     const clock = manualTimers();
-    const pending = raw.request("tasks/cancel", { taskId: "t1" }, 5_000, clock.timers);
+    const pending = requests.request("tasks/cancel", { taskId: "t1" }, 5_000, clock.timers);
     expect(clock.pending).toBe(1);
-    const answered = raw.answer({ jsonrpc: "2.0", id: sent[0]!.id!, error: { code: -32602, message: "task is terminal", data: { taskId: "t1" } } });
+    const answered = requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, error: { code: -32602, message: "task is terminal", data: { taskId: "t1" } } });
     expect(answered).toBe(true);
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskRequestError);
