@@ -5,7 +5,8 @@ import type { CancellationAdapter, TransportLike } from "./types.js";
 /**
  * The cancel mechanism of stdio and of any transport without per-request streams (the SDK's
  * in-memory transport, a custom one): send `notifications/cancelled {requestId, reason}` and do
- * not wait for it (rules 6, 31). A failed send goes to the transport's `onerror`.
+ * not wait for it (rules 6, 31). A failed send is recorded on the call (`cancel.undelivered`),
+ * never reported to `onerror`: it is the library's own delivery, not a fault of the server.
  * @throws {InvalidOptionError} for a Streamable HTTP transport: a notification alone would leave
  *   the request's stream open, and on 2026-07-28 it is not even expected (rules 6, 28, 40).
  */
@@ -28,11 +29,15 @@ export function notificationCancellation<T extends TransportLike>(transport: T):
 export function notifyOnCancel<T extends TransportLike>(transport: T): CancellationAdapter<T> {
   return {
     transport,
-    cancel({ notification, send, reportError }) {
+    cancel({ notification, send, delivery }) {
+      const undelivered = (error: unknown): void =>
+        delivery({ sent: "none", failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) } });
       try {
-        send(notification).catch(reportError);
+        send(notification).catch(undelivered);
       } catch (error) {
-        reportError(error);
+        // Thrown before cancel() returned: the record is made right after it.
+        queueMicrotask(() => undelivered(error));
+        return "none";
       }
       return "notification";
     },

@@ -57,6 +57,34 @@ describe("stdio delivery", () => {
     expect(server.errors).toEqual([]);
   }, 20_000);
 
+  it("500 of the SDK's own request writes blocked behind a full pipe wait behind one drain listener: no warning, and all go out in order", async () => {
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const BLOCKED = 500;
+    // The server blocks (reads nothing); one 256 KB call fills the pipe and the stream's buffer.
+    void server.mcp.callTool({ name: "block", arguments: { ms: 1_500 } }, { timeoutMs: 20_000 }).catch(() => {});
+    expect(await eventually(() => server.stderrLines.some((l) => l.includes('"block"')))).toBe(true);
+    void server.mcp.callTool({ name: "silent", arguments: { pad: "x".repeat(256 * 1024) } }, { timeoutMs: 20_000 }).catch(() => {});
+    const stdin = stdinOf(server.transport);
+    expect(stdin.writableNeedDrain).toBe(true);
+    const calls = Array.from({ length: BLOCKED }, () => server.mcp.callTool({ name: "echo" }, { timeoutMs: 20_000 }));
+    let most = stdin.listenerCount("drain");
+    const watch = setInterval(() => (most = Math.max(most, stdin.listenerCount("drain"))), 5);
+    const results = await Promise.all(calls);
+    clearInterval(watch);
+    expect(most).toBeLessThanOrEqual(2); // the SDK's one blocked write, and the adapter's
+    expect(results).toHaveLength(BLOCKED);
+    const echoes = () => server.received().filter((m) => m.method === "tools/call" && (m.params as { name?: string }).name === "echo");
+    expect(await eventually(() => echoes().length === BLOCKED)).toBe(true); // its stderr log trails its answers
+    const echoed = echoes().map((m) => m.id!);
+    expect(echoed).toEqual([...echoed].sort((a, b) => a - b)); // in the order they were sent
+    expect(results.map((r) => (r as { content: Array<{ text: string }> }).content[0]!.text)).toEqual(echoed.map((id) => `echo ${id}`));
+    await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+    expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
+    expect(stdin.listenerCount("drain")).toBe(0);
+    expect(server.errors).toEqual([]);
+  }, 30_000);
+
   it("a cancel followed at once by client.close() reaches the server before stdin ends", async () => {
     const server = await spawnServer("scripted-server.mjs");
     const controller = new AbortController();
