@@ -100,6 +100,8 @@ const TIMED_OUT = Symbol("timed out");
 /** Prefix of the abort reasons of our own cancels: their echoes in `onerror` are swallowed. */
 const OWN_ABORT = "mcp-cancellable: cancelled request";
 const OWN_SSE_ERROR = `SSE stream disconnected: AbortError: ${OWN_ABORT}`;
+/** The v1 SDK's report of a failed resume (`GET` with `Last-Event-ID`): ours when it failed by our abort. */
+const RECONNECT_FAILED = "Failed to reconnect SSE stream: ";
 
 /**
  * The Streamable HTTP adapter (`mcp-cancellable/streamable-http`): cancelling a call closes
@@ -153,6 +155,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   /** The inner transport closed (onclose): no retry any more. */
   #closed = false;
   readonly #checks = new Set<ReturnType<typeof setTimeout>>();
+  /** Requests whose notification the server answered with an HTTP error (the status), until the delivery reads it. */
+  readonly #refusals = new Map<RequestId, number>();
   #resumesRefused = 0;
   #version: string | undefined;
   #wire: WireHooks | undefined;
@@ -196,7 +200,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     // v2 with its own fetch: mark the failures of our notification POSTs, as cancellableFetch
     // does, so the SDK's echo of them in onerror is known for ours (2025-era).
     if (this.#v2 && !isCancellableFetch(ownFetch) && typeof transport.send === "function") {
-      replaceTransportFetch(transport, (current) => markCancelFailures(current as FetchLike | undefined));
+      replaceTransportFetch(transport, (current) => markCancelFailures(current as FetchLike | undefined, this.#refused));
     }
     // The transport handed to the wire: `send`, `setProtocolVersion` and `close` are the
     // adapter's, it sits in `onmessage` and `onclose`; every other member (`sessionId`,
@@ -276,8 +280,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     }
     const failure = await sending;
     if (failure === undefined) return;
+    // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).
     const error = failure instanceof Error ? failure : new Error(String(failure));
-    if (!isCancelSendFailure(failure) && !this.#closed) request.reportError(failure);
     request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
   }
 
@@ -285,8 +289,13 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   async #sendNotification(request: CancelRequest): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       try {
+        this.#refusals.delete(request.requestId);
         await request.send(request.notification);
-        return undefined;
+        const status = this.#refusals.get(request.requestId);
+        if (status === undefined) return undefined;
+        this.#refusals.delete(request.requestId);
+        // The server read it and said no: not retried (a duplicate would be refused too).
+        return new Error(`the server refused the notification: HTTP ${status}`);
       } catch (error) {
         // Retry once on a connection-level failure (fetch failed, other side closed), never after the close.
         if (attempt === 1 && isCancelSendFailure(error) && isNetworkError(error) && !this.#closed) continue;
@@ -330,10 +339,18 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   isOwnCancelError(error: Error): boolean {
     // A notification POST that failed at the fetch: recorded on the call (and retried), not news.
     if (isCancelSendFailure(error)) return true;
-    const message = typeof error?.message === "string" ? error.message : "";
+    const full = typeof error?.message === "string" ? error.message : "";
+    // The SDK's failed resume of a stream we closed reports our abort once more, prefixed.
+    const message = full.startsWith(RECONNECT_FAILED) ? full.slice(RECONNECT_FAILED.length) : full;
     if (message.startsWith(OWN_ABORT) || message.startsWith(OWN_SSE_ERROR)) return true;
-    // After close(): the SDK reports its own aborted streams ("SSE stream disconnected: AbortError").
-    return this.#closing && (error?.name === "AbortError" || /^SSE stream disconnected: AbortError/.test(message));
+    // After close(): the SDK reports its own aborted streams ("SSE stream disconnected: AbortError")
+    // and the resumes it had scheduled (v1 clears only the last one at close), which the closed
+    // transport's signal aborts, until it gives up on them.
+    return (
+      (this.#closing || this.#closed) &&
+      (error?.name === "AbortError" ||
+        /^SSE stream disconnected: AbortError|^This operation was aborted|^AbortError|^Maximum reconnection attempts/.test(message))
+    );
   }
 
   // --- the transport's side -------------------------------------------------------------
@@ -390,7 +407,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     return this.#innerSend(message, next).then(() => settle("yes"), (error: unknown) => {
       settle("failed");
       if (this.#streams.get(id) === stream && !stream.cancelled) {
-        if (isNetworkError(error)) this.#lost(stream, error);
+        // The request's own POST failed: only a connect-phase failure proves it never left.
+        if (isNetworkError(error)) this.#lost(stream, error, neverLeft(error));
         else this.#forgetStream(stream);
       }
       throw error;
@@ -429,6 +447,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     this.#sending.clear();
     this.#resuming.clear();
     this.#blocked.clear();
+    this.#refusals.clear();
     // The transport aborted every fetch: no delivery waits any more (their sends reject).
     for (const delivery of this.#deliveries) {
       clearTimeout(delivery.timer);
@@ -448,13 +467,17 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
   }
 
-  /** The stream ended or broke without its response: the call settles as `connection-closed`. */
-  #lost(stream: Stream, cause: unknown): void {
+  /**
+   * The stream ended or broke without its response: the call settles as `connection-closed`.
+   * `neverSent` only when the request's own first POST failed before any byte left (a resume's
+   * failure, or a stream the server had answered on, proves nothing of the kind).
+   */
+  #lost(stream: Stream, cause: unknown, neverSent = false): void {
     if (this.#streams.get(stream.id) !== stream || stream.cancelled) return;
     this.#forgetStream(stream);
     // The SDK may still try to resume it: refuse, the call is settled.
     if (stream.lastEventId !== undefined && !this.#v2) this.#block(stream.lastEventId, stream.id);
-    this.#wire?.streamLost(stream.id, cause, neverLeft(cause));
+    this.#wire?.streamLost(stream.id, cause, neverSent && stream.reached !== "yes" && stream.lastEventId === undefined);
   }
 
   #forgetStream(stream: Stream | undefined): void {
@@ -501,11 +524,11 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       stream.resumeToken = undefined;
       return stream.id;
     },
-    ended: (id, how, cause) => {
+    ended: (id, how, cause, resumed) => {
       const stream = this.#streams.get(id);
       if (stream === undefined || stream.cancelled) return;
       if (how === "failed") {
-        this.#lost(stream, cause);
+        this.#lost(stream, cause, !resumed && neverLeft(cause));
         return;
       }
       // The body ended before the SDK's parser read all of it: look once it has (the rest of
@@ -521,10 +544,16 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       stream.check = timer;
       this.#checks.add(timer);
     },
+    refused: (id, status) => this.#refused(id, status),
   };
 
-  /** A v2 transport created with cancellableFetch(): the fetch only forwards. */
-  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop };
+  /** The server refused a notification with an HTTP error: the delivery reads it when the send resolves. */
+  readonly #refused = (id: RequestId, status: number): void => {
+    this.#refusals.set(id, status);
+  };
+
+  /** A v2 transport created with cancellableFetch(): the fetch only forwards (and reports refused notifications). */
+  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop, refused: this.#refused };
 }
 
 /** The SDK's `TransportSendOptions` members the adapter touches (v1 and v2). */

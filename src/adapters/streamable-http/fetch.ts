@@ -16,9 +16,17 @@ export interface FetchPort {
   resume(lastEventId: string): "block" | RequestId | undefined;
   /**
    * A request's response stream ended: `eof` (the body ended), `error` (the body broke), `failed`
-   * (the fetch rejected or a resume was refused). Called at most once per fetch.
+   * (the fetch rejected or a resume was refused). Called at most once per fetch. `resumed`: it
+   * was the stream's resume (`GET` with `Last-Event-ID`), not the request's own POST, so its
+   * failure proves nothing about whether the request reached the server.
    */
-  ended(id: RequestId, how: "eof" | "error" | "failed", cause?: unknown): void;
+  ended(id: RequestId, how: "eof" | "error" | "failed", cause: unknown, resumed: boolean): void;
+  /**
+   * The server answered the `notifications/cancelled` for this request with an HTTP error: the
+   * SDK is handed a 202 instead (it would report the error to `onerror` and throw), and the
+   * adapter records the refusal on the call.
+   */
+  refused(id: RequestId, status: number): void;
 }
 
 /** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
@@ -47,15 +55,44 @@ export function isCancelSendFailure(error: unknown): boolean {
  * For a transport whose fetch is not a `cancellableFetch` (v2): the same fetch, with the
  * rejections of `notifications/cancelled` POSTs marked (see `isCancelSendFailure`). @internal
  */
-export function markCancelFailures(fetch: FetchLike | undefined): FetchLike {
+export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchPort["refused"]): FetchLike {
   return async (url, init) => {
+    const cancel = isCancelBody(init?.body);
+    let response: Response;
     try {
-      return await (fetch ?? globalThis.fetch)(url, init);
+      response = await (fetch ?? globalThis.fetch)(url, init);
     } catch (error) {
-      if (isCancelBody(init?.body)) mark(error);
+      if (cancel) mark(error);
       throw error;
     }
+    return cancel ? takeRefusal(response, init?.body, refused) : response;
   };
+}
+
+/**
+ * The answer to a `notifications/cancelled` POST: an HTTP error (but the auth challenges 401 and
+ * 403, which the SDK answers by authorizing and sending again) goes to the adapter's record, and
+ * the SDK gets a 202 (its only reaction to an error would be `onerror` and a throw the adapter
+ * already handles). Anything else passes unchanged.
+ */
+async function takeRefusal(response: Response, body: unknown, refused: FetchPort["refused"] | undefined): Promise<Response> {
+  if (response.ok || response.status === 401 || response.status === 403 || refused === undefined) return response;
+  const id = cancelledIdOf(body);
+  if (id === undefined) return response;
+  await response.body?.cancel().catch(noop);
+  refused(id, response.status);
+  return new Response(null, { status: 202, statusText: "Accepted (refusal recorded by mcp-cancellable)", headers: response.headers });
+}
+
+/** The `requestId` a `notifications/cancelled` body names. */
+function cancelledIdOf(body: unknown): RequestId | undefined {
+  if (typeof body !== "string") return undefined;
+  try {
+    const id = (JSON.parse(body) as { params?: { requestId?: unknown } }).params?.requestId;
+    return typeof id === "string" || typeof id === "number" ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function mark(error: unknown): void {
@@ -138,7 +175,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     released = true;
     unlinkTransport();
     unlinkRequest();
-    if (how !== undefined && id !== undefined) port?.ended(id, how, cause);
+    if (how !== undefined && id !== undefined) port?.ended(id, how, cause, resumed);
   };
   let response: Response;
   try {
@@ -147,6 +184,10 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     if (cancel) mark(error);
     release("failed", error);
     throw error;
+  }
+  if (cancel) {
+    release();
+    return takeRefusal(response, init.body, port?.refused);
   }
   // Only a request's own 2xx stream (or its resume) carries its response; other answers (a 202
   // for a notification, an HTTP error the SDK reports itself) only need the listeners released.
