@@ -2,16 +2,15 @@ import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
-import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
 import { CallRunner } from "../runner/runner.js";
-import { Wire } from "../wire/wire.js";
+import type { Wire } from "../wire/wire.js";
 import { decorateTransport } from "../wire/decorate.js";
+import { isStreamableHttpTransport, isV2Client } from "../sdk/private.js";
 import { createFacade, createSdkShell, decorated } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
-import { connectedTransport } from "./with-cancellation.js";
-import { isStreamableHttpTransport, isV2Client, sdkWaitDropper } from "../sdk/private.js";
+import { clientWire, connectedTransport } from "./with-cancellation.js";
 
 /** One decorated transport: the wire in its path and the handler it installed on it. */
 interface Attached {
@@ -90,14 +89,7 @@ export function attachCancellation<C extends ClientLike>(
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {
-    const wire = new Wire(adapterFor(target), {
-      maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-      onAnomaly: defaults.onAnomaly,
-      releaseFailedSends: !v2,
-      connected: true,
-      forwardSdkReason: defaults.forwardAbortReason ?? false,
-      releaseWait: sdkWaitDropper(client),
-    });
+    const wire = clientWire(adapterFor(target), client, defaults, true);
     // In place: the SDK keeps calling target.send, which is now the wire's.
     (target as { send: unknown }).send = wire.transport.send;
     decorated.add(target);

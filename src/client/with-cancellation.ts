@@ -55,14 +55,7 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = isV2Client(client);
-  const wire = new Wire(adapter, {
-    maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-    onAnomaly: defaults.onAnomaly,
-    releaseFailedSends: !v2,
-    forwardSdkReason: defaults.forwardAbortReason ?? false,
-    releaseWait: sdkWaitDropper(client),
-  });
-  decorated.add(wire.transport);
+  const wire = clientWire(adapter, client, defaults);
   const runner = new CallRunner({
     defaults,
     client,
@@ -106,6 +99,30 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
       return wire.tombstoneCount;
     },
   };
+}
+
+/**
+ * The wire between an SDK client and its transport, with the client-wide defaults (every SDK
+ * client shell makes its wires here: withCancellation, attachCancellation, the Agents server).
+ * Its transport is marked as carrying the library. `connected`: the transport is already
+ * started (attachCancellation). @internal
+ */
+export function clientWire<T extends TransportLike>(
+  adapter: CancellationAdapter<T>,
+  client: object,
+  defaults: CancellationOptions,
+  connected = false,
+): Wire<T> {
+  const wire = new Wire(adapter, {
+    maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+    onAnomaly: defaults.onAnomaly,
+    releaseFailedSends: !isV2Client(client),
+    connected,
+    forwardSdkReason: defaults.forwardAbortReason ?? false,
+    releaseWait: sdkWaitDropper(client),
+  });
+  decorated.add(wire.transport);
+  return wire;
 }
 
 /** The transport the SDK client is connected through (v1 and v2: the `transport` getter), if any. */

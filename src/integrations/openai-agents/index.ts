@@ -1,19 +1,23 @@
 // `mcp-cancellable/openai-agents`: an `MCPServer` for OpenAI Agents JS (`@openai/agents`) whose
-// tool calls go through the library. Type-only imports of the framework: nothing of it is loaded
-// at run time, and the root entry never reaches this file.
+// tool calls go through the library: a shell over one `CallRunner` (src/runner/runner.ts) that
+// lives across reconnects. Type-only imports of the framework: nothing of it is loaded at run
+// time, and the root entry never reaches this file.
 import type { MCPServer } from "@openai/agents";
-import { withCancellation } from "../../client/with-cancellation.js";
-import type { CancellableClient, ClientLike, ToolResult } from "../../client/with-cancellation.js";
-import type { RunRecord } from "../../core/record.js";
+import { clientWire, toAdapter } from "../../client/with-cancellation.js";
+import { isV2Client } from "../../sdk/private.js";
+import type { ClientLike, ToolResult } from "../../client/with-cancellation.js";
+import { createFacade } from "../../client/facade.js";
+import type { Facade, SdkCalls } from "../../client/facade.js";
+import type { RunRecord } from "../../types/record.js";
 import { isCallCancelledError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import { MemoryLedger } from "../../ledger/memory.js";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
-import { DEFAULT_MAX_RECORDS } from "../../options/defaults.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
+import { CallRunner } from "../../runner/runner.js";
+import type { Wire } from "../../wire/wire.js";
 
 /** A v1 (`@modelcontextprotocol/sdk`) or v2 (`@modelcontextprotocol/client`) SDK `Client`, not yet connected. */
 export interface AgentsClientLike extends ClientLike {
@@ -65,9 +69,17 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
   agents?: AgentsServerSettings;
 }
 
+/** One `connect()`'s client, its wire, and the library's calls over the server's one runner. */
+interface Connected {
+  readonly client: AgentsClientLike;
+  readonly wire: Wire<TransportLike>;
+  readonly calls: Facade;
+}
+
 /**
  * An `MCPServer` for OpenAI Agents JS (`new Agent({ mcpServers: [server] })`) whose every
- * request goes through `withCancellation`:
+ * request goes through the library's one call path (one `CallRunner` for the server's life,
+ * across reconnects: records, call ids, the deadline queue, `onRecord` and the observer):
  *
  * - each tool call has an idle timeout and a maximum total timeout (client-wide defaults, per
  *   tool through `callOptions`), even where the Agents runtime sets none;
@@ -90,19 +102,15 @@ export class CancellableMCPServer implements MCPServer {
   cacheToolsList: boolean;
   readonly #create: CancellableMCPServerOptions["create"];
   readonly #callOptions: CancellableMCPServerOptions["callOptions"];
-  readonly #defaults: CancellationOptions;
-  readonly #ledger: MemoryLedger;
-  readonly #onRecord: ((record: RunRecord) => void) | undefined;
-  #recordKey = 0;
-  #client: AgentsClientLike | null = null;
-  #mcp: CancellableClient<TransportLike> | null = null;
+  readonly #runner: CallRunner;
+  #connected: Connected | null = null;
   #tools: AgentsTool[] | null = null;
 
   constructor(options: CancellableMCPServerOptions) {
     if (typeof options !== "object" || options === null) {
       throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
     }
-    const { name, create, cacheToolsList, callOptions, agents, onRecord, ...defaults } = options;
+    const { name, create, cacheToolsList, callOptions, agents, ...defaults } = options;
     if (typeof name !== "string" || name === "") {
       throw new InvalidOptionError("name", "CancellableMCPServer: name must be a non-empty string");
     }
@@ -112,14 +120,21 @@ export class CancellableMCPServer implements MCPServer {
     if (callOptions !== undefined && typeof callOptions !== "function") {
       throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
     }
-    parseCancellationOptions({ ...defaults, ...(onRecord === undefined ? {} : { onRecord }) }, "CancellableMCPServer options");
     this.#name = name;
     this.cacheToolsList = cacheToolsList ?? false;
     this.#create = create;
     this.#callOptions = callOptions;
-    this.#onRecord = onRecord;
-    this.#defaults = defaults;
-    this.#ledger = new MemoryLedger(defaults.maxRecords ?? DEFAULT_MAX_RECORDS);
+    const server = this;
+    this.#runner = new CallRunner({
+      defaults: parseCancellationOptions(defaults, "CancellableMCPServer options"),
+      // The observer sees the current connection's SDK client.
+      get client() {
+        return server.#connected?.client;
+      },
+      // Between close() and connect() no call gets this far (#calls() refuses it): null is a
+      // connection that went away.
+      wire: () => server.#connected?.wire ?? null,
+    });
     if (agents !== undefined) Object.assign(this, agents);
   }
 
@@ -132,39 +147,39 @@ export class CancellableMCPServer implements MCPServer {
    * A server already connected is closed first.
    */
   async connect(): Promise<void> {
-    if (this.#client !== null) await this.close();
+    if (this.#connected !== null) await this.close();
     const { client, transport } = await this.#create();
-    // One ledger across reconnects: each client's own ledger keeps nothing.
-    const mcp = withCancellation(client, transport, { ...this.#defaults, maxRecords: 0, onRecord: this.#record() });
+    const wire = clientWire(toAdapter(transport, "CancellableMCPServer create()"), client, this.#runner.defaults);
     try {
-      await client.connect(mcp.transport as never);
+      await client.connect(wire.transport as never);
     } catch (error) {
       await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
       throw error;
     }
-    this.#client = client;
-    this.#mcp = mcp;
+    const sdk = client as unknown as SdkCalls;
+    const own: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+    this.#connected = { client, wire, calls: createFacade(this.#runner, own, client, isV2Client(client)) };
     this.#tools = null;
   }
 
   /** Closes the client (and its transport); calls still pending settle as `connection-closed`. */
   async close(): Promise<void> {
-    const client = this.#client;
-    this.#client = null;
-    this.#mcp = null;
+    const client = this.#connected?.client;
+    this.#connected = null;
     this.#tools = null;
     await client?.close();
   }
 
   /** `tools/list`, every page, with the client-wide timeouts; cached when `cacheToolsList` is set. */
   async listTools(): Promise<AgentsTool[]> {
-    const mcp = this.#connected();
+    const { calls } = this.#calls();
     if (this.cacheToolsList && this.#tools !== null) return this.#tools;
+    const connected = this.#connected;
     const tools: AgentsTool[] = [];
     const cursors = new Set<string>();
     let cursor: string | undefined;
     for (;;) {
-      const page = await mcp.request<{ tools: AgentsTool[]; nextCursor?: string }>({
+      const page = await calls.request<{ tools: AgentsTool[]; nextCursor?: string }>({
         method: "tools/list",
         ...(cursor === undefined ? {} : { params: { cursor } }),
       });
@@ -174,7 +189,7 @@ export class CancellableMCPServer implements MCPServer {
       if (cursors.has(cursor)) throw new Error(`MCP server ${this.#name} returned a repeated tools/list cursor`);
       cursors.add(cursor);
     }
-    if (this.#mcp === mcp) this.#tools = tools;
+    if (this.#connected === connected) this.#tools = tools;
     return tools;
   }
 
@@ -206,12 +221,12 @@ export class CancellableMCPServer implements MCPServer {
     meta?: Record<string, unknown> | null,
     options?: AgentsCallOptions,
   ): Promise<AgentsResult> {
-    const mcp = this.#connected();
+    const { calls } = this.#calls();
     const signal = options?.signal;
     const callArgs = args ?? {};
     const perCall = this.#callOptions?.(toolName, callArgs);
     try {
-      const result: ToolResult = await mcp.callTool(
+      const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
         { ...perCall, ...(signal === undefined ? {} : { signal }) },
       );
@@ -231,45 +246,24 @@ export class CancellableMCPServer implements MCPServer {
 
   /** Run records of every request made through this server, across reconnects, oldest first (at most `maxRecords`). */
   records(): RunRecord[] {
-    return this.#ledger.list();
+    return this.#runner.records();
   }
 
   /** Requests still pending on the wire (0 when idle or not connected). */
   get pendingCount(): number {
-    return this.#mcp?.pendingCount ?? 0;
+    return this.#connected?.wire.pendingCount ?? 0;
   }
 
   /** The connected SDK client (`null` before `connect()` and after `close()`). */
   get client(): AgentsClientLike | null {
-    return this.#client;
+    return this.#connected?.client ?? null;
   }
 
-  #record(): (record: RunRecord) => void {
-    const ledger = this.#ledger;
-    const onRecord = this.#onRecord;
-    const keys = new Map<RunRecord["requestId"], number>();
-    return (record) => {
-      // An update (late message, verification) replaces the record of the same request.
-      let key = keys.get(record.requestId);
-      if (key === undefined || record.revision === 0) {
-        key = ++this.#recordKey;
-        if (record.requestId !== null) keys.set(record.requestId, key);
-        if (keys.size > (this.#defaults.maxRecords ?? DEFAULT_MAX_RECORDS)) keys.delete(keys.keys().next().value!);
-      }
-      ledger.put(key, record);
-      try {
-        onRecord?.(record);
-      } catch {
-        // A throwing log hook must not change how a call settles.
-      }
-    };
-  }
-
-  #connected(): CancellableClient<TransportLike> {
-    if (this.#mcp === null) {
+  #calls(): Connected {
+    if (this.#connected === null) {
       throw new Error(`MCP server ${this.#name} is not connected: call connect() first`);
     }
-    return this.#mcp;
+    return this.#connected;
   }
 }
 
