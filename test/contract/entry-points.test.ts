@@ -16,7 +16,9 @@ import type { CallObserver, CancellationOptions, RunRecord } from "../../src/ind
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
 import { CancellableMCPServerStdio } from "../../src/integrations/openai-agents/index.js";
+import { otelRecorder } from "../../src/otel/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
+import { otelHarness } from "../otel/harness.js";
 import { SLACK_MS } from "../helpers/timing.js";
 
 /** What a behaviour asks of one call, in the library's terms (durations in ms). */
@@ -27,6 +29,8 @@ interface Ask {
   maxTotalTimeoutMs?: number;
   resetTimeoutOnProgress?: boolean;
   signal?: AbortSignal;
+  /** SDK request options to pass on as they are (`relatedRequestId`, ...), for the entry points that take the SDK's options. */
+  sdk?: Record<string, unknown>;
 }
 
 /** A call's outcome in one shape: the result, or the error's stable code ("server" for the server's own). */
@@ -41,9 +45,30 @@ interface Session {
 interface Driver {
   readonly name: string;
   connect(options: CancellationOptions, stderr: (line: string) => void): Promise<Session>;
-  /** Behaviours this entry point cannot have, with why. */
-  readonly lacks?: Readonly<Record<string, string>>;
+  /** Behaviours this entry point cannot have, with why (the same is in docs/frameworks.md). */
+  readonly lacks?: Readonly<Partial<Record<Behaviour, string>>>;
 }
+
+type Behaviour = "idle-timeout" | "max-total-timeout" | "abort" | "late-result" | "late-error" | "connection-lost" | "refused-send" | "sdk-options";
+
+/** What went down the SDK transport's `send`, with the options the SDK handed it (the spawned transports of the v1 and v2 drivers). */
+let sends: Array<{ method: string | undefined; options: Record<string, unknown> | undefined }> = [];
+
+function spy<T extends { send(message: never, options?: never): Promise<void> }>(transport: T): T {
+  const send = transport.send.bind(transport) as (message: unknown, options?: unknown) => Promise<void>;
+  (transport as { send: unknown }).send = (message: { method?: string }, options?: Record<string, unknown>) => {
+    sends.push({ method: message.method, options });
+    return send(message, options);
+  };
+  return transport;
+}
+
+/** Why the library-shaped and framework-shaped entry points take no SDK request options. */
+const NO_SDK_OPTIONS = {
+  library: "its per-call options are the library's own (CallOptions); the SDK's request options are sdkClient's and attachCancellation's",
+  aiSdk: "the AI SDK's tool execute takes an abortSignal only: there are no SDK request options to pass",
+  agents: "the Agents runtime hands callTool a signal only (MCPCallToolOptions): there are no SDK request options to pass",
+} as const;
 
 const SERVER_ARGS = [fixture("scripted-server.mjs"), "--list-all"];
 
@@ -56,13 +81,13 @@ function libraryOutcome(error: unknown): Outcome {
 function spawnV1(stderr: (line: string) => void) {
   const transport = new StdioV1({ command: process.execPath, args: SERVER_ARGS, stderr: "pipe" });
   transport.stderr?.on("data", (chunk: Buffer) => chunk.toString("utf8").split("\n").forEach(stderr));
-  return transport;
+  return spy(transport);
 }
 
 function spawnV2(stderr: (line: string) => void) {
   const transport = new StdioV2({ command: process.execPath, args: SERVER_ARGS, stderr: "pipe" });
   transport.stderr?.on("data", (chunk: Buffer) => chunk.toString("utf8").split("\n").forEach(stderr));
-  return transport;
+  return spy(transport);
 }
 
 const libraryOptions = (ask: Ask) => ({
@@ -78,10 +103,11 @@ const sdkOptions = (ask: Ask) => ({
   ...(ask.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeout: ask.maxTotalTimeoutMs }),
   ...(ask.resetTimeoutOnProgress === undefined ? {} : { resetTimeoutOnProgress: ask.resetTimeoutOnProgress }),
   ...(ask.signal === undefined ? {} : { signal: ask.signal }),
+  ...ask.sdk,
 });
 
 /** The per-call options a framework's option hook gives: everything but the signal, which the framework passes itself. */
-const withoutSignal = ({ signal: _signal, ...rest }: Ask): Ask => rest;
+const withoutSignal = ({ signal: _signal, sdk: _sdk, ...rest }: Ask): Ask => rest;
 
 const settle = (promise: Promise<unknown>): Promise<Outcome> =>
   promise.then(
@@ -92,6 +118,7 @@ const settle = (promise: Promise<unknown>): Promise<Outcome> =>
 const drivers: Driver[] = [
   {
     name: "withCancellation (v1 client)",
+    lacks: { "sdk-options": NO_SDK_OPTIONS.library },
     async connect(options, stderr) {
       const client = new ClientV1({ name: "contract", version: "1.0.0" });
       const mcp = withCancellation(client, stdioCancellation(spawnV1(stderr)), options);
@@ -105,6 +132,7 @@ const drivers: Driver[] = [
   },
   {
     name: "withCancellation (v2 client)",
+    lacks: { "sdk-options": NO_SDK_OPTIONS.library },
     async connect(options, stderr) {
       const client = new ClientV2({ name: "contract", version: "1.0.0" });
       const mcp = withCancellation(client, stdioCancellation(spawnV2(stderr)), options);
@@ -157,6 +185,13 @@ const drivers: Driver[] = [
   },
   {
     name: "the Vercel AI SDK transport (createMCPClient)",
+    lacks: {
+      "sdk-options": NO_SDK_OPTIONS.aiSdk,
+      "refused-send":
+        "on stdio the AI SDK closes its client when the transport closes and refuses the next request itself " +
+        "(\"Attempted to send a request from a closed client\"): it never reaches the transport, so there is no call to settle " +
+        "or record (over HTTP the refused send does reach it: entry-points-http.test.ts)",
+    },
     async connect(options, stderr) {
       let current: Ask = { tool: "" };
       const transport = cancellableTransport(stdioCancellation(spawnV1(stderr)), {
@@ -188,6 +223,7 @@ const drivers: Driver[] = [
   },
   {
     name: "the OpenAI Agents server (CancellableMCPServerStdio)",
+    lacks: { "sdk-options": NO_SDK_OPTIONS.agents },
     async connect(options, stderr) {
       let current: Ask = { tool: "" };
       const records: RunRecord[] = [];
@@ -228,6 +264,8 @@ interface Harness {
   /** The ids of the `tools/call` requests the server read. */
   toolCalls(): unknown[];
   observed: { started: number; records: RunRecord[] };
+  /** What the SDK handed the transport's `send` (the v1 and v2 drivers' own transports). */
+  sends(): typeof sends;
 }
 
 describe.each(drivers)("entry-point contract: $name", (driver) => {
@@ -246,6 +284,7 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
         return { record: (record) => void observed.records.push(record) };
       },
     };
+    sends = [];
     const session = await driver.connect({ observer, ...options }, (line) => lines.push(line));
     open.push(session);
     const read = () =>
@@ -256,10 +295,11 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
       observed,
       cancels: () => read().filter((m) => m.method === "notifications/cancelled").map((m) => m.params as { requestId: unknown; reason?: string }),
       toolCalls: () => read().filter((m) => m.method === "tools/call").map((m) => m.id),
+      sends: () => sends,
     };
   }
 
-  const skipIfLacking = (behaviour: string) => driver.lacks?.[behaviour] !== undefined;
+  const skipIfLacking = (behaviour: Behaviour) => driver.lacks?.[behaviour] !== undefined;
 
   it("a result is delivered as the result; one record, succeeded; the observer saw one call", async () => {
     const h = await connect();
@@ -352,6 +392,44 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     expect(h.toolCalls()).toHaveLength(1);
   });
 
+  it.skipIf(skipIfLacking("refused-send"))("a refused send (the server is gone): CONNECTION_CLOSED at once, with its record, never sent", async () => {
+    const h = await connect();
+    expect(await h.session.call({ tool: "crash", args: { ms: 50 }, timeoutMs: 10_000 })).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
+    const started = performance.now();
+    const outcome = await h.session.call({ tool: "echo", timeoutMs: 10_000 });
+    expect(performance.now() - started).toBeLessThan(SLACK_MS);
+    expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
+    const records = h.session.records();
+    expect(records).toHaveLength(2);
+    expect(records[1]).toMatchObject({ status: "cancelled", name: "echo", requestId: null, cancel: { trigger: "connection-closed", mechanism: "none" } });
+    expect(h.toolCalls()).toHaveLength(1);
+  });
+
+  it.skipIf(skipIfLacking("sdk-options"))("the SDK's request options: timeout mapped to the idle timeout, the rest (relatedRequestId) handed to the SDK", async () => {
+    const h = await connect();
+    const outcome = await h.session.call({ tool: "silent", timeoutMs: 150, sdk: { relatedRequestId: "parent-7" } });
+    expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
+    const [sent] = h.sends().filter((m) => m.method === "tools/call");
+    expect(sent?.options?.relatedRequestId).toBe("parent-7");
+    expect(h.session.records()[0]?.cancel?.trigger).toBe("timeout");
+  });
+
+  it("the observer (OpenTelemetry): one span per call, its error.type by how the call ended", async () => {
+    const otel = otelHarness();
+    const h = await connect({ observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }) });
+    expect((await h.session.call({ tool: "echo" })).ok).toBe(true);
+    expect(await h.session.call({ tool: "silent", timeoutMs: 150 })).toMatchObject({ code: "REQUEST_TIMEOUT" });
+    const controller = new AbortController();
+    const calling = h.session.call({ tool: "silent", signal: controller.signal });
+    expect(await eventually(() => h.toolCalls().length === 3)).toBe(true);
+    controller.abort(new Error("private"));
+    expect(await calling).toMatchObject({ code: "CANCELLED" });
+    const spans = otel.spans().filter((span) => span.attributes["mcp.method.name"] === "tools/call" && span.parentSpanId === undefined);
+    expect(spans.map((span) => span.attributes["error.type"])).toEqual([undefined, "timeout", "cancelled"]);
+    expect(spans.map((span) => span.attributes["jsonrpc.request.id"])).toEqual(h.toolCalls().map(String));
+    await otel.shutdown();
+  });
+
   it("records: one per call, each with its own call id; the observer saw every call once", async () => {
     const h = await connect();
     await Promise.all([h.session.call({ tool: "echo" }), h.session.call({ tool: "echo" }), h.session.call({ tool: "silent", timeoutMs: 150 })]);
@@ -360,5 +438,25 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     expect(new Set(records.map((r) => r.callId)).size).toBe(3);
     expect(new Set(records.map((r) => r.requestId)).size).toBe(3);
     expect(h.observed.started).toBe(3);
+  });
+});
+
+describe("entry-point contract: ids across entry points", () => {
+  const open: Session[] = [];
+  afterEach(async () => {
+    for (const session of open.splice(0)) await session.close().catch(() => {});
+  });
+
+  it("every entry point's calls get call ids no other entry point's calls have, and each its own connection id", async () => {
+    const sessions = await Promise.all(drivers.map((driver) => driver.connect({}, () => {})));
+    open.push(...sessions);
+    await Promise.all(sessions.flatMap((session) => [session.call({ tool: "echo" }), session.call({ tool: "echo" })]));
+    const records = sessions.map((session) => session.records());
+    expect(records.map((r) => r.length)).toEqual(drivers.map(() => 2));
+    const callIds = records.flat().map((r) => r.callId);
+    expect(new Set(callIds).size).toBe(callIds.length);
+    // One connection id per entry point's connection, the same for both of its calls.
+    expect(records.map((r) => new Set(r.map((record) => record.connectionId)).size)).toEqual(drivers.map(() => 1));
+    expect(new Set(records.map((r) => r[0]!.connectionId)).size).toBe(drivers.length);
   });
 });
