@@ -94,11 +94,46 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     await eventually(() => mcp.records().some((r) => r.method === "tools/call"));
     const calls = mcp.records().filter((r) => r.method === "tools/call");
     expect(calls).toHaveLength(1);
-    // LangChain turns its timeout into an AbortSignal.timeout as well: whichever fires first
-    // decides the trigger; either way exactly one cancel went out.
-    expect(["timeout", "aborted"]).toContain(calls[0]!.cancel?.trigger);
+    // LangChain turns its timeout into an AbortSignal.timeout as well, of the same length: which
+    // of the two fires first is a timer race, so the trigger is pinned by the two cases below,
+    // each handing LangChain's call only one of them. Here: exactly one cancel went out.
     expect(calls[0]!.cancel?.mechanism).toBe("notification");
   });
+
+  /** A view of `mcp.sdkClient` whose callTool drops one of the SDK options LangChain passes. */
+  const dropping = (sdkClient: object, drop: "timeout" | "signal") =>
+    new Proxy(sdkClient, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (key !== "callTool") return typeof value === "function" ? value.bind(target) : value;
+        return (params: unknown, schema: unknown, options: Record<string, unknown> = {}) => {
+          const { [drop]: _dropped, ...rest } = options;
+          return (value as (...args: unknown[]) => Promise<unknown>).call(target, params, schema, rest);
+        };
+      },
+    });
+
+  for (const [kept, trigger] of [
+    ["timeout", "timeout"],
+    ["signal", "aborted"],
+  ] as const) {
+    it(`LangChain's defaultToolTimeout, its ${kept} alone reaching us: the cancel's trigger is ${trigger}, one cancel`, async () => {
+      const transport = new StdioClientTransport({ command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" });
+      const client = new ClientV1({ name: "langchain-bot", version: "1.0.0" });
+      const mcp = withCancellation(client, stdioCancellation(transport));
+      await client.connect(mcp.transport);
+      cleanups.push(() => client.close());
+      const view = dropping(mcp.sdkClient, kept === "timeout" ? "signal" : "timeout") as typeof mcp.sdkClient;
+      const tools = await loadMcpTools("reports", view, { defaultToolTimeout: 250 });
+      const t0 = performance.now();
+      const error = await (tools.find((t) => t.name === "sleep") as DynamicStructuredTool).invoke({ ms: 10_000 }).catch((e: unknown) => e);
+      expect(performance.now() - t0).toBeLessThan(250 + SLACK_MS);
+      expect(error).toBeInstanceOf(Error);
+      expect(await eventually(() => calls(mcp).length === 1)).toBe(true);
+      expect(calls(mcp)).toHaveLength(1);
+      expect(calls(mcp)[0]!.cancel).toMatchObject({ trigger, mechanism: "notification" });
+    });
+  }
 
   it("a late result (a server that ignores the cancel) is discarded and recorded; the tool is not called twice", async () => {
     const { mcp, tool, received, errors } = await overStdio("scripted-server.mjs", ["--list-all"], { timeoutMs: 150 });

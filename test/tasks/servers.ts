@@ -160,15 +160,16 @@ export async function startV1TaskServer(options: { pollInterval?: number } = {})
 
 /**
  * A scripted 2026-07-28 server with the tasks extension: `server/discover`, and `tools/call` of
- * `report` ({ms}) answered with a task (resultType "task", pollIntervalMs 20) when the request
- * declares the extension, else at once. tasks/get inlines the result; tasks/cancel answers with
- * an empty acknowledgement and (cooperative) marks the task cancelled on the next tick.
+ * `report` ({ms, ignoreCancel?}) answered with a task (resultType "task", pollIntervalMs 20) when
+ * the request declares the extension, else at once. tasks/get inlines the result; tasks/cancel
+ * answers with an empty acknowledgement and (cooperative) marks the task cancelled 5 ms later,
+ * unless the call said `ignoreCancel`: then the task goes on and completes at `ms` anyway.
  */
 export async function startRaw2026TaskServer(): Promise<TaskServer> {
   const seen: Seen[] = [];
   const fates = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
-  const tasks = new Map<string, { status: string; createdAt: string; result?: unknown }>();
+  const tasks = new Map<string, { status: string; createdAt: string; result?: unknown; ignoreCancel?: boolean }>();
   const later = (ms: number, fn: () => void): void => {
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -202,12 +203,13 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
       case "tools/list":
         return ok({ tools: [{ name: "report", inputSchema: { type: "object" } }] });
       case "tools/call": {
-        const ms = Number((params.arguments as { ms?: number } | undefined)?.ms ?? 100);
+        const args = (params.arguments ?? {}) as { ms?: number; ignoreCancel?: boolean };
+        const ms = Number(args.ms ?? 100);
         const meta = (params._meta ?? {}) as Record<string, { extensions?: Record<string, unknown> }>;
         const declared = meta["io.modelcontextprotocol/clientCapabilities"]?.extensions?.["io.modelcontextprotocol/tasks"] !== undefined;
         if (!declared) return ok({ content: [{ type: "text", text: "done at once" }] });
         const taskId = randomUUID();
-        tasks.set(taskId, { status: "working", createdAt: new Date().toISOString() });
+        tasks.set(taskId, { status: "working", createdAt: new Date().toISOString(), ignoreCancel: args.ignoreCancel === true });
         later(ms, () => {
           const task = tasks.get(taskId)!;
           if (task.status !== "working") return;
@@ -225,7 +227,7 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
         if (m.method === "tasks/get") return ok(taskView(taskId));
         later(5, () => {
           const task = tasks.get(taskId)!;
-          if (task.status === "working") {
+          if (task.status === "working" && task.ignoreCancel !== true) {
             task.status = "cancelled";
             fates.set(taskId, "cancelled");
           }
