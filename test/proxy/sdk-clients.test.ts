@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ListRootsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioClientTransportV2 } from "@modelcontextprotocol/client/stdio";
 import { EVERYTHING, eventually, fixture, proxyCommand, server, sleep } from "./helpers.js";
@@ -75,6 +75,34 @@ describe("the v1 SDK client through the proxy", () => {
     expect(progress.slice(0, 2)).toEqual([1, 2]);
     expect(errors).toEqual([]);
     expect(stderr()).not.toMatch(/malformed|anomaly/);
+  });
+
+  it("to server-everything: the server's own requests (sampling/createMessage, roots/list) reach the client and its answers go back", async () => {
+    const transport = new StdioClientTransport({ ...proxyCommand(server(EVERYTHING, "stdio")), stderr: "pipe" });
+    const client = new Client({ name: "proxy-test-v1", version: "1.0.0" }, { capabilities: { sampling: {}, roots: {} } });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    const asked: string[] = [];
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      asked.push(request.method);
+      return { model: "test-model", role: "assistant", content: { type: "text", text: "sampled through the proxy" } };
+    });
+    client.setRequestHandler(ListRootsRequestSchema, async (request) => {
+      asked.push(request.method);
+      return { roots: [{ uri: "file:///proxy-root", name: "proxy root" }] };
+    });
+    await client.connect(transport);
+    open.push(() => client.close());
+    await sleep(300); // the server registers these tools once it knows the client's capabilities
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(["trigger-sampling-request", "get-roots-list"]));
+    const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hi" } });
+    expect(JSON.stringify(sampled)).toContain("sampled through the proxy");
+    const roots = await client.callTool({ name: "get-roots-list", arguments: {} });
+    expect(JSON.stringify(roots)).toContain("file:///proxy-root");
+    expect(asked).toContain("sampling/createMessage");
+    expect(asked).toContain("roots/list");
+    expect(errors).toEqual([]);
   });
 
   it("the client's own timeout (SDK timeout option): it sends its cancel, the proxy cancels upstream; the late answer never reaches the client", async () => {
