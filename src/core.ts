@@ -10,6 +10,6 @@ export type { CallHooks, CallIds, CallInit, RequestId } from "./core/cancellable
 export { summarize } from "./core/record.js";
 /** The adapter that sends `notifications/cancelled` (stdio, in-memory, custom transports). */
 export { notificationCancellation } from "./adapters/notification.js";
-export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "./wire/types.js";
+export type { AdapterOrTransport, CancellationAdapter, CancelRequest, TransportLike, TransportOf, WireHooks } from "./wire/types.js";
 export type { CancelledNotification, Message } from "./wire/messages.js";
 export type { ResolvedCallOptions } from "./types/options.js";

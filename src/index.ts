@@ -3,6 +3,10 @@
 // what an adapter author needs (`CancellableCall`, its hooks, the wire's message types) is
 // `mcp-cancellable/core` (src/core.ts). docs/api.md lists them all.
 export { withCancellation } from "./client/with-cancellation.js";
+// What withCancellation, cancellableTransport and the Agents server take as a transport, so an
+// adapter chosen at run time (`url ? streamableHttpCancellation(...) : stdioCancellation(...)`)
+// can be named and passed: also in `mcp-cancellable/core` for adapter authors.
+export type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "./adapters/types.js";
 export { attachCancellation } from "./client/attach.js";
 export type {
   CallToolParams,

@@ -1,3 +1,3 @@
 // The adapter interfaces are defined at the wire layer (wire/types.ts), which uses them; adapter
 // code keeps importing them from here.
-export type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } from "../wire/types.js";
+export type { AdapterOrTransport, CancellationAdapter, CancelRequest, TransportLike, TransportOf, WireHooks } from "../wire/types.js";

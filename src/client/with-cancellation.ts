@@ -1,6 +1,6 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
-import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
+import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
@@ -35,11 +35,12 @@ export type {
  * @param options client-wide defaults (all durations in ms) and where records go.
  * @throws {InvalidOptionError} an option is invalid, naming it.
  */
-export function withCancellation<T extends TransportLike, C extends ClientLike = ClientLike>(
+export function withCancellation<A extends AdapterOrTransport, C extends ClientLike = ClientLike>(
   client: C,
-  transport: CancellationAdapter<T> | T,
+  transport: A,
   options?: CancellationOptions,
-): CancellableClient<T, C> {
+): CancellableClient<TransportOf<A>, C> {
+  type T = TransportOf<A>;
   if (typeof client !== "object" || client === null || typeof client.callTool !== "function") {
     throw new InvalidOptionError("client", "withCancellation: client must be an MCP SDK Client");
   }
@@ -51,7 +52,7 @@ export function withCancellation<T extends TransportLike, C extends ClientLike =
         "and connect with client.connect(mcp.transport)",
     );
   }
-  const adapter = toAdapter(transport);
+  const adapter: CancellationAdapter<T> = toAdapter(transport);
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = isV2Client(client);
@@ -132,11 +133,12 @@ export function connectedTransport(client: object): object | undefined {
 }
 
 /** A cancellation adapter as it is, or a plain transport with the notification mechanism. @internal */
-export function toAdapter<T extends TransportLike>(transport: CancellationAdapter<T> | T, where = "withCancellation"): CancellationAdapter<T> {
+export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "withCancellation"): CancellationAdapter<TransportOf<A>> {
+  type T = TransportOf<A>;
   const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
   if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
   if ("cancel" in transport && "transport" in transport && typeof transport.cancel === "function") {
-    return transport;
+    return transport as unknown as CancellationAdapter<T>;
   }
   if (typeof (transport as T).send !== "function" || typeof (transport as T).start !== "function") {
     throw new InvalidOptionError("transport", `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`);

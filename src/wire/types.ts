@@ -60,6 +60,21 @@ export interface CancellationAdapter<T extends TransportLike = TransportLike> {
   flush?(): void;
 }
 
+/**
+ * What an entry point takes as its transport: a cancellation adapter of any transport
+ * (`stdioCancellation(...)`, `streamableHttpCancellation(...)`, your own), or a plain transport
+ * (it gets `notifications/cancelled`). A union of adapters chosen at run time
+ * (`url ? streamableHttpCancellation(...) : stdioCancellation(...)`) is one of these too.
+ */
+export type AdapterOrTransport = CancellationAdapter<TransportLike> | TransportLike;
+
+/**
+ * The SDK transport under an adapter or transport type: `T` for a `CancellationAdapter<T>`, the
+ * type itself for a plain transport, distributed over a union (`TransportOf<StreamableHttpAdapter<H>
+ * | CancellationAdapter<S>>` is `H | S`).
+ */
+export type TransportOf<A> = A extends CancellationAdapter<infer T> ? T : A extends TransportLike ? A : never;
+
 /** What an adapter may tell the wire decorator. */
 export interface WireHooks {
   /**

@@ -5,7 +5,7 @@
 import { toAdapter } from "../../client/with-cancellation.js";
 import type { RunRecord } from "../../types/record.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
+import type { AdapterOrTransport } from "../../adapters/types.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
@@ -80,8 +80,8 @@ export interface CancellableTransportOptions extends CancellationOptions {
  * @param options client-wide defaults (all durations in ms), `callOptions`, and where records go.
  * @throws {InvalidOptionError} a bad transport or option, naming it.
  */
-export function cancellableTransport<T extends TransportLike>(
-  transport: CancellationAdapter<T> | T,
+export function cancellableTransport(
+  transport: AdapterOrTransport,
   options: CancellableTransportOptions = {},
 ): CancellableAiSdkTransport {
   if (typeof options !== "object" || options === null) {

@@ -11,7 +11,7 @@ import type { Facade, SdkCalls } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
 import { isCallCancelledError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
+import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
@@ -29,7 +29,7 @@ export interface AgentsClientLike extends ClientLike {
 export interface ClientAndTransport {
   client: AgentsClientLike;
   /** A cancellation adapter (`stdioCancellation(...)`, `streamableHttpCancellation(...)`) or a plain transport (gets `notifications/cancelled`). */
-  transport: CancellationAdapter | TransportLike;
+  transport: AdapterOrTransport;
 }
 
 /** A tool as `tools/list` describes it (what `listTools()` returns to the Agents runtime). */
