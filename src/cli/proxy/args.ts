@@ -21,6 +21,8 @@ export interface ProxyOptions {
   records: string | undefined;
   /** Log each relayed message's direction and method on stderr. */
   verbose: boolean;
+  /** Record a span per request with the library's OpenTelemetry recorder (`OTEL_*` configure the exporter). */
+  otel: boolean;
 }
 
 export const PROXY_HELP = `Usage: mcp-cancellable proxy [options] -- <command> [args...]
@@ -62,6 +64,12 @@ notifications/cancelled cancels the request upstream. Nothing is ever re-sent.
 
 Records:
   --records <file>        Append one JSON Lines run record per request (initialize excepted).
+  --otel                  A span per request (the library's OpenTelemetry recorder), exported as
+                          the standard OTEL_* variables say: OTEL_TRACES_EXPORTER=otlp (the
+                          default; needs @opentelemetry/exporter-trace-otlp-proto, or -http or
+                          -grpc by OTEL_EXPORTER_OTLP_PROTOCOL), console (JSON lines on stderr)
+                          or none; OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_ENDPOINT and the rest.
+                          Needs @opentelemetry/api and @opentelemetry/sdk-trace-base installed.
   --verbose               Log every relayed message (direction, method, id) on stderr.
   -h, --help              Print this help.
 
@@ -104,6 +112,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
         config: { type: "string" },
         records: { type: "string" },
         verbose: { type: "boolean" },
+        otel: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -168,7 +177,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
   const maxTotalTimeoutMs = ms("--max-total-timeout-ms", v["max-total-timeout-ms"]);
   if (maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = maxTotalTimeoutMs;
   if (v["no-reset-on-progress"] === true) limits.resetTimeoutOnProgress = false;
-  return { upstream, limits, config: v.config, records: v.records, verbose: v.verbose === true };
+  return { upstream, limits, config: v.config, records: v.records, verbose: v.verbose === true, otel: v.otel === true };
 }
 
 /** A duration flag: a whole number of ms from 1 to `MAX_PROXY_MS`, or `none` (Infinity). */

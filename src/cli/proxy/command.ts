@@ -26,9 +26,17 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
     }
     const upstream = options.upstream;
     const io = { input: streams.input ?? process.stdin, output: streams.output ?? process.stdout, log: (text: string) => out.stderr(text) };
-    if (upstream.kind === "stdio") return await runProxy(options, io, () => stdioUpstream(upstream));
-    const { httpUpstream } = await import("./http.js");
-    return await runProxy(options, io, () => httpUpstream(upstream));
+    // --otel: the SDK pieces are loaded now, and only now; a missing one is exit status 2.
+    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, (text) => out.stderr(text)) : undefined;
+    if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
+    const extras = otel?.observer === undefined ? {} : { observer: otel.observer };
+    try {
+      if (upstream.kind === "stdio") return await runProxy(options, io, () => stdioUpstream(upstream), extras);
+      const { httpUpstream } = await import("./http.js");
+      return await runProxy(options, io, () => httpUpstream(upstream), extras);
+    } finally {
+      await otel?.shutdown();
+    }
   } catch (error) {
     if (error instanceof UsageError) {
       out.stderr(`mcp-cancellable proxy: ${error.message}\nRun mcp-cancellable proxy --help for the options.\n`);

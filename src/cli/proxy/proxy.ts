@@ -15,7 +15,7 @@ import { jsonLines } from "../../ledger/json-lines.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, LibraryErrorResponse } from "../../runner/message-transport.js";
 import { nameOf } from "../../runner/runner.js";
-import type { CallOptions, CancellationOptions, Progress } from "../../types/options.js";
+import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { notJsonRpc } from "../stdio-transport.js";
@@ -93,11 +93,17 @@ export async function runProxy<T extends TransportLike>(
   options: ProxyOptions,
   io: ProxyIo,
   makeUpstream: () => Upstream<T> | Promise<Upstream<T>>,
+  extras: ProxyExtras = {},
 ): Promise<number> {
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
   const records = options.records === undefined ? undefined : await openRecords(options.records);
   const upstream = await makeUpstream();
-  return new ProxySession(options, config, io, upstream, records).run();
+  return new ProxySession(options, config, io, upstream, records, extras).run();
+}
+
+/** What the command adds to every call besides the options: the observer of `--otel`. */
+export interface ProxyExtras {
+  readonly observer?: CallObserver;
 }
 
 function openRecords(file: string): Promise<WriteStream> {
@@ -136,7 +142,7 @@ class ProxySession<T extends TransportLike> {
   #done!: (code: number) => void;
   readonly counts: ProxyCounts = { requests: 0, clientCancels: 0, ignoredCancels: 0, malformedFromClient: 0, malformedFromServer: 0, unknownResponses: 0 };
 
-  constructor(options: ProxyOptions, config: ProxyConfig, io: ProxyIo, upstream: Upstream<T>, records: WriteStream | undefined) {
+  constructor(options: ProxyOptions, config: ProxyConfig, io: ProxyIo, upstream: Upstream<T>, records: WriteStream | undefined, extras: ProxyExtras) {
     this.#options = options;
     this.#config = config;
     this.#io = io;
@@ -150,6 +156,7 @@ class ProxySession<T extends TransportLike> {
       maxRecords: 0,
       onAnomaly: (anomaly) => this.#log(`anomaly: ${anomaly.message}`),
       ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => writeLine(this.#withClientId(record)) }),
+      ...(extras.observer === undefined ? {} : { observer: extras.observer }),
     };
     this.#transport = new MessageTransport(upstream.adapter, {
       defaults,
