@@ -362,13 +362,15 @@ async function runTaskCase(): Promise<Line | undefined> {
     try {
       await session.mcp.callTool(
         { name: "generate_quarterly_summary", arguments: { quarter: "Q3" } },
-        { task: { ttlMs: 60_000 }, timeoutMs: BUDGET_MS, reason: `exceeded ${BUDGET_MS}ms budget` },
+        // The budget is the whole task's: its maximum total timeout. The idle timeout measures
+        // silence, and a task that answers its polls is never silent (rule 37).
+        { task: { ttlMs: 60_000 }, maxTotalTimeoutMs: BUDGET_MS, reason: `exceeded ${BUDGET_MS}ms budget` },
       );
       problems.push("[f] the call resolved; it should have been cancelled");
     } catch (caught) {
       error = caught;
     }
-    expectThat("f", "a CallTimeoutError (code REQUEST_TIMEOUT)", isCallTimeoutError(error) && error.code === "REQUEST_TIMEOUT", String(error));
+    expectThat("f", "a CallTimeoutError (code MAX_TOTAL_TIMEOUT)", isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT", String(error));
     const record = await waitFor(() => lastRecord(session!), (r) => r?.outcome === "task-cancelled", LATE_WAIT_MS);
     // Let the server's work reach its next step (it sees the cancel there and stops).
     await new Promise((resolve) => setTimeout(resolve, WORK_MS / 4));
@@ -379,7 +381,7 @@ async function runTaskCase(): Promise<Line | undefined> {
       return undefined;
     }
     expectEqual("f", "status", record.status, "cancelled");
-    expectEqual("f", "cancel.trigger", record.cancel?.trigger, "timeout");
+    expectEqual("f", "cancel.trigger", record.cancel?.trigger, "max-total-timeout");
     expectEqual("f", "cancel.mechanism", record.cancel?.mechanism, "tasks/cancel");
     expectEqual("f", "outcome", record.outcome, "task-cancelled");
     expectEqual("f", "task.status", record.task?.status, "cancelled");

@@ -16,9 +16,8 @@ try {
     {
       // Run it as a task: ask for a 10-minute TTL; poll at the server's interval (1 s if it gives none).
       task: { ttlMs: 600_000, pollIntervalMs: 1_000, watchMs: 10_000 },
-      timeoutMs: 30_000, // idle timeout for the whole task, ms (task progress resets it)
-      resetTimeoutOnProgress: true,
-      maxTotalTimeoutMs: 300_000, // hard cap for the whole task, ms
+      timeoutMs: 30_000, // idle timeout, ms: once the task exists, every answered poll, status or progress resets it
+      maxTotalTimeoutMs: 300_000, // the whole task's budget, ms: nothing resets it
     },
   );
   console.log(result.content);

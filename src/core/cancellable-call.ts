@@ -192,6 +192,16 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   /**
+   * A sign of life from the work behind a call that follows its task (an answered `tasks/get`, a
+   * task status notification, progress): the idle timeout starts again from now. The maximum
+   * total timeout is untouched. A no-op once the call is no longer pending.
+   */
+  alive(): void {
+    if (this.#state !== "pending") return;
+    this.#idleDeadline = this.#init.clock() + this.#init.options.timeoutMs;
+  }
+
+  /**
    * The response is on its way to the SDK, which settles the call in the same turn. From now
    * on no cancel may be sent (rule 7) and no timer or abort can win over the response (rule 9).
    */

@@ -84,6 +84,11 @@ export interface TaskWire {
  * exactly one `tasks/cancel {taskId}` (never `notifications/cancelled`, never for a task
  * already terminal: rules 2, 35, 36), stops polling, and watches for at most `watchMs` so the
  * record says what became of the task.
+ *
+ * Once the task exists the idle timeout measures the server's silence (rule 37: the request's
+ * own timeout ended with its `CreateTaskResult`): the `CreateTaskResult`, each answered
+ * `tasks/get` whatever its status, and each status notification reset it (`call.alive()`; the
+ * wire does the same for task progress). The maximum total timeout always holds.
  */
 export class TaskDriver implements TaskFollower {
   readonly ttlMs: number | undefined;
@@ -113,6 +118,7 @@ export class TaskDriver implements TaskFollower {
     this.#task = task;
     this.#meta = meta;
     this.#readInterval(task.revision === "2025-11-25" ? (result.task as Record<string, unknown>) : result);
+    this.#call?.alive();
     if (isTerminalTaskStatus(task.status)) {
       void this.#poll();
       return;
@@ -152,6 +158,7 @@ export class TaskDriver implements TaskFollower {
    * flight (no poll scheduled), its answer says the same.
    */
   statusNotified(status: string): void {
+    this.#call?.alive(); // a sign of life (rule 37: the task, not the request, is what lives now)
     if (this.#timer === undefined || this.#task === undefined || status === this.#task.status) return;
     this.#stop();
     void this.#poll();
@@ -165,6 +172,8 @@ export class TaskDriver implements TaskFollower {
   }
 
   #schedule(): void {
+    // One poll chain: a poll answered after a cancel and the cancel's own answer both schedule.
+    this.#stop();
     this.#timer = this.timers.setTimeout(() => {
       this.#timer = undefined;
       void this.#poll();
@@ -214,6 +223,7 @@ export class TaskDriver implements TaskFollower {
       return call.fail(error);
     }
     this.#readInterval(answer);
+    call.alive(); // an answered poll, whatever the status, is a sign of life
     const task = this.#see(answer.status);
     if (call.settled) {
       // Watching after a cancel.

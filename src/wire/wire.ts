@@ -541,6 +541,8 @@ export class Wire<T extends TransportLike> {
       const value = total === undefined ? { progress } : { progress, total };
       let increased = true;
       try {
+        // Once its task exists, any progress is a sign of life for the idle timeout (rule 37).
+        if (call.task !== undefined) call.alive();
         increased = call.progress(text === undefined ? value : { ...value, message: text });
       } catch (error) {
         this.#down.onerror?.(new Error(`onprogress threw: ${String(error)}`, { cause: error }) as never);

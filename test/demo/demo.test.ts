@@ -41,7 +41,7 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
       "[c] generate_quarterly_summary cancelled (timeout), verified applied",
       "[d] trigger-long-running-operation cancelled (aborted), outcome unverified",
       "[e] echo succeeded",
-      "[f] generate_quarterly_summary cancelled (timeout), task cancelled by the server",
+      "[f] generate_quarterly_summary cancelled (max-total-timeout), task cancelled by the server",
     ]);
     expect(stdout).toContain("OK: every record is what the worked example says it should be.");
     // Words a new user can follow: how the cases run, no Node internals, no project jargon.
@@ -97,7 +97,7 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
 
     // (f) The task: exactly one tasks/cancel naming it, no notifications/cancelled (rules 2, 35).
     const f = records[5]!;
-    expect(f.cancel).toMatchObject({ trigger: "timeout", mechanism: "tasks/cancel" });
+    expect(f.cancel).toMatchObject({ trigger: "max-total-timeout", mechanism: "tasks/cancel" });
     expect(f.task).toMatchObject({ status: "cancelled", revision: "2025-11-25" });
     const taskCancels = stderr.split("\n").filter((line) => /^\[task-server\] read (tasks\/cancel|notifications\/cancelled)/.test(line));
     expect(taskCancels).toEqual([`[task-server] read tasks/cancel {"taskId":"${f.task!.taskId}"}`]);

@@ -1,6 +1,8 @@
 // The task driver against a scripted in-memory peer (v1 client, 2025-11-25 shapes): what it does
 // when tasks/cancel fails (-32602: the task is already terminal, rule 35), when the server never
-// settles the task within the watch bound, and when a poll is never answered.
+// settles the task within the watch bound, and when a poll is never answered. A task whose polls
+// answer is never cut by the idle timeout (test/tasks/idle.test.ts), so these cancel on the
+// maximum total timeout.
 import { describe, expect, it } from "vitest";
 import { isCallTimeoutError } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
@@ -29,10 +31,10 @@ describe("task driver", () => {
         void peer.error(m.id, -32602, "Cannot cancel task: already in terminal status 'completed'");
       }
     });
-    const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 150 }).catch((e: unknown) => e);
+    const error = await mcp.callTool({ name: "report" }, { task: true, maxTotalTimeoutMs: 150 }).catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => records.at(-1)?.outcome === "task-completed-anyway");
-    expect(records.at(-1)!.summary).toBe("cancelled (timeout), task completed anyway, result discarded");
+    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result discarded");
     expect(peer.requests("tasks/cancel")).toHaveLength(1);
     expect(peer.cancels()).toHaveLength(0);
     await client.close();
@@ -44,7 +46,7 @@ describe("task driver", () => {
       if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
       if (m.method === "tasks/get" || m.method === "tasks/cancel") void peer.result(m.id, task("working"));
     });
-    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 200 }, timeoutMs: 100 }).catch((e: unknown) => e);
+    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 200 }, maxTotalTimeoutMs: 100 }).catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await sleep(400);
     const polls = peer.requests("tasks/get").length;
@@ -129,7 +131,7 @@ describe("task driver", () => {
       if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
     });
     const error = await mcp
-      .callTool({ name: "report" }, { task: true, timeoutMs: 100, verifyDelayMs: 100, verify: () => "not-applied" })
+      .callTool({ name: "report" }, { task: true, maxTotalTimeoutMs: 100, verifyDelayMs: 100, verify: () => "not-applied" })
       .catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     const verified = await (error as { verification: Promise<{ outcome: string }> }).verification;

@@ -58,6 +58,20 @@ describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task
     expect(peer.mcp.pendingCount).toBe(0);
   });
 
+  it("a 900 ms task with a 300 ms idle timeout and no progress completes: each answered poll is a sign of life (issue 20)", async () => {
+    server = await startV1TaskServer({ pollInterval: 20 });
+    const records: RunRecord[] = [];
+    const peer = await connectV1(server.url, { onRecord: (r) => records.push(r) });
+    closeClient = peer.close;
+    // No onprogress, no resetTimeoutOnProgress: the request carries no progress token, so the
+    // server sends no progress; only the polls' answers say the task lives.
+    const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 900 } }, { task: true, timeoutMs: 300 });
+    expect(result.content).toEqual([{ type: "text", text: "report done in 900 ms" }]);
+    expect(records.at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" }, progress: { count: 0 } });
+    expect(methods(server, "tasks/get").length).toBeGreaterThanOrEqual(3);
+    expect(methods(server, "tasks/cancel")).toHaveLength(0);
+  });
+
   it("the server's notifications/tasks/status when the task ends is looked at at once: the result comes long before the next poll", async () => {
     server = await startV1TaskServer({ pollInterval: 10_000 }); // a server that asks for slow polling
     const peer = await connectV1(server.url);
@@ -76,22 +90,22 @@ describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task
     expect(peer.mcp.pendingCount).toBe(0);
   });
 
-  it("on timeout sends exactly one tasks/cancel for its task, no notifications/cancelled, and records what became of it", async () => {
+  it("on its maximum total timeout sends exactly one tasks/cancel for its task, no notifications/cancelled, and records what became of it", async () => {
     server = await startV1TaskServer();
     const records: RunRecord[] = [];
     const peer = await connectV1(server.url, { onRecord: (r) => records.push(r) });
     closeClient = peer.close;
     const started = Date.now();
     const error = await peer.mcp
-      .callTool({ name: "report", arguments: { ms: 2_000 } }, { task: true, timeoutMs: 200 })
+      .callTool({ name: "report", arguments: { ms: 2_000 } }, { task: true, maxTotalTimeoutMs: 200 })
       .catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     expect(Date.now() - started).toBeLessThan(1_500); // released at once, not at the task's end
     await until(() => records.at(-1)?.outcome === "task-cancelled");
     const record = records.at(-1)!;
     const taskId = record.task!.taskId;
-    expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "tasks/cancel" });
-    expect(record.summary).toBe("cancelled (timeout), task cancelled by the server");
+    expect(record.cancel).toMatchObject({ trigger: "max-total-timeout", mechanism: "tasks/cancel" });
+    expect(record.summary).toBe("cancelled (max-total-timeout), task cancelled by the server");
     expect(record.task).toMatchObject({ status: "cancelled" });
     const cancels = methods(server, "tasks/cancel");
     expect(cancels).toHaveLength(1);
@@ -152,24 +166,34 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     expect(peer.mcp.pendingCount).toBe(0);
   });
 
-  it("on timeout sends exactly one tasks/cancel (empty acknowledgement), watches with tasks/get, records the cancelled task", async () => {
+  it("on its maximum total timeout sends exactly one tasks/cancel (empty acknowledgement), watches with tasks/get, records the cancelled task", async () => {
     server = await startRaw2026TaskServer();
     const records: RunRecord[] = [];
     const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
     closeClient = peer.close;
     const error = await peer.mcp
-      .callTool({ name: "report", arguments: { ms: 5_000 } }, { task: true, timeoutMs: 120 })
+      .callTool({ name: "report", arguments: { ms: 5_000 } }, { task: true, maxTotalTimeoutMs: 120 })
       .catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => records.at(-1)?.outcome === "task-cancelled");
     const record = records.at(-1)!;
-    expect(record.summary).toBe("cancelled (timeout), task cancelled by the server");
+    expect(record.summary).toBe("cancelled (max-total-timeout), task cancelled by the server");
     expect(record.cancel).toMatchObject({ mechanism: "tasks/cancel" });
     const cancels = methods(server, "tasks/cancel");
     expect(cancels).toHaveLength(1);
     expect(cancels[0]!).toMatchObject({ mcpName: record.task!.taskId, params: { taskId: record.task!.taskId } });
     expect(methods(server, "notifications/cancelled")).toHaveLength(0);
     expect(peer.mcp.pendingCount).toBe(0);
+  });
+
+  it("a 900 ms task with a 300 ms idle timeout completes: each answered tasks/get is a sign of life (issue 20)", async () => {
+    server = await startRaw2026TaskServer();
+    const peer = await connectV2(server.url, { pin: true });
+    closeClient = peer.close;
+    const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 900 } }, { task: true, timeoutMs: 300 });
+    expect(result.content).toEqual([{ type: "text", text: "report done in 900 ms" }]);
+    expect(methods(server, "tasks/get").length).toBeGreaterThanOrEqual(3);
+    expect(methods(server, "tasks/cancel")).toHaveLength(0);
   });
 
   it("a task that completes anyway after the cancel is recorded so, its result discarded", async () => {
@@ -181,12 +205,12 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     // so it completes at 300 ms whatever the load: the one outcome to record is "completed anyway"
     // (the cancel winning is the test above).
     const error = await peer.mcp
-      .callTool({ name: "report", arguments: { ms: 300, ignoreCancel: true } }, { task: true, timeoutMs: 100 })
+      .callTool({ name: "report", arguments: { ms: 300, ignoreCancel: true } }, { task: true, maxTotalTimeoutMs: 100 })
       .catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => (records.at(-1)?.outcome ?? "").startsWith("task-"));
     expect(records.at(-1)!.outcome).toBe("task-completed-anyway");
-    expect(records.at(-1)!.summary).toBe("cancelled (timeout), task completed anyway, result discarded");
+    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result discarded");
     expect(methods(server, "tasks/cancel")).toHaveLength(1);
   });
 });
@@ -212,7 +236,7 @@ describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.t
     return { mcp, records, stderr: () => stderr.join(""), close: () => client.close() };
   }
 
-  it("task progress keeps the task alive past the idle timeout; then a timeout sends one tasks/cancel and no notification", async () => {
+  it("task progress keeps the task alive past the idle timeout; then the maximum total timeout sends one tasks/cancel and no notification", async () => {
     const { mkdtemp, rm } = await import("node:fs/promises");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
@@ -232,7 +256,7 @@ describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.t
     expect(peer.records.at(-1)!.progress.count).toBeGreaterThanOrEqual(3);
 
     const error = await peer.mcp
-      .callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q2" } }, { task: true, timeoutMs: 500 })
+      .callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q2" } }, { task: true, maxTotalTimeoutMs: 500 })
       .catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => peer.records.at(-1)?.outcome === "task-cancelled");
@@ -240,5 +264,21 @@ describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.t
     const lines = peer.stderr().split("\n").filter((line) => /read (tasks\/cancel|notifications\/cancelled)/.test(line));
     expect(lines).toEqual([`[task-server] read tasks/cancel {"taskId":"${taskId}"}`]);
     expect(peer.mcp.pendingCount).toBe(0);
+  }, 20_000);
+
+  it("a 900 ms task with no progress and a 300 ms idle timeout completes: the answered polls keep it alive (issue 20)", async () => {
+    const { mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = await mkdtemp(join(tmpdir(), "mcp-cancellable-task-test-"));
+    const peer = await connectStdio(dir, 900);
+    closeClient = async () => {
+      await peer.close();
+      await rm(dir, { recursive: true, force: true });
+    };
+    const result = await peer.mcp.callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q4" } }, { task: true, timeoutMs: 300 });
+    expect(JSON.stringify(result.content)).toContain("Q4-summary.md");
+    expect(peer.records.at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" }, progress: { count: 0 } });
+    expect(peer.stderr()).not.toContain("read tasks/cancel");
   }, 20_000);
 });
