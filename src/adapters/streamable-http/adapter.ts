@@ -8,7 +8,7 @@ import type { Message } from "../../wire/messages.js";
 import { decorateTransport } from "../../wire/decorate.js";
 import type { DecoratedTransport } from "../../wire/decorate.js";
 import { hasPerRequestStream, replaceTransportFetch, transportFetch } from "../../sdk/private.js";
-import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, unbindFetch } from "./fetch.js";
+import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, observesBody, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
 /** How long a 2025-era cancel waits for its notification's answer before closing the stream anyway, in ms. */
@@ -24,8 +24,9 @@ const MAX_BLOCKED_TOKENS = 1_024;
 export interface StreamableHttpCancellationOptions {
   /**
    * In ms, 0 to 10_000. On a 2025-era connection (2025-03-26 to 2025-11-25, rule 40) the cancel
-   * POSTs `notifications/cancelled` once the request is known to have reached the server (its
-   * send completed: response headers arrived), or after this long; then closes the request's
+   * POSTs `notifications/cancelled` once the request is known to have reached the server (with
+   * `cancellableFetch()`'s default fetch: its body fully written, and the notification then goes on
+   * a connection of its own; else its response headers arrived), or after this long; then closes the request's
    * stream once the server answered the notification (202), or after this long, whichever
    * comes first. A `close()` of the transport right after a cancel waits at most this long for
    * those notifications before closing. The caller of the cancelled call never waits for any of it.
@@ -79,8 +80,16 @@ interface Stream {
   resumeToken: string | undefined;
   /** We closed it on purpose. */
   cancelled: boolean;
-  /** Whether the request reached the server: its send completed (`yes`) or failed (`failed`). */
+  /**
+   * Whether the request reached the server: `yes` once its body was fully written on the
+   * connection (undici's `onRequestSent`, with `cancellableFetch()`'s default fetch) or its send
+   * completed (the response headers), whichever comes first; `failed` when its send failed before.
+   */
   reached: "pending" | "yes" | "failed";
+  /** Why the send failed (`reached` is `failed`). */
+  failure?: unknown;
+  /** Its response arrived (the stream was already cancelled): a notification not yet sent is dropped (rule 7). */
+  responded?: boolean;
   /** Called once when `reached` leaves `pending`. */
   onReached: (() => void) | undefined;
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
@@ -142,6 +151,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   /** v2 transports take a per-request `requestSignal` and close the POST themselves. */
   readonly #v2: boolean;
   readonly #fetch: unknown;
+  /** The fetch reports each request's body fully written: a send that failed before that never reached the server. */
+  readonly #observesBody: boolean;
   readonly #flushTimeoutMs: number;
   readonly #streams = new Map<RequestId, Stream>();
   /** v1: each request's signal until its send settles, so a cancel before the fetch started still reaches it. */
@@ -174,6 +185,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     const ownFetch = transportFetch(transport);
     this.#v2 = hasPerRequestStream(transport);
     this.#fetch = options.fetch ?? ownFetch;
+    this.#observesBody = observesBody(this.#fetch);
     if (!this.#v2) {
       let bound: boolean;
       try {
@@ -268,9 +280,18 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       await this.#bounded(delivery, new Promise<void>((resolve) => (stream.onReached = resolve)));
       stream.onReached = undefined;
     }
-    if (stream?.reached === "failed") {
+    // A request that provably never reached the server: nothing to cancel. Its body was never
+    // fully written (a fetch that reports it), or its connection was never made.
+    if (stream?.reached === "failed" && (this.#observesBody || neverLeft(stream.failure))) {
       this.#close(stream);
       request.delivery({ sent: "none", failed: null });
+      return;
+    }
+    // Rule 7: its response arrived while the notification waited; the request is no longer in
+    // progress, so nothing is POSTed (the wire discards the response as late).
+    if (stream?.responded === true) {
+      this.#close(stream);
+      request.delivery({ sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } });
       return;
     }
     const sending = this.#sendNotification(request);
@@ -399,13 +420,16 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       },
     };
     if (!this.#v2) this.#sending.set(id, controller.signal);
-    const settle = (reached: "yes" | "failed"): void => {
+    const settle = (reached: "yes" | "failed", failure?: unknown): void => {
       if (this.#sending.get(id) === controller.signal) this.#sending.delete(id);
+      // A body fully written stays "reached" even when the send fails afterwards.
+      if (stream.reached !== "pending") return;
       stream.reached = reached;
+      stream.failure = failure;
       stream.onReached?.();
     };
     return this.#innerSend(message, next).then(() => settle("yes"), (error: unknown) => {
-      settle("failed");
+      settle("failed", error);
       if (this.#streams.get(id) === stream && !stream.cancelled) {
         // The request's own POST failed: only a connect-phase failure proves it never left.
         if (isNetworkError(error)) this.#lost(stream, error, neverLeft(error));
@@ -435,6 +459,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       if (typeof id === "string" || typeof id === "number") {
         const stream = this.#streams.get(id);
         if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
+        else if (stream !== undefined) stream.responded = true; // a cancel's notification still waiting is dropped
       }
     }
     (this.#up.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
@@ -545,6 +570,15 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       this.#checks.add(timer);
     },
     refused: (id, status) => this.#refused(id, status),
+    sent: (id) => this.#bodySent(id),
+  };
+
+  /** The request's body was fully written on its connection: the server has it (rule 10 holds for a notification now). */
+  readonly #bodySent = (id: RequestId): void => {
+    const stream = this.#streams.get(id);
+    if (stream === undefined || stream.reached !== "pending") return;
+    stream.reached = "yes";
+    stream.onReached?.();
   };
 
   /** The server refused a notification with an HTTP error: the delivery reads it when the send resolves. */
@@ -553,7 +587,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   };
 
   /** A v2 transport created with cancellableFetch(): the fetch only forwards (and reports refused notifications). */
-  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop, refused: this.#refused };
+  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop, refused: this.#refused, sent: this.#bodySent };
 }
 
 /** The SDK's `TransportSendOptions` members the adapter touches (v1 and v2). */

@@ -2,8 +2,8 @@
 // Apart from fetch.ts so that the root entry, which reaches the adapter, never pulls in undici.
 import { z } from "zod";
 import { fnOption, parseOptions } from "../../options/schemas.js";
-import { perRequestFetch } from "./fetch.js";
-import type { FetchLike } from "./fetch.js";
+import { FRESH_CONNECTION, ON_BODY_SENT, perRequestFetch } from "./fetch.js";
+import type { FetchLike, ObservingFetch } from "./fetch.js";
 
 const fetchOptionsSchema = z.strictObject({ fetch: fnOption }).partial();
 
@@ -69,16 +69,34 @@ const noop = (): void => {};
  * server address's connection pool goes with its transport; the global fetch where undici is
  * missing.
  */
-function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
+function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
   let dispatcher: InstanceType<Undici["Agent"]> | undefined;
+  /** One-connection dispatchers of notifications on their way (closed when answered, destroyed with the transport). */
+  const fresh = new Set<InstanceType<Undici["Agent"]>>();
   const send = (lib: Undici | undefined, url: string | URL, init: RequestInit | undefined): Promise<Response> => {
-    if (lib === undefined) return globalThis.fetch(url, init);
+    const marks = init as { [ON_BODY_SENT]?: () => void; [FRESH_CONNECTION]?: true } | undefined;
+    const onBodySent = marks?.[ON_BODY_SENT];
+    if (lib === undefined) {
+      // No undici (a browser): no way to see the body written; the adapter waits for the headers.
+      return globalThis.fetch(url, init);
+    }
+    if (marks?.[FRESH_CONNECTION] === true) {
+      // A connection of its own, opened now: after the request's (see FRESH_CONNECTION).
+      const own = new lib.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS, connections: 1, pipelining: 0 });
+      fresh.add(own);
+      const done = (): void => {
+        fresh.delete(own);
+        own.close().catch(noop);
+      };
+      const sent = lib.fetch(url, { ...(init as object), dispatcher: own } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+      sent.then(done, done);
+      return sent;
+    }
     dispatcher ??= new lib.Agent({ ...DEFAULT_DISPATCHER_TIMEOUTS_MS });
-    return lib.fetch(url, { ...(init as object), dispatcher } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+    const through = onBodySent === undefined ? dispatcher : tap(dispatcher, onBodySent);
+    return lib.fetch(url, { ...(init as object), dispatcher: through } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
   };
-  return {
-    // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
-    fetch: (url, init) => {
+  const fetch: FetchLike = (url, init) => {
       if (loaded !== null) return send(loaded, url, init);
       undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
         ({ Agent, fetch }): Undici => ({ Agent, fetch }),
@@ -88,12 +106,37 @@ function ownDefaultFetch(): { fetch: FetchLike; close: () => void } {
         loaded = lib;
         return send(lib, url, init);
       });
-    },
+  };
+  return {
+    // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
+    fetch: Object.assign(fetch, { observesBody: true as const }),
     close: () => {
       const closing = dispatcher;
       dispatcher = undefined;
       // The transport has aborted every request already: nothing is cut short.
       closing?.destroy().catch(noop);
+      for (const own of fresh) own.destroy().catch(noop);
+      fresh.clear();
     },
   };
+}
+
+/**
+ * The dispatcher for one request: the shared one, with undici's `onRequestSent` (the body fully
+ * written on the connection) reported. undici's fetch calls only `dispatch` (and reads
+ * `isMockActive`); the handler is the fetch's own, extended, so `this` stays consistent.
+ */
+function tap(dispatcher: InstanceType<Undici["Agent"]>, onBodySent: () => void): InstanceType<Undici["Agent"]> {
+  type Handler = { onRequestSent?: () => void };
+  return {
+    isMockActive: false,
+    dispatch(options: unknown, handler: Handler) {
+      const observed = Object.create(handler) as Handler;
+      observed.onRequestSent = function (this: Handler) {
+        onBodySent();
+        return handler.onRequestSent?.call(this);
+      };
+      return (dispatcher.dispatch as (options: unknown, handler: Handler) => boolean)(options, observed);
+    },
+  } as unknown as InstanceType<Undici["Agent"]>;
 }

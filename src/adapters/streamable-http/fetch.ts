@@ -27,11 +27,37 @@ export interface FetchPort {
    * adapter records the refusal on the call.
    */
   refused(id: RequestId, status: number): void;
+  /**
+   * The request's POST body was fully written on the connection the server accepted (undici's
+   * `onRequestSent`): the server has the request, so a notification sent now cannot overtake it
+   * (rule 10). Called only by a fetch that can tell (`observesBody`), at most once per request.
+   */
+  sent(id: RequestId): void;
 }
+
+/**
+ * The init key under which the per-request fetch asks its base fetch to report the body fully
+ * written (`() => void`). Only `cancellableFetch()`'s own default fetch (undici) honours it; any
+ * other fetch ignores a symbol key. @internal
+ */
+export const ON_BODY_SENT: unique symbol = Symbol("mcp-cancellable.onBodySent");
+
+/**
+ * The init key under which the per-request fetch asks its base fetch to send a
+ * `notifications/cancelled` on a connection of its own, opened after the request's: the server
+ * accepts connections in order, so the request's (accepted earlier, its body written) is read
+ * before it. Only `cancellableFetch()`'s default fetch honours it. @internal
+ */
+export const FRESH_CONNECTION: unique symbol = Symbol("mcp-cancellable.freshConnection");
+
+/** A base fetch that reports the body fully written when asked (`ON_BODY_SENT`). @internal */
+export type ObservingFetch = FetchLike & { readonly observesBody?: true };
 
 /** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
 interface Registry {
   port: FetchPort | undefined;
+  /** The base fetch reports each request's body fully written. */
+  readonly observesBody: boolean;
   owner: object | undefined;
   /** Closes the default fetch's dispatcher (its connection pools); `undefined` for a fetch given by the caller. */
   close: (() => void) | undefined;
@@ -105,8 +131,8 @@ function mark(error: unknown): void {
  * pulls in undici). `close` releases the base fetch's own dispatcher when the transport closes.
  * @internal
  */
-export function perRequestFetch(base: FetchLike, close?: () => void): FetchLike {
-  const registry: Registry = { port: undefined, owner: undefined, close };
+export function perRequestFetch(base: ObservingFetch, close?: () => void): FetchLike {
+  const registry: Registry = { port: undefined, owner: undefined, close, observesBody: base.observesBody === true };
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
   return fetch;
@@ -138,6 +164,11 @@ export function unbindFetch(fetch: unknown, owner: object): void {
   if (registry?.owner !== owner) return;
   registry.port = undefined;
   registry.close?.();
+}
+
+/** True when `fetch` is a `cancellableFetch()` that reports each request's body fully written (its default undici fetch). @internal */
+export function observesBody(fetch: unknown): boolean {
+  return typeof fetch === "function" && registries.get(fetch)?.observesBody === true;
 }
 
 /** True when `fetch` is a `cancellableFetch()`. @internal */
@@ -177,9 +208,18 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     unlinkRequest();
     if (how !== undefined && id !== undefined) port?.ended(id, how, cause, resumed);
   };
+  // A request's own POST: the base fetch (undici) says when its body is fully written.
+  const requestId = method === "POST" ? id : undefined;
+  const onBodySent = requestId === undefined || !registry.observesBody ? undefined : () => port?.sent(requestId);
   let response: Response;
   try {
-    response = await base(url, { ...init, signal: controller.signal });
+    const sendInit =
+      onBodySent !== undefined
+        ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent }
+        : cancel && registry.observesBody
+          ? { ...init, signal: controller.signal, [FRESH_CONNECTION]: true }
+          : { ...init, signal: controller.signal };
+    response = await base(url, sendInit as RequestInit);
   } catch (error) {
     if (cancel) mark(error);
     release("failed", error);
