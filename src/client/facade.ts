@@ -169,7 +169,8 @@ export interface SdkCalls {
 
 /** The library-shaped calls of a `CancellableClient` (`callTool`, `request`), over one runner. */
 export interface Facade {
-  callTool(params: CallToolParams, options?: ToolCallOptions): Promise<ToolResult>;
+  /** `optionsFrom`: the option hook `options` came from (see `RunRequest.optionsFrom`), for the framework shells. */
+  callTool(params: CallToolParams, options?: ToolCallOptions, optionsFrom?: string): Promise<ToolResult>;
   request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
 }
 
@@ -185,7 +186,7 @@ export const decorated = new WeakSet<object>();
  */
 export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, v2: boolean): Facade {
   return {
-    callTool(params, callOptions) {
+    callTool(params, callOptions, optionsFrom) {
       if (typeof params !== "object" || params === null || typeof params.name !== "string") {
         return Promise.reject(
           new InvalidOptionError(
@@ -210,12 +211,12 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             );
           }
           return runner.run<ToolResult>(
-            { method: "tools/call", name: params.name, params, options: plain ? rest : (callOptions as CallOptions | undefined) },
+            { method: "tools/call", name: params.name, params, options: plain ? rest : (callOptions as CallOptions | undefined), optionsFrom },
             (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
           );
         }
         return runner.run<ToolResult>(
-          { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task) },
+          { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task), optionsFrom },
           // v1: request() (callTool refuses task-required tools); the wire adds params.task.
           (marked, sdkOptions) =>
             v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),

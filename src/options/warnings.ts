@@ -1,6 +1,7 @@
 import { SHORT_DURATION_WARNING_MS } from "./defaults.js";
 
-// The short-duration warning and its state: each option warns at most once per process.
+// The library's warnings and their state: the short-duration warning (at most once per option and
+// process) and the usage-mistake warning (once per distinct mistake).
 
 const warned = new Set<string>();
 
@@ -11,9 +12,30 @@ export function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs", value: nu
   const text =
     `${option} is ${value} ms. Durations are in milliseconds: for ${value} seconds write ${option}: ${value * 1000}. ` +
     `(Shown once per option.)`;
+  emitWarning(text, "MCP_CANCELLABLE_SHORT_DURATION");
+}
+
+/** Distinct usage mistakes warned about so far (bounded: past it, new ones are still thrown and recorded, no longer warned). */
+const mistakes = new Set<string>();
+const MAX_MISTAKES_WARNED = 1_000;
+
+/**
+ * Warns once per distinct usage mistake and process (`McpCancellableWarning`, code
+ * `MCP_CANCELLABLE_INVALID_OPTION`): for an invalid option a framework would otherwise hand to
+ * its model as tool text (an option hook such as `callOptions`), so the developer sees it in
+ * their terminal too. Returns whether it warned.
+ */
+export function warnMistakeOnce(text: string): boolean {
+  if (mistakes.has(text) || mistakes.size >= MAX_MISTAKES_WARNED) return false;
+  mistakes.add(text);
+  emitWarning(text, "MCP_CANCELLABLE_INVALID_OPTION");
+  return true;
+}
+
+function emitWarning(text: string, code: string): void {
   const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { type: string; code: string }) => void } }).process;
   if (typeof proc?.emitWarning === "function") {
-    proc.emitWarning(text, { type: "McpCancellableWarning", code: "MCP_CANCELLABLE_SHORT_DURATION" });
+    proc.emitWarning(text, { type: "McpCancellableWarning", code });
   } else {
     console.warn(`McpCancellableWarning: ${text}`);
   }

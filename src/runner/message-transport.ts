@@ -65,6 +65,8 @@ export interface MessageTransportInit {
   /** Client-wide defaults, already validated. */
   readonly defaults: CancellationOptions;
   readonly callOptions?: CallOptionsHook | undefined;
+  /** The entry point as its user names it, for the message of an invalid option from `callOptions` (default `"MessageTransport"`). */
+  readonly name?: string | undefined;
   /** How a settled request is answered (default `libraryErrorResponse`). */
   readonly respond?: ErrorResponder | undefined;
 }
@@ -94,6 +96,7 @@ export class MessageTransport<T extends TransportLike> {
   readonly #wire: Wire<T>;
   readonly #runner: CallRunner;
   readonly #callOptions: CallOptionsHook | undefined;
+  readonly #name: string;
   readonly #respond: ErrorResponder;
   /** The requests whose answer the client waits for, by request id (live calls only: the wire drops the rest). */
   readonly #waiting = new Map<RequestId, Waiting>();
@@ -102,6 +105,7 @@ export class MessageTransport<T extends TransportLike> {
   constructor(adapter: CancellationAdapter<T>, init: MessageTransportInit) {
     const { defaults } = init;
     this.#callOptions = init.callOptions;
+    this.#name = init.name ?? "MessageTransport";
     this.#respond = init.respond ?? libraryErrorResponse;
     this.#wire = new Wire(adapter, {
       maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
@@ -171,7 +175,8 @@ export class MessageTransport<T extends TransportLike> {
       const signal = options?.signal;
       const callOptions = signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
-      const outcome = this.#runner.run({ method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) => {
+      const optionsFrom = perCall === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
+      const outcome = this.#runner.run({ method, name: nameOf(params), params, options: callOptions, optionsFrom }, (marked, sdkOptions) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
         const meta =

@@ -5,6 +5,10 @@
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks } from "../core/cancellable-call.js";
 import { DeadlineQueue } from "../core/deadlines.js";
+import { summarize } from "../core/record.js";
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { isoTime } from "../utils/iso.js";
+import { warnMistakeOnce } from "../options/warnings.js";
 import type { RunRecord } from "../types/record.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
@@ -48,6 +52,15 @@ export interface RunRequest {
   readonly options?: CallOptions | undefined;
   /** Task-augmented: the task driver's options (rules 35, 36). */
   readonly task?: ResolvedTaskOptions | undefined;
+  /**
+   * Set when `options` came from an entry point's option hook (`callOptions`) whose errors a
+   * framework hands to its model as tool text: the hook as the developer knows it, such as
+   * `CancellableMCPServer "reports" callOptions("generate_quarterly_summary", args)`. An invalid
+   * option then rejects with an `InvalidOptionError` that names the hook, is warned about once
+   * per distinct mistake (`process.emitWarning`, `MCP_CANCELLABLE_INVALID_OPTION`), and is
+   * recorded (status `failed`, outcome `not-sent`, error code `INVALID_OPTION`).
+   */
+  readonly optionsFrom?: string | undefined;
 }
 
 /**
@@ -68,6 +81,9 @@ export interface SdkRequestOptions {
  * the answer: resolved with the result, rejected with the server's error or the send's failure.
  */
 export type Invoke = (params: Record<string, unknown>, sdkOptions: SdkRequestOptions) => Promise<unknown>;
+
+/** A record's error message is cut at this many characters (as the core cuts a server's). */
+const MAX_ERROR_MESSAGE_LENGTH = 1_000;
 
 /** Never 0 or Infinity: Node fires those at once. The SDK's own timer must never decide a call's fate. */
 const SDK_TIMEOUT = MAX_TIMER_DELAY_MS;
@@ -137,7 +153,7 @@ export class CallRunner {
   run<R>(request: RunRequest, invoke: Invoke): Promise<R> {
     const { method, name, params, options, task: taskOptions } = request;
     const defaults = this.#defaults;
-    const resolved = options === undefined ? this.#plainOptions : resolveCallOptions(defaults, options);
+    const resolved = options === undefined ? this.#plainOptions : this.#resolve(request, options);
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
@@ -212,6 +228,47 @@ export class CallRunner {
       },
     );
     return call.promise;
+  }
+
+  /** A call's options over the defaults; an invalid option from an option hook is also warned about and recorded. */
+  #resolve(request: RunRequest, options: CallOptions): ReturnType<typeof resolveCallOptions> {
+    try {
+      return resolveCallOptions(this.#defaults, options);
+    } catch (error) {
+      if (request.optionsFrom === undefined || !(error instanceof InvalidOptionError)) throw error;
+      const what = request.name === null ? request.method : `${request.method} "${request.name}"`;
+      const mistake = new InvalidOptionError(
+        error.option,
+        `${request.optionsFrom} returned an invalid option, so ${what} was not sent: ${error.message}`,
+      );
+      warnMistakeOnce(mistake.message);
+      const now = isoTime(Date.now());
+      const refused = {
+        status: "failed" as const,
+        cancel: null,
+        outcome: "not-sent" as const,
+        error: { code: mistake.code, message: mistake.message.slice(0, MAX_ERROR_MESSAGE_LENGTH) },
+      };
+      const key = nextCallId();
+      this.#record(key, {
+        callId: key,
+        connectionId: this.#connectionId,
+        sessionId: null,
+        requestId: null,
+        method: request.method,
+        name: request.name,
+        startedAt: now,
+        settledAt: now,
+        elapsedMs: 0,
+        ...refused,
+        late: { results: 0, errors: 0, progress: 0 },
+        progress: { count: 0, last: null },
+        verification: null,
+        revision: 0,
+        summary: summarize(refused),
+      });
+      throw mistake;
+    }
   }
 
   #record(key: number, next: RunRecord): void {

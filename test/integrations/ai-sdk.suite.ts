@@ -106,6 +106,36 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       expect(transport.pendingCount).toBe(0);
     });
 
+    it("a usage mistake in callOptions reaches the developer: the tool's execute rejects with the InvalidOptionError naming the hook, one McpCancellableWarning for two calls, a record each; nothing sent", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+        const { transport, tool, uncaught } = await connect(server.adapter, {
+          callOptions: (method) => (method === "tools/call" ? ({ timeoutMs: 2.5, reason: label } as never) : undefined),
+        });
+        for (let call = 0; call < 2; call++) {
+          const error = (await tool("echo")({ text: "hi" }, opts()).then(() => undefined, (e: unknown) => e)) as Error & { code?: string; option?: string };
+          expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "timeoutMs" });
+          expect(error.message).toMatch(/^cancellableTransport callOptions\("tools\/call", params\) returned an invalid option, so tools\/call "echo" was not sent: call options: "timeoutMs" must be an integer/);
+        }
+        await sleep(50);
+        const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes("received 2.5"));
+        expect(ours).toHaveLength(1);
+        const calls = transport.records().filter((r) => r.method === "tools/call");
+        expect(calls.map((r) => [r.status, r.outcome, r.error?.code])).toEqual([
+          ["failed", "not-sent", "INVALID_OPTION"],
+          ["failed", "not-sent", "INVALID_OPTION"],
+        ]);
+        expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+        expect(uncaught).toEqual([]);
+        expect(transport.pendingCount).toBe(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
     // The per-tool maximum total timeout, the idle timeout over HTTP, the abort with the v2 transport
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
     // v1 transport under the AI SDK, and close() must leave no stream open.

@@ -83,7 +83,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
   }
 
   /** The raw scripted stdio peer: logs every line it reads (RECV ...) on stderr; `late` answers after a cancel. */
-  async function scripted(options: { timeoutMs?: number; errorFunction?: null } = {}) {
+  async function scripted(options: { timeoutMs?: number; errorFunction?: null; name?: string; callOptions?: (tool: string) => object | undefined } = {}) {
     const { errorFunction, ...rest } = options;
     const server = new CancellableMCPServerStdio({
       command: process.execPath,
@@ -179,6 +179,38 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       expect(chain.some(isCallTimeoutError)).toBe(true);
       await sleep(200);
       expect(received().filter((m) => m.method === "tools/call")).toHaveLength(1);
+    });
+
+    it("a usage mistake in callOptions reaches the developer: one McpCancellableWarning naming the hook (not one per call), a record (failed, never sent, INVALID_OPTION); nothing sent", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        // seconds meant, and the SDK's option name: `timeout` is no option of the library
+        const { server, received } = await scripted({ name: `agents-mistake-${label}`, callOptions: () => ({ timeout: 2 }) });
+        for (let run = 0; run < 2; run++) {
+          const m = model("echo", { text: "hi" });
+          // The Agents runtime turns the tool's error into the model's text; the run goes on.
+          const result = await runner().run(agentWith(server, m), "go");
+          expect(result.finalOutput).toBe("done");
+          expect(m.requests).toHaveLength(2);
+        }
+        await sleep(50); // warnings are emitted on the next tick
+        const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION");
+        expect(ours).toHaveLength(1);
+        expect(ours[0]!.name).toBe("McpCancellableWarning");
+        expect(ours[0]!.message).toContain(`CancellableMCPServer "agents-mistake-${label}" callOptions("echo", args) returned an invalid option`);
+        expect(ours[0]!.message).toContain('unknown option "timeout"; use "timeoutMs" instead of the SDK\'s "timeout"');
+        const calls = server.records().filter((r) => r.method === "tools/call");
+        expect(calls).toHaveLength(2);
+        for (const call of calls) {
+          expect(call).toMatchObject({ status: "failed", outcome: "not-sent", requestId: null, name: "echo", error: { code: "INVALID_OPTION" } });
+          expect(call.summary).toMatch(/^failed \(INVALID_OPTION CancellableMCPServer /);
+        }
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
     });
 
     // The server's own abort, idle and maximum total timeouts and lost connections over Streamable

@@ -92,5 +92,5 @@ export function cancellableTransport(
     throw new InvalidOptionError("callOptions", "cancellableTransport: callOptions must be a function");
   }
   const defaults = parseCancellationOptions(rest, "cancellableTransport options");
-  return new MessageTransport(toAdapter(transport, "cancellableTransport"), { defaults, callOptions });
+  return new MessageTransport(toAdapter(transport, "cancellableTransport"), { defaults, callOptions, name: "cancellableTransport" });
 }

@@ -229,6 +229,9 @@ export class CancellableMCPServer implements MCPServer {
       const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
         { ...perCall, ...(signal === undefined ? {} : { signal }) },
+        // The Agents runtime hands a tool's error to the model as text: an invalid option from the
+        // hook is also warned about and recorded (the runner does both).
+        perCall === undefined ? undefined : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`,
       );
       return { ...result, content: (result.content ?? []) as AgentsContent } as AgentsResult;
     } catch (error) {
