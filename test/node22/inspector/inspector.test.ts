@@ -1,0 +1,87 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+
+// The MCP Inspector's CLI mode (a client nobody here wrote) through `mcp-cancellable proxy` to
+// the v1 SDK stdio server (test/fixtures/sdk-stdio-server.mjs). The Inspector is pointed at the
+// proxy by a config file, the way desktop clients are: its command-line target form drops the
+// "--" the proxy needs before the server's command (commander ends option parsing there).
+const repo = fileURLToPath(new URL("../../../", import.meta.url));
+const inspector = fileURLToPath(new URL("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js", import.meta.url));
+const serverScript = join(repo, "test/fixtures/sdk-stdio-server.mjs");
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A config file, in a temporary folder, naming the proxy (run from src with tsx) as the server "proxied"; `{dir}` in an argument is that folder. */
+function config(proxyArgs: string[]): { file: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-inspector-"));
+  dirs.push(dir);
+  const file = join(dir, "mcp.json");
+  const own = proxyArgs.map((arg) => arg.replace("{dir}", dir));
+  const args = ["--import", "tsx", join(repo, "src/cli/index.ts"), "proxy", ...own, "--", process.execPath, serverScript];
+  writeFileSync(file, JSON.stringify({ mcpServers: { proxied: { command: process.execPath, args, cwd: repo } } }));
+  return { file, dir };
+}
+
+/** Runs `mcp-inspector --cli --config <file> --server proxied <args>`; bounded (killed after 45 s). */
+function inspect(file: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [inspector, "--cli", "--config", file, "--server", "proxied", ...args], {
+    cwd: repo,
+    // No OS keychain here: keep the Inspector's secrets in memory, and say so, so it does not warn.
+    env: { ...process.env, MCP_INSPECTOR_SECRET_STORE: "memory" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const kill = setTimeout(() => child.kill("SIGKILL"), 45_000);
+  return new Promise((done) =>
+    child.once("close", (code) => {
+      clearTimeout(kill);
+      done({ code, stdout, stderr, ms: performance.now() - started });
+    }),
+  );
+}
+
+describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
+  it("--method tools/list: the server's tools, exit 0", async () => {
+    const { file } = config([]);
+    const run = await inspect(file, ["--method", "tools/list"]);
+    expect(run.code, run.stderr).toBe(0);
+    const tools = (JSON.parse(run.stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+    expect(tools).toEqual(expect.arrayContaining(["sleep", "ticker"]));
+    expect(run.stderr).toMatch(/mcp-cancellable proxy: done: \d+ requests?, 0 cancelled by the client/);
+  });
+
+  it("--method tools/call: the tool's result, exit 0; one record for the call", async () => {
+    const { file, dir } = config(["--records", "{dir}/records.jsonl"]);
+    const run = await inspect(file, ["--method", "tools/call", "--tool-name", "sleep", "--tool-arg", "ms=20"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ content: [{ type: "text", text: "slept 20" }] });
+    const records = readFileSync(join(dir, "records.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { method: string; name: string | null; status: string });
+    expect(records.filter((r) => r.method === "tools/call")).toEqual([expect.objectContaining({ name: "sleep", status: "succeeded" })]);
+  });
+
+  it("a tools/call longer than the proxy's --timeout-ms: the Inspector gets the -32001 message at the timeout, the handler is aborted under its id", async () => {
+    const { file } = config(["--timeout-ms", "500"]);
+    const run = await inspect(file, ["--method", "tools/call", "--tool-name", "sleep", "--tool-arg", "ms=60000"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/tools\/call \\"sleep\\" timed out after 500 ms with no answer \(the idle timeout, timeoutMs\); cancelled upstream/);
+    const started = /STARTED (\S+)/.exec(run.stderr)?.[1];
+    expect(started).toBeDefined();
+    expect(run.stderr).toMatch(new RegExp(`ABORTED ${started} after \\d+ms reason="Request timed out after 500 ms"`));
+    expect(run.stdout).not.toMatch(/slept 60000/);
+    expect(run.ms).toBeLessThan(30_000); // released by the proxy, not by the tool's end (60 s)
+  });
+});
