@@ -5,6 +5,7 @@ import { runProxyCommand } from "./proxy/command.js";
 import { Recorder } from "./recorder.js";
 import { exitCodeOf, renderJson, renderStartupError, renderStartupErrorJson, renderText } from "./report.js";
 import { StartupError } from "./target.js";
+import type { Output } from "./output.js";
 
 /** Exit status: no check FAILed. */
 export const EXIT_OK = 0;
@@ -41,11 +42,7 @@ export function version(): string {
   return "unknown";
 }
 
-/** Where the command writes. */
-export interface Output {
-  stdout(text: string): void;
-  stderr(text: string): void;
-}
+export type { Output } from "./output.js";
 
 /**
  * The `mcp-cancellable` command: runs it with `argv` (without `node` and the script) and

@@ -109,8 +109,9 @@ function reach(entry: string): { files: string[]; specifiers: string[] } {
     files.add(file);
     const text = readFileSync(file, "utf8");
     const found = [
-      ...text.matchAll(/(?:^|[\s;])(?:import|export)\s[^"'`;]*?\sfrom\s*["']([^"']+)["']/gm),
-      ...text.matchAll(/(?:^|[\s;])import\s*["']([^"']+)["']/gm),
+      // Readable and minified forms alike: `import { a } from "x"` and `import{a}from"x"`.
+      ...text.matchAll(/(?:^|[\s;}])(?:import|export)\b[^"'`;]*?\bfrom\s*["']([^"']+)["']/gm),
+      ...text.matchAll(/(?:^|[\s;}])import\s*["']([^"']+)["']/gm),
       ...text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g),
       ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g),
     ].map((m) => m[1]!);

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
-import type { Output } from "../main.js";
+import type { Output } from "../output.js";
 import { parseProxyArgs, PROXY_HELP } from "./args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
