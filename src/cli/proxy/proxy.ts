@@ -138,6 +138,8 @@ class ProxySession<T extends TransportLike> {
   /** The protocol version last handed to the upstream transport. */
   #version: string | undefined;
   #buffer = "";
+  /** The client's messages that wait for `notifications/initialized` to be sent upstream (see `#deliver`). */
+  #held: JsonRpcMessage[] | undefined;
   #ending: Promise<number> | undefined;
   #done!: (code: number) => void;
   readonly counts: ProxyCounts = { requests: 0, clientCancels: 0, ignoredCancels: 0, malformedFromClient: 0, malformedFromServer: 0, unknownResponses: 0 };
@@ -236,8 +238,23 @@ class ProxySession<T extends TransportLike> {
         this.#malformed(typeof id === "string" || typeof id === "number" ? id : null, why, INVALID_REQUEST_CODE, "Invalid Request");
         continue;
       }
-      this.#fromClient(message as JsonRpcMessage);
+      this.#deliver(message as JsonRpcMessage);
     }
+  }
+
+  /**
+   * The client's messages in the client's order. Sends upstream are not awaited (an HTTP POST
+   * each), except `notifications/initialized`: what the client sends after it waits until it is
+   * sent, as the SDK client's `connect` does, so that no request reaches the server before it
+   * and the server's standalone stream (which a 2025-era HTTP transport opens once it is
+   * accepted) is asked for first.
+   */
+  #deliver(message: JsonRpcMessage): void {
+    if (this.#held !== undefined) {
+      this.#held.push(message);
+      return;
+    }
+    this.#fromClient(message);
   }
 
   /** A line from the client that is not a JSON-RPC message: answered with the spec's error, counted, logged; nothing is relayed. */
@@ -259,7 +276,15 @@ class ProxySession<T extends TransportLike> {
     }
     // Notifications, and the client's answers to the server's own requests (ids in the server's space): as they are.
     this.#verbose("client->server", message);
-    this.#transport.send(message).catch((error: unknown) => this.#log(`could not relay a ${String(method ?? "response")} to the server: ${(error as Error).message}`));
+    const sent = this.#transport.send(message).catch((error: unknown) => this.#log(`could not relay a ${String(method ?? "response")} to the server: ${(error as Error).message}`));
+    if (method === "notifications/initialized") {
+      const held: JsonRpcMessage[] = [];
+      this.#held = held;
+      void sent.then(() => {
+        this.#held = undefined;
+        for (const next of held) if (this.#ending === undefined) this.#deliver(next);
+      });
+    }
   }
 
   #request(message: JsonRpcMessage, method: string, clientId: Id): void {
