@@ -69,6 +69,35 @@ describe("proxy --url: Streamable HTTP upstream", () => {
     expect(errors).toEqual([]);
   });
 
+  it("2025 era: the v2 SDK client (its own negotiation, no --era) to the v1 stateful server: initialize negotiates a 2025 version; an abort POSTs one notifications/cancelled with the session and the upstream id, then closes the stream", async () => {
+    const server = await serve(() => startV1({ stateful: true }));
+    const transport = new StdioClientTransportV2({ ...proxyCommand(["--url", server.url.href]), stderr: "pipe" });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const client = new ClientV2({ name: "proxy-http-v2-legacy", version: "1.0.0" });
+    const errors: Error[] = [];
+    client.onerror = (error) => errors.push(error);
+    await client.connect(transport);
+    open.push(() => client.close());
+    expect(client.getNegotiatedProtocolVersion()).toMatch(/^2025-/);
+    expect(seen(server, "initialize")).toHaveLength(1);
+    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({ content: [{ text: "done after 50 ms" }] });
+    const controller = new AbortController();
+    const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
+    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(true);
+    const upstreamId = seen(server, "tools/call")[1]!.http.id;
+    controller.abort("user gave up");
+    await expect(call).rejects.toThrow();
+    expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[1]))).toBe(true);
+    const cancels = seen(server, "notifications/cancelled");
+    expect(cancels).toHaveLength(1);
+    expect(cancels[0]!.http).toMatchObject({ cancelOf: upstreamId, session: true });
+    expect(cancels[0]!.http.pv).toMatch(/^2025-/);
+    expect(seen(server, "tools/call")).toHaveLength(2); // nothing re-sent
+    await expect(client.listTools()).resolves.toMatchObject({ tools: expect.arrayContaining([expect.objectContaining({ name: "slow" })]) });
+    expect(errors, stderr).toEqual([]);
+  });
+
   it("2026-07-28 (v2 server, v2 client pinned over stdio): answered; an abort closes that request's stream and POSTs no notification", async () => {
     const server = await serve(() => startV2());
     const transport = new StdioClientTransportV2({ ...proxyCommand(["--url", server.url.href, "--era", "2026-07-28"]), stderr: "pipe" });
