@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { Agent, run } from "@openai/agents";
 import { CancellableMCPServerStdio } from "mcp-cancellable/openai-agents";
 
@@ -8,7 +9,17 @@ const reports = new CancellableMCPServerStdio({
   args: ["report-server.js"],
   timeoutMs: 30_000, // idle timeout per request, ms (Agents sets none of its own here)
   maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
-  callOptions: (tool) => (tool === "generate_quarterly_summary" ? { timeoutMs: 90_000 } : undefined),
+  callOptions: (tool, args) =>
+    tool === "generate_quarterly_summary"
+      ? {
+          timeoutMs: 90_000,
+          // After a cancel: an idempotent read of the side effect, waited for before the model's next turn.
+          verify: () => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+          verifyDelayMs: 2_000,
+          awaitVerification: (record) =>
+            `cancelled after ${Math.round(record.elapsedMs / 1000)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created`,
+        }
+      : undefined,
   onRecord: (record) => console.log(record.summary), // "cancelled (aborted), late result discarded"
 });
 await reports.connect();

@@ -12,6 +12,8 @@ import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, type Message } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";
 import { CallRunner, nameOf } from "./runner.js";
+import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
+import type { AwaitVerification } from "./verified-outcome.js";
 
 /**
  * The JSON-RPC error code of the local error response for a request the library timed out (idle
@@ -32,8 +34,11 @@ export interface MessageSendOptions {
   relatedRequestId?: string | number;
 }
 
-/** Per-request options by method and params (for a tool, `params.name`), merged over the defaults. */
-export type CallOptionsHook = (method: string, params: Record<string, unknown>) => Omit<CallOptions, "signal"> | undefined;
+/** Per-request options by method and params (for a tool, `params.name`), merged over the defaults; `awaitVerification` for this request. */
+export type CallOptionsHook = (
+  method: string,
+  params: Record<string, unknown>,
+) => (Omit<CallOptions, "signal"> & { awaitVerification?: AwaitVerification }) | undefined;
 
 /**
  * What the message-level transport says about a settled request, as the `error` of its JSON-RPC
@@ -65,6 +70,12 @@ export interface MessageTransportInit {
   /** Client-wide defaults, already validated. */
   readonly defaults: CancellationOptions;
   readonly callOptions?: CallOptionsHook | undefined;
+  /**
+   * A `tools/call` cancelled by a limit (not by the client's own signal) whose `verify` read runs
+   * is answered once the read is done, with a `CallToolResult` (`isError: true`) saying what it
+   * found, instead of the error response (see `AwaitVerification`). Per request through `callOptions` too.
+   */
+  readonly awaitVerification?: AwaitVerification | undefined;
   /** The entry point as its user names it, for the message of an invalid option from `callOptions` (default `"MessageTransport"`). */
   readonly name?: string | undefined;
   /** How a settled request is answered (default `libraryErrorResponse`). */
@@ -97,6 +108,7 @@ export class MessageTransport<T extends TransportLike> {
   readonly #runner: CallRunner;
   readonly #callOptions: CallOptionsHook | undefined;
   readonly #name: string;
+  readonly #awaitVerification: AwaitVerification | undefined;
   readonly #respond: ErrorResponder;
   /** The requests whose answer the client waits for, by request id (live calls only: the wire drops the rest). */
   readonly #waiting = new Map<RequestId, Waiting>();
@@ -106,6 +118,7 @@ export class MessageTransport<T extends TransportLike> {
     const { defaults } = init;
     this.#callOptions = init.callOptions;
     this.#name = init.name ?? "MessageTransport";
+    this.#awaitVerification = init.awaitVerification;
     this.#respond = init.respond ?? libraryErrorResponse;
     this.#wire = new Wire(adapter, {
       maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
@@ -171,11 +184,16 @@ export class MessageTransport<T extends TransportLike> {
     }
     try {
       const params = ((message as { params?: unknown }).params ?? {}) as Record<string, unknown> & { _meta?: Record<string, unknown> };
-      const perCall = this.#callOptions?.(method, params);
+      const hooked = this.#callOptions?.(method, params);
+      const { awaitVerification, ...perCall } = hooked ?? {};
+      const wait =
+        method === "tools/call"
+          ? (checkAwaitVerification(awaitVerification, `${this.#name} callOptions("tools/call")`) ?? this.#awaitVerification)
+          : undefined;
       const signal = options?.signal;
-      const callOptions = signal === undefined ? perCall : { ...perCall, signal };
+      const callOptions = hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
-      const optionsFrom = perCall === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
+      const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
       const outcome = this.#runner.run({ method, name: nameOf(params), params, options: callOptions, optionsFrom }, (marked, sdkOptions) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
@@ -191,7 +209,7 @@ export class MessageTransport<T extends TransportLike> {
       });
       outcome.then(
         () => this.#waiting.delete(id),
-        (error: unknown) => this.#settled(id, error),
+        (error: unknown) => this.#settled(id, error, wait),
       );
       return handed;
     } catch (error) {
@@ -204,14 +222,29 @@ export class MessageTransport<T extends TransportLike> {
   }
 
   /** A call ended without the server's answer reaching the client: answer it (unless the connection closed: the client's onclose ends it). */
-  #settled(id: RequestId, error: unknown): void {
+  #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined): void {
     this.#waiting.delete(id);
     if (this.#closed) return;
     // The server's own error reached the client as its message already: only the library's are answered.
     if (!isLibraryError(error)) return;
     const response = this.#respond(error);
     if (response === undefined) return;
-    this.#deliver({ jsonrpc: "2.0", id, error: response });
+    if (wait === undefined || wait === false) {
+      this.#deliver({ jsonrpc: "2.0", id, error: response });
+      return;
+    }
+    // The client still waits for this answer (its own signal did not fire: that has no response):
+    // once verify is done, a tool result that says what it found.
+    void awaitVerifiedText(error, wait)
+      .catch(() => undefined)
+      .then((text) => {
+        if (this.#closed) return;
+        this.#deliver(
+          text === undefined
+            ? { jsonrpc: "2.0", id, error: response }
+            : { jsonrpc: "2.0", id, result: { content: [{ type: "text", text }], isError: true } },
+        );
+      });
   }
 
   #deliver(message: JsonRpcMessage): void {

@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { CancellableMCPServer, CancellableMCPServerStdio, CancellableMCPServerStreamableHttp } from "../../src/integrations/openai-agents/index.js";
+import type { AwaitVerification, CancellableMCPServerOptions } from "../../src/integrations/openai-agents/index.js";
+import type { RunRecord } from "../../src/index.js";
 import { isCallTimeoutError } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, seen, sleep, startV1, type TestServer } from "../http/servers.js";
@@ -25,6 +27,8 @@ export interface AgentsModule {
 /** A Model that asks for one tool call, then answers "done" with whatever the tool returned in view. */
 class ScriptedModel {
   readonly requests: Array<{ input: unknown }> = [];
+  /** Called at each model turn, before it answers (what the library knew when the model was asked). */
+  onTurn: (() => void) | undefined;
   #turn = 0;
   constructor(
     readonly usage: () => unknown,
@@ -33,6 +37,7 @@ class ScriptedModel {
   ) {}
   async getResponse(request: { input: unknown }) {
     this.requests.push({ input: request.input });
+    this.onTurn?.();
     if (this.#turn++ === 0) {
       return {
         usage: this.usage(),
@@ -83,7 +88,15 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
   }
 
   /** The raw scripted stdio peer: logs every line it reads (RECV ...) on stderr; `late` answers after a cancel. */
-  async function scripted(options: { timeoutMs?: number; errorFunction?: null; name?: string; callOptions?: (tool: string) => object | undefined } = {}) {
+  async function scripted(
+    options: {
+      timeoutMs?: number;
+      errorFunction?: null;
+      name?: string;
+      callOptions?: NonNullable<CancellableMCPServerOptions["callOptions"]>;
+      awaitVerification?: AwaitVerification;
+    } = {},
+  ) {
     const { errorFunction, ...rest } = options;
     const server = new CancellableMCPServerStdio({
       command: process.execPath,
@@ -187,7 +200,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       process.on("warning", onWarning);
       try {
         // seconds meant, and the SDK's option name: `timeout` is no option of the library
-        const { server, received } = await scripted({ name: `agents-mistake-${label}`, callOptions: () => ({ timeout: 2 }) });
+        const { server, received } = await scripted({ name: `agents-mistake-${label}`, callOptions: () => ({ timeout: 2 }) as never });
         for (let run = 0; run < 2; run++) {
           const m = model("echo", { text: "hi" });
           // The Agents runtime turns the tool's error into the model's text; the run goes on.
@@ -211,6 +224,63 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       } finally {
         process.off("warning", onWarning);
       }
+    });
+
+    for (const [found, text] of [
+      ["applied", /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/],
+      ["not-applied", /cancelled after 0\.\d s; the report was not created/],
+    ] as const) {
+      it(`awaitVerification: a timed-out side effect is verified (${found}) before the model's next turn, whose input states it; the tool went out once`, async () => {
+        let reads = 0;
+        const { server, received } = await scripted({
+          timeoutMs: 300,
+          // server-wide: the developer's own text (the not-applied case); per call: the library's (applied)
+          ...(found === "not-applied"
+            ? {
+                awaitVerification: (record: RunRecord) =>
+                  `cancelled after ${(record.elapsedMs / 1000).toFixed(1)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created`,
+              }
+            : {}),
+          callOptions: (tool) =>
+            tool === "silent"
+              ? {
+                  verify: () => {
+                    reads++;
+                    return found;
+                  },
+                  verifyDelayMs: 200,
+                  ...(found === "applied" ? { awaitVerification: true } : {}),
+                }
+              : undefined,
+        });
+        const m = model("silent", {});
+        const atTurns: Array<string | undefined> = [];
+        m.onTurn = () => atTurns.push(server.records().find((r) => r.method === "tools/call")?.outcome);
+        const started = performance.now();
+        const result = await runner().run(agentWith(server, m), "go");
+        expect(result.finalOutput).toBe("done");
+        expect(performance.now() - started).toBeGreaterThanOrEqual(490); // the 300 ms timeout, then the 200 ms delay before the read
+        expect(m.requests).toHaveLength(2);
+        expect(atTurns).toEqual([undefined, `verified-${found}`]); // verified before the model was asked again
+        expect(m.toolOutput()).toMatch(text);
+        expect(m.toolOutput()).not.toMatch(/try again/i);
+        expect(reads).toBe(1);
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(1);
+        expect(received().filter((r) => r.method === "notifications/cancelled")).toHaveLength(1);
+      });
+    }
+
+    it("without awaitVerification the model gets the error at once and the read comes after its turn (the default, unchanged)", async () => {
+      const { server } = await scripted({
+        timeoutMs: 300,
+        callOptions: (tool) => (tool === "silent" ? { verify: () => "applied", verifyDelayMs: 200 } : undefined),
+      });
+      const m = model("silent", {});
+      const atTurns: Array<string | undefined> = [];
+      m.onTurn = () => atTurns.push(server.records().find((r) => r.method === "tools/call")?.outcome);
+      await runner().run(agentWith(server, m), "go");
+      expect(atTurns).toEqual([undefined, "unverified"]);
+      expect(await eventually(() => server.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(true);
     });
 
     // The server's own abort, idle and maximum total timeouts and lost connections over Streamable

@@ -10,6 +10,8 @@ import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";
+import { checkAwaitVerification } from "../../runner/verified-outcome.js";
+import type { AwaitVerification } from "../../runner/verified-outcome.js";
 
 export type { JsonRpcMessage };
 
@@ -54,8 +56,22 @@ export interface CancellableTransportOptions extends CancellationOptions {
    * client-wide defaults: a longer idle timeout for one slow tool, a `verify` read. The AI
    * SDK's signal for the request is always used.
    */
-  callOptions?: (method: string, params: Record<string, unknown>) => Omit<CallOptions, "signal"> | undefined;
+  callOptions?: (
+    method: string,
+    params: Record<string, unknown>,
+  ) => (Omit<CallOptions, "signal"> & { awaitVerification?: AwaitVerification }) | undefined;
+  /**
+   * When a `tools/call` is cancelled by a limit (a timeout, the connection lost) and has a `verify`
+   * read, wait for the read and answer the AI SDK with a tool result (`isError: true`) that says
+   * what it found (`true`: the library's text; a function of the record: your own), instead of
+   * the -32001 error that `generateText` would hand the model as a tool error. The tool's
+   * `abortSignal` is never waited for. Per request through `callOptions` too.
+   * @default false
+   */
+  awaitVerification?: AwaitVerification;
 }
+
+export type { AwaitVerification };
 
 /**
  * A transport for the Vercel AI SDK's MCP client (`createMCPClient({ transport })`, `@ai-sdk/mcp`
@@ -87,10 +103,15 @@ export function cancellableTransport(
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError("options", "cancellableTransport: options must be an object");
   }
-  const { callOptions, ...rest } = options;
+  const { callOptions, awaitVerification, ...rest } = options;
   if (callOptions !== undefined && typeof callOptions !== "function") {
     throw new InvalidOptionError("callOptions", "cancellableTransport: callOptions must be a function");
   }
   const defaults = parseCancellationOptions(rest, "cancellableTransport options");
-  return new MessageTransport(toAdapter(transport, "cancellableTransport"), { defaults, callOptions, name: "cancellableTransport" });
+  return new MessageTransport(toAdapter(transport, "cancellableTransport"), {
+    defaults,
+    callOptions,
+    name: "cancellableTransport",
+    awaitVerification: checkAwaitVerification(awaitVerification, "cancellableTransport"),
+  });
 }

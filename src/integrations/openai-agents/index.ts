@@ -17,6 +17,8 @@ import { streamableHttpCancellation } from "../../adapters/streamable-http/index
 import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
+import { awaitVerifiedText, checkAwaitVerification } from "../../runner/verified-outcome.js";
+import type { AwaitVerification } from "../../runner/verified-outcome.js";
 import type { Wire } from "../../wire/wire.js";
 
 /** A v1 (`@modelcontextprotocol/sdk`) or v2 (`@modelcontextprotocol/client`) SDK `Client`, not yet connected. */
@@ -43,8 +45,16 @@ export type AgentsServerSettings = Partial<
   Omit<MCPServer, "name" | "cacheToolsList" | "connect" | "close" | "listTools" | "callTool" | "callToolResult" | "invalidateToolsCache">
 >;
 
-/** Per-call options for one tool call: every `CallOptions` but the signal (the run's signal is used). All durations in ms. */
-export type ToolCallOptions = Omit<CallOptions, "signal">;
+/**
+ * Per-call options for one tool call: every `CallOptions` but the signal (the run's signal is
+ * used), and `awaitVerification` for this call. All durations in ms.
+ */
+export type ToolCallOptions = Omit<CallOptions, "signal"> & {
+  /** This call's `awaitVerification` (see the server option); overrides the server's. */
+  awaitVerification?: AwaitVerification;
+};
+
+export type { AwaitVerification };
 
 /** Options of `CancellableMCPServer`. Durations in ms; client-wide defaults as `withCancellation`'s. */
 export interface CancellableMCPServerOptions extends CancellationOptions {
@@ -67,6 +77,15 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
   callOptions?: (toolName: string, args: Record<string, unknown>) => ToolCallOptions | undefined;
   /** Agents-side settings passed through unchanged (`toolFilter`, `toolMetaResolver`, `errorFunction`, ...). */
   agents?: AgentsServerSettings;
+  /**
+   * When a tool call is cancelled (a timeout, the connection lost) and has a `verify` read, wait
+   * for the read before the Agents runtime gets the tool's outcome, and hand it a tool result
+   * that says what was found (`isError: true`; `true`: the library's text, or your own from a
+   * function of the record) instead of the error its error function would turn into "please try
+   * again". A run's abort is never waited for. Per call through `callOptions` too.
+   * @default false
+   */
+  awaitVerification?: AwaitVerification;
 }
 
 /** One `connect()`'s client, its wire, and the library's calls over the server's one runner. */
@@ -102,6 +121,7 @@ export class CancellableMCPServer implements MCPServer {
   cacheToolsList: boolean;
   readonly #create: CancellableMCPServerOptions["create"];
   readonly #callOptions: CancellableMCPServerOptions["callOptions"];
+  readonly #awaitVerification: AwaitVerification | undefined;
   readonly #runner: CallRunner;
   #connected: Connected | null = null;
   #tools: AgentsTool[] | null = null;
@@ -110,7 +130,7 @@ export class CancellableMCPServer implements MCPServer {
     if (typeof options !== "object" || options === null) {
       throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
     }
-    const { name, create, cacheToolsList, callOptions, agents, ...defaults } = options;
+    const { name, create, cacheToolsList, callOptions, agents, awaitVerification, ...defaults } = options;
     if (typeof name !== "string" || name === "") {
       throw new InvalidOptionError("name", "CancellableMCPServer: name must be a non-empty string");
     }
@@ -120,6 +140,7 @@ export class CancellableMCPServer implements MCPServer {
     if (callOptions !== undefined && typeof callOptions !== "function") {
       throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
     }
+    this.#awaitVerification = checkAwaitVerification(awaitVerification, "CancellableMCPServer");
     this.#name = name;
     this.cacheToolsList = cacheToolsList ?? false;
     this.#create = create;
@@ -224,20 +245,25 @@ export class CancellableMCPServer implements MCPServer {
     const { calls } = this.#calls();
     const signal = options?.signal;
     const callArgs = args ?? {};
-    const perCall = this.#callOptions?.(toolName, callArgs);
+    const { awaitVerification, ...perCall } = this.#callOptions?.(toolName, callArgs) ?? {};
+    const hooked = this.#callOptions !== undefined;
     try {
       const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
         { ...perCall, ...(signal === undefined ? {} : { signal }) },
         // The Agents runtime hands a tool's error to the model as text: an invalid option from the
         // hook is also warned about and recorded (the runner does both).
-        perCall === undefined ? undefined : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`,
+        !hooked ? undefined : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`,
       );
       return { ...result, content: (result.content ?? []) as AgentsContent } as AgentsResult;
     } catch (error) {
       // The Agents runtime treats a failure as the caller's abort only when it is the signal's
       // reason itself; anything else may reach its error function (or a retry path elsewhere).
       if (signal?.aborted === true && isCallCancelledError(error)) throw signal.reason;
+      // A cancelled side effect, verified before the model decides what to do next.
+      const wait = checkAwaitVerification(awaitVerification, `CancellableMCPServer callOptions("${toolName}")`) ?? this.#awaitVerification;
+      const text = await awaitVerifiedText(error, wait);
+      if (text !== undefined) return { content: [{ type: "text", text }] as unknown as AgentsContent, isError: true } as AgentsResult;
       throw error;
     }
   }

@@ -1,0 +1,140 @@
+// The Vercel AI SDK's own loop: `generateText` from `ai` 6 (Node 20, with @ai-sdk/mcp 1.x) with a
+// scripted model (`MockLanguageModelV3`: a tool call, then text), the tools from `createMCPClient`
+// over the library's transport, and the raw scripted stdio peer. What the model is handed as the
+// tool's outcome on its next turn is what these tests read.
+import { afterEach, describe, expect, it } from "vitest";
+import { createMCPClient } from "@ai-sdk/mcp";
+import { generateText, stepCountIs } from "ai";
+import type { ToolSet } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
+import type { CancellableTransportOptions } from "../../src/integrations/ai-sdk/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { fixture } from "../helpers/stdio.js";
+import { eventually, sleep } from "../http/servers.js";
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 1, text: 1, reasoning: undefined },
+};
+
+/** A model that calls `tool` once, then answers "done"; `onTurn` runs as each turn is asked for. */
+function scriptedModel(tool: string, args: Record<string, unknown>, onTurn: () => void) {
+  let turn = 0;
+  return new MockLanguageModelV3({
+    doGenerate: async () => {
+      onTurn();
+      if (turn++ === 0) {
+        return {
+          content: [{ type: "tool-call", toolCallId: "call_1", toolName: tool, input: JSON.stringify(args) }],
+          finishReason: { unified: "tool-calls", raw: undefined },
+          usage,
+          warnings: [],
+        };
+      }
+      return { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: undefined }, usage, warnings: [] };
+    },
+  });
+}
+
+/** What the model's second turn was handed as the tool's outcome (the tool message of its prompt). */
+function toolMessage(model: MockLanguageModelV3): string {
+  const prompt = model.doGenerateCalls[1]?.prompt ?? [];
+  return JSON.stringify(prompt.filter((message) => message.role === "tool"));
+}
+
+describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is handed", () => {
+  const open: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of open.splice(0).reverse()) await close().catch(() => {});
+  });
+
+  async function connect(options: CancellableTransportOptions) {
+    const inner = new StdioClientTransport({
+      command: process.execPath,
+      args: [fixture("scripted-server.mjs")],
+      env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
+      stderr: "pipe",
+    });
+    const lines: string[] = [];
+    inner.stderr?.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n")));
+    const received = () => lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string });
+    const transport = cancellableTransport(stdioCancellation(inner), options);
+    const client = await createMCPClient({ transport });
+    open.push(() => client.close());
+    return { transport, tools: await client.tools(), received };
+  }
+
+  for (const [found, expected] of [
+    ["applied", /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/],
+    ["not-applied", /cancelled after 0\.\d s; the report was not created/],
+  ] as const) {
+    it(`awaitVerification: the timed-out side effect is verified (${found}) before the model's next turn, which gets it as the tool's result; sent once`, async () => {
+      let reads = 0;
+      const { transport, tools, received } = await connect({
+        timeoutMs: 300,
+        ...(found === "not-applied"
+          ? { awaitVerification: (record) => `cancelled after ${(record.elapsedMs / 1000).toFixed(1)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created` }
+          : {}),
+        callOptions: (method, params) =>
+          method === "tools/call" && params.name === "silent"
+            ? {
+                verify: () => {
+                  reads++;
+                  return found;
+                },
+                verifyDelayMs: 200,
+                ...(found === "applied" ? { awaitVerification: true } : {}),
+              }
+            : undefined,
+      });
+      const atTurns: Array<string | undefined> = [];
+      const model = scriptedModel("silent", {}, () => atTurns.push(transport.records().find((r) => r.method === "tools/call")?.outcome));
+      const started = performance.now();
+      const result = await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
+      expect(result.text).toBe("done");
+      expect(performance.now() - started).toBeGreaterThanOrEqual(490);
+      expect(atTurns).toEqual([undefined, `verified-${found}`]);
+      expect(toolMessage(model)).toMatch(expected);
+      expect(toolMessage(model)).not.toMatch(/-32001|timed out after 300 ms/);
+      expect(reads).toBe(1);
+      expect(received().filter((m) => m.method === "tools/call")).toHaveLength(1);
+      expect(received().filter((m) => m.method === "notifications/cancelled")).toHaveLength(1);
+    });
+  }
+
+  it("without awaitVerification the model's next turn gets the timeout as a tool error, before the read", async () => {
+    const { transport, tools } = await connect({
+      timeoutMs: 300,
+      callOptions: (method) => (method === "tools/call" ? { verify: () => "applied", verifyDelayMs: 200 } : undefined),
+    });
+    const atTurns: Array<string | undefined> = [];
+    const model = scriptedModel("silent", {}, () => atTurns.push(transport.records().find((r) => r.method === "tools/call")?.outcome));
+    await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
+    expect(atTurns).toEqual([undefined, "unverified"]);
+    expect(toolMessage(model)).toMatch(/error/i);
+    expect(await eventually(() => transport.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(true);
+  });
+
+  it("a usage mistake in callOptions: generateText hands it to the model as a tool error, and the developer gets the warning and the record too", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const { transport, tools, received } = await connect({ callOptions: (method) => (method === "tools/call" ? ({ timeout: 30 } as never) : undefined) });
+      const model = scriptedModel("echo", { text: "hi" }, () => {});
+      const result = await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
+      expect(result.text).toBe("done");
+      expect(toolMessage(model)).toContain('"type":"error-text","value":"cancellableTransport callOptions(\\"tools/call\\", params) returned an invalid option');
+      await sleep(50);
+      expect(warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION")).toHaveLength(1);
+      expect(transport.records().filter((r) => r.method === "tools/call")).toMatchObject([
+        { status: "failed", outcome: "not-sent", error: { code: "INVALID_OPTION" } },
+      ]);
+      expect(received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});
