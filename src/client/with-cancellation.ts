@@ -5,7 +5,7 @@ import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
-import { CallRunner } from "../runner/runner.js";
+import { CallRunner, sdkTaskDrivers } from "../runner/runner.js";
 import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
 import { isV2Client, sdkWaitDropper } from "../sdk/private.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
@@ -121,7 +121,10 @@ export function clientWire<T extends TransportLike>(
     connected,
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: sdkWaitDropper(client),
+    // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to cancel.
+    taskDriver: (call) => drivers(call),
   });
+  const drivers = sdkTaskDrivers(() => wire as unknown as Wire<TransportLike>, defaults);
   decorated.add(wire.transport);
   return wire;
 }

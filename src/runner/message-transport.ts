@@ -11,7 +11,7 @@ import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, type Message } from "../wire/messages.js";
 import { Wire } from "../wire/wire.js";
-import { CallRunner, nameOf } from "./runner.js";
+import { CallRunner, nameOf, sdkTaskDrivers } from "./runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
 import type { AwaitVerification } from "./verified-outcome.js";
 
@@ -126,7 +126,9 @@ export class MessageTransport<T extends TransportLike> {
       forwardSdkReason: defaults.forwardAbortReason ?? false,
       // Nothing above waits on its own: this transport answers from the call's outcome.
       releaseWait: () => true,
+      taskDriver: (call) => drivers(call),
     });
+    const drivers = sdkTaskDrivers(() => this.#wire as unknown as Wire<TransportLike>, defaults);
     const wire = this.#wire;
     this.#runner = new CallRunner({ defaults, client: this, wire: () => wire });
     const down = wire.transport as unknown as Record<string, unknown>;

@@ -17,7 +17,7 @@ import { resolveCallOptions } from "../options/resolve.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
-import { TaskDriver } from "./tasks.js";
+import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import type { Wire } from "../wire/wire.js";
@@ -289,6 +289,26 @@ export class CallRunner {
       observeRecord(observation, next);
     };
   }
+}
+
+/**
+ * A wire's `taskDriver` (see `WireOptions`): the task driver of a task-augmented request the
+ * library does not follow (the SDK's own), with the default task options and the client's
+ * timers and clock. Made only when such a request is cancelled before its `CreateTaskResult`,
+ * so that a late one gets its task cancelled and the call's record names it.
+ * @param wire the wire it belongs to (read when a driver is made).
+ */
+export function sdkTaskDrivers(
+  wire: () => Wire<TransportLike>,
+  defaults: CancellationOptions,
+): (call: CancellableCall | null) => TaskDriver {
+  const timers = defaults.timers ?? systemTimers;
+  const clock = defaults.clock ?? monotonic;
+  return (call) => {
+    const driver = new TaskDriver(wire(), resolveTaskOptions(true), timers, clock);
+    if (call !== null) driver.attach(call);
+    return driver;
+  };
 }
 
 /** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */

@@ -118,12 +118,33 @@ export class TaskDriver implements TaskFollower {
     this.#task = task;
     this.#meta = meta;
     this.#readInterval(task.revision === "2025-11-25" ? (result.task as Record<string, unknown>) : result);
+    if (this.#settled) return this.#createdAfterCancel(task);
     this.#call?.alive();
     if (isTerminalTaskStatus(task.status)) {
       void this.#poll();
       return;
     }
     this.#schedule();
+  }
+
+  /**
+   * The `CreateTaskResult` of a call already cancelled (the task id was not known at the cancel,
+   * which went out the transport's way): the task is cancelled now, once, and watched within
+   * `watchMs` like any cancelled task; the record names it at once and then learns what became
+   * of it. A task already terminal gets no `tasks/cancel` (rule 7).
+   */
+  #createdAfterCancel(created: TaskInfo): void {
+    const task: TaskInfo = { ...created, createdAfterCancel: true };
+    this.#task = task;
+    this.#call?.settledRecord?.update({ task });
+    this.#watchUntil = this.clock() + this.options.watchMs;
+    if (isTerminalTaskStatus(task.status)) return this.#conclude(task.status);
+    void this.#sendCancel(task);
+  }
+
+  /** True once the call settled (or for the SDK's own request, which has no call here). */
+  get #settled(): boolean {
+    return this.#call === undefined || this.#call.settled;
   }
 
   /**
@@ -191,7 +212,7 @@ export class TaskDriver implements TaskFollower {
    * after a cancel, what is left of the watch. Nothing waits longer, so no timer outlives it.
    */
   #requestTimeout(): number {
-    return this.#call?.settled ? Math.max(1, this.#watchUntil - this.clock()) : this.options.watchMs;
+    return this.#settled ? Math.max(1, this.#watchUntil - this.clock()) : this.options.watchMs;
   }
 
   #readInterval(task: Record<string, unknown> | undefined): void {
@@ -205,27 +226,25 @@ export class TaskDriver implements TaskFollower {
   #see(status: unknown): TaskInfo {
     const task = { ...this.#task!, status: taskStatus(status) };
     this.#task = task;
-    const call = this.#call!;
-    if (!call.settled) call.setTask(task);
+    if (!this.#settled) this.#call!.setTask(task);
     return task;
   }
 
   async #poll(): Promise<void> {
-    const call = this.#call!;
     let answer: Record<string, unknown>;
     try {
       answer = await this.wire.taskRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
-      if (call.settled) return this.#conclude(undefined);
+      if (this.#settled) return this.#conclude(undefined);
       if (error instanceof TaskRequestTimeoutError) return this.#schedule(); // unanswered poll: poll again
       // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
       // with that error (a closed connection ends the call as connection-closed on its own).
-      return call.fail(error);
+      return this.#call!.fail(error);
     }
     this.#readInterval(answer);
-    call.alive(); // an answered poll, whatever the status, is a sign of life
+    this.#call?.alive(); // an answered poll, whatever the status, is a sign of life
     const task = this.#see(answer.status);
-    if (call.settled) {
+    if (this.#settled) {
       // Watching after a cancel.
       if (isTerminalTaskStatus(task.status)) return this.#conclude(task.status);
       if (this.clock() + this.#interval < this.#watchUntil) return this.#schedule();

@@ -54,6 +54,12 @@ export interface TaskInfo {
   status: TaskStatus;
   /** Which tasks revision: `2025-11-25` core tasks or the `2026-07-28` extension. */
   revision: "2025-11-25" | "2026-07-28";
+  /**
+   * `true` when the `CreateTaskResult` arrived after the call was cancelled (the task id was not
+   * known at the cancel): the library then sent `tasks/cancel` for it at once, and `outcome`
+   * says what became of the task. Absent otherwise.
+   */
+  createdAfterCancel?: true;
 }
 
 /**

@@ -1,7 +1,8 @@
-import type { CancellableCall } from "../core/cancellable-call.js";
+import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import { createdTask, isTerminalTaskStatus } from "../core/record.js";
 import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
+import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
 import { TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
@@ -28,6 +29,8 @@ export interface TaskTrackerHost {
  *   released on a terminal status, at the driver's end, on close);
  * - the SDK's own task-augmented requests whose task is not terminal yet: task id → progress
  *   token, kept live until a terminal status passes by (rule 23; bounded the same way);
+ * - the task-augmented requests cancelled before their `CreateTaskResult` arrived: request id →
+ *   the driver that cancels the task a late `CreateTaskResult` names (bounded the same way);
  * - the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`), answered here.
  */
 export class TaskTracker {
@@ -41,12 +44,19 @@ export class TaskTracker {
   readonly #followed = new Map<string, TaskFollower>();
   /** The SDK's own task-augmented requests: task id → their progress token, until the task is terminal. */
   readonly #sdkTokens = new Map<string, string | number>();
+  /**
+   * Task-augmented requests cancelled before their task id was known: request id → the driver
+   * that cancels the task a late `CreateTaskResult` names, with the request's `_meta` (`null`
+   * once used). Bounded like the tombstones, oldest first.
+   */
+  #unborn: BoundedMap<RequestId, { driver: TaskFollower; meta: Record<string, unknown> } | null>;
   readonly #requests: TaskRequests;
 
   /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
   constructor(host: TaskTrackerHost, max: number) {
     this.#host = host;
     this.#max = max;
+    this.#unborn = new BoundedMap(max);
     this.#requests = new TaskRequests((message) => host.send(message));
   }
 
@@ -96,6 +106,30 @@ export class TaskTracker {
   created(task: TaskInfo, driver: TaskFollower, result: unknown, meta: Record<string, unknown>): void {
     if (!isTerminalTaskStatus(task.status)) this.#follow(task.taskId, driver);
     driver.created(task, result as Record<string, unknown>, meta);
+  }
+
+  /**
+   * A task-augmented request was cancelled before its `CreateTaskResult` arrived (the reply may
+   * be crossing the cancel, or the server may ignore it, rule 10): if one arrives, `driver` is
+   * told, and cancels that task at once.
+   */
+  cancelledBeforeTask(id: RequestId, driver: TaskFollower, meta: Record<string, unknown>): void {
+    this.#unborn.set(id, { driver, meta });
+  }
+
+  /**
+   * A response for a settled request: true when it is the late `CreateTaskResult` of a request
+   * cancelled before its task id was known. Its driver then cancels the task and watches it
+   * (the wire drops the response: nobody waits for it any more).
+   */
+  lateCreated(id: RequestId, result: unknown): boolean {
+    const unborn = this.#unborn.get(id);
+    if (unborn === undefined || unborn === null) return false;
+    const task = createdTask(result);
+    if (task === null) return false;
+    this.#unborn.set(id, null);
+    this.created(task, unborn.driver, result, unborn.meta);
+    return true;
   }
 
   /** Status notifications for this task go to its driver until it is terminal or `unfollow`ed. Bounded. */
@@ -174,6 +208,7 @@ export class TaskTracker {
     this.#drivers.clear();
     this.#sdkTokens.clear();
     this.#followed.clear();
+    this.#unborn = new BoundedMap(this.#max);
     this.#requests.closeAll(error);
   }
 }

@@ -22,6 +22,10 @@ export interface TaskFollower {
    * The server answered the `tools/call` with a `CreateTaskResult`. The wire did not hand it
    * to the SDK (v2 refuses `resultType: "task"`) and ended the SDK's wait locally; the
    * progress token stays live until the task is terminal (rule 23).
+   *
+   * Also called with the late `CreateTaskResult` of a request cancelled before its task id was
+   * known (the reply crossed the cancel, or the server ignored it, rule 10): the follower then
+   * cancels that task at once and watches it, as for any cancelled task (rules 35, 36).
    * @param meta the `_meta` the create request carried, without its progress token: the
    *   follow-up requests carry the same protocol version and client capabilities (rule 38).
    */
@@ -60,6 +64,18 @@ export function augmentCreate(message: Message, ttlMs: number | undefined): Mess
   }
   if (params.task !== undefined) return message;
   return { ...message, params: { ...params, task: ttlMs === undefined ? {} : { ttl: ttlMs } } };
+}
+
+/**
+ * True for a task-augmented request as it goes on the wire: `params.task` (2025-11-25, rule 35),
+ * or the tasks extension declared in its per-request client capabilities (2026-07-28, rule 36).
+ */
+export function isTaskAugmented(message: Message): boolean {
+  const params = message.params;
+  if (params === undefined) return false;
+  if (typeof params.task === "object" && params.task !== null) return true;
+  const capabilities = params._meta?.[CLIENT_CAPABILITIES_META] as { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /** The create request's `_meta` for follow-up requests: the same, minus its progress token. */

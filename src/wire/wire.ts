@@ -15,7 +15,7 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { augmentCreate, followUpMeta } from "./tasks.js";
+import { augmentCreate, followUpMeta, isTaskAugmented } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
@@ -27,8 +27,10 @@ interface Entry {
   token: string | number | undefined;
   /** A task-augmented call's driver, told when the `CreateTaskResult` arrives. */
   follower?: TaskFollower | undefined;
-  /** The `_meta` the request carried (task-augmented calls only). */
+  /** The `_meta` the request carried (task-augmented requests only). */
   meta?: Record<string, unknown>;
+  /** The request is task-augmented (followed by a driver, or the SDK's own: `params.task`, or the 2026-07-28 extension declared). */
+  augmented?: boolean;
 }
 
 type Handler = ((...args: never[]) => void) | undefined;
@@ -58,6 +60,14 @@ export interface WireOptions {
    * its caller from the call's outcome itself (the AI SDK transport) returns true.
    */
   readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
+  /**
+   * Makes the task driver of a task-augmented request the library does not follow itself (the
+   * SDK's own: through `attachCancellation`'s or `sdkClient`'s calls, or made on the SDK
+   * directly), for the call it belongs to (`null`: the SDK's own request). Used only when such
+   * a request is cancelled before its `CreateTaskResult`: a late one names a task to cancel.
+   * Without it, only the library's own task calls (`callTool(params, { task })`) get that.
+   */
+  readonly taskDriver?: ((call: CancellableCall | null) => TaskFollower) | undefined;
 }
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
@@ -125,6 +135,7 @@ export class Wire<T extends TransportLike> {
   /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
   readonly #forwardSdkReason: boolean;
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
+  readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
 
   constructor(adapter: CancellationAdapter<T>, options: WireOptions) {
     this.#releaseFailedSends = options.releaseFailedSends ?? false;
@@ -132,6 +143,7 @@ export class Wire<T extends TransportLike> {
     this.#started = this.#open;
     this.#forwardSdkReason = options.forwardSdkReason ?? false;
     this.#dropSdkWait = options.releaseWait;
+    this.#taskDriver = options.taskDriver;
     const maxTombstones = options.maxTombstones;
     const onAnomaly = options.onAnomaly;
     const inner = adapter.transport;
@@ -238,6 +250,7 @@ export class Wire<T extends TransportLike> {
     if (id === null || !this.#open) return "none";
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
+    this.#cancelledBeforeTask(id, entry);
     this.#forget(id, entry);
     const mechanism = this.#putCancel(id, reason, call);
     this.#releaseSdk(id);
@@ -304,6 +317,17 @@ export class Wire<T extends TransportLike> {
       reportError: this.#reportError,
       delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
     });
+  }
+
+  /**
+   * A task-augmented request is cancelled before its `CreateTaskResult` came (it may be crossing
+   * the cancel, or the server may ignore the cancel, rule 10): its driver stays reachable, so
+   * that a late `CreateTaskResult` gets its task cancelled at once (rules 35, 36).
+   */
+  #cancelledBeforeTask(id: RequestId, entry: Entry): void {
+    if (entry.augmented !== true) return;
+    const driver = entry.follower ?? this.#taskDriver?.(entry.call);
+    if (driver !== undefined) this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});
   }
 
   /** Moves a pending request to the tombstones. */
@@ -412,6 +436,10 @@ export class Wire<T extends TransportLike> {
       message = augmentCreate(message, follower.ttlMs);
       entry.follower = follower;
       entry.meta = followUpMeta(message);
+      entry.augmented = true;
+    } else if (isTaskAugmented(message)) {
+      entry.meta = followUpMeta(message);
+      entry.augmented = true;
     }
     this.#pending.set(id, entry);
     if (call === null) this.#listens.sent(id, method);
@@ -438,6 +466,7 @@ export class Wire<T extends TransportLike> {
     if (this.#neverCancel.has(requestId)) return Promise.resolve();
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
+    this.#cancelledBeforeTask(requestId, entry);
     this.#forget(requestId, entry);
     this.#listens.ended(requestId);
     this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
@@ -488,6 +517,8 @@ export class Wire<T extends TransportLike> {
       }
       return true;
     }
+    // The late CreateTaskResult of a task-augmented request cancelled before it: a task to cancel.
+    if (!("error" in message) && this.#tasks.lateCreated(id, message.result)) return false;
     if (this.#tombIds.has(id)) {
       this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
       return false;

@@ -24,6 +24,8 @@ export interface TaskServer {
   seen: Seen[];
   /** What became of each task the server ran: "completed" or "cancelled". */
   fates: Map<string, string>;
+  /** The status of every task the server holds now (its task store). */
+  statuses(): string[];
   stop(): Promise<void>;
 }
 
@@ -74,8 +76,11 @@ function stopper(server: http.Server, cleanup: () => void): () => Promise<void> 
  * (execution.taskSupport "required"), sending progress on the create request's token; a
  * cancelled task stops.
  */
-/** `pollInterval`: the interval (ms) the server suggests in its tasks; 20 unless given. */
-export async function startV1TaskServer(options: { pollInterval?: number } = {}): Promise<TaskServer> {
+/**
+ * `pollInterval`: the interval (ms) the server suggests in its tasks; 20 unless given.
+ * `onToolCall`: called as each `tools/call` request has been read, before the server handles it.
+ */
+export async function startV1TaskServer(options: { pollInterval?: number; onToolCall?: () => void } = {}): Promise<TaskServer> {
   const seen: Seen[] = [];
   const fates = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
@@ -133,6 +138,7 @@ export async function startV1TaskServer(options: { pollInterval?: number } = {})
   const httpServer = http.createServer(async (req, res) => {
     const body = req.method === "POST" ? await readBody(req) : undefined;
     record(seen, req, body);
+    if ((body as { method?: unknown } | undefined)?.method === "tools/call") options.onToolCall?.();
     if (req.method === "GET") seen.push({ method: "GET", id: undefined, params: undefined, mcpName: undefined });
     const sessionId = req.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
@@ -150,6 +156,7 @@ export async function startV1TaskServer(options: { pollInterval?: number } = {})
     url,
     seen,
     fates,
+    statuses: () => taskStore.getAllTasks().map((task) => task.status),
     stop: stopper(httpServer, () => {
       for (const timer of timers) clearTimeout(timer);
       for (const transport of transports.values()) void transport.close();
@@ -256,6 +263,7 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
     url,
     seen,
     fates,
+    statuses: () => [...tasks.values()].map((task) => task.status),
     stop: stopper(httpServer, () => {
       for (const timer of timers) clearTimeout(timer);
     }),
