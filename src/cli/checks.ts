@@ -285,6 +285,24 @@ function workStops(run: ProbeRun): Check {
       after,
     );
   }
+  // Progress after the cancel but before the server showed it had read it: a crossing (rule 9)
+  // when it is a few messages right after the cancel; when it runs on past --grace (a server
+  // that reads the cancel only once the work is done, so its answer to the fence came after it),
+  // the work did not stop at the cancel, whatever the boundary says.
+  const crossed = progress.filter((event) => event.at > cancelAt && event.at <= boundary.at);
+  const result = run.events.find((event) => event.at > cancelAt && isResponse(event) && event.message!.id === main.id);
+  if (crossed.length > 0 && crossed.at(-1)!.at - cancelAt > run.options.graceMs) {
+    const values = crossed.map(progressValue);
+    return make(
+      "work-stops",
+      "WARN",
+      `the work went on after the cancel: ${crossed.length} progress notification(s) (${values[0]} … ${values.at(-1)}), the last at ${rel(crossed.at(-1)!.at, cancelAt)}` +
+        `${result === undefined ? "" : `, then its ${result.message!.error === undefined ? "result" : "error"} at ${rel(result.at, cancelAt)}`}; ` +
+        `the server showed it had read the cancel only after that (${boundary.how}): it reads a cancel only once the work is done, so a cancel does not stop it (rule 11)`,
+      [`${before.length} progress notification(s) before the cancel`, ...lines(crossed, cancelAt), ...cpuLines],
+      crossed,
+    );
+  }
   if (before.length > 0) {
     // Silence proves nothing if the tool's own pace is slower than the watch: progress that
     // came every 3 s cannot be missed in a 2 s window. The longest gap seen before the cancel
@@ -301,7 +319,10 @@ function workStops(run: ProbeRun): Check {
         lines(before.slice(-3), cancelAt),
       );
     }
-    const said = `${before.length} progress notification(s) before the cancel, none in the ${Math.round(end - cancelAt)} ms after it: the server stopped reporting progress`;
+    const crossing = crossed.length === 0 ? "" : `, ${crossed.length} right after it that crossed it on the wire (before the server showed it had read it)`;
+    const said =
+      `${before.length} progress notification(s) before the cancel${crossing}, none after the server had read it ` +
+      `(watched to ${rel(end, cancelAt)}): the server stopped reporting progress`;
     if (cpu?.busy === true) return busyWarn(said);
     return make(
       "work-stops",
@@ -398,6 +419,14 @@ function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId
   }
   if (raw.skipped !== undefined) return make(id, "SKIP", raw.skipped);
   const what = raw.kind === "completed" ? `the completed request ${idLabel(raw.requestId)}` : `the unknown id ${idLabel(raw.requestId)}`;
+  if (raw.busy !== undefined) {
+    // The server did not serve before the stray cancel was sent: busy, not stopped by it.
+    return make(
+      id,
+      "WARN",
+      `the server was busy, so no cancel for ${what} was sent: ${raw.busy} (still working on earlier cancelled work?); run again once it serves, or with a longer --timeout`,
+    );
+  }
   const clientIds = new Set(
     run.events.filter((event) => event.from === "client" && event.message?.method !== undefined && event.message.id !== undefined).map((event) => event.message!.id),
   );
@@ -596,16 +625,22 @@ function concurrentCalls(run: ProbeRun): Check {
     if (evidence.length < MAX_EVIDENCE) evidence.push(`${rel(event.at, cancelAt)}  a token neither call carries: ${eventText(event)}`);
   }
   const progressB = seen.filter((event) => event.at > cancelAt && isProgressFor(event, b.progressToken)).length;
+  const bBefore = seen.filter((event) => event.at <= cancelAt && isProgressFor(event, b.progressToken));
+  const aBefore = seen.filter((event) => event.at <= cancelAt && isProgressFor(event, a.progressToken));
+  // Judged from the timeline: a call that showed nothing at all (no progress, no answer) was not
+  // seen running; it may be queued behind the other.
+  const bShown = bBefore.length + progressB > 0 || b.end.how !== "running";
   const bEnd =
     b.end.how === "running"
-      ? `was still running ${rel(concurrent.windowEnd, cancelAt)} after the cancel of the other, ${progressB} progress of its own meanwhile`
+      ? bShown
+        ? `was still running ${rel(concurrent.windowEnd, cancelAt)} after the cancel of the other, ${progressB} progress of its own meanwhile`
+        : `showed no progress and no answer up to ${rel(concurrent.windowEnd, cancelAt)} after the cancel of the other (queued, or silent)`
       : b.end.how === "result"
         ? `completed with its result ${rel(b.end.at, cancelAt)} after the cancel of the other`
         : `ended (${b.end.text}) ${rel(b.end.at, cancelAt)} after the cancel of the other`;
   const endedWrongly = b.end.how === "error" || b.end.how === "closed" || b.end.how === "tool-error";
   // B reported progress steadily before the cancel of A and fell silent at it, for longer than
   // three of its intervals: A's cancel stopped B.
-  const bBefore = seen.filter((event) => event.at <= cancelAt && isProgressFor(event, b.progressToken));
   const interval = bBefore.length >= 2 ? (bBefore.at(-1)!.at - bBefore[0]!.at) / (bBefore.length - 1) : Number.POSITIVE_INFINITY;
   const stopped = b.end.how === "running" && progressB === 0 && concurrent.windowEnd - cancelAt > 3 * interval + run.options.graceMs;
   if (bad.length > 0 || endedWrongly || stopped) {
@@ -620,6 +655,19 @@ function concurrentCalls(run: ProbeRun): Check {
       `two concurrent calls, ${label(a)} cancelled and ${label(b)} not: ${why.join("; ")}. A server keeps each request's progress token and cancel apart (state kept on a shared tool instance mixes them)`,
       evidence,
       bad,
+    );
+  }
+  // A reported progress while B showed nothing: the server ran one call at a time, so the two
+  // were never concurrent and the timeline cannot show whether it keeps them apart.
+  if (b.progressToken !== undefined && aBefore.length > 0 && bBefore.length === 0) {
+    const firstB = seen.find((event) => event.at > cancelAt && isProgressFor(event, b.progressToken));
+    return make(
+      "concurrent-calls",
+      "WARN",
+      `the calls did not run at the same time: ${label(a)} reported ${aBefore.length} progress before its cancel while ${label(b)} reported none; ` +
+        `${label(b)} ${firstB === undefined ? bEnd : `first reported progress ${rel(firstB.at, cancelAt)} after the cancel of the other, then ${bEnd}`}. ` +
+        `The server appears to serve one call at a time, so whether it keeps two calls apart cannot be judged`,
+      lines(seen.filter((event) => isProgressFor(event, a.progressToken) || isProgressFor(event, b.progressToken)).slice(0, MAX_EVIDENCE), cancelAt),
     );
   }
   return make(

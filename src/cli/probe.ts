@@ -5,7 +5,7 @@ import type { ProbeOptions } from "./args.js";
 import { UsageError } from "./args.js";
 import { evaluate } from "./checks.js";
 import type { Check } from "./checks.js";
-import { truncate } from "./describe.js";
+import { idLabel, truncate } from "./describe.js";
 import { Recorder } from "./recorder.js";
 import type { WireEvent } from "./recorder.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -398,6 +398,13 @@ async function rawCancel(
   kind: RawCancel["kind"],
   requestId: string | number,
 ): Promise<RawCancel> {
+  // First a fence: only a server that serves requests now can show that a stray cancel stopped it.
+  recorder.mark(`wait until the server answers (before the stray cancel of ${kind === "completed" ? "a completed request" : "an unknown id"})`);
+  const fence = await exchange(conn, recorder, "tools/list", options.timeoutMs);
+  if (fence.outcome !== "result") {
+    const busy = `${fence.method} ${fence.id === undefined ? "" : `${idLabel(fence.id)} `}sent first: ${fence.text}`;
+    return { kind, requestId, cancelAt: fence.sentAt, windowEnd: fence.endedAt, followUp: undefined, fence, busy };
+  }
   recorder.mark(kind === "completed" ? `cancel the completed request ${String(requestId)}` : `cancel an unknown request id`);
   const message: Message = {
     jsonrpc: "2.0",
@@ -419,7 +426,7 @@ async function rawCancel(
   await sleep(Math.max(0, cancelAt + options.windowMs - recorder.now()));
   const windowEnd = recorder.now();
   const followUp = conn.closed ? undefined : await exchange(conn, recorder, "tools/list", options.timeoutMs);
-  return { kind, requestId, cancelAt, windowEnd, followUp, ...(sendError === undefined ? {} : { sendError }) };
+  return { kind, requestId, cancelAt, windowEnd, followUp, fence, ...(sendError === undefined ? {} : { sendError }) };
 }
 
 /**

@@ -112,6 +112,13 @@ export interface RawCancel {
   skipped?: string;
   /** Set when sending the cancel failed (an HTTP 4xx/5xx for the POST, or a closed pipe). */
   sendError?: string;
+  /**
+   * The request sent first, to wait until the server serves again (a server still busy with
+   * earlier cancelled work would otherwise look as if the stray cancel had stopped it).
+   */
+  fence?: Exchange;
+  /** Set when the fence got no answer: the server was busy, so no stray cancel was sent. */
+  busy?: string;
 }
 
 /** Everything one probe run saw, before judging it. */

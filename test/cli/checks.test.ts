@@ -277,3 +277,63 @@ describe("tool choice: annotations printed as the server's claim", () => {
     expect(bare.why).toBe("given with --tool; the server gives no annotations");
   });
 });
+
+// Issue 24 item 5: a verdict never contradicts the timeline it prints.
+describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
+  it("work-stops on a serial server: 24 progress and the result after the cancel, the fence answered only after them: WARN, never PASS", () => {
+    const after: Array<[number, WireEvent["from"], Message]> = Array.from({ length: 24 }, (_, i) => [520 + i * 100, "server", progress(i + 2)]);
+    const r = fenced([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], ...after, [2950, "server", result]], 2960);
+    const check = byId(evaluate(r))["work-stops"]!;
+    expect(check.status).toBe("WARN");
+    expect(check.summary).toMatch(/the work went on after the cancel: 24 progress notification\(s\) \(2 … 25\), the last at \+2320 ms, then its result at \+2450 ms/);
+    expect(check.summary).toMatch(/reads a cancel only once the work is done/);
+    expect(check.events).toHaveLength(24);
+  });
+
+  it("work-stops: one progress that crossed the cancel within --grace is still a PASS, and its text counts it", () => {
+    const r = fenced([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [540, "server", progress(2)]], 560);
+    const check = byId(evaluate(r))["work-stops"]!;
+    expect(check.status).toBe("PASS");
+    expect(check.summary).toMatch(/1 progress notification\(s\) before the cancel, 1 right after it that crossed it on the wire/);
+    expect(check.summary).not.toMatch(/none in the/);
+  });
+
+  const p = (token: number, value: number): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: value } });
+  const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running") => {
+    const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
+    r.concurrent = {
+      a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
+      b: { id: 11, progressToken: 11, sentAt: 2000, end: { at: 2600, how: bEnd, text: "" } },
+      cancelAt: 2300,
+      windowEnd: 2700,
+    };
+    return byId(evaluate(r))["concurrent-calls"]!;
+  };
+
+  it("concurrent-calls on a serial server: the second call showed nothing while the first ran: WARN, and it is never called 'still running'", () => {
+    const check = concurrentRun([[2100, "server", p(10, 1)], [2200, "server", p(10, 2)]], "running");
+    expect(check.status).toBe("WARN");
+    expect(check.summary).toMatch(/did not run at the same time/);
+    expect(check.summary).toMatch(/showed no progress and no answer/);
+    expect(check.summary).not.toMatch(/still running/);
+  });
+
+  it("concurrent-calls: the second starts only after the first's cancel (queued behind it): WARN with when it started", () => {
+    const check = concurrentRun([[2100, "server", p(10, 1)], [2200, "server", p(10, 2)], [2400, "server", p(11, 1)], [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }]], "result");
+    expect(check.status).toBe("WARN");
+    expect(check.summary).toMatch(/first reported progress \+100 ms after the cancel of the other/);
+  });
+
+  it("a stray cancel behind a busy server: WARN 'busy' (not sent), never FAIL 'stopped serving requests'", () => {
+    const r = fenced([[10, "client", call], [500, "client", cancel]], 504);
+    const fence = exchangeOf(7, 3000, undefined);
+    r.cancelCompleted = { kind: "completed", requestId: 4, cancelAt: 3000, windowEnd: 6000, followUp: undefined, fence, busy: "tools/list #7 sent first: no answer within 3000 ms" };
+    r.cancelUnknown = { kind: "unknown", requestId: 99, cancelAt: 6000, windowEnd: 9000, followUp: undefined, fence, busy: "tools/list #7 sent first: no answer within 3000 ms" };
+    const checks = byId(evaluate(r));
+    for (const id of ["cancel-completed-ignored", "cancel-unknown-ignored"]) {
+      expect(checks[id]!.status).toBe("WARN");
+      expect(checks[id]!.summary).toMatch(/the server was busy, so no cancel for .* was sent: tools\/list #7 sent first: no answer/);
+      expect(checks[id]!.summary).not.toMatch(/stopped serving/);
+    }
+  });
+});

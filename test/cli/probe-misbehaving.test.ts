@@ -108,6 +108,29 @@ describe("probe: what real servers did, judged fairly", () => {
     expect(check(json, "silent-after-cancel").status).toBe("WARN");
   });
 
+  it("a serial server whose fence answer comes only after the cancelled work ends: no verdict contradicts its own timeline (issue 24 item 5)", async () => {
+    const { json } = await probeJson(["--stdio", rawServer("--serial"), "--args", '{"steps":30}', ...FAST]);
+    const cancelAt = json.call!.cancelAtMs!;
+    const progressAfter = json.timeline.filter(
+      (e) => e.atMs > cancelAt && e.from === "server" && (e.message as { method?: string } | undefined)?.method === "notifications/progress",
+    );
+    const stops = check(json, "work-stops");
+    // The timeline shows the work going on after the cancel: the verdict must not say it stopped.
+    if (progressAfter.length > 1) {
+      expect(stops.status, why(json)).not.toBe("PASS");
+      expect(stops.summary).toMatch(/the work went on/);
+    }
+    // Two calls on a server that serves one at a time are not concurrent: never a PASS calling a queued call "still running".
+    const concurrent = check(json, "concurrent-calls");
+    expect(concurrent.status, why(json)).not.toBe("PASS");
+    expect(concurrent.summary).not.toMatch(/still running/);
+    // The stray cancels come after a fence the server answered, or the server is reported busy: never "stopped serving".
+    for (const id of ["cancel-completed-ignored", "cancel-unknown-ignored"] as const) {
+      expect(check(json, id).summary, why(json)).not.toMatch(/stopped serving/);
+      expect(["PASS", "WARN"]).toContain(check(json, id).status);
+    }
+  });
+
   it("a real tmcp 1.20 server over stdio holds the queue while the cancelled tool runs: connection-survives WARNs", async () => {
     const { code, json } = await probeJson(["--stdio", nodeCommand(probeFixture("tmcp-server.mjs")), "--window", "600", "--timeout", "5000"]);
     const survives = check(json, "connection-survives");
