@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CallCancelledError } from "../../src/index.js";
-import { connectV1 } from "../http/clients.js";
+import { connectV1, connectV2 } from "../http/clients.js";
 import { startV1 } from "../http/servers.js";
 import type { ServerEvent } from "../http/servers.js";
 import { sleep } from "../helpers/reliability.js";
@@ -77,6 +77,35 @@ for (const json of [true, false]) {
     }, 30_000);
   });
 }
+
+describe("a response that arrives before the notification is sent", () => {
+  // The v2 transport on the global fetch cannot report the body written, so its notification
+  // waits for the headers; on a JSON-response server they come with the result. That result
+  // arriving first means the request is over (rule 7): nothing is POSTed, and the record says so.
+  it("v2 client, JSON-response server: the result comes while the notification waits; nothing is POSTed, the record says why", async () => {
+    const server = await startV1({ json: true });
+    cleanup.push(() => server.stop());
+    const client = await connectV2(server.url, {}, { flushTimeoutMs: 2_000 });
+    cleanup.push(() => client.close());
+    const controller = new AbortController();
+    const call = client.mcp.callTool({ name: "slow", arguments: { ms: 150 } }, { signal: controller.signal, timeoutMs: 10_000 });
+    call.catch(() => {});
+    expect(await eventually(() => server.events.some((e) => e.kind === "handler-start"), 2_000)).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => client.mcp.records()[0]!.revision > 0 && client.adapter.stats().flushing === 0, 3_000)).toBe(true);
+    await sleep(200);
+    const record = client.mcp.records()[0]!;
+    expect(record.cancel).toMatchObject({
+      mechanism: "none",
+      sentAt: null,
+      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+    });
+    expect(record.late.results).toBe(1); // the result itself was discarded as late
+    expect(server.events.filter((e) => e.kind === "http" && e.rpc === "notifications/cancelled")).toEqual([]);
+    expect(client.errors).toEqual([]);
+  }, 15_000);
+});
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
