@@ -17,6 +17,8 @@ import { runMaxTimeout } from "./max-timeout.js";
 import { runOverhead } from "./overhead.js";
 import type { OverheadPlan } from "./overhead.js";
 import { runProfile } from "./profile.js";
+import { proxyTargets, runProxy } from "./proxy.js";
+import type { ProxyPlan } from "./proxy.js";
 import { judge, machineLine, markdown, svg } from "./report.js";
 import type { Results } from "./report.js";
 import { runScale } from "./scale.js";
@@ -33,6 +35,8 @@ interface Plan {
   httpCapMs: number;
   maxTimeoutCalls: number;
   scale: ScalePlan;
+  /** `mcp-cancellable proxy` beside a direct connection (bench/proxy.ts, issue 22). */
+  proxy: ProxyPlan;
 }
 
 const PLANS: Record<"short" | "full", Plan> = {
@@ -54,6 +58,7 @@ const PLANS: Record<"short" | "full", Plan> = {
       timeoutMs: 500,
       cancelSequenceCalls: 2_000,
     },
+    proxy: { latencyCalls: 300, warmup: 30, concurrent: 1_000, concurrentRounds: 2, pendingCalls: 1_000, settleCalls: 10_000, settleTimeoutMs: 5_000 },
   },
   full: {
     overhead: { sequentialCalls: 100_000, rounds: 40, batch: 1_000, batches: 100, concurrentRounds: 10 },
@@ -72,6 +77,7 @@ const PLANS: Record<"short" | "full", Plan> = {
       timeoutMs: 3_000,
       cancelSequenceCalls: 20_000,
     },
+    proxy: { latencyCalls: 3_000, warmup: 300, concurrent: 1_000, concurrentRounds: 10, pendingCalls: 10_000, settleCalls: 10_000, settleTimeoutMs: 10_000 },
   },
 };
 
@@ -80,6 +86,9 @@ async function main(): Promise<void> {
   const outIndex = process.argv.indexOf("--out");
   const outDir = outIndex > 0 ? process.argv[outIndex + 1]! : fileURLToPath(new URL(".", import.meta.url));
   const plan = PLANS[mode];
+  // `--only proxy`: that benchmark alone, into OUT/proxy.json (results.json is left as it is).
+  const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
+  if (only !== undefined && only !== "proxy") throw new Error(`--only: the one benchmark that runs alone is proxy, got ${only}`);
   const loadStart = os.loadavg();
   const began = performance.now();
   const log = (line: string): void => {
@@ -88,6 +97,14 @@ async function main(): Promise<void> {
   collect(); // fails early without --expose-gc
   const host = machine();
   log(`mcp-cancellable bench, ${mode} mode: ${machineLine(host)}`);
+  if (only === "proxy") {
+    log("5. mcp-cancellable proxy (alone)");
+    const proxy = await runProxy(plan.proxy, log);
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(`${outDir}/proxy.json`, `${JSON.stringify({ mode, machine: host, proxy, targets: proxyTargets(proxy) }, null, 2)}\n`);
+    for (const t of proxyTargets(proxy)) log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value}`);
+    return;
+  }
   const subject = await loadSubject();
   log(`built the library: ${subject.build}${subject.http === null ? " (no Streamable HTTP adapter yet)" : ""}`);
 
@@ -106,14 +123,17 @@ async function main(): Promise<void> {
   const maxTimeout = await runMaxTimeout(plan.maxTimeoutCalls, subject, log);
   log("4. scale");
   const scale = await runScale(plan.scale, subject, log);
+  log("5. mcp-cancellable proxy");
+  const proxy = await runProxy(plan.proxy, log);
 
   const load = { start: loadStart.map((x) => Math.round(x * 100) / 100), end: os.loadavg().map((x) => Math.round(x * 100) / 100) };
   log(`load average at the end: ${load.end.join(", ")} (at the start ${load.start.join(", ")})`);
   const partial = { mode, machine: host, build: subject.build, overhead, overheadV2, load, profile, stdio, http, maxTimeout, scale } as const;
-  const results: Results = {
+  const results: Results & { proxy: typeof proxy } = {
     ...partial,
+    proxy,
     durationS: Math.round((performance.now() - began) / 1_000),
-    targets: judge(partial),
+    targets: [...judge(partial), ...proxyTargets(proxy)],
   };
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
