@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -71,5 +71,20 @@ describe("user-facing text", () => {
         .match(/\bseeds?\b/i),
     );
     expect(offending).toEqual([]);
+  });
+});
+
+describe("paths the docs cite", () => {
+  it("every test/, examples/ and src/ file named in README.md and docs/ exists", () => {
+    const pages = [...files("docs", /\.md$/), "README.md"];
+    const cited = new Map<string, string>();
+    for (const page of pages) {
+      for (const match of read(page).matchAll(/\b((?:test|examples|src)\/[\w./-]+\.(?:ts|mjs|cjs|json))\b/g)) {
+        if (!cited.has(match[1]!)) cited.set(match[1]!, page);
+      }
+    }
+    expect(cited.size).toBeGreaterThan(20);
+    const missing = [...cited].filter(([path]) => !existsSync(join(root, path))).map(([path, page]) => `${path} (cited in ${page})`);
+    expect(missing).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } fro
 import type { Message } from "../../wire/messages.js";
 import { decorateTransport } from "../../wire/decorate.js";
 import type { DecoratedTransport } from "../../wire/decorate.js";
-import { hasPerRequestStream, replaceTransportFetch, transportFetch } from "../../sdk/private.js";
+import { hasPerRequestStream, isStdioTransport, isStreamableHttpTransport, replaceTransportFetch, transportFetch } from "../../sdk/private.js";
 import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, observesBody, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
@@ -192,6 +192,15 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
         bound = bindFetch(this.#fetch, this, this.#port);
       } catch (error) {
         throw new InvalidOptionError("fetch", `streamableHttpCancellation: ${(error as Error).message}`);
+      }
+      if (!bound && !isStreamableHttpTransport(transport)) {
+        // A stdio (or other) transport handed to the HTTP adapter: the v1 fetch advice does not apply.
+        throw new InvalidOptionError(
+          "transport",
+          `streamableHttpCancellation: this is not a Streamable HTTP transport (a StreamableHTTPClientTransport)${
+            isStdioTransport(transport) ? ": it is a stdio transport, so use stdioCancellation(transport) from mcp-cancellable/stdio" : ""
+          }`,
+        );
       }
       if (!bound) {
         throw new InvalidOptionError(

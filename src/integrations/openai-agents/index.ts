@@ -88,6 +88,35 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
   awaitVerification?: AwaitVerification;
 }
 
+/**
+ * Options of the Agents runtime's own MCP servers that a newcomer passes by habit, and what to
+ * use here instead: each is refused with that advice (a bare "unknown option" would not say).
+ */
+const AGENTS_OPTION_ADVICE: Record<string, string> = {
+  clientSessionTimeoutSeconds:
+    "is the Agents runtime's MCPServer option (seconds, the SDK's request timeout); here use timeoutMs, the idle timeout " +
+    "per request in ms (clientSessionTimeoutSeconds: 5 is timeoutMs: 5_000), and maxTotalTimeoutMs for a hard cap",
+  fullCommand:
+    "is not supported (the Agents runtime's MCPServerStdio splits it on spaces, which breaks quoted arguments): pass " +
+    'command and args, such as { command: "node", args: ["report-server.js"] }',
+  ...Object.fromEntries(
+    ["errorFunction", "toolFilter", "toolMetaResolver", "customDataExtractor", "useStructuredContent"].map((key) => [
+      key,
+      `is an Agents-side setting: pass it in agents: { ${key} }, which is handed to the Agents runtime as it is`,
+    ]),
+  ),
+};
+
+/** Refuses the Agents runtime's own option names with what to use instead. @throws {InvalidOptionError} */
+function refuseAgentsOptions(options: object, what: string): void {
+  for (const key of Object.keys(options)) {
+    const advice = AGENTS_OPTION_ADVICE[key];
+    if (advice !== undefined && (options as Record<string, unknown>)[key] !== undefined) {
+      throw new InvalidOptionError(key, `${what}: "${key}" ${advice}`);
+    }
+  }
+}
+
 /** One `connect()`'s client, its wire, and the library's calls over the server's one runner. */
 interface Connected {
   readonly client: AgentsClientLike;
@@ -131,6 +160,7 @@ export class CancellableMCPServer implements MCPServer {
       throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
     }
     const { name, create, cacheToolsList, callOptions, agents, awaitVerification, ...defaults } = options;
+    refuseAgentsOptions(defaults, "CancellableMCPServer");
     if (typeof name !== "string" || name === "") {
       throw new InvalidOptionError("name", "CancellableMCPServer: name must be a non-empty string");
     }
@@ -350,6 +380,7 @@ async function loadV2(what: string) {
 export class CancellableMCPServerStdio extends CancellableMCPServer {
   constructor(options: CancellableMCPServerStdioOptions) {
     const { clientOptions, name, rest } = splitConvenience(options, "CancellableMCPServerStdio");
+    refuseAgentsOptions(rest, "CancellableMCPServerStdio");
     const { command, args, env, cwd, stderr, ...server } = rest;
     if (typeof command !== "string" || command === "") {
       throw new InvalidOptionError("command", "CancellableMCPServerStdio: command must be a non-empty string");
@@ -386,6 +417,7 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
 export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
   constructor(options: CancellableMCPServerStreamableHttpOptions) {
     const { clientOptions, name, rest } = splitConvenience(options, "CancellableMCPServerStreamableHttp");
+    refuseAgentsOptions(rest, "CancellableMCPServerStreamableHttp");
     const { url, requestInit, ...server } = rest;
     if (typeof url !== "string" && !(url instanceof URL)) {
       throw new InvalidOptionError("url", "CancellableMCPServerStreamableHttp: url must be a string or a URL");
