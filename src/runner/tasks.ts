@@ -8,6 +8,7 @@ import { msOption, parseOptions } from "../options/schemas.js";
 import type { TaskFollower } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
+import { isoTime } from "../utils/iso.js";
 
 /** Default poll interval, in ms, when the server suggests none. */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
@@ -136,9 +137,18 @@ export class TaskDriver implements TaskFollower {
   #createdAfterCancel(created: TaskInfo): void {
     const task: TaskInfo = { ...created, createdAfterCancel: true };
     this.#task = task;
-    this.#call?.settledRecord?.update({ task });
+    const settled = this.#call?.settledRecord;
+    const terminal = isTerminalTaskStatus(task.status);
+    const cancel = settled?.record.cancel;
+    // Nothing of the transport's cancel went out (2026-07-28 Streamable HTTP: the stream was kept
+    // open for this response, which came first): what goes out for the call is the tasks/cancel.
+    if (cancel?.mechanism === "none" && cancel.undelivered !== null && !terminal) {
+      settled!.update({ task, cancel: { ...cancel, mechanism: "tasks/cancel", sentAt: isoTime(Date.now()) } });
+    } else {
+      settled?.update({ task });
+    }
     this.#watchUntil = this.clock() + this.options.watchMs;
-    if (isTerminalTaskStatus(task.status)) return this.#conclude(task.status);
+    if (terminal) return this.#conclude(task.status);
     void this.#sendCancel(task);
   }
 

@@ -15,7 +15,7 @@ export type CancelMechanism = "notification" | "stream-close" | "notification+st
 
 /** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
 export interface CancelUndelivered {
-  mechanism: "notification";
+  mechanism: "notification" | "stream-close";
   error: string;
 }
 
@@ -122,10 +122,13 @@ export interface RunRecord {
     /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent. */
     sentAt: string | null;
     /**
-     * `null`, or the part of the cancel that did not reach the server: `mechanism` (today
-     * always `notification`: a 2025-era Streamable HTTP notification POST that failed, after
-     * one retry on a connection-level failure, or that the server refused with an HTTP error)
-     * and `error` (the failure, at most 1,000 characters). `mechanism` above then says what did go out.
+     * `null`, or the part of the cancel that did not reach the server: `mechanism`
+     * (`notification`: a 2025-era Streamable HTTP notification POST that failed, after one retry
+     * on a connection-level failure, that the server refused with an HTTP error, or that was not
+     * sent because the response arrived first; `stream-close`: a 2026-07-28 Streamable HTTP
+     * stream kept open for the `CreateTaskResult` of a task-augmented request, whose response
+     * arrived before it was closed) and `error` (the failure, at most 1,000 characters).
+     * `mechanism` above then says what did go out (`tasks/cancel` for a task created anyway).
      */
     undelivered: CancelUndelivered | null;
   } | null;

@@ -25,6 +25,14 @@ export interface CancelRequest {
   readonly reason: string;
   /** The `notifications/cancelled {requestId, reason}` message for it (rule 2). */
   readonly notification: CancelledNotification;
+  /**
+   * `true` for a task-augmented request whose task id is not known yet (rules 35, 36): a
+   * `CreateTaskResult` that still arrives for it names a task the wire then cancels with
+   * `tasks/cancel`, once. An adapter whose cancel would lose that response (2026-07-28
+   * Streamable HTTP, where closing the stream is the cancel) may keep the stream open a short,
+   * bounded while so the response can arrive. Absent or `false` otherwise.
+   */
+  readonly awaitsTask?: boolean;
   /** Sends a message on the wrapped transport, bypassing the decorator. */
   send(message: Message): Promise<void>;
   /** Reports a failed cancel send to the transport's `onerror`. */

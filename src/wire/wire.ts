@@ -250,9 +250,9 @@ export class Wire<T extends TransportLike> {
     if (id === null || !this.#open) return "none";
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
-    this.#cancelledBeforeTask(id, entry);
+    const awaitsTask = this.#cancelledBeforeTask(id, entry);
     this.#forget(id, entry);
-    const mechanism = this.#putCancel(id, reason, call);
+    const mechanism = this.#putCancel(id, reason, call, awaitsTask);
     this.#releaseSdk(id);
     return mechanism;
   }
@@ -308,11 +308,12 @@ export class Wire<T extends TransportLike> {
     }
   }
 
-  #putCancel(id: RequestId, reason: string, call: CancellableCall | null): CancelMechanism {
+  #putCancel(id: RequestId, reason: string, call: CancellableCall | null, awaitsTask: boolean): CancelMechanism {
     return this.#adapter.cancel({
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
+      awaitsTask,
       send: this.#innerSend,
       reportError: this.#reportError,
       delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
@@ -322,12 +323,15 @@ export class Wire<T extends TransportLike> {
   /**
    * A task-augmented request is cancelled before its `CreateTaskResult` came (it may be crossing
    * the cancel, or the server may ignore the cancel, rule 10): its driver stays reachable, so
-   * that a late `CreateTaskResult` gets its task cancelled at once (rules 35, 36).
+   * that a late `CreateTaskResult` gets its task cancelled at once (rules 35, 36). True when it
+   * does: the adapter is told (`awaitsTask`), so its cancel need not lose that response.
    */
-  #cancelledBeforeTask(id: RequestId, entry: Entry): void {
-    if (entry.augmented !== true) return;
+  #cancelledBeforeTask(id: RequestId, entry: Entry): boolean {
+    if (entry.augmented !== true) return false;
     const driver = entry.follower ?? this.#taskDriver?.(entry.call);
-    if (driver !== undefined) this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});
+    if (driver === undefined) return false;
+    this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});
+    return true;
   }
 
   /** Moves a pending request to the tombstones. */
@@ -466,10 +470,10 @@ export class Wire<T extends TransportLike> {
     if (this.#neverCancel.has(requestId)) return Promise.resolve();
     const entry = this.#pending.get(requestId);
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
-    this.#cancelledBeforeTask(requestId, entry);
+    const awaitsTask = this.#cancelledBeforeTask(requestId, entry);
     this.#forget(requestId, entry);
     this.#listens.ended(requestId);
-    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null);
+    this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null, awaitsTask);
     return Promise.resolve();
   }
 

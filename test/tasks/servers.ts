@@ -22,6 +22,12 @@ export interface Seen {
 export interface TaskServer {
   url: URL;
   seen: Seen[];
+  /**
+   * Scripted 2026-07-28 server: the `tools/call` requests whose connection closed before the
+   * server answered them (the client's cancel), with the task each had created (`null`: none),
+   * in the order the closes came.
+   */
+  closedBeforeAnswer?: { id: unknown; taskId: string | null }[];
   /** What became of each task the server ran: "completed" or "cancelled". */
   fates: Map<string, string>;
   /** The status of every task the server holds now (its task store). */
@@ -167,8 +173,12 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
 
 /**
  * A scripted 2026-07-28 server with the tasks extension: `server/discover`, and `tools/call` of
- * `report` ({ms, ignoreCancel?}) answered with a task (resultType "task", pollIntervalMs 20) when
- * the request declares the extension, else at once. tasks/get inlines the result; tasks/cancel
+ * `report` ({ms, ignoreCancel?, answerDelayMs?}) answered with a task (resultType "task",
+ * pollIntervalMs 20) when the request declares the extension, else with its result. The answer
+ * is written `answerDelayMs` (default 0) after the request was read; a task is created at once,
+ * when the request is read, and a close of the request's connection before the answer (the
+ * 2026-07-28 cancel) ends a plain call's work but not a task that exists: its answer is lost and
+ * the task runs on (`closedBeforeAnswer`). tasks/get inlines the result; tasks/cancel
  * answers with an empty acknowledgement and (cooperative) marks the task cancelled 5 ms later,
  * unless the call said `ignoreCancel`: then the task goes on and completes at `ms` anyway.
  */
@@ -177,6 +187,7 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
   const fates = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
   const tasks = new Map<string, { status: string; createdAt: string; result?: unknown; ignoreCancel?: boolean }>();
+  const closedBeforeAnswer: { id: unknown; taskId: string | null }[] = [];
   const later = (ms: number, fn: () => void): void => {
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -256,13 +267,30 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
       res.writeHead(202).end();
       return;
     }
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer(req, body)));
+    const reply = answer(req, body);
+    const delay = Number((body.params?.arguments as { answerDelayMs?: unknown } | undefined)?.answerDelayMs ?? 0);
+    if (body.method !== "tools/call" || !(delay > 0)) {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply));
+      return;
+    }
+    const created = (reply as { result?: { resultType?: unknown; taskId?: unknown } }).result;
+    const taskId = created?.resultType === "task" ? String(created.taskId) : null;
+    let answered = false;
+    res.on("close", () => {
+      if (!answered) closedBeforeAnswer.push({ id: body.id, taskId });
+    });
+    later(delay, () => {
+      if (res.destroyed) return; // the client closed the stream: the answer (and with it the task id) is lost
+      answered = true;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(reply));
+    });
   });
   const url = await listen(httpServer);
   return {
     url,
     seen,
     fates,
+    closedBeforeAnswer,
     statuses: () => [...tasks.values()].map((task) => task.status),
     stop: stopper(httpServer, () => {
       for (const timer of timers) clearTimeout(timer);

@@ -57,6 +57,11 @@ export interface StreamableHttpStats {
   blockedTokens: number;
   /** Resumes (`GET` with `Last-Event-ID`) of closed streams refused so far (cumulative). */
   resumesRefused: number;
+  /**
+   * 2026-07-28: streams of cancelled task-augmented requests kept open (at most `flushTimeoutMs`)
+   * so a `CreateTaskResult` already on its way is not lost with them.
+   */
+  holding: number;
 }
 
 /** The Streamable HTTP adapter: a `CancellationAdapter` plus read-only counts. */
@@ -94,6 +99,8 @@ interface Stream {
   onReached: (() => void) | undefined;
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
   check?: ReturnType<typeof setTimeout> | undefined;
+  /** 2026-07-28: cancelled but kept open for its `CreateTaskResult` until this timer closes it. */
+  hold?: { timer: ReturnType<typeof setTimeout>; request: CancelRequest } | undefined;
 }
 
 /** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
@@ -161,6 +168,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #blocked = new Map<string, RequestId>();
   /** 2025-era: notifications on their way, each with its current `flushTimeoutMs` timer. */
   readonly #deliveries = new Set<Delivery>();
+  /** 2026-07-28: cancelled streams kept open for their `CreateTaskResult` (see `#hold`). */
+  readonly #holds = new Set<Stream>();
   /** Set once `close()` was called: echoes of the close's own aborts are not errors. */
   #closing = false;
   /** The inner transport closed (onclose): no retry any more. */
@@ -248,6 +257,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       resuming: this.#resuming.size,
       blockedTokens: this.#blocked.size,
       resumesRefused: this.#resumesRefused,
+      holding: this.#holds.size,
     };
   }
 
@@ -261,7 +271,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (this.era === "modern") {
       // Rules 6, 28: the stream close is the cancel; nothing else is sent.
       if (stream === undefined) return "none";
-      this.#close(stream);
+      if (request.awaitsTask === true && this.#flushTimeoutMs > 0) this.#hold(stream, request);
+      else this.#close(stream);
       return "stream-close";
     }
     // Rule 40: the notification (the transport adds the session and protocol-version headers),
@@ -273,6 +284,40 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       this.#deliveries.delete(delivery);
     });
     return stream === undefined ? "notification" : "notification+stream-close";
+  }
+
+  /**
+   * 2026-07-28, a task-augmented request cancelled before its task id was known: closing its
+   * stream now would lose a `CreateTaskResult` already on it, and with it the only way to the
+   * task, which runs on (issue 20). The stream stays open at most `flushTimeoutMs`: a response
+   * in that time is handed on as any late response (a `CreateTaskResult` then gets its one
+   * `tasks/cancel` from the wire, rules 35, 36) and the stream is not closed; otherwise it closes
+   * as for any cancel. The caller was released already; nothing else is held.
+   */
+  #hold(stream: Stream, request: CancelRequest): void {
+    const timer = setTimeout(() => {
+      this.#unhold(stream);
+      if (this.#streams.get(stream.id) === stream) this.#close(stream);
+    }, this.#flushTimeoutMs);
+    stream.hold = { timer, request };
+    this.#holds.add(stream);
+  }
+
+  #unhold(stream: Stream): CancelRequest | undefined {
+    const hold = stream.hold;
+    if (hold === undefined) return undefined;
+    clearTimeout(hold.timer);
+    stream.hold = undefined;
+    this.#holds.delete(stream);
+    return hold.request;
+  }
+
+  /** The response of a held stream arrived: it is not closed; the record says nothing of the close went out. */
+  #heldAnswered(stream: Stream): void {
+    const request = this.#unhold(stream);
+    if (request === undefined) return;
+    this.#forgetStream(stream);
+    request.delivery({ sent: "none", failed: { mechanism: "stream-close", error: "not closed: the response arrived first (rule 7)" } });
   }
 
   /**
@@ -424,6 +469,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       },
       onRequestStreamEnd: () => {
         options?.onRequestStreamEnd?.();
+        // A held stream that ended without its response: nothing more can come on it.
+        if (this.#unhold(stream) !== undefined) this.#forgetStream(stream);
         // v2 calls this when the stream ended and it will not resume it (also after the response).
         this.#lost(stream, new Error("The request's response stream ended without its response"));
       },
@@ -468,6 +515,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       if (typeof id === "string" || typeof id === "number") {
         const stream = this.#streams.get(id);
         if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
+        else if (stream?.hold !== undefined) this.#heldAnswered(stream); // before the wire's late path sees it
         else if (stream !== undefined) stream.responded = true; // a cancel's notification still waiting is dropped
       }
     }
@@ -476,7 +524,10 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
 
   readonly #onclose = (): void => {
     this.#closed = true;
-    for (const stream of this.#streams.values()) stream.unlink();
+    for (const stream of this.#streams.values()) {
+      this.#unhold(stream);
+      stream.unlink();
+    }
     this.#streams.clear();
     this.#sending.clear();
     this.#resuming.clear();
