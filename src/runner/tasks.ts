@@ -76,6 +76,8 @@ export interface TaskWire {
   cancel(call: CancellableCall, reason: string): CancelMechanism;
   /** Status notifications for this task are no longer wanted. */
   unfollow(taskId: string): void;
+  /** The task was cancelled while it waited for input: abort the SDK's handlers of its server requests. */
+  abortInput?(taskId: string, reason: string): void;
 }
 
 /**
@@ -99,6 +101,10 @@ export class TaskDriver implements TaskFollower {
   #interval: number;
   #timer: unknown = undefined;
   #watchUntil = 0;
+  /** 2025-11-25: a `tasks/result` sent early, on `input_required`, not answered yet. */
+  #resultInFlight = false;
+  /** A terminal status seen while that `tasks/result` was in flight (its answer brings the result). */
+  #terminal: { task: TaskInfo; answer: Record<string, unknown> } | undefined;
 
   constructor(
     private readonly wire: TaskWire,
@@ -167,6 +173,8 @@ export class TaskDriver implements TaskFollower {
     const task = this.#task;
     if (task === undefined) return this.wire.cancel(call, reason);
     this.#watchUntil = this.clock() + this.options.watchMs;
+    // Handlers still answering the task's input requests are aborted: nobody wants their answers.
+    this.wire.abortInput?.(task.taskId, reason);
     if (isTerminalTaskStatus(task.status)) {
       queueMicrotask(() => this.#conclude(task.status));
       return "none";
@@ -260,8 +268,47 @@ export class TaskDriver implements TaskFollower {
       if (this.clock() + this.#interval < this.#watchUntil) return this.#schedule();
       return this.#conclude(undefined);
     }
-    if (!isTerminalTaskStatus(task.status)) return this.#schedule();
+    if (!isTerminalTaskStatus(task.status)) {
+      if (task.status === "input_required" && task.revision === "2025-11-25" && !this.#resultInFlight) void this.#earlyResult(task);
+      return this.#schedule();
+    }
+    if (this.#resultInFlight) {
+      this.#terminal = { task, answer };
+      return;
+    }
     await this.#finish(task, answer);
+  }
+
+  /**
+   * 2025-11-25, `input_required`: `tasks/result` at once instead of at the end. The server
+   * delivers the task's queued requests (elicitation, sampling) on that request's stream; they
+   * reach the SDK's own handlers (the wire passes server requests through), and the answer of
+   * `tasks/result` then resolves the call. Polling goes on meanwhile (answered polls keep the call
+   * alive while a person answers); a `tasks/result` unanswered within `watchMs` is sent again at
+   * the next `input_required` poll, or replaced by the usual one once the task is terminal.
+   */
+  async #earlyResult(task: TaskInfo): Promise<void> {
+    this.#resultInFlight = true;
+    let result: Record<string, unknown>;
+    try {
+      result = await this.wire.taskRequest("tasks/result", this.#params(task), this.options.watchMs, this.timers);
+    } catch (error) {
+      this.#resultInFlight = false;
+      if (this.#settled) return;
+      if (error instanceof TaskRequestTimeoutError) {
+        const terminal = this.#terminal;
+        this.#terminal = undefined;
+        if (terminal !== undefined) await this.#finish(terminal.task, terminal.answer);
+        return;
+      }
+      this.#stop();
+      return this.#call!.fail(error);
+    }
+    this.#resultInFlight = false;
+    if (this.#settled) return;
+    this.#stop();
+    this.#see("completed"); // tasks/result answers with a result once the task completed
+    this.#call!.succeed(result);
   }
 
   /** The task is terminal while the call is live: the caller gets its result or its error. */

@@ -4,7 +4,7 @@ import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
-import { TaskRequests } from "./tasks.js";
+import { RELATED_TASK_META, TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 
 /** What the task tracker needs of its wire: given once, when the wire is made (nothing per message). */
@@ -51,6 +51,12 @@ export class TaskTracker {
    */
   #unborn: BoundedMap<RequestId, { driver: TaskFollower; meta: Record<string, unknown> } | null>;
   readonly #requests: TaskRequests;
+  /**
+   * Server requests related to a task (`_meta["io.modelcontextprotocol/related-task"]`, 2025-11-25:
+   * the elicitation or sampling a task asks for on its `tasks/result` stream) not answered yet:
+   * task id → their request ids. Bounded by `max` tasks.
+   */
+  readonly #input = new Map<string, Set<string | number>>();
 
   /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
   constructor(host: TaskTrackerHost, max: number) {
@@ -197,6 +203,35 @@ export class TaskTracker {
     return this.#requests.answer(message);
   }
 
+  /** A server request passed by on its way to the SDK: one related to a task is remembered until answered. */
+  inbound(message: Message): void {
+    const related = message.params?._meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;
+    const id = message.id;
+    if (typeof related?.taskId !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
+    let ids = this.#input.get(related.taskId);
+    if (ids === undefined) {
+      if (this.#input.size >= this.#max) this.#input.delete(this.#input.keys().next().value!);
+      ids = new Set();
+      this.#input.set(related.taskId, ids);
+    }
+    ids.add(id);
+  }
+
+  /** The SDK answered a server request. */
+  answeredInbound(id: string | number): void {
+    if (this.#input.size === 0) return;
+    for (const [taskId, ids] of this.#input) {
+      if (ids.delete(id) && ids.size === 0) this.#input.delete(taskId);
+    }
+  }
+
+  /** The server requests of this task the SDK has not answered yet (forgotten here: their handlers are to be aborted). */
+  takeInbound(taskId: string): (string | number)[] {
+    const ids = this.#input.get(taskId);
+    this.#input.delete(taskId);
+    return ids === undefined ? [] : [...ids];
+  }
+
   /** The connection closed: the calls following a task are moved into `calls` (to be settled), and forgotten. */
   drainCalls(calls: CancellableCall[]): void {
     for (const call of this.#calls) calls.push(call);
@@ -208,6 +243,7 @@ export class TaskTracker {
     this.#drivers.clear();
     this.#sdkTokens.clear();
     this.#followed.clear();
+    this.#input.clear();
     this.#unborn = new BoundedMap(this.#max);
     this.#requests.closeAll(error);
   }

@@ -10,6 +10,8 @@ export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 /** The `_meta` keys a 2026-07-28 request carries (rule 38). */
 export const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 export const CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities";
+/** The `_meta` key naming the task a message belongs to (2025-11-25, rule 35). */
+export const RELATED_TASK_META = "io.modelcontextprotocol/related-task";
 
 /**
  * What the wire tells the task driver of one task-augmented call. The driver lives in the

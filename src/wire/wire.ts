@@ -416,7 +416,10 @@ export class Wire<T extends TransportLike> {
     const id = message.id;
     if (method === undefined || id === undefined || id === null) {
       if (method === "notifications/cancelled") return this.#sdkCancel(message);
-      if (method === undefined && id !== undefined && id !== null) this.#inbound.delete(id); // our answer to a server request
+      if (method === undefined && id !== undefined && id !== null) {
+        this.#inbound.delete(id); // our answer to a server request
+        this.#tasks.answeredInbound(id);
+      }
       return this.#forward(message, options);
     }
     // A request. The facade's carry a call number under a symbol (never on the wire).
@@ -491,6 +494,7 @@ export class Wire<T extends TransportLike> {
         this.#tasks.statusSeen(message.params, true);
       } else if (message.id !== undefined && message.id !== null) {
         this.#inbound.add(message.id);
+        this.#tasks.inbound(message);
       }
     }
     (this.#down.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
@@ -547,6 +551,23 @@ export class Wire<T extends TransportLike> {
     this.#releaseSdk(id);
     this.#tasks.created(task, follower, result, entry.meta ?? {});
     return true;
+  }
+
+  /**
+   * A task was cancelled while it waited for input: each of its server requests the SDK has not
+   * answered (2025-11-25: delivered on its `tasks/result` stream) gets a local
+   * `notifications/cancelled`, handed to the SDK only, so its handler's signal aborts (rule 39:
+   * the client stops and does not respond).
+   */
+  abortInput(taskId: string, reason: string): void {
+    for (const requestId of this.#tasks.takeInbound(taskId)) {
+      this.#inbound.delete(requestId);
+      (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId, reason },
+      });
+    }
   }
 
   /** The follower of this task is done with it (the call settled, or its watch ended). */

@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
 import * as z from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import { InMemoryTaskMessageQueue, InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import { ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
 
 export interface Seen {
   method: string | undefined;
@@ -92,6 +93,7 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
   const timers = new Set<ReturnType<typeof setTimeout>>();
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const taskStore = new InMemoryTaskStore();
+  const taskMessageQueue = new InMemoryTaskMessageQueue();
 
   const build = (): McpServer => {
     const server = new McpServer(
@@ -99,6 +101,45 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
       {
         capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {}, list: {} } },
         taskStore,
+        taskMessageQueue,
+      },
+    );
+    // `ask` ({question}): a task that asks the client (elicitation/create, queued for its
+    // tasks/result stream: the task is input_required meanwhile) and completes with the answer;
+    // a task cancelled while it waits records its fate "cancelled" and never completes.
+    server.experimental.tasks.registerToolTask(
+      "ask",
+      { inputSchema: { question: z.string() }, execution: { taskSupport: "required" } },
+      {
+        createTask: async ({ question }, extra) => {
+          const task = await extra.taskStore.createTask({ ttl: 60_000, pollInterval: options.pollInterval ?? 20 });
+          void (async () => {
+            let answer: { action: string; content?: Record<string, unknown> | undefined };
+            try {
+              answer = await extra.sendRequest(
+                { method: "elicitation/create", params: { message: question, requestedSchema: { type: "object", properties: { reply: { type: "string" } } } } },
+                ElicitResultSchema,
+                // relatedTask: queued for the task's tasks/result stream, the task input_required meanwhile (typed out, honoured at run time)
+                { relatedTask: { taskId: task.taskId }, timeout: 60_000 } as unknown as Parameters<typeof extra.sendRequest>[2],
+              );
+            } catch {
+              fates.set(task.taskId, "cancelled");
+              return;
+            }
+            const now = await extra.taskStore.getTask(task.taskId);
+            if (now?.status === "cancelled") {
+              fates.set(task.taskId, "cancelled");
+              return;
+            }
+            await extra.taskStore
+              .storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `answered: ${JSON.stringify(answer.content ?? answer.action)}` }] })
+              .then(() => fates.set(task.taskId, "completed"))
+              .catch(() => fates.set(task.taskId, "cancelled"));
+          })();
+          return { task };
+        },
+        getTask: async (_args, extra) => (await extra.taskStore.getTask(extra.taskId))!,
+        getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as never,
       },
     );
     server.experimental.tasks.registerToolTask(
