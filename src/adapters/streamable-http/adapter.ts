@@ -29,7 +29,10 @@ export interface StreamableHttpCancellationOptions {
    * a connection of its own; else its response headers arrived), or after this long; then closes the request's
    * stream once the server answered the notification (202), or after this long, whichever
    * comes first. A `close()` of the transport right after a cancel waits at most this long for
-   * those notifications before closing. The caller of the cancelled call never waits for any of it.
+   * those notifications before closing. On a 2026-07-28 connection, the stream of a task-augmented
+   * request cancelled before its task id was known stays open at most this long (or until its
+   * response arrives), so its `CreateTaskResult` is not lost and the task gets its `tasks/cancel`;
+   * 0 closes it at once. The caller of the cancelled call never waits for any of it.
    * @default 250 (`DEFAULT_FLUSH_TIMEOUT_MS`)
    */
   flushTimeoutMs?: number;
