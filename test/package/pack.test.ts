@@ -245,3 +245,82 @@ describe("the package as installed", () => {
     expect(report.analysis.problems.filter((p) => (p as { resolutionKind?: string }).resolutionKind !== "node10")).toEqual([]);
   });
 });
+
+// Install lines that work (issue 21, item 1): one scratch project for every Node 20 integration,
+// with exactly the packages README.md and docs/package.md tell a bot author to install for them
+// (the tarball standing for `mcp-cancellable`; versions pinned to the ones tested in the repo),
+// and nothing else: no @modelcontextprotocol/client, so the Agents servers build their client
+// with the v1 SDK that @openai/agents 0.14 uses. One project, not one per integration, to keep
+// `npm test` to one install; each integration's packages are disjoint but for the SDK, which
+// each install line names. Each script runs that integration's call with a timeout against the
+// v1 SDK server (test/fixtures/sdk-stdio-server.mjs) and prints one JSON line.
+const read = (path: string) => readFileSync(resolve(root, path), "utf8");
+const INTEGRATION_PACKAGES = [
+  "@modelcontextprotocol/sdk@1.32.2",
+  "@openai/agents@0.14.3",
+  "@ai-sdk/mcp@1.0.102",
+  "@langchain/mcp-adapters@1.1.4",
+  "@langchain/core@1.4.0",
+];
+
+describe("each integration installed as docs/package.md says, running its call", () => {
+  let scratch: string;
+  let skipped: string | undefined;
+  beforeAll(async () => {
+    if (offline !== undefined) {
+      skipped = offline;
+      return;
+    }
+    scratch = join(work, "integrations");
+    cpSync(resolve(root, "test/fixtures/install"), scratch, { recursive: true });
+    cpSync(resolve(root, "test/fixtures/sdk-stdio-server.mjs"), join(scratch, "server.mjs"));
+    writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "integrations", version: "1.0.0", private: true, type: "module" }));
+    await sh(
+      "npm",
+      ["install", tarball, ...INTEGRATION_PACKAGES, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"],
+      scratch,
+      400_000,
+    );
+  }, 450_000);
+
+  const runScript = async (script: string) => {
+    const { stdout } = await sh(process.execPath, [script], scratch, 60_000);
+    return JSON.parse(stdout.trim().split("\n").pop()!) as Record<string, unknown>;
+  };
+
+  it("the install lines are the ones in README.md and docs/package.md", () => {
+    const docs = read("docs/package.md");
+    const readme = read("README.md");
+    for (const line of [
+      "npm install mcp-cancellable @openai/agents@0.14 @modelcontextprotocol/sdk",
+      "npm install mcp-cancellable @ai-sdk/mcp@1 @modelcontextprotocol/sdk",
+      "npm install mcp-cancellable @langchain/mcp-adapters @langchain/core @modelcontextprotocol/sdk",
+    ]) {
+      expect(docs, line).toContain(line);
+      expect(readme, line).toContain(line);
+      // what is installed here is that line, pinned
+      for (const name of line.split(" ").slice(3)) expect(INTEGRATION_PACKAGES.some((p) => p.startsWith(name.replace(/@\d+(\.\d+)*$/, "")))).toBe(true);
+    }
+  });
+
+  it("OpenAI Agents JS 0.14 with only the v1 SDK: the Runner's tool call times out at our bound, the model gets its next turn", async (ctx) => {
+    if (skipped !== undefined) ctx.skip(skipped);
+    expect(existsSync(join(scratch, "node_modules", "@modelcontextprotocol", "client"))).toBe(false);
+    const result = await runScript("agents.mjs");
+    expect(result).toEqual({ finalOutput: "done", sdkLine: "v1", turns: 2, calls: ["cancelled (timeout), outcome unverified"] });
+  });
+
+  it("Vercel AI SDK (@ai-sdk/mcp 1.x): the tool's execute rejects -32001 at our bound", async (ctx) => {
+    if (skipped !== undefined) ctx.skip(skipped);
+    const result = await runScript("ai-sdk.mjs");
+    expect(result).toEqual({ code: -32001, dataCode: "REQUEST_TIMEOUT", records: ["succeeded", "cancelled (timeout), outcome unverified"] });
+  });
+
+  it("LangChain JS (loadMcpTools over mcp.sdkClient): the tool's invoke fails naming our timeout", async (ctx) => {
+    if (skipped !== undefined) ctx.skip(skipped);
+    const result = await runScript("langchain.mjs");
+    expect(result.failed).toBeUndefined();
+    expect(String(result.error)).toMatch(/timed out after 300 ms/);
+    expect(result.records).toEqual(["succeeded", "cancelled (timeout), outcome unverified"]);
+  });
+});

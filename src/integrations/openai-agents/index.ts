@@ -13,7 +13,7 @@ import { isCallCancelledError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
-import { streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
+import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
@@ -330,7 +330,7 @@ export class CancellableMCPServer implements MCPServer {
 export interface ConvenienceServerOptions extends Omit<CancellableMCPServerOptions, "create" | "name"> {
   /** The server's name. Default: `stdio: <command>` or the URL. */
   name?: string;
-  /** The second argument of the v2 SDK's `new Client(info, options)` (capabilities, `versionNegotiation`, ...). */
+  /** The second argument of the SDK's `new Client(info, options)` (capabilities; with the v2 client `versionNegotiation`, ...). */
   clientOptions?: Record<string, unknown>;
 }
 
@@ -347,7 +347,7 @@ export interface CancellableMCPServerStdioOptions extends ConvenienceServerOptio
 /** Options of `CancellableMCPServerStreamableHttp`: the endpoint, plus the server options. */
 export interface CancellableMCPServerStreamableHttpOptions extends ConvenienceServerOptions {
   url: string | URL;
-  /** Passed to the v2 `StreamableHTTPClientTransport` (headers, ...). */
+  /** Passed to the `StreamableHTTPClientTransport` (headers, ...). */
   requestInit?: RequestInit;
 }
 
@@ -362,19 +362,59 @@ function splitConvenience<T extends ConvenienceServerOptions>(options: T, what: 
   return { clientOptions, name, rest };
 }
 
-async function loadV2(what: string) {
+/** A constructor as the conveniences call it (the SDK classes of either line). */
+type Ctor = new (...args: never[]) => unknown;
+
+/** The SDK classes a convenience server builds its client with: the v2 client's, else the v1 SDK's. */
+interface SdkClasses {
+  readonly line: "v1" | "v2";
+  readonly Client: Ctor;
+  readonly StdioClientTransport: () => Promise<Ctor>;
+  readonly StreamableHTTPClientTransport: () => Promise<Ctor>;
+}
+
+/**
+ * The SDK the bot has installed: the v2 client (`@modelcontextprotocol/client`, which
+ * `@openai/agents` 0.15 and later install), else the v1 SDK (`@modelcontextprotocol/sdk`, which
+ * `@openai/agents` 0.14 installs). @throws naming both install lines when neither is there.
+ */
+async function loadSdk(what: string): Promise<SdkClasses> {
+  let v2Error: unknown;
   try {
-    return await import("@modelcontextprotocol/client");
+    const v2 = await import("@modelcontextprotocol/client");
+    return {
+      line: "v2",
+      Client: v2.Client as unknown as Ctor,
+      StdioClientTransport: async () => (await import("@modelcontextprotocol/client/stdio")).StdioClientTransport as unknown as Ctor,
+      StreamableHTTPClientTransport: async () => v2.StreamableHTTPClientTransport as unknown as Ctor,
+    };
   } catch (error) {
-    throw new Error(`${what} builds a v2 SDK client: npm install @modelcontextprotocol/client`, { cause: error });
+    v2Error = error;
+  }
+  try {
+    const v1 = await import("@modelcontextprotocol/sdk/client/index.js");
+    return {
+      line: "v1",
+      Client: v1.Client as unknown as Ctor,
+      StdioClientTransport: async () => (await import("@modelcontextprotocol/sdk/client/stdio.js")).StdioClientTransport as unknown as Ctor,
+      StreamableHTTPClientTransport: async () =>
+        (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport as unknown as Ctor,
+    };
+  } catch {
+    throw new Error(
+      `${what} builds an MCP SDK client and found neither SDK: npm install @modelcontextprotocol/client ` +
+        "(the v2 client, what @openai/agents 0.15 and later use) or @modelcontextprotocol/sdk (v1, with @openai/agents 0.14)",
+      { cause: v2Error },
+    );
   }
 }
 
 /**
  * `CancellableMCPServer` over stdio, built like the Agents runtime's own `MCPServerStdio`: each
- * `connect()` spawns the command with the v2 SDK's (`@modelcontextprotocol/client`, what
- * `@openai/agents` 0.15 and later use) `Client` and `StdioClientTransport`, through
- * `stdioCancellation`. A cancel is one `notifications/cancelled` line (rules 6, 31).
+ * `connect()` spawns the command with the SDK's `Client` and `StdioClientTransport`, through
+ * `stdioCancellation`: the v2 client's (`@modelcontextprotocol/client`, what `@openai/agents`
+ * 0.15 and later use) when it is installed, else the v1 SDK's (`@modelcontextprotocol/sdk`,
+ * with `@openai/agents` 0.14). A cancel is one `notifications/cancelled` line (rules 6, 31).
  * @throws {InvalidOptionError} `command` missing, or an invalid option.
  */
 export class CancellableMCPServerStdio extends CancellableMCPServer {
@@ -390,8 +430,9 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
       ...server,
       name: serverName,
       create: async () => {
-        const { Client } = await loadV2("CancellableMCPServerStdio");
-        const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+        const sdk = await loadSdk("CancellableMCPServerStdio");
+        const StdioClientTransport = (await sdk.StdioClientTransport()) as unknown as new (params: object) => TransportLike;
+        const Client = sdk.Client as unknown as new (info: object, options?: unknown) => unknown;
         const transport = new StdioClientTransport({
           command,
           ...(args === undefined ? {} : { args }),
@@ -408,8 +449,9 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
 
 /**
  * `CancellableMCPServer` over Streamable HTTP, built like the Agents runtime's own
- * `MCPServerStreamableHttp`: each `connect()` makes a v2 SDK `Client` and
- * `StreamableHTTPClientTransport`, through `streamableHttpCancellation`. A cancel closes that
+ * `MCPServerStreamableHttp`: each `connect()` makes an SDK `Client` and
+ * `StreamableHTTPClientTransport` (the v2 client's when installed, else the v1 SDK's, created with
+ * `cancellableFetch()`), through `streamableHttpCancellation`. A cancel closes that
  * request's response stream (2026-07-28), after POSTing `notifications/cancelled` on a 2025-era
  * connection (rules 6, 28, 40). Never reconnects and retries a call by itself.
  * @throws {InvalidOptionError} `url` missing, or an invalid option.
@@ -427,8 +469,15 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
       ...server,
       name: name ?? endpoint.href,
       create: async () => {
-        const { Client, StreamableHTTPClientTransport } = await loadV2("CancellableMCPServerStreamableHttp");
-        const transport = new StreamableHTTPClientTransport(endpoint, requestInit === undefined ? undefined : { requestInit });
+        const sdk = await loadSdk("CancellableMCPServerStreamableHttp");
+        const StreamableHTTPClientTransport = (await sdk.StreamableHTTPClientTransport()) as unknown as new (url: URL, options?: object) => TransportLike;
+        const Client = sdk.Client as unknown as new (info: object, options?: unknown) => unknown;
+        // The v1 transport closes one request's stream only through cancellableFetch(), chosen here.
+        const transportOptions = {
+          ...(requestInit === undefined ? {} : { requestInit }),
+          ...(sdk.line === "v1" ? { fetch: cancellableFetch() } : {}),
+        };
+        const transport = new StreamableHTTPClientTransport(endpoint, Object.keys(transportOptions).length === 0 ? undefined : transportOptions);
         const client = new Client({ name: name ?? "mcp-cancellable", version: "1.0.0" }, clientOptions as never);
         return { client: client as unknown as AgentsClientLike, transport: streamableHttpCancellation(transport) };
       },
