@@ -19,7 +19,11 @@
  * Then (f) the same report as an MCP task (demo/task-server.ts, 2025-11-25 core tasks with the
  * v1 SDK's task store): the server answers at once with a task, the library polls it, and on the
  * budget it sends the request `tasks/cancel {taskId}` (never `notifications/cancelled`, rules 35,
- * 36); the record says what became of the task.
+ * 36); the record says what became of the task. Part (f) also runs the same task against a server
+ * that is slow to answer with the task and ignores `notifications/cancelled`: the budget runs out
+ * before the task's id is known, so the `tools/call` is cancelled the stdio way, and when the late
+ * `CreateTaskResult` names the task the library sends it one `tasks/cancel` at once; the record
+ * names the task (`task.createdAfterCancel: true`) and what became of it.
  *
  * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
  * with 1 unless each record is what the worked example says it should be. DEMO_VERBOSE=1 also
@@ -403,6 +407,93 @@ async function runTaskCase(): Promise<Line | undefined> {
   }
 }
 
+/**
+ * How late the server answers the `tools/call` with its task in the second (f) case, in ms: well
+ * past the budget, so the bot has given up before it knows the task's id.
+ */
+const CREATE_DELAY_MS = 2 * BUDGET_MS;
+/** The work of that task, in ms: long enough that the late `tasks/cancel` still finds it working. */
+const LATE_TASK_WORK_MS = 4 * WORK_MS;
+
+/**
+ * The same task, cancelled before its id was known: the server creates the task as it reads the
+ * `tools/call` but answers with it only `CREATE_DELAY_MS` later, and it ignores
+ * `notifications/cancelled` (rule 10 allows it). On the budget the library cancels the
+ * `tools/call` the stdio way (`notifications/cancelled`, rule 31) and releases the bot at once;
+ * when the late `CreateTaskResult` names the task, it sends that task one `tasks/cancel` at once
+ * and watches it, and the record names the task and what became of it.
+ */
+async function runLateTaskCase(): Promise<Line | undefined> {
+  const label = "f";
+  const dir = await mkdtemp(join(tmpdir(), "mcp-cancellable-demo-late-task-"));
+  let session: Session | undefined;
+  try {
+    const server = join(here, "task-server.ts");
+    const args = ["--import", import.meta.resolve("tsx"), server, "--dir", dir, "--work-ms", String(LATE_TASK_WORK_MS), "--create-delay-ms", String(CREATE_DELAY_MS)];
+    session = await connect(process.execPath, args);
+    const reason = `exceeded ${BUDGET_MS}ms budget`;
+    let error: unknown;
+    try {
+      await session.mcp.callTool(
+        { name: "generate_quarterly_summary", arguments: { quarter: "Q4" } },
+        { task: { ttlMs: 60_000 }, maxTotalTimeoutMs: BUDGET_MS, reason },
+      );
+      problems.push(`[${label}] the late task's call resolved; it should have been cancelled`);
+    } catch (caught) {
+      error = caught;
+    }
+    expectThat(label, "a CallTimeoutError (code MAX_TOTAL_TIMEOUT) for the late task", isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT", String(error));
+    // Released at once: the task's id is not known yet (the server answers CREATE_DELAY_MS late).
+    expectEqual(label, "the late task's record at the release names no task yet", lastRecord(session)?.task, undefined);
+    const record = await waitFor(() => lastRecord(session!), (r) => r?.outcome === "task-cancelled", CREATE_DELAY_MS + LATE_WAIT_MS);
+    // The server's work sees the cancel at its next step and stops.
+    await waitFor(() => session!.stderr(), (text) => text.includes(": cancelled, stopped at step"), LATE_TASK_WORK_MS);
+    expectEqual(label, "pending count once settled (late task)", session.mcp.pendingCount, 0);
+    await session.close();
+    if (record === undefined) {
+      problems.push(`[${label}] no run record for the late task`);
+      return undefined;
+    }
+    const taskId = record.task?.taskId;
+    expectEqual(label, "late task: status", record.status, "cancelled");
+    expectEqual(label, "late task: cancel.trigger", record.cancel?.trigger, "max-total-timeout");
+    expectEqual(label, "late task: cancel.mechanism (the tools/call's own cancel, stdio)", record.cancel?.mechanism, "notification");
+    expectEqual(label, "late task: outcome", record.outcome, "task-cancelled");
+    expectEqual(label, "late task: task.status", record.task?.status, "cancelled");
+    expectEqual(label, "late task: task.createdAfterCancel", record.task?.createdAfterCancel, true);
+    expectThat(label, "late task: the record names the task", typeof taskId === "string" && taskId.length > 0, taskId);
+    expectEqual(label, "late task: report file exists", existsSync(reportPath(dir, "Q4")), false);
+    // What the server read and did, in order: the ignored cancel of the tools/call, then its late
+    // answer with the task, then exactly one tasks/cancel naming it, then the work stopped.
+    const seen = session
+      .stderr()
+      .split("\n")
+      .filter((line) => /read (tasks\/cancel|notifications\/cancelled)|answering the tools\/call|: cancelled, stopped at step|wrote /.test(line))
+      .map((line) => line.replace(/stopped at step \d+/, "stopped at step N"));
+    expectEqual(label, "late task: what the server read and did", seen, [
+      `[task-server slow-to-answer] read notifications/cancelled {"requestId":1,"reason":"${reason}"}`,
+      `[task-server slow-to-answer] task ${taskId}: answering the tools/call with the task, ${CREATE_DELAY_MS} ms late`,
+      `[task-server slow-to-answer] read tasks/cancel {"taskId":"${taskId}"}`,
+      `[task-server slow-to-answer] task ${taskId}: cancelled, stopped at step N of 8, nothing written`,
+    ]);
+    if (verbose) process.stderr.write(session.stderr());
+    return {
+      label,
+      record,
+      note:
+        "the budget ran out before the server answered with its task: the tools/call was cancelled, the server ignored that; " +
+        `when its task's id arrived about ${CREATE_DELAY_MS - BUDGET_MS} ms later the bot sent it one tasks/cancel at once, and the record names the task ` +
+        "(task.createdAfterCancel: true): cancelled by the server, nothing written",
+    };
+  } catch (error) {
+    problems.push(`[${label}] the late task part failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return undefined;
+  } finally {
+    await session?.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -469,22 +560,26 @@ async function main(): Promise<void> {
   // (f) The report as a task, cancelled on the budget with tasks/cancel: it shares nothing with
   // the HTTP part (own server, own directory), so it runs beside it and prints after it.
   const problemsBefore = problems.length;
-  const taskPart = runTaskCase();
+  // The task cancelled before its id was known runs beside both, on its own server and directory.
+  const taskPart = Promise.all([runTaskCase(), runLateTaskCase()]);
   const overHttp = await runHttpDemo();
   for (const line of overHttp.lines) console.log(line);
   if (!overHttp.ok) process.exitCode = 1;
-  const asTask = await taskPart;
-  if (asTask !== undefined) {
-    console.log(`\n[f] ${(asTask.record.name ?? asTask.record.method).padEnd(32)} ${asTask.record.summary}`);
+  const asTasks = await taskPart;
+  console.log("");
+  for (const asTask of asTasks) {
+    if (asTask === undefined) continue;
+    console.log(`[f] ${(asTask.record.name ?? asTask.record.method).padEnd(32)} ${asTask.record.summary}`);
     console.log(`    ${asTask.note}`);
-    write(asTask.record);
   }
+  for (const asTask of asTasks) if (asTask !== undefined) write(asTask.record);
+  if (asTasks.some((asTask) => asTask === undefined)) problems.push("[f] expected 2 task records");
   if (problems.length > problemsBefore) {
     console.error(`\nDEMO FAILED (task part):`);
     for (const problem of problems.slice(problemsBefore)) console.error(`  - ${problem}`);
     process.exitCode = 1;
   } else {
-    console.log("OK: the task's record says what became of it.");
+    console.log("OK: each task's record says what became of it.");
   }
   clearTimeout(watchdog);
 }

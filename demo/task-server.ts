@@ -8,8 +8,15 @@
  * `tasks/get`. A `tasks/cancel` marks the task `cancelled` (the SDK does that, rule 35); the work
  * sees it at its next step and stops, so no report is written.
  *
- * Usage: node --import tsx demo/task-server.ts --dir <dir> --work-ms <ms>
- * Diagnostics go to stderr (one line per tasks/* request read, and what became of each task);
+ * With `--create-delay-ms <ms>` the server is slow to answer and deaf to a cancel: it creates the
+ * task (and starts the work) as it reads the `tools/call`, but sends the `CreateTaskResult` only
+ * `<ms>` later, and it ignores `notifications/cancelled` (rule 10 allows it; the v1 SDK would
+ * otherwise abort the handler and never send the `CreateTaskResult`). A client that gave up before
+ * the answer only learns the task's id from that late `CreateTaskResult`.
+ *
+ * Usage: node --import tsx demo/task-server.ts --dir <dir> --work-ms <ms> [--create-delay-ms <ms>]
+ * Diagnostics go to stderr (one line per tasks/* request read, and what became of each task;
+ * prefixed `[task-server]`, or `[task-server slow-to-answer]` with `--create-delay-ms`);
  * stdout carries only JSON-RPC.
  */
 import { writeFileSync } from "node:fs";
@@ -25,14 +32,17 @@ import { reportPath } from "./reports.js";
 const STEPS = 8;
 
 function main(): void {
-  const { values } = parseArgs({ options: { dir: { type: "string" }, "work-ms": { type: "string" } } });
+  const { values } = parseArgs({
+    options: { dir: { type: "string" }, "work-ms": { type: "string" }, "create-delay-ms": { type: "string" } },
+  });
   const dir = values.dir;
   const workMs = Number(values["work-ms"]);
-  if (dir === undefined || !(Number.isInteger(workMs) && workMs > 0)) {
-    console.error("usage: task-server --dir <dir> --work-ms <ms>");
+  const createDelayMs = Number(values["create-delay-ms"] ?? 0);
+  if (dir === undefined || !(Number.isInteger(workMs) && workMs > 0) || !(Number.isInteger(createDelayMs) && createDelayMs >= 0)) {
+    console.error("usage: task-server --dir <dir> --work-ms <ms> [--create-delay-ms <ms>]");
     process.exit(2);
   }
-  const log = (text: string): void => console.error(`[task-server] ${text}`);
+  const log = (text: string): void => console.error(`[task-server${createDelayMs > 0 ? " slow-to-answer" : ""}] ${text}`);
   const taskStore = new InMemoryTaskStore();
   const server = new McpServer(
     { name: "task-server", version: "1.0.0" },
@@ -71,6 +81,10 @@ function main(): void {
             .storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `Wrote ${file}` }] })
             .catch((error: unknown) => log(`task ${task.taskId}: result not stored: ${String(error)}`));
         })();
+        if (createDelayMs > 0) {
+          await new Promise((resolve) => setTimeout(resolve, createDelayMs));
+          log(`task ${task.taskId}: answering the tools/call with the task, ${createDelayMs} ms late`);
+        }
         return { task };
       },
       getTask: async (_args, extra) => (await extra.taskStore.getTask(extra.taskId))!,
@@ -85,6 +99,10 @@ function main(): void {
       transport.onmessage = (message: JSONRPCMessage) => {
         if ("method" in message && (message.method.startsWith("tasks/") || message.method === "notifications/cancelled")) {
           if (message.method !== "tasks/get") log(`read ${message.method} ${JSON.stringify(message.params)}`);
+          if (message.method === "notifications/cancelled" && createDelayMs > 0) {
+            log("ignored notifications/cancelled: the task is answered anyway");
+            return;
+          }
         }
         deliver?.(message);
       };

@@ -42,6 +42,7 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
       "[d] trigger-long-running-operation cancelled (aborted), outcome unverified",
       "[e] echo succeeded",
       "[f] generate_quarterly_summary cancelled (max-total-timeout), task cancelled by the server",
+      "[f] generate_quarterly_summary cancelled (max-total-timeout), task cancelled by the server",
     ]);
     expect(stdout).toContain("OK: every record is what the worked example says it should be.");
     // Words a new user can follow: how the cases run, no Node internals, no project jargon.
@@ -67,6 +68,7 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
       "verified-applied",
       "unverified",
       "completed",
+      "task-cancelled",
       "task-cancelled",
     ]);
     const [a, b, c, d] = records as [RunRecord, RunRecord, RunRecord, RunRecord];
@@ -102,7 +104,27 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
     const taskCancels = stderr.split("\n").filter((line) => /^\[task-server\] read (tasks\/cancel|notifications\/cancelled)/.test(line));
     expect(taskCancels).toEqual([`[task-server] read tasks/cancel {"taskId":"${f.task!.taskId}"}`]);
     expect(stderr).toMatch(/\[task-server\] task \S+: cancelled, stopped at step \d of 8, nothing written/);
-    expect(stdout).toContain("OK: the task's record says what became of it.");
+    expect(stdout).toContain("OK: each task's record says what became of it.");
+
+    // (f) The task cancelled before its id was known: the tools/call's own cancel (stdio:
+    // notifications/cancelled), ignored by the server, whose late CreateTaskResult then gets
+    // exactly one tasks/cancel; the record names the task and says the server cancelled it.
+    const g = records[6]!;
+    expect(g.cancel).toMatchObject({ trigger: "max-total-timeout", mechanism: "notification", reason: "exceeded 800ms budget" });
+    expect(g.task).toMatchObject({ status: "cancelled", revision: "2025-11-25", createdAfterCancel: true });
+    expect(g.task!.taskId).not.toBe(f.task!.taskId);
+    expect(f.task!.createdAfterCancel).toBeUndefined();
+    const slow = stderr
+      .split("\n")
+      .filter((line) => /^\[task-server slow-to-answer\] (read |task \S+: (answering|cancelled|wrote))/.test(line))
+      .map((line) => line.replace(/step \d of/, "step N of"));
+    expect(slow).toEqual([
+      '[task-server slow-to-answer] read notifications/cancelled {"requestId":1,"reason":"exceeded 800ms budget"}',
+      `[task-server slow-to-answer] task ${g.task!.taskId}: answering the tools/call with the task, 1600 ms late`,
+      `[task-server slow-to-answer] read tasks/cancel {"taskId":"${g.task!.taskId}"}`,
+      `[task-server slow-to-answer] task ${g.task!.taskId}: cancelled, stopped at step N of 8, nothing written`,
+    ]);
+    expect(stdout).toContain("the record names the task (task.createdAfterCancel: true)");
 
     // The temporary report directory is gone.
     const written = /wrote (\S+)/.exec(stderr)?.[1];
