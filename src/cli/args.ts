@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { shellWords, ShellWordsError } from "./shell-words.js";
 
 /** Default time from the `tools/call` to the cancel, in ms. */
@@ -103,38 +104,22 @@ Example:
  * @throws {UsageError} naming the flag and what is wrong with it.
  */
 export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        stdio: { type: "string" },
-        env: { type: "string", multiple: true },
-        cwd: { type: "string" },
-        url: { type: "string" },
-        header: { type: "string", multiple: true },
-        era: { type: "string" },
-        tool: { type: "string" },
-        args: { type: "string" },
-        "allow-side-effects": { type: "boolean" },
-        "cancel-after": { type: "string" },
-        window: { type: "string" },
-        grace: { type: "string" },
-        timeout: { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const v = parsed.values;
+  const v = parseFlags(argv, {
+    stdio: { type: "string" },
+    ...SERVER_FLAGS,
+    tool: { type: "string" },
+    args: { type: "string" },
+    "allow-side-effects": { type: "boolean" },
+    "cancel-after": { type: "string" },
+    window: { type: "string" },
+    grace: { type: "string" },
+    timeout: { type: "string" },
+    json: { type: "boolean" },
+  });
   if (v.help === true) return "help";
 
   if ((v.stdio === undefined) === (v.url === undefined)) {
-    throw new UsageError("give exactly one target: --stdio \"<command>\" or --url <url>");
+    throw new UsageError('give exactly one target: --stdio "<command>" or --url <url>');
   }
   let target: ProbeOptions["target"];
   if (v.stdio !== undefined) {
@@ -148,49 +133,13 @@ export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
     }
     const [command, ...args] = words;
     if (command === undefined || command === "") throw new UsageError("--stdio: the command is empty");
-    const env: Record<string, string> = {};
-    for (const pair of v.env ?? []) {
-      const eq = pair.indexOf("=");
-      if (eq <= 0) throw new UsageError(`--env: expected KEY=VALUE, got ${JSON.stringify(pair)}`);
-      env[pair.slice(0, eq)] = pair.slice(eq + 1);
-    }
-    if (v.cwd !== undefined) {
-      let isDirectory = false;
-      try {
-        isDirectory = statSync(v.cwd).isDirectory();
-      } catch {
-        // reported below
-      }
-      if (!isDirectory) throw new UsageError(`--cwd: ${JSON.stringify(v.cwd)} is not a directory`);
-    }
-    target = { kind: "stdio", command, args, env, ...(v.cwd === undefined ? {} : { cwd: v.cwd }), line: v.stdio };
+    target = { kind: "stdio", command, args, ...stdioFlags(v.env, v.cwd), line: v.stdio };
   } else {
     if (v.env !== undefined || v.cwd !== undefined) throw new UsageError("--env and --cwd are for --stdio targets");
-    let url: URL;
-    try {
-      url = new URL(v.url!);
-    } catch {
-      throw new UsageError(`--url: ${JSON.stringify(v.url)} is not a URL`);
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new UsageError(`--url: expected http:// or https://, got ${url.protocol}`);
-    }
-    const headers: Record<string, string> = {};
-    for (const header of v.header ?? []) {
-      const colon = header.indexOf(":");
-      const name = colon > 0 ? header.slice(0, colon).trim() : "";
-      if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-        throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
-      }
-      headers[name] = header.slice(colon + 1).trim();
-    }
-    target = { kind: "http", url: url.href, headers };
+    target = { kind: "http", ...httpFlags(v.url!, v.header) };
   }
 
-  const era = v.era ?? "legacy";
-  if (era !== "legacy" && era !== "2026-07-28") {
-    throw new UsageError(`--era: expected legacy or 2026-07-28, got ${JSON.stringify(era)}`);
-  }
+  const era = eraFlag(v.era);
 
   let toolArgs: Record<string, unknown> = {};
   if (v.args !== undefined) {
@@ -207,8 +156,8 @@ export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
   }
   if (v.tool !== undefined && v.tool.trim() === "") throw new UsageError("--tool: the name is empty");
 
-  const windowMs = ms("--window", v.window, DEFAULT_WINDOW_MS, 1);
-  const graceMs = ms("--grace", v.grace, DEFAULT_GRACE_MS, 0);
+  const windowMs = msFlag("--window", v.window, { min: 1 }) ?? DEFAULT_WINDOW_MS;
+  const graceMs = msFlag("--grace", v.grace, { min: 0 }) ?? DEFAULT_GRACE_MS;
   if (graceMs >= windowMs) throw new UsageError(`--grace: must be shorter than --window (${graceMs} >= ${windowMs} ms)`);
   return {
     target,
@@ -216,19 +165,105 @@ export function parseProbeArgs(argv: string[]): ProbeOptions | "help" {
     tool: v.tool,
     toolArgs,
     allowSideEffects: v["allow-side-effects"] === true,
-    cancelAfterMs: ms("--cancel-after", v["cancel-after"], DEFAULT_CANCEL_AFTER_MS, 0),
+    cancelAfterMs: msFlag("--cancel-after", v["cancel-after"], { min: 0 }) ?? DEFAULT_CANCEL_AFTER_MS,
     windowMs,
     graceMs,
-    timeoutMs: ms("--timeout", v.timeout, DEFAULT_TIMEOUT_MS, 1),
+    timeoutMs: msFlag("--timeout", v.timeout, { min: 1 }) ?? DEFAULT_TIMEOUT_MS,
     json: v.json === true,
   };
 }
 
-/** A duration flag: a whole number of ms from `min` to `MAX_MS`. */
-function ms(flag: string, text: string | undefined, fallback: number, min: number): number {
-  if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag}: expected a whole number of milliseconds, got ${JSON.stringify(text)}`);
-  const value = Number(text.trim());
+// ---- flag helpers shared by the commands (probe, proxy) --------------------------------------
+
+/** The options of `util.parseArgs`. */
+type Flags = NonNullable<ParseArgsConfig["options"]>;
+
+/** The flags both commands take for the server: a stdio server's environment and directory, an HTTP server's URL, headers and era, and help. */
+export const SERVER_FLAGS = {
+  env: { type: "string", multiple: true },
+  cwd: { type: "string" },
+  url: { type: "string" },
+  header: { type: "string", multiple: true },
+  era: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies Flags;
+
+/**
+ * `util.parseArgs` over `argv`, strict, no positionals.
+ * @throws {UsageError} with its message, through `explain` (to add a hint) if given.
+ */
+export function parseFlags<const O extends Flags>(
+  argv: readonly string[],
+  options: O,
+  explain: (message: string) => string = (message) => message,
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>["values"] {
+  try {
+    return parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new UsageError(explain((error as Error).message));
+  }
+}
+
+/** `--env KEY=VALUE` (repeatable) and `--cwd <dir>` of a stdio server, checked. */
+export function stdioFlags(pairs: readonly string[] | undefined, cwd: string | undefined): { env: Record<string, string>; cwd?: string } {
+  const env: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.indexOf("=");
+    if (eq <= 0) throw new UsageError(`--env: expected KEY=VALUE, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  if (cwd === undefined) return { env };
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(cwd).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!isDirectory) throw new UsageError(`--cwd: ${JSON.stringify(cwd)} is not a directory`);
+  return { env, cwd };
+}
+
+/** `--url <url>` (http or https) and `--header "Name: value"` (repeatable) of a Streamable HTTP server, checked. */
+export function httpFlags(text: string, list: readonly string[] | undefined): { url: string; headers: Record<string, string> } {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--url: ${JSON.stringify(text)} is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new UsageError(`--url: expected http:// or https://, got ${url.protocol}`);
+  const headers: Record<string, string> = {};
+  for (const header of list ?? []) {
+    const colon = header.indexOf(":");
+    const name = colon > 0 ? header.slice(0, colon).trim() : "";
+    if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
+    }
+    headers[name] = header.slice(colon + 1).trim();
+  }
+  return { url: url.href, headers };
+}
+
+/** `--era legacy|2026-07-28` (default legacy). */
+export function eraFlag(text: string | undefined): Era {
+  const era = text ?? "legacy";
+  if (era !== "legacy" && era !== "2026-07-28") throw new UsageError(`--era: expected legacy or 2026-07-28, got ${JSON.stringify(era)}`);
+  return era;
+}
+
+/**
+ * A duration flag: a whole number of ms from `min` to `MAX_MS`, or (with `none`) `none` for no
+ * limit (Infinity); `undefined` when the flag is absent.
+ */
+export function msFlag(flag: string, text: string | undefined, { min, none = false }: { min: number; none?: boolean }): number | undefined {
+  if (text === undefined) return undefined;
+  const trimmed = text.trim();
+  if (none && trimmed === "none") return Infinity;
+  if (!/^\d+$/.test(trimmed)) {
+    throw new UsageError(`${flag}: expected a whole number of milliseconds${none ? ' or "none"' : ""}, got ${JSON.stringify(text)}`);
+  }
+  const value = Number(trimmed);
   if (value < min || value > MAX_MS) throw new UsageError(`${flag}: expected ${min} to ${MAX_MS} ms, got ${value}`);
   return value;
 }

@@ -1,15 +1,24 @@
+// A server as a child process, one JSON-RPC message per line on its stdin and stdout (rule 31):
+// the stdio transport of both commands, the probe's target and the proxy's upstream.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { Message } from "../wire/messages.js";
+import { JsonLineReader } from "./json-lines.js";
 
-/** How long `close()` waits after closing stdin before it sends SIGTERM, in ms. */
+/** How long `close()` waits after closing stdin before it sends SIGTERM to the process group, in ms. */
 export const STDIN_CLOSE_GRACE_MS = 300;
-/** How long `close()` waits after SIGTERM before it sends SIGKILL, in ms. */
+/** How long `close()` waits after SIGTERM before it sends SIGKILL to the process group, in ms. */
 export const SIGTERM_GRACE_MS = 1_000;
+/** How long `close()` waits for the process to be reaped after SIGKILL, in ms. */
+export const SIGKILL_WAIT_MS = 500;
+/**
+ * The bound on stopping the server, in ms, from `close()`: its stdin is ended, then its whole
+ * process group gets SIGTERM after 300 ms and SIGKILL after 1,300 ms; `close()` resolves by
+ * 1,800 ms at the latest (the OS reaping a SIGKILLed process takes no longer in practice).
+ */
+export const STOP_BOUND_MS = STDIN_CLOSE_GRACE_MS + SIGTERM_GRACE_MS + SIGKILL_WAIT_MS;
 /** The most stderr kept for error messages, in characters (the tail is kept). */
 export const STDERR_TAIL_CHARS = 4_000;
-/** The longest line read from stdout, in characters; a longer line is reported as not JSON-RPC. */
-export const MAX_LINE_CHARS = 64 * 1024 * 1024;
 
 /** How the server process ended. */
 export interface ExitInfo {
@@ -20,24 +29,35 @@ export interface ExitInfo {
 /** What to run: a program, its arguments, extra environment variables, a working directory. */
 export interface StdioTarget {
   command: string;
-  args: string[];
-  /** Added to (and overriding) the probe's own environment. */
-  env: Record<string, string>;
-  cwd?: string;
+  args: readonly string[];
+  /** Added to (and overriding) this process's own environment. */
+  env?: Readonly<Record<string, string>> | undefined;
+  cwd?: string | undefined;
+}
+
+/** What differs between the commands. */
+export interface ChildStdioOptions {
+  /**
+   * The server's stderr: `"tail"` (the probe) keeps its last `STDERR_TAIL_CHARS` characters for
+   * `stderrTail`; `"inherit"` (the proxy) lets the server write on this process's own stderr.
+   * Default `"tail"`.
+   */
+  readonly stderr?: "tail" | "inherit";
 }
 
 /**
- * A minimal MCP stdio client transport for the probe: one JSON-RPC message per line on the
- * child's stdin and stdout (rule 31). Unlike the SDK's, it reports every stdout line that is not
- * a JSON-RPC message (`oninvalid`, with the text as it came), keeps the tail of stderr, knows the exit
- * code, inherits the caller's environment, and runs the child in its own process group so that
- * `close()` also ends what a wrapper (`npx`, a shell script) started.
+ * A transport in the MCP SDK's `Transport` shape over a child process. Unlike the SDK's
+ * `StdioClientTransport` it reports every stdout line that is not a JSON-RPC message
+ * (`oninvalid`, with the text as it came) instead of failing, knows the exit code, inherits the
+ * caller's environment, and runs the server in its own process group, so that `close()` also
+ * ends what a wrapper (`npx`, a shell script) started; what is left of the group when the server
+ * exits is killed, and so is the group if this process exits first.
  */
-export class ProbeStdioTransport {
+export class ChildStdioTransport {
   onmessage?: ((message: Message) => void) | undefined;
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
-  /** A stdout line that is not a JSON-RPC message. */
+  /** A stdout line that is not a JSON-RPC message (dropped). */
   oninvalid?: ((line: string, why: string) => void) | undefined;
 
   /** How the process ended, once it has. */
@@ -46,15 +66,20 @@ export class ProbeStdioTransport {
   spawnError: Error | undefined;
 
   readonly #target: StdioTarget;
+  readonly #stderrMode: "tail" | "inherit";
+  readonly #reader = new JsonLineReader({
+    message: (message) => this.onmessage?.(message),
+    invalid: (line, why) => this.oninvalid?.(line, why),
+  });
   #child: ChildProcess | undefined;
-  #buffer = "";
   #stderr = "";
   #closed = false;
-  #exited: Promise<void> | undefined;
+  #exited: Promise<void> = Promise.resolve();
   readonly #killOnExit = (): void => this.#kill("SIGKILL");
 
-  constructor(target: StdioTarget) {
+  constructor(target: StdioTarget, options: ChildStdioOptions = {}) {
     this.#target = target;
+    this.#stderrMode = options.stderr ?? "tail";
   }
 
   /** The server's process id (the leader of its own process group), once it started. */
@@ -62,29 +87,29 @@ export class ProbeStdioTransport {
     return this.#child?.pid;
   }
 
-  /** The last `STDERR_TAIL_CHARS` characters the server wrote to stderr. */
+  /** The last `STDERR_TAIL_CHARS` characters the server wrote to stderr (`stderr: "tail"`). */
   get stderrTail(): string {
     return this.#stderr;
   }
 
   /** Spawns the server. Rejects when the program cannot be started (ENOENT, EACCES, ...). */
   start(): Promise<void> {
-    if (this.#child !== undefined) return Promise.reject(new Error("ProbeStdioTransport already started"));
+    if (this.#child !== undefined) return Promise.reject(new Error("the server was already started"));
     const { command, args, env, cwd } = this.#target;
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(command, args, {
+        child = spawn(command, [...args], {
           cwd,
           env: { ...process.env, ...env },
-          stdio: ["pipe", "pipe", "pipe"],
+          stdio: ["pipe", "pipe", this.#stderrMode === "inherit" ? "inherit" : "pipe"],
           detached: process.platform !== "win32",
           windowsHide: true,
         });
       } catch (error) {
         this.spawnError = error as Error;
         this.#closed = true;
-        reject(error);
+        reject(error as Error);
         return;
       }
       this.#child = child;
@@ -104,15 +129,19 @@ export class ProbeStdioTransport {
       child.once("close", (code, signal) => {
         this.exit = { code, signal };
         process.removeListener("exit", this.#killOnExit);
+        // What a wrapper left behind in the group goes with it.
+        this.#kill("SIGKILL", true);
         this.#finish();
       });
       child.stdin!.on("error", (error) => this.onerror?.(error)); // EPIPE when the server is gone
       child.stdout!.setEncoding("utf8");
-      child.stdout!.on("data", (chunk: string) => this.#read(chunk));
-      child.stderr!.setEncoding("utf8");
-      child.stderr!.on("data", (chunk: string) => {
-        this.#stderr = (this.#stderr + chunk).slice(-STDERR_TAIL_CHARS);
-      });
+      child.stdout!.on("data", (chunk: string) => this.#reader.push(chunk));
+      if (child.stderr !== null) {
+        child.stderr.setEncoding("utf8");
+        child.stderr.on("data", (chunk: string) => {
+          this.#stderr = (this.#stderr + chunk).slice(-STDERR_TAIL_CHARS);
+        });
+      }
     });
   }
 
@@ -123,14 +152,14 @@ export class ProbeStdioTransport {
       return Promise.reject(new Error("not connected: the server process is not running"));
     }
     return new Promise((resolve, reject) => {
-      stdin.write(JSON.stringify(message) + "\n", (error) => (error ? reject(error) : resolve()));
+      stdin.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
     });
   }
 
   /**
    * Ends the server: closes its stdin, then after `STDIN_CLOSE_GRACE_MS` sends SIGTERM to its
-   * process group, then after `SIGTERM_GRACE_MS` SIGKILL. Resolves once it has exited (at most
-   * about 1.3 s plus the time the OS takes to reap it).
+   * process group, then after `SIGTERM_GRACE_MS` SIGKILL. Resolves once it has exited, within
+   * `STOP_BOUND_MS`.
    */
   async close(): Promise<void> {
     const child = this.#child;
@@ -139,24 +168,31 @@ export class ProbeStdioTransport {
       return;
     }
     child.stdin?.end();
-    const exited = this.#exited!;
-    if (await settlesWithin(exited, STDIN_CLOSE_GRACE_MS)) return;
-    this.#kill("SIGTERM");
-    if (await settlesWithin(exited, SIGTERM_GRACE_MS)) return;
-    this.#kill("SIGKILL");
-    await settlesWithin(exited, SIGTERM_GRACE_MS);
+    const exited = this.#exited;
+    if (!(await settlesWithin(exited, STDIN_CLOSE_GRACE_MS))) {
+      this.#kill("SIGTERM");
+      if (!(await settlesWithin(exited, SIGTERM_GRACE_MS))) {
+        this.#kill("SIGKILL");
+        await settlesWithin(exited, SIGKILL_WAIT_MS);
+      }
+    }
+    this.#kill("SIGKILL", true);
     this.#finish();
   }
 
-  #kill(signal: NodeJS.Signals): void {
-    const pid = this.#child?.pid;
-    if (pid === undefined || this.exit !== undefined) return;
+  /** Signals the server's process group (`afterExit`: the leader is gone, only the rest of its group). */
+  #kill(signal: NodeJS.Signals, afterExit = false): void {
+    const child = this.#child;
+    const pid = child?.pid;
+    if (pid === undefined || (!afterExit && this.exit !== undefined)) return;
     try {
-      if (process.platform === "win32") this.#child!.kill(signal);
-      else process.kill(-pid, signal); // the whole group: npx and the server it started
+      if (process.platform === "win32") {
+        if (!afterExit) child!.kill(signal);
+      } else process.kill(-pid, signal); // the whole group: npx and the server it started
     } catch {
+      if (afterExit) return;
       try {
-        this.#child!.kill(signal);
+        child!.kill(signal);
       } catch {
         // already gone
       }
@@ -166,53 +202,9 @@ export class ProbeStdioTransport {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#buffer.trim() !== "") this.#line(this.#buffer);
-    this.#buffer = "";
+    this.#reader.end();
     this.onclose?.();
   }
-
-  #read(chunk: string): void {
-    this.#buffer += chunk;
-    let newline = this.#buffer.indexOf("\n");
-    while (newline !== -1) {
-      const line = this.#buffer.slice(0, newline);
-      this.#buffer = this.#buffer.slice(newline + 1);
-      this.#line(line);
-      newline = this.#buffer.indexOf("\n");
-    }
-    if (this.#buffer.length > MAX_LINE_CHARS) {
-      this.oninvalid?.(this.#buffer.slice(0, 200), `a line longer than ${MAX_LINE_CHARS} characters`);
-      this.#buffer = "";
-    }
-  }
-
-  #line(raw: string): void {
-    const line = raw.replace(/\r$/, "");
-    if (line.trim() === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.oninvalid?.(line, "not JSON");
-      return;
-    }
-    const messages = Array.isArray(value) ? value : [value];
-    for (const message of messages) {
-      const why = notJsonRpc(message);
-      if (why !== null) this.oninvalid?.(line, why);
-      else this.onmessage?.(message as Message);
-    }
-  }
-}
-
-/** Why a parsed value is not a JSON-RPC 2.0 message, or `null` if it is one. */
-export function notJsonRpc(value: unknown): string | null {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "JSON but not a JSON-RPC object";
-  const message = value as Record<string, unknown>;
-  if (message.jsonrpc !== "2.0") return 'JSON without "jsonrpc": "2.0"';
-  if (typeof message.method === "string") return null;
-  if ("id" in message && ("result" in message || "error" in message)) return null;
-  return "JSON-RPC without a method, a result or an error";
 }
 
 function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {

@@ -9,7 +9,7 @@ import type { CancellableClient, ClientLike } from "../client/with-cancellation.
 import type { Message } from "../wire/messages.js";
 import type { Era, ProbeOptions } from "./args.js";
 import type { Recorder } from "./recorder.js";
-import { ProbeStdioTransport } from "./stdio-transport.js";
+import { ChildStdioTransport } from "./stdio-transport.js";
 import { describeRequest, displayUrl, truncate } from "./describe.js";
 import { processGroupCpuMs } from "./process-cpu.js";
 
@@ -196,7 +196,7 @@ function openTransport(
 ): Opened {
   const target = options.target;
   if (target.kind === "stdio") {
-    const transport = new ProbeStdioTransport({
+    const transport = new ChildStdioTransport({
       command: target.command,
       args: target.args,
       env: target.env,

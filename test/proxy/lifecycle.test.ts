@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { CHILD_STOP_BOUND_MS } from "../../src/cli/proxy/child.js";
+import { STOP_BOUND_MS } from "../../src/cli/stdio-transport.js";
 import { alive, eventually, fixture, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
 
 // The proxy between a line-level client (the test, so every id and every line is visible) and
@@ -168,7 +168,7 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(cancelled.sort()).toEqual(ids.sort());
   });
 
-  it(`the client goes away from a server that ignores stdin EOF and SIGTERM: its process group is gone within the bound (${CHILD_STOP_BOUND_MS} ms)`, async () => {
+  it(`the client goes away from a server that ignores stdin EOF and SIGTERM: its process group is gone within the bound (${STOP_BOUND_MS} ms)`, async () => {
     const pidfile = join(dir, "stubborn.pid");
     const client = start(["--env", `PROBE_PIDFILE=${pidfile}`, ...server(fixture("probe/raw-server.mjs"), "--stubborn")]);
     await client.initialize();
@@ -182,7 +182,7 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(alive(pid)).toBe(false);
     // The bound plus slack for a loaded machine; the stdin grace and SIGTERM grace were both spent.
     expect(took).toBeGreaterThanOrEqual(1_200);
-    expect(took).toBeLessThan(CHILD_STOP_BOUND_MS + 2_500);
+    expect(took).toBeLessThan(STOP_BOUND_MS + 2_500);
   });
 
   it("a client reusing the id of a request in progress gets -32600 for the second one (rule 1); the first goes on", async () => {

@@ -1,12 +1,11 @@
-import { statSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { UsageError } from "../args.js";
-import { CHILD_STOP_BOUND_MS } from "./child.js";
-import { DEFAULT_PROXY_TIMEOUT_MS, MAX_PROXY_MS } from "./config.js";
+import { eraFlag, httpFlags, msFlag, parseFlags, SERVER_FLAGS, stdioFlags, UsageError } from "../args.js";
+import type { Era } from "../args.js";
+import { STOP_BOUND_MS } from "../stdio-transport.js";
+import { DEFAULT_PROXY_TIMEOUT_MS } from "./config.js";
 import type { Limits } from "./config.js";
 
 /** Which protocol era an HTTP upstream speaks: the 2025 `initialize` session (v1 SDK transport), or 2026-07-28 (v2). */
-export type HttpEra = "legacy" | "2026-07-28";
+export type HttpEra = Era;
 
 /** Everything `mcp-cancellable proxy` was asked to do, validated. Durations in ms. */
 export interface ProxyOptions {
@@ -77,7 +76,7 @@ Exit status: 0 the client closed its end (stdin), or the server exited with stat
 server could not be started, exited with another status, or was killed, or the HTTP server
 could not be reached; 2 usage error or a bad --config file. When the client goes away every
 request in flight is cancelled upstream and the server is stopped (stdin closed, then SIGTERM,
-then SIGKILL to its process group) within ${CHILD_STOP_BOUND_MS} ms.
+then SIGKILL to its process group) within ${STOP_BOUND_MS} ms.
 
 Examples:
   mcp-cancellable proxy --timeout-ms 30000 --max-total-timeout-ms 300000 -- \\
@@ -94,33 +93,20 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
   const dashes = argv.indexOf("--");
   const own = dashes === -1 ? [...argv] : argv.slice(0, dashes);
   const command = dashes === -1 ? [] : argv.slice(dashes + 1);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: own,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        env: { type: "string", multiple: true },
-        cwd: { type: "string" },
-        url: { type: "string" },
-        header: { type: "string", multiple: true },
-        era: { type: "string" },
-        "timeout-ms": { type: "string" },
-        "max-total-timeout-ms": { type: "string" },
-        "no-reset-on-progress": { type: "boolean" },
-        config: { type: "string" },
-        records: { type: "string" },
-        verbose: { type: "boolean" },
-        otel: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    const message = (error as Error).message;
-    throw new UsageError(/positional/i.test(message) ? `${message}; put the server's command after "--"` : message);
-  }
-  const v = parsed.values;
+  const v = parseFlags(
+    own,
+    {
+      ...SERVER_FLAGS,
+      "timeout-ms": { type: "string" },
+      "max-total-timeout-ms": { type: "string" },
+      "no-reset-on-progress": { type: "boolean" },
+      config: { type: "string" },
+      records: { type: "string" },
+      verbose: { type: "boolean" },
+      otel: { type: "boolean" },
+    },
+    (message) => (/positional/i.test(message) ? `${message}; put the server's command after "--"` : message),
+  );
   if (v.help === true) return "help";
 
   const stdio = dashes !== -1;
@@ -129,64 +115,21 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
   }
   let upstream: ProxyOptions["upstream"];
   if (stdio) {
-    if (v.header !== undefined || v.era !== undefined) throw new UsageError("--header and --era are for --url; use --env for a stdio server");
+    if (v.header !== undefined || v.era !== undefined)
+      throw new UsageError("--header and --era are for --url; use --env for a stdio server");
     const [program, ...args] = command;
     if (program === undefined || program === "") throw new UsageError('the server\'s command after "--" is empty');
-    const env: Record<string, string> = {};
-    for (const pair of v.env ?? []) {
-      const eq = pair.indexOf("=");
-      if (eq <= 0) throw new UsageError(`--env: expected KEY=VALUE, got ${JSON.stringify(pair)}`);
-      env[pair.slice(0, eq)] = pair.slice(eq + 1);
-    }
-    if (v.cwd !== undefined) {
-      let isDirectory = false;
-      try {
-        isDirectory = statSync(v.cwd).isDirectory();
-      } catch {
-        // reported below
-      }
-      if (!isDirectory) throw new UsageError(`--cwd: ${JSON.stringify(v.cwd)} is not a directory`);
-    }
-    upstream = { kind: "stdio", command: program, args, env, ...(v.cwd === undefined ? {} : { cwd: v.cwd }) };
+    upstream = { kind: "stdio", command: program, args, ...stdioFlags(v.env, v.cwd) };
   } else {
     if (v.env !== undefined || v.cwd !== undefined) throw new UsageError("--env and --cwd are for a stdio server (after --)");
-    let url: URL;
-    try {
-      url = new URL(v.url!);
-    } catch {
-      throw new UsageError(`--url: ${JSON.stringify(v.url)} is not a URL`);
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--url: expected http:// or https://, got ${url.protocol}`);
-    const headers: Record<string, string> = {};
-    for (const header of v.header ?? []) {
-      const colon = header.indexOf(":");
-      const name = colon > 0 ? header.slice(0, colon).trim() : "";
-      if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-        throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
-      }
-      headers[name] = header.slice(colon + 1).trim();
-    }
-    const era = v.era ?? "legacy";
-    if (era !== "legacy" && era !== "2026-07-28") throw new UsageError(`--era: expected legacy or 2026-07-28, got ${JSON.stringify(era)}`);
-    upstream = { kind: "http", url: url.href, headers, era };
+    upstream = { kind: "http", ...httpFlags(v.url!, v.header), era: eraFlag(v.era) };
   }
 
   const limits: Limits = {};
-  const timeoutMs = ms("--timeout-ms", v["timeout-ms"]);
+  const timeoutMs = msFlag("--timeout-ms", v["timeout-ms"], { min: 1, none: true });
   if (timeoutMs !== undefined) limits.timeoutMs = timeoutMs;
-  const maxTotalTimeoutMs = ms("--max-total-timeout-ms", v["max-total-timeout-ms"]);
+  const maxTotalTimeoutMs = msFlag("--max-total-timeout-ms", v["max-total-timeout-ms"], { min: 1, none: true });
   if (maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = maxTotalTimeoutMs;
   if (v["no-reset-on-progress"] === true) limits.resetTimeoutOnProgress = false;
   return { upstream, limits, config: v.config, records: v.records, verbose: v.verbose === true, otel: v.otel === true };
-}
-
-/** A duration flag: a whole number of ms from 1 to `MAX_PROXY_MS`, or `none` (Infinity). */
-function ms(flag: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const trimmed = text.trim();
-  if (trimmed === "none") return Infinity;
-  if (!/^\d+$/.test(trimmed)) throw new UsageError(`${flag}: expected a whole number of milliseconds or "none", got ${JSON.stringify(text)}`);
-  const value = Number(trimmed);
-  if (value < 1 || value > MAX_PROXY_MS) throw new UsageError(`${flag}: expected 1 to ${MAX_PROXY_MS} ms, got ${value}`);
-  return value;
 }

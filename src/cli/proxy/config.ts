@@ -2,9 +2,10 @@
 // `--config <file>` (JSON, validated with zod once, when the proxy starts).
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { MAX_MS } from "../args.js";
 
 /** The largest duration accepted, in ms (the largest delay a timer honours). */
-export const MAX_PROXY_MS = 2_147_483_647;
+export const MAX_PROXY_MS = MAX_MS;
 /** The proxy's default idle timeout, in ms (reset by progress). */
 export const DEFAULT_PROXY_TIMEOUT_MS = 60_000;
 
@@ -115,10 +116,25 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
  * the config's method entry, then its tool entry (for `tools/call`), each over the one before.
  */
 export function limitsFor(config: ProxyConfig, cli: Limits, method: string, tool: string | null): Limits {
-  const merged: Limits = { timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli };
-  Object.assign(merged, Object.hasOwn(config.methods, method) ? config.methods[method] : undefined);
-  if (method === "tools/call" && tool !== null && Object.hasOwn(config.tools, tool)) Object.assign(merged, config.tools[tool]);
-  return merged;
+  return entryLimits(config, cli, method, tool) ?? baseLimits(config, cli);
+}
+
+/** The limits of a request that no method or tool entry names: the proxy's defaults, the config file's, then the command line. */
+export function baseLimits(config: ProxyConfig, cli: Limits): Limits {
+  return { timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli };
+}
+
+/** Whether the config has any entry per method or per tool. */
+export function hasOverrides(config: ProxyConfig): boolean {
+  return Object.keys(config.methods).length > 0 || Object.keys(config.tools).length > 0;
+}
+
+/** The limits of a request that a method or tool entry names (`limitsFor`), or `undefined` when none does (its limits are `baseLimits`). */
+export function entryLimits(config: ProxyConfig, cli: Limits, method: string, tool: string | null): Limits | undefined {
+  const byMethod = Object.hasOwn(config.methods, method) ? config.methods[method] : undefined;
+  const byTool = method === "tools/call" && tool !== null && Object.hasOwn(config.tools, tool) ? config.tools[tool] : undefined;
+  if (byMethod === undefined && byTool === undefined) return undefined;
+  return Object.assign(baseLimits(config, cli), byMethod, byTool);
 }
 
 function valueAt(value: unknown, path: readonly string[]): unknown {

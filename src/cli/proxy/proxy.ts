@@ -18,9 +18,9 @@ import { nameOf } from "../../runner/runner.js";
 import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
-import { notJsonRpc } from "../stdio-transport.js";
+import { JsonLineReader } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
-import { limitsFor, loadConfig, NO_CONFIG } from "./config.js";
+import { baseLimits, entryLimits, hasOverrides, loadConfig, NO_CONFIG } from "./config.js";
 import type { ProxyConfig } from "./config.js";
 
 type Id = string | number;
@@ -37,8 +37,6 @@ export const CLIENT_CANCEL_REASON = "Cancelled by the client";
 /** Where a 2026-07-28 request carries its protocol version (rule 38). */
 const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
-/** The longest line read from the client, in characters; a longer one is answered as a parse error. */
-const MAX_CLIENT_LINE_CHARS = 64 * 1024 * 1024;
 /** How many settled requests' client ids are remembered for the records of late revisions. */
 const MAX_REMEMBERED_IDS = 10_000;
 
@@ -110,7 +108,11 @@ function openRecords(file: string): Promise<WriteStream> {
   return new Promise((resolve, reject) => {
     const stream = createWriteStream(file, { flags: "a" });
     stream.once("open", () => resolve(stream));
-    stream.once("error", (error) => reject(new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`)));
+    stream.once("error", (error) =>
+      reject(
+        new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      ),
+    );
   });
 }
 
@@ -137,21 +139,56 @@ class ProxySession<T extends TransportLike> {
   #nextId = 0;
   /** The protocol version last handed to the upstream transport. */
   #version: string | undefined;
-  #buffer = "";
+  /** The client's lines (a line too long for `MAX_LINE_CHARS` is answered as a parse error). */
+  readonly #reader = new JsonLineReader({
+    message: (message) => {
+      if (this.#ending === undefined) this.#deliver(message as JsonRpcMessage);
+    },
+    invalid: (_line, why, value) => {
+      if (this.#ending !== undefined) return;
+      if (value === undefined) {
+        this.#malformed(null, why, PARSE_ERROR_CODE, "Parse error");
+        return;
+      }
+      const id = isObject(value) ? value.id : undefined;
+      this.#malformed(typeof id === "string" || typeof id === "number" ? id : null, why, INVALID_REQUEST_CODE, "Invalid Request");
+    },
+  });
+  /** Whether the config file has entries per method or per tool (else every request has the same limits: the transport's defaults). */
+  readonly #perRequestLimits: boolean;
   /** The client's messages that wait for `notifications/initialized` to be sent upstream (see `#deliver`). */
   #held: JsonRpcMessage[] | undefined;
   #ending: Promise<number> | undefined;
   #done!: (code: number) => void;
-  readonly counts: ProxyCounts = { requests: 0, clientCancels: 0, ignoredCancels: 0, malformedFromClient: 0, malformedFromServer: 0, unknownResponses: 0 };
+  readonly counts: ProxyCounts = {
+    requests: 0,
+    clientCancels: 0,
+    ignoredCancels: 0,
+    malformedFromClient: 0,
+    malformedFromServer: 0,
+    unknownResponses: 0,
+  };
 
-  constructor(options: ProxyOptions, config: ProxyConfig, io: ProxyIo, upstream: Upstream<T>, records: WriteStream | undefined, extras: ProxyExtras) {
+  constructor(
+    options: ProxyOptions,
+    config: ProxyConfig,
+    io: ProxyIo,
+    upstream: Upstream<T>,
+    records: WriteStream | undefined,
+    extras: ProxyExtras,
+  ) {
     this.#options = options;
     this.#config = config;
     this.#io = io;
     this.#upstream = upstream;
     this.#records = records;
     const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(line));
+    this.#perRequestLimits = hasOverrides(config);
     const defaults: CancellationOptions = {
+      // The limits every request has unless a config entry for its method or tool says otherwise:
+      // validated already (the command line, the config file), so requests without an entry of
+      // their own carry no options to validate again (only the client's cancel signal).
+      ...baseLimits(config, options.limits),
       // The client's cancel reason was meant for the server: it goes upstream as it is.
       forwardAbortReason: true,
       // Records go to the file, not to memory.
@@ -192,24 +229,10 @@ class ProxySession<T extends TransportLike> {
 
   // ---- client -> server ---------------------------------------------------------------------
 
-  readonly #read = (chunk: string): void => {
-    this.#buffer += chunk;
-    let newline = this.#buffer.indexOf("\n");
-    while (newline !== -1) {
-      const line = this.#buffer.slice(0, newline);
-      this.#buffer = this.#buffer.slice(newline + 1);
-      this.#clientLine(line);
-      newline = this.#buffer.indexOf("\n");
-    }
-    if (this.#buffer.length > MAX_CLIENT_LINE_CHARS) {
-      this.#buffer = "";
-      this.#malformed(null, `a line longer than ${MAX_CLIENT_LINE_CHARS} characters`, PARSE_ERROR_CODE, "Parse error");
-    }
-  };
+  readonly #read = (chunk: string): void => this.#reader.push(chunk);
 
   readonly #inputEnded = (): void => {
-    if (this.#buffer.trim() !== "") this.#clientLine(this.#buffer);
-    this.#buffer = "";
+    this.#reader.end();
     void this.#end("client");
   };
 
@@ -217,30 +240,6 @@ class ProxySession<T extends TransportLike> {
     this.#log(`the client's end of stdout failed (${error.message}): ending`);
     void this.#end("client");
   };
-
-  #clientLine(raw: string): void {
-    if (this.#ending !== undefined) return;
-    const line = raw.replace(/\r$/, "");
-    if (line.trim() === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.#malformed(null, "not JSON", PARSE_ERROR_CODE, "Parse error");
-      return;
-    }
-    const messages = Array.isArray(value) ? value : [value];
-    if (messages.length === 0) this.#malformed(null, "an empty batch", INVALID_REQUEST_CODE, "Invalid Request");
-    for (const message of messages) {
-      const why = notJsonRpc(message);
-      if (why !== null) {
-        const id = (message as { id?: unknown } | null)?.id;
-        this.#malformed(typeof id === "string" || typeof id === "number" ? id : null, why, INVALID_REQUEST_CODE, "Invalid Request");
-        continue;
-      }
-      this.#deliver(message as JsonRpcMessage);
-    }
-  }
 
   /**
    * The client's messages in the client's order. Sends upstream are not awaited (an HTTP POST
@@ -276,7 +275,9 @@ class ProxySession<T extends TransportLike> {
     }
     // Notifications, and the client's answers to the server's own requests (ids in the server's space): as they are.
     this.#verbose("client->server", message);
-    const sent = this.#transport.send(message).catch((error: unknown) => this.#log(`could not relay a ${String(method ?? "response")} to the server: ${(error as Error).message}`));
+    const sent = this.#transport
+      .send(message)
+      .catch((error: unknown) => this.#log(`could not relay a ${String(method ?? "response")} to the server: ${(error as Error).message}`));
     if (method === "notifications/initialized") {
       const held: JsonRpcMessage[] = [];
       this.#held = held;
@@ -293,7 +294,10 @@ class ProxySession<T extends TransportLike> {
       this.#toClient({
         jsonrpc: "2.0",
         id: clientId,
-        error: { code: INVALID_REQUEST_CODE, message: `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress` },
+        error: {
+          code: INVALID_REQUEST_CODE,
+          message: `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress`,
+        },
       });
       return;
     }
@@ -335,7 +339,10 @@ class ProxySession<T extends TransportLike> {
       this.#toClient({
         jsonrpc: "2.0",
         id: clientId,
-        error: { code: CONNECTION_CLOSED_ERROR_CODE, message: `mcp-cancellable proxy: ${method} could not be sent to the server (${(error as Error).message})` },
+        error: {
+          code: CONNECTION_CLOSED_ERROR_CODE,
+          message: `mcp-cancellable proxy: ${method} could not be sent to the server (${(error as Error).message})`,
+        },
       });
     });
   }
@@ -364,8 +371,9 @@ class ProxySession<T extends TransportLike> {
     pending.controller.abort(reason);
   }
 
-  #callOptions(method: string, params: Record<string, unknown>): Omit<CallOptions, "signal"> {
-    const limits = limitsFor(this.#config, this.#options.limits, method, nameOf(params));
+  /** A request's own options: its config entry's limits (none without one: the defaults have them), and the relay of its progress. */
+  #callOptions(method: string, params: Record<string, unknown>): Omit<CallOptions, "signal"> | undefined {
+    const limits = this.#perRequestLimits ? entryLimits(this.#config, this.#options.limits, method, nameOf(params)) : undefined;
     const meta = params._meta;
     const token = isObject(meta) ? meta.progressToken : undefined;
     const pending = typeof token === "string" ? this.#byToken.get(token) : undefined;
@@ -419,12 +427,22 @@ class ProxySession<T extends TransportLike> {
       const message = idle
         ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
         : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
-      const data = { code: error.code, trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"), limitMs: error.timeoutMs, summary: record.summary, record: this.#withClientId(record) };
+      const data = {
+        code: error.code,
+        trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),
+        limitMs: error.timeoutMs,
+        summary: record.summary,
+        record: this.#withClientId(record),
+      };
       return { code: TIMEOUT_ERROR_CODE, message, data };
     }
     if (isConnectionClosedError(error)) {
       const data = { code: error.code, trigger: "connection-closed", summary: record.summary, record: this.#withClientId(record) };
-      return { code: CONNECTION_CLOSED_ERROR_CODE, message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered`, data };
+      return {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered`,
+        data,
+      };
     }
     return undefined;
   }
@@ -484,7 +502,10 @@ class ProxySession<T extends TransportLike> {
         this.#toClient({
           jsonrpc: "2.0",
           id: pending.clientId,
-          error: { code: CONNECTION_CLOSED_ERROR_CODE, message: `mcp-cancellable proxy: the connection to the server was lost before ${pending.method} was answered` },
+          error: {
+            code: CONNECTION_CLOSED_ERROR_CODE,
+            message: `mcp-cancellable proxy: the connection to the server was lost before ${pending.method} was answered`,
+          },
         });
       }
       const ended = this.#upstream.ended();
@@ -520,7 +541,12 @@ class ProxySession<T extends TransportLike> {
     if (!this.#options.verbose) return;
     const { method, id } = message as { method?: unknown; id?: unknown };
     const what = typeof method === "string" ? method : "error" in message ? "error" : "result";
-    const ids = id === undefined ? "" : upstreamId === undefined ? ` id ${JSON.stringify(id)}` : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
+    const ids =
+      id === undefined
+        ? ""
+        : upstreamId === undefined
+          ? ` id ${JSON.stringify(id)}`
+          : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
     this.#log(`${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`);
   }
 }

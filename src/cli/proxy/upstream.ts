@@ -1,11 +1,12 @@
 import { stdioCancellation } from "../../adapters/stdio/index.js";
-import { ChildTransport } from "./child.js";
-import type { ChildTarget } from "./child.js";
+import { ChildStdioTransport } from "../stdio-transport.js";
+import type { StdioTarget } from "../stdio-transport.js";
 import type { Upstream } from "./proxy.js";
 
 /** A stdio server as the proxy's upstream: the child process, cancels as `notifications/cancelled` (rules 6, 31). */
-export function stdioUpstream(target: ChildTarget): Upstream<ChildTransport> {
-  const child = new ChildTransport(target);
+export function stdioUpstream(target: StdioTarget): Upstream<ChildStdioTransport> {
+  // The server's stderr is the proxy's own (diagnostics never reach the client's stdout).
+  const child = new ChildStdioTransport(target, { stderr: "inherit" });
   return {
     adapter: stdioCancellation(child),
     onInvalid(handler) {
