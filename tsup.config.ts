@@ -10,6 +10,8 @@ export default defineConfig([{
     // Framework integrations: type-only imports of their framework (an optional peer), never loaded.
     "openai-agents": "src/integrations/openai-agents/index.ts",
     "ai-sdk": "src/integrations/ai-sdk/index.ts",
+    // Structural types of Mastra's MCPClient only: nothing of @mastra/* is imported.
+    mastra: "src/integrations/mastra/index.ts",
   },
   format: ["esm", "cjs"],
   // Shared code goes into chunks in both formats, so every entry of one format shares one copy

@@ -31,6 +31,7 @@ const SOURCES: Record<string, string> = {
   "./otel": "src/otel/index.ts",
   "./openai-agents": "src/integrations/openai-agents/index.ts",
   "./ai-sdk": "src/integrations/ai-sdk/index.ts",
+  "./mastra": "src/integrations/mastra/index.ts",
 };
 
 const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { name: string; version: string; exports: Record<string, unknown> };

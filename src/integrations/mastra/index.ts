@@ -1,0 +1,83 @@
+// `mcp-cancellable/mastra`: the library on Mastra's `MCPClient` (`@mastra/mcp` 2.x, Node 22.13+).
+// Mastra's public API takes server configs, never a client or a transport, and keeps each
+// server's SDK client (a v2 `@modelcontextprotocol/client` `Client`) inside its `MCPClient`; its
+// tools call that client's `callTool(params, { timeout, signal })`. This module is the one place
+// that reads Mastra's internals (each read guarded, refused with a message naming the version
+// tested when the shape is not there) and attaches the library to each client with
+// `attachCancellation`. Nothing of Mastra is imported: the shapes below are structural.
+import { attachCancellation } from "../../client/attach.js";
+import type { CancellableClient, ClientLike } from "../../client/facade.js";
+import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import type { TransportLike } from "../../adapters/types.js";
+import type { RunRecord } from "../../types/record.js";
+import type { CancellationOptions } from "../../types/options.js";
+
+/** The part of Mastra's `MCPClient` this module uses in public: `listTools()` connects every server. */
+export interface MastraMCPClientLike {
+  listTools(): Promise<Record<string, unknown>>;
+}
+
+/** What `attachMastra` returns: the library's handle on each server's client, and every record. */
+export interface MastraAttached {
+  /** By server name (the keys of `new MCPClient({ servers })`): the handle `attachCancellation` returned. */
+  readonly servers: ReadonlyMap<string, CancellableClient<TransportLike, ClientLike>>;
+  /** The run records of every server's calls, oldest first within each server. */
+  records(): RunRecord[];
+}
+
+/** The versions whose internals this module was written against (and tested with, test/node22/mastra/). */
+const TESTED = "@mastra/mcp 2.0.0";
+
+/**
+ * Adds the library to every server client of a Mastra `MCPClient`: connects them
+ * (`mcp.listTools()`, Mastra's own public call), then `attachCancellation` on each server's SDK
+ * client, so the tools Mastra made (and makes) call through the library: the tool's
+ * `abortSignal` cancels by the transport's mechanism (stdio: `notifications/cancelled`;
+ * Streamable HTTP: the request's stream closed, the notification POSTed first on a 2025-era
+ * server), Mastra's `timeout` (default 60_000 ms, passed on every tool call) becomes the idle
+ * timeout, `maxTotalTimeoutMs` caps each call, late results are dropped, every call is recorded.
+ *
+ * Call it again after Mastra reconnected a server (a new client): attaching a client twice
+ * returns the same handle.
+ *
+ * @param mcp a Mastra `MCPClient` (`@mastra/mcp` 2.x).
+ * @param options client-wide defaults, as for `attachCancellation` (durations in ms).
+ * @throws {InvalidOptionError} `mcp` is not an `MCPClient`, or this Mastra version keeps its
+ *   server clients where this module does not look (tested with @mastra/mcp 2.0.0).
+ */
+export async function attachMastra(mcp: MastraMCPClientLike, options?: CancellationOptions): Promise<MastraAttached> {
+  if (typeof mcp !== "object" || mcp === null || typeof mcp.listTools !== "function") {
+    throw new InvalidOptionError("mcp", "attachMastra: mcp must be a Mastra MCPClient (from @mastra/mcp)");
+  }
+  await mcp.listTools();
+  const servers = new Map<string, CancellableClient<TransportLike, ClientLike>>();
+  for (const [name, client] of mastraServerClients(mcp)) servers.set(name, attachCancellation(client, options));
+  return {
+    servers,
+    records: () => [...servers.values()].flatMap((server) => server.records()),
+  };
+}
+
+/**
+ * Each server's SDK client inside a Mastra `MCPClient`: `MCPClient.mcpClientsById` (a `Map` of
+ * server name to Mastra's `InternalMastraMCPClient`), whose `client` is the SDK `Client` its
+ * tools call (@mastra/mcp 2.0.0 dist/index.js: `mcpClientsById = new Map()`, `this.client = new
+ * Client(...)`; both declared `private` in its typings).
+ * Fallback: none that keeps the library on the calls: refused, naming the version tested.
+ */
+function mastraServerClients(mcp: object): Array<[string, ClientLike]> {
+  const refused = (what: string) =>
+    new InvalidOptionError(
+      "mcp",
+      `attachMastra: this @mastra/mcp keeps its server clients elsewhere (${what}); written against ${TESTED}`,
+    );
+  const byId = (mcp as { mcpClientsById?: unknown }).mcpClientsById;
+  if (!(byId instanceof Map)) throw refused("no MCPClient.mcpClientsById map");
+  return [...byId].map(([name, internal]) => {
+    const client = (internal as { client?: unknown } | null)?.client as Partial<ClientLike> | undefined;
+    if (typeof client?.callTool !== "function" || typeof client.request !== "function") {
+      throw refused(`server ${JSON.stringify(name)} has no SDK client at .client`);
+    }
+    return [String(name), client as ClientLike];
+  });
+}

@@ -1,0 +1,111 @@
+// Mastra's MCPClient (@mastra/mcp 2.0.0, Node 22.13+) with mcp-cancellable/mastra: attachMastra
+// reaches each server's SDK client and attaches the library; the tools Mastra made then call
+// through it. Driven through Mastra's own tools (`listTools()`, each tool's `execute(input,
+// { abortSignal })`, what a Mastra Agent calls), against the v1 SDK server over stdio and the
+// v1 (2025-era) and v2 (2026-07-28) SDK servers over Streamable HTTP.
+import { afterEach, describe, expect, it } from "vitest";
+import { MCPClient } from "@mastra/mcp";
+import { attachMastra } from "../../../src/integrations/mastra/index.js";
+import { isInvalidOptionError } from "../../../src/index.js";
+import { closedUnfinished, eventually, seen, sleep, startV1, startV2, type TestServer } from "../../http/servers.js";
+import { fixture } from "../../helpers/stdio.js";
+import { SLACK_MS } from "../../helpers/timing.js";
+
+type MastraTool = { execute(input: Record<string, unknown>, context?: { abortSignal?: AbortSignal }): Promise<unknown> };
+
+let ids = 0;
+const open: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close().catch(() => {});
+});
+
+function stdioClient(timeout?: number) {
+  const stderr: string[] = [];
+  const mcp = new MCPClient({
+    id: `mastra-stdio-${++ids}`,
+    servers: { reports: { command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" } },
+    ...(timeout === undefined ? {} : { timeout }),
+  });
+  open.push(() => mcp.disconnect());
+  return { mcp, stderr };
+}
+
+const tool = async (mcp: MCPClient, name: string) => (await mcp.listTools())[name] as unknown as MastraTool;
+
+describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
+  it("stdio: the tool's abortSignal reaches the server as one notifications/cancelled, its handler aborts; recorded; sent once", async () => {
+    const { mcp } = stdioClient();
+    const attached = await attachMastra(mcp, { onRecord: () => {} });
+    expect([...attached.servers.keys()]).toEqual(["reports"]);
+    const server = attached.servers.get("reports")!;
+    const stderrOf = () => (server.transport as unknown as { stderr?: NodeJS.ReadableStream }).stderr;
+    const lines: string[] = [];
+    stderrOf()?.on("data", (chunk: Buffer) => lines.push(chunk.toString("utf8")));
+    const sleepTool = await tool(mcp, "reports_sleep");
+    const controller = new AbortController();
+    const running = sleepTool.execute({ ms: 5_000 }, { abortSignal: controller.signal });
+    expect(await eventually(() => server.pendingCount === 1 && /STARTED /.test(lines.join("")), 5_000)).toBe(true);
+    const abortedAt = performance.now();
+    controller.abort(new Error("user pressed stop"));
+    await running.then(() => undefined, (e: unknown) => e);
+    expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
+    expect(await eventually(() => /ABORTED /.test(lines.join("")), 5_000)).toBe(true);
+    const calls = attached.records().filter((r) => r.method === "tools/call");
+    expect(calls).toMatchObject([{ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } }]);
+    await sleep(200);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toHaveLength(1);
+    expect(server.pendingCount).toBe(0);
+  });
+
+  it("stdio: our maximum total timeout caps the call under Mastra's own 60 s timeout (which becomes the idle timeout); the cancel goes out at its bound", async () => {
+    const { mcp } = stdioClient();
+    const attached = await attachMastra(mcp, { maxTotalTimeoutMs: 300 });
+    const server = attached.servers.get("reports")!;
+    const lines: string[] = [];
+    (server.transport as unknown as { stderr?: NodeJS.ReadableStream }).stderr?.on("data", (chunk: Buffer) => lines.push(chunk.toString("utf8")));
+    const sleepTool = await tool(mcp, "reports_sleep");
+    const started = performance.now();
+    const outcome = await sleepTool.execute({ ms: 5_000 }).then(() => undefined, (e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(outcome).toBeDefined();
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(300 + SLACK_MS);
+    const calls = attached.records().filter((r) => r.method === "tools/call");
+    expect(calls).toMatchObject([{ status: "cancelled", cancel: { trigger: "max-total-timeout", mechanism: "notification" }, outcome: "unverified" }]);
+    expect(await eventually(() => /ABORTED /.test(lines.join("")), 5_000)).toBe(true);
+    await sleep(200);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toHaveLength(1); // Mastra did not reconnect and retry
+  });
+
+  for (const [era, start, mechanism] of [
+    ["2025-era, v1 stateful server", () => startV1({ stateful: true }), "notification+stream-close"],
+    ["2026-07-28, v2 server", () => startV2(), "stream-close"],
+  ] as const) {
+    it(`Streamable HTTP (${era}): the abortSignal closes that request's stream, the handler aborts, sent once`, async () => {
+      const http: TestServer = await start();
+      open.push(() => http.stop());
+      const mcp = new MCPClient({ id: `mastra-http-${++ids}`, servers: { reports: { url: http.url } } });
+      open.push(() => mcp.disconnect());
+      const attached = await attachMastra(mcp);
+      const controller = new AbortController();
+      const running = (await tool(mcp, "reports_slow")).execute({ ms: 5_000 }, { abortSignal: controller.signal });
+      expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
+      controller.abort();
+      await running.then(() => undefined, (e: unknown) => e);
+      expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+      expect(await eventually(() => closedUnfinished(seen(http, "tools/call")[0]), 3_000)).toBe(true);
+      expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
+        { status: "cancelled", cancel: { trigger: "aborted", mechanism } },
+      ]);
+      await sleep(300);
+      expect(seen(http, "tools/call")).toHaveLength(1);
+    });
+  }
+
+  it("refuses what is not a Mastra MCPClient, and a shape it does not know, naming the version tested", async () => {
+    await expect(attachMastra({} as never)).rejects.toSatisfy(isInvalidOptionError);
+    const error = await attachMastra({ listTools: async () => ({}) }).then(() => undefined, (e: unknown) => e);
+    expect(isInvalidOptionError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/keeps its server clients elsewhere .*@mastra\/mcp 2\.0\.0/);
+  });
+});
