@@ -4,14 +4,13 @@ import { CallTimeoutError } from "../errors/CallTimeoutError.js";
 import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
-import { onAbort } from "../utils/abort-link.js";
-import { isoTime } from "../utils/iso.js";
+import { linkAbort, offAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
 import { DeadlineQueue, DeadlineSlot } from "./deadlines.js";
-import { createdTask, summarize } from "./record.js";
+import { createdTask } from "./record.js";
 import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, VerifyRead } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
-import type { LateSink } from "./settled-record.js";
+import type { LateSink, SettledFacts } from "./settled-record.js";
 
 /** A JSON-RPC request id (rule 1). */
 export type RequestId = string | number;
@@ -25,8 +24,17 @@ export interface CallHooks {
   cancel(call: CancellableCall, reason: string): CancelMechanism;
   /** The call has settled: release everything held for it. Called once. */
   settled(call: CancellableCall): void;
-  /** A run record was produced (at settle) or updated (late message, verification). */
-  record(record: RunRecord): void;
+  /**
+   * A run record was produced (at settle) or updated (late message, verification), built for
+   * this hook. Leave it out when nothing needs each revision as it happens: the record is then
+   * built only when read (`keep`'s `record`, the error's `record`).
+   */
+  record?: ((record: RunRecord) => void) | undefined;
+  /**
+   * The call settled: the object that holds its record from now on (`record` builds the latest
+   * revision when read, and keeps it). Called once, before `settled`.
+   */
+  keep?: ((settled: SettledRecord) => void) | undefined;
 }
 
 /** Everything a call is made of. The core does no I/O and imports no `node:` module. */
@@ -35,6 +43,11 @@ export interface CallInit {
   /** The tool, prompt or resource name, or `null`. */
   name: string | null;
   options: ResolvedCallOptions;
+  /**
+   * The caller's signal, when it is all the call's own options held: `options` can then be the
+   * client's defaults, shared by every such call. Default: `options.signal`.
+   */
+  signal?: AbortSignal | readonly AbortSignal[] | undefined;
   hooks: CallHooks;
   /** Monotonic clock, ms. */
   clock: () => number;
@@ -50,6 +63,11 @@ export interface CallInit {
    * the MCP session id (read when the call settles). Default: 0, 0 and no session.
    */
   ids?: CallIds;
+  /**
+   * The call's process-unique id, when `ids` is shared by a connection's calls (its `callId`
+   * is then not this call's). Default: `ids.callId`.
+   */
+  callId?: number;
 }
 
 /** The identity a run record carries (`callId`, `connectionId`, `sessionId`). */
@@ -81,6 +99,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   readonly promise: Promise<T>;
   readonly method: string;
   readonly name: string | null;
+  /** The call's process-unique id (`ids.callId`, 0 without). */
+  readonly callId: number;
   /** Set when the request goes on the wire. */
   requestId: RequestId | null = null;
   /** The progress token the request carries, if any. */
@@ -90,36 +110,52 @@ export class CancellableCall<T = unknown> implements LateSink {
   // Typed `unknown` so a CancellableCall<T> is a CancellableCall<unknown> (T stays covariant).
   #resolve!: (value: unknown) => void;
   #reject!: (error: unknown) => void;
-  // Replaced by RELEASED when the call settles, so nothing the caller passed in (signal,
-  // callbacks) nor the facade's per-call hooks outlives the call.
-  #init: CallInit;
+  // What the call needs of its CallInit, kept field by field (the CallInit itself is not kept).
+  // Options, signal, hooks and ids are replaced when the call settles, so nothing the caller
+  // passed in (signal, callbacks) nor the entry point's per-call hooks outlives the call.
+  #options: ResolvedCallOptions;
+  #callerSignal: AbortSignal | readonly AbortSignal[] | undefined;
+  #hooks: CallHooks;
+  #ids: CallIds | undefined;
+  readonly #clock: () => number;
+  readonly #timers: Timers;
   readonly #startedAt: number;
+  /** `Date.now()` at the start, less {@link WALL_EPOCH}: a small integer (no heap number) for the first 12 days of the process. */
   readonly #startedWall: number;
   #idleDeadline: number;
-  readonly #totalDeadline: number;
   readonly #deadlines: DeadlineQueue;
   #slot: DeadlineSlot | null = null;
-  #unlink: (() => void) | undefined = undefined;
+  /** Subscribed to the caller's signal(s) (released at the settle). */
+  #linked = false;
   #progressCount = 0;
   #lastProgress: Progress | null = null;
-  #maxProgress = Number.NEGATIVE_INFINITY;
-  #late: RunRecord["late"] = { results: 0, errors: 0, progress: 0 };
+  /** The highest progress value seen; `undefined` before the first (a number field costs a heap number per call). */
+  #maxProgress: number | undefined = undefined;
+  /** Late messages between the response and the settle (rare): `null` for none. */
+  #late: RunRecord["late"] | null = null;
   #settled: SettledRecord | null = null;
   #task: TaskInfo | undefined = undefined;
 
   constructor(init: CallInit) {
-    this.#init = init;
+    this.#options = init.options;
+    this.#callerSignal = init.signal ?? init.options.signal;
+    this.#hooks = init.hooks;
+    this.#ids = init.ids;
+    this.#clock = init.clock;
+    this.#timers = init.timers;
     this.method = init.method;
     this.name = init.name;
+    this.callId = init.callId ?? init.ids?.callId ?? 0;
     this.promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve as (value: unknown) => void;
       this.#reject = reject;
     });
     const now = init.clock();
     this.#startedAt = now;
-    this.#startedWall = Date.now();
+    const sinceEpoch = Date.now() - WALL_EPOCH;
+    // `| 0` makes it a small integer in V8's eyes (else a double, boxed per call); exact while it fits.
+    this.#startedWall = sinceEpoch >= 0 && sinceEpoch < 0x3fffffff ? sinceEpoch | 0 : sinceEpoch;
     this.#idleDeadline = now + init.options.timeoutMs;
-    this.#totalDeadline = now + init.options.maxTotalTimeoutMs;
     this.#deadlines = init.deadlines ?? new DeadlineQueue(init.clock, init.timers);
   }
 
@@ -143,24 +179,19 @@ export class CancellableCall<T = unknown> implements LateSink {
    * the call at once, before anything is sent.
    */
   start(): void {
-    const signal = this.#init.options.signal;
+    const signal = this.#signal();
     if (signal !== undefined) {
       const aborted = firstAborted(signal);
       if (aborted !== undefined) {
         this.cancel("aborted", aborted.reason);
         return;
       }
-      if (isSignal(signal)) {
-        this.#unlink = onAbort(signal, this.#onAbort);
-      } else {
-        // Several signals (a session-wide one and a per-call one): one subscription each, all
-        // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
-        // alive as long as the session's signal lives.
-        const unlinks = signal.map((each) => onAbort(each, this.#onAbort));
-        this.#unlink = () => {
-          for (const unlink of unlinks) unlink();
-        };
-      }
+      // Several signals (a session-wide one and a per-call one): one subscription each, all
+      // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
+      // alive as long as the session's signal lives.
+      if (isSignal(signal)) linkAbort(signal, this.#wake);
+      else for (const each of signal) linkAbort(each, this.#wake);
+      this.#linked = true;
     }
     this.#arm();
   }
@@ -180,14 +211,14 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (this.#state !== "pending") return true;
     // Rule 21: progress must increase; judged against the highest value seen, so a server
     // oscillating 5, 3, 5 ... never extends the call.
-    const increased = progress.progress > this.#maxProgress;
+    const increased = progress.progress > (this.#maxProgress ?? Number.NEGATIVE_INFINITY);
     if (increased) this.#maxProgress = progress.progress;
     this.#progressCount++;
     this.#lastProgress = progress;
-    if (increased && this.#init.options.resetTimeoutOnProgress) {
-      this.#idleDeadline = this.#init.clock() + this.#init.options.timeoutMs;
+    if (increased && this.#options.resetTimeoutOnProgress) {
+      this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
     }
-    this.#init.options.onprogress?.(progress);
+    this.#options.onprogress?.(progress);
     return increased;
   }
 
@@ -198,7 +229,7 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   alive(): void {
     if (this.#state !== "pending") return;
-    this.#idleDeadline = this.#init.clock() + this.#init.options.timeoutMs;
+    this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
   }
 
   /**
@@ -256,27 +287,27 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (this.#state !== "pending") return;
     this.#state = "settled";
     this.#dispose();
-    const reason = truncate(this.#init.options.reason ?? defaultReason(trigger, this.#init.options, cause));
+    const reason = truncate(this.#options.reason ?? defaultReason(trigger, this.#options, cause));
     let mechanism: CancelMechanism = "none";
     if (trigger !== "connection-closed") {
       try {
-        mechanism = this.#init.hooks.cancel(this, reason);
+        mechanism = this.#hooks.cancel(this, reason);
       } catch {
         // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
       }
     }
-    const record = this.#finish("cancelled", this.requestId === null || neverSent ? "not-sent" : "unverified", null, {
+    const settled = this.#finish(
+      "cancelled",
+      this.requestId === null || neverSent ? "not-sent" : "unverified",
+      null,
       trigger,
       reason,
       mechanism,
-      sentAt: mechanism === "none" ? null : isoTime(Date.now()),
-      undelivered: null,
-    });
+      mechanism === "none" ? null : Date.now(),
+    );
     const verification =
-      this.#init.options.verify !== undefined && record.outcome !== "not-sent"
-        ? this.#verify(this.#settled!)
-        : Promise.resolve(record);
-    this.#reject(this.#error(trigger, record, verification, cause));
+      this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
+    this.#reject(this.#error(trigger, settled, verification, cause));
     this.#release();
   }
 
@@ -291,7 +322,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
-    this.#late = countLate(this.#late, kind);
+    this.#late = countLate(this.#late ?? { results: 0, errors: 0, progress: 0 }, kind);
   }
 
   /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
@@ -299,15 +330,29 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#settled?.delivery(report);
   }
 
-  readonly #onAbort = (): void => {
-    const signal = this.#init.options.signal;
-    this.cancel("aborted", signal === undefined ? undefined : firstAborted(signal)?.reason);
-  };
+  /** The caller's signal(s), if any. */
+  #signal(): AbortSignal | readonly AbortSignal[] | undefined {
+    return this.#callerSignal;
+  }
 
-  readonly #onTimer = (): void => {
+  /**
+   * The one callback of a pending call for both things that wake it: its caller's signal
+   * aborting (through the abort fan-out) and its deadline being reached (through the queue). A
+   * signal that has aborted wins; otherwise the call checks its own deadlines against the clock
+   * (a wake is a hint) and queues itself again when progress moved the idle deadline. One
+   * closure per call, not two.
+   */
+  readonly #wake = (): void => {
     if (this.#state !== "pending") return;
-    const now = this.#init.clock();
-    if (now >= this.#totalDeadline && this.#totalDeadline <= this.#idleDeadline) {
+    const signal = this.#callerSignal;
+    const aborted = signal === undefined ? undefined : firstAborted(signal);
+    if (aborted !== undefined) {
+      this.cancel("aborted", aborted.reason);
+      return;
+    }
+    const now = this.#clock();
+    const totalDeadline = this.#totalDeadline();
+    if (now >= totalDeadline && totalDeadline <= this.#idleDeadline) {
       this.cancel("max-total-timeout");
     } else if (now >= this.#idleDeadline) {
       this.cancel("timeout");
@@ -316,61 +361,83 @@ export class CancellableCall<T = unknown> implements LateSink {
     }
   };
 
+  /** The maximum total timeout's deadline (computed, not kept: one heap number less per pending call). Pending calls only. */
+  #totalDeadline(): number {
+    return this.#startedAt + this.#options.maxTotalTimeoutMs;
+  }
+
   #arm(): void {
-    const deadline = Math.min(this.#idleDeadline, this.#totalDeadline);
+    const deadline = Math.min(this.#idleDeadline, this.#totalDeadline());
     if (deadline === Number.POSITIVE_INFINITY) return;
-    this.#deadlines.schedule((this.#slot ??= new DeadlineSlot(this.#onTimer)), deadline);
+    this.#deadlines.schedule((this.#slot ??= new DeadlineSlot(this.#wake)), deadline);
   }
 
   /** Releases the queued deadline and the signal subscription. Idempotent. */
   #dispose(): void {
     if (this.#slot !== null) this.#deadlines.remove(this.#slot);
-    this.#unlink?.();
-    this.#unlink = undefined;
+    if (!this.#linked) return;
+    this.#linked = false;
+    const signal = this.#signal();
+    if (signal === undefined) return;
+    if (isSignal(signal)) offAbort(signal, this.#wake);
+    else for (const each of signal) offAbort(each, this.#wake);
   }
 
+  /**
+   * Settles the call's state and keeps its facts: times as numbers, the cancel's parts, ids. The
+   * run record is built from them only when something reads it (the `record` hook, the
+   * `SettledRecord`'s `record`, the error's `record`).
+   */
   #finish(
     status: RunRecord["status"],
     outcome: CallOutcome,
     error: RunRecord["error"],
-    cancel: RunRecord["cancel"] = null,
-  ): RunRecord {
+    trigger: CancelTrigger | null = null,
+    reason = "",
+    mechanism: CancelMechanism = "none",
+    sentWall: number | null = null,
+  ): SettledRecord {
     this.#state = "settled";
     this.#dispose();
-    const base = {
-      status,
-      cancel,
-      outcome,
-      error,
-    };
-    const ids = this.#init.ids;
-    const record: RunRecord = {
-      callId: ids?.callId ?? 0,
+    const ids = this.#ids;
+    const facts: SettledFacts = {
+      callId: this.callId,
       connectionId: ids?.connectionId ?? 0,
       sessionId: ids?.sessionId() ?? null,
       requestId: this.requestId,
       method: this.method,
       name: this.name,
-      startedAt: isoTime(this.#startedWall),
-      settledAt: isoTime(Date.now()),
+      startedWall: this.#startedWall + WALL_EPOCH,
+      settledWall: Date.now(),
       // Rounded to 0.1 ms: clocks are not finer than that in practice, and logs stay readable.
-      elapsedMs: Math.max(0, Math.round((this.#init.clock() - this.#startedAt) * 10) / 10),
-      ...base,
+      elapsedMs: Math.max(0, Math.round((this.#clock() - this.#startedAt) * 10) / 10),
+      status,
+      outcome,
+      error,
+      trigger,
+      reason,
+      mechanism,
+      sentWall,
       late: this.#late,
-      progress: { count: this.#progressCount, last: this.#lastProgress },
-      verification: null,
-      revision: 0,
-      summary: summarize(base),
+      progressCount: this.#progressCount,
+      lastProgress: this.#lastProgress,
+      task: this.#task,
     };
-    if (this.#task !== undefined) record.task = this.#task;
-    this.#settled = new SettledRecord(record, this.#init.hooks.record);
-    this.#init.hooks.settled(this);
-    return record;
+    const hooks = this.#hooks;
+    const settled = new SettledRecord(facts, hooks.record);
+    this.#settled = settled;
+    hooks.keep?.(settled);
+    settled.report();
+    hooks.settled(this);
+    return settled;
   }
 
   /** Drops everything a settled call no longer needs; only its SettledRecord lives on. */
   #release(): void {
-    this.#init = RELEASED;
+    this.#options = RELEASED_OPTIONS;
+    this.#callerSignal = undefined;
+    this.#hooks = RELEASED_HOOKS;
+    this.#ids = undefined;
     this.#resolve = noop;
     this.#reject = noop;
   }
@@ -382,8 +449,9 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   async #verify(settled: SettledRecord): Promise<RunRecord> {
     // Read everything now: the call releases its options when it returns.
-    const { verify, verifyDelayMs, verifyTimeoutMs, verifyWindowMs, verifyIntervalMs } = this.#init.options;
-    const { timers, clock } = this.#init;
+    const { verify, verifyDelayMs, verifyTimeoutMs, verifyWindowMs, verifyIntervalMs } = this.#options;
+    const timers = this.#timers;
+    const clock = this.#clock;
     const cancelledAt = clock();
     const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
     if (verifyDelayMs > 0) await wait(verifyDelayMs);
@@ -412,15 +480,15 @@ export class CancellableCall<T = unknown> implements LateSink {
 
   #error(
     trigger: CancelTrigger,
-    record: RunRecord,
-    verification: Promise<RunRecord>,
+    record: SettledRecord,
+    verification: Promise<RunRecord> | undefined,
     cause: unknown,
   ): McpCancellableError {
     switch (trigger) {
       case "timeout":
-        return new CallTimeoutError("REQUEST_TIMEOUT", this.#init.options.timeoutMs, record, verification);
+        return new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification);
       case "max-total-timeout":
-        return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#init.options.maxTotalTimeoutMs, record, verification);
+        return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#options.maxTotalTimeoutMs, record, verification);
       case "aborted":
         return new CallCancelledError(record, verification, cause);
       case "connection-closed":
@@ -549,24 +617,26 @@ function firstAborted(signal: AbortSignal | readonly AbortSignal[]): AbortSignal
   return signal.find((each) => each.aborted);
 }
 
-const RELEASED: CallInit = {
-  method: "",
-  name: null,
-  options: {
-    timeoutMs: 0,
-    maxTotalTimeoutMs: 0,
-    resetTimeoutOnProgress: false,
-    signal: undefined,
-    reason: undefined,
-    forwardAbortReason: false,
-    onprogress: undefined,
-    verify: undefined,
-    verifyTimeoutMs: 0,
-    verifyDelayMs: 0,
-    verifyWindowMs: 0,
-    verifyIntervalMs: 1,
-  },
-  hooks: { cancel: () => "none", settled: noop, record: noop },
-  clock: () => 0,
-  timers: { setTimeout: () => undefined, clearTimeout: noop },
+/** A settled call's options: nothing of the caller's. */
+const RELEASED_OPTIONS: ResolvedCallOptions = {
+  timeoutMs: 0,
+  maxTotalTimeoutMs: 0,
+  resetTimeoutOnProgress: false,
+  signal: undefined,
+  reason: undefined,
+  forwardAbortReason: false,
+  onprogress: undefined,
+  verify: undefined,
+  verifyTimeoutMs: 0,
+  verifyDelayMs: 0,
+  verifyWindowMs: 0,
+  verifyIntervalMs: 1,
 };
+
+const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
+
+/**
+ * Wall-clock times are kept as `Date.now()` less this (the module's load time): a small integer
+ * fits a V8 small integer, where `Date.now()` itself needs a heap number per pending call.
+ */
+const WALL_EPOCH = Date.now();

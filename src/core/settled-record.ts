@@ -1,6 +1,16 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type { CallOutcome, CancelDelivery, RunRecord } from "../types/record.js";
+import type {
+  CallOutcome,
+  CallStatus,
+  CancelDelivery,
+  CancelMechanism,
+  CancelTrigger,
+  RunRecord,
+  TaskInfo,
+} from "../types/record.js";
+import type { Progress } from "../types/options.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
+import { isoTime } from "../utils/iso.js";
 
 /** The late counts with one more message of this kind (a new object: records are never mutated). */
 export function countLate(late: RunRecord["late"], kind: "result" | "error" | "progress"): RunRecord["late"] {
@@ -18,27 +28,142 @@ export interface LateSink {
 }
 
 /**
- * What stays of a call once it settled: its run record, updated by late messages and by
- * verification, and the callback that reports each revision. Tombstones hold only this (a few
- * hundred bytes), never the call with its options, hooks and result.
+ * What a call knew when it settled, as it knew it: times as numbers (wall-clock ms), the cancel's
+ * parts, references to what the call already held. No string is formatted and no record built
+ * until someone reads the record.
+ */
+export interface SettledFacts {
+  readonly callId: number;
+  readonly connectionId: number;
+  readonly sessionId: string | null;
+  readonly requestId: string | number | null;
+  readonly method: string;
+  readonly name: string | null;
+  /** `Date.now()` at the send and at the settle. */
+  readonly startedWall: number;
+  readonly settledWall: number;
+  readonly elapsedMs: number;
+  readonly status: CallStatus;
+  readonly outcome: CallOutcome;
+  readonly error: RunRecord["error"];
+  /** `null` unless cancelled; then the cancel's trigger, reason, mechanism and when it went out (`Date.now()`, or `null`). */
+  readonly trigger: CancelTrigger | null;
+  readonly reason: string;
+  readonly mechanism: CancelMechanism;
+  readonly sentWall: number | null;
+  /** `null` for no late message before the settle. */
+  readonly late: RunRecord["late"] | null;
+  readonly progressCount: number;
+  readonly lastProgress: Progress | null;
+  readonly task: TaskInfo | undefined;
+}
+
+/** The run record these facts make: the same content, field for field and in the same order, as it was built at the settle. */
+export function buildRecord(facts: SettledFacts): RunRecord {
+  const base = {
+    status: facts.status,
+    cancel:
+      facts.trigger === null
+        ? null
+        : {
+            trigger: facts.trigger,
+            reason: facts.reason,
+            mechanism: facts.mechanism,
+            sentAt: facts.sentWall === null ? null : isoTime(facts.sentWall),
+            undelivered: null,
+          },
+    outcome: facts.outcome,
+    error: facts.error,
+  };
+  const record: RunRecord = {
+    callId: facts.callId,
+    connectionId: facts.connectionId,
+    sessionId: facts.sessionId,
+    requestId: facts.requestId,
+    method: facts.method,
+    name: facts.name,
+    startedAt: isoTime(facts.startedWall),
+    settledAt: isoTime(facts.settledWall),
+    elapsedMs: facts.elapsedMs,
+    ...base,
+    late: facts.late ?? { results: 0, errors: 0, progress: 0 },
+    progress: { count: facts.progressCount, last: facts.lastProgress },
+    verification: null,
+    revision: 0,
+    summary: summarize(base),
+  };
+  if (facts.task !== undefined) record.task = facts.task;
+  return record;
+}
+
+/**
+ * What stays of a call once it settled: its facts, the run record built from them when someone
+ * reads it (and kept once built), updated by late messages and by verification, and the callback
+ * that reports each revision. A settled call that nobody reads (no `onRecord`, no observer, no
+ * `records()`, no error's `record`) never builds its record. Tombstones and the in-memory ledger
+ * hold only this, never the call with its options, hooks and result.
  */
 export class SettledRecord implements LateSink {
-  #record: RunRecord;
-  readonly #emit: (record: RunRecord) => void;
+  readonly #facts: SettledFacts;
+  /** The latest revision, once built (read, emitted, or updated). */
+  #record: RunRecord | null = null;
+  /** Revision 0, kept when the first update replaces it (an error's `record` is the record at the settle). */
+  #initial: RunRecord | null = null;
+  readonly #emit: ((record: RunRecord) => void) | undefined;
 
-  constructor(record: RunRecord, emit: (record: RunRecord) => void) {
-    this.#record = record;
+  /**
+   * @param emit receives each revision, built: revision 0 at `report()`, then each update (none
+   *   when undefined: then nothing is built until read).
+   */
+  constructor(facts: SettledFacts, emit?: ((record: RunRecord) => void) | undefined) {
+    this.#facts = facts;
     this.#emit = emit;
-    emit(record);
   }
 
+  /** Hands revision 0 to `emit` (built for it), if there is one. Called once, when the call settles. */
+  report(): void {
+    if (this.#emit !== undefined) this.#emit(this.record);
+  }
+
+  /** The latest revision of the run record. */
   get record(): RunRecord {
-    return this.#record;
+    return (this.#record ??= buildRecord(this.#facts));
+  }
+
+  /** The run record as it was when the call settled (revision 0). */
+  get initial(): RunRecord {
+    return this.#initial ?? this.record;
+  }
+
+  get callId(): number {
+    return this.#facts.callId;
+  }
+
+  get requestId(): string | number | null {
+    return this.#facts.requestId;
+  }
+
+  get method(): string {
+    return this.#facts.method;
+  }
+
+  get elapsedMs(): number {
+    return this.#facts.elapsedMs;
+  }
+
+  /** How the call ended (never changed by an update). */
+  get status(): CallStatus {
+    return this.#facts.status;
+  }
+
+  /** The outcome at the settle (revision 0). */
+  get outcome(): CallOutcome {
+    return this.#facts.outcome;
   }
 
   /** Counts a late message; a late result or error of a cancelled call is `late-result-discarded`. */
   late(kind: "result" | "error" | "progress"): void {
-    this.update({ late: countLate(this.#record.late, kind) }, kind === "progress" ? undefined : "late-result-discarded");
+    this.update({ late: countLate(this.record.late, kind) }, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   /**
@@ -47,7 +172,8 @@ export class SettledRecord implements LateSink {
    * `not-sent` (nothing to cancel).
    */
   delivery({ sent, failed }: CancelDelivery): void {
-    const cancel = this.#record.cancel;
+    if (this.#facts.trigger === null) return;
+    const cancel = this.record.cancel;
     if (cancel === null) return;
     const undelivered =
       failed === null ? null : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
@@ -57,7 +183,8 @@ export class SettledRecord implements LateSink {
 
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
   update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
-    const current = this.#record;
+    const current = this.record;
+    this.#initial ??= current;
     const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
     if (
       outcome !== undefined &&
@@ -68,7 +195,7 @@ export class SettledRecord implements LateSink {
     }
     next.summary = summarize(next);
     this.#record = next;
-    this.#emit(next);
+    this.#emit?.(next);
     return next;
   }
 }

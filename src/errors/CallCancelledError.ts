@@ -1,4 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
+import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
 /**
@@ -9,7 +10,7 @@ export class CallCancelledError extends McpCancellableError {
   override readonly name = "CallCancelledError" as const;
   readonly code = "CANCELLED" as const;
 
-  constructor(record: RunRecord, verification: Promise<RunRecord>, cause: unknown) {
+  constructor(record: RunRecord | RecordAtSettle, verification: Promise<RunRecord> | undefined, cause: unknown) {
     // A signal from AbortSignal.timeout() (an agent framework's own timeout, often) aborts with a
     // TimeoutError: still the caller's signal, and said so, not "cancelled" as if by hand.
     const by = isTimeoutReason(cause) ? "the caller's signal (its AbortSignal.timeout fired)" : "the caller";

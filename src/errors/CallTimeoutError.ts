@@ -1,4 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
+import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
 /**
@@ -15,8 +16,8 @@ export class CallTimeoutError extends McpCancellableError {
   constructor(
     code: "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT",
     timeoutMs: number,
-    record: RunRecord,
-    verification: Promise<RunRecord>,
+    record: RunRecord | RecordAtSettle,
+    verification?: Promise<RunRecord>,
   ) {
     super(
       code === "REQUEST_TIMEOUT"

@@ -1,4 +1,5 @@
 import { McpCancellableError } from "./McpCancellableError.js";
+import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
 function causeText(cause: unknown): string {
@@ -20,7 +21,7 @@ export class ConnectionClosedError extends McpCancellableError {
   override readonly name = "ConnectionClosedError" as const;
   readonly code = "CONNECTION_CLOSED" as const;
 
-  constructor(record: RunRecord, verification: Promise<RunRecord>, cause?: unknown) {
+  constructor(record: RunRecord | RecordAtSettle, verification?: Promise<RunRecord>, cause?: unknown) {
     super(
       record.requestId === null
         ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`

@@ -1,4 +1,4 @@
-import type { RunRecord } from "../types/record.js";
+import type { CallOutcome, RunRecord } from "../types/record.js";
 
 /** Stable string codes of the library's errors (never JSON-RPC numbers: rule 3). */
 export type McpCancellableErrorCode =
@@ -7,6 +7,20 @@ export type McpCancellableErrorCode =
   | "CANCELLED"
   | "CONNECTION_CLOSED"
   | "INVALID_OPTION";
+
+/**
+ * What a settled call hands its error instead of a built record: the few facts the error's
+ * fields and message need, and the record at the settle (revision 0), built when it is read.
+ * @internal
+ */
+export interface RecordAtSettle {
+  readonly requestId: string | number | null;
+  readonly method: string;
+  readonly elapsedMs: number;
+  readonly outcome: CallOutcome;
+  /** The run record at the settle (revision 0), built on first read. */
+  readonly initial: RunRecord;
+}
 
 /**
  * Base class of the errors a cancelled call rejects with. Each carries the call's run record
@@ -30,12 +44,19 @@ export abstract class McpCancellableError extends Error {
   readonly method: string;
   /** Time from the send to the settle, in ms. */
   readonly elapsedMs: number;
-  /** The run record at the moment the call settled. */
-  readonly record: RunRecord;
-  /** Resolves with the final record once verification (if any) has finished; never rejects. */
-  readonly verification: Promise<RunRecord>;
+  readonly #settled: RunRecord | RecordAtSettle;
+  #verification: Promise<RunRecord> | undefined;
 
-  constructor(message: string, record: RunRecord, verification: Promise<RunRecord>, options?: ErrorOptions) {
+  /**
+   * @param record the run record at the settle, or the settled call's facts (built into it when read).
+   * @param verification resolves with the final record once verification finished; default: the record at the settle.
+   */
+  constructor(
+    message: string,
+    record: RunRecord | RecordAtSettle,
+    verification?: Promise<RunRecord>,
+    options?: ErrorOptions,
+  ) {
     const { stackTraceLimit } = Error;
     Error.stackTraceLimit = 0;
     try {
@@ -46,7 +67,18 @@ export abstract class McpCancellableError extends Error {
     this.requestId = record.requestId;
     this.method = record.method;
     this.elapsedMs = record.elapsedMs;
-    this.record = record;
-    this.verification = verification;
+    this.#settled = record;
+    this.#verification = verification;
+  }
+
+  /** The run record at the moment the call settled. */
+  get record(): RunRecord {
+    const settled = this.#settled;
+    return "initial" in settled ? settled.initial : settled;
+  }
+
+  /** Resolves with the final record once verification (if any) has finished; never rejects. */
+  get verification(): Promise<RunRecord> {
+    return (this.#verification ??= Promise.resolve(this.record));
   }
 }

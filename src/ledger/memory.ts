@@ -1,22 +1,30 @@
 import type { RunRecord } from "../types/record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 
+/** Where a call's latest record is read: a settled call's `SettledRecord` (built when read), or a record as it is. */
+export interface RecordSource {
+  readonly record: RunRecord;
+}
+
 /**
  * The in-memory ledger: the latest record of each call, oldest first, at most `max` calls
- * (the oldest are dropped). An update replaces the call's record in place.
+ * (the oldest are dropped). It holds each call's record source (a settled call's compact facts),
+ * and builds the records when they are listed; an update replaces the call's record in place.
  */
 export class MemoryLedger {
-  readonly #records: BoundedMap<number, RunRecord>;
+  readonly #records: BoundedMap<number, RecordSource>;
 
   constructor(max: number) {
     this.#records = new BoundedMap(max);
   }
 
-  put(key: number, record: RunRecord): void {
-    this.#records.set(key, record);
+  put(key: number, source: RecordSource): void {
+    this.#records.set(key, source);
   }
 
   list(): RunRecord[] {
-    return [...this.#records.values()];
+    const records: RunRecord[] = [];
+    for (const source of this.#records.values()) records.push(source.record);
+    return records;
   }
 }

@@ -3,7 +3,8 @@
 // `CallRunner.run` and the outcome back into its caller's shape; nothing else builds a
 // `CancellableCall`. See docs/architecture.md.
 import { CancellableCall } from "../core/cancellable-call.js";
-import type { CallHooks } from "../core/cancellable-call.js";
+import type { CallHooks, CallIds } from "../core/cancellable-call.js";
+import type { SettledRecord } from "../core/settled-record.js";
 import { DeadlineQueue } from "../core/deadlines.js";
 import { summarize } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
@@ -14,6 +15,7 @@ import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { resolveCallOptions } from "../options/resolve.js";
+import { isSignalOnly } from "../options/schemas.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
@@ -95,6 +97,10 @@ const systemTimers: Timers = {
 
 const monotonic = (): number => performance.now();
 
+/** The SDK request options of every call (frozen: an entry point spreads them, never writes them). */
+const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const });
+const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const, onprogress: ignore });
+
 /** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
 const cancelNone: CallHooks["cancel"] = () => "none";
 
@@ -122,6 +128,16 @@ export class CallRunner {
   #sessionWire: Wire<TransportLike> | null = null;
   #sessionId: () => string | undefined = () => undefined;
   #wireCancel: CallHooks["cancel"] = cancelNone;
+  /** The hooks of every call on the current wire without a task or an observation: one object per wire, not per call. */
+  #wireHooks: CallHooks | null = null;
+  /** The connection and session ids every call of the current wire carries (the call id is each call's own). */
+  #ids: CallIds;
+  /** The hooks of a call made with no wire (the connection is gone). */
+  readonly #noWireHooks: CallHooks;
+  /** `onRecord`, guarded (a throwing hook must not change how a call settles); undefined without one. */
+  readonly #onRecord: ((record: RunRecord) => void) | undefined;
+  /** A settled call's record source goes to memory: its record is built when `records()` reads it. */
+  readonly #keep = (settled: SettledRecord): void => this.#ledger.put(settled.callId, settled);
 
   constructor(init: RunnerInit) {
     this.#init = init;
@@ -132,6 +148,19 @@ export class CallRunner {
     this.#timers = defaults.timers ?? systemTimers;
     this.#deadlines = new DeadlineQueue(this.#clock, this.#timers);
     this.#plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
+    const onRecord = defaults.onRecord;
+    this.#onRecord =
+      onRecord === undefined
+        ? undefined
+        : (record) => {
+            try {
+              onRecord(record);
+            } catch {
+              // A throwing log hook must not change how a call settles.
+            }
+          };
+    this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep };
+    this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
   }
 
   /** The client-wide defaults this runner was made with. */
@@ -153,7 +182,13 @@ export class CallRunner {
   run<R>(request: RunRequest, invoke: Invoke): Promise<R> {
     const { method, name, params, options, task: taskOptions } = request;
     const defaults = this.#defaults;
-    const resolved = options === undefined ? this.#plainOptions : this.#resolve(request, options);
+    // Options that hold only a signal share the defaults' resolved options; the signal goes on its own.
+    let signal: CallOptions["signal"];
+    let resolved = this.#plainOptions;
+    if (options !== undefined) {
+      if (isSignalOnly(options)) signal = options.signal;
+      else resolved = this.#resolve(request, options);
+    }
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
@@ -172,32 +207,28 @@ export class CallRunner {
       this.#sessionWire = wire;
       this.#sessionId = sessionIdOf(wire);
       this.#wireCancel = (call, reason) => wire.cancel(call, reason);
+      this.#wireHooks = null;
+      this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
     }
     // A task-augmented call: its cancel is the task driver's (tasks/cancel once the task exists).
     const task = taskOptions === undefined || wire === null ? undefined : new TaskDriver(wire, taskOptions, this.#timers, this.#clock);
-    const hooks: CallHooks = {
-      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
-      cancel: task !== undefined ? (call, reason) => task.cancel(call, reason) : wire === null ? cancelNone : this.#wireCancel,
-      settled:
-        task !== undefined
-          ? (call) => {
-              task.stop();
-              wire?.settled(call, key);
-            }
-          : (call) => wire?.settled(call, key),
-      // Made outside this scope: a settled call's record outlives the call (tombstones keep it),
-      // and a closure made here would keep this whole scope (params, call, controller) alive.
-      record: this.#recorder(key, observation),
-    };
+    const hooks: CallHooks =
+      task === undefined && observation === undefined
+        ? wire === null
+          ? this.#noWireHooks
+          : (this.#wireHooks ??= this.#hooksOf(wire))
+        : this.#callHooks(wire, task, observation);
     const call = new CancellableCall<R>({
       method,
       name,
       options: resolved,
+      signal,
       hooks,
       clock: this.#clock,
       timers: this.#timers,
       deadlines: this.#deadlines,
-      ids: { callId: key, connectionId: this.#connectionId, sessionId: this.#sessionId },
+      ids: this.#ids,
+      callId: key,
     });
     task?.attach(call);
     call.start();
@@ -207,26 +238,17 @@ export class CallRunner {
     wire.register(call, key, task);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the
     // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
-    const sdkOptions: SdkRequestOptions = { timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false };
     // A progress token is requested whenever progress can matter (case C05). The wire hands
     // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
-    if (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) sdkOptions.onprogress = ignore;
+    // Shared by every call (the SDK lines only read them): no object per pending call.
+    const sdkOptions = resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
     let sent: Promise<unknown>;
     try {
-      sent = invoke({ ...withMeta(params, observation), [CALL_MARKER]: key }, sdkOptions);
+      sent = invoke(marked(withMeta(params, observation), key), sdkOptions);
     } catch (error) {
       sent = Promise.reject(error);
     }
-    sent.then(
-      (value) => {
-        if (observation !== undefined && !call.settled) observeResult(observation, value);
-        call.succeed(value as R);
-      },
-      // Once its task exists the SDK's wait was ended locally: the driver settles the call.
-      (error: unknown) => {
-        if (call.task === undefined) call.fail(error);
-      },
-    );
+    follow(sent, call, observation);
     return call.promise;
   }
 
@@ -271,21 +293,47 @@ export class CallRunner {
     }
   }
 
+  /** A record made here (an invalid option from a hook): to memory and `onRecord`. */
   #record(key: number, next: RunRecord): void {
-    this.#ledger.put(key, next);
-    const onRecord = this.#defaults.onRecord;
-    if (onRecord === undefined) return;
-    try {
-      onRecord(next);
-    } catch {
-      // A throwing log hook must not change how a call settles.
-    }
+    this.#ledger.put(key, { record: next });
+    this.#onRecord?.(next);
   }
 
-  #recorder(key: number, observation: CallObservation | undefined): (next: RunRecord) => void {
-    if (observation === undefined) return (next) => this.#record(key, next);
+  /** The shared hooks of the calls on one wire that follow no task and have no observation. */
+  #hooksOf(wire: Wire<TransportLike>): CallHooks {
+    return {
+      cancel: this.#wireCancel,
+      settled: (call) => wire.settled(call, call.callId),
+      record: this.#onRecord,
+      keep: this.#keep,
+    };
+  }
+
+  /** The hooks of a call that follows a task or has an observation (made per call, outside `run`'s scope). */
+  #callHooks(wire: WireChoice, task: TaskDriver | undefined, observation: CallObservation | undefined): CallHooks {
+    return {
+      // The wire puts the cancel on the wire and tells the SDK locally that the request is over.
+      cancel: task !== undefined ? (call, reason) => task.cancel(call, reason) : wire === null ? cancelNone : this.#wireCancel,
+      settled:
+        task !== undefined
+          ? (call) => {
+              task.stop();
+              wire?.settled(call, call.callId);
+            }
+          : (call) => wire?.settled(call, call.callId),
+      // Made outside `run`: a settled call's record outlives the call (tombstones keep it), and a
+      // closure made there would keep that whole scope (params, call, controller) alive.
+      record: this.#recorder(observation),
+      keep: this.#keep,
+    };
+  }
+
+  /** Each revision, built, to `onRecord` and the observation; undefined when neither wants it. */
+  #recorder(observation: CallObservation | undefined): ((next: RunRecord) => void) | undefined {
+    const onRecord = this.#onRecord;
+    if (observation === undefined) return onRecord;
     return (next) => {
-      this.#record(key, next);
+      onRecord?.(next);
       observeRecord(observation, next);
     };
   }
@@ -315,6 +363,37 @@ export function sdkTaskDrivers(
 function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
   const inner = wire.underlying as { sessionId?: unknown };
   return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
+}
+
+/**
+ * Settles the call from the entry point's answer. Outside `run`, so the two callbacks a pending
+ * call holds keep only the call and its observation, not `run`'s whole scope.
+ */
+function follow<R>(sent: Promise<unknown>, call: CancellableCall<R>, observation: CallObservation | undefined): void {
+  sent.then(
+    (value) => {
+      if (observation !== undefined && !call.settled) observeResult(observation, value);
+      call.succeed(value as R);
+    },
+    // Once its task exists the SDK's wait was ended locally: the driver settles the call.
+    (error: unknown) => {
+      if (call.task === undefined) call.fail(error);
+    },
+  );
+}
+
+/**
+ * The params as sent: the caller's, copied, with the call's marker (a symbol key, never
+ * serialised). The marker goes first: V8 gives `{ ...params, [marker]: key }` a hidden class of
+ * its own for every call (the copy's map takes the new key without a transition it can share:
+ * about 200 bytes per pending call in a map, its descriptors and a property array), while
+ * `{ [marker]: key, ...params }` shares one. A marker already in the caller's params (a marked
+ * object passed again) is overwritten, as the spread after it would have done.
+ */
+function marked(params: Record<string, unknown>, key: number): Record<string, unknown> {
+  const copy: Record<string | symbol, unknown> = { [CALL_MARKER]: key, ...params };
+  if (copy[CALL_MARKER] !== key) copy[CALL_MARKER] = key;
+  return copy;
 }
 
 /** The record's `name`: a tool or prompt name, or a resource URI. */

@@ -15,6 +15,16 @@ const fanouts = new WeakMap<AbortSignal, Fanout>();
  * The caller checks `signal.aborted` first: an already aborted signal never fires.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  linkAbort(signal, callback);
+  return () => offAbort(signal, callback);
+}
+
+/**
+ * Subscribes `callback` like {@link onAbort}, without making an unsubscribe function: for an
+ * owner that keeps the signal and the callback anyway (a pending call), and ends the
+ * subscription with {@link offAbort}. One closure and its scope less per subscription.
+ */
+export function linkAbort(signal: AbortSignal, callback: () => void): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
     const callbacks = new Set<() => void>();
@@ -27,13 +37,15 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
     fanouts.set(signal, fanout);
     signal.addEventListener("abort", listener, { once: true });
   }
-  const { callbacks, listener } = fanout;
-  callbacks.add(callback);
-  return () => {
-    if (!callbacks.delete(callback) || callbacks.size > 0) return;
-    signal.removeEventListener("abort", listener);
-    if (fanouts.get(signal)?.listener === listener) fanouts.delete(signal);
-  };
+  fanout.callbacks.add(callback);
+}
+
+/** Ends a {@link linkAbort} subscription; a no-op when `callback` is not subscribed (any more). */
+export function offAbort(signal: AbortSignal, callback: () => void): void {
+  const fanout = fanouts.get(signal);
+  if (fanout === undefined || !fanout.callbacks.delete(callback) || fanout.callbacks.size > 0) return;
+  signal.removeEventListener("abort", fanout.listener);
+  fanouts.delete(signal);
 }
 
 /** How many callbacks are subscribed to this signal right now (for tests). @internal */

@@ -16,7 +16,7 @@ import {
   type Message,
 } from "./messages.js";
 import { augmentCreate, followUpMeta, isTaskAugmented } from "./tasks.js";
-import type { TaskFollower } from "./tasks.js";
+import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
 import { decorateTransport } from "./decorate.js";
@@ -68,6 +68,12 @@ export interface WireOptions {
    * Without it, only the library's own task calls (`callTool(params, { task })`) get that.
    */
   readonly taskDriver?: ((call: CancellableCall | null) => TaskFollower) | undefined;
+  /**
+   * Hands an embedded input request of a task (2026-07-28 `inputRequests`) to the SDK client's
+   * own handler (for a v2 client: `sdkInputDispatcher`). Without it, a task waiting for input is
+   * polled like a working one.
+   */
+  readonly inputDispatcher?: InputDispatcher | undefined;
 }
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
@@ -136,6 +142,8 @@ export class Wire<T extends TransportLike> {
   readonly #forwardSdkReason: boolean;
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
+  /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
+  readonly inputRequest: InputDispatcher | undefined;
 
   constructor(adapter: CancellationAdapter<T>, options: WireOptions) {
     this.#releaseFailedSends = options.releaseFailedSends ?? false;
@@ -144,6 +152,7 @@ export class Wire<T extends TransportLike> {
     this.#forwardSdkReason = options.forwardSdkReason ?? false;
     this.#dropSdkWait = options.releaseWait;
     this.#taskDriver = options.taskDriver;
+    this.inputRequest = options.inputDispatcher;
     const maxTombstones = options.maxTombstones;
     const onAnomaly = options.onAnomaly;
     const inner = adapter.transport;
@@ -295,7 +304,7 @@ export class Wire<T extends TransportLike> {
       // (its send failed) v1 does while keeping the id's response handler forever. End it now:
       // the SDK's rejection has reached the call, so its catch has run. (A cancelled call was
       // released at its cancel; v2 removes the handler itself.)
-      if (this.#releaseFailedSends && call.record?.status === "failed") this.#releaseSdk(id);
+      if (this.#releaseFailedSends && call.settledRecord?.status === "failed") this.#releaseSdk(id);
     }
     const sink = call.settledRecord ?? call;
     if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
