@@ -11,6 +11,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { runHttpLatency } from "./http-latency.js";
+import { gatewayTargets, runGateway } from "./gateway.js";
+import type { GatewayPlan } from "./gateway.js";
 import { collect, machine } from "./lib/env.js";
 import { loadSubject } from "./lib/subject.js";
 import { runMaxTimeout } from "./max-timeout.js";
@@ -37,6 +39,8 @@ interface Plan {
   scale: ScalePlan;
   /** `mcp-cancellable proxy` beside a direct connection (bench/proxy.ts, issue 22). */
   proxy: ProxyPlan;
+  /** Gateway scale: many pending calls over many connections, timed out and aborted together (bench/gateway.ts, issue 23). */
+  gateway: GatewayPlan;
 }
 
 const PLANS: Record<"short" | "full", Plan> = {
@@ -59,6 +63,9 @@ const PLANS: Record<"short" | "full", Plan> = {
       cancelSequenceCalls: 2_000,
     },
     proxy: { latencyCalls: 300, warmup: 30, concurrent: 1_000, concurrentRounds: 2, pendingCalls: 1_000, settleCalls: 10_000, settleTimeoutMs: 5_000 },
+    // A fifth of the full run's calls over the same 100 connections (the full size takes two
+    // minutes here, most of it waiting for the common deadline); stdio with fewer (a child process each).
+    gateway: { inMemory: { calls: 20_000, connections: 100 }, stdio: { calls: 2_000, connections: 4 }, timeoutMs: 2_000 },
   },
   full: {
     overhead: { sequentialCalls: 100_000, rounds: 40, batch: 1_000, batches: 100, concurrentRounds: 10 },
@@ -78,6 +85,7 @@ const PLANS: Record<"short" | "full", Plan> = {
       cancelSequenceCalls: 20_000,
     },
     proxy: { latencyCalls: 3_000, warmup: 300, concurrent: 1_000, concurrentRounds: 10, pendingCalls: 10_000, settleCalls: 10_000, settleTimeoutMs: 10_000 },
+    gateway: { inMemory: { calls: 100_000, connections: 100 }, stdio: { calls: 20_000, connections: 20 }, timeoutMs: 3_000 },
   },
 };
 
@@ -88,7 +96,9 @@ async function main(): Promise<void> {
   const plan = PLANS[mode];
   // `--only proxy`: that benchmark alone, into OUT/proxy.json (results.json is left as it is).
   const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
-  if (only !== undefined && only !== "proxy") throw new Error(`--only: the one benchmark that runs alone is proxy, got ${only}`);
+  if (only !== undefined && only !== "proxy" && only !== "gateway") {
+    throw new Error(`--only: the benchmarks that run alone are proxy and gateway, got ${only}`);
+  }
   const loadStart = os.loadavg();
   const began = performance.now();
   const log = (line: string): void => {
@@ -107,6 +117,15 @@ async function main(): Promise<void> {
   }
   const subject = await loadSubject();
   log(`built the library: ${subject.build}${subject.http === null ? " (no Streamable HTTP adapter yet)" : ""}`);
+  if (only === "gateway") {
+    log("6. gateway scale (alone)");
+    const gateway = await runGateway(plan.gateway, subject, log);
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(`${outDir}/gateway.json`, `${JSON.stringify({ mode, machine: host, gateway, targets: gatewayTargets(gateway) }, null, 2)}
+`);
+    for (const t of gatewayTargets(gateway)) log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value}`);
+    return;
+  }
 
   log("1. per-call overhead");
   const overhead = await runOverhead(plan.overhead, subject, log, "v1");
@@ -125,15 +144,18 @@ async function main(): Promise<void> {
   const scale = await runScale(plan.scale, subject, log);
   log("5. mcp-cancellable proxy");
   const proxy = await runProxy(plan.proxy, log);
+  log("6. gateway scale");
+  const gateway = await runGateway(plan.gateway, subject, log);
 
   const load = { start: loadStart.map((x) => Math.round(x * 100) / 100), end: os.loadavg().map((x) => Math.round(x * 100) / 100) };
   log(`load average at the end: ${load.end.join(", ")} (at the start ${load.start.join(", ")})`);
   const partial = { mode, machine: host, build: subject.build, overhead, overheadV2, load, profile, stdio, http, maxTimeout, scale } as const;
-  const results: Results & { proxy: typeof proxy } = {
+  const results: Results & { proxy: typeof proxy; gateway: typeof gateway } = {
     ...partial,
     proxy,
+    gateway,
     durationS: Math.round((performance.now() - began) / 1_000),
-    targets: [...judge(partial), ...proxyTargets(proxy)],
+    targets: [...judge(partial), ...proxyTargets(proxy), ...gatewayTargets(gateway)],
   };
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
