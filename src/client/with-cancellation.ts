@@ -7,7 +7,7 @@ import type { CancellationOptions } from "../types/options.js";
 import { Wire } from "../wire/wire.js";
 import { CallRunner, sdkTaskDrivers } from "../runner/runner.js";
 import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
-import { isV2Client, sdkWaitDropper } from "../sdk/private.js";
+import { isV2Client, sdkInputDispatcher, sdkWaitDropper } from "../sdk/private.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
 export type {
@@ -121,6 +121,8 @@ export function clientWire<T extends TransportLike>(
     connected,
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: sdkWaitDropper(client),
+    // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
+    inputDispatcher: sdkInputDispatcher(client),
     // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to cancel.
     taskDriver: (call) => drivers(call),
   });

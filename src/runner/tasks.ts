@@ -5,7 +5,7 @@ import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core
 import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { msOption, parseOptions } from "../options/schemas.js";
-import type { TaskFollower } from "../wire/tasks.js";
+import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { isoTime } from "../utils/iso.js";
@@ -78,6 +78,8 @@ export interface TaskWire {
   unfollow(taskId: string): void;
   /** The task was cancelled while it waited for input: abort the SDK's handlers of its server requests. */
   abortInput?(taskId: string, reason: string): void;
+  /** 2026-07-28: the SDK client's own handlers of a task's embedded input requests (none: polled like `working`). */
+  readonly inputRequest?: InputDispatcher | undefined;
 }
 
 /**
@@ -105,6 +107,10 @@ export class TaskDriver implements TaskFollower {
   #resultInFlight = false;
   /** A terminal status seen while that `tasks/result` was in flight (its answer brings the result). */
   #terminal: { task: TaskInfo; answer: Record<string, unknown> } | undefined;
+  /** 2026-07-28: the `inputRequests` keys already handed to a handler (deduplicated across polls). */
+  readonly #inputKeys = new Set<string>();
+  /** 2026-07-28: aborts the handlers still answering the task's input requests (at a cancel). */
+  #inputAbort: AbortController | undefined;
 
   constructor(
     private readonly wire: TaskWire,
@@ -175,6 +181,7 @@ export class TaskDriver implements TaskFollower {
     this.#watchUntil = this.clock() + this.options.watchMs;
     // Handlers still answering the task's input requests are aborted: nobody wants their answers.
     this.wire.abortInput?.(task.taskId, reason);
+    this.#inputAbort?.abort(reason);
     if (isTerminalTaskStatus(task.status)) {
       queueMicrotask(() => this.#conclude(task.status));
       return "none";
@@ -270,6 +277,7 @@ export class TaskDriver implements TaskFollower {
     }
     if (!isTerminalTaskStatus(task.status)) {
       if (task.status === "input_required" && task.revision === "2025-11-25" && !this.#resultInFlight) void this.#earlyResult(task);
+      if (task.status === "input_required" && task.revision === "2026-07-28") this.#inputRequests(task, answer.inputRequests);
       return this.#schedule();
     }
     if (this.#resultInFlight) {
@@ -309,6 +317,52 @@ export class TaskDriver implements TaskFollower {
     this.#stop();
     this.#see("completed"); // tasks/result answers with a result once the task completed
     this.#call!.succeed(result);
+  }
+
+  /**
+   * 2026-07-28, `input_required`: each request in `inputRequests` (`{ method, params }` by key)
+   * not seen before goes to the SDK client's own handler (elicitation, sampling, roots), once:
+   * keys are deduplicated across polls (a key is unique over the task's life). Its bare result
+   * goes back at once as `tasks/update { taskId, inputResponses: { [key]: result } }`. Polling
+   * goes on meanwhile. A cancel aborts the handlers still answering (their signal) and sends
+   * the task's one `tasks/cancel`; no `tasks/update` follows it. A handler that throws fails the
+   * call with its error, and the task gets one `tasks/cancel` (nobody will answer it).
+   */
+  #inputRequests(task: TaskInfo, requests: unknown): void {
+    const dispatch = this.wire.inputRequest;
+    if (dispatch === undefined || typeof requests !== "object" || requests === null) return;
+    for (const [key, request] of Object.entries(requests as Record<string, unknown>)) {
+      if (this.#inputKeys.has(key)) continue;
+      const { method, params } = (request ?? {}) as { method?: unknown; params?: unknown };
+      if (typeof method !== "string") continue;
+      this.#inputKeys.add(key);
+      this.#inputAbort ??= new AbortController();
+      const signal = this.#inputAbort.signal;
+      const embedded = { method, params: typeof params === "object" && params !== null ? (params as Record<string, unknown>) : undefined };
+      void dispatch(key, embedded, signal).then(
+        async (result) => {
+          if (this.#settled || signal.aborted) return;
+          const params = { ...this.#params(task), inputResponses: { [key]: result } };
+          try {
+            await this.wire.taskRequest("tasks/update", params, this.options.watchMs, this.timers);
+          } catch (error) {
+            // Unacknowledged (eventually consistent, rule 36): polling goes on and says what followed.
+            if (this.#settled || error instanceof TaskRequestTimeoutError) return;
+            this.#stop();
+            this.#call!.fail(error);
+          }
+        },
+        (error: unknown) => {
+          if (this.#settled || signal.aborted) return;
+          // The handler refused: the call fails with its error, and the task nobody will answer is cancelled (once).
+          this.#stop();
+          this.#call!.fail(error);
+          if (!isTerminalTaskStatus(this.#task!.status)) {
+            this.wire.taskRequest("tasks/cancel", this.#params(task), this.options.watchMs, this.timers).catch(() => {});
+          }
+        },
+      );
+    }
   }
 
   /** The task is terminal while the call is live: the caller gets its result or its error. */

@@ -16,6 +16,8 @@
 // `transport.protocolVersion`, `setProtocolVersion`, v2 `getNegotiatedProtocolVersion()`,
 // `terminateSession()`) are documented API and are read where they are used.
 
+import type { InputDispatcher } from "../wire/tasks.js";
+
 /** The SDK line an object is checked against. */
 export type SdkLine = "v1" | "v2";
 
@@ -219,12 +221,17 @@ export function transportFetch(transport: object): unknown {
 
 /**
  * Replaces the transport's `fetch` (`_fetch`, see `hasFetchSlot`) with `wrap(current)`, so every
- * request the SDK makes from then on goes through the wrapper. The only write into an SDK's
- * private field. Used on v2 to mark the failures of the library's own notification POSTs.
+ * request the SDK makes from then on goes through the wrapper (both lines read `_fetch` at each
+ * request: v1 1.32.2 dist/esm/client/streamableHttp.js:100, :320, :458). The only write into an
+ * SDK's private field. Used on v2 to mark the failures of the library's own notification POSTs,
+ * and by `attachCancellation` on a v1 transport created without `cancellableFetch()` (LangChain's
+ * `MultiServerMCPClient` builds them so), to give its requests from then on a per-request fetch
+ * over the one it had, so a cancel closes the request's stream.
  *
- * Fallback: when the slot is gone nothing is written and `false` is returned: the SDK's echo of a
- * failed notification POST then reaches `onerror` unrecognised (nothing else changes; the cancel
- * itself does not depend on it).
+ * Fallback: when the slot is gone nothing is written and `false` is returned: on v2 the SDK's
+ * echo of a failed notification POST then reaches `onerror` unrecognised (nothing else changes;
+ * the cancel itself does not depend on it); on v1 the attached transport's cancel is the POSTed
+ * notification alone, and its record says so (mechanism `notification`).
  */
 export function replaceTransportFetch(transport: object, wrap: (current: unknown) => unknown): boolean {
   if (!hasFetchSlot(transport)) return false;
@@ -318,4 +325,65 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
   }
   const moved = checks.filter((check) => check.found !== check.expected).map((check) => `${line} ${check.field}`);
   return { line, checks, moved };
+}
+
+// ---- v2 Client: its own handlers of embedded input requests (2026-07-28) ------------------------
+
+/**
+ * Hands one embedded input request (`{ method, params }`: `elicitation/create`,
+ * `sampling/createMessage`, `roots/list`) to the SDK client's own registered handler and
+ * resolves with the bare result, as the v2 SDK's own multi-round-trip engine does
+ * (`dispatchInputRequest`): `Protocol._getRequestHandler(method)` (the stored handler chain,
+ * with the `Client`'s validation of elicitation results) called with a context made by
+ * `buildContext({ sessionId, mcpReq: { id: key, method, _meta, signal, ... } })`.
+ *
+ * - v2 2.4.0: `_getRequestHandler` at client/dist/src-CeKsbNLO.mjs:5797; the engine's dispatch at
+ *   :6495 and its context at :6473; `Client._resolveNonCompleteResult` wires them at
+ *   client/dist/public-CvV4ZHkX.mjs:2831.
+ *
+ * A server request cannot be synthesised up through the transport instead: the v2 client on a
+ * 2026-07-28 connection drops every inbound JSON-RPC request (`_shouldDropInbound`,
+ * public-CvV4ZHkX.mjs:2794), and its 2026 registry has no `elicitation/create` request.
+ *
+ * Fallback: `undefined` when the client has no `_getRequestHandler` or `buildContext` (v1, or a
+ * v2 release that moved them): the library then leaves a task in `input_required` to be polled.
+ * A method with no handler registered rejects (the SDK's own words: declare the capability).
+ */
+export function sdkInputDispatcher(client: object): InputDispatcher | undefined {
+  const own = client as { _getRequestHandler?: unknown; buildContext?: unknown; transport?: { sessionId?: unknown } };
+  if (typeof own._getRequestHandler !== "function" || typeof own.buildContext !== "function") return undefined;
+  const getHandler = own._getRequestHandler as (method: string) => unknown;
+  const buildContext = own.buildContext as (base: unknown, extra: unknown) => unknown;
+  return async (key, request, signal) => {
+    const handler = getHandler.call(client, request.method);
+    if (typeof handler !== "function") {
+      throw new Error(`no handler is registered for ${request.method} on this client (input request ${JSON.stringify(key)})`);
+    }
+    const unavailable = (): never => {
+      throw new Error("related messaging is not available for an input request of a task");
+    };
+    const params = request.params;
+    const ctx = buildContext.call(
+      client,
+      {
+        sessionId: own.transport?.sessionId,
+        mcpReq: {
+          id: key,
+          method: request.method,
+          _meta: params?._meta,
+          requestState: () => undefined,
+          signal,
+          send: unavailable,
+          notify: unavailable,
+        },
+      },
+      undefined,
+    );
+    const result = await (handler as (request: unknown, ctx: unknown) => Promise<unknown>).call(
+      client,
+      { jsonrpc: "2.0", id: key, method: request.method, ...(params === undefined ? {} : { params }) },
+      ctx,
+    );
+    return typeof result === "object" && result !== null ? (result as Record<string, unknown>) : {};
+  };
 }

@@ -41,6 +41,17 @@ export interface TaskFollower {
 }
 
 /**
+ * Hands one embedded input request of a task (2026-07-28 `inputRequests[key] = { method, params }`)
+ * to the client's own handler; resolves with the bare result (`inputResponses[key]`). The handler
+ * is aborted through `signal`.
+ */
+export type InputDispatcher = (
+  key: string,
+  request: { method: string; params?: Record<string, unknown> | undefined },
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>>;
+
+/**
  * The create request as it goes on the wire: on a 2026-07-28 connection (its `_meta` names the
  * protocol version) the request declares the tasks extension in its per-request client
  * capabilities (rule 36); on earlier revisions it carries `params.task` (2025-11-25, rule 35).
