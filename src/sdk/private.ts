@@ -309,6 +309,12 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
     add("Client._cleanupTimeout", true, parts.cleanupTimeout !== undefined, wait);
     add("Client.isToolTaskRequired", line === "v1", typeof (client as { isToolTaskRequired?: unknown }).isToolTaskRequired === "function", "the SDK's own refusal");
     add("Client.getProtocolEra (v2 marker)", line === "v2", isV2Client(client), "v1 argument order");
+    add(
+      "Client._getRequestHandler + buildContext (2026-07-28 input requests)",
+      line === "v2",
+      sdkInputDispatcher(client) !== undefined,
+      "input_required polled like working",
+    );
   }
   if (stdio !== undefined) {
     add("StdioClientTransport._process.stdin", true, stdioChildStdin(stdio) !== undefined, "cancel through transport.send");
