@@ -7,7 +7,9 @@ import type { CancellationOptions } from "../types/options.js";
 import { CallRunner } from "../runner/runner.js";
 import type { Wire } from "../wire/wire.js";
 import { decorateTransport } from "../wire/decorate.js";
-import { isStreamableHttpTransport, isV2Client } from "../sdk/private.js";
+import { isStreamableHttpTransport, isV2Client, replaceTransportFetch } from "../sdk/private.js";
+import { perRequestFetch } from "../adapters/streamable-http/fetch.js";
+import type { FetchLike } from "../adapters/streamable-http/fetch.js";
 import { createFacade, createSdkShell, decorated } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { clientWire, connectedTransport } from "./with-cancellation.js";
@@ -46,11 +48,12 @@ const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>
  * The cancel mechanism is picked by what the transport is: stdio (and any transport without
  * per-request streams) sends `notifications/cancelled` (rule 6); a v2 Streamable HTTP transport
  * closes the request's own stream (2026-07-28: the close is the cancel; 2025-era: the POSTed
- * notification, then the close; rules 6, 28, 40); a v1 Streamable HTTP transport closes the
- * stream only when it was created with `{ fetch: cancellableFetch() }`: otherwise its fetch
- * cannot close one request's socket once the transport exists, so the cancel is the POSTed
- * notification alone (record mechanism `notification`: the stream stays open until the server
- * ends it; a stateless server keeps running the tool).
+ * notification, then the close; rules 6, 28, 40); a v1 Streamable HTTP transport created
+ * without `{ fetch: cancellableFetch() }` gets a per-request fetch over its own for its requests
+ * from the attach on, so its cancel closes the stream too (record mechanism
+ * `notification+stream-close`); only where the SDK no longer has that slot is the cancel the
+ * POSTed notification alone (record mechanism `notification`: the stream stays open until the
+ * server ends it; a stateless server keeps running the tool).
  *
  * @param client a connected SDK client.
  * @param options client-wide defaults (all durations in ms) and where records go, as for
@@ -158,10 +161,25 @@ function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
   try {
     return streamableHttpCancellation(raw);
   } catch (error) {
-    // A v1 transport created without cancellableFetch(): its fetch cannot close one request's
-    // socket now. The POSTed notification is the most it allows (a stateful 2025 server stops
-    // the tool; the stream stays open until the server ends it). Record mechanism: notification.
-    if (error instanceof InvalidOptionError && error.option === "transport") return notifyOnCancel(raw);
-    throw error;
+    if (!(error instanceof InvalidOptionError && error.option === "transport")) throw error;
   }
+  // A v1 transport created without cancellableFetch() (LangChain's MultiServerMCPClient builds
+  // them so): its fetch cannot close one request's socket. Its requests from now on go through a
+  // per-request fetch over the one it had (the transport's private `_fetch`, the one guarded
+  // write: src/sdk/private.ts), so a cancel closes the request's stream too (record mechanism
+  // notification+stream-close). Where that slot is gone, the POSTed notification is the most it
+  // allows (a stateful 2025 server stops the tool; the stream stays open until the server ends
+  // it): record mechanism notification.
+  const upgraded = replaceTransportFetch(target, (current) => {
+    const base = typeof current === "function" ? (current as FetchLike) : (url: string | URL, init?: RequestInit) => globalThis.fetch(url, init);
+    return perRequestFetch(base);
+  });
+  if (upgraded) {
+    try {
+      return streamableHttpCancellation(raw);
+    } catch (error) {
+      if (!(error instanceof InvalidOptionError && error.option === "transport")) throw error;
+    }
+  }
+  return notifyOnCancel(raw);
 }

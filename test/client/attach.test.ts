@@ -16,7 +16,7 @@ import {
 } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { fixture, eventually } from "../helpers/stdio.js";
-import { sawDisconnect, seen, startV1, startV2, started } from "../http/servers.js";
+import { closedUnfinished, sawDisconnect, seen, startV1, startV2, started } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
 import { SLACK_MS } from "../helpers/timing.js";
 
@@ -169,24 +169,36 @@ describe("attachCancellation: v2 client over stdio", () => {
 // The idle timeout, the abort and the lost connection on Streamable HTTP (v1 with cancellableFetch,
 // v2 in both eras) are rows of the entry-point contract (test/contract/entry-points-http.test.ts).
 describe("attachCancellation: Streamable HTTP", () => {
-  it("v1 client whose transport has the plain fetch: the POSTed notification alone, said in the record", async () => {
-    const s = await server(() => startV1());
-    const transport = new HttpV1(s.url);
-    const client = new ClientV1({ name: "framework", version: "1.0.0" });
-    await client.connect(transport);
-    cleanups.push(() => client.close());
-    const mcp = attachCancellation(client);
-    const controller = new AbortController();
-    const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal });
-    const idOf = () => mcp.records()[0]?.requestId ?? seen(s, "tools/call").at(-1)?.http.id;
-    expect(await eventually(() => s.events.some((e) => e.kind === "handler-start"))).toBe(true);
-    controller.abort();
-    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
-    expect(mcp.records()[0]).toMatchObject({ cancel: { trigger: "aborted", mechanism: "notification" } });
-    expect(await eventually(() => seen(s, "notifications/cancelled").some((c) => c.http.cancelOf === idOf()))).toBe(true);
-    // The stateful 2025 server stops the handler on the notification.
-    expect(await eventually(() => seen(s, "tools/call").at(-1)?.aborted !== undefined)).toBe(true);
-  });
+  for (const [label, slot, mechanism] of [
+    ["its requests get a per-request fetch over the plain one: the notification, then the request's stream closed", true, "notification+stream-close"],
+    ["with the SDK's _fetch slot gone (the fallback): the POSTed notification alone, said in the record", false, "notification"],
+  ] as const) {
+    it(`v1 client whose transport has the plain fetch: ${label}`, async () => {
+      const s = await server(() => startV1());
+      const transport = new HttpV1(s.url);
+      const client = new ClientV1({ name: "framework", version: "1.0.0" });
+      await client.connect(transport);
+      cleanups.push(() => client.close());
+      if (!slot) delete (transport as unknown as { _fetch?: unknown })._fetch; // what a release that moved the field looks like
+      const mcp = attachCancellation(client);
+      const controller = new AbortController();
+      const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal });
+      const idOf = () => mcp.records()[0]?.requestId ?? seen(s, "tools/call").at(-1)?.http.id;
+      expect(await eventually(() => s.events.some((e) => e.kind === "handler-start"))).toBe(true);
+      controller.abort();
+      await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+      expect(mcp.records()[0]).toMatchObject({ cancel: { trigger: "aborted", mechanism } });
+      expect(await eventually(() => seen(s, "notifications/cancelled").some((c) => c.http.cancelOf === idOf()))).toBe(true);
+      // The stateful 2025 server stops the handler on the notification.
+      expect(await eventually(() => seen(s, "tools/call").at(-1)?.aborted !== undefined)).toBe(true);
+      // The request's own stream: closed by the client at once, or left to the server to end.
+      if (slot) expect(await eventually(() => closedUnfinished(seen(s, "tools/call").at(-1)))).toBe(true);
+      else expect(closedUnfinished(seen(s, "tools/call").at(-1))).toBe(false);
+      expect(transport.sessionId).toBeDefined();
+      // the next call on the upgraded transport works
+      await expect(client.callTool({ name: "slow", arguments: { ms: 1 } })).resolves.toMatchObject({ content: [{ type: "text" }] });
+    });
+  }
 });
 
 describe("attachCancellation across a reconnect", () => {

@@ -4,6 +4,12 @@ import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { attachCancellation } from "../../src/index.js";
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import { z } from "zod";
+import { closedUnfinished, seen, sleep, startV1, startV2, type TestServer } from "../http/servers.js";
 import { SLACK_MS } from "../helpers/timing.js";
 
 // @langchain/mcp-adapters 1.1.4's MultiServerMCPClient creates, connects and owns one v1 SDK
@@ -87,5 +93,88 @@ describe("LangChain JS: MultiServerMCPClient, its own clients reached with attac
     expect(performance.now() - t0).toBeLessThan(250 + SLACK_MS);
     expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
     expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "timeout" } }]);
+  });
+});
+
+// Over Streamable HTTP LangChain builds the v1 transport itself, without cancellableFetch(): the
+// attach gives its requests a per-request fetch (src/client/attach.ts, the transport's `_fetch`
+// through src/sdk/private.ts), so a cancel closes the request's stream as well as POSTing the
+// notification (a v1 client speaks a 2025-era revision to both servers). Its SSE fallback (the
+// deprecated HTTP+SSE transport, answers on one shared stream) can only get the notification.
+describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fallback", () => {
+  async function overHttp(url: URL) {
+    const multi = new MultiServerMCPClient({ mcpServers: { reports: { transport: "http", url: url.href } } });
+    cleanups.push(() => multi.close());
+    await multi.initializeConnections();
+    const mcp = attachCancellation((await multi.getClient("reports"))!);
+    const tools = await multi.getTools();
+    return { mcp, tool: (name: string) => tools.find((t) => t.name.endsWith(name)) as DynamicStructuredTool };
+  }
+
+  for (const [label, start] of [
+    ["v1 stateful server (2025-era, a session)", () => startV1({ stateful: true })],
+    ["v2 server, stateless (a 2025-era revision: the notification may land elsewhere, the stream close is what stops it)", () => startV2()],
+  ] as const) {
+    it(`${label}: a run's abort POSTs the notification and closes the request's stream; recorded notification+stream-close; sent once`, async () => {
+      const server: TestServer = await start();
+      cleanups.push(() => server.stop());
+      const { mcp, tool } = await overHttp(server.url);
+      const controller = new AbortController();
+      const call = tool("slow").invoke({ ms: 5_000 }, { signal: controller.signal });
+      expect(await eventually(() => seen(server, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
+      controller.abort(new Error("user pressed stop"));
+      expect(await call.catch((e: unknown) => e)).toBeInstanceOf(Error);
+      expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[0]), 3_000)).toBe(true);
+      expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
+      expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification+stream-close" } }]);
+      expect(seen(server, "notifications/cancelled")).toHaveLength(1);
+      await sleep(300);
+      expect(seen(server, "tools/call")).toHaveLength(1);
+      expect(mcp.pendingCount).toBe(0);
+    });
+  }
+
+  it("the SSE fallback (an HTTP+SSE server): the abort is the POSTed notification, the handler stops; recorded notification", async () => {
+    const aborted: string[] = [];
+    const transports = new Map<string, SSEServerTransport>();
+    const web = http.createServer(async (req, res) => {
+      const url = new URL(req.url ?? "/", "http://127.0.0.1");
+      if (req.method === "GET" && url.pathname === "/mcp") {
+        const transport = new SSEServerTransport("/messages", res);
+        transports.set(transport.sessionId, transport);
+        const mcpServer = new McpServer({ name: "sse", version: "1.0.0" });
+        mcpServer.registerTool("slow", { inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, ms);
+            extra.signal.addEventListener("abort", () => {
+              clearTimeout(timer);
+              aborted.push(String(extra.requestId));
+              resolve();
+            });
+          });
+          return { content: [{ type: "text", text: "done" }] };
+        });
+        await mcpServer.connect(transport);
+        return;
+      }
+      if (req.method === "POST" && url.pathname === "/messages") {
+        await transports.get(url.searchParams.get("sessionId") ?? "")?.handlePostMessage(req, res);
+        return;
+      }
+      res.writeHead(405).end(); // no Streamable HTTP here: LangChain falls back to SSE
+    });
+    await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => { web.closeAllConnections(); web.close(resolve); }));
+    const { port } = web.address() as AddressInfo;
+    const { mcp, tool } = await overHttp(new URL(`http://127.0.0.1:${port}/mcp`));
+    expect(mcp.transport.constructor.name).toBe("SSEClientTransport"); // LangChain fell back
+    const controller = new AbortController();
+    const call = tool("slow").invoke({ ms: 5_000 }, { signal: controller.signal });
+    expect(await eventually(() => mcp.pendingCount === 1, 5_000)).toBe(true);
+    await sleep(100); // the handler has started (a cancel that beats the dispatch is ignored: rule 10)
+    controller.abort();
+    expect(await call.catch((e: unknown) => e)).toBeInstanceOf(Error);
+    expect(await eventually(() => aborted.length === 1, 3_000)).toBe(true);
+    expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } }]);
   });
 });
