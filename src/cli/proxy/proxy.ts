@@ -134,7 +134,7 @@ class ProxySession<T extends TransportLike> {
   readonly #byClientId = new Map<Id, Id>();
   /** Upstream progress token -> the request it belongs to. */
   readonly #byToken = new Map<string, Pending>();
-  /** Upstream id -> client id, kept after the request settles for its record's later revisions. */
+  /** Upstream id -> client id, kept after the request settles for its record's later revisions (with `--records`). */
   readonly #clientIds = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
   #nextId = 0;
   /** The protocol version last handed to the upstream transport. */
@@ -320,18 +320,20 @@ class ProxySession<T extends TransportLike> {
       controller,
       clientToken: typeof clientToken === "string" || typeof clientToken === "number" ? clientToken : undefined,
     };
-    let forward: JsonRpcMessage = { ...message, id: upstreamId };
+    this.#verbose("client->server", message, upstreamId);
+    // The message was parsed for the proxy alone: it goes upstream under the upstream's id as it is.
+    const forward = message;
+    forward.id = upstreamId;
     if (pending.clientToken !== undefined && method !== "initialize") {
       // The upstream gets a token of the proxy's (unique whatever the client reuses); progress
       // for it goes back to the client under the client's own token.
       const token = `mcp-cancellable-proxy-${upstreamId}`;
       this.#byToken.set(token, pending);
-      forward = { ...forward, params: { ...(params as Record<string, unknown>), _meta: { ...meta, progressToken: token } } };
+      forward.params = { ...(params as Record<string, unknown>), _meta: { ...meta, progressToken: token } };
     }
     this.#pending.set(upstreamId, pending);
     this.#byClientId.set(clientId, upstreamId);
-    this.#clientIds.set(upstreamId, clientId);
-    this.#verbose("client->server", message, upstreamId);
+    if (this.#records !== undefined) this.#clientIds.set(upstreamId, clientId);
     this.#transport.send(forward, method === "initialize" ? undefined : { signal: controller.signal }).catch((error: unknown) => {
       // initialize (not a call: nothing answers it for us), or an option the runner refused.
       if (!this.#pending.has(upstreamId)) return;
@@ -447,8 +449,10 @@ class ProxySession<T extends TransportLike> {
     return undefined;
   }
 
+  /** The record with the client's id of its request: from the request in progress, or (records of `--records` only) remembered after it. */
   #withClientId(record: RunRecord): RunRecord {
-    const clientId = record.requestId === null ? undefined : this.#clientIds.get(record.requestId);
+    const id = record.requestId;
+    const clientId = id === null ? undefined : (this.#pending.get(id)?.clientId ?? this.#clientIds.get(id));
     return (clientId === undefined ? record : { ...record, clientRequestId: clientId }) as RunRecord;
   }
 
