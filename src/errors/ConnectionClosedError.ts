@@ -27,7 +27,9 @@ export class ConnectionClosedError extends McpCancellableError {
         ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`
         : record.outcome === "not-sent"
           ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
-          : `the connection closed while ${record.method} was pending (request id ${String(record.requestId)})`,
+          : // Not "connection closed": frameworks (Mastra's MCPClient) reconnect and send a call again
+            // when an error says so, and this call may have been done (its outcome is unverified).
+            `${record.method} (request id ${String(record.requestId)}) was pending when its connection was lost; it may have run: not retried`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

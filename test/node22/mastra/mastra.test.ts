@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MCPClient } from "@mastra/mcp";
 import { attachMastra } from "../../../src/integrations/mastra/index.js";
-import { isInvalidOptionError } from "../../../src/index.js";
+import { isConnectionClosedError, isInvalidOptionError } from "../../../src/index.js";
 import { closedUnfinished, eventually, seen, sleep, startV1, startV2, type TestServer } from "../../http/servers.js";
 import { fixture } from "../../helpers/stdio.js";
 import { SLACK_MS } from "../../helpers/timing.js";
@@ -107,5 +107,33 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
     const error = await attachMastra({ listTools: async () => ({}) }).then(() => undefined, (e: unknown) => e);
     expect(isInvalidOptionError(error)).toBe(true);
     expect((error as Error).message).toMatch(/keeps its server clients elsewhere .*@mastra\/mcp 2\.0\.0/);
+  });
+});
+
+describe("Mastra's reconnect-and-retry path", () => {
+  it("a server that dies mid-call: Mastra gets our ConnectionClosedError and does not reconnect to send the tools/call again", async () => {
+    const mcp = new MCPClient({
+      id: `mastra-crash-${++ids}`,
+      servers: {
+        reports: {
+          command: process.execPath,
+          args: [fixture("scripted-server.mjs")],
+          env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
+          stderr: "pipe",
+          protocolVersion: "legacy", // the scripted peer answers initialize, not server/discover
+        },
+      },
+    });
+    open.push(() => mcp.disconnect());
+    const attached = await attachMastra(mcp);
+    const outcome = await (await tool(mcp, "reports_crash")).execute({ ms: 10 }).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    // Mastra retries after a reconnect when the message says "connection closed": ours says the
+    // connection was lost, so the error comes back as it is and nothing is sent twice.
+    expect("error" in outcome && isConnectionClosedError(outcome.error)).toBe(true);
+    await sleep(300);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([{ status: "cancelled", cancel: { trigger: "connection-closed" } }]);
   });
 });
