@@ -16,7 +16,17 @@
 // `transport.protocolVersion`, `setProtocolVersion`, v2 `getNegotiatedProtocolVersion()`,
 // `terminateSession()`) are documented API and are read where they are used.
 
-import type { InputDispatcher } from "../wire/tasks.js";
+/**
+ * Hands one embedded input request of a task (2026-07-28 `inputRequests[key] = { method, params }`)
+ * to the client's own handler; resolves with the bare result (`inputResponses[key]`). The handler
+ * is aborted through `signal`. Defined here (the one module that reaches the SDK's handlers), so
+ * this bottom layer imports nothing above it; the wire re-exports it.
+ */
+export type InputDispatcher = (
+  key: string,
+  request: { method: string; params?: Record<string, unknown> | undefined },
+  signal: AbortSignal,
+) => Promise<Record<string, unknown>>;
 
 /** The SDK line an object is checked against. */
 export type SdkLine = "v1" | "v2";

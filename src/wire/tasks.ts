@@ -40,16 +40,7 @@ export interface TaskFollower {
   statusNotified?(status: string): void;
 }
 
-/**
- * Hands one embedded input request of a task (2026-07-28 `inputRequests[key] = { method, params }`)
- * to the client's own handler; resolves with the bare result (`inputResponses[key]`). The handler
- * is aborted through `signal`.
- */
-export type InputDispatcher = (
-  key: string,
-  request: { method: string; params?: Record<string, unknown> | undefined },
-  signal: AbortSignal,
-) => Promise<Record<string, unknown>>;
+export type { InputDispatcher } from "../sdk/private.js";
 
 /**
  * The create request as it goes on the wire: on a 2026-07-28 connection (its `_meta` names the
