@@ -180,7 +180,10 @@ async function main(): Promise<void> {
   const roundCalls = Number(positional[0] ?? 2_000);
   const rounds = Number(positional[1] ?? 6);
   const passes = Number(positional[2] ?? 3);
-  const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice(7).split(",");
+  const only = process.argv
+    .find((arg) => arg.startsWith("--only="))
+    ?.slice(7)
+    .split(",");
   const usable: Variant[] = [];
   const stale: Variant[] = [];
   for (const variant of VARIANTS) {

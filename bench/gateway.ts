@@ -364,7 +364,8 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   const { loadSubject } = await import("./lib/subject.js");
   const [calls = 100_000, connections = 100, stdioCalls = 5_000, stdioConnections = 10] = process.argv.slice(2).map(Number);
   const began = performance.now();
-  const log = (line: string): void => void process.stdout.write(`[${((performance.now() - began) / 1_000).toFixed(1).padStart(6)} s] ${line}\n`);
+  const log = (line: string): void =>
+    void process.stdout.write(`[${((performance.now() - began) / 1_000).toFixed(1).padStart(6)} s] ${line}\n`);
   const subject = await loadSubject();
   const result = await runGateway(
     { inMemory: { calls, connections }, stdio: { calls: stdioCalls, connections: stdioConnections }, timeoutMs: 2_000 },

@@ -143,9 +143,9 @@ async function startHarness(): Promise<Harness> {
     let transport = sessions.get(session);
     if (transport === undefined) {
       if ((body as { method?: string } | undefined)?.method !== "initialize") {
-        res.writeHead(400, { "content-type": "application/json" }).end(
-          JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no session" } }),
-        );
+        res
+          .writeHead(400, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no session" } }));
         return;
       }
       const created = new StreamableHTTPServerTransport({
@@ -202,9 +202,7 @@ async function openOurs(url: string, subject: Subject): Promise<McpSide> {
   const client = new Client({ name: "bench-http-ours", version: "1.0.0" });
   client.onerror = () => {};
   const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { fetch: subject.http!.cancellableFetch() });
-  const adapter = subject.http!.streamableHttpCancellation(transport as never) as Parameters<
-    Subject["root"]["withCancellation"]
-  >[1];
+  const adapter = subject.http!.streamableHttpCancellation(transport as never) as Parameters<Subject["root"]["withCancellation"]>[1];
   const mcp = subject.root.withCancellation(client, adapter);
   await client.connect(mcp.transport as never);
   return {
@@ -231,9 +229,7 @@ async function openOursModern(url: string, subject: Subject): Promise<McpSide> {
   const client = new ClientV2({ name: "bench-http-ours-v2", version: "1.0.0" }, PIN_MODERN);
   client.onerror = () => {};
   const transport = new TransportV2(new URL(`${url}/mcp2`));
-  const adapter = subject.http!.streamableHttpCancellation(transport as never) as Parameters<
-    Subject["root"]["withCancellation"]
-  >[1];
+  const adapter = subject.http!.streamableHttpCancellation(transport as never) as Parameters<Subject["root"]["withCancellation"]>[1];
   const mcp = subject.root.withCancellation(client as never, adapter);
   await client.connect(mcp.transport as never);
   return {
@@ -310,12 +306,7 @@ function sideResult(log: EventLog, observations: Observation[], capMs: number): 
  * measured up to `capMs`) and ours around it; in the 2026-07-28 era the raw v2 SDK pinned to it
  * and ours around that. The order of the sides alternates per round.
  */
-export async function runHttpLatency(
-  calls: number,
-  capMs: number,
-  subject: Subject,
-  log: (line: string) => void,
-): Promise<HttpResult> {
+export async function runHttpLatency(calls: number, capMs: number, subject: Subject, log: (line: string) => void): Promise<HttpResult> {
   const harness = await startHarness();
   type Kind = "fetch" | "raw" | "ours" | "rawModern" | "oursModern";
   const sides = new Map<Kind, McpSide | null>([["fetch", null]]);

@@ -53,7 +53,11 @@ export async function runMaxTimeout(calls: number, subject: Subject, log: (line:
   const mcp = subject.root.withCancellation(wrappedClient, (await inMemoryServer()).transport);
   await wrappedClient.connect(mcp.transport);
 
-  const samples = { ours: [] as Array<{ lateness: number; error: string }>, raw: [] as Array<{ lateness: number; error: string }>, timer: [] as Array<{ lateness: number; error: string }> };
+  const samples = {
+    ours: [] as Array<{ lateness: number; error: string }>,
+    raw: [] as Array<{ lateness: number; error: string }>,
+    timer: [] as Array<{ lateness: number; error: string }>,
+  };
   for (let i = 0; i < calls; i++) {
     const deadline = 100 + (i % 10);
     const args = { name: "ticker", arguments: { intervalMs: PROGRESS_MS, stopAfterMs: deadline + 50 } };

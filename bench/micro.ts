@@ -64,30 +64,39 @@ async function main(): Promise<void> {
   const params = { name: "echo", arguments: {} as Record<string, unknown>, _meta: undefined as Record<string, unknown> | undefined };
   const tasks: Array<[string, () => unknown]> = [
     ["new AbortController()", () => new AbortController()],
-    ["new AbortController() + signal.addEventListener (the SDK's, per call)", () => new AbortController().signal.addEventListener("abort", () => {})],
+    [
+      "new AbortController() + signal.addEventListener (the SDK's, per call)",
+      () => new AbortController().signal.addEventListener("abort", () => {}),
+    ],
     ["new EventTarget() + addEventListener (for comparison)", () => new EventTarget().addEventListener("abort", () => {})],
     ["new Date(ms).toISOString()", () => new Date(Date.now()).toISOString()],
     ["Date.now()", () => Date.now()],
     ["performance.now()", () => performance.now()],
     ["requestIdSchema.safeParse(7) (zod, per response)", () => requestIdSchema.safeParse(7)],
-    ['typeof id === "string" || Number.isInteger(id)', () => {
-      const id: unknown = 7;
-      return typeof id === "string" || Number.isInteger(id);
-    }],
+    [
+      'typeof id === "string" || Number.isInteger(id)',
+      () => {
+        const id: unknown = 7;
+        return typeof id === "string" || Number.isInteger(id);
+      },
+    ],
     ["cancelledParamsSchema.safeParse (zod, per SDK cancel)", () => cancelledParamsSchema.safeParse({ requestId: 7, reason: "x" })],
     [`Map at ${CAP.toLocaleString("en-US")}: set + delete(keys().next()) (tombstones, ledger)`, evictAtCap],
     [`Map at ${CAP.toLocaleString("en-US")} + ring of ids: set + delete(oldest)`, evictRing],
     ["setTimeout + clearTimeout", () => clearTimeout(setTimeout(() => {}, 60_000))],
     ["new Error() (stack captured)", () => new Error("x")],
-    ["mark _meta + strip copy (facade + wire)", () => {
-      const marked = { ...params, _meta: { ...params._meta, "mcp-cancellable/call": 1 } };
-      const message = { jsonrpc: "2.0", id: 1, method: "tools/call", params: marked };
-      const { "mcp-cancellable/call": _mark, ...rest } = message.params._meta;
-      const copy: Record<string, unknown> = { ...message.params };
-      if (Object.keys(rest).length === 0) delete copy._meta;
-      else copy._meta = rest;
-      return { ...message, params: copy };
-    }],
+    [
+      "mark _meta + strip copy (facade + wire)",
+      () => {
+        const marked = { ...params, _meta: { ...params._meta, "mcp-cancellable/call": 1 } };
+        const message = { jsonrpc: "2.0", id: 1, method: "tools/call", params: marked };
+        const { "mcp-cancellable/call": _mark, ...rest } = message.params._meta;
+        const copy: Record<string, unknown> = { ...message.params };
+        if (Object.keys(rest).length === 0) delete copy._meta;
+        else copy._meta = rest;
+        return { ...message, params: copy };
+      },
+    ],
   ];
   const rows: Array<{ block: string; ns: number }> = [];
   for (const [name, fn] of tasks) {
@@ -102,9 +111,13 @@ async function main(): Promise<void> {
   console.log(`${m.cpu}, ${m.cores} cores, Node ${m.node}, ${m.date}\n`);
   console.log("| block | median ns |\n| --- | ---: |");
   for (const row of rows) console.log(`| ${row.block} | ${row.ns.toLocaleString("en-US")} |`);
-  console.log("\n| calls sharing one signal, aborted | once-listener only | + removeEventListener in the handler |\n| ---: | ---: | ---: |");
+  console.log(
+    "\n| calls sharing one signal, aborted | once-listener only | + removeEventListener in the handler |\n| ---: | ---: | ---: |",
+  );
   for (const n of [1_000, 10_000, 20_000]) {
-    console.log(`| ${n.toLocaleString("en-US")} | ${sharedSignalAbort(n, false).toFixed(1)} ms | ${sharedSignalAbort(n, true).toFixed(1)} ms |`);
+    console.log(
+      `| ${n.toLocaleString("en-US")} | ${sharedSignalAbort(n, false).toFixed(1)} ms | ${sharedSignalAbort(n, true).toFixed(1)} ms |`,
+    );
   }
 }
 

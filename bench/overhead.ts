@@ -84,7 +84,11 @@ async function round1(
     const task = bench.getTask(side)!;
     const result = task.result;
     if (!("latency" in result)) throw new Error(`${name}/${side} did not complete: ${result.state}`);
-    out.set(side, { samples: [...(result.latency.samples ?? [])], mean: result.latency.mean, cpuUs: meters.get(side)!.perIterationUs(task) });
+    out.set(side, {
+      samples: [...(result.latency.samples ?? [])],
+      mean: result.latency.mean,
+      cpuUs: meters.get(side)!.perIterationUs(task),
+    });
   }
   return out;
 }
@@ -133,7 +137,9 @@ export async function runOverhead(
     wallDiffs.push((ww.mean - rw.mean) * 1_000);
     cpuDiffs.push(ww.cpuUs - rw.cpuUs);
   }
-  log(`  ${line} sequential: net ratio ${round4(median(roundRatios))} wall, ${round4(median(cpuRatios))} CPU (rounds ${Math.min(...roundRatios)}..${Math.max(...roundRatios)})`);
+  log(
+    `  ${line} sequential: net ratio ${round4(median(roundRatios))} wall, ${round4(median(cpuRatios))} CPU (rounds ${Math.min(...roundRatios)}..${Math.max(...roundRatios)})`,
+  );
   const us = (xs: number[]) => summarize(xs.map((ms) => ms * 1_000));
   const rawStats = us(pooled.raw);
   const wrappedStats = us(pooled.wrapped);
@@ -177,7 +183,12 @@ export async function runOverhead(
     sequential: {
       calls: pooled.raw.length,
       raw: { meanUs: round(rawStats.mean), p50Us: round(rawStats.p50), p99Us: round(rawStats.p99), cpuUs: round(avg(cpu.raw)) },
-      wrapped: { meanUs: round(wrappedStats.mean), p50Us: round(wrappedStats.p50), p99Us: round(wrappedStats.p99), cpuUs: round(avg(cpu.wrapped)) },
+      wrapped: {
+        meanUs: round(wrappedStats.mean),
+        p50Us: round(wrappedStats.p50),
+        p99Us: round(wrappedStats.p99),
+        cpuUs: round(avg(cpu.wrapped)),
+      },
       harnessUs: round(avg(pooled.harness) * 1_000),
       harnessCpuUs: round(avg(cpu.harness)),
       ratio: round4(wrappedStats.mean / rawStats.mean),

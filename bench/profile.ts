@@ -187,8 +187,16 @@ export async function runCancelProfile(
   session.connect();
   await session.post("Profiler.enable");
   await session.post("Profiler.setSamplingInterval", { interval: 50 });
-  const rawProfile = await profiled(session, calls, cancelled((signal) => raw.callTool({ name: "never" }, undefined, { signal })));
-  const wrappedProfile = await profiled(session, calls, cancelled((signal) => mcp.callTool({ name: "never" }, { signal })));
+  const rawProfile = await profiled(
+    session,
+    calls,
+    cancelled((signal) => raw.callTool({ name: "never" }, undefined, { signal })),
+  );
+  const wrappedProfile = await profiled(
+    session,
+    calls,
+    cancelled((signal) => mcp.callTool({ name: "never" }, { signal })),
+  );
   await session.post("Profiler.disable");
   session.disconnect();
   if (saveTo !== undefined) {

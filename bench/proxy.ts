@@ -95,7 +95,10 @@ const stdioDirect = (): Promise<EchoSide> =>
   sdkSide(new StdioClientTransport({ command: node, args: stdioServer, cwd: repo, stderr: "ignore" }), "bench-proxy-direct");
 
 const viaProxy = (cli: string, proxyArgs: string[]): Promise<EchoSide> =>
-  sdkSide(new StdioClientTransport({ command: node, args: [cli, "proxy", ...proxyArgs], cwd: repo, stderr: "ignore" }), "bench-proxy-proxied");
+  sdkSide(
+    new StdioClientTransport({ command: node, args: [cli, "proxy", ...proxyArgs], cwd: repo, stderr: "ignore" }),
+    "bench-proxy-proxied",
+  );
 
 /** Sequential echo calls, the sides taking turns each call (the order rotating), warm-up discarded. */
 async function latency(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, relay?: EchoSide): Promise<ProxyLatency> {
@@ -112,7 +115,12 @@ async function latency(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, rel
   }
   const d = summarize(samples.direct!);
   const p = summarize(samples.proxied!);
-  const result: ProxyLatency = { direct: rounded(d), proxied: rounded(p), addedP50Ms: round(p.p50 - d.p50), addedP99Ms: round(p.p99 - d.p99) };
+  const result: ProxyLatency = {
+    direct: rounded(d),
+    proxied: rounded(p),
+    addedP50Ms: round(p.p50 - d.p50),
+    addedP99Ms: round(p.p99 - d.p99),
+  };
   if (relay !== undefined) {
     const r = summarize(samples.relay!);
     result.relay = rounded(r);
@@ -135,7 +143,14 @@ async function concurrent(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan):
   }
   const directMs = summarize(times.direct).p50;
   const proxiedMs = summarize(times.proxied).p50;
-  return { calls: plan.concurrent, rounds: plan.concurrentRounds, directMs: round(directMs), proxiedMs: round(proxiedMs), ratio: round(proxiedMs / directMs), allSettled };
+  return {
+    calls: plan.concurrent,
+    rounds: plan.concurrentRounds,
+    directMs: round(directMs),
+    proxiedMs: round(proxiedMs),
+    ratio: round(proxiedMs / directMs),
+    allSettled,
+  };
 }
 
 /** JSON lines from a stream, handed to `onMessage` one by one. */
@@ -154,8 +169,14 @@ function lines(stream: NodeJS.ReadableStream, onMessage: (message: Record<string
   });
 }
 
-const INITIALIZE = { jsonrpc: "2.0", id: "init", method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench-proxy-raw", version: "1.0.0" } } };
-const hang = (id: string | number): string => JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "hang", arguments: { tag: String(id) } } });
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: "init",
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench-proxy-raw", version: "1.0.0" } },
+};
+const hang = (id: string | number): string =>
+  JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "hang", arguments: { tag: String(id) } } });
 
 /** Waits for `test`, polling every 10 ms, at most `ms`. */
 async function until(test: () => boolean, ms: number, what: string): Promise<void> {
@@ -167,7 +188,9 @@ async function until(test: () => boolean, ms: number, what: string): Promise<voi
 
 /** Heap per pending call of the proxy, in this process (the built command on in-memory streams). */
 async function heapPerPending(pendingCalls: number): Promise<ProxyResult["heap"]> {
-  const { runProxyCommand } = (await import(pathToFileURL(`${buildDir}/proxy-command.js`).href)) as typeof import("../src/cli/proxy/command.js");
+  const { runProxyCommand } = (await import(
+    pathToFileURL(`${buildDir}/proxy-command.js`).href
+  )) as typeof import("../src/cli/proxy/command.js");
   const input = new PassThrough();
   const output = new PassThrough();
   const answered = new Set<unknown>();
@@ -175,7 +198,10 @@ async function heapPerPending(pendingCalls: number): Promise<ProxyResult["heap"]
     if (typeof message.id === "string" && message.id.startsWith("p")) answered.add(message.id);
   });
   const quiet = { stdout: () => {}, stderr: () => {} };
-  const exit = runProxyCommand(["--timeout-ms", "none", "--max-total-timeout-ms", "none", "--", node, ...stdioServer], quiet, { input, output });
+  const exit = runProxyCommand(["--timeout-ms", "none", "--max-total-timeout-ms", "none", "--", node, ...stdioServer], quiet, {
+    input,
+    output,
+  });
   const write = (text: string): void => void input.write(`${text}\n`);
   write(JSON.stringify({ ...INITIALIZE, id: "pinit" }));
   await until(() => answered.has("pinit"), 30_000, "initialize");
@@ -209,7 +235,19 @@ async function settleOnce(cli: string, calls: number, timeoutMs: number): Promis
   try {
     const child: ChildProcessWithoutNullStreams = spawn(
       node,
-      [cli, "proxy", "--timeout-ms", String(timeoutMs), "--max-total-timeout-ms", "none", "--records", recordsFile, "--", node, ...stdioServer],
+      [
+        cli,
+        "proxy",
+        "--timeout-ms",
+        String(timeoutMs),
+        "--max-total-timeout-ms",
+        "none",
+        "--records",
+        recordsFile,
+        "--",
+        node,
+        ...stdioServer,
+      ],
       { cwd: repo, stdio: ["pipe", "pipe", "pipe"] },
     );
     child.stderr.resume();
@@ -228,12 +266,17 @@ async function settleOnce(cli: string, calls: number, timeoutMs: number): Promis
     const started = performance.now();
     const requests: string[] = [];
     for (let i = 0; i < calls; i++) {
-      requests.push(kind(i) === "answered" ? JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "echo", arguments: {} } }) : hang(i));
+      requests.push(
+        kind(i) === "answered"
+          ? JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "echo", arguments: {} } })
+          : hang(i),
+      );
     }
     write(requests.join("\n"));
     const cancels: string[] = [];
     for (let i = 0; i < calls; i++) {
-      if (kind(i) === "cancelled") cancels.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: i, reason: "bench" } }));
+      if (kind(i) === "cancelled")
+        cancels.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: i, reason: "bench" } }));
     }
     write(cancels.join("\n"));
     const expected = Array.from({ length: calls }, (_, i) => i).filter((i) => kind(i) !== "cancelled").length;
@@ -264,7 +307,8 @@ async function settleOnce(cli: string, calls: number, timeoutMs: number): Promis
     for (const line of readFileSync(recordsFile, "utf8").split("\n")) {
       if (line.trim() === "") continue;
       const record = JSON.parse(line) as { revision: number; clientRequestId?: unknown; method: string };
-      if (record.revision === 0 && record.method === "tools/call") settled.set(record.clientRequestId, (settled.get(record.clientRequestId) ?? 0) + 1);
+      if (record.revision === 0 && record.method === "tools/call")
+        settled.set(record.clientRequestId, (settled.get(record.clientRequestId) ?? 0) + 1);
     }
     let recordsSettledOnce = 0;
     let duplicateRecords = 0;
@@ -307,16 +351,32 @@ async function httpServer(): Promise<{ url: string; stop: () => void }> {
 }
 
 export async function runProxy(plan: ProxyPlan, log: (line: string) => void): Promise<ProxyResult> {
-  execFileSync(node, ["--import", "tsx", `${repo}bench/lib/build.ts`, buildDir, `cli=${repo}src/cli/index.ts`, `proxy-command=${repo}src/cli/proxy/command.ts`], {
-    cwd: repo,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  execFileSync(
+    node,
+    [
+      "--import",
+      "tsx",
+      `${repo}bench/lib/build.ts`,
+      buildDir,
+      `cli=${repo}src/cli/index.ts`,
+      `proxy-command=${repo}src/cli/proxy/command.ts`,
+    ],
+    {
+      cwd: repo,
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
   const cli = `${buildDir}/cli.js`;
 
   const direct = await stdioDirect();
   const proxied = await viaProxy(cli, ["--", node, ...stdioServer]);
   const relay = await sdkSide(
-    new StdioClientTransport({ command: node, args: ["--import", "tsx", `${repo}bench/proxy-relay.ts`, "--", node, ...stdioServer], cwd: repo, stderr: "ignore" }),
+    new StdioClientTransport({
+      command: node,
+      args: ["--import", "tsx", `${repo}bench/proxy-relay.ts`, "--", node, ...stdioServer],
+      cwd: repo,
+      stderr: "ignore",
+    }),
     "bench-proxy-relay",
   );
   const stdio = await latency(direct, proxied, plan, relay);
@@ -341,7 +401,9 @@ export async function runProxy(plan: ProxyPlan, log: (line: string) => void): Pr
   } finally {
     server.stop();
   }
-  log(`  HTTP: direct p50 ${http.direct.p50} ms, stdio to proxy --url ${http.proxied.p50} ms (+${http.addedP50Ms} ms; p99 +${http.addedP99Ms} ms)`);
+  log(
+    `  HTTP: direct p50 ${http.direct.p50} ms, stdio to proxy --url ${http.proxied.p50} ms (+${http.addedP50Ms} ms; p99 +${http.addedP99Ms} ms)`,
+  );
 
   const heap = await heapPerPending(plan.pendingCalls);
   log(`  heap per pending call in the proxy: ${heap.bytesPerPendingCall} B (${heap.pendingCalls} calls)`);

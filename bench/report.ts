@@ -41,16 +41,35 @@ export interface Results {
 }
 
 const fmt = (value: number | null | undefined, unit = ""): string =>
-  value === null || value === undefined || Number.isNaN(value) ? "n/a" : `${value.toLocaleString("en-US", { maximumFractionDigits: 3 })}${unit}`;
+  value === null || value === undefined || Number.isNaN(value)
+    ? "n/a"
+    : `${value.toLocaleString("en-US", { maximumFractionDigits: 3 })}${unit}`;
 
 const mark = (met: boolean | null): string => (met === null ? "not measured" : met ? "met" : "**missed**");
 
-const ratioText = (value: number | null | undefined): string => (value === null || value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(3));
+const ratioText = (value: number | null | undefined): string =>
+  value === null || value === undefined || !Number.isFinite(value) ? "n/a" : value.toFixed(3);
 
 /** A target held to a ratio: `met` is null when either side is missing. */
-function ratioTarget(name: string, target: string, limit: number, ratio: number | null, detail: string, raw: string, wrapped: string): Target {
+function ratioTarget(
+  name: string,
+  target: string,
+  limit: number,
+  ratio: number | null,
+  detail: string,
+  raw: string,
+  wrapped: string,
+): Target {
   const ok = ratio !== null && Number.isFinite(ratio);
-  return { name, target, value: `${ratioText(ratio)}× (${detail})`, met: ok ? ratio <= limit : null, raw, wrapped, ratio: ok ? Math.round(ratio * 1_000) / 1_000 : null };
+  return {
+    name,
+    target,
+    value: `${ratioText(ratio)}× (${detail})`,
+    met: ok ? ratio <= limit : null,
+    raw,
+    wrapped,
+    ratio: ok ? Math.round(ratio * 1_000) / 1_000 : null,
+  };
 }
 
 /** Judges the targets of issue 12 (each a ratio to the raw SDK in the same run) against a run's numbers. */
@@ -98,7 +117,11 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
       `${fmt(v1.ours.settleAllMs)} ms`,
     ),
   );
-  for (const [line, label] of [["v1", "v1"], ["v2-legacy", "v2 legacy"], ["v2-2026", "v2 pinned 2026-07-28"]] as const) {
+  for (const [line, label] of [
+    ["v1", "v1"],
+    ["v2-legacy", "v2 legacy"],
+    ["v2-2026", "v2 pinned 2026-07-28"],
+  ] as const) {
     const t = lines[line].timeouts;
     targets.push({
       name: `${t.ours.calls.toLocaleString("en-US")} pending calls timing out together (silent peer), ${label}`,
@@ -110,7 +133,11 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
       ratio: null,
     });
   }
-  for (const [line, label] of [["v1", "v1"], ["v2-legacy", "v2 legacy"], ["v2-2026", "v2 pinned 2026-07-28"]] as const) {
+  for (const [line, label] of [
+    ["v1", "v1"],
+    ["v2-legacy", "v2 legacy"],
+    ["v2-2026", "v2 pinned 2026-07-28"],
+  ] as const) {
     const c = lines[line].concurrent;
     const extra = c.ours.heapPerPendingCallBytes - c.raw.heapPerPendingCallBytes;
     const timersOurs = c.ours.resourcesWhilePending.Timeout ?? 0;
@@ -127,26 +154,40 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
   }
   const s = r.scale.sequence;
   const seqV1 = lines.v1.cancelSequence;
-  targets.push(
-    {
-      ...ratioTarget(
-        `${s.calls.toLocaleString("en-US")} calls cancelled in sequence (v1)`,
-        "≤ 1.2 × raw per call; tombstones and heap flat",
-        1.2,
-        seqV1.ratio,
-        `alternating chunks of ${seqV1.calls.toLocaleString("en-US")} calls: ${fmt(seqV1.oursUs)} vs ${fmt(seqV1.rawUs)} µs, CPU ${seqV1.cpuRatio}×; v2 legacy ${lines["v2-legacy"].cancelSequence.ratio}×, v2 2026 ${lines["v2-2026"].cancelSequence.ratio}×; the long run ${fmt(s.usPerCancelledCall)} µs per call, max ${s.tombstonesMax} tombstones (cap ${s.maxTombstones}), heap ${fmt(s.growthAfterFullMB)} MB after the table filled`,
-        `${fmt(seqV1.rawUs)} µs`,
-        `${fmt(seqV1.oursUs)} µs`,
-      ),
-    },
-  );
+  targets.push({
+    ...ratioTarget(
+      `${s.calls.toLocaleString("en-US")} calls cancelled in sequence (v1)`,
+      "≤ 1.2 × raw per call; tombstones and heap flat",
+      1.2,
+      seqV1.ratio,
+      `alternating chunks of ${seqV1.calls.toLocaleString("en-US")} calls: ${fmt(seqV1.oursUs)} vs ${fmt(seqV1.rawUs)} µs, CPU ${seqV1.cpuRatio}×; v2 legacy ${lines["v2-legacy"].cancelSequence.ratio}×, v2 2026 ${lines["v2-2026"].cancelSequence.ratio}×; the long run ${fmt(s.usPerCancelledCall)} µs per call, max ${s.tombstonesMax} tombstones (cap ${s.maxTombstones}), heap ${fmt(s.growthAfterFullMB)} MB after the table filled`,
+      `${fmt(seqV1.rawUs)} µs`,
+      `${fmt(seqV1.oursUs)} µs`,
+    ),
+  });
   const seqTarget = targets[targets.length - 1]!;
   const flat = s.tombstonesMax <= s.maxTombstones && Math.abs(s.growthAfterFullMB) <= 2 && s.pendingAfter === 0;
   if (seqTarget.met !== null) seqTarget.met = seqTarget.met && flat;
   const st = r.stdio;
   targets.push(
-    ratioTarget("stdio cancel latency, median", "≤ 1.1 × raw v1", 1.1, st.ours.read.p50 / st.raw.read.p50, `${fmt(st.ours.read.p50)} vs ${fmt(st.raw.read.p50)} ms`, `${fmt(st.raw.read.p50)} ms`, `${fmt(st.ours.read.p50)} ms`),
-    ratioTarget("stdio cancel latency, p99", "≤ 1.5 × raw v1", 1.5, st.ours.read.p99 / st.raw.read.p99, `${fmt(st.ours.read.p99)} vs ${fmt(st.raw.read.p99)} ms`, `${fmt(st.raw.read.p99)} ms`, `${fmt(st.ours.read.p99)} ms`),
+    ratioTarget(
+      "stdio cancel latency, median",
+      "≤ 1.1 × raw v1",
+      1.1,
+      st.ours.read.p50 / st.raw.read.p50,
+      `${fmt(st.ours.read.p50)} vs ${fmt(st.raw.read.p50)} ms`,
+      `${fmt(st.raw.read.p50)} ms`,
+      `${fmt(st.ours.read.p50)} ms`,
+    ),
+    ratioTarget(
+      "stdio cancel latency, p99",
+      "≤ 1.5 × raw v1",
+      1.5,
+      st.ours.read.p99 / st.raw.read.p99,
+      `${fmt(st.ours.read.p99)} vs ${fmt(st.raw.read.p99)} ms`,
+      `${fmt(st.raw.read.p99)} ms`,
+      `${fmt(st.ours.read.p99)} ms`,
+    ),
   );
   const oursNotified = http.ours?.notified?.p50 ?? null;
   const rawNotified = http.raw.notified?.p50 ?? null;
@@ -173,7 +214,9 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
       "2026-07-28 HTTP (v2 pinned): abort → the stream closed",
       "≤ 1.1 × raw v2 pinned",
       1.1,
-      http.oursModern?.close?.p50 !== undefined && http.rawModern?.close?.p50 !== undefined ? http.oursModern.close.p50 / http.rawModern.close.p50 : null,
+      http.oursModern?.close?.p50 !== undefined && http.rawModern?.close?.p50 !== undefined
+        ? http.oursModern.close.p50 / http.rawModern.close.p50
+        : null,
       `${fmt(http.oursModern?.close?.p50)} vs ${fmt(http.rawModern?.close?.p50)} ms; bare fetch abort ${fmt(fetchHttp)} ms`,
       `${fmt(http.rawModern?.close?.p50)} ms`,
       `${fmt(http.oursModern?.close?.p50)} ms`,
@@ -223,7 +266,9 @@ export function markdown(r: Results): string {
     "",
     `Machine: ${machineLine(r.machine)}.`,
     `Commit ${r.machine.commit}, ${r.machine.date}; library built with ${r.build}; tinybench ${r.machine.tinybench}; run took ${r.durationS} s.`,
-    "Generated by `npm run bench" + (r.mode === "full" ? ":full" : "") + "`; do not edit by hand. Times in ms unless said; \"raw\" is the v1 SDK `Client` without this library.",
+    "Generated by `npm run bench" +
+      (r.mode === "full" ? ":full" : "") +
+      '`; do not edit by hand. Times in ms unless said; "raw" is the v1 SDK `Client` without this library.',
     "",
     "## Targets",
     "",
@@ -284,7 +329,13 @@ export function markdown(r: Results): string {
     "",
     row(["line", "sequential raw", "wrapped", "ratio wall / CPU", "in flight raw", "wrapped", "ratio wall / CPU"]),
     row(["---", "---:", "---:", "---:", "---:", "---:", "---:"]),
-    ...([["v1 SDK", r.overhead], ["v2 SDK, legacy era", r.overheadV2.legacy], ["v2 SDK pinned 2026-07-28", r.overheadV2.modern]] as const).map(([label, x]) =>
+    ...(
+      [
+        ["v1 SDK", r.overhead],
+        ["v2 SDK, legacy era", r.overheadV2.legacy],
+        ["v2 SDK pinned 2026-07-28", r.overheadV2.modern],
+      ] as const
+    ).map(([label, x]) =>
       row([
         `${label} (${x.sequential.calls.toLocaleString("en-US")} calls; ${x.concurrent.batch} in flight)`,
         `${fmt(x.sequential.raw.meanUs)} µs / CPU ${fmt(x.sequential.raw.cpuUs)}`,
@@ -320,7 +371,11 @@ export function markdown(r: Results): string {
     row(["side", "p50", "p90", "p99", "max", "notes"]),
     row(["---", "---:", "---:", "---:", "---:", "---"]),
     latencyRow("ours: server read the notification", r.stdio.ours.read, `caller released p50 ${fmt(r.stdio.ours.callerReleased.p50)} ms`),
-    latencyRow("raw v1 SDK: server read the notification", r.stdio.raw.read, `caller released p50 ${fmt(r.stdio.raw.callerReleased.p50)} ms`),
+    latencyRow(
+      "raw v1 SDK: server read the notification",
+      r.stdio.raw.read,
+      `caller released p50 ${fmt(r.stdio.raw.callerReleased.p50)} ms`,
+    ),
     latencyRow("ours: tool's signal aborted", r.stdio.ours.toolAborted),
     latencyRow("raw v1 SDK: tool's signal aborted", r.stdio.raw.toolAborted),
     "",
@@ -350,9 +405,30 @@ export function markdown(r: Results): string {
     "",
     row(["side", "lateness p50", "p90", "p99", "max", "settled with"]),
     row(["---", "---:", "---:", "---:", "---:", "---"]),
-    row(["ours (`maxTotalTimeoutMs`)", fmt(r.maxTimeout.ours.lateness.p50), fmt(r.maxTimeout.ours.lateness.p90), fmt(r.maxTimeout.ours.lateness.p99), fmt(r.maxTimeout.ours.lateness.max), `\`${r.maxTimeout.ours.error}\``]),
-    row(["raw v1 SDK (`maxTotalTimeout`)", fmt(r.maxTimeout.raw.lateness.p50), fmt(r.maxTimeout.raw.lateness.p90), fmt(r.maxTimeout.raw.lateness.p99), fmt(r.maxTimeout.raw.lateness.max), `\`${r.maxTimeout.raw.error}\``]),
-    row(["bare `setTimeout` (floor)", fmt(r.maxTimeout.timerFloor.lateness.p50), fmt(r.maxTimeout.timerFloor.lateness.p90), fmt(r.maxTimeout.timerFloor.lateness.p99), fmt(r.maxTimeout.timerFloor.lateness.max), ""]),
+    row([
+      "ours (`maxTotalTimeoutMs`)",
+      fmt(r.maxTimeout.ours.lateness.p50),
+      fmt(r.maxTimeout.ours.lateness.p90),
+      fmt(r.maxTimeout.ours.lateness.p99),
+      fmt(r.maxTimeout.ours.lateness.max),
+      `\`${r.maxTimeout.ours.error}\``,
+    ]),
+    row([
+      "raw v1 SDK (`maxTotalTimeout`)",
+      fmt(r.maxTimeout.raw.lateness.p50),
+      fmt(r.maxTimeout.raw.lateness.p90),
+      fmt(r.maxTimeout.raw.lateness.p99),
+      fmt(r.maxTimeout.raw.lateness.max),
+      `\`${r.maxTimeout.raw.error}\``,
+    ]),
+    row([
+      "bare `setTimeout` (floor)",
+      fmt(r.maxTimeout.timerFloor.lateness.p50),
+      fmt(r.maxTimeout.timerFloor.lateness.p90),
+      fmt(r.maxTimeout.timerFloor.lateness.p99),
+      fmt(r.maxTimeout.timerFloor.lateness.max),
+      "",
+    ]),
     "",
     `Method: ${r.maxTimeout.method}.`,
     "",
@@ -364,8 +440,16 @@ export function markdown(r: Results): string {
     row(["---", "---:", "---:"]),
     row(["abort() → all settled", `${fmt(cOurs.settleAllMs)} ms`, `${fmt(cRaw.settleAllMs)} ms`]),
     row(["heap per pending call", `${fmt(cOurs.heapPerPendingCallBytes)} B`, `${fmt(cRaw.heapPerPendingCallBytes)} B`]),
-    row(["heap retained afterwards", `${fmt(cOurs.heapRetainedAfterBytes / 2 ** 20)} MB`, `${fmt(cRaw.heapRetainedAfterBytes / 2 ** 20)} MB`]),
-    row(["timers etc. while pending (beyond baseline)", `\`${JSON.stringify(cOurs.resourcesWhilePending)}\``, `\`${JSON.stringify(cRaw.resourcesWhilePending)}\``]),
+    row([
+      "heap retained afterwards",
+      `${fmt(cOurs.heapRetainedAfterBytes / 2 ** 20)} MB`,
+      `${fmt(cRaw.heapRetainedAfterBytes / 2 ** 20)} MB`,
+    ]),
+    row([
+      "timers etc. while pending (beyond baseline)",
+      `\`${JSON.stringify(cOurs.resourcesWhilePending)}\``,
+      `\`${JSON.stringify(cRaw.resourcesWhilePending)}\``,
+    ]),
     row(["resources left afterwards", `\`${JSON.stringify(cOurs.resourcesLeft)}\``, `\`${JSON.stringify(cRaw.resourcesLeft)}\``]),
     row(["abort listeners left on the shared signal", cOurs.listenersLeftOnSignal, cRaw.listenersLeftOnSignal]),
     row(["pending / tombstones / records afterwards", `${cOurs.pendingAfter} / ${cOurs.tombstonesAfter} / ${cOurs.recordsAfter}`, "—"]),
@@ -373,7 +457,14 @@ export function markdown(r: Results): string {
     "",
     "### Every SDK line: cancel all at once, timeouts together, cancels in sequence",
     "",
-    row(["line", "aborted at once: all settled, raw / ours", "heap per pending call, raw / ours", "timers while pending, raw / ours", "timeouts together: last settles after its deadline, raw / ours", "cancelled in sequence, per call, raw / ours (ratio wall, CPU)"]),
+    row([
+      "line",
+      "aborted at once: all settled, raw / ours",
+      "heap per pending call, raw / ours",
+      "timers while pending, raw / ours",
+      "timeouts together: last settles after its deadline, raw / ours",
+      "cancelled in sequence, per call, raw / ours (ratio wall, CPU)",
+    ]),
     row(["---", "---:", "---:", "---:", "---:", "---:"]),
     ...(["v1", "v2-legacy", "v2-2026"] as const).map((line) => {
       const x = r.scale.lines[line];
@@ -417,8 +508,7 @@ interface Series {
   missing?: string;
 }
 
-const escapeXml = (text: string): string =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 function seriesOf(r: Results): Series[] {
   const http = r.http;
@@ -481,11 +571,15 @@ export function svg(r: Results): string {
       const v = m * 10 ** decade;
       if (v < lo * 0.999 || v > hi * 1.001) continue;
       const gx = x(v).toFixed(1);
-      parts.push(`<line x1="${gx}" y1="${top - 6}" x2="${gx}" y2="${top + series.length * rowHeight}" stroke="${m === 1 ? "#d0d0d0" : "#eeeeee"}"/>`);
+      parts.push(
+        `<line x1="${gx}" y1="${top - 6}" x2="${gx}" y2="${top + series.length * rowHeight}" stroke="${m === 1 ? "#d0d0d0" : "#eeeeee"}"/>`,
+      );
       parts.push(`<text x="${gx}" y="${top + series.length * rowHeight + 16}" text-anchor="middle" fill="#555">${label(v)}</text>`);
     }
   }
-  parts.push(`<text x="${left + plotWidth / 2}" y="${top + series.length * rowHeight + 34}" text-anchor="middle" fill="#333">ms after abort()</text>`);
+  parts.push(
+    `<text x="${left + plotWidth / 2}" y="${top + series.length * rowHeight + 34}" text-anchor="middle" fill="#333">ms after abort()</text>`,
+  );
   series.forEach((s, index) => {
     const cy = top + index * rowHeight + rowHeight / 2;
     if (index % 2 === 0) parts.push(`<rect x="0" y="${cy - rowHeight / 2}" width="${width}" height="${rowHeight}" fill="#f7f7f9"/>`);
@@ -508,8 +602,12 @@ export function svg(r: Results): string {
       if (atCap) parts.push(`<path d="M ${cx} ${dy} l -7 -4 l 0 8 z" fill="${s.color}" fill-opacity="0.35"/>`);
       else parts.push(`<circle cx="${cx}" cy="${dy}" r="2.6" fill="${s.color}" fill-opacity="0.35"/>`);
     });
-    parts.push(`<rect x="${x(p25).toFixed(1)}" y="${cy - 18}" width="${Math.max(1, x(p75) - x(p25)).toFixed(1)}" height="36" fill="none" stroke="${s.color}" stroke-width="1.5"/>`);
-    parts.push(`<line x1="${x(p50).toFixed(1)}" y1="${cy - 20}" x2="${x(p50).toFixed(1)}" y2="${cy + 20}" stroke="${s.color}" stroke-width="3"/>`);
+    parts.push(
+      `<rect x="${x(p25).toFixed(1)}" y="${cy - 18}" width="${Math.max(1, x(p75) - x(p25)).toFixed(1)}" height="36" fill="none" stroke="${s.color}" stroke-width="1.5"/>`,
+    );
+    parts.push(
+      `<line x1="${x(p50).toFixed(1)}" y1="${cy - 20}" x2="${x(p50).toFixed(1)}" y2="${cy + 20}" stroke="${s.color}" stroke-width="3"/>`,
+    );
     const dx = x(p99);
     parts.push(`<path d="M ${dx.toFixed(1)} ${cy - 26} l 5 5 l -5 5 l -5 -5 z" fill="${s.color}"/>`);
     const summary =

@@ -62,7 +62,15 @@ const PLANS: Record<"short" | "full", Plan> = {
       timeoutMs: 500,
       cancelSequenceCalls: 2_000,
     },
-    proxy: { latencyCalls: 300, warmup: 30, concurrent: 1_000, concurrentRounds: 2, pendingCalls: 1_000, settleCalls: 10_000, settleTimeoutMs: 5_000 },
+    proxy: {
+      latencyCalls: 300,
+      warmup: 30,
+      concurrent: 1_000,
+      concurrentRounds: 2,
+      pendingCalls: 1_000,
+      settleCalls: 10_000,
+      settleTimeoutMs: 5_000,
+    },
     // A fifth of the full run's calls over the same 100 connections (the full size takes two
     // minutes here, most of it waiting for the common deadline); stdio with fewer (a child process each).
     gateway: { inMemory: { calls: 20_000, connections: 100 }, stdio: { calls: 2_000, connections: 4 }, timeoutMs: 2_000 },
@@ -84,7 +92,15 @@ const PLANS: Record<"short" | "full", Plan> = {
       timeoutMs: 3_000,
       cancelSequenceCalls: 20_000,
     },
-    proxy: { latencyCalls: 3_000, warmup: 300, concurrent: 1_000, concurrentRounds: 10, pendingCalls: 10_000, settleCalls: 10_000, settleTimeoutMs: 10_000 },
+    proxy: {
+      latencyCalls: 3_000,
+      warmup: 300,
+      concurrent: 1_000,
+      concurrentRounds: 10,
+      pendingCalls: 10_000,
+      settleCalls: 10_000,
+      settleTimeoutMs: 10_000,
+    },
     gateway: { inMemory: { calls: 100_000, connections: 100 }, stdio: { calls: 20_000, connections: 20 }, timeoutMs: 3_000 },
   },
 };
@@ -121,8 +137,11 @@ async function main(): Promise<void> {
     log("6. gateway scale (alone)");
     const gateway = await runGateway(plan.gateway, subject, log);
     mkdirSync(outDir, { recursive: true });
-    writeFileSync(`${outDir}/gateway.json`, `${JSON.stringify({ mode, machine: host, gateway, targets: gatewayTargets(gateway) }, null, 2)}
-`);
+    writeFileSync(
+      `${outDir}/gateway.json`,
+      `${JSON.stringify({ mode, machine: host, gateway, targets: gatewayTargets(gateway) }, null, 2)}
+`,
+    );
     for (const t of gatewayTargets(gateway)) log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value}`);
     return;
   }
@@ -149,7 +168,19 @@ async function main(): Promise<void> {
 
   const load = { start: loadStart.map((x) => Math.round(x * 100) / 100), end: os.loadavg().map((x) => Math.round(x * 100) / 100) };
   log(`load average at the end: ${load.end.join(", ")} (at the start ${load.start.join(", ")})`);
-  const partial = { mode, machine: host, build: subject.build, overhead, overheadV2, load, profile, stdio, http, maxTimeout, scale } as const;
+  const partial = {
+    mode,
+    machine: host,
+    build: subject.build,
+    overhead,
+    overheadV2,
+    load,
+    profile,
+    stdio,
+    http,
+    maxTimeout,
+    scale,
+  } as const;
   const results: Results & { proxy: typeof proxy; gateway: typeof gateway } = {
     ...partial,
     proxy,
@@ -163,7 +194,9 @@ async function main(): Promise<void> {
   writeFileSync(`${outDir}/cancel-latency.svg`, svg(results));
   log(`wrote ${outDir}/results.{json,md} and cancel-latency.svg`);
   for (const t of results.targets) {
-    log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: raw ${t.raw}, wrapped ${t.wrapped}, ratio ${t.ratio ?? "—"} (target ${t.target}); ${t.value}`);
+    log(
+      `${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: raw ${t.raw}, wrapped ${t.wrapped}, ratio ${t.ratio ?? "—"} (target ${t.target}); ${t.value}`,
+    );
   }
 }
 

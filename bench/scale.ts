@@ -359,11 +359,7 @@ export interface ScalePlan {
  * AbortController, ours beside the raw v1 SDK; (2) `sequenceCalls` calls cancelled one after
  * another through the facade, heap sampled (after full GCs) every `sampleEvery` calls.
  */
-export async function runScale(
-  plan: ScalePlan,
-  subject: Subject,
-  log: (line: string) => void,
-): Promise<ScaleResult> {
+export async function runScale(plan: ScalePlan, subject: Subject, log: (line: string) => void): Promise<ScaleResult> {
   collect();
   const lines = {} as Record<Line, ScaleLine>;
   for (const line of LINES) {
@@ -374,15 +370,21 @@ export async function runScale(
       concurrent[kind] = await concurrentCancel(kind, plan.concurrent, subject, line);
       collect();
     }
-    log(`  ${line}: ${plan.concurrent} cancelled at once: ours ${concurrent.ours.settleAllMs} ms, raw ${concurrent.raw.settleAllMs} ms; heap/pending ours ${concurrent.ours.heapPerPendingCallBytes} B, raw ${concurrent.raw.heapPerPendingCallBytes} B`);
+    log(
+      `  ${line}: ${plan.concurrent} cancelled at once: ours ${concurrent.ours.settleAllMs} ms, raw ${concurrent.raw.settleAllMs} ms; heap/pending ours ${concurrent.ours.heapPerPendingCallBytes} B, raw ${concurrent.raw.heapPerPendingCallBytes} B`,
+    );
     const timeouts = {} as ScaleLine["timeouts"];
     for (const kind of order) {
       timeouts[kind] = await timeoutsAtOnce(line, kind, plan.timeoutCalls, plan.timeoutMs, subject);
       collect();
     }
-    log(`  ${line}: ${plan.timeoutCalls} timeouts: last settles ours +${timeouts.ours.latenessMaxMs} ms, raw +${timeouts.raw.latenessMaxMs} ms`);
+    log(
+      `  ${line}: ${plan.timeoutCalls} timeouts: last settles ours +${timeouts.ours.latenessMaxMs} ms, raw +${timeouts.raw.latenessMaxMs} ms`,
+    );
     const cancelSeq = await cancelSequence(line, plan.cancelSequenceCalls, subject);
-    log(`  ${line}: cancels in sequence: ours ${cancelSeq.oursUs} µs, raw ${cancelSeq.rawUs} µs (x${cancelSeq.ratio} wall, x${cancelSeq.cpuRatio} CPU)`);
+    log(
+      `  ${line}: cancels in sequence: ours ${cancelSeq.oursUs} µs, raw ${cancelSeq.rawUs} µs (x${cancelSeq.ratio} wall, x${cancelSeq.cpuRatio} CPU)`,
+    );
     lines[line] = { concurrent, timeouts, cancelSequence: cancelSeq };
     collect();
   }

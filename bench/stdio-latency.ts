@@ -56,7 +56,10 @@ async function openSide(kind: "ours" | "raw", subject: Subject): Promise<Side> {
     stderr: "pipe",
   });
   const log = new EventLog();
-  transport.stderr?.on("data", log.lineReader((line) => process.stderr.write(`[stdio server ${kind}] ${line}\n`)));
+  transport.stderr?.on(
+    "data",
+    log.lineReader((line) => process.stderr.write(`[stdio server ${kind}] ${line}\n`)),
+  );
   const client = new Client({ name: `bench-stdio-${kind}`, version: "1.0.0" });
   const clockCall = async (): Promise<number> => {
     const result = (await client.callTool({ name: "clock", arguments: {} })) as { content: Array<{ text: string }> };
@@ -126,11 +129,7 @@ async function once(side: Side, tag: string): Promise<Sample> {
   abortedAt = performance.now();
   controller.abort();
   await call;
-  const read = await side.log.wait(
-    (e) => e.event === "cancel-read" && e.requestId === started.requestId,
-    5_000,
-    `cancel of ${tag}`,
-  );
+  const read = await side.log.wait((e) => e.event === "cancel-read" && e.requestId === started.requestId, 5_000, `cancel of ${tag}`);
   const toolAborted = await side.log.wait((e) => e.event === "aborted" && e.tag === tag, 5_000, `abort of ${tag}`);
   return {
     read: read.t - abortedWall,

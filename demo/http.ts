@@ -118,7 +118,13 @@ async function startV1Server(dir: string): Promise<DemoServer> {
       });
       const server = new McpServerV1({ name: "report-server-http", version: "1.0.0" });
       server.registerTool("generate_quarterly_summary", { inputSchema: { quarter: z.string() } }, ({ quarter }, extra) =>
-        generate(() => demo.saw, () => demo.sentAt, dir, quarter, extra.signal),
+        generate(
+          () => demo.saw,
+          () => demo.sentAt,
+          dir,
+          quarter,
+          extra.signal,
+        ),
       );
       await server.connect(created);
       transport = created;
@@ -139,7 +145,13 @@ async function startV2Server(dir: string): Promise<DemoServer> {
   const handler = createMcpHandler(() => {
     const server = new McpServerV2({ name: "report-server-http", version: "1.0.0" });
     server.registerTool("generate_quarterly_summary", { inputSchema: z.object({ quarter: z.string() }) }, ({ quarter }, ctx) =>
-      generate(() => demo.saw, () => demo.sentAt, dir, quarter, ctx.mcpReq.signal),
+      generate(
+        () => demo.saw,
+        () => demo.sentAt,
+        dir,
+        quarter,
+        ctx.mcpReq.signal,
+      ),
     );
     return server;
   });
@@ -229,13 +241,19 @@ async function runScenario(scenario: Scenario, dir: string, lines: string[], pro
     check(isCallTimeoutError(error), `expected a CallTimeoutError, got ${String(error)}`);
     const record: RunRecord | undefined = isCallTimeoutError(error) ? await error.verification : undefined;
     const saw = server.saw;
-    check(record?.cancel?.mechanism === scenario.mechanism, `mechanism ${String(record?.cancel?.mechanism)}, expected ${scenario.mechanism}`);
+    check(
+      record?.cancel?.mechanism === scenario.mechanism,
+      `mechanism ${String(record?.cancel?.mechanism)}, expected ${scenario.mechanism}`,
+    );
     check(record?.outcome === "verified-not-applied", `outcome ${String(record?.outcome)}, expected verified-not-applied`);
     check(saw.closed !== undefined && !saw.closed.finished, "the server did not see the tools/call response close before it ended");
     check(saw.aborted !== undefined, "the tool's abort signal did not fire");
     check(saw.closed === undefined || saw.closed.at < WORK_MS, "the response closed only after the work would have ended");
     if (scenario.notification) {
-      check(saw.cancelPosts.length === 1 && saw.cancelPosts[0]!.status === 202, `expected one cancel POST answered 202, saw ${JSON.stringify(saw.cancelPosts)}`);
+      check(
+        saw.cancelPosts.length === 1 && saw.cancelPosts[0]!.status === 202,
+        `expected one cancel POST answered 202, saw ${JSON.stringify(saw.cancelPosts)}`,
+      );
     } else {
       check(saw.cancelPosts.length === 0, `expected no cancel POST, saw ${saw.cancelPosts.length}`);
     }
@@ -248,13 +266,22 @@ async function runScenario(scenario: Scenario, dir: string, lines: string[], pro
     // What the server saw, in the order it happened.
     const cancelPost = saw.cancelPosts[0];
     const events: Array<{ at: number; text: string }> = [];
-    if (cancelPost !== undefined) events.push({ at: cancelPost.at, text: `notifications/cancelled POSTed at +${cancelPost.at} ms, answered ${cancelPost.status ?? "?"}` });
+    if (cancelPost !== undefined)
+      events.push({
+        at: cancelPost.at,
+        text: `notifications/cancelled POSTed at +${cancelPost.at} ms, answered ${cancelPost.status ?? "?"}`,
+      });
     if (saw.closed !== undefined) {
-      events.push({ at: saw.closed.at, text: `tools/call response closed at +${saw.closed.at} ms${saw.closed.finished ? "" : ", before the server had finished it"}` });
+      events.push({
+        at: saw.closed.at,
+        text: `tools/call response closed at +${saw.closed.at} ms${saw.closed.finished ? "" : ", before the server had finished it"}`,
+      });
     }
     if (saw.aborted !== undefined) events.push({ at: saw.aborted.at, text: `tool's signal aborted at +${saw.aborted.at} ms` });
     events.sort((x, y) => x.at - y.at);
-    lines.push(`  server: ${cancelPost === undefined ? "no notifications/cancelled POST; " : ""}${events.map((event) => event.text).join("; ")}`);
+    lines.push(
+      `  server: ${cancelPost === undefined ? "no notifications/cancelled POST; " : ""}${events.map((event) => event.text).join("; ")}`,
+    );
   } finally {
     await bot.close();
     await server.stop();
@@ -266,7 +293,9 @@ async function runScenario(scenario: Scenario, dir: string, lines: string[], pro
  * @returns `ok` when every check held; `lines` to print (problems included).
  */
 export async function runHttpDemo(): Promise<{ ok: boolean; lines: string[] }> {
-  const lines = [`\nOver Streamable HTTP (budget ${BUDGET_MS} ms, the report takes ${WORK_MS} ms): the cancel closes the request's own stream`];
+  const lines = [
+    `\nOver Streamable HTTP (budget ${BUDGET_MS} ms, the report takes ${WORK_MS} ms): the cancel closes the request's own stream`,
+  ];
   const problems: string[] = [];
   const root = await mkdtemp(join(tmpdir(), "mcp-cancellable-http-demo-"));
   try {

@@ -58,9 +58,13 @@ function main(): void {
     async ({ quarter }, extra) => {
       log(`request ${String(extra.requestId)}: generating ${quarter} (${workMs} ms of work)`);
       const request = `request ${String(extra.requestId)}`;
-      extra.signal.addEventListener("abort", () => log(`${request}: the tool's signal aborted: ${String(extra.signal.reason)}`), { once: true });
-      if (mode === "stop") await sleep(workMs, undefined, { signal: extra.signal }); // rejects on cancel: nothing written
-      else if (mode === "late") blockEventLoop(workMs); // the cancel, if sent, waits unread on stdin
+      extra.signal.addEventListener("abort", () => log(`${request}: the tool's signal aborted: ${String(extra.signal.reason)}`), {
+        once: true,
+      });
+      if (mode === "stop")
+        await sleep(workMs, undefined, { signal: extra.signal }); // rejects on cancel: nothing written
+      else if (mode === "late")
+        blockEventLoop(workMs); // the cancel, if sent, waits unread on stdin
       else await sleep(workMs); // "ignore": the signal is never looked at
       const file = reportPath(dir, quarter);
       // Written synchronously: in "late" mode an awaited write would let the cancel in first.

@@ -253,10 +253,19 @@ async function runReportCase(spec: ReportCase, session: Session, dir: string): P
   const { label } = spec;
   const { result, error } = await askForReport(session.mcp, dir, "Q3", spec.verifyAfterCancel);
   expectEqual(label, "the call's result (a cancelled call never delivers one)", result, undefined);
-  expectThat(label, "a CallTimeoutError (code REQUEST_TIMEOUT)", isCallTimeoutError(error) && error.code === "REQUEST_TIMEOUT", String(error));
+  expectThat(
+    label,
+    "a CallTimeoutError (code REQUEST_TIMEOUT)",
+    isCallTimeoutError(error) && error.code === "REQUEST_TIMEOUT",
+    String(error),
+  );
   if (isCallTimeoutError(error)) await error.verification; // the record once the verify read (if any) answered
   // A late result (b) lands whenever the server gets round to it: wait for it, bounded.
-  await waitFor(() => lastRecord(session), (r) => r !== undefined && r.late.results >= spec.lateResults, LATE_WAIT_MS);
+  await waitFor(
+    () => lastRecord(session),
+    (r) => r !== undefined && r.late.results >= spec.lateResults,
+    LATE_WAIT_MS,
+  );
   expectEqual(label, "pending count once settled", session.mcp.pendingCount, 0);
   await session.close(); // the server has exited: the report directory is final
   const record = lastRecord(session);
@@ -312,7 +321,11 @@ async function runServerEverything(session: Session): Promise<Line[]> {
   // Keep the connection open while the server works through its remaining steps: each progress it
   // sends for the cancelled request is dropped before the SDK sees it, and counted on the record.
   const remaining = LONG_RUN.steps - GIVE_UP_AFTER;
-  const longRun = await waitFor(() => lastRecord(session), (r) => r !== undefined && r.late.progress >= remaining, LATE_WAIT_MS);
+  const longRun = await waitFor(
+    () => lastRecord(session),
+    (r) => r !== undefined && r.late.progress >= remaining,
+    LATE_WAIT_MS,
+  );
   if (longRun === undefined) {
     problems.push("[d] no run record");
     return [];
@@ -374,8 +387,17 @@ async function runTaskCase(): Promise<Line | undefined> {
     } catch (caught) {
       error = caught;
     }
-    expectThat("f", "a CallTimeoutError (code MAX_TOTAL_TIMEOUT)", isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT", String(error));
-    const record = await waitFor(() => lastRecord(session!), (r) => r?.outcome === "task-cancelled", LATE_WAIT_MS);
+    expectThat(
+      "f",
+      "a CallTimeoutError (code MAX_TOTAL_TIMEOUT)",
+      isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT",
+      String(error),
+    );
+    const record = await waitFor(
+      () => lastRecord(session!),
+      (r) => r?.outcome === "task-cancelled",
+      LATE_WAIT_MS,
+    );
     // Let the server's work reach its next step (it sees the cancel there and stops).
     await new Promise((resolve) => setTimeout(resolve, WORK_MS / 4));
     expectEqual("f", "pending count once settled", session.mcp.pendingCount, 0);
@@ -390,7 +412,10 @@ async function runTaskCase(): Promise<Line | undefined> {
     expectEqual("f", "outcome", record.outcome, "task-cancelled");
     expectEqual("f", "task.status", record.task?.status, "cancelled");
     expectEqual("f", "report file exists", existsSync(reportPath(dir, "Q3")), false);
-    const cancels = session.stderr().split("\n").filter((line) => line.includes("read tasks/cancel") || line.includes("read notifications/cancelled"));
+    const cancels = session
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes("read tasks/cancel") || line.includes("read notifications/cancelled"));
     expectEqual("f", "cancels the server read", cancels, [`[task-server] read tasks/cancel {"taskId":"${record.task?.taskId}"}`]);
     if (verbose) process.stderr.write(session.stderr());
     return {
@@ -429,7 +454,17 @@ async function runLateTaskCase(): Promise<Line | undefined> {
   let session: Session | undefined;
   try {
     const server = join(here, "task-server.ts");
-    const args = ["--import", import.meta.resolve("tsx"), server, "--dir", dir, "--work-ms", String(LATE_TASK_WORK_MS), "--create-delay-ms", String(CREATE_DELAY_MS)];
+    const args = [
+      "--import",
+      import.meta.resolve("tsx"),
+      server,
+      "--dir",
+      dir,
+      "--work-ms",
+      String(LATE_TASK_WORK_MS),
+      "--create-delay-ms",
+      String(CREATE_DELAY_MS),
+    ];
     session = await connect(process.execPath, args);
     const reason = `exceeded ${BUDGET_MS}ms budget`;
     let error: unknown;
@@ -442,12 +477,25 @@ async function runLateTaskCase(): Promise<Line | undefined> {
     } catch (caught) {
       error = caught;
     }
-    expectThat(label, "a CallTimeoutError (code MAX_TOTAL_TIMEOUT) for the late task", isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT", String(error));
+    expectThat(
+      label,
+      "a CallTimeoutError (code MAX_TOTAL_TIMEOUT) for the late task",
+      isCallTimeoutError(error) && error.code === "MAX_TOTAL_TIMEOUT",
+      String(error),
+    );
     // Released at once: the task's id is not known yet (the server answers CREATE_DELAY_MS late).
     expectEqual(label, "the late task's record at the release names no task yet", lastRecord(session)?.task, undefined);
-    const record = await waitFor(() => lastRecord(session!), (r) => r?.outcome === "task-cancelled", CREATE_DELAY_MS + LATE_WAIT_MS);
+    const record = await waitFor(
+      () => lastRecord(session!),
+      (r) => r?.outcome === "task-cancelled",
+      CREATE_DELAY_MS + LATE_WAIT_MS,
+    );
     // The server's work sees the cancel at its next step and stops.
-    await waitFor(() => session!.stderr(), (text) => text.includes(": cancelled, stopped at step"), LATE_TASK_WORK_MS);
+    await waitFor(
+      () => session!.stderr(),
+      (text) => text.includes(": cancelled, stopped at step"),
+      LATE_TASK_WORK_MS,
+    );
     expectEqual(label, "pending count once settled (late task)", session.mcp.pendingCount, 0);
     await session.close();
     if (record === undefined) {
@@ -468,7 +516,9 @@ async function runLateTaskCase(): Promise<Line | undefined> {
     const seen = session
       .stderr()
       .split("\n")
-      .filter((line) => /read (tasks\/cancel|notifications\/cancelled)|answering the tools\/call|: cancelled, stopped at step|wrote /.test(line))
+      .filter((line) =>
+        /read (tasks\/cancel|notifications\/cancelled)|answering the tools\/call|: cancelled, stopped at step|wrote /.test(line),
+      )
       .map((line) => line.replace(/stopped at step \d+/, "stopped at step N"));
     expectEqual(label, "late task: what the server read and did", seen, [
       `[task-server slow-to-answer] read notifications/cancelled {"requestId":1,"reason":"${reason}"}`,

@@ -5,16 +5,12 @@ import { isCallTimeoutError, isMcpCancellableError, jsonLines, withCancellation 
 import { stdioCancellation } from "mcp-cancellable/stdio";
 
 const client = new Client({ name: "report-bot", version: "1.0.0" });
-const mcp = withCancellation(
-  client,
-  stdioCancellation(new StdioClientTransport({ command: "node", args: ["report-server.js"] })),
-  {
-    timeoutMs: 30_000, // idle timeout per request, ms
-    maxTotalTimeoutMs: 120_000, // hard cap from the send, ms: holds even while progress arrives
-    resetTimeoutOnProgress: true,
-    onRecord: jsonLines((line) => process.stdout.write(line)), // the run record, as JSON Lines
-  },
-);
+const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "node", args: ["report-server.js"] })), {
+  timeoutMs: 30_000, // idle timeout per request, ms
+  maxTotalTimeoutMs: 120_000, // hard cap from the send, ms: holds even while progress arrives
+  resetTimeoutOnProgress: true,
+  onRecord: jsonLines((line) => process.stdout.write(line)), // the run record, as JSON Lines
+});
 await client.connect(mcp.transport);
 
 const userAbort = new AbortController();
@@ -33,7 +29,8 @@ try {
   console.log(result.content);
 } catch (error) {
   if (isCallTimeoutError(error)) console.log(error.record.summary); // "cancelled (timeout), outcome unverified"
-  if (isMcpCancellableError(error)) console.log((await error.verification).summary); // "cancelled (timeout), verified applied"
+  if (isMcpCancellableError(error))
+    console.log((await error.verification).summary); // "cancelled (timeout), verified applied"
   else throw error; // a JSON-RPC error from the server: the SDK's own error, untouched
 } finally {
   await client.close();

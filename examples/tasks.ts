@@ -4,10 +4,7 @@ import { isCallTimeoutError, withCancellation } from "mcp-cancellable";
 import { stdioCancellation } from "mcp-cancellable/stdio";
 
 const client = new Client({ name: "report-bot", version: "1.0.0" });
-const mcp = withCancellation(
-  client,
-  stdioCancellation(new StdioClientTransport({ command: "node", args: ["task-server.js"] })),
-);
+const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "node", args: ["task-server.js"] })));
 await client.connect(mcp.transport);
 
 try {

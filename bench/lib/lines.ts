@@ -77,8 +77,7 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
     if (wrap === null) {
       await client.connect(transport);
       return {
-        call: (name, o) =>
-          client.callTool({ name, arguments: {} }, undefined, sdkOptions(o)),
+        call: (name, o) => client.callTool({ name, arguments: {} }, undefined, sdkOptions(o)),
         counts: noCounts,
         close: () => client.close(),
       };
@@ -98,8 +97,7 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
   if (wrap === null) {
     await client.connect(clientSide);
     return {
-      call: (name, o) =>
-        client.callTool({ name, arguments: {} }, sdkOptions(o)),
+      call: (name, o) => client.callTool({ name, arguments: {} }, sdkOptions(o)),
       counts: noCounts,
       close: () => client.close(),
     };

@@ -37,7 +37,10 @@ export function summarize(samples: readonly number[]): Summary {
 
 /** Median of a small array. */
 export function median(values: readonly number[]): number {
-  return quantile([...values].sort((x, y) => x - y), 0.5);
+  return quantile(
+    [...values].sort((x, y) => x - y),
+    0.5,
+  );
 }
 
 /** Rounds for the report: 3 significant decimals below 10, 2 below 100, 1 above. */

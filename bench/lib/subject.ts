@@ -48,9 +48,7 @@ export async function loadSubject(): Promise<Subject> {
     root: await load<typeof Root>("index"),
     stdio: await load<typeof Stdio>("stdio"),
     http:
-      typeof http?.streamableHttpCancellation === "function" && typeof http.cancellableFetch === "function"
-        ? (http as HttpModule)
-        : null,
+      typeof http?.streamableHttpCancellation === "function" && typeof http.cancellableFetch === "function" ? (http as HttpModule) : null,
     build: "tsup (ESM, target node20, as tsup.config.ts) into bench/.tmp/build",
   };
 }

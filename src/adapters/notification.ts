@@ -43,4 +43,3 @@ export function notifyOnCancel<T extends TransportLike>(transport: T): Cancellat
     },
   };
 }
-

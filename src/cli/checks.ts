@@ -80,13 +80,7 @@ export function evaluate(run: ProbeRun): Check[] {
   ];
 }
 
-function make(
-  id: CheckId,
-  status: Status,
-  summary: string,
-  evidence: string[] = [],
-  events: WireEvent[] = [],
-): Check {
+function make(id: CheckId, status: Status, summary: string, evidence: string[] = [], events: WireEvent[] = []): Check {
   const spec = CHECKS.find((check) => check.id === id)!;
   return { id, title: spec.title, rules: spec.rules, status, summary, evidence, events: events.map((event) => event.seq) };
 }
@@ -181,9 +175,15 @@ function readCancelBy(run: ProbeRun): { at: number; how: string } {
   const main = run.main!;
   const fence = main.fence;
   if (fence?.answeredAt !== undefined) {
-    return { at: fence.answeredAt, how: `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}` };
+    return {
+      at: fence.answeredAt,
+      how: `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}`,
+    };
   }
-  return { at: main.cancelAt! + run.options.graceMs, how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies` };
+  return {
+    at: main.cancelAt! + run.options.graceMs,
+    how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies`,
+  };
 }
 
 function silentAfterCancel(run: ProbeRun): Check {
@@ -319,7 +319,10 @@ function workStops(run: ProbeRun): Check {
         lines(before.slice(-3), cancelAt),
       );
     }
-    const crossing = crossed.length === 0 ? "" : `, ${crossed.length} right after it that crossed it on the wire (before the server showed it had read it)`;
+    const crossing =
+      crossed.length === 0
+        ? ""
+        : `, ${crossed.length} right after it that crossed it on the wire (before the server showed it had read it)`;
     const said =
       `${before.length} progress notification(s) before the cancel${crossing}, none after the server had read it ` +
       `(watched to ${rel(end, cancelAt)}): the server stopped reporting progress`;
@@ -370,15 +373,27 @@ function connectionSurvives(run: ProbeRun): Check {
     const fence = main?.fence;
     const fenceLine =
       fence !== undefined && run.baseline?.outcome === "result" && fence.outcome === "result"
-        ? [`${fence.method} sent right after the cancel was answered in ${ms(fence)} ms (the same request took ${ms(run.baseline)} ms before the call was made)`]
+        ? [
+            `${fence.method} sent right after the cancel was answered in ${ms(fence)} ms (the same request took ${ms(run.baseline)} ms before the call was made)`,
+          ]
         : [];
-    return make("connection-survives", "PASS", `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`, fenceLine);
+    return make(
+      "connection-survives",
+      "PASS",
+      `${what} (${when}) ${survive.text} in ${Math.round(survive.endedAt - survive.sentAt)} ms`,
+      fenceLine,
+    );
   }
   const listedBefore = run.events.some(
-    (event) => isResponse(event) && event.message!.result !== undefined && (event.message!.result as { tools?: unknown }).tools !== undefined,
+    (event) =>
+      isResponse(event) && event.message!.result !== undefined && (event.message!.result as { tools?: unknown }).tools !== undefined,
   );
   if (survive.outcome === "error" && !listedBefore) {
-    return make("connection-survives", "WARN", `${what} (${when}) ${survive.text}; it failed before the cancel too, so the connection may be fine`);
+    return make(
+      "connection-survives",
+      "WARN",
+      `${what} (${when}) ${survive.text}; it failed before the cancel too, so the connection may be fine`,
+    );
   }
   return make("connection-survives", "FAIL", `${what} (${when}): ${survive.text}`, run.closedAt === undefined ? [] : run.diagnosis);
 }
@@ -428,14 +443,15 @@ function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId
     );
   }
   const clientIds = new Set(
-    run.events.filter((event) => event.from === "client" && event.message?.method !== undefined && event.message.id !== undefined).map((event) => event.message!.id),
+    run.events
+      .filter((event) => event.from === "client" && event.message?.method !== undefined && event.message.id !== undefined)
+      .map((event) => event.message!.id),
   );
   const end = raw.followUp?.endedAt ?? raw.windowEnd;
   const seen = within(run, raw.cancelAt, end);
   const bad = seen.filter(
     (event) =>
-      (isResponse(event) &&
-        (event.message!.id === raw.requestId || event.message!.id === null || !clientIds.has(event.message!.id))) ||
+      (isResponse(event) && (event.message!.id === raw.requestId || event.message!.id === null || !clientIds.has(event.message!.id))) ||
       event.kind === "invalid" ||
       event.kind === "closed",
   );
@@ -473,10 +489,13 @@ function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId
 function noServerCancel(run: ProbeRun): Check {
   const cancels = run.events.filter((event) => fromServer(event) && event.message!.method === "notifications/cancelled");
   const serverRequests = new Set(
-    run.events.filter((event) => fromServer(event) && event.message!.method !== undefined && event.message!.id !== undefined).map((event) => event.message!.id),
+    run.events
+      .filter((event) => fromServer(event) && event.message!.method !== undefined && event.message!.id !== undefined)
+      .map((event) => event.message!.id),
   );
   const ownRequest = (event: WireEvent): boolean =>
-    run.era === "legacy" && serverRequests.has((event.message!.params as { requestId?: unknown } | undefined)?.requestId as string | number);
+    run.era === "legacy" &&
+    serverRequests.has((event.message!.params as { requestId?: unknown } | undefined)?.requestId as string | number);
   const bad = cancels.filter((event) => !ownRequest(event));
   const base = run.main?.cancelAt ?? run.main?.sentAt ?? 0;
   if (bad.length > 0) {
@@ -535,10 +554,12 @@ function progressIncreases(run: ProbeRun): Check {
     );
   }
   if (checked === 0) return make("progress-increases", "SKIP", "fewer than two progress notifications for any request");
-  const sample = [...byToken].filter(([, events]) => events.length >= 2).map(([token, events]) => {
-    const values = events.map(progressValue);
-    return `token ${token}: ${values.length > 8 ? `${values.slice(0, 4).join(", ")}, …, ${values.at(-1)}` : values.join(", ")}`;
-  });
+  const sample = [...byToken]
+    .filter(([, events]) => events.length >= 2)
+    .map(([token, events]) => {
+      const values = events.map(progressValue);
+      return `token ${token}: ${values.length > 8 ? `${values.slice(0, 4).join(", ")}, …, ${values.at(-1)}` : values.join(", ")}`;
+    });
   return make("progress-increases", "PASS", `every progress value rose (${sample.join("; ")})`);
 }
 
@@ -552,27 +573,54 @@ function httpCancelMechanism(run: ProbeRun): Check {
   const cancelAt = main.cancelAt!;
   const after = within(run, cancelAt - 1, main.windowEnd);
   const label = idLabel(main.id);
-  const post = after.find((event) => event.kind === "http" && event.from === "server" && (event.text ?? "").startsWith(`POST notifications/cancelled ${label}`));
-  const closedStream = after.find((event) => event.kind === "http" && event.from === "client" && (event.text ?? "").includes(`tools/call ${label}`));
+  const post = after.find(
+    (event) => event.kind === "http" && event.from === "server" && (event.text ?? "").startsWith(`POST notifications/cancelled ${label}`),
+  );
+  const closedStream = after.find(
+    (event) => event.kind === "http" && event.from === "client" && (event.text ?? "").includes(`tools/call ${label}`),
+  );
   const survived = run.survive?.outcome === "result";
   const then = survived ? "and the server answered the next request" : "but the server did not answer the next request";
   if (run.era === "legacy") {
     if (post === undefined) {
-      return make("http-cancel-mechanism", "FAIL", `no POST of notifications/cancelled for ${label} was seen (2025-era: the cancel is that POST, rule 40)`);
+      return make(
+        "http-cancel-mechanism",
+        "FAIL",
+        `no POST of notifications/cancelled for ${label} was seen (2025-era: the cancel is that POST, rule 40)`,
+      );
     }
     const status = post.status ?? 0;
     const evidence = lines([post, ...(closedStream ? [closedStream] : [])], cancelAt);
-    if (status === 202 && survived) return make("http-cancel-mechanism", "PASS", `the POSTed notifications/cancelled got 202 Accepted ${then}`, evidence);
+    if (status === 202 && survived)
+      return make("http-cancel-mechanism", "PASS", `the POSTed notifications/cancelled got 202 Accepted ${then}`, evidence);
     if (status >= 200 && status < 300 && survived) {
-      return make("http-cancel-mechanism", "WARN", `the POSTed notifications/cancelled got ${status}; a notification POST expects 202 Accepted`, evidence, [post]);
+      return make(
+        "http-cancel-mechanism",
+        "WARN",
+        `the POSTed notifications/cancelled got ${status}; a notification POST expects 202 Accepted`,
+        evidence,
+        [post],
+      );
     }
-    return make("http-cancel-mechanism", "FAIL", `the POSTed notifications/cancelled got ${status || "no answer"} ${then}`, evidence, [post]);
+    return make("http-cancel-mechanism", "FAIL", `the POSTed notifications/cancelled got ${status || "no answer"} ${then}`, evidence, [
+      post,
+    ]);
   }
   if (post !== undefined) {
-    return make("http-cancel-mechanism", "FAIL", `a notifications/cancelled was POSTed on a 2026-07-28 connection (rule 28: there it is a stream close only)`, lines([post], cancelAt), [post]);
+    return make(
+      "http-cancel-mechanism",
+      "FAIL",
+      `a notifications/cancelled was POSTed on a 2026-07-28 connection (rule 28: there it is a stream close only)`,
+      lines([post], cancelAt),
+      [post],
+    );
   }
   if (closedStream === undefined) {
-    return make("http-cancel-mechanism", "FAIL", `the response stream of ${label} was not closed (2026-07-28: closing it is the cancel, rule 6)`);
+    return make(
+      "http-cancel-mechanism",
+      "FAIL",
+      `the response stream of ${label} was not closed (2026-07-28: closing it is the cancel, rule 6)`,
+    );
   }
   return make(
     "http-cancel-mechanism",
@@ -585,7 +633,11 @@ function httpCancelMechanism(run: ProbeRun): Check {
 function concurrentCalls(run: ProbeRun): Check {
   const concurrent = run.concurrent;
   if (concurrent === undefined) {
-    return make("concurrent-calls", "SKIP", run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far");
+    return make(
+      "concurrent-calls",
+      "SKIP",
+      run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far",
+    );
   }
   if (concurrent.skipped !== undefined) return make("concurrent-calls", "SKIP", concurrent.skipped);
   const { a, b, cancelAt } = concurrent;
@@ -605,7 +657,9 @@ function concurrentCalls(run: ProbeRun): Check {
       if (!(progressValue(own[i]!) > progressValue(own[i - 1]!))) {
         bad.push(own[i]!);
         if (evidence.length < MAX_EVIDENCE) {
-          evidence.push(`${rel(own[i]!.at, cancelAt)}  ${label(call)}: progress ${progressValue(own[i]!)} after ${progressValue(own[i - 1]!)} (two calls' progress on one token?)`);
+          evidence.push(
+            `${rel(own[i]!.at, cancelAt)}  ${label(call)}: progress ${progressValue(own[i]!)} after ${progressValue(own[i - 1]!)} (two calls' progress on one token?)`,
+          );
         }
       }
     }
@@ -667,21 +721,24 @@ function concurrentCalls(run: ProbeRun): Check {
       `the calls did not run at the same time: ${label(a)} reported ${aBefore.length} progress before its cancel while ${label(b)} reported none; ` +
         `${label(b)} ${firstB === undefined ? bEnd : `first reported progress ${rel(firstB.at, cancelAt)} after the cancel of the other, then ${bEnd}`}. ` +
         `The server appears to serve one call at a time, so whether it keeps two calls apart cannot be judged`,
-      lines(seen.filter((event) => isProgressFor(event, a.progressToken) || isProgressFor(event, b.progressToken)).slice(0, MAX_EVIDENCE), cancelAt),
+      lines(
+        seen.filter((event) => isProgressFor(event, a.progressToken) || isProgressFor(event, b.progressToken)).slice(0, MAX_EVIDENCE),
+        cancelAt,
+      ),
     );
   }
-  return make(
-    "concurrent-calls",
-    "PASS",
-    `${label(a)} was cancelled; ${label(b)} ${bEnd}; each token's progress rose on its own`,
-  );
+  return make("concurrent-calls", "PASS", `${label(a)} was cancelled; ${label(b)} ${bEnd}; each token's progress rose on its own`);
 }
 
 function sessionsIsolated(run: ProbeRun): Check {
   if (run.transport === "stdio") return make("sessions-isolated", "SKIP", "stdio target: one process, one session");
   const sessions = run.sessions;
   if (sessions === undefined) {
-    return make("sessions-isolated", "SKIP", run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far");
+    return make(
+      "sessions-isolated",
+      "SKIP",
+      run.closedAt !== undefined ? "the connection had closed before this step" : "the probe did not get this far",
+    );
   }
   if (sessions.skipped !== undefined) return make("sessions-isolated", "SKIP", sessions.skipped);
   const evidence: string[] = [];

@@ -183,7 +183,9 @@ export function annotationClaim(tool: ToolInfo): string {
   const parts = (["readOnlyHint", "idempotentHint", "destructiveHint"] as const)
     .filter((key) => a[key] !== undefined)
     .map((key) => `${key}: ${String(a[key])}`);
-  return parts.length === 0 ? "the server gives no annotations" : `the server's annotations claim ${parts.join(", ")} (its claim, not verified)`;
+  return parts.length === 0
+    ? "the server gives no annotations"
+    : `the server's annotations claim ${parts.join(", ")} (its claim, not verified)`;
 }
 
 const SLOW_NAME = /long|slow|progress|wait|sleep|delay|stream|research|count/i;
@@ -365,7 +367,12 @@ async function exchange(conn: Connection, recorder: Recorder, method: string, ti
     text = Array.isArray(result.tools) ? `answered: ${result.tools.length} tool(s)` : "answered";
   } catch (error) {
     if (isMcpCancellableError(error)) {
-      outcome = error.code === "CONNECTION_CLOSED" ? "closed" : error.code === "REQUEST_TIMEOUT" || error.code === "MAX_TOTAL_TIMEOUT" ? "timeout" : "error";
+      outcome =
+        error.code === "CONNECTION_CLOSED"
+          ? "closed"
+          : error.code === "REQUEST_TIMEOUT" || error.code === "MAX_TOTAL_TIMEOUT"
+            ? "timeout"
+            : "error";
       text = outcome === "timeout" ? `no answer within ${timeoutMs} ms` : errorText(error);
     } else {
       outcome = "error";
@@ -379,7 +386,14 @@ async function exchange(conn: Connection, recorder: Recorder, method: string, ti
   const answer =
     id === undefined
       ? undefined
-      : recorder.events.find((event) => event.seq >= startSeq && event.from === "server" && event.kind === "message" && event.message?.method === undefined && event.message?.id === id);
+      : recorder.events.find(
+          (event) =>
+            event.seq >= startSeq &&
+            event.from === "server" &&
+            event.kind === "message" &&
+            event.message?.method === undefined &&
+            event.message?.id === id,
+        );
   return {
     method,
     id,
@@ -399,7 +413,9 @@ async function rawCancel(
   requestId: string | number,
 ): Promise<RawCancel> {
   // First a fence: only a server that serves requests now can show that a stray cancel stopped it.
-  recorder.mark(`wait until the server answers (before the stray cancel of ${kind === "completed" ? "a completed request" : "an unknown id"})`);
+  recorder.mark(
+    `wait until the server answers (before the stray cancel of ${kind === "completed" ? "a completed request" : "an unknown id"})`,
+  );
   const fence = await exchange(conn, recorder, "tools/list", options.timeoutMs);
   if (fence.outcome !== "result") {
     const busy = `${fence.method} ${fence.id === undefined ? "" : `${idLabel(fence.id)} `}sent first: ${fence.text}`;
@@ -454,7 +470,11 @@ async function concurrentCalls(
       )
       .then(
         (result) => {
-          end = { at: recorder.now(), how: result.isError === true ? "tool-error" : "result", text: result.isError === true ? "the tool reported an error (isError)" : "completed with a result" };
+          end = {
+            at: recorder.now(),
+            how: result.isError === true ? "tool-error" : "result",
+            text: result.isError === true ? "the tool reported an error (isError)" : "completed with a result",
+          };
         },
         (error: unknown) => {
           const closed = isMcpCancellableError(error) && error.code === "CONNECTION_CLOSED";
@@ -466,7 +486,9 @@ async function concurrentCalls(
   const a = launch("A");
   const b = launch("B");
   await Promise.race([Promise.all([a.promise, b.promise]), sleep(options.cancelAfterMs)]);
-  const requests = recorder.events.filter((event) => event.seq > mark.seq && event.from === "client" && event.message?.method === "tools/call");
+  const requests = recorder.events.filter(
+    (event) => event.seq > mark.seq && event.from === "client" && event.message?.method === "tools/call",
+  );
   const describeCall = (index: number, call: typeof a, fallbackEnd: ConcurrentCall["end"]): ConcurrentCall => {
     const message = requests[index]?.message;
     return {
@@ -491,8 +513,9 @@ async function concurrentCalls(
   const cancelMark = recorder.mark("cancel the first concurrent call");
   a.controller.abort(new Error("cancelled by mcp-cancellable probe"));
   const cancelAt =
-    recorder.events.find((event) => event.seq > cancelMark.seq && event.from === "client" && event.message?.method === "notifications/cancelled")?.at ??
-    cancelMark.at;
+    recorder.events.find(
+      (event) => event.seq > cancelMark.seq && event.from === "client" && event.message?.method === "notifications/cancelled",
+    )?.at ?? cancelMark.at;
   await Promise.race([b.promise, sleep(options.windowMs)]);
   const windowEnd = recorder.now();
   const runningAtEnd = b.end() === undefined;
@@ -506,7 +529,10 @@ async function concurrentCalls(
   return {
     a: describeCall(0, a, { at: cancelAt, how: "cancelled", text: "cancelled" }),
     b: runningAtEnd
-      ? { ...describeCall(1, b, { at: windowEnd, how: "running", text: "" }), end: { at: windowEnd, how: "running", text: "still running at the end of the watch" } }
+      ? {
+          ...describeCall(1, b, { at: windowEnd, how: "running", text: "" }),
+          end: { at: windowEnd, how: "running", text: "still running at the end of the watch" },
+        }
       : describeCall(1, b, { at: windowEnd, how: "running", text: "" }),
     cancelAt,
     windowEnd,
@@ -575,14 +601,12 @@ async function twoSessions(
       sessions.push({ label, sessionId: transport.sessionId, progressToken: `mcp-cancellable-probe-session-${label}`, received });
     }
     for (const [index, session] of sessions.entries()) {
-      transports[index]!
-        .send({
-          jsonrpc: "2.0",
-          id: SESSION_CALL_ID,
-          method: "tools/call",
-          params: { name: chosen.name, arguments: chosen.args, _meta: { progressToken: session.progressToken } },
-        })
-        .catch(() => undefined);
+      transports[index]!.send({
+        jsonrpc: "2.0",
+        id: SESSION_CALL_ID,
+        method: "tools/call",
+        params: { name: chosen.name, arguments: chosen.args, _meta: { progressToken: session.progressToken } },
+      }).catch(() => undefined);
     }
     await sleep(options.cancelAfterMs);
     const cancelAt = recorder.now();

@@ -146,10 +146,14 @@ export function renderText(report: ProbeReport): string {
     `  watch    ${o.windowMs} ms after each cancel; a tools/list sent right after the cancel tells a crossing (before its answer, rule 9) from a violation (after it); ` +
       `without its answer, messages within ${o.graceMs} ms of the cancel may have crossed it`,
   );
-  out.push(`  rules    "rule N" is a requirement of the MCP specification, listed with its page and section in docs/spec-rules.md (in the package and the repository)`);
+  out.push(
+    `  rules    "rule N" is a requirement of the MCP specification, listed with its page and section in docs/spec-rules.md (in the package and the repository)`,
+  );
   const invalid = run.events.filter((event) => event.kind === "invalid").length;
   if (invalid > 0) {
-    out.push(`  note     the server wrote ${invalid} line(s) that are not JSON-RPC on stdout, where stdio allows only MCP messages (rule 31)`);
+    out.push(
+      `  note     the server wrote ${invalid} line(s) that are not JSON-RPC on stdout, where stdio allows only MCP messages (rule 31)`,
+    );
   }
   if (run.droppedEvents > 0) out.push(`  note     ${run.droppedEvents} wire events beyond the first ${run.events.length} were not kept`);
   const flagged = flags(checks);
@@ -193,48 +197,50 @@ export function renderJson(report: ProbeReport): string {
   const { run, checks } = report;
   const o = run.options;
   const main = run.main;
-  return JSON.stringify(
-    {
-      probe: "mcp-cancellable",
-      ok: exitCodeOf(checks) === 0,
-      exitCode: exitCodeOf(checks),
-      summary: tally(checks),
-      target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: displayUrl(o.target.url) },
-      era: run.era,
-      protocolVersion: run.protocolVersion ?? null,
-      server: run.serverInfo ?? null,
-      settings: { cancelAfterMs: o.cancelAfterMs, windowMs: o.windowMs, graceMs: o.graceMs, timeoutMs: o.timeoutMs },
-      cancelMechanism: run.cancelMechanism,
-      call:
-        main === undefined
-          ? null
-          : {
-              tool: main.tool,
-              arguments: main.args,
-              chosen: main.chosen,
-              requestId: main.id ?? null,
-              progressToken: main.progressToken ?? null,
-              sentAtMs: round(main.sentAt),
-              cancelAtMs: main.cancelAt === undefined ? null : round(main.cancelAt),
-              windowEndMs: round(main.windowEnd),
-              endedBeforeCancel: main.endedBeforeCancel ?? null,
-              record: main.record ?? null,
-              fence: main.fence ?? null,
-              cpu: main.cpu ?? null,
-            },
-      baseline: run.baseline ?? null,
-      concurrent: run.concurrent ?? null,
-      sessions: run.sessions ?? null,
-      checks,
-      diagnosis: run.diagnosis,
-      clientErrors: run.clientErrors,
-      anomalies: run.anomalies,
-      timeline: run.events.map(eventJson),
-      droppedEvents: run.droppedEvents,
-    },
-    null,
-    2,
-  ) + "\n";
+  return (
+    JSON.stringify(
+      {
+        probe: "mcp-cancellable",
+        ok: exitCodeOf(checks) === 0,
+        exitCode: exitCodeOf(checks),
+        summary: tally(checks),
+        target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: displayUrl(o.target.url) },
+        era: run.era,
+        protocolVersion: run.protocolVersion ?? null,
+        server: run.serverInfo ?? null,
+        settings: { cancelAfterMs: o.cancelAfterMs, windowMs: o.windowMs, graceMs: o.graceMs, timeoutMs: o.timeoutMs },
+        cancelMechanism: run.cancelMechanism,
+        call:
+          main === undefined
+            ? null
+            : {
+                tool: main.tool,
+                arguments: main.args,
+                chosen: main.chosen,
+                requestId: main.id ?? null,
+                progressToken: main.progressToken ?? null,
+                sentAtMs: round(main.sentAt),
+                cancelAtMs: main.cancelAt === undefined ? null : round(main.cancelAt),
+                windowEndMs: round(main.windowEnd),
+                endedBeforeCancel: main.endedBeforeCancel ?? null,
+                record: main.record ?? null,
+                fence: main.fence ?? null,
+                cpu: main.cpu ?? null,
+              },
+        baseline: run.baseline ?? null,
+        concurrent: run.concurrent ?? null,
+        sessions: run.sessions ?? null,
+        checks,
+        diagnosis: run.diagnosis,
+        clientErrors: run.clientErrors,
+        anomalies: run.anomalies,
+        timeline: run.events.map(eventJson),
+        droppedEvents: run.droppedEvents,
+      },
+      null,
+      2,
+    ) + "\n"
+  );
 }
 
 /** A startup failure, for people. */
@@ -244,11 +250,19 @@ export function renderStartupError(error: StartupError): string {
 
 /** A startup failure, as JSON (`--json`). */
 export function renderStartupErrorJson(error: StartupError, events: WireEvent[]): string {
-  return JSON.stringify(
-    { probe: "mcp-cancellable", ok: false, exitCode: error.kind === "missing-sdk" ? 2 : 1, error: { kind: error.kind, message: error.message, details: error.details }, timeline: events.map(eventJson) },
-    null,
-    2,
-  ) + "\n";
+  return (
+    JSON.stringify(
+      {
+        probe: "mcp-cancellable",
+        ok: false,
+        exitCode: error.kind === "missing-sdk" ? 2 : 1,
+        error: { kind: error.kind, message: error.message, details: error.details },
+        timeline: events.map(eventJson),
+      },
+      null,
+      2,
+    ) + "\n"
+  );
 }
 
 function round(ms: number): number {

@@ -84,11 +84,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     try {
       v2 = await import("@modelcontextprotocol/client");
     } catch {
-      throw new StartupError(
-        "--era 2026-07-28 needs the v2 SDK client: npm install @modelcontextprotocol/client",
-        "missing-sdk",
-        [],
-      );
+      throw new StartupError("--era 2026-07-28 needs the v2 SDK client: npm install @modelcontextprotocol/client", "missing-sdk", []);
     }
   }
   const opened = openTransport(options, recorder, v2);
@@ -124,10 +120,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   let closed = false;
   void recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
   const close = async (): Promise<void> => {
-    await Promise.race([
-      client.close().catch(() => undefined),
-      new Promise((resolve) => setTimeout(resolve, 3_000).unref()),
-    ]);
+    await Promise.race([client.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 3_000).unref())]);
     await opened.transport.close().catch(() => undefined);
   };
 
@@ -152,7 +145,10 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     // The SDK closes the transport itself when initialize fails, so a server that exits after
     // this moment was ended by us; one that closed before caused the failure.
     const closedEvent = recorder.events.find((event) => event.kind === "closed");
-    exitedFirst = closedEvent !== undefined ? closedEvent.at <= closeRequestedAt : closeRequestedAt === Number.POSITIVE_INFINITY && /connection closed/i.test(String(error));
+    exitedFirst =
+      closedEvent !== undefined
+        ? closedEvent.at <= closeRequestedAt
+        : closeRequestedAt === Number.POSITIVE_INFINITY && /connection closed/i.test(String(error));
   }
   if (failure !== undefined) {
     // Let the exit code of a server that went away arrive (the close event trails the pipe).
@@ -189,11 +185,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   };
 }
 
-function openTransport(
-  options: ProbeOptions,
-  recorder: Recorder,
-  v2: typeof import("@modelcontextprotocol/client") | undefined,
-): Opened {
+function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof import("@modelcontextprotocol/client") | undefined): Opened {
   const target = options.target;
   if (target.kind === "stdio") {
     const transport = new ChildStdioTransport({
@@ -228,13 +220,18 @@ function openTransport(
         const lines: string[] = [];
         if (transport.exit !== undefined) {
           lines.push(
-            transport.exit.signal !== null ? `the process was killed by ${transport.exit.signal}` : `the process exited with code ${transport.exit.code}`,
+            transport.exit.signal !== null
+              ? `the process was killed by ${transport.exit.signal}`
+              : `the process exited with code ${transport.exit.code}`,
           );
         }
         if (invalid > 0) lines.push(`${invalid} line(s) on stdout were not JSON-RPC; the first: ${firstInvalid}`);
         const tail = transport.stderrTail.trim();
         if (tail !== "") {
-          const last = tail.split(/\r?\n/).slice(-6).map((line) => `  ${truncate(line, 160)}`);
+          const last = tail
+            .split(/\r?\n/)
+            .slice(-6)
+            .map((line) => `  ${truncate(line, 160)}`);
           lines.push("the end of its stderr:", ...last);
         }
         return lines;
@@ -249,7 +246,10 @@ function openTransport(
   const transport =
     v2 === undefined
       ? new StreamableHTTPClientTransport(new URL(target.url), { ...init, fetch: recordingFetch(recorder) })
-      : new v2.StreamableHTTPClientTransport(new URL(target.url), { ...init, fetch: cancellableFetch({ fetch: recordingFetch(recorder) }) });
+      : new v2.StreamableHTTPClientTransport(new URL(target.url), {
+          ...init,
+          fetch: cancellableFetch({ fetch: recordingFetch(recorder) }),
+        });
   return {
     transport: transport as unknown as TransportLike,
     adapter: (recorded) => (v2 === undefined ? notifyOnCancel(recorded) : streamableHttpCancellation(recorded)),
@@ -277,7 +277,8 @@ export function recordingFetch(recorder: Recorder, base: typeof fetch = globalTh
     const signal = init?.signal ?? undefined;
     let stage: "headers" | "body" | "ended" = "headers";
     const onAbort = (): void => {
-      if (stage === "body" && method === "POST") recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
+      if (stage === "body" && method === "POST")
+        recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = (): void => {

@@ -62,10 +62,7 @@ const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>
  * @throws {InvalidOptionError} the client is not a connected SDK client, it already carries the
  *   library through `withCancellation`, or an option is invalid.
  */
-export function attachCancellation<C extends ClientLike>(
-  client: C,
-  options?: CancellationOptions,
-): CancellableClient<TransportLike, C> {
+export function attachCancellation<C extends ClientLike>(client: C, options?: CancellationOptions): CancellableClient<TransportLike, C> {
   if (typeof client !== "object" || client === null || typeof client.callTool !== "function" || typeof client.request !== "function") {
     throw new InvalidOptionError("client", "attachCancellation: client must be an MCP SDK Client");
   }
@@ -171,7 +168,8 @@ function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
   // allows (a stateful 2025 server stops the tool; the stream stays open until the server ends
   // it): record mechanism notification.
   const upgraded = replaceTransportFetch(target, (current) => {
-    const base = typeof current === "function" ? (current as FetchLike) : (url: string | URL, init?: RequestInit) => globalThis.fetch(url, init);
+    const base =
+      typeof current === "function" ? (current as FetchLike) : (url: string | URL, init?: RequestInit) => globalThis.fetch(url, init);
     return perRequestFetch(base);
   });
   if (upgraded) {

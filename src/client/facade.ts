@@ -211,7 +211,13 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             );
           }
           return runner.run<ToolResult>(
-            { method: "tools/call", name: params.name, params, options: plain ? rest : (callOptions as CallOptions | undefined), optionsFrom },
+            {
+              method: "tools/call",
+              name: params.name,
+              params,
+              options: plain ? rest : (callOptions as CallOptions | undefined),
+              optionsFrom,
+            },
             (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
           );
         }
@@ -231,7 +237,10 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
       }
       if (request.method === "initialize") {
         return Promise.reject(
-          new InvalidOptionError("request.method", "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()"),
+          new InvalidOptionError(
+            "request.method",
+            "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()",
+          ),
         );
       }
       try {
@@ -267,10 +276,7 @@ const MAPPED = new Set(["timeout", "maxTotalTimeout", "resetTimeoutOnProgress", 
  * above 2_147_483_647 ms means no limit (`Infinity`).
  * @throws {InvalidOptionError} naming the SDK option, for a duration that is not a positive number.
  */
-export function fromSdkOptions(
-  options: unknown,
-  where: string,
-): { call: CallOptions | undefined; extras: Record<string, unknown> } {
+export function fromSdkOptions(options: unknown, where: string): { call: CallOptions | undefined; extras: Record<string, unknown> } {
   if (options === undefined || options === null) return { call: undefined, extras: {} };
   if (typeof options !== "object") {
     throw new InvalidOptionError("options", `${where}: the request options must be an object`);
@@ -303,9 +309,7 @@ function sdkDuration(value: unknown, option: string, where: string): number | un
 /** A result schema (zod, or any Standard Schema), as opposed to an options object. */
 export function isSchema(value: unknown): boolean {
   return (
-    typeof value === "object" &&
-    value !== null &&
-    (typeof (value as { parse?: unknown }).parse === "function" || "~standard" in value)
+    typeof value === "object" && value !== null && (typeof (value as { parse?: unknown }).parse === "function" || "~standard" in value)
   );
 }
 

@@ -146,7 +146,10 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
     return transport as unknown as CancellationAdapter<T>;
   }
   if (typeof (transport as T).send !== "function" || typeof (transport as T).start !== "function") {
-    throw new InvalidOptionError("transport", `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`);
+    throw new InvalidOptionError(
+      "transport",
+      `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`,
+    );
   }
   return notificationCancellation(transport as T);
 }

@@ -305,8 +305,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       mechanism,
       mechanism === "none" ? null : Date.now(),
     );
-    const verification =
-      this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
+    const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
     this.#reject(this.#error(trigger, settled, verification, cause));
     this.#release();
   }
@@ -478,12 +477,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     );
   }
 
-  #error(
-    trigger: CancelTrigger,
-    record: SettledRecord,
-    verification: Promise<RunRecord> | undefined,
-    cause: unknown,
-  ): McpCancellableError {
+  #error(trigger: CancelTrigger, record: SettledRecord, verification: Promise<RunRecord> | undefined, cause: unknown): McpCancellableError {
     switch (trigger) {
       case "timeout":
         return new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification);
@@ -539,7 +533,8 @@ export function verifySummary(reads: readonly VerifyRead[]): string {
   const lastNot = notApplied.at(-1);
   const span = notApplied.length > 1 ? ` (${notApplied.length} reads from ${seconds(notApplied[0]!.atMs)} s)` : "";
   const asOf = lastNot === undefined ? undefined : `not applied as of ${seconds(lastNot.atMs)} s${span}`;
-  if (last.found === "applied") return asOf === undefined ? `applied at ${seconds(last.atMs)} s` : `${asOf}; applied at ${seconds(last.atMs)} s`;
+  if (last.found === "applied")
+    return asOf === undefined ? `applied at ${seconds(last.atMs)} s` : `${asOf}; applied at ${seconds(last.atMs)} s`;
   if (last.found === "not-applied") return asOf!;
   return asOf === undefined ? `read failed at ${seconds(last.atMs)} s` : `read failed at ${seconds(last.atMs)} s (${asOf})`;
 }

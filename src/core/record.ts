@@ -36,11 +36,8 @@ export function createdTask(result: unknown): TaskInfo | null {
 
 /** A status as sent, or `working` when it is not one of the five. */
 export function taskStatus(status: unknown): TaskStatus {
-  return status === "input_required" || status === "completed" || status === "failed" || status === "cancelled"
-    ? status
-    : "working";
+  return status === "input_required" || status === "completed" || status === "failed" || status === "cancelled" ? status : "working";
 }
-
 
 /** The longest server text a summary quotes, in characters. */
 const SUMMARY_TEXT_LENGTH = 200;

@@ -1,13 +1,5 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type {
-  CallOutcome,
-  CallStatus,
-  CancelDelivery,
-  CancelMechanism,
-  CancelTrigger,
-  RunRecord,
-  TaskInfo,
-} from "../types/record.js";
+import type { CallOutcome, CallStatus, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo } from "../types/record.js";
 import type { Progress } from "../types/options.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { isoTime } from "../utils/iso.js";
@@ -175,8 +167,7 @@ export class SettledRecord implements LateSink {
     if (this.#facts.trigger === null) return;
     const cancel = this.record.cancel;
     if (cancel === null) return;
-    const undelivered =
-      failed === null ? null : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+    const undelivered = failed === null ? null : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
     const next = { ...cancel, mechanism: sent, sentAt: sent === "none" ? null : cancel.sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }

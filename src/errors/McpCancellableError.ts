@@ -1,12 +1,7 @@
 import type { CallOutcome, RunRecord } from "../types/record.js";
 
 /** Stable string codes of the library's errors (never JSON-RPC numbers: rule 3). */
-export type McpCancellableErrorCode =
-  | "REQUEST_TIMEOUT"
-  | "MAX_TOTAL_TIMEOUT"
-  | "CANCELLED"
-  | "CONNECTION_CLOSED"
-  | "INVALID_OPTION";
+export type McpCancellableErrorCode = "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT" | "CANCELLED" | "CONNECTION_CLOSED" | "INVALID_OPTION";
 
 /**
  * What a settled call hands its error instead of a built record: the few facts the error's
@@ -51,12 +46,7 @@ export abstract class McpCancellableError extends Error {
    * @param record the run record at the settle, or the settled call's facts (built into it when read).
    * @param verification resolves with the final record once verification finished; default: the record at the settle.
    */
-  constructor(
-    message: string,
-    record: RunRecord | RecordAtSettle,
-    verification?: Promise<RunRecord>,
-    options?: ErrorOptions,
-  ) {
+  constructor(message: string, record: RunRecord | RecordAtSettle, verification?: Promise<RunRecord>, options?: ErrorOptions) {
     const { stackTraceLimit } = Error;
     Error.stackTraceLimit = 0;
     try {

@@ -30,10 +30,7 @@ export function parseCancellationOptions(
  * Validates one call's options and merges them over the client-wide defaults.
  * @throws {InvalidOptionError} naming the first option at fault.
  */
-export function resolveCallOptions(
-  defaults: CancellationOptions,
-  options: CallOptions | undefined,
-): ResolvedCallOptions {
+export function resolveCallOptions(defaults: CancellationOptions, options: CallOptions | undefined): ResolvedCallOptions {
   if (options !== undefined && !isSignalOnly(options)) {
     parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
     warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
@@ -42,10 +39,7 @@ export function resolveCallOptions(
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {
     timeoutMs,
-    maxTotalTimeoutMs:
-      options?.maxTotalTimeoutMs ??
-      defaults.maxTotalTimeoutMs ??
-      Math.max(DEFAULT_MAX_TOTAL_TIMEOUT_MS, timeoutMs),
+    maxTotalTimeoutMs: options?.maxTotalTimeoutMs ?? defaults.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_TIMEOUT_MS, timeoutMs),
     resetTimeoutOnProgress: options?.resetTimeoutOnProgress ?? defaults.resetTimeoutOnProgress ?? false,
     signal: options?.signal,
     reason: options?.reason ?? defaults.reason,

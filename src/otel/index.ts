@@ -49,7 +49,6 @@ import {
   METRIC_MCP_CLIENT_OPERATION_DURATION,
 } from "./attributes.js";
 
-
 /** Options of `otelRecorder`. Everything that could leave the process is off unless turned on. */
 export interface OtelRecorderOptions {
   /** The tracer spans come from. @default trace.getTracer("mcp-cancellable") (the global provider) */
@@ -88,10 +87,9 @@ const optionsSchema = z
     propagateContext: z.boolean({ error: "must be true or false" }),
     captureArguments: z.boolean({ error: "must be true or false" }),
     captureResults: z.boolean({ error: "must be true or false" }),
-    serverUrl: z.union([z.string(), z.instanceof(URL)], { error: "must be a URL or a string" }).refine(
-      (value) => URL.canParse(String(value)),
-      { error: "must be an absolute URL" },
-    ),
+    serverUrl: z
+      .union([z.string(), z.instanceof(URL)], { error: "must be a URL or a string" })
+      .refine((value) => URL.canParse(String(value)), { error: "must be an absolute URL" }),
     useOuterToolSpan: z.boolean({ error: "must be true or false" }),
   })
   .partial();
@@ -246,7 +244,11 @@ class CallTrace implements CallObservation {
     }
     if (errorType !== undefined) {
       const message =
-        record.status === "failed" ? record.error?.message : record.status === "cancelled" ? record.cancel?.reason : "tool returned isError";
+        record.status === "failed"
+          ? record.error?.message
+          : record.status === "cancelled"
+            ? record.cancel?.reason
+            : "tool returned isError";
       span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
     }
     if (!this.#borrowed) span.end();
@@ -286,7 +288,9 @@ class CallTrace implements CallObservation {
       );
       span.addEvent(EVENT_VERIFICATION, { [ATTR_CALL_OUTCOME]: record.outcome }, new Date(verification.settledAt));
       if (failed) {
-        span.setStatus(verification.error === null ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: verification.error });
+        span.setStatus(
+          verification.error === null ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: verification.error },
+        );
       }
       span.end(new Date(verification.settledAt));
       return;

@@ -193,22 +193,26 @@ export class MessageTransport<T extends TransportLike> {
           ? (checkAwaitVerification(awaitVerification, `${this.#name} callOptions("tools/call")`) ?? this.#awaitVerification)
           : undefined;
       const signal = options?.signal;
-      const callOptions = hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
+      const callOptions =
+        hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
       const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
-      const outcome = this.#runner.run({ method, name: nameOf(params), params, options: callOptions, optionsFrom }, (marked, sdkOptions) => {
-        // Progress resets the idle timeout only for a request that carries a token: one is added
-        // when the options want it (the wire keeps its progress from the client).
-        const meta =
-          sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
-            ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
-            : undefined;
-        const answer = new Promise<unknown>((resolve, reject) => this.#waiting.set(id, { resolve, reject }));
-        handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
-          (error: unknown) => this.#wire.sendFailed(id, error),
-        );
-        return answer;
-      });
+      const outcome = this.#runner.run(
+        { method, name: nameOf(params), params, options: callOptions, optionsFrom },
+        (marked, sdkOptions) => {
+          // Progress resets the idle timeout only for a request that carries a token: one is added
+          // when the options want it (the wire keeps its progress from the client).
+          const meta =
+            sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
+              ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
+              : undefined;
+          const answer = new Promise<unknown>((resolve, reject) => this.#waiting.set(id, { resolve, reject }));
+          handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
+            (error: unknown) => this.#wire.sendFailed(id, error),
+          );
+          return answer;
+        },
+      );
       outcome.then(
         () => this.#waiting.delete(id),
         (error: unknown) => this.#settled(id, error, wait),
@@ -258,7 +262,13 @@ export class MessageTransport<T extends TransportLike> {
   }
 
   readonly #onmessage = (message: Message): void => {
-    if (typeof message === "object" && message !== null && message.method === undefined && message.id !== undefined && message.id !== null) {
+    if (
+      typeof message === "object" &&
+      message !== null &&
+      message.method === undefined &&
+      message.id !== undefined &&
+      message.id !== null
+    ) {
       const waiting = this.#waiting.get(message.id);
       if (waiting !== undefined) {
         // The server's answer to a live call (the wire dropped any for a settled one): the call

@@ -99,7 +99,11 @@ const monotonic = (): number => performance.now();
 
 /** The SDK request options of every call (frozen: an entry point spreads them, never writes them). */
 const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const });
-const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const, onprogress: ignore });
+const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({
+  timeout: SDK_TIMEOUT,
+  resetTimeoutOnProgress: false as const,
+  onprogress: ignore,
+});
 
 /** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
 const cancelNone: CallHooks["cancel"] = () => "none";

@@ -317,7 +317,12 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
     add("Client._responseHandlers", true, parts.responses !== undefined, wait);
     add("Client._progressHandlers", true, parts.progress !== undefined, wait);
     add("Client._cleanupTimeout", true, parts.cleanupTimeout !== undefined, wait);
-    add("Client.isToolTaskRequired", line === "v1", typeof (client as { isToolTaskRequired?: unknown }).isToolTaskRequired === "function", "the SDK's own refusal");
+    add(
+      "Client.isToolTaskRequired",
+      line === "v1",
+      typeof (client as { isToolTaskRequired?: unknown }).isToolTaskRequired === "function",
+      "the SDK's own refusal",
+    );
     add("Client.getProtocolEra (v2 marker)", line === "v2", isV2Client(client), "v1 argument order");
     add(
       "Client._getRequestHandler + buildContext (2026-07-28 input requests)",
@@ -333,10 +338,25 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
   }
   if (http !== undefined) {
     const fetchFound = hasFetchSlot(http) && (instances.httpFetch === undefined || transportFetch(http) === instances.httpFetch);
-    add("StreamableHTTPClientTransport._fetch", true, fetchFound, "v1: streamableHttpCancellation(transport, { fetch }); v2: failures not marked");
+    add(
+      "StreamableHTTPClientTransport._fetch",
+      true,
+      fetchFound,
+      "v1: streamableHttpCancellation(transport, { fetch }); v2: failures not marked",
+    );
     const url = streamableHttpUrl(http);
-    add("StreamableHTTPClientTransport._url", true, url !== undefined && (instances.httpUrl === undefined || url.href === instances.httpUrl.href), "otelRecorder({ serverUrl })");
-    add("StreamableHTTPClientTransport.hasPerRequestStream (v2 marker)", line === "v2", hasPerRequestStream(http), "v1 path: cancellableFetch() required");
+    add(
+      "StreamableHTTPClientTransport._url",
+      true,
+      url !== undefined && (instances.httpUrl === undefined || url.href === instances.httpUrl.href),
+      "otelRecorder({ serverUrl })",
+    );
+    add(
+      "StreamableHTTPClientTransport.hasPerRequestStream (v2 marker)",
+      line === "v2",
+      hasPerRequestStream(http),
+      "v1 path: cancellableFetch() required",
+    );
     add("StreamableHTTPClientTransport (Streamable HTTP marker)", true, isStreamableHttpTransport(http), "treated as a message transport");
   }
   const moved = checks.filter((check) => check.found !== check.expected).map((check) => `${line} ${check.field}`);

@@ -134,11 +134,7 @@ export interface CallOptions {
 
 /** An anomaly seen on the wire: not an error of any call, but worth a log line. */
 export interface Anomaly {
-  kind:
-    | "unknown-progress-token"
-    | "non-increasing-progress"
-    | "server-cancelled-client-request"
-    | "invalid-message";
+  kind: "unknown-progress-token" | "non-increasing-progress" | "server-cancelled-client-request" | "invalid-message";
   message: string;
   requestId?: string | number;
 }

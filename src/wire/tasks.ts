@@ -115,12 +115,7 @@ export class TaskRequests {
    * Sends one request. Settles with the result, or rejects with a `TaskRequestError` (the
    * server's error), a `TaskRequestTimeoutError`, the send's error, or a closed connection.
    */
-  request(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-  ): Promise<Record<string, unknown>> {
+  request(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
     const id = `mcp-cancellable-task-${++this.#next}`;
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).

@@ -240,12 +240,7 @@ export class Wire<T extends TransportLike> {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`) on
    * the wrapped transport, never through the SDK. Rejects when the connection is not open.
    */
-  taskRequest(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-  ): Promise<Record<string, unknown>> {
+  taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
     if (!this.#open) return Promise.reject(new Error(`${method} not sent: the connection is closed`));
     return this.#tasks.request(method, params, timeoutMs, timers);
   }

@@ -17,7 +17,11 @@ afterEach(() => {
 
 /** What the SDK itself still holds for requests: must be empty once every call settled. */
 function sdkMaps(client: object) {
-  const c = client as { _responseHandlers: Map<unknown, unknown>; _progressHandlers: Map<unknown, unknown>; _timeoutInfo: Map<unknown, unknown> };
+  const c = client as {
+    _responseHandlers: Map<unknown, unknown>;
+    _progressHandlers: Map<unknown, unknown>;
+    _timeoutInfo: Map<unknown, unknown>;
+  };
   return { responses: c._responseHandlers.size, progress: c._progressHandlers.size, timeouts: c._timeoutInfo.size };
 }
 
@@ -57,8 +61,16 @@ describe("C01 response still written after notifications/cancelled (rules 6, 8)"
 
 describe("C02 cancel path sends a JSON-RPC response (rule 8)", () => {
   const variants = [
-    { name: "an error with code 0", send: (peer: Awaited<ReturnType<typeof connectPeer>>["peer"]) => peer.error(1, 0, "Request cancelled"), late: { errors: 1, results: 0 } },
-    { name: "a result with no content", send: (peer: Awaited<ReturnType<typeof connectPeer>>["peer"]) => peer.result(1, {}), late: { errors: 0, results: 1 } },
+    {
+      name: "an error with code 0",
+      send: (peer: Awaited<ReturnType<typeof connectPeer>>["peer"]) => peer.error(1, 0, "Request cancelled"),
+      late: { errors: 1, results: 0 },
+    },
+    {
+      name: "a result with no content",
+      send: (peer: Awaited<ReturnType<typeof connectPeer>>["peer"]) => peer.result(1, {}),
+      late: { errors: 0, results: 1 },
+    },
   ];
   for (const variant of variants) {
     it(`C02 ${variant.name} after the cancel is discarded before any validation`, async () => {
@@ -102,18 +114,14 @@ describe("C03 the client sends notifications/cancelled (rules 14, 15)", () => {
     expect((call.error as CallCancelledError).elapsedMs).toBe(40);
     await vi.advanceTimersByTimeAsync(1_000); // the timeout would have fired at 100
     controller.abort();
-    expect(peer.cancels()).toEqual([
-      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "user left" } },
-    ]);
+    expect(peer.cancels()).toEqual([{ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "user left" } }]);
   });
 });
 
 describe("C04 progress reset measured from the original start (rule 17)", () => {
   it("C04 max timeout holds while progress keeps arriving", async () => {
     const { mcp, peer, errors } = await connectPeer();
-    const call = settleOf(
-      mcp.callTool({ name: "long" }, { timeoutMs: 100, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 300 }),
-    );
+    const call = settleOf(mcp.callTool({ name: "long" }, { timeoutMs: 100, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 300 }));
     await flush();
     const token = (peer.requests("tools/call")[0]!.params!._meta as { progressToken: number }).progressToken;
     let step = 0;
@@ -134,9 +142,7 @@ describe("C04 progress reset measured from the original start (rule 17)", () => 
 
   it("C04 without progress the idle timeout fires at 100", async () => {
     const { mcp } = await connectPeer();
-    const call = settleOf(
-      mcp.callTool({ name: "long" }, { timeoutMs: 100, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 300 }),
-    );
+    const call = settleOf(mcp.callTool({ name: "long" }, { timeoutMs: 100, resetTimeoutOnProgress: true, maxTotalTimeoutMs: 300 }));
     await vi.advanceTimersByTimeAsync(100);
     expect((call.error as CallTimeoutError).code).toBe("REQUEST_TIMEOUT");
   });

@@ -55,9 +55,30 @@ describe("parseProbeArgs", () => {
 
   it("reads every flag", () => {
     const options = parseProbeArgs([
-      "--stdio", `npx "my server"`, "--env", "A=1", "--env", "B=x=y", "--cwd", ".",
-      "--era", "2026-07-28", "--tool", "t", "--args", '{"n":1}', "--allow-side-effects",
-      "--cancel-after", "0", "--window", "50", "--grace", "0", "--timeout", "7", "--json",
+      "--stdio",
+      `npx "my server"`,
+      "--env",
+      "A=1",
+      "--env",
+      "B=x=y",
+      "--cwd",
+      ".",
+      "--era",
+      "2026-07-28",
+      "--tool",
+      "t",
+      "--args",
+      '{"n":1}',
+      "--allow-side-effects",
+      "--cancel-after",
+      "0",
+      "--window",
+      "50",
+      "--grace",
+      "0",
+      "--timeout",
+      "7",
+      "--json",
     ]);
     expect(options).toMatchObject({
       target: { kind: "stdio", command: "npx", args: ["my server"], env: { A: "1", B: "x=y" }, cwd: "." },
@@ -72,7 +93,9 @@ describe("parseProbeArgs", () => {
       json: true,
     });
     const http = parseProbeArgs(["--url", "http://127.0.0.1:1/mcp", "--header", "Authorization: Bearer a:b", "--header", "X-A:1"]);
-    expect(http).toMatchObject({ target: { kind: "http", url: "http://127.0.0.1:1/mcp", headers: { Authorization: "Bearer a:b", "X-A": "1" } } });
+    expect(http).toMatchObject({
+      target: { kind: "http", url: "http://127.0.0.1:1/mcp", headers: { Authorization: "Bearer a:b", "X-A": "1" } },
+    });
     expect(parseProbeArgs(["-h"])).toBe("help");
   });
 
@@ -107,8 +130,21 @@ describe("parseProbeArgs", () => {
 describe("--help", () => {
   it("documents every flag, with the unit and default of every duration", () => {
     for (const flag of [
-      "--stdio", "--env", "--cwd", "--url", "--header", "--era", "--tool", "--args", "--allow-side-effects",
-      "--cancel-after", "--window", "--grace", "--timeout", "--json", "--help",
+      "--stdio",
+      "--env",
+      "--cwd",
+      "--url",
+      "--header",
+      "--era",
+      "--tool",
+      "--args",
+      "--allow-side-effects",
+      "--cancel-after",
+      "--window",
+      "--grace",
+      "--timeout",
+      "--json",
+      "--help",
     ]) {
       expect(PROBE_HELP).toContain(flag);
     }

@@ -47,7 +47,15 @@ describe("the mcp-cancellable executable", () => {
     const pidfile = join(dir, "pid");
     let serverPid = 0;
     const result = await run(
-      ["probe", "--stdio", nodeCommand(probeFixture("raw-server.mjs"), "--stubborn"), "--env", `PROBE_PIDFILE=${pidfile}`, "--cancel-after", "20000"],
+      [
+        "probe",
+        "--stdio",
+        nodeCommand(probeFixture("raw-server.mjs"), "--stubborn"),
+        "--env",
+        `PROBE_PIDFILE=${pidfile}`,
+        "--cancel-after",
+        "20000",
+      ],
       (child) => {
         const poll = setInterval(() => {
           if (!existsSync(pidfile)) return;

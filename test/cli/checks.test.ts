@@ -16,7 +16,11 @@ function timeline(entries: Array<[number, WireEvent["from"], Message]>): WireEve
 
 const call: Message = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "t", _meta: { progressToken: 2 } } };
 const cancel: Message = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2, reason: "r" } };
-const progress = (value: number): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 2, progress: value } });
+const progress = (value: number): Message => ({
+  jsonrpc: "2.0",
+  method: "notifications/progress",
+  params: { progressToken: 2, progress: value },
+});
 const result: Message = { jsonrpc: "2.0", id: 2, result: { content: [] } };
 
 function run(events: WireEvent[]): ProbeRun {
@@ -30,8 +34,18 @@ function run(events: WireEvent[]): ProbeRun {
     events,
     droppedEvents: 0,
     main: {
-      tool: "t", args: {}, chosen: "test", id: 2, progressToken: 2, sentAt: 0, cancelAt: 500, windowEnd: 1500,
-      endedBeforeCancel: undefined, record: undefined, fence: undefined, cpu: undefined,
+      tool: "t",
+      args: {},
+      chosen: "test",
+      id: 2,
+      progressToken: 2,
+      sentAt: 0,
+      cancelAt: 500,
+      windowEnd: 1500,
+      endedBeforeCancel: undefined,
+      record: undefined,
+      fence: undefined,
+      cpu: undefined,
     },
     baseline: undefined,
     concurrent: undefined,
@@ -51,8 +65,13 @@ const byId = (checks: ReturnType<typeof evaluate>) => Object.fromEntries(checks.
 const list = (id: number): Message => ({ jsonrpc: "2.0", id, method: "tools/list", params: {} });
 const listed = (id: number): Message => ({ jsonrpc: "2.0", id, result: { tools: [] } });
 const exchangeOf = (id: number, sentAt: number, answeredAt: number | undefined) => ({
-  method: "tools/list", id, sentAt, endedAt: answeredAt ?? sentAt + 3000, outcome: answeredAt === undefined ? ("timeout" as const) : ("result" as const),
-  text: answeredAt === undefined ? "no answer within 3000 ms" : "answered: 0 tool(s)", answeredAt,
+  method: "tools/list",
+  id,
+  sentAt,
+  endedAt: answeredAt ?? sentAt + 3000,
+  outcome: answeredAt === undefined ? ("timeout" as const) : ("result" as const),
+  text: answeredAt === undefined ? "no answer within 3000 ms" : "answered: 0 tool(s)",
+  answeredAt,
 });
 
 /** A run whose cancel at 500 ms was followed by a fence (tools/list id 3) answered at `fenceAt`. */
@@ -69,7 +88,19 @@ function fenced(entries: Array<[number, WireEvent["from"], Message]>, fenceAt: n
 
 describe("checks on synthetic timelines", () => {
   it("without a fence answer, a result within --grace of the cancel may have crossed it: WARN, not FAIL (rule 9)", () => {
-    const checks = byId(evaluate(run(timeline([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [560, "server", progress(2)], [590, "server", result]]))));
+    const checks = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [200, "server", progress(1)],
+            [500, "client", cancel],
+            [560, "server", progress(2)],
+            [590, "server", result],
+          ]),
+        ),
+      ),
+    );
     expect(checks["silent-after-cancel"]!.status).toBe("WARN");
     expect(checks["silent-after-cancel"]!.evidence.join()).toMatch(/got no answer, so the 100 ms --grace applies/);
     expect(checks["silent-after-cancel"]!.summary).toMatch(/the 1 result for #2 came \+90 ms after the cancel/);
@@ -78,18 +109,39 @@ describe("checks on synthetic timelines", () => {
 
   it("progress slower than the window: WARN that the window was too short to judge, not a PASS", () => {
     // progress every 1,500 ms before the cancel; only 1,000 ms watched after it
-    const slow = run(timeline([[0, "client", call], [1500, "server", progress(1)], [3000, "server", progress(2)], [3100, "client", cancel]]));
+    const slow = run(
+      timeline([
+        [0, "client", call],
+        [1500, "server", progress(1)],
+        [3000, "server", progress(2)],
+        [3100, "client", cancel],
+      ]),
+    );
     slow.main = { ...slow.main!, cancelAt: 3100, windowEnd: 4100 };
     const check = byId(evaluate(slow))["work-stops"]!;
     expect(check.status).toBe("WARN");
-    expect(check.summary).toMatch(/window was too short to judge: progress came every 1500 ms .* only 1000 ms were watched .* --window 3000/);
+    expect(check.summary).toMatch(
+      /window was too short to judge: progress came every 1500 ms .* only 1000 ms were watched .* --window 3000/,
+    );
     // the same run watched long enough passes
     slow.main = { ...slow.main, windowEnd: 4700 };
     expect(byId(evaluate(slow))["work-stops"]!.status).toBe("PASS");
   });
 
   it("the same messages after the grace FAIL", () => {
-    const checks = byId(evaluate(run(timeline([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [601, "server", progress(2)], [650, "server", result]]))));
+    const checks = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [200, "server", progress(1)],
+            [500, "client", cancel],
+            [601, "server", progress(2)],
+            [650, "server", result],
+          ]),
+        ),
+      ),
+    );
     expect(checks["silent-after-cancel"]!.status).toBe("FAIL");
     expect(checks["silent-after-cancel"]!.events).toEqual([3, 4]);
     expect(checks["work-stops"]!.status).toBe("FAIL");
@@ -97,14 +149,45 @@ describe("checks on synthetic timelines", () => {
   });
 
   it("a message after the window still counts (the watch lasts to the end of the run)", () => {
-    const checks = byId(evaluate(run(timeline([[10, "client", call], [500, "client", cancel], [4000, "server", result]]))));
+    const checks = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [500, "client", cancel],
+            [4000, "server", result],
+          ]),
+        ),
+      ),
+    );
     expect(checks["silent-after-cancel"]!.status).toBe("FAIL");
   });
 
   it("equal progress values FAIL rule 21 (MUST increase); fewer than two SKIP", () => {
-    const equal = byId(evaluate(run(timeline([[10, "client", call], [100, "server", progress(1)], [200, "server", progress(1)], [500, "client", cancel]]))));
+    const equal = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [100, "server", progress(1)],
+            [200, "server", progress(1)],
+            [500, "client", cancel],
+          ]),
+        ),
+      ),
+    );
     expect(equal["progress-increases"]!.status).toBe("FAIL");
-    const one = byId(evaluate(run(timeline([[10, "client", call], [100, "server", progress(1)], [500, "client", cancel]]))));
+    const one = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [100, "server", progress(1)],
+            [500, "client", cancel],
+          ]),
+        ),
+      ),
+    );
     expect(one["progress-increases"]!.status).toBe("SKIP");
   });
 
@@ -112,9 +195,30 @@ describe("checks on synthetic timelines", () => {
     const sampling: Message = { jsonrpc: "2.0", id: 7, method: "sampling/createMessage", params: {} };
     const ownCancel: Message = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } };
     const clientCancel: Message = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2 } };
-    const own = byId(evaluate(run(timeline([[10, "client", call], [100, "server", sampling], [200, "server", ownCancel], [500, "client", cancel]]))));
+    const own = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [100, "server", sampling],
+            [200, "server", ownCancel],
+            [500, "client", cancel],
+          ]),
+        ),
+      ),
+    );
     expect(own["no-server-cancel"]!.status).toBe("PASS");
-    const client = byId(evaluate(run(timeline([[10, "client", call], [500, "client", cancel], [520, "server", clientCancel]]))));
+    const client = byId(
+      evaluate(
+        run(
+          timeline([
+            [10, "client", call],
+            [500, "client", cancel],
+            [520, "server", clientCancel],
+          ]),
+        ),
+      ),
+    );
     expect(client["no-server-cancel"]!.status).toBe("FAIL");
   });
 });
@@ -122,7 +226,18 @@ describe("checks on synthetic timelines", () => {
 // Issue 15 item 1: a crossing is told from a violation by evidence, not by a fixed grace.
 describe("silent-after-cancel: the fence (a tools/list sent right after the cancel) decides", () => {
   it("a result 585 ms after the cancel, before the fence's answer (a busy event loop): WARN with the evidence, not FAIL", () => {
-    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [1085, "server", result]], 1090)));
+    const checks = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+            [1085, "server", result],
+          ],
+          1090,
+        ),
+      ),
+    );
     const silent = checks["silent-after-cancel"]!;
     expect(silent.status).toBe("WARN");
     expect(silent.summary).toMatch(/before the server showed it had read the cancel/);
@@ -131,16 +246,49 @@ describe("silent-after-cancel: the fence (a tools/list sent right after the canc
   });
 
   it("the same result after the fence's answer: FAIL (the server had read the cancel)", () => {
-    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [1085, "server", result]], 505)));
+    const checks = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+            [1085, "server", result],
+          ],
+          505,
+        ),
+      ),
+    );
     expect(checks["silent-after-cancel"]!.status).toBe("FAIL");
     expect(checks["silent-after-cancel"]!.summary).toMatch(/after it had read the cancel/);
   });
 
   it("only progress crossed: PASS with a note; progress after the fence's answer: FAIL", () => {
-    const crossed = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [502, "server", progress(2)]], 504)));
+    const crossed = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+            [502, "server", progress(2)],
+          ],
+          504,
+        ),
+      ),
+    );
     expect(crossed["silent-after-cancel"]!.status).toBe("PASS");
     expect(crossed["silent-after-cancel"]!.evidence.join()).toMatch(/may have crossed the cancel/);
-    const after = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel], [520, "server", progress(2)]], 504)));
+    const after = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+            [520, "server", progress(2)],
+          ],
+          504,
+        ),
+      ),
+    );
     expect(after["silent-after-cancel"]!.status).toBe("FAIL");
     expect(after["work-stops"]!.status).toBe("FAIL");
   });
@@ -149,19 +297,53 @@ describe("silent-after-cancel: the fence (a tools/list sent right after the canc
 // Issue 15 item 5: head-of-line blocking.
 describe("connection-survives: the fence's latency against the same request before the call", () => {
   it("answered in 2334 ms against 3 ms before: WARN, the cancelled work held the queue", () => {
-    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], 2835)));
+    const checks = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+          ],
+          2835,
+        ),
+      ),
+    );
     expect(checks["connection-survives"]!.status).toBe("WARN");
-    expect(checks["connection-survives"]!.summary).toMatch(/answered in 2334 ms, against 3 ms before the call: the cancelled work held the queue/);
+    expect(checks["connection-survives"]!.summary).toMatch(
+      /answered in 2334 ms, against 3 ms before the call: the cancelled work held the queue/,
+    );
   });
 
   it("answered in 4 ms: PASS, with both latencies in the evidence", () => {
-    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], 505)));
+    const checks = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+          ],
+          505,
+        ),
+      ),
+    );
     expect(checks["connection-survives"]!.status).toBe("PASS");
-    expect(checks["connection-survives"]!.evidence.join()).toMatch(/answered in 4 ms \(the same request took 3 ms before the call was made\)/);
+    expect(checks["connection-survives"]!.evidence.join()).toMatch(
+      /answered in 4 ms \(the same request took 3 ms before the call was made\)/,
+    );
   });
 
   it("no answer to the fence, but a later request answered: WARN", () => {
-    const checks = byId(evaluate(fenced([[10, "client", call], [500, "client", cancel]], undefined)));
+    const checks = byId(
+      evaluate(
+        fenced(
+          [
+            [10, "client", call],
+            [500, "client", cancel],
+          ],
+          undefined,
+        ),
+      ),
+    );
     expect(checks["connection-survives"]!.status).toBe("WARN");
   });
 });
@@ -172,7 +354,11 @@ describe("work-stops: what was seen, and the stdio server's CPU time", () => {
     at: { call: 0, cancel: 500, watchFrom: 600, end: 1500 },
     cpuMs: { call: 100, cancel: 380, watchFrom: 400, end: 400 + afterMs },
   });
-  const entries: Array<[number, WireEvent["from"], Message]> = [[10, "client", call], [200, "server", progress(1)], [500, "client", cancel]];
+  const entries: Array<[number, WireEvent["from"], Message]> = [
+    [10, "client", call],
+    [200, "server", progress(1)],
+    [500, "client", cancel],
+  ];
 
   it("progress stopped and the processes went quiet: PASS, worded as what was seen", () => {
     const r = fenced(entries, 504);
@@ -201,12 +387,21 @@ describe("work-stops: what was seen, and the stdio server's CPU time", () => {
 
 // Issue 15 item 3: two concurrent calls.
 describe("concurrent-calls", () => {
-  const p = (token: number, value: number): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: value } });
+  const p = (token: number, value: number): Message => ({
+    jsonrpc: "2.0",
+    method: "notifications/progress",
+    params: { progressToken: token, progress: value },
+  });
   const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running" | "error") => {
     const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
     r.concurrent = {
       a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
-      b: { id: 11, progressToken: 11, sentAt: 2000, end: { at: 2600, how: bEnd, text: bEnd === "error" ? "MCP error -32603: aborted" : "" } },
+      b: {
+        id: 11,
+        progressToken: 11,
+        sentAt: 2000,
+        end: { at: 2600, how: bEnd, text: bEnd === "error" ? "MCP error -32603: aborted" : "" },
+      },
       cancelAt: 2300,
       windowEnd: 2700,
     };
@@ -214,19 +409,43 @@ describe("concurrent-calls", () => {
   };
 
   it("each token's progress rises on its own and the other call completes: PASS", () => {
-    const check = concurrentRun([[2100, "server", p(10, 1)], [2110, "server", p(11, 1)], [2200, "server", p(10, 2)], [2210, "server", p(11, 2)], [2400, "server", p(11, 3)], [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }]], "result");
+    const check = concurrentRun(
+      [
+        [2100, "server", p(10, 1)],
+        [2110, "server", p(11, 1)],
+        [2200, "server", p(10, 2)],
+        [2210, "server", p(11, 2)],
+        [2400, "server", p(11, 3)],
+        [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }],
+      ],
+      "result",
+    );
     expect(check.status).toBe("PASS");
     expect(check.summary).toMatch(/completed with its result/);
   });
 
   it("both calls report on one token (state on a shared tool instance): FAIL", () => {
-    const check = concurrentRun([[2100, "server", p(11, 1)], [2110, "server", p(11, 1)], [2200, "server", p(11, 2)], [2210, "server", p(11, 2)]], "running");
+    const check = concurrentRun(
+      [
+        [2100, "server", p(11, 1)],
+        [2110, "server", p(11, 1)],
+        [2200, "server", p(11, 2)],
+        [2210, "server", p(11, 2)],
+      ],
+      "running",
+    );
     expect(check.status).toBe("FAIL");
     expect(check.evidence.join()).toMatch(/two calls' progress on one token/);
   });
 
   it("the cancel of one ends the other: FAIL", () => {
-    const check = concurrentRun([[2100, "server", p(10, 1)], [2110, "server", p(11, 1)]], "error");
+    const check = concurrentRun(
+      [
+        [2100, "server", p(10, 1)],
+        [2110, "server", p(11, 1)],
+      ],
+      "error",
+    );
     expect(check.status).toBe("FAIL");
     expect(check.summary).toMatch(/the call that was not cancelled/);
   });
@@ -235,20 +454,37 @@ describe("concurrent-calls", () => {
 // Issue 15 item 4: sessions whose request ids coincide.
 describe("sessions-isolated", () => {
   const sessionsRun = (bReceives: Message[]) => {
-    const r = fenced([[10, "client", call], [500, "client", cancel]], 504);
+    const r = fenced(
+      [
+        [10, "client", call],
+        [500, "client", cancel],
+      ],
+      504,
+    );
     r.transport = "http";
     r.sessions = {
       requestId: 2,
       cancelAt: 3000,
       windowEnd: 4000,
       sessions: [
-        { label: "A", sessionId: "a", progressToken: "tA", received: [{ at: 2900, message: { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "tA", progress: 1 } } }] },
+        {
+          label: "A",
+          sessionId: "a",
+          progressToken: "tA",
+          received: [
+            { at: 2900, message: { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "tA", progress: 1 } } },
+          ],
+        },
         { label: "B", sessionId: "b", progressToken: "tB", received: bReceives.map((message, i) => ({ at: 2950 + i, message })) },
       ],
     };
     return byId(evaluate(r))["sessions-isolated"]!;
   };
-  const pb = (token: string): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1 } });
+  const pb = (token: string): Message => ({
+    jsonrpc: "2.0",
+    method: "notifications/progress",
+    params: { progressToken: token, progress: 1 },
+  });
 
   it("each session gets only its own: PASS", () => {
     expect(sessionsRun([pb("tB"), { jsonrpc: "2.0", id: 2, result: {} }]).status).toBe("PASS");
@@ -264,15 +500,16 @@ describe("sessions-isolated", () => {
 // Issue 15 item 6: annotations are the server's claim, and the probe says so.
 describe("tool choice: annotations printed as the server's claim", () => {
   it("the default pick and --tool both say the annotations are a claim, not verified", () => {
-    const tools = [
-      { name: "think", annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false } },
-      { name: "plain" },
-    ];
+    const tools = [{ name: "think", annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false } }, { name: "plain" }];
     const picked = chooseTool(tools, undefined, { tool: undefined, toolArgs: {}, allowSideEffects: false });
     expect(picked.name).toBe("think");
-    expect(picked.why).toMatch(/the server's annotations claim readOnlyHint and idempotentHint, not destructive \(its claim, not verified\)/);
+    expect(picked.why).toMatch(
+      /the server's annotations claim readOnlyHint and idempotentHint, not destructive \(its claim, not verified\)/,
+    );
     const named = chooseTool(tools, undefined, { tool: "think", toolArgs: {}, allowSideEffects: false });
-    expect(named.why).toBe("given with --tool; the server's annotations claim readOnlyHint: true, idempotentHint: true, destructiveHint: false (its claim, not verified)");
+    expect(named.why).toBe(
+      "given with --tool; the server's annotations claim readOnlyHint: true, idempotentHint: true, destructiveHint: false (its claim, not verified)",
+    );
     const bare = chooseTool(tools, undefined, { tool: "plain", toolArgs: {}, allowSideEffects: true });
     expect(bare.why).toBe("given with --tool; the server gives no annotations");
   });
@@ -281,24 +518,45 @@ describe("tool choice: annotations printed as the server's claim", () => {
 // Issue 24 item 5: a verdict never contradicts the timeline it prints.
 describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
   it("work-stops on a serial server: 24 progress and the result after the cancel, the fence answered only after them: WARN, never PASS", () => {
-    const after: Array<[number, WireEvent["from"], Message]> = Array.from({ length: 24 }, (_, i) => [520 + i * 100, "server", progress(i + 2)]);
-    const r = fenced([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], ...after, [2950, "server", result]], 2960);
+    const after: Array<[number, WireEvent["from"], Message]> = Array.from({ length: 24 }, (_, i) => [
+      520 + i * 100,
+      "server",
+      progress(i + 2),
+    ]);
+    const r = fenced(
+      [[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], ...after, [2950, "server", result]],
+      2960,
+    );
     const check = byId(evaluate(r))["work-stops"]!;
     expect(check.status).toBe("WARN");
-    expect(check.summary).toMatch(/the work went on after the cancel: 24 progress notification\(s\) \(2 … 25\), the last at \+2320 ms, then its result at \+2450 ms/);
+    expect(check.summary).toMatch(
+      /the work went on after the cancel: 24 progress notification\(s\) \(2 … 25\), the last at \+2320 ms, then its result at \+2450 ms/,
+    );
     expect(check.summary).toMatch(/reads a cancel only once the work is done/);
     expect(check.events).toHaveLength(24);
   });
 
   it("work-stops: one progress that crossed the cancel within --grace is still a PASS, and its text counts it", () => {
-    const r = fenced([[10, "client", call], [200, "server", progress(1)], [500, "client", cancel], [540, "server", progress(2)]], 560);
+    const r = fenced(
+      [
+        [10, "client", call],
+        [200, "server", progress(1)],
+        [500, "client", cancel],
+        [540, "server", progress(2)],
+      ],
+      560,
+    );
     const check = byId(evaluate(r))["work-stops"]!;
     expect(check.status).toBe("PASS");
     expect(check.summary).toMatch(/1 progress notification\(s\) before the cancel, 1 right after it that crossed it on the wire/);
     expect(check.summary).not.toMatch(/none in the/);
   });
 
-  const p = (token: number, value: number): Message => ({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: value } });
+  const p = (token: number, value: number): Message => ({
+    jsonrpc: "2.0",
+    method: "notifications/progress",
+    params: { progressToken: token, progress: value },
+  });
   const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running") => {
     const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
     r.concurrent = {
@@ -311,7 +569,13 @@ describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
   };
 
   it("concurrent-calls on a serial server: the second call showed nothing while the first ran: WARN, and it is never called 'still running'", () => {
-    const check = concurrentRun([[2100, "server", p(10, 1)], [2200, "server", p(10, 2)]], "running");
+    const check = concurrentRun(
+      [
+        [2100, "server", p(10, 1)],
+        [2200, "server", p(10, 2)],
+      ],
+      "running",
+    );
     expect(check.status).toBe("WARN");
     expect(check.summary).toMatch(/did not run at the same time/);
     expect(check.summary).toMatch(/showed no progress and no answer/);
@@ -319,16 +583,46 @@ describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
   });
 
   it("concurrent-calls: the second starts only after the first's cancel (queued behind it): WARN with when it started", () => {
-    const check = concurrentRun([[2100, "server", p(10, 1)], [2200, "server", p(10, 2)], [2400, "server", p(11, 1)], [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }]], "result");
+    const check = concurrentRun(
+      [
+        [2100, "server", p(10, 1)],
+        [2200, "server", p(10, 2)],
+        [2400, "server", p(11, 1)],
+        [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }],
+      ],
+      "result",
+    );
     expect(check.status).toBe("WARN");
     expect(check.summary).toMatch(/first reported progress \+100 ms after the cancel of the other/);
   });
 
   it("a stray cancel behind a busy server: WARN 'busy' (not sent), never FAIL 'stopped serving requests'", () => {
-    const r = fenced([[10, "client", call], [500, "client", cancel]], 504);
+    const r = fenced(
+      [
+        [10, "client", call],
+        [500, "client", cancel],
+      ],
+      504,
+    );
     const fence = exchangeOf(7, 3000, undefined);
-    r.cancelCompleted = { kind: "completed", requestId: 4, cancelAt: 3000, windowEnd: 6000, followUp: undefined, fence, busy: "tools/list #7 sent first: no answer within 3000 ms" };
-    r.cancelUnknown = { kind: "unknown", requestId: 99, cancelAt: 6000, windowEnd: 9000, followUp: undefined, fence, busy: "tools/list #7 sent first: no answer within 3000 ms" };
+    r.cancelCompleted = {
+      kind: "completed",
+      requestId: 4,
+      cancelAt: 3000,
+      windowEnd: 6000,
+      followUp: undefined,
+      fence,
+      busy: "tools/list #7 sent first: no answer within 3000 ms",
+    };
+    r.cancelUnknown = {
+      kind: "unknown",
+      requestId: 99,
+      cancelAt: 6000,
+      windowEnd: 9000,
+      followUp: undefined,
+      fence,
+      busy: "tools/list #7 sent first: no answer within 3000 ms",
+    };
     const checks = byId(evaluate(r));
     for (const id of ["cancel-completed-ignored", "cancel-unknown-ignored"]) {
       expect(checks[id]!.status).toBe("WARN");

@@ -21,7 +21,13 @@ export interface ProbeJson {
   summary: Record<Status, number>;
   checks: CheckJson[];
   timeline: Array<{ seq: number; atMs: number; from: string; kind: string; text: string; message?: Record<string, unknown> }>;
-  call: { tool: string; requestId: number | string; cancelAtMs: number | null; windowEndMs: number; record: { summary: string } | null } | null;
+  call: {
+    tool: string;
+    requestId: number | string;
+    cancelAtMs: number | null;
+    windowEndMs: number;
+    record: { summary: string } | null;
+  } | null;
   error?: { kind: string; message: string; details: string[] };
   anomalies: string[];
   clientErrors: string[];

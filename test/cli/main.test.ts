@@ -29,7 +29,9 @@ describe("mcp-cancellable (the command)", () => {
     expect(code).toBe(EXIT_USAGE);
     expect(out.stderr).toMatch(/npm install @modelcontextprotocol\/client/);
     const json = capture();
-    expect(await main(["probe", "--stdio", nodeCommand(probeFixture("sdk-server.mjs")), "--era", "2026-07-28", "--json"], json.sink)).toBe(2);
+    expect(await main(["probe", "--stdio", nodeCommand(probeFixture("sdk-server.mjs")), "--era", "2026-07-28", "--json"], json.sink)).toBe(
+      2,
+    );
     expect((JSON.parse(json.out.stdout) as { exitCode: number }).exitCode).toBe(2);
   });
 });

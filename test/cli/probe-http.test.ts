@@ -9,7 +9,11 @@ interface HttpFixture {
   close(): Promise<void>;
 }
 
-const start = startHttpServer as (options: { kind: "stateful" | "stateless" | "v2"; rejectCancel?: boolean; broadcast?: boolean }) => Promise<HttpFixture>;
+const start = startHttpServer as (options: {
+  kind: "stateful" | "stateless" | "v2";
+  rejectCancel?: boolean;
+  broadcast?: boolean;
+}) => Promise<HttpFixture>;
 let server: HttpFixture | undefined;
 afterEach(async () => {
   await server?.close();
@@ -99,7 +103,9 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     const sessions = check(json, "sessions-isolated");
     expect(sessions.status).toBe("FAIL");
     expect(sessions.summary).toMatch(/message\(s\) of one session reached the other \(both used request id 2; session A's was cancelled\)/);
-    expect(sessions.evidence.join("\n")).toMatch(/session [AB] received notifications\/progress token "mcp-cancellable-probe-session-[AB]"/);
+    expect(sessions.evidence.join("\n")).toMatch(
+      /session [AB] received notifications\/progress token "mcp-cancellable-probe-session-[AB]"/,
+    );
   });
 
   // Issue 15 item 6: the server answered, so never "could not reach".
@@ -107,7 +113,9 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     server = await start({ kind: "stateful" });
     const { code, stderr } = await cli(["probe", "--url", server.url, "--era", "2026-07-28", "--timeout", "3000"]);
     expect(code).toBe(1);
-    expect(stderr).toMatch(/^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a 2025-era server\? try --era legacy\)/);
+    expect(stderr).toMatch(
+      /^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a 2025-era server\? try --era legacy\)/,
+    );
     expect(stderr).not.toMatch(/could not reach/);
   });
 

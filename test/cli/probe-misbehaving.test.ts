@@ -9,7 +9,9 @@ async function expectFails(flag: string, fails: CheckId[]) {
   const { code, json } = await probeJson(["--stdio", rawServer(flag), ...FAST]);
   const s = statuses(json);
   expect(Object.values(s).length, why(json)).toBeGreaterThan(0);
-  const failed = Object.entries(s).filter(([, status]) => status === "FAIL").map(([id]) => id);
+  const failed = Object.entries(s)
+    .filter(([, status]) => status === "FAIL")
+    .map(([id]) => id);
   expect(failed.sort()).toEqual([...fails].sort());
   expect(code).toBe(1);
   expect(json.ok).toBe(false);
@@ -44,7 +46,9 @@ describe("probe: a misbehaving stdio server for each FAIL path", () => {
     const json = await expectFails("--progress-down", ["progress-increases"]);
     expect(check(json, "progress-increases").evidence[0]).toMatch(/98 after 99/);
     // The library saw it too, and said so.
-    expect(json.anomalies[0]).toMatch(/^non-increasing-progress: progress 98 for token \S+ did not increase \(rule 21 in docs\/spec-rules.md\)/);
+    expect(json.anomalies[0]).toMatch(
+      /^non-increasing-progress: progress 98 for token \S+ did not increase \(rule 21 in docs\/spec-rules.md\)/,
+    );
   });
 
   it("answers a cancel for an unknown id with an error: cancel-unknown-ignored FAILs (rules 9, 10)", async () => {
@@ -89,7 +93,9 @@ describe("probe: what real servers did, judged fairly", () => {
     const { json } = await probeJson(["--stdio", rawServer("--burn-after-cancel=6000"), "--window", "1500", "--timeout", "5000"]);
     const stops = check(json, "work-stops");
     expect(stops.status, why(json)).toBe("WARN");
-    expect(stops.summary).toMatch(/the server stopped reporting progress, but its processes kept using CPU after the cancel: the work appears to go on/);
+    expect(stops.summary).toMatch(
+      /the server stopped reporting progress, but its processes kept using CPU after the cancel: the work appears to go on/,
+    );
     expect(stops.evidence.join("\n")).toMatch(/read from \/proc/);
     expect(check(json, "silent-after-cancel").status).toBe("PASS");
   });
@@ -103,7 +109,9 @@ describe("probe: what real servers did, judged fairly", () => {
     const { json } = await probeJson(["--stdio", rawServer("--serial"), "--args", '{"steps":30}', ...FAST]);
     const survives = check(json, "connection-survives");
     expect(survives.status, why(json)).toBe("WARN");
-    expect(survives.summary).toMatch(/sent right after the cancel was answered in \d+ ms, against \d+ ms before the call: the cancelled work held the queue/);
+    expect(survives.summary).toMatch(
+      /sent right after the cancel was answered in \d+ ms, against \d+ ms before the call: the cancelled work held the queue/,
+    );
     // What the queue let through before the fence's answer crossed the cancel: noted, not failed.
     expect(check(json, "silent-after-cancel").status).toBe("WARN");
   });
@@ -112,7 +120,8 @@ describe("probe: what real servers did, judged fairly", () => {
     const { json } = await probeJson(["--stdio", rawServer("--serial"), "--args", '{"steps":30}', ...FAST]);
     const cancelAt = json.call!.cancelAtMs!;
     const progressAfter = json.timeline.filter(
-      (e) => e.atMs > cancelAt && e.from === "server" && (e.message as { method?: string } | undefined)?.method === "notifications/progress",
+      (e) =>
+        e.atMs > cancelAt && e.from === "server" && (e.message as { method?: string } | undefined)?.method === "notifications/progress",
     );
     const stops = check(json, "work-stops");
     // The timeline shows the work going on after the cancel: the verdict must not say it stopped.
@@ -132,7 +141,14 @@ describe("probe: what real servers did, judged fairly", () => {
   });
 
   it("a real tmcp 1.20 server over stdio holds the queue while the cancelled tool runs: connection-survives WARNs", async () => {
-    const { code, json } = await probeJson(["--stdio", nodeCommand(probeFixture("tmcp-server.mjs")), "--window", "600", "--timeout", "5000"]);
+    const { code, json } = await probeJson([
+      "--stdio",
+      nodeCommand(probeFixture("tmcp-server.mjs")),
+      "--window",
+      "600",
+      "--timeout",
+      "5000",
+    ]);
     const survives = check(json, "connection-survives");
     expect(survives.status, why(json)).toBe("WARN");
     expect(survives.summary).toMatch(/the cancelled work held the queue \(head-of-line blocking/);

@@ -31,7 +31,10 @@ describe("probe over stdio: compliant servers", () => {
     const id = json.call!.requestId;
     const call = json.timeline.find((e) => e.from === "client" && e.message?.method === "tools/call")!;
     const cancels = json.timeline.filter(
-      (e) => e.from === "client" && e.message?.method === "notifications/cancelled" && (e.message.params as { requestId: unknown }).requestId === id,
+      (e) =>
+        e.from === "client" &&
+        e.message?.method === "notifications/cancelled" &&
+        (e.message.params as { requestId: unknown }).requestId === id,
     );
     expect(cancels).toHaveLength(1);
     const cancel = cancels[0]!;
@@ -53,7 +56,16 @@ describe("probe over stdio: compliant servers", () => {
 
 describe("probe over stdio: @modelcontextprotocol/server-everything", () => {
   it("catches trigger-long-running-operation sending progress after the cancel (rule 11)", async () => {
-    const args = ["--stdio", everything, "--tool", "trigger-long-running-operation", "--args", '{"duration":5,"steps":10}', "--window", "600"];
+    const args = [
+      "--stdio",
+      everything,
+      "--tool",
+      "trigger-long-running-operation",
+      "--args",
+      '{"duration":5,"steps":10}',
+      "--window",
+      "600",
+    ];
     const { code, json } = await probeJson(args);
     expect(code).toBe(1);
     const s = statuses(json);
@@ -81,7 +93,15 @@ describe("probe over stdio: @modelcontextprotocol/server-everything", () => {
 
   it("the text report names the progress after the cancel as a FAIL of rule 11", async () => {
     const { code, stdout } = await cli([
-      "probe", "--stdio", everything, "--tool", "trigger-long-running-operation", "--args", '{"duration":5,"steps":10}', "--window", "600",
+      "probe",
+      "--stdio",
+      everything,
+      "--tool",
+      "trigger-long-running-operation",
+      "--args",
+      '{"duration":5,"steps":10}',
+      "--window",
+      "600",
     ]);
     expect(code).toBe(1);
     expect(stdout).toMatch(/FAIL {2}progress stops after the cancel \(rule 11\)/);

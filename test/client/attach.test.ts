@@ -50,7 +50,10 @@ async function v1Stdio(script: string, args: string[] = []) {
 async function v2Stdio(pin: boolean) {
   const transport = new StdioV2({ command: process.execPath, args: [fixture("http/v2-stdio-server.mjs")], stderr: "pipe" });
   const stderr = stderrOf(transport);
-  const client = new ClientV2({ name: "framework", version: "1.0.0" }, pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);
+  const client = new ClientV2(
+    { name: "framework", version: "1.0.0" },
+    pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined,
+  );
   const errors: Error[] = [];
   client.onerror = (error) => errors.push(error);
   await client.connect(transport);
@@ -105,7 +108,9 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     const { client, stderr } = await v1Stdio("sdk-stdio-server.mjs");
     const mcp = attachCancellation(client, { timeoutMs: 300 });
     const t0 = performance.now();
-    const mapped = await client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { timeout: 150 }).catch((e: unknown) => e);
+    const mapped = await client
+      .callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { timeout: 150 })
+      .catch((e: unknown) => e);
     const mappedMs = performance.now() - t0;
     expect(mapped).toBeInstanceOf(CallTimeoutError);
     expect((mapped as CallTimeoutError).timeoutMs).toBe(150);
@@ -129,7 +134,9 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     await expect(client.callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { timeout: 0 })).rejects.toMatchObject({
       name: "InvalidOptionError",
       option: "timeout",
-      message: expect.stringMatching(/"timeout" \(the SDK's request option, in ms\) must be a positive number of ms, or Infinity; received 0$/),
+      message: expect.stringMatching(
+        /"timeout" \(the SDK's request option, in ms\) must be a positive number of ms, or Infinity; received 0$/,
+      ),
     });
   });
 });
@@ -170,7 +177,11 @@ describe("attachCancellation: v2 client over stdio", () => {
 // v2 in both eras) are rows of the entry-point contract (test/contract/entry-points-http.test.ts).
 describe("attachCancellation: Streamable HTTP", () => {
   for (const [label, slot, mechanism] of [
-    ["its requests get a per-request fetch over the plain one: the notification, then the request's stream closed", true, "notification+stream-close"],
+    [
+      "its requests get a per-request fetch over the plain one: the notification, then the request's stream closed",
+      true,
+      "notification+stream-close",
+    ],
     ["with the SDK's _fetch slot gone (the fallback): the POSTed notification alone, said in the record", false, "notification"],
   ] as const) {
     it(`v1 client whose transport has the plain fetch: ${label}`, async () => {
@@ -218,7 +229,11 @@ describe("attachCancellation across a reconnect", () => {
     expect(client.transport).toBe(next);
     expect(mcp.transport).toBe(next);
     expect(await eventually(() => /ABORTED/.test(stderr()))).toBe(true);
-    expect(mcp.records().map((r) => r.summary)).toEqual(["succeeded", "cancelled (connection-closed), never sent", "cancelled (timeout), outcome unverified"]);
+    expect(mcp.records().map((r) => r.summary)).toEqual([
+      "succeeded",
+      "cancelled (connection-closed), never sent",
+      "cancelled (timeout), outcome unverified",
+    ]);
     expect(mcp.pendingCount).toBe(0);
   });
 
@@ -236,7 +251,11 @@ describe("attachCancellation across a reconnect", () => {
     expect(error).toBeInstanceOf(CallTimeoutError);
     const record = mcp.records().at(-1) as RunRecord;
     expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "stream-close" });
-    expect(await eventually(() => started(s, record.requestId) && sawDisconnect(seen(s, "tools/call").find((c) => c.http.id === record.requestId)))).toBe(true);
+    expect(
+      await eventually(
+        () => started(s, record.requestId) && sawDisconnect(seen(s, "tools/call").find((c) => c.http.id === record.requestId)),
+      ),
+    ).toBe(true);
   });
 });
 

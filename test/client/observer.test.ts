@@ -49,10 +49,7 @@ describe("observer", () => {
     const throwing = () => {
       throw new Error("observer bug");
     };
-    for (const observer of [
-      { start: throwing },
-      { start: () => ({ result: throwing, record: throwing }) },
-    ]) {
+    for (const observer of [{ start: throwing }, { start: () => ({ result: throwing, record: throwing }) }]) {
       const { mcp, peer } = await connectPeer({ observer });
       peer.onRequest((message) => void peer.result(message.id));
       await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ type: "text", text: "done" }] });

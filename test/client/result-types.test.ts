@@ -1,7 +1,11 @@
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import type { CallToolResult as V1CallToolResult, ListToolsResult as V1ListToolsResult, ReadResourceResult as V1ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  CallToolResult as V1CallToolResult,
+  ListToolsResult as V1ListToolsResult,
+  ReadResourceResult as V1ReadResourceResult,
+} from "@modelcontextprotocol/sdk/types.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import type { CallToolResult as V2CallToolResult, ListToolsResult as V2ListToolsResult } from "@modelcontextprotocol/client";
 import { describe, expectTypeOf, it } from "vitest";

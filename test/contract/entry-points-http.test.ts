@@ -78,7 +78,10 @@ const sdkOptions = (ask: Ask) => ({
 const hookOptions = ({ signal: _signal, ...ask }: Ask) => libraryOptions(ask);
 
 const v2Client = (era: Era) =>
-  new ClientV2({ name: "contract", version: "1.0.0" }, era === "2026-07-28" ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);
+  new ClientV2(
+    { name: "contract", version: "1.0.0" },
+    era === "2026-07-28" ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined,
+  );
 
 const drivers: Driver[] = [
   {
@@ -88,7 +91,11 @@ const drivers: Driver[] = [
       const client = new ClientV1({ name: "contract", version: "1.0.0" });
       const mcp = withCancellation(client, streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })), options);
       await client.connect(mcp.transport);
-      return { call: (ask) => settle(mcp.callTool(params(ask), libraryOptions(ask))), records: () => mcp.records(), close: () => client.close() };
+      return {
+        call: (ask) => settle(mcp.callTool(params(ask), libraryOptions(ask))),
+        records: () => mcp.records(),
+        close: () => client.close(),
+      };
     },
   },
   {
@@ -98,7 +105,11 @@ const drivers: Driver[] = [
       const client = v2Client(era);
       const mcp = withCancellation(client, streamableHttpCancellation(new TransportV2(url)), options);
       await client.connect(mcp.transport as never);
-      return { call: (ask) => settle(mcp.callTool(params(ask), libraryOptions(ask))), records: () => mcp.records(), close: () => client.close() };
+      return {
+        call: (ask) => settle(mcp.callTool(params(ask), libraryOptions(ask))),
+        records: () => mcp.records(),
+        close: () => client.close(),
+      };
     },
   },
   {
@@ -122,7 +133,11 @@ const drivers: Driver[] = [
       const client = v2Client(era);
       await client.connect(new TransportV2(url));
       const mcp = attachCancellation(client, options);
-      return { call: (ask) => settle(client.callTool(params(ask), sdkOptions(ask))), records: () => mcp.records(), close: () => client.close() };
+      return {
+        call: (ask) => settle(client.callTool(params(ask), sdkOptions(ask))),
+        records: () => mcp.records(),
+        close: () => client.close(),
+      };
     },
   },
   {
@@ -155,14 +170,19 @@ const drivers: Driver[] = [
         call: (ask) => {
           current = ask;
           const execute = tools[ask.tool]!.execute as (args: unknown, options: unknown) => Promise<unknown>;
-          return execute(ask.args ?? {}, { toolCallId: "call_1", messages: [], ...(ask.signal === undefined ? {} : { abortSignal: ask.signal }) }).then(
+          return execute(ask.args ?? {}, {
+            toolCallId: "call_1",
+            messages: [],
+            ...(ask.signal === undefined ? {} : { abortSignal: ask.signal }),
+          }).then(
             () => ({ ok: true }) as const,
             (error: unknown) => {
               // The documented JSON-RPC error objects: `data.code` is the library's stable code; the
               // AI SDK's own abort is its "Request was aborted".
               const data = (error as { data?: { code?: unknown } }).data;
               if (typeof data?.code === "string") return { ok: false, code: data.code, error } as const;
-              if (ask.signal?.aborted === true && /abort/i.test(String((error as Error).message))) return { ok: false, code: "CANCELLED", error } as const;
+              if (ask.signal?.aborted === true && /abort/i.test(String((error as Error).message)))
+                return { ok: false, code: "CANCELLED", error } as const;
               return { ok: false, code: "server", error } as const;
             },
           );
@@ -187,9 +207,13 @@ const drivers: Driver[] = [
       return {
         call: (ask) => {
           current = ask;
-          return settle(server.callTool(ask.tool, ask.args ?? {}, null, ask.signal === undefined ? undefined : { signal: ask.signal })).then((outcome) =>
+          return settle(
+            server.callTool(ask.tool, ask.args ?? {}, null, ask.signal === undefined ? undefined : { signal: ask.signal }),
+          ).then((outcome) =>
             // The Agents runtime wants the signal's reason itself for an abort.
-            !outcome.ok && ask.signal?.aborted === true && outcome.error === ask.signal.reason ? { ok: false, code: "CANCELLED", error: outcome.error } : outcome,
+            !outcome.ok && ask.signal?.aborted === true && outcome.error === ask.signal.reason
+              ? { ok: false, code: "CANCELLED", error: outcome.error }
+              : outcome,
           );
         },
         records: () => server.records().filter((record) => record.method === "tools/call"),
@@ -251,7 +275,9 @@ describe.each(rows)("entry-point contract: $label", ({ driver, era }) => {
     const { server, session } = await setup();
     const controller = new AbortController();
     const calling = session.call(slow(5_000, { signal: controller.signal }));
-    expect(await eventually(() => seen(server, "tools/call")[0] !== undefined && started(server, seen(server, "tools/call")[0]!.http.id), 5_000)).toBe(true);
+    expect(
+      await eventually(() => seen(server, "tools/call")[0] !== undefined && started(server, seen(server, "tools/call")[0]!.http.id), 5_000),
+    ).toBe(true);
     const abortedAt = performance.now();
     controller.abort(new Error("private: the user's own words"));
     const outcome = await calling;
@@ -267,7 +293,9 @@ describe.each(rows)("entry-point contract: $label", ({ driver, era }) => {
   it("the connection lost mid-call (every socket reset): CONNECTION_CLOSED at once, with its record; nothing re-sent", async () => {
     const { server, session } = await setup();
     const calling = session.call(slow(5_000, { timeoutMs: 10_000 }));
-    expect(await eventually(() => seen(server, "tools/call")[0] !== undefined && started(server, seen(server, "tools/call")[0]!.http.id), 5_000)).toBe(true);
+    expect(
+      await eventually(() => seen(server, "tools/call")[0] !== undefined && started(server, seen(server, "tools/call")[0]!.http.id), 5_000),
+    ).toBe(true);
     const droppedAt = performance.now();
     server.drop();
     const outcome = await calling;

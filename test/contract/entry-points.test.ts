@@ -49,7 +49,15 @@ interface Driver {
   readonly lacks?: Readonly<Partial<Record<Behaviour, string>>>;
 }
 
-type Behaviour = "idle-timeout" | "max-total-timeout" | "abort" | "late-result" | "late-error" | "connection-lost" | "refused-send" | "sdk-options";
+type Behaviour =
+  | "idle-timeout"
+  | "max-total-timeout"
+  | "abort"
+  | "late-result"
+  | "late-error"
+  | "connection-lost"
+  | "refused-send"
+  | "sdk-options";
 
 /** What went down the SDK transport's `send`, with the options the SDK handed it (the spawned transports of the v1 and v2 drivers). */
 let sends: Array<{ method: string | undefined; options: Record<string, unknown> | undefined }> = [];
@@ -189,7 +197,7 @@ const drivers: Driver[] = [
       "sdk-options": NO_SDK_OPTIONS.aiSdk,
       "refused-send":
         "on stdio the AI SDK closes its client when the transport closes and refuses the next request itself " +
-        "(\"Attempted to send a request from a closed client\"): it never reaches the transport, so there is no call to settle " +
+        '("Attempted to send a request from a closed client"): it never reaches the transport, so there is no call to settle ' +
         "or record (over HTTP the refused send does reach it: entry-points-http.test.ts)",
     },
     async connect(options, stderr) {
@@ -204,14 +212,19 @@ const drivers: Driver[] = [
         call: (ask) => {
           current = ask;
           const execute = tools[ask.tool]!.execute as (args: unknown, options: unknown) => Promise<unknown>;
-          return execute(ask.args ?? {}, { toolCallId: "call_1", messages: [], ...(ask.signal === undefined ? {} : { abortSignal: ask.signal }) }).then(
+          return execute(ask.args ?? {}, {
+            toolCallId: "call_1",
+            messages: [],
+            ...(ask.signal === undefined ? {} : { abortSignal: ask.signal }),
+          }).then(
             (value) => ({ ok: true, value }) as const,
             (error: unknown) => {
               // The documented JSON-RPC error objects: `data.code` is the library's stable code; the
               // AI SDK's own abort is its "Request was aborted".
               const data = (error as { data?: { code?: unknown } }).data;
               if (typeof data?.code === "string") return { ok: false, code: data.code, error } as const;
-              if (ask.signal?.aborted === true && /abort/i.test(String((error as Error).message))) return { ok: false, code: "CANCELLED", error } as const;
+              if (ask.signal?.aborted === true && /abort/i.test(String((error as Error).message)))
+                return { ok: false, code: "CANCELLED", error } as const;
               return { ok: false, code: "server", error } as const;
             },
           );
@@ -244,9 +257,13 @@ const drivers: Driver[] = [
       return {
         call: (ask) => {
           current = ask;
-          return settle(server.callTool(ask.tool, ask.args ?? {}, null, ask.signal === undefined ? undefined : ({ signal: ask.signal } as never))).then((outcome) =>
+          return settle(
+            server.callTool(ask.tool, ask.args ?? {}, null, ask.signal === undefined ? undefined : ({ signal: ask.signal } as never)),
+          ).then((outcome) =>
             // The Agents runtime wants the signal's reason itself for an abort.
-            !outcome.ok && ask.signal?.aborted === true && outcome.error === ask.signal.reason ? { ok: false, code: "CANCELLED", error: outcome.error } : outcome,
+            !outcome.ok && ask.signal?.aborted === true && outcome.error === ask.signal.reason
+              ? { ok: false, code: "CANCELLED", error: outcome.error }
+              : outcome,
           );
         },
         records: () => server.records().filter((record) => record.method === "tools/call"),
@@ -288,13 +305,21 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     const session = await driver.connect({ observer, ...options }, (line) => lines.push(line));
     open.push(session);
     const read = () =>
-      lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: unknown; params?: Record<string, unknown> });
+      lines
+        .filter((l) => l.startsWith("RECV "))
+        .map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: unknown; params?: Record<string, unknown> });
     return {
       session,
       lines,
       observed,
-      cancels: () => read().filter((m) => m.method === "notifications/cancelled").map((m) => m.params as { requestId: unknown; reason?: string }),
-      toolCalls: () => read().filter((m) => m.method === "tools/call").map((m) => m.id),
+      cancels: () =>
+        read()
+          .filter((m) => m.method === "notifications/cancelled")
+          .map((m) => m.params as { requestId: unknown; reason?: string }),
+      toolCalls: () =>
+        read()
+          .filter((m) => m.method === "tools/call")
+          .map((m) => m.id),
       sends: () => sends,
     };
   }
@@ -311,43 +336,49 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     expect(h.observed.records.at(-1)?.status).toBe("succeeded");
   });
 
-  it.skipIf(skipIfLacking("idle-timeout"))("idle timeout: REQUEST_TIMEOUT, settled at once, one notifications/cancelled naming the request, nothing re-sent", async () => {
-    const h = await connect();
-    const started = performance.now();
-    const outcome = await h.session.call({ tool: "silent", timeoutMs: 200 });
-    const elapsed = performance.now() - started;
-    expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
-    expect(elapsed).toBeGreaterThanOrEqual(190);
-    expect(elapsed).toBeLessThan(200 + SLACK_MS);
-    expect(await eventually(() => h.cancels().length === 1)).toBe(true);
-    const [id] = h.toolCalls();
-    expect(h.cancels()[0]!.requestId).toBe(id);
-    expect(h.toolCalls()).toHaveLength(1);
-    const [record] = h.session.records();
-    expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout", mechanism: "notification" }, requestId: id });
-    expect(h.observed.records.at(-1)?.cancel?.trigger).toBe("timeout");
-  });
+  it.skipIf(skipIfLacking("idle-timeout"))(
+    "idle timeout: REQUEST_TIMEOUT, settled at once, one notifications/cancelled naming the request, nothing re-sent",
+    async () => {
+      const h = await connect();
+      const started = performance.now();
+      const outcome = await h.session.call({ tool: "silent", timeoutMs: 200 });
+      const elapsed = performance.now() - started;
+      expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
+      expect(elapsed).toBeGreaterThanOrEqual(190);
+      expect(elapsed).toBeLessThan(200 + SLACK_MS);
+      expect(await eventually(() => h.cancels().length === 1)).toBe(true);
+      const [id] = h.toolCalls();
+      expect(h.cancels()[0]!.requestId).toBe(id);
+      expect(h.toolCalls()).toHaveLength(1);
+      const [record] = h.session.records();
+      expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout", mechanism: "notification" }, requestId: id });
+      expect(h.observed.records.at(-1)?.cancel?.trigger).toBe("timeout");
+    },
+  );
 
-  it.skipIf(skipIfLacking("max-total-timeout"))("maximum total timeout: progress resets the idle timeout but never the maximum", async () => {
-    const h = await connect();
-    const started = performance.now();
-    const outcome = await h.session.call({
-      tool: "progress",
-      args: { every: 50 },
-      timeoutMs: 300,
-      maxTotalTimeoutMs: 700,
-      resetTimeoutOnProgress: true,
-    });
-    const elapsed = performance.now() - started;
-    expect(outcome).toMatchObject({ ok: false, code: "MAX_TOTAL_TIMEOUT" });
-    expect(elapsed).toBeGreaterThanOrEqual(690);
-    expect(elapsed).toBeLessThan(700 + SLACK_MS);
-    const [record] = h.session.records();
-    expect(record?.cancel?.trigger).toBe("max-total-timeout");
-    expect(record?.progress?.count).toBeGreaterThan(3);
-    // The server keeps sending progress after the cancel: dropped, counted on the record.
-    expect(await eventually(() => (h.session.records()[0]?.late.progress ?? 0) > 0)).toBe(true);
-  });
+  it.skipIf(skipIfLacking("max-total-timeout"))(
+    "maximum total timeout: progress resets the idle timeout but never the maximum",
+    async () => {
+      const h = await connect();
+      const started = performance.now();
+      const outcome = await h.session.call({
+        tool: "progress",
+        args: { every: 50 },
+        timeoutMs: 300,
+        maxTotalTimeoutMs: 700,
+        resetTimeoutOnProgress: true,
+      });
+      const elapsed = performance.now() - started;
+      expect(outcome).toMatchObject({ ok: false, code: "MAX_TOTAL_TIMEOUT" });
+      expect(elapsed).toBeGreaterThanOrEqual(690);
+      expect(elapsed).toBeLessThan(700 + SLACK_MS);
+      const [record] = h.session.records();
+      expect(record?.cancel?.trigger).toBe("max-total-timeout");
+      expect(record?.progress?.count).toBeGreaterThan(3);
+      // The server keeps sending progress after the cancel: dropped, counted on the record.
+      expect(await eventually(() => (h.session.records()[0]?.late.progress ?? 0) > 0)).toBe(true);
+    },
+  );
 
   it.skipIf(skipIfLacking("abort"))("abort: CANCELLED at once, the reason kept local, one notifications/cancelled", async () => {
     const h = await connect();
@@ -364,15 +395,18 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     expect(h.session.records()[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted" } });
   });
 
-  it.skipIf(skipIfLacking("late-result"))("a late result is dropped and counted: the caller keeps the timeout, the record says late result discarded", async () => {
-    const h = await connect();
-    const outcome = await h.session.call({ tool: "late", args: { ms: 400 }, timeoutMs: 150 });
-    expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
-    expect(await eventually(() => h.session.records()[0]?.late.results === 1, 3_000)).toBe(true);
-    expect(h.session.records()[0]).toMatchObject({ status: "cancelled", outcome: "late-result-discarded" });
-    // The connection is still good.
-    expect((await h.session.call({ tool: "echo" })).ok).toBe(true);
-  });
+  it.skipIf(skipIfLacking("late-result"))(
+    "a late result is dropped and counted: the caller keeps the timeout, the record says late result discarded",
+    async () => {
+      const h = await connect();
+      const outcome = await h.session.call({ tool: "late", args: { ms: 400 }, timeoutMs: 150 });
+      expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
+      expect(await eventually(() => h.session.records()[0]?.late.results === 1, 3_000)).toBe(true);
+      expect(h.session.records()[0]).toMatchObject({ status: "cancelled", outcome: "late-result-discarded" });
+      // The connection is still good.
+      expect((await h.session.call({ tool: "echo" })).ok).toBe(true);
+    },
+  );
 
   it.skipIf(skipIfLacking("late-error"))("a late error is dropped and counted", async () => {
     const h = await connect();
@@ -382,37 +416,54 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
     expect((await h.session.call({ tool: "echo" })).ok).toBe(true);
   });
 
-  it.skipIf(skipIfLacking("connection-lost"))("the connection lost mid-call: CONNECTION_CLOSED at once, with its record, nothing re-sent", async () => {
-    const h = await connect();
-    const started = performance.now();
-    const outcome = await h.session.call({ tool: "crash", args: { ms: 100 }, timeoutMs: 10_000 });
-    expect(performance.now() - started).toBeLessThan(100 + SLACK_MS * 4);
-    expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
-    expect(h.session.records()[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed" } });
-    expect(h.toolCalls()).toHaveLength(1);
-  });
+  it.skipIf(skipIfLacking("connection-lost"))(
+    "the connection lost mid-call: CONNECTION_CLOSED at once, with its record, nothing re-sent",
+    async () => {
+      const h = await connect();
+      const started = performance.now();
+      const outcome = await h.session.call({ tool: "crash", args: { ms: 100 }, timeoutMs: 10_000 });
+      expect(performance.now() - started).toBeLessThan(100 + SLACK_MS * 4);
+      expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
+      expect(h.session.records()[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed" } });
+      expect(h.toolCalls()).toHaveLength(1);
+    },
+  );
 
-  it.skipIf(skipIfLacking("refused-send"))("a refused send (the server is gone): CONNECTION_CLOSED at once, with its record, never sent", async () => {
-    const h = await connect();
-    expect(await h.session.call({ tool: "crash", args: { ms: 50 }, timeoutMs: 10_000 })).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
-    const started = performance.now();
-    const outcome = await h.session.call({ tool: "echo", timeoutMs: 10_000 });
-    expect(performance.now() - started).toBeLessThan(SLACK_MS);
-    expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
-    const records = h.session.records();
-    expect(records).toHaveLength(2);
-    expect(records[1]).toMatchObject({ status: "cancelled", name: "echo", requestId: null, cancel: { trigger: "connection-closed", mechanism: "none" } });
-    expect(h.toolCalls()).toHaveLength(1);
-  });
+  it.skipIf(skipIfLacking("refused-send"))(
+    "a refused send (the server is gone): CONNECTION_CLOSED at once, with its record, never sent",
+    async () => {
+      const h = await connect();
+      expect(await h.session.call({ tool: "crash", args: { ms: 50 }, timeoutMs: 10_000 })).toMatchObject({
+        ok: false,
+        code: "CONNECTION_CLOSED",
+      });
+      const started = performance.now();
+      const outcome = await h.session.call({ tool: "echo", timeoutMs: 10_000 });
+      expect(performance.now() - started).toBeLessThan(SLACK_MS);
+      expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
+      const records = h.session.records();
+      expect(records).toHaveLength(2);
+      expect(records[1]).toMatchObject({
+        status: "cancelled",
+        name: "echo",
+        requestId: null,
+        cancel: { trigger: "connection-closed", mechanism: "none" },
+      });
+      expect(h.toolCalls()).toHaveLength(1);
+    },
+  );
 
-  it.skipIf(skipIfLacking("sdk-options"))("the SDK's request options: timeout mapped to the idle timeout, the rest (relatedRequestId) handed to the SDK", async () => {
-    const h = await connect();
-    const outcome = await h.session.call({ tool: "silent", timeoutMs: 150, sdk: { relatedRequestId: "parent-7" } });
-    expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
-    const [sent] = h.sends().filter((m) => m.method === "tools/call");
-    expect(sent?.options?.relatedRequestId).toBe("parent-7");
-    expect(h.session.records()[0]?.cancel?.trigger).toBe("timeout");
-  });
+  it.skipIf(skipIfLacking("sdk-options"))(
+    "the SDK's request options: timeout mapped to the idle timeout, the rest (relatedRequestId) handed to the SDK",
+    async () => {
+      const h = await connect();
+      const outcome = await h.session.call({ tool: "silent", timeoutMs: 150, sdk: { relatedRequestId: "parent-7" } });
+      expect(outcome).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
+      const [sent] = h.sends().filter((m) => m.method === "tools/call");
+      expect(sent?.options?.relatedRequestId).toBe("parent-7");
+      expect(h.session.records()[0]?.cancel?.trigger).toBe("timeout");
+    },
+  );
 
   it("the observer (OpenTelemetry): one span per call, its error.type by how the call ended", async () => {
     const otel = otelHarness();
@@ -432,7 +483,11 @@ describe.each(drivers)("entry-point contract: $name", (driver) => {
 
   it("records: one per call, each with its own call id; the observer saw every call once", async () => {
     const h = await connect();
-    await Promise.all([h.session.call({ tool: "echo" }), h.session.call({ tool: "echo" }), h.session.call({ tool: "silent", timeoutMs: 150 })]);
+    await Promise.all([
+      h.session.call({ tool: "echo" }),
+      h.session.call({ tool: "echo" }),
+      h.session.call({ tool: "silent", timeoutMs: 150 }),
+    ]);
     const records = h.session.records();
     expect(records).toHaveLength(3);
     expect(new Set(records.map((r) => r.callId)).size).toBe(3);

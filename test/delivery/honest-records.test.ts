@@ -107,7 +107,11 @@ describe("Streamable HTTP (v1, resumable streams): resumes and the record", () =
     await expect(call).rejects.toBeInstanceOf(ConnectionClosedError);
     expect(resumes).toBeGreaterThanOrEqual(1); // it was the resume that failed
     const record = mcp.records()[0]!;
-    expect(record).toMatchObject({ status: "cancelled", outcome: "unverified", cancel: { trigger: "connection-closed", mechanism: "none" } });
+    expect(record).toMatchObject({
+      status: "cancelled",
+      outcome: "unverified",
+      cancel: { trigger: "connection-closed", mechanism: "none" },
+    });
     expect(record.summary).toBe("cancelled (connection-closed), outcome unverified");
     expect(errors.filter((e) => e.message.includes("mcp-cancellable"))).toEqual([]);
   }, 15_000);
@@ -123,17 +127,24 @@ describe("Streamable HTTP (v1, resumable streams): resumes and the record", () =
       const signal = init!.signal!;
       return new Promise<Response>((resolve, reject) => {
         const timer = setTimeout(() => resolve(fetch(url, init)), 3_000);
-        signal.addEventListener("abort", () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        }, { once: true });
+        signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     };
     const { client, mcp, errors } = await connect(server.url, slowResumes);
     cleanup.push(() => client.close());
     let progress = 0;
     const controller = new AbortController();
-    const call = mcp.callTool({ name: "slow", arguments: { ms: 20_000 } }, { timeoutMs: 30_000, signal: controller.signal, onprogress: () => progress++ });
+    const call = mcp.callTool(
+      { name: "slow", arguments: { ms: 20_000 } },
+      { timeoutMs: 30_000, signal: controller.signal, onprogress: () => progress++ },
+    );
     call.catch(() => {});
     expect(await eventually(() => progress >= 2, 5_000)).toBe(true);
     server.drop(); // the stream breaks; the session lives on: the SDK resumes after about 1 s

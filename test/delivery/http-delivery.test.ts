@@ -46,29 +46,32 @@ for (const [sdk, connect] of [
     // (bounded by flushTimeoutMs). The raw server takes the tools/call up 150 ms after its body
     // arrived: only the headers wait covers such a server (docs/delivery.md).
     const observesBody = sdk === "v1";
-    it(observesBody
-      ? "the notification goes out once the request's body was written, not held until a server that takes it up late answers"
-      : "without a body signal the notification waits for the headers: the server takes it up after the tools/call it cancels", async () => {
-      // The wait for the request is bounded by flushTimeoutMs: give it room on a loaded machine.
-      const { server, mcp, errors, adapter } = await setup(2_000);
-      server.control.delayToolCallMs = 150; // the request is taken up late; the cancel comes at 30
-      const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 30 }));
-      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
-      expect(outcome.at).toBeLessThan(30 + SLACK_MS); // the caller is not held
-      expect(await eventually(() => requestsOf(server, "notifications/cancelled").length === 1, 2_000)).toBe(true);
-      expect(await eventually(() => requestsOf(server, "tools/call").length === 1, 2_000)).toBe(true);
-      const [tool] = requestsOf(server, "tools/call");
-      const [cancel] = requestsOf(server, "notifications/cancelled");
-      if (observesBody) {
-        expect(cancel!.t).toBeLessThan(tool!.t); // not held for the late take-up
-        expect(await eventually(() => adapter.stats().streams === 0 && adapter.stats().flushing === 0, 1_000)).toBe(true); // then the stream closed
-      } else {
-        expect(cancel!.t).toBeGreaterThanOrEqual(tool!.t);
-        expect(await eventually(() => toolClosed(server, "hang"), 1_000)).toBe(true); // then the stream closed
-      }
-      expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
-      expect(errors).toEqual([]);
-    });
+    it(
+      observesBody
+        ? "the notification goes out once the request's body was written, not held until a server that takes it up late answers"
+        : "without a body signal the notification waits for the headers: the server takes it up after the tools/call it cancels",
+      async () => {
+        // The wait for the request is bounded by flushTimeoutMs: give it room on a loaded machine.
+        const { server, mcp, errors, adapter } = await setup(2_000);
+        server.control.delayToolCallMs = 150; // the request is taken up late; the cancel comes at 30
+        const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 30 }));
+        expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+        expect(outcome.at).toBeLessThan(30 + SLACK_MS); // the caller is not held
+        expect(await eventually(() => requestsOf(server, "notifications/cancelled").length === 1, 2_000)).toBe(true);
+        expect(await eventually(() => requestsOf(server, "tools/call").length === 1, 2_000)).toBe(true);
+        const [tool] = requestsOf(server, "tools/call");
+        const [cancel] = requestsOf(server, "notifications/cancelled");
+        if (observesBody) {
+          expect(cancel!.t).toBeLessThan(tool!.t); // not held for the late take-up
+          expect(await eventually(() => adapter.stats().streams === 0 && adapter.stats().flushing === 0, 1_000)).toBe(true); // then the stream closed
+        } else {
+          expect(cancel!.t).toBeGreaterThanOrEqual(tool!.t);
+          expect(await eventually(() => toolClosed(server, "hang"), 1_000)).toBe(true); // then the stream closed
+        }
+        expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+        expect(errors).toEqual([]);
+      },
+    );
 
     it("a notification POST whose connection drops once is retried and delivered; onerror stays empty", async () => {
       const { server, mcp, errors, adapter } = await setup();
@@ -103,7 +106,9 @@ for (const [sdk, connect] of [
       expect(await eventually(() => adapter.stats().flushing === 0, 1_000)).toBe(true);
       expect(errors).toEqual([]);
       // the connection is fine for the next call
-      await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({ content: [{ text: expect.stringMatching(/^echo/) }] });
+      await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({
+        content: [{ text: expect.stringMatching(/^echo/) }],
+      });
     });
 
     it("a request whose POST the server read and then dropped (no answer) is not 'never sent': it may run, so it gets its notification", async () => {
@@ -114,7 +119,10 @@ for (const [sdk, connect] of [
       expect(outcome.at).toBeLessThan(30 + SLACK_MS);
       expect(await eventually(() => requestsOf(server, "notifications/cancelled").length === 1, 2_000)).toBe(true);
       expect(await eventually(() => requestsOf(server, "tools/call").length === 1, 1_000)).toBe(true); // the server had it
-      expect(mcp.records()[0]).toMatchObject({ outcome: "unverified", cancel: { mechanism: "notification+stream-close", undelivered: null } });
+      expect(mcp.records()[0]).toMatchObject({
+        outcome: "unverified",
+        cancel: { mechanism: "notification+stream-close", undelivered: null },
+      });
       expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), outcome unverified");
       expect(await eventually(() => adapter.stats().flushing === 0, 1_000)).toBe(true);
       expect(errors.filter((e) => /cancel/i.test(e.message))).toEqual([]);

@@ -67,7 +67,10 @@ for (const json of [true, false]) {
       for (const c of cancels) expect(c.t).toBeGreaterThanOrEqual(abortedAt.get(c.cancelOf as number)!);
       for (const delay of delays) expect(delay).toBeLessThan(BOUND_MS);
       // Every cancel the record claims went out reached the server, once.
-      const claimed = client.mcp.records().filter((r) => r.cancel?.mechanism === "notification+stream-close").map((r) => r.requestId);
+      const claimed = client.mcp
+        .records()
+        .filter((r) => r.cancel?.mechanism === "notification+stream-close")
+        .map((r) => r.requestId);
       expect(cancels.map((c) => c.cancelOf).sort()).toEqual(claimed.sort());
       console.log(
         `enableJsonResponse ${json}: ${cancels.length} notifications, 0 before their request; at the server, the notification ` +

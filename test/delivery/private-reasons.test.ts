@@ -80,7 +80,9 @@ describe("private abort reasons", () => {
 describe("probe output", () => {
   it("the probe report shows a target URL without its password or query values (API keys travel there)", async () => {
     const { displayUrl } = await import("../../src/cli/describe.js");
-    expect(displayUrl("https://bot:s3cret@mcp.example.com/mcp?api_key=abc123&x=1")).toBe("https://bot:***@mcp.example.com/mcp?api_key=***&x=***");
+    expect(displayUrl("https://bot:s3cret@mcp.example.com/mcp?api_key=abc123&x=1")).toBe(
+      "https://bot:***@mcp.example.com/mcp?api_key=***&x=***",
+    );
     expect(displayUrl("http://127.0.0.1:3000/mcp")).toBe("http://127.0.0.1:3000/mcp");
   });
 });

@@ -23,7 +23,8 @@ afterEach(() => {
 });
 
 const CALLS = 15;
-const stdinOf = (transport: object) => (transport as { _process: { stdin: NodeJS.WritableStream & { writableNeedDrain: boolean } } })._process.stdin;
+const stdinOf = (transport: object) =>
+  (transport as { _process: { stdin: NodeJS.WritableStream & { writableNeedDrain: boolean } } })._process.stdin;
 
 /** CALLS silent calls in flight, then the server stops reading for blockMs and its stdin pipe is filled. */
 async function backpressure(blockMs: number) {

@@ -87,7 +87,9 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
     // read the cancel; (c) wrote its report after the cancel.
     for (const mode of ["stop", "late", "ignore"]) {
       const cancels = stderr.split("\n").filter((line) => line.startsWith(`[report-server ${mode}] read notifications/cancelled`));
-      expect(cancels, mode).toEqual([`[report-server ${mode}] read notifications/cancelled {"requestId":1,"reason":"exceeded 800ms budget"}`]);
+      expect(cancels, mode).toEqual([
+        `[report-server ${mode}] read notifications/cancelled {"requestId":1,"reason":"exceeded 800ms budget"}`,
+      ]);
     }
     expect(stderr).toMatch(/\[report-server stop\] request 1: the tool's signal aborted: exceeded 800ms budget/);
     expect(stderr).not.toMatch(/\[report-server stop\] request 1: wrote/);

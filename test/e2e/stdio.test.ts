@@ -37,9 +37,7 @@ describe("stdio adapter against a scripted server", () => {
 
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
     const { mcp, errors } = await spawn("scripted-server.mjs");
-    await expect(mcp.callTool({ name: "late-error", arguments: { ms: 200 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(
-      CallTimeoutError,
-    );
+    await expect(mcp.callTool({ name: "late-error", arguments: { ms: 200 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(CallTimeoutError);
     expect(await eventually(() => mcp.records()[0]?.late.errors === 1, 200 + SLACK_MS * 2)).toBe(true);
     expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), late result discarded");
     expect(errors).toEqual([]);
@@ -47,9 +45,7 @@ describe("stdio adapter against a scripted server", () => {
 
   it("C03 over stdio: each timed-out call sends exactly one cancel naming its own id", async () => {
     const { mcp, cancelsReceived } = await spawn("scripted-server.mjs");
-    const results = await Promise.allSettled(
-      [60, 80, 100].map((timeoutMs) => mcp.callTool({ name: "silent" }, { timeoutMs })),
-    );
+    const results = await Promise.allSettled([60, 80, 100].map((timeoutMs) => mcp.callTool({ name: "silent" }, { timeoutMs })));
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected", "rejected"]);
     expect(await eventually(() => cancelsReceived().length === 3)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 200)); // nothing more arrives later
@@ -121,9 +117,7 @@ describe("stdio adapter against the real SDK server", () => {
 
   it("a follow-up call after a cancel succeeds on the same process", async () => {
     const { mcp } = await spawn("sdk-stdio-server.mjs");
-    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(
-      CallTimeoutError,
-    );
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(CallTimeoutError);
     await expect(mcp.callTool({ name: "sleep", arguments: { ms: 1 } })).resolves.toMatchObject({
       content: [{ text: "slept 1" }],
     });

@@ -63,14 +63,18 @@ describe("LangChain JS: MultiServerMCPClient, its own clients reached with attac
     expect(performance.now() - t0).toBeLessThan(SLACK_MS);
     expect(error).toBeInstanceOf(Error);
     expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
-    expect(calls(mcp)).toMatchObject([{ name: "sleep", status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" }, outcome: "unverified" }]);
+    expect(calls(mcp)).toMatchObject([
+      { name: "sleep", status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" }, outcome: "unverified" },
+    ]);
     expect(mcp.pendingCount).toBe(0);
   });
 
   it("the framework's defaultToolTimeout holds at its bound; exactly one cancel reaches the server's handler", async () => {
     const { tool, mcp, stderr } = await multiServer({ defaultToolTimeout: 300 });
     const t0 = performance.now();
-    const error = await tool("sleep").invoke({ ms: 10_000 }).catch((e: unknown) => e);
+    const error = await tool("sleep")
+      .invoke({ ms: 10_000 })
+      .catch((e: unknown) => e);
     const elapsed = performance.now() - t0;
     expect(error).toBeInstanceOf(Error);
     expect(elapsed).toBeGreaterThanOrEqual(295);
@@ -88,7 +92,9 @@ describe("LangChain JS: MultiServerMCPClient, its own clients reached with attac
   it("no timeout from the framework: the attach's own idle timeout holds (the SDK's would be 60 s)", async () => {
     const { tool, mcp, stderr } = await multiServer({}, { timeoutMs: 250 });
     const t0 = performance.now();
-    const error = await tool("sleep").invoke({ ms: 10_000 }).catch((e: unknown) => e);
+    const error = await tool("sleep")
+      .invoke({ ms: 10_000 })
+      .catch((e: unknown) => e);
     expect(String(error)).toMatch(/timed out after 250 ms/);
     expect(performance.now() - t0).toBeLessThan(250 + SLACK_MS);
     expect(await eventually(() => /ABORTED \d+/.test(stderr()), 5_000)).toBe(true);
@@ -164,7 +170,13 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
       res.writeHead(405).end(); // no Streamable HTTP here: LangChain falls back to SSE
     });
     await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
-    cleanups.push(() => new Promise((resolve) => { web.closeAllConnections(); web.close(resolve); }));
+    cleanups.push(
+      () =>
+        new Promise((resolve) => {
+          web.closeAllConnections();
+          web.close(resolve);
+        }),
+    );
     const { port } = web.address() as AddressInfo;
     const { mcp, tool } = await overHttp(new URL(`http://127.0.0.1:${port}/mcp`));
     expect(mcp.transport.constructor.name).toBe("SSEClientTransport"); // LangChain fell back

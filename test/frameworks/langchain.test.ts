@@ -70,7 +70,9 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
   it("no timeout from LangChain: our idle timeout fires at its bound; LangChain surfaces it as a ToolException", async () => {
     const { mcp, tool, stderr } = await overStdio("sdk-stdio-server.mjs", [], { timeoutMs: 300 });
     const t0 = performance.now();
-    const error = await tool("sleep").invoke({ ms: 10_000 }).catch((e: unknown) => e);
+    const error = await tool("sleep")
+      .invoke({ ms: 10_000 })
+      .catch((e: unknown) => e);
     const elapsed = performance.now() - t0;
     expect(elapsed).toBeGreaterThanOrEqual(295);
     expect(elapsed).toBeLessThan(300 + SLACK_MS);
@@ -137,7 +139,9 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
 
   it("a late result (a server that ignores the cancel) is discarded and recorded; the tool is not called twice", async () => {
     const { mcp, tool, received, errors } = await overStdio("scripted-server.mjs", ["--list-all"], { timeoutMs: 150 });
-    const error = await tool("late").invoke({ ms: 400 }).catch((e: unknown) => e);
+    const error = await tool("late")
+      .invoke({ ms: 400 })
+      .catch((e: unknown) => e);
     expect((error as Error).name).toBe("ToolException");
     expect(await eventually(() => calls(mcp)[0]?.late.results === 1)).toBe(true);
     expect(calls(mcp)[0]).toMatchObject({ outcome: "late-result-discarded", summary: "cancelled (timeout), late result discarded" });
@@ -167,7 +171,9 @@ describe("LangChain JS over Streamable HTTP: a framework-owned v2 client, attach
     const record = mcp.records().find((r) => r.method === "tools/call")!;
     expect(record.cancel).toMatchObject({ trigger: "aborted", mechanism: "stream-close" });
     expect(await eventually(() => sawDisconnect(seen(server, "tools/call").find((c) => c.http.id === record.requestId)))).toBe(true);
-    expect(await eventually(() => seen(server, "tools/call").find((c) => c.http.id === record.requestId)?.aborted !== undefined)).toBe(true);
+    expect(await eventually(() => seen(server, "tools/call").find((c) => c.http.id === record.requestId)?.aborted !== undefined)).toBe(
+      true,
+    );
     expect(seen(server, "notifications/cancelled")).toEqual([]);
     expect(seen(server, "tools/call")).toHaveLength(1); // not retried
     expect(mcp.pendingCount).toBe(0);

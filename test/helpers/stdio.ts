@@ -28,7 +28,9 @@ export async function spawnServer(script: string, options: CancellationOptions =
   await client.connect(mcp.transport);
   /** JSON-RPC messages the server read from its stdin (scripted server only). */
   const received = () =>
-    stderrLines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: Record<string, unknown> });
+    stderrLines
+      .filter((l) => l.startsWith("RECV "))
+      .map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: Record<string, unknown> });
   const cancelsReceived = () => received().filter((m) => m.method === "notifications/cancelled");
   return { client, transport, mcp, stderrLines, errors, received, cancelsReceived, pid: transport.pid };
 }

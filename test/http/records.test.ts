@@ -32,7 +32,11 @@ describe("a request that never reached the wire is recorded 'never sent' (item 8
       );
       expect(error).toBeInstanceOf(ConnectionClosedError);
       const record = (error as ConnectionClosedError).record;
-      expect(record).toMatchObject({ status: "cancelled", outcome: "not-sent", cancel: { trigger: "connection-closed", mechanism: "none" } });
+      expect(record).toMatchObject({
+        status: "cancelled",
+        outcome: "not-sent",
+        cancel: { trigger: "connection-closed", mechanism: "none" },
+      });
       expect(record.summary).toBe("cancelled (connection-closed), never sent");
       expect(record.requestId).not.toBeNull(); // the id it would have had is kept, for correlation
       expect((error as Error).message).toMatch(/was never sent: the connection failed before it reached the server/);
@@ -48,15 +52,23 @@ describe("a request that never reached the wire is recorded 'never sent' (item 8
     const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 3_000 });
     await new Promise((resolve) => setTimeout(resolve, 150));
     server.drop();
-    const error = await call.then(() => undefined, (failure: unknown) => failure);
+    const error = await call.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect((error as ConnectionClosedError).record.outcome).toBe("unverified");
   });
 
   it("neverLeft: only connect-phase codes prove nothing left", () => {
     const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
-    const dns = new TypeError("fetch failed", { cause: Object.assign(new Error("getaddrinfo ENOTFOUND x.invalid"), { code: "ENOTFOUND" }) });
+    const dns = new TypeError("fetch failed", {
+      cause: Object.assign(new Error("getaddrinfo ENOTFOUND x.invalid"), { code: "ENOTFOUND" }),
+    });
     const both = new TypeError("fetch failed", {
-      cause: new AggregateError([Object.assign(new Error("a"), { code: "ECONNREFUSED" }), Object.assign(new Error("b"), { code: "ECONNREFUSED" })]),
+      cause: new AggregateError([
+        Object.assign(new Error("a"), { code: "ECONNREFUSED" }),
+        Object.assign(new Error("b"), { code: "ECONNREFUSED" }),
+      ]),
     });
     const reset = new TypeError("fetch failed", { cause: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }) });
     const terminated = new TypeError("terminated");

@@ -162,10 +162,7 @@ class MemoryEventStore implements EventStore {
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
     return this.#events.get(eventId)?.streamId;
   }
-  async replayEventsAfter(
-    lastEventId: string,
-    { send }: { send: (eventId: string, message: never) => Promise<void> },
-  ): Promise<string> {
+  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: never) => Promise<void> }): Promise<string> {
     const entries = [...this.#events.entries()];
     const start = entries.findIndex(([id]) => id === lastEventId);
     if (start === -1) return lastEventId;
@@ -189,7 +186,12 @@ export interface V1Options {
 }
 
 /** The v1 SDK's McpServer + StreamableHTTPServerTransport over node:http. */
-export async function startV1({ stateful = true, eventStore = false, json = false, holdCancelMs = 0 }: V1Options = {}): Promise<TestServer> {
+export async function startV1({
+  stateful = true,
+  eventStore = false,
+  json = false,
+  holdCancelMs = 0,
+}: V1Options = {}): Promise<TestServer> {
   const tag = `v1-${stateful ? "stateful" : "stateless"}${json ? "-json" : ""}${eventStore ? "-es" : ""}`;
   const t0 = performance.now();
   const events: ServerEvent[] = [];
@@ -198,8 +200,17 @@ export async function startV1({ stateful = true, eventStore = false, json = fals
     const server = new McpServerV1({ name: "v1-test", version: "1.0.0" });
     server.registerTool("slow", { inputSchema: { ms: z.number().optional() } }, ({ ms = 5_000 }, extra) => {
       const token = extra._meta?.progressToken;
-      return slow(record, t0, extra.requestId, ms, extra.signal, token === undefined ? undefined : (step) =>
-        extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 10 } }));
+      return slow(
+        record,
+        t0,
+        extra.requestId,
+        ms,
+        extra.signal,
+        token === undefined
+          ? undefined
+          : (step) =>
+              extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 10 } }),
+      );
     });
     return server;
   };
@@ -279,8 +290,17 @@ export async function startV2({ responseMode = "auto" }: { responseMode?: "auto"
       const server = new McpServerV2({ name: "v2-test", version: "1.0.0" });
       server.registerTool("slow", { inputSchema: z.object({ ms: z.number().optional() }) }, ({ ms = 5_000 }, ctx) => {
         const token = ctx.mcpReq._meta?.progressToken;
-        return slow(record, t0, ctx.mcpReq.id, ms, ctx.mcpReq.signal, token === undefined ? undefined : (step) =>
-          ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 10 } }));
+        return slow(
+          record,
+          t0,
+          ctx.mcpReq.id,
+          ms,
+          ctx.mcpReq.signal,
+          token === undefined
+            ? undefined
+            : (step) =>
+                ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 10 } }),
+        );
       });
       return server;
     },
@@ -345,10 +365,31 @@ export async function startEverything(): Promise<TestServer> {
         if (listening) resolve(Number(listening[1]));
         if (line.startsWith("HTTP ")) {
           const e = JSON.parse(line.slice(5)) as { seq: number; http: string; lastEventId?: string; session?: string };
-          events.push({ t: now(t0), kind: "http", seq: e.seq, http: e.http, rpc: undefined, id: undefined, cancelOf: undefined, lastEventId: e.lastEventId, pv: undefined, session: e.session === "yes" });
+          events.push({
+            t: now(t0),
+            kind: "http",
+            seq: e.seq,
+            http: e.http,
+            rpc: undefined,
+            id: undefined,
+            cancelOf: undefined,
+            lastEventId: e.lastEventId,
+            pv: undefined,
+            session: e.session === "yes",
+          });
         } else if (line.startsWith("CLOSE ")) {
           const e = JSON.parse(line.slice(6)) as { seq: number; http: string; status: number; writableFinished: boolean };
-          events.push({ t: now(t0), kind: "close", seq: e.seq, http: e.http, rpc: undefined, id: undefined, status: e.status, writableFinished: e.writableFinished, headersSent: true });
+          events.push({
+            t: now(t0),
+            kind: "close",
+            seq: e.seq,
+            http: e.http,
+            rpc: undefined,
+            id: undefined,
+            status: e.status,
+            writableFinished: e.writableFinished,
+            headersSent: true,
+          });
         }
       }
     };
@@ -408,8 +449,7 @@ export function seen(server: TestServer, rpc: string): Seen[] {
 }
 
 /** True once the server's handler for this call has started (its request id is the client's). */
-export const started = (server: TestServer, id: unknown): boolean =>
-  server.events.some((e) => e.kind === "handler-start" && e.id === id);
+export const started = (server: TestServer, id: unknown): boolean => server.events.some((e) => e.kind === "handler-start" && e.id === id);
 
 /**
  * The server's response to this request closed before it ended. Where the close is what stops

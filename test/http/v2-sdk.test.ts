@@ -193,9 +193,7 @@ describe("v2 SDK client 2025-era (its default)", () => {
     const mcp = withCancellation(client, streamableHttpCancellation(transport));
     await client.connect(mcp.transport);
     cleanup.push(() => client.close());
-    await expect(mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 200 })).rejects.toBeInstanceOf(
-      CallTimeoutError,
-    );
+    await expect(mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 200 })).rejects.toBeInstanceOf(CallTimeoutError);
     expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined)).toBe(true);
     expect(seen(server, "tools/call")[0]!.close!.headersSent).toBe(false);
     await expect(mcp.callTool({ name: "slow", arguments: { ms: 100 } })).resolves.toMatchObject({

@@ -21,7 +21,10 @@ async function connect(script: string, pin: boolean) {
   const transport = new StdioClientTransport({ command: process.execPath, args: [fixture(script)], stderr: "pipe" });
   const stderr: string[] = [];
   transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
-  const client = new Client({ name: "v2-stdio-test", version: "1.0.0" }, pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);
+  const client = new Client(
+    { name: "v2-stdio-test", version: "1.0.0" },
+    pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined,
+  );
   const errors: Error[] = [];
   client.onerror = (error) => errors.push(error);
   const mcp = withCancellation(client, stdioCancellation(transport));

@@ -67,7 +67,10 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
   }
 
   for (const [found, expected] of [
-    ["applied", /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/],
+    [
+      "applied",
+      /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/,
+    ],
     ["not-applied", /cancelled after 0\.\d s; the report was not created/],
   ] as const) {
     it(`awaitVerification: the timed-out side effect is verified (${found}) before the model's next turn, which gets it as the tool's result; sent once`, async () => {
@@ -75,7 +78,10 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
       const { transport, tools, received } = await connect({
         timeoutMs: 300,
         ...(found === "not-applied"
-          ? { awaitVerification: (record) => `cancelled after ${(record.elapsedMs / 1000).toFixed(1)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created` }
+          ? {
+              awaitVerification: (record) =>
+                `cancelled after ${(record.elapsedMs / 1000).toFixed(1)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created`,
+            }
           : {}),
         callOptions: (method, params) =>
           method === "tools/call" && params.name === "silent"
@@ -114,7 +120,9 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
     await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
     expect(atTurns).toEqual([undefined, "unverified"]);
     expect(toolMessage(model)).toMatch(/error/i);
-    expect(await eventually(() => transport.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(true);
+    expect(await eventually(() => transport.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(
+      true,
+    );
   });
 
   it("a usage mistake in callOptions: generateText hands it to the model as a tool error, and the developer gets the warning and the record too", async () => {
@@ -122,11 +130,15 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
     const onWarning = (warning: Error) => warnings.push(warning);
     process.on("warning", onWarning);
     try {
-      const { transport, tools, received } = await connect({ callOptions: (method) => (method === "tools/call" ? ({ timeout: 30 } as never) : undefined) });
+      const { transport, tools, received } = await connect({
+        callOptions: (method) => (method === "tools/call" ? ({ timeout: 30 } as never) : undefined),
+      });
       const model = scriptedModel("echo", { text: "hi" }, () => {});
       const result = await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
       expect(result.text).toBe("done");
-      expect(toolMessage(model)).toContain('"type":"error-text","value":"cancellableTransport callOptions(\\"tools/call\\", params) returned an invalid option');
+      expect(toolMessage(model)).toContain(
+        '"type":"error-text","value":"cancellableTransport callOptions(\\"tools/call\\", params) returned an invalid option',
+      );
       await sleep(50);
       expect(warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION")).toHaveLength(1);
       expect(transport.records().filter((r) => r.method === "tools/call")).toMatchObject([

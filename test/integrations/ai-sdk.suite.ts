@@ -15,7 +15,10 @@ import { closedUnfinished, eventually, seen, sleep, startV1, type TestServer } f
 import { fixture } from "../helpers/stdio.js";
 import { SLACK_MS } from "../helpers/timing.js";
 
-type Execute = (args: Record<string, unknown>, options: { abortSignal?: AbortSignal; toolCallId: string; messages: unknown[] }) => Promise<unknown>;
+type Execute = (
+  args: Record<string, unknown>,
+  options: { abortSignal?: AbortSignal; toolCallId: string; messages: unknown[] },
+) => Promise<unknown>;
 
 /** The part of `@ai-sdk/mcp` the suite uses (1.x and 2.x alike). */
 export interface AiSdkMcpModule {
@@ -53,7 +56,9 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
     const lines: string[] = [];
     inner.stderr?.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n")));
     const received = () =>
-      lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
+      lines
+        .filter((l) => l.startsWith("RECV "))
+        .map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
     return { adapter: stdioCancellation(inner), stderr: () => lines.join("\n"), received };
   }
 
@@ -67,7 +72,10 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       expect(await eventually(() => transport.pendingCount === 1 && /STARTED /.test(server.stderr()), 5_000)).toBe(true);
       const abortedAt = performance.now();
       controller.abort(reason);
-      const error = (await running.then(() => undefined, (e: unknown) => e)) as Error & { cause?: unknown };
+      const error = (await running.then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as Error & { cause?: unknown };
       expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
       expect(error.name).toMatch(/MCPClientError$/);
       expect(error.message).toMatch(/aborted/i);
@@ -86,7 +94,10 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
       const { transport, tool, uncaught } = await connect(server.adapter, { timeoutMs: 300 });
       const started = performance.now();
-      const error = (await tool("late")({ ms: 900 }, opts()).then(() => undefined, (e: unknown) => e)) as Error & {
+      const error = (await tool("late")({ ms: 900 }, opts()).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as Error & {
         code?: number;
         data?: { code: string; record: { summary: string } };
       };
@@ -101,7 +112,12 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       ).toBe(true);
       const toolCalls = server.received().filter((m) => m.method === "tools/call");
       expect(toolCalls).toHaveLength(1);
-      expect(server.received().filter((m) => m.method === "notifications/cancelled").map((m) => m.params?.requestId)).toEqual([toolCalls[0]!.id]);
+      expect(
+        server
+          .received()
+          .filter((m) => m.method === "notifications/cancelled")
+          .map((m) => m.params?.requestId),
+      ).toEqual([toolCalls[0]!.id]);
       expect(uncaught).toEqual([]);
       expect(transport.pendingCount).toBe(0);
     });
@@ -116,12 +132,19 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
           callOptions: (method) => (method === "tools/call" ? ({ timeoutMs: 2.5, reason: label } as never) : undefined),
         });
         for (let call = 0; call < 2; call++) {
-          const error = (await tool("echo")({ text: "hi" }, opts()).then(() => undefined, (e: unknown) => e)) as Error & { code?: string; option?: string };
+          const error = (await tool("echo")({ text: "hi" }, opts()).then(
+            () => undefined,
+            (e: unknown) => e,
+          )) as Error & { code?: string; option?: string };
           expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "timeoutMs" });
-          expect(error.message).toMatch(/^cancellableTransport callOptions\("tools\/call", params\) returned an invalid option, so tools\/call "echo" was not sent: call options: "timeoutMs" must be an integer/);
+          expect(error.message).toMatch(
+            /^cancellableTransport callOptions\("tools\/call", params\) returned an invalid option, so tools\/call "echo" was not sent: call options: "timeoutMs" must be an integer/,
+          );
         }
         await sleep(50);
-        const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes("received 2.5"));
+        const ours = warnings.filter(
+          (w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes("received 2.5"),
+        );
         expect(ours).toHaveLength(1);
         const calls = transport.records().filter((r) => r.method === "tools/call");
         expect(calls.map((r) => [r.status, r.outcome, r.error?.code])).toEqual([
@@ -140,7 +163,12 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
     // v1 transport under the AI SDK, and close() must leave no stream open.
     {
-      const [era, start, make, mechanism] = ["2025-era, v1 stateful server, v1 transport", () => startV1({ stateful: true }), (url: URL) => streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })), "notification+stream-close"] as const;
+      const [era, start, make, mechanism] = [
+        "2025-era, v1 stateful server, v1 transport",
+        () => startV1({ stateful: true }),
+        (url: URL) => streamableHttpCancellation(new TransportV1(url, { fetch: cancellableFetch() })),
+        "notification+stream-close",
+      ] as const;
       it(`Streamable HTTP (${era}): the abortSignal closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
         const http: TestServer = await start();
         open.push(() => http.stop());

@@ -6,7 +6,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { CancellableMCPServer, CancellableMCPServerStdio, CancellableMCPServerStreamableHttp } from "../../src/integrations/openai-agents/index.js";
+import {
+  CancellableMCPServer,
+  CancellableMCPServerStdio,
+  CancellableMCPServerStreamableHttp,
+} from "../../src/integrations/openai-agents/index.js";
 import type { AwaitVerification, CancellableMCPServerOptions } from "../../src/integrations/openai-agents/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { isCallTimeoutError } from "../../src/index.js";
@@ -21,7 +25,9 @@ export interface AgentsModule {
   Runner: new (config?: any) => { run(agent: any, input: string, options?: any): Promise<{ finalOutput?: unknown }> };
   Usage: new () => unknown;
   RunContext: new () => unknown;
-  getAllMcpTools(servers: unknown[]): Promise<Array<{ name: string; invoke(context: unknown, input: string, details?: unknown): Promise<unknown> }>>;
+  getAllMcpTools(
+    servers: unknown[],
+  ): Promise<Array<{ name: string; invoke(context: unknown, input: string, details?: unknown): Promise<unknown> }>>;
 }
 
 /** A Model that asks for one tool call, then answers "done" with whatever the tool returned in view. */
@@ -112,7 +118,9 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
     const transport = (server.client as unknown as { transport: { stderr: NodeJS.ReadableStream | null } }).transport;
     transport.stderr?.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n")));
     const received = () =>
-      lines.filter((l) => l.startsWith("RECV ")).map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
+      lines
+        .filter((l) => l.startsWith("RECV "))
+        .map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: { requestId?: number } });
     return { server, received };
   }
 
@@ -128,7 +136,10 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       expect(await eventually(() => server.pendingCount === 1 && /STARTED /.test(stderr()), 5_000)).toBe(true);
       const abortedAt = performance.now();
       controller.abort(reason);
-      const error = await running.then(() => undefined, (e: unknown) => e);
+      const error = await running.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
       expect(error).toBe(reason); // the Agents runtime's abort, not a tool error handed to the model
       expect(await eventually(() => /ABORTED /.test(stderr()), 5_000)).toBe(true);
@@ -182,10 +193,17 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       const m = model("silent", {});
       const error = await runner()
         .run(agentWith(server, m), "go")
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       const chain: unknown[] = [];
       // Agents wraps it in its ToolCallError (`.error`); older lines may use `cause`.
-      for (let e: unknown = error; e != null && chain.length < 5; e = (e as { error?: unknown; cause?: unknown }).error ?? (e as { cause?: unknown }).cause) {
+      for (
+        let e: unknown = error;
+        e != null && chain.length < 5;
+        e = (e as { error?: unknown; cause?: unknown }).error ?? (e as { cause?: unknown }).cause
+      ) {
         chain.push(e);
       }
       expect((error as Error).name).toBe("ToolCallError");
@@ -212,12 +230,20 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
         const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION");
         expect(ours).toHaveLength(1);
         expect(ours[0]!.name).toBe("McpCancellableWarning");
-        expect(ours[0]!.message).toContain(`CancellableMCPServer "agents-mistake-${label}" callOptions("echo", args) returned an invalid option`);
+        expect(ours[0]!.message).toContain(
+          `CancellableMCPServer "agents-mistake-${label}" callOptions("echo", args) returned an invalid option`,
+        );
         expect(ours[0]!.message).toContain('unknown option "timeout"; use "timeoutMs" instead of the SDK\'s "timeout"');
         const calls = server.records().filter((r) => r.method === "tools/call");
         expect(calls).toHaveLength(2);
         for (const call of calls) {
-          expect(call).toMatchObject({ status: "failed", outcome: "not-sent", requestId: null, name: "echo", error: { code: "INVALID_OPTION" } });
+          expect(call).toMatchObject({
+            status: "failed",
+            outcome: "not-sent",
+            requestId: null,
+            name: "echo",
+            error: { code: "INVALID_OPTION" },
+          });
           expect(call.summary).toMatch(/^failed \(INVALID_OPTION CancellableMCPServer /);
         }
         expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
@@ -227,7 +253,10 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
     });
 
     for (const [found, text] of [
-      ["applied", /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/],
+      [
+        "applied",
+        /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again/,
+      ],
       ["not-applied", /cancelled after 0\.\d s; the report was not created/],
     ] as const) {
       it(`awaitVerification: a timed-out side effect is verified (${found}) before the model's next turn, whose input states it; the tool went out once`, async () => {
@@ -280,14 +309,21 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       m.onTurn = () => atTurns.push(server.records().find((r) => r.method === "tools/call")?.outcome);
       await runner().run(agentWith(server, m), "go");
       expect(atTurns).toEqual([undefined, "unverified"]);
-      expect(await eventually(() => server.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(true);
+      expect(await eventually(() => server.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(
+        true,
+      );
     });
 
     // The server's own abort, idle and maximum total timeouts and lost connections over Streamable
     // HTTP, in both eras, are rows of the entry-point contract (test/contract/entry-points-http.test.ts);
     // here the Runner drives the call, and close() must leave no stream open.
     {
-      const [era, start, clientOptions, mechanism] = ["2025-era, v1 stateful server", () => startV1({ stateful: true }), undefined, "notification+stream-close"] as const;
+      const [era, start, clientOptions, mechanism] = [
+        "2025-era, v1 stateful server",
+        () => startV1({ stateful: true }),
+        undefined,
+        "notification+stream-close",
+      ] as const;
       it(`Streamable HTTP (${era}): the run's abort closes that request's stream, the handler aborts, the tools/call went out once`, async () => {
         const http: TestServer = await start();
         open.push(() => http.stop());
@@ -299,7 +335,10 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
         const running = runner().run(agentWith(server, m), "go", { signal: controller.signal });
         expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
         controller.abort();
-        const error = await running.then(() => undefined, (e: unknown) => e);
+        const error = await running.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(error).toBe(controller.signal.reason);
         expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
         expect(await eventually(() => seen(http, "tools/call")[0]?.close !== undefined, 3_000)).toBe(true);

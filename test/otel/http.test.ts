@@ -88,7 +88,11 @@ describe.each([
     await expect(mcp.request({ method: "prompts/get", params: { name: "nope" } })).rejects.toThrow();
     const [span] = otel.spans();
     expect(span!.name).toBe("prompts/get nope");
-    expect(span!.attributes).toMatchObject({ "mcp.method.name": "prompts/get", "gen_ai.prompt.name": "nope", "mcp_cancellable.call.status": "failed" });
+    expect(span!.attributes).toMatchObject({
+      "mcp.method.name": "prompts/get",
+      "gen_ai.prompt.name": "nope",
+      "mcp_cancellable.call.status": "failed",
+    });
     expect(span!.attributes["error.type"]).toBe(serverError);
     expect(span!.attributes["rpc.response.status_code"]).toBe(rpcCode ? serverError : undefined);
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
@@ -96,7 +100,9 @@ describe.each([
 
   it(`a timeout: error.type timeout, the cancel event says ${mechanism}, the server sees the stream close`, async () => {
     const { mcp, otel } = await setUp(pin);
-    await expect(mcp.callTool({ name: "slow", arguments: { ms: 3_000 } }, { timeoutMs: 150 })).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    await expect(mcp.callTool({ name: "slow", arguments: { ms: 3_000 } }, { timeoutMs: 150 })).rejects.toMatchObject({
+      code: "REQUEST_TIMEOUT",
+    });
     const [span] = otel.spans();
     const [record] = mcp.records();
     expect(span!.attributes).toEqual({
@@ -119,7 +125,8 @@ describe.each([
         },
       },
     ]);
-    const closed = () => server.events.some((e) => e.kind === "close" && e.rpc === "tools/call" && e.id === record!.requestId && e.writableFinished === false);
+    const closed = () =>
+      server.events.some((e) => e.kind === "close" && e.rpc === "tools/call" && e.id === record!.requestId && e.writableFinished === false);
     expect(await eventually(closed, 3_000)).toBe(true);
     expect((await otel.duration()).points.map((p) => p.attributes)).toEqual([{ ...tool("slow"), "error.type": "timeout" }]);
   });

@@ -150,7 +150,9 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
 
   it("the maximum total timeout: error.type max_total_timeout", async () => {
     const { mcp, otel } = await setUp();
-    await expect(mcp.callTool({ name: "silent" }, { timeoutMs: 5_000, maxTotalTimeoutMs: 40 })).rejects.toMatchObject({ code: "MAX_TOTAL_TIMEOUT" });
+    await expect(mcp.callTool({ name: "silent" }, { timeoutMs: 5_000, maxTotalTimeoutMs: 40 })).rejects.toMatchObject({
+      code: "MAX_TOTAL_TIMEOUT",
+    });
     const [span] = otel.spans();
     expect(span!.attributes).toMatchObject({
       "error.type": "max_total_timeout",
@@ -204,7 +206,12 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     expect(otel.spans()).toHaveLength(1); // the call span ended when the caller was released
     await error.verification;
     const [span, verify] = otel.spans();
-    expect(verify).toMatchObject({ name: "verify tools/call silent", kind: "INTERNAL", traceId: span!.traceId, parentSpanId: span!.spanId });
+    expect(verify).toMatchObject({
+      name: "verify tools/call silent",
+      kind: "INTERNAL",
+      traceId: span!.traceId,
+      parentSpanId: span!.spanId,
+    });
     expect(verify!.attributes).toMatchObject({
       "mcp_cancellable.call.outcome": "verified-not-applied",
       "mcp_cancellable.record.revision": 1,
@@ -231,7 +238,9 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
 
   it("late progress after a cancel: one follow-up span per discarded message", async () => {
     const { mcp, otel } = await setUp();
-    await expect(mcp.callTool({ name: "progress", arguments: { every: 15 } }, { timeoutMs: 5_000, maxTotalTimeoutMs: 50, onprogress: () => {} })).rejects.toThrow();
+    await expect(
+      mcp.callTool({ name: "progress", arguments: { every: 15 } }, { timeoutMs: 5_000, maxTotalTimeoutMs: 50, onprogress: () => {} }),
+    ).rejects.toThrow();
     expect(await eventually(() => otel.spans().length >= 3, 3_000)).toBe(true);
     const [call, ...late] = otel.spans();
     expect(call!.attributes["mcp_cancellable.progress.count"]).toBeGreaterThan(0);
@@ -272,7 +281,9 @@ describe("otel over stdio: what goes to the server, and opt-ins", () => {
   it("inside an outer execute_tool span for the same tool: the MCP attributes go on it, no span of ours, the outer owner ends it", async () => {
     context.setGlobalContextManager(new StackContextManager());
     const { mcp, otel } = await setUp();
-    const outer = otel.tracer.startSpan("execute_tool echo", { attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo" } });
+    const outer = otel.tracer.startSpan("execute_tool echo", {
+      attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo" },
+    });
     await context.with(trace.setSpan(context.active(), outer), () => mcp.callTool({ name: "echo" }));
     expect(otel.spans()).toEqual([]);
     outer.end();
@@ -280,7 +291,9 @@ describe("otel over stdio: what goes to the server, and opt-ins", () => {
     expect(span!.name).toBe("execute_tool echo");
     expect(span!.attributes).toMatchObject({ ...tool("echo"), "jsonrpc.request.id": "1", "mcp_cancellable.call.outcome": "completed" });
     // Another tool's span is not borrowed: ours is its child.
-    const other = otel.tracer.startSpan("execute_tool other", { attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "other" } });
+    const other = otel.tracer.startSpan("execute_tool other", {
+      attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "other" },
+    });
     await context.with(trace.setSpan(context.active(), other), () => mcp.callTool({ name: "echo" }));
     other.end();
     const ours = otel.spans().find((s) => s.name === "tools/call echo")!;

@@ -46,7 +46,8 @@ describe("docs/spec-rules.md", () => {
 
   it("lists every rule the code, tests, demo and docs cite, each with its text and a source", () => {
     const cited = new Map<number, string>();
-    for (const file of SOURCES) for (const rule of citedRules(read(file))) if (!cited.has(rule)) cited.set(rule, relative(root, join(root, file)));
+    for (const file of SOURCES)
+      for (const rule of citedRules(read(file))) if (!cited.has(rule)) cited.set(rule, relative(root, join(root, file)));
     expect(cited.size).toBeGreaterThan(15);
     const missing = [...cited].filter(([rule]) => !rows.has(rule)).map(([rule, file]) => `rule ${rule} (cited in ${file})`);
     expect(missing).toEqual([]);
@@ -57,7 +58,9 @@ describe("docs/spec-rules.md", () => {
   });
 
   it("the scanner reads every form of citation", () => {
-    expect(citedRules("rule 6; rules 9, 10; rules 14-16; rules 9 and 11; rules: [6, 28, 40]")).toEqual([6, 9, 10, 14, 15, 16, 9, 11, 6, 28, 40]);
+    expect(citedRules("rule 6; rules 9, 10; rules 14-16; rules 9 and 11; rules: [6, 28, 40]")).toEqual([
+      6, 9, 10, 14, 15, 16, 9, 11, 6, 28, 40,
+    ]);
   });
 });
 

@@ -12,7 +12,14 @@ const ENTRIES = ["src/index.ts", "src/core.ts", "src/adapters/stdio/index.ts", "
 describe("public exports", () => {
   const program = ts.createProgram(
     ENTRIES.map((entry) => resolve(root, entry)),
-    { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, skipLibCheck: true, noEmit: true },
+    {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      strict: true,
+      skipLibCheck: true,
+      noEmit: true,
+    },
   );
   const checker = program.getTypeChecker();
 

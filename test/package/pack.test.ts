@@ -34,7 +34,11 @@ const SOURCES: Record<string, string> = {
   "./mastra": "src/integrations/mastra/index.ts",
 };
 
-const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { name: string; version: string; exports: Record<string, unknown> };
+const pkg = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+  exports: Record<string, unknown>;
+};
 /** The JavaScript subpaths of "exports" other than the root, such as "./stdio". */
 const subpaths = Object.keys(pkg.exports).filter((k) => k !== "." && !k.endsWith(".json"));
 
@@ -85,7 +89,11 @@ beforeAll(async () => {
   cpSync(consumerFixtures, consumer, { recursive: true });
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }));
   try {
-    await sh("npm", ["install", tarball, SDK, OTEL_API, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"], consumer);
+    await sh(
+      "npm",
+      ["install", tarball, SDK, OTEL_API, "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--no-package-lock"],
+      consumer,
+    );
   } catch (error) {
     const reachable = await sh("npm", ["ping"], consumer, 15_000).then(
       () => true,
@@ -130,7 +138,9 @@ const NODE_ONLY = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 describe("the package as installed", () => {
   it("packs built files from a clone without dist/ (prepack builds), without source maps", () => {
     const paths = packInfo.files.map((f) => f.path);
-    expect(paths).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js", "docs/spec-rules.md"]));
+    expect(paths).toEqual(
+      expect.arrayContaining(["dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/cli.js", "dist/core.js", "docs/spec-rules.md"]),
+    );
     expect(paths.filter((p) => p.endsWith(".map"))).toEqual([]);
     // What a user downloads and unpacks, stated in docs/package.md: a bound, not a speed.
     const library = packInfo.files.filter((f) => f.path.startsWith("dist/") && f.path !== "dist/cli.js");
@@ -149,7 +159,10 @@ describe("the package as installed", () => {
     // attached clients. The executable (cli.js) is a bundle of its own and is not counted.
     const dist = join(installed, "dist");
     const defining = (ext: string) =>
-      readdirSync(dist).filter((f) => f.endsWith(ext) && f !== "cli.js" && /\bCallTimeoutError = (?:\(_class\d* = )?class\b/.test(readFileSync(join(dist, f), "utf8")));
+      readdirSync(dist).filter(
+        (f) =>
+          f.endsWith(ext) && f !== "cli.js" && /\bCallTimeoutError = (?:\(_class\d* = )?class\b/.test(readFileSync(join(dist, f), "utf8")),
+      );
     expect(defining(".js")).toHaveLength(1);
     expect(defining(".cjs")).toHaveLength(1);
   });
@@ -188,7 +201,11 @@ describe("the package as installed", () => {
       expect(result.version).toBe(pkg.version);
       for (const subpath of [".", ...subpaths]) {
         const source = (await import(resolve(root, SOURCES[subpath]!))) as Record<string, unknown>;
-        expect(result.exports[subpath], subpath).toEqual(Object.keys(source).filter((k) => k !== "default").sort());
+        expect(result.exports[subpath], subpath).toEqual(
+          Object.keys(source)
+            .filter((k) => k !== "default")
+            .sort(),
+        );
       }
       expect(result.exports["."]).toContain("withCancellation");
       expect(result.exports["./stdio"]).toContain("stdioCancellation");
@@ -205,8 +222,14 @@ describe("the package as installed", () => {
     for (const entry of ["dist/index.js", "dist/index.cjs"]) {
       const { files, specifiers } = reach(join(installed, entry));
       expect(files.length, entry).toBeGreaterThanOrEqual(1);
-      expect(specifiers.filter((s) => NODE_ONLY.has(s)), entry).toEqual([]);
-      expect(specifiers.filter((s) => s.startsWith("@modelcontextprotocol/")), entry).toEqual([]);
+      expect(
+        specifiers.filter((s) => NODE_ONLY.has(s)),
+        entry,
+      ).toEqual([]);
+      expect(
+        specifiers.filter((s) => s.startsWith("@modelcontextprotocol/")),
+        entry,
+      ).toEqual([]);
       expect(specifiers, entry).toEqual(["zod"]); // p-timeout is bundled (ESM only upstream)
     }
   });
@@ -217,7 +240,10 @@ describe("the package as installed", () => {
       const name = subpath === "." ? "index" : subpath.slice(2);
       for (const entry of [`dist/${name}.js`, `dist/${name}.cjs`]) {
         const { specifiers } = reach(join(installed, entry));
-        expect(specifiers.filter((s) => s.startsWith("@openai/") || s.startsWith("@ai-sdk/")), entry).toEqual([]);
+        expect(
+          specifiers.filter((s) => s.startsWith("@openai/") || s.startsWith("@ai-sdk/")),
+          entry,
+        ).toEqual([]);
       }
     }
     // The integrations' types name their framework; the root's and the adapters' never do.
@@ -300,7 +326,8 @@ describe("each integration installed as docs/package.md says, running its call",
       expect(docs, line).toContain(line);
       expect(readme, line).toContain(line);
       // what is installed here is that line, pinned
-      for (const name of line.split(" ").slice(3)) expect(INTEGRATION_PACKAGES.some((p) => p.startsWith(name.replace(/@\d+(\.\d+)*$/, "")))).toBe(true);
+      for (const name of line.split(" ").slice(3))
+        expect(INTEGRATION_PACKAGES.some((p) => p.startsWith(name.replace(/@\d+(\.\d+)*$/, "")))).toBe(true);
     }
   });
 
@@ -314,7 +341,11 @@ describe("each integration installed as docs/package.md says, running its call",
   it("Vercel AI SDK (@ai-sdk/mcp 1.x): the tool's execute rejects -32001 at our bound", async (ctx) => {
     if (skipped !== undefined) ctx.skip(skipped);
     const result = await runScript("ai-sdk.mjs");
-    expect(result).toEqual({ code: -32001, dataCode: "REQUEST_TIMEOUT", records: ["succeeded", "cancelled (timeout), outcome unverified"] });
+    expect(result).toEqual({
+      code: -32001,
+      dataCode: "REQUEST_TIMEOUT",
+      records: ["succeeded", "cancelled (timeout), outcome unverified"],
+    });
   });
 
   it("LangChain JS (loadMcpTools over mcp.sdkClient): the tool's invoke fails naming our timeout", async (ctx) => {

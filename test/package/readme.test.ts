@@ -5,7 +5,12 @@ const root = new URL("../../", import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), "utf8");
 
 /** README.md and every page of docs/. */
-const PAGES = ["README.md", ...readdirSync(new URL("docs/", root)).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
+const PAGES = [
+  "README.md",
+  ...readdirSync(new URL("docs/", root))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+];
 
 /**
  * Every TypeScript block of a page with the example file its marker names. A block that shows
@@ -27,7 +32,8 @@ describe("README and docs", () => {
     expect(quickStart).toBeGreaterThan(-1);
     expect(readme.slice(0, quickStart).split("\n").length).toBeLessThan(15);
     const code = read("examples/quick-start.ts");
-    for (const step of ["withCancellation(", "client.connect(mcp.transport)", "timeoutMs:", "isCallTimeoutError("]) expect(code).toContain(step);
+    for (const step of ["withCancellation(", "client.connect(mcp.transport)", "timeoutMs:", "isCallTimeoutError("])
+      expect(code).toContain(step);
     expect(code.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("import ")).length).toBeLessThanOrEqual(14);
     expect(readme.split("\n").length).toBeLessThan(120);
   });

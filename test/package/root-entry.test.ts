@@ -54,8 +54,14 @@ describe("the root entry", () => {
   it("the root and the adapters never reach a framework integration; the integrations import their framework for types only", () => {
     for (const entry of ["index.ts", "adapters/stdio/index.ts", "adapters/streamable-http/index.ts"]) {
       const modules = reach(resolve(src, entry));
-      expect([...modules.keys()].filter((file) => file.includes("/integrations/")), entry).toEqual([]);
-      expect([...modules.values()].flat().filter((s) => s.startsWith("@openai/") || s.startsWith("@ai-sdk/")), entry).toEqual([]);
+      expect(
+        [...modules.keys()].filter((file) => file.includes("/integrations/")),
+        entry,
+      ).toEqual([]);
+      expect(
+        [...modules.values()].flat().filter((s) => s.startsWith("@openai/") || s.startsWith("@ai-sdk/")),
+        entry,
+      ).toEqual([]);
     }
     for (const integration of ["openai-agents", "ai-sdk"]) {
       const text = readFileSync(resolve(src, `integrations/${integration}/index.ts`), "utf8");

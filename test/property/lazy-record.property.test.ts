@@ -25,7 +25,10 @@ const event = fc.oneof(
   { arbitrary: fc.record({ type: fc.constant("abort" as const) }), weight: 1 },
   { arbitrary: fc.record({ type: fc.constant("close" as const) }), weight: 1 },
   {
-    arbitrary: fc.record({ type: fc.constant("late" as const), kind: fc.constantFrom("result" as const, "error" as const, "progress" as const) }),
+    arbitrary: fc.record({
+      type: fc.constant("late" as const),
+      kind: fc.constantFrom("result" as const, "error" as const, "progress" as const),
+    }),
     weight: 2,
   },
   {
@@ -71,13 +74,16 @@ function makeSide(opts: Opts, eager: boolean, sessions: () => string | undefined
   side.call = new CancellableCall<unknown>({
     method: "tools/call",
     name: "report",
-    options: resolveCallOptions({}, {
-      timeoutMs: opts.timeoutMs,
-      maxTotalTimeoutMs: opts.maxTotalTimeoutMs,
-      resetTimeoutOnProgress: opts.resetTimeoutOnProgress,
-      ...(opts.reason === undefined ? {} : { reason: opts.reason }),
-      signal: controller.signal,
-    }),
+    options: resolveCallOptions(
+      {},
+      {
+        timeoutMs: opts.timeoutMs,
+        maxTotalTimeoutMs: opts.maxTotalTimeoutMs,
+        resetTimeoutOnProgress: opts.resetTimeoutOnProgress,
+        ...(opts.reason === undefined ? {} : { reason: opts.reason }),
+        signal: controller.signal,
+      },
+    ),
     clock: () => Date.now(),
     timers: { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) },
     ids: { callId: 7, connectionId: 3, sessionId: sessions },

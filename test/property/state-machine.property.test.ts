@@ -22,7 +22,10 @@ const event = fc.oneof(
   { arbitrary: fc.record({ type: fc.constant("abort" as const) }), weight: 1 },
   { arbitrary: fc.record({ type: fc.constant("close" as const) }), weight: 1 },
   {
-    arbitrary: fc.record({ type: fc.constant("late" as const), kind: fc.constantFrom("result" as const, "error" as const, "progress" as const) }),
+    arbitrary: fc.record({
+      type: fc.constant("late" as const),
+      kind: fc.constantFrom("result" as const, "error" as const, "progress" as const),
+    }),
     weight: 1,
   },
 );

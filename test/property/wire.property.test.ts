@@ -80,7 +80,13 @@ describe("property: the wire decorator and the facade under random interleavings
           if (a.type === "call") {
             const controller = a.signal === "own" ? new AbortController() : undefined;
             const signal =
-              a.signal === "own" ? controller!.signal : a.signal === "shared" ? shared.signal : a.signal === "pre-aborted" ? AbortSignal.abort() : undefined;
+              a.signal === "own"
+                ? controller!.signal
+                : a.signal === "shared"
+                  ? shared.signal
+                  : a.signal === "pre-aborted"
+                    ? AbortSignal.abort()
+                    : undefined;
             const tracked: Tracked = { controller, id: undefined, status: "pending", settleCount: 0 };
             const before = issued().length;
             calls.push(tracked);

@@ -25,7 +25,10 @@ describe("mcp-cancellable proxy: command line", () => {
       [["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "node"], /give exactly one upstream/],
       [["proxy", "server.js"], /put the server's command after "--"/],
       [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms, got 0/],
-      [["proxy", "--max-total-timeout-ms", "soon", "--", "node"], /--max-total-timeout-ms: expected a whole number of milliseconds or "none"/],
+      [
+        ["proxy", "--max-total-timeout-ms", "soon", "--", "node"],
+        /--max-total-timeout-ms: expected a whole number of milliseconds or "none"/,
+      ],
       [["proxy", "--url", "ftp://x"], /--url: expected http:\/\/ or https:\/\//],
       [["proxy", "--url", "http://x/mcp", "--header", "no colon"], /--header: expected "Name: value"/],
       [["proxy", "--header", "A: b", "--", "node"], /--header and --era are for --url/],
@@ -49,13 +52,24 @@ describe("mcp-cancellable proxy: command line", () => {
 
   it("limits: tool over method over the command line over the file's defaults over the built-in ones; null is no limit", () => {
     const config = parseConfig(
-      { defaults: { timeoutMs: 1_000, maxTotalTimeoutMs: null }, methods: { "tools/call": { timeoutMs: 2_000 } }, tools: { slow: { timeoutMs: 3_000, resetTimeoutOnProgress: false } } },
+      {
+        defaults: { timeoutMs: 1_000, maxTotalTimeoutMs: null },
+        methods: { "tools/call": { timeoutMs: 2_000 } },
+        tools: { slow: { timeoutMs: 3_000, resetTimeoutOnProgress: false } },
+      },
       "c.json",
     );
-    expect(limitsFor(config, {}, "tools/list", null)).toEqual({ timeoutMs: 1_000, maxTotalTimeoutMs: Infinity, resetTimeoutOnProgress: true });
+    expect(limitsFor(config, {}, "tools/list", null)).toEqual({
+      timeoutMs: 1_000,
+      maxTotalTimeoutMs: Infinity,
+      resetTimeoutOnProgress: true,
+    });
     expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/list", null).timeoutMs).toBe(1_500);
     expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/call", "fast").timeoutMs).toBe(2_000);
-    expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/call", "slow")).toMatchObject({ timeoutMs: 3_000, resetTimeoutOnProgress: false });
+    expect(limitsFor(config, { timeoutMs: 1_500 }, "tools/call", "slow")).toMatchObject({
+      timeoutMs: 3_000,
+      resetTimeoutOnProgress: false,
+    });
     // A tool entry applies to tools/call only, and "__proto__"-like names are plain names.
     expect(limitsFor(config, {}, "prompts/get", "slow").timeoutMs).toBe(1_000);
     expect(limitsFor(config, {}, "tools/call", "constructor").timeoutMs).toBe(2_000);

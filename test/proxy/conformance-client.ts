@@ -64,7 +64,8 @@ try {
   await client.close();
   clearTimeout(watchdog);
   // The proxy writes its count when the client closes its stdin: without it nothing went through the proxy.
-  for (let waited = 0; !/mcp-cancellable proxy: done: /.test(proxyStderr) && waited < 5_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  for (let waited = 0; !/mcp-cancellable proxy: done: /.test(proxyStderr) && waited < 5_000; waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
   const done = /mcp-cancellable proxy: done: [^\n]*/.exec(proxyStderr)?.[0];
   if (done === undefined) {
     log("the proxy never reported its end: was it between the client and the server?");

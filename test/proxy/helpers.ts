@@ -114,7 +114,8 @@ export class RawClient {
   /** The first message answering `id`, waited for at most `ms`. */
   async answer(id: string | number, ms = 8_000): Promise<Record<string, any>> {
     const found = await eventually(() => this.messages.some((m) => m.id === id && m.method === undefined), ms);
-    if (!found) throw new Error(`no answer for ${JSON.stringify(id)} within ${ms} ms; got ${JSON.stringify(this.messages)}\n${this.stderr}`);
+    if (!found)
+      throw new Error(`no answer for ${JSON.stringify(id)} within ${ms} ms; got ${JSON.stringify(this.messages)}\n${this.stderr}`);
     return this.messages.find((m) => m.id === id && m.method === undefined)!;
   }
 

@@ -39,10 +39,14 @@ describe("proxy --url: Streamable HTTP upstream", () => {
   it("2025 era (v1 stateful server): answered; an abort POSTs one notifications/cancelled with the session and the upstream id, then closes the stream", async () => {
     const server = await serve(() => startV1({ stateful: true }));
     const { client, errors } = await v1Client(["--url", server.url.href, "--header", "X-Test: 1"]);
-    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({ content: [{ text: "done after 50 ms" }] });
+    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({
+      content: [{ text: "done after 50 ms" }],
+    });
     const controller = new AbortController();
     const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal });
-    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(true);
+    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(
+      true,
+    );
     const upstreamId = seen(server, "tools/call")[1]!.http.id;
     controller.abort("user gave up");
     await expect(call).rejects.toThrow();
@@ -59,7 +63,9 @@ describe("proxy --url: Streamable HTTP upstream", () => {
   it("2025 era: the proxy's idle timeout answers -32001 and cancels upstream the same way", async () => {
     const server = await serve(() => startV1({ stateful: true }));
     const { client, errors } = await v1Client(["--url", server.url.href, "--timeout-ms", "300"]);
-    const error = await client.callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { timeout: 20_000 }).catch((e: unknown) => e);
+    const error = await client
+      .callTool({ name: "slow", arguments: { ms: 5_000 } }, undefined, { timeout: 20_000 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32001);
     expect((error as McpError).data).toMatchObject({ trigger: "timeout", limitMs: 300 });
@@ -81,10 +87,14 @@ describe("proxy --url: Streamable HTTP upstream", () => {
     open.push(() => client.close());
     expect(client.getNegotiatedProtocolVersion()).toMatch(/^2025-/);
     expect(seen(server, "initialize")).toHaveLength(1);
-    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({ content: [{ text: "done after 50 ms" }] });
+    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({
+      content: [{ text: "done after 50 ms" }],
+    });
     const controller = new AbortController();
     const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
-    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(true);
+    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(
+      true,
+    );
     const upstreamId = seen(server, "tools/call")[1]!.http.id;
     controller.abort("user gave up");
     await expect(call).rejects.toThrow();
@@ -108,10 +118,14 @@ describe("proxy --url: Streamable HTTP upstream", () => {
     client.onerror = (error) => errors.push(error);
     await client.connect(transport);
     open.push(() => client.close());
-    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({ content: [{ text: "done after 50 ms" }] });
+    await expect(client.callTool({ name: "slow", arguments: { ms: 50 } })).resolves.toMatchObject({
+      content: [{ text: "done after 50 ms" }],
+    });
     const controller = new AbortController();
     const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
-    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(true);
+    expect(await eventually(() => seen(server, "tools/call").length === 2 && started(server, seen(server, "tools/call")[1]!.http.id))).toBe(
+      true,
+    );
     controller.abort("user gave up");
     await expect(call).rejects.toThrow();
     expect(await eventually(() => sawDisconnect(seen(server, "tools/call")[1]))).toBe(true);

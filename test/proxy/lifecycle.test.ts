@@ -61,7 +61,9 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     const calls = seen.filter((m) => m.method === "tools/call" && m.params.name === "late");
     expect(calls).toHaveLength(1);
     const cancels = seen.filter((m) => m.method === "notifications/cancelled");
-    expect(cancels).toEqual([{ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: calls[0]!.id, reason: "user pressed stop" } }]);
+    expect(cancels).toEqual([
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: calls[0]!.id, reason: "user pressed stop" } },
+    ]);
     expect(client.answersTo("slow")).toEqual([]); // the late result never reached the client
   });
 
@@ -87,12 +89,25 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     const answer = await client.answer("quiet");
     expect(answer.error.code).toBe(-32001);
     expect(answer.error.message).toMatch(/tools\/call "silent" timed out after 300 ms/);
-    expect(answer.error.data).toMatchObject({ code: "REQUEST_TIMEOUT", trigger: "timeout", limitMs: 300, summary: "cancelled (timeout), outcome unverified" });
-    expect(answer.error.data.record).toMatchObject({ clientRequestId: "quiet", status: "cancelled", cancel: { mechanism: "notification" } });
+    expect(answer.error.data).toMatchObject({
+      code: "REQUEST_TIMEOUT",
+      trigger: "timeout",
+      limitMs: 300,
+      summary: "cancelled (timeout), outcome unverified",
+    });
+    expect(answer.error.data.record).toMatchObject({
+      clientRequestId: "quiet",
+      status: "cancelled",
+      cancel: { mechanism: "notification" },
+    });
     const seen = received(client.stderr);
     const upstreamId = seen.find((m) => m.method === "tools/call")!.id;
     expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"))).toBe(true);
-    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled").map((m) => m.params.requestId)).toEqual([upstreamId]);
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === "notifications/cancelled")
+        .map((m) => m.params.requestId),
+    ).toEqual([upstreamId]);
     expect(answer.error.data.record.requestId).toBe(upstreamId);
   });
 
@@ -204,7 +219,10 @@ describe("mcp-cancellable proxy: --config and --records", () => {
       [{ tools: { slow: { timeoutMs: 0 } } }, /"tools\.slow\.timeoutMs" must be an integer from 1 to 2147483647/],
       [{ defaults: { timeoutMS: 10 } }, /unknown key "defaults\.timeoutMS"/],
       [{ method: {} }, /unknown key "method"/],
-      [{ methods: { "tools/list": { resetTimeoutOnProgress: "yes" } } }, /"methods\.tools\/list\.resetTimeoutOnProgress" must be true or false, got "yes"/],
+      [
+        { methods: { "tools/list": { resetTimeoutOnProgress: "yes" } } },
+        /"methods\.tools\/list\.resetTimeoutOnProgress" must be true or false, got "yes"/,
+      ],
     ];
     for (const [config, message] of cases) {
       const file = join(dir, "bad.json");
@@ -225,7 +243,14 @@ describe("mcp-cancellable proxy: --config and --records", () => {
 
   it("--config: a tool's entry wins over its method's, which wins over the defaults and the command line", async () => {
     const file = join(dir, "limits.json");
-    writeFileSync(file, JSON.stringify({ defaults: { timeoutMs: 5_000 }, methods: { "tools/call": { timeoutMs: 4_000 } }, tools: { silent: { timeoutMs: 200 } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        defaults: { timeoutMs: 5_000 },
+        methods: { "tools/call": { timeoutMs: 4_000 } },
+        tools: { silent: { timeoutMs: 200 } },
+      }),
+    );
     const client = start(["--config", file, "--timeout-ms", "3000", ...server(SCRIPTED, "--list-all")]);
     await client.initialize();
     client.send(call("s", "silent"));
@@ -248,7 +273,10 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     await client.answer("timeout");
     await sleep(400); // the late result of "cancelled" arrives and is discarded
     expect((await client.end()).code).toBe(0);
-    const lines = readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, any>);
+    const lines = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, any>);
     const last = new Map<number, Record<string, any>>();
     for (const line of lines) last.set(line.callId, line);
     expect(last.size).toBe(3);

@@ -91,7 +91,10 @@ describe("proxy --otel", () => {
     const a = start(["--otel", ...server(fixture("sdk-stdio-server.mjs"))], { OTEL_TRACES_EXPORTER: "zipkin" });
     expect((await a.exited).code).toBe(2);
     expect(a.stderr).toMatch(/OTEL_TRACES_EXPORTER: .*"zipkin"/);
-    const b = start(["--otel", ...server(fixture("sdk-stdio-server.mjs"))], { OTEL_TRACES_EXPORTER: "otlp", OTEL_EXPORTER_OTLP_PROTOCOL: "carrier-pigeon" });
+    const b = start(["--otel", ...server(fixture("sdk-stdio-server.mjs"))], {
+      OTEL_TRACES_EXPORTER: "otlp",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "carrier-pigeon",
+    });
     expect((await b.exited).code).toBe(2);
     expect(b.stderr).toMatch(/OTEL_EXPORTER_OTLP_PROTOCOL: .*"carrier-pigeon"/);
   });
@@ -108,15 +111,21 @@ describe("proxy --otel", () => {
     symlinkSync(resolve("node_modules/@modelcontextprotocol/sdk"), join(dir, "node_modules/@modelcontextprotocol/sdk"));
     mkdirSync(join(dir, "node_modules", "@opentelemetry"));
     symlinkSync(resolve("node_modules/@opentelemetry/api"), join(dir, "node_modules/@opentelemetry/api"));
-    const child = spawn(process.execPath, ["--import", "tsx", join(dir, "src/cli/index.ts"), "proxy", "--otel", ...server(fixture("sdk-stdio-server.mjs"))], {
-      cwd: dir,
-      env: { ...process.env, OTEL_TRACES_EXPORTER: "console" },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(dir, "src/cli/index.ts"), "proxy", "--otel", ...server(fixture("sdk-stdio-server.mjs"))],
+      {
+        cwd: dir,
+        env: { ...process.env, OTEL_TRACES_EXPORTER: "console" },
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const code = await new Promise<number | null>((done) => child.once("close", done));
-    expect(stderr).toMatch(/--otel needs @opentelemetry\/sdk-trace-base, which is not installed: npm install @opentelemetry\/api @opentelemetry\/sdk-trace-base/);
+    expect(stderr).toMatch(
+      /--otel needs @opentelemetry\/sdk-trace-base, which is not installed: npm install @opentelemetry\/api @opentelemetry\/sdk-trace-base/,
+    );
     expect(code).toBe(2);
   });
 });

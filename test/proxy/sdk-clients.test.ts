@@ -40,19 +40,27 @@ describe("the v1 SDK client through the proxy", () => {
     await expect(call).rejects.toThrow();
     expect(await eventually(() => new RegExp(`ABORTED ${upstreamId} after \\d+ms reason="user gave up"`).test(stderr()))).toBe(true);
     await sleep(300); // the SDK server answers a cancelled call's handler anyway: it must not reach the client
-    await expect(client.listTools()).resolves.toMatchObject({ tools: expect.arrayContaining([expect.objectContaining({ name: "sleep" })]) });
+    await expect(client.listTools()).resolves.toMatchObject({
+      tools: expect.arrayContaining([expect.objectContaining({ name: "sleep" })]),
+    });
     expect(errors).toEqual([]);
   });
 
   it("the proxy's idle timeout: the client's request rejects with McpError -32001 and data naming the trigger; the handler is aborted", async () => {
     const { client, errors, stderr } = await v1(["--timeout-ms", "300", ...server(fixture("sdk-stdio-server.mjs"))]);
     const started = performance.now();
-    const error = await client.callTool({ name: "sleep", arguments: { ms: 5_000 } }, undefined, { timeout: 20_000 }).catch((e: unknown) => e);
+    const error = await client
+      .callTool({ name: "sleep", arguments: { ms: 5_000 } }, undefined, { timeout: 20_000 })
+      .catch((e: unknown) => e);
     expect(performance.now() - started).toBeLessThan(300 + SLACK_MS);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32001);
     expect((error as McpError).message).toMatch(/timed out after 300 ms/);
-    expect((error as McpError).data).toMatchObject({ trigger: "timeout", limitMs: 300, summary: "cancelled (timeout), outcome unverified" });
+    expect((error as McpError).data).toMatchObject({
+      trigger: "timeout",
+      limitMs: 300,
+      summary: "cancelled (timeout), outcome unverified",
+    });
     expect(await eventually(() => /ABORTED \S+ after \d+ms reason="Request timed out after 300 ms"/.test(stderr()))).toBe(true);
     expect(errors).toEqual([]);
   });
@@ -107,7 +115,9 @@ describe("the v1 SDK client through the proxy", () => {
 
   it("the client's own timeout (SDK timeout option): it sends its cancel, the proxy cancels upstream; the late answer never reaches the client", async () => {
     const { client, errors, stderr } = await v1(server(fixture("sdk-stdio-server.mjs")));
-    await expect(client.callTool({ name: "sleep", arguments: { ms: 2_000 } }, undefined, { timeout: 300 })).rejects.toMatchObject({ code: -32001 });
+    await expect(client.callTool({ name: "sleep", arguments: { ms: 2_000 } }, undefined, { timeout: 300 })).rejects.toMatchObject({
+      code: -32001,
+    });
     expect(await eventually(() => /ABORTED \S+ after \d+ms/.test(stderr()))).toBe(true);
     await sleep(200);
     await expect(client.callTool({ name: "sleep", arguments: { ms: 10 } })).resolves.toMatchObject({ content: [{ text: "slept 10" }] });

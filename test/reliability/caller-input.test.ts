@@ -68,7 +68,9 @@ describe("per-call options", () => {
         expect((error as Error).message).toContain(`"${option}"`);
       }
       // the same through request()
-      const viaRequest = await mcp.request({ method: "resources/read", params: { uri: "a://b" } }, { [option]: values[0] } as never).catch((e: unknown) => e);
+      const viaRequest = await mcp
+        .request({ method: "resources/read", params: { uri: "a://b" } }, { [option]: values[0] } as never)
+        .catch((e: unknown) => e);
       expect((viaRequest as InvalidOptionError).option).toBe(option);
       await flush();
       expect(peer.received.map((m) => m.method)).toEqual(["initialize", "notifications/initialized"]);
@@ -113,15 +115,19 @@ describe("per-call options", () => {
 
   it("the SDK's option names are refused with the name to use instead", async () => {
     const { mcp, peer } = await connectPeer();
-    const error = (await mcp.callTool({ name: "x" }, { timeout: 100, maxTotalTimeout: 200 } as never).catch((e: unknown) => e)) as InvalidOptionError;
+    const error = (await mcp
+      .callTool({ name: "x" }, { timeout: 100, maxTotalTimeout: 200 } as never)
+      .catch((e: unknown) => e)) as InvalidOptionError;
     expect(error).toBeInstanceOf(InvalidOptionError);
-    expect(error.message).toContain(`use "timeoutMs" instead of the SDK's "timeout", "maxTotalTimeoutMs" instead of the SDK's "maxTotalTimeout"`);
+    expect(error.message).toContain(
+      `use "timeoutMs" instead of the SDK's "timeout", "maxTotalTimeoutMs" instead of the SDK's "maxTotalTimeout"`,
+    );
     const other = (await mcp.callTool({ name: "x" }, { constructor: 1 } as never).catch((e: unknown) => e)) as InvalidOptionError;
     expect(other.message).not.toContain("instead");
     expect(peer.requests("tools/call")).toEqual([]);
   });
 
-  it("options that are not an object are refused as \"options\"", async () => {
+  it('options that are not an object are refused as "options"', async () => {
     const { mcp, peer } = await connectPeer();
     for (const options of ["fast", 42, true, null, fn, Symbol("o")]) {
       const error = (await mcp.callTool({ name: "x" }, options as never).catch((e: unknown) => e)) as InvalidOptionError;
@@ -135,7 +141,7 @@ describe("per-call options", () => {
   // Was a library bug (fixed): an array passed the `typeof === "object"` check and is refused by zod
   // with the path-less issue, so `option` is "call options" instead of "options" like every
   // other non-object, and the message reads `call options: "call options" Invalid input: ...`.
-  it("an array as options is refused as \"options\" like any other non-object", async () => {
+  it('an array as options is refused as "options" like any other non-object', async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool({ name: "x" }, [] as never).catch((e: unknown) => e)) as InvalidOptionError;
     expect(error).toBeInstanceOf(InvalidOptionError);

@@ -71,11 +71,17 @@ describe("stdio server process faults", () => {
     await nextCallFailsFast(mcp);
 
     // The same SDK Client connects again through a new wrapper and transport, and works.
-    const transport = new StdioClientTransport({ command: process.execPath, args: [fixture("reliability/bad-server.mjs")], stderr: "pipe" });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [fixture("reliability/bad-server.mjs")],
+      stderr: "pipe",
+    });
     const again = withCancellation(client, stdioCancellation(transport));
     await client.connect(again.transport);
     if (transport.pid !== null) pids.push(transport.pid);
-    await expect(again.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({ content: [{ text: expect.stringMatching(/^echo \d+$/) }] });
+    await expect(again.callTool({ name: "echo" }, { timeoutMs: 2_000 })).resolves.toMatchObject({
+      content: [{ text: expect.stringMatching(/^echo \d+$/) }],
+    });
   });
 
   it("the server calls process.exit with stdin still open mid-call: pending calls settle as connection-closed at the exit", async () => {
@@ -113,7 +119,11 @@ describe("stdio server process faults", () => {
     expect(stderrLines).toContain("STDIN-CLOSED");
     // the cancel for the first call went into a pipe with no reader: recorded on its call, once
     expect(await eventually(() => mcp.records()[0]!.revision > 0, SLACK_MS * 2)).toBe(true);
-    expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "none", sentAt: null, undelivered: { mechanism: "notification", error: expect.stringMatching(/EPIPE|destroyed|write after end/) } });
+    expect(mcp.records()[0]!.cancel).toMatchObject({
+      mechanism: "none",
+      sentAt: null,
+      undelivered: { mechanism: "notification", error: expect.stringMatching(/EPIPE|destroyed|write after end/) },
+    });
     expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), outcome unverified, cancel notification not delivered");
     // a call written now cannot reach the server: released at its own deadline, not later
     const second = await timed(mcp.callTool({ name: "echo" }, { timeoutMs: 250 }));

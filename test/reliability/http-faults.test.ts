@@ -106,7 +106,9 @@ for (const { sdk, era, connect } of SUBJECTS) {
     it("a connection reset mid-stream (after a progress event): connection-closed at the reset, the next call works", async () => {
       const client = await setup();
       const progress: number[] = [];
-      const outcome = await timed(client.mcp.callTool({ name: "reset" }, { timeoutMs: 5_000, onprogress: (p) => progress.push(p.progress) }));
+      const outcome = await timed(
+        client.mcp.callTool({ name: "reset" }, { timeoutMs: 5_000, onprogress: (p) => progress.push(p.progress) }),
+      );
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
       expect(outcome.at).toBeLessThan(50 + SLACK_MS);
       expect(progress).toEqual([1]); // what came before the reset was delivered
@@ -146,51 +148,63 @@ for (const { sdk, era, connect } of SUBJECTS) {
       });
     }
 
-    legacyIt("the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the refusal is recorded once and never reaches onerror", async () => {
-      const client = await setup();
-      const outcome = await timed(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
-      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
-      expect(outcome.at).toBeLessThan(200 + SLACK_MS);
-      expect(await eventually(() => closesOf(client.server, "no-headers").length === 1, 1_000)).toBe(true);
-      expect(await eventually(() => client.mcp.records()[0]!.revision > 0, 1_000)).toBe(true);
-      const record = client.mcp.records()[0]!;
-      expect(record.cancel).toMatchObject({
-        mechanism: "stream-close",
-        undelivered: { mechanism: "notification", error: "the server refused the notification: HTTP 500" },
-      });
-      expect(record.summary).toBe("cancelled (timeout), outcome unverified, cancel notification not delivered");
-      await sleep(200);
-      expect(cancelPosts(client.server)).toHaveLength(1); // refused: not retried
-      expect(client.mcp.records()[0]!.revision).toBe(1); // revised exactly once
-      expect(client.errors).toEqual([]);
-      await nextCallWorks(client.mcp);
-      idle(client);
-    });
-
-    for (const [tool, status] of [["bad-version", 400], ["not-found", 404]] as const) {
-      modernIt(`${status} on a live connection (${tool}): the call fails at once with the SDK's error, not a cancel; nothing is POSTed; the next call works`, async () => {
+    legacyIt(
+      "the cancel POST itself gets a 500: the call was released at its deadline anyway, the stream still closes, the refusal is recorded once and never reaches onerror",
+      async () => {
         const client = await setup();
-        const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 5_000 }));
-        expect(outcome.status).toBe("rejected");
-        expect(outcome.at).toBeLessThan(SLACK_MS);
-        expect(outcome.error).not.toBeInstanceOf(CallTimeoutError);
-        expect(outcome.error).not.toBeInstanceOf(ConnectionClosedError);
-        expect(client.mcp.records()[0]).toMatchObject({ status: "failed", cancel: null });
-        expect(cancelPosts(client.server)).toEqual([]);
+        const outcome = await timed(client.mcp.callTool({ name: "no-headers", arguments: { cancelStatus: 500 } }, { timeoutMs: 200 }));
+        expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+        expect(outcome.at).toBeLessThan(200 + SLACK_MS);
+        expect(await eventually(() => closesOf(client.server, "no-headers").length === 1, 1_000)).toBe(true);
+        expect(await eventually(() => client.mcp.records()[0]!.revision > 0, 1_000)).toBe(true);
+        const record = client.mcp.records()[0]!;
+        expect(record.cancel).toMatchObject({
+          mechanism: "stream-close",
+          undelivered: { mechanism: "notification", error: "the server refused the notification: HTTP 500" },
+        });
+        expect(record.summary).toBe("cancelled (timeout), outcome unverified, cancel notification not delivered");
+        await sleep(200);
+        expect(cancelPosts(client.server)).toHaveLength(1); // refused: not retried
+        expect(client.mcp.records()[0]!.revision).toBe(1); // revised exactly once
+        expect(client.errors).toEqual([]);
         await nextCallWorks(client.mcp);
         idle(client);
-      });
+      },
+    );
+
+    for (const [tool, status] of [
+      ["bad-version", 400],
+      ["not-found", 404],
+    ] as const) {
+      modernIt(
+        `${status} on a live connection (${tool}): the call fails at once with the SDK's error, not a cancel; nothing is POSTed; the next call works`,
+        async () => {
+          const client = await setup();
+          const outcome = await timed(client.mcp.callTool({ name: tool }, { timeoutMs: 5_000 }));
+          expect(outcome.status).toBe("rejected");
+          expect(outcome.at).toBeLessThan(SLACK_MS);
+          expect(outcome.error).not.toBeInstanceOf(CallTimeoutError);
+          expect(outcome.error).not.toBeInstanceOf(ConnectionClosedError);
+          expect(client.mcp.records()[0]).toMatchObject({ status: "failed", cancel: null });
+          expect(cancelPosts(client.server)).toEqual([]);
+          await nextCallWorks(client.mcp);
+          idle(client);
+        },
+      );
     }
 
-    modernIt("a server that does not support 2026-07-28 (400 to server/discover): connect fails at once, nothing is left open", async () => {
-      const server = await startRawHttp({ era, refuseVersion: true });
-      cleanup.push(() => server.stop());
-      const attempt = await timed(connect(server.url) as Promise<unknown>);
-      expect(attempt.status).toBe("rejected");
-      expect(attempt.at).toBeLessThan(SLACK_MS);
-      expect(await eventually(() => server.open() === 0, 1_000)).toBe(true);
-      expect(server.events.filter((e) => e.kind === "request").map((e) => e.rpc)).toEqual(["server/discover"]);
-    });
+    modernIt(
+      "a server that does not support 2026-07-28 (400 to server/discover): connect fails at once, nothing is left open",
+      async () => {
+        const server = await startRawHttp({ era, refuseVersion: true });
+        cleanup.push(() => server.stop());
+        const attempt = await timed(connect(server.url) as Promise<unknown>);
+        expect(attempt.status).toBe("rejected");
+        expect(attempt.at).toBeLessThan(SLACK_MS);
+        expect(await eventually(() => server.open() === 0, 1_000)).toBe(true);
+        expect(server.events.filter((e) => e.kind === "request").map((e) => e.rpc)).toEqual(["server/discover"]);
+      },
+    );
 
     it("the server is gone (connection refused): the next call fails at once, never hangs", async () => {
       const client = await setup();

@@ -157,7 +157,10 @@ describe("tombstones keep only the record", () => {
       cwd: root,
       timeout: 60_000,
     });
-    const { tombstones, bytesPerTombstone } = JSON.parse(stdout.trim().split("\n").at(-1)!) as { tombstones: number; bytesPerTombstone: number };
+    const { tombstones, bytesPerTombstone } = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+      tombstones: number;
+      bytesPerTombstone: number;
+    };
     expect(tombstones).toBe(10_000);
     // Each call carried a 2 KB argument and a 2 KB result: keeping either would exceed the bound.
     expect(bytesPerTombstone).toBeLessThan(1_500);

@@ -20,7 +20,10 @@ describe("a Streamable HTTP transport without the HTTP adapter is refused", () =
   };
   for (const [name, make] of Object.entries(transports)) {
     it(`${name} passed as a plain transport, or to stdioCancellation`, () => {
-      for (const wrap of [(t: object) => withCancellation(new Client({ name: "b", version: "1" }), t as never), (t: object) => stdioCancellation(t as never)]) {
+      for (const wrap of [
+        (t: object) => withCancellation(new Client({ name: "b", version: "1" }), t as never),
+        (t: object) => stdioCancellation(t as never),
+      ]) {
         let error: unknown;
         try {
           wrap(make());
@@ -38,8 +41,15 @@ describe("a Streamable HTTP transport without the HTTP adapter is refused", () =
 describe("the HTTP helpers check their options like the rest of the library", () => {
   it("unknown or wrong options of streamableHttpCancellation and cancellableFetch name the option", () => {
     const cases: Array<[() => unknown, string]> = [
-      [() => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { flushTimeout: 5 } as never), "flushTimeout"],
-      [() => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { flushTimeoutMs: 20_000 }), "flushTimeoutMs"],
+      [
+        () =>
+          streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { flushTimeout: 5 } as never),
+        "flushTimeout",
+      ],
+      [
+        () => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { flushTimeoutMs: 20_000 }),
+        "flushTimeoutMs",
+      ],
       [() => cancellableFetch({ typo: 1 } as never), "typo"],
       [() => cancellableFetch({ fetch: 5 } as never), "fetch"],
     ];

@@ -28,7 +28,12 @@ describe("durations given in seconds by mistake", () => {
 
   it("a refused duration's message quotes the value received", async () => {
     const { mcp } = await connectPeer();
-    for (const [value, shown] of [[30.5, "received 30.5"], ["30s", 'received "30s"'], [Number.NaN, "received NaN"], [null, "received null"]] as const) {
+    for (const [value, shown] of [
+      [30.5, "received 30.5"],
+      ["30s", 'received "30s"'],
+      [Number.NaN, "received NaN"],
+      [null, "received null"],
+    ] as const) {
       const error = (await mcp.callTool({ name: "x" }, { timeoutMs: value as never }).catch((e: unknown) => e)) as InvalidOptionError;
       expect(error).toBeInstanceOf(InvalidOptionError);
       expect(error.message).toContain(shown);
@@ -62,7 +67,9 @@ describe("several signals per call", () => {
   it("an already aborted signal anywhere in the list cancels before sending; a list with a non-signal is refused", async () => {
     const { mcp, peer } = await connectPeer();
     const done = AbortSignal.abort("already");
-    const error = (await mcp.callTool({ name: "x" }, { signal: [new AbortController().signal, done] }).catch((e: unknown) => e)) as CallCancelledError;
+    const error = (await mcp
+      .callTool({ name: "x" }, { signal: [new AbortController().signal, done] })
+      .catch((e: unknown) => e)) as CallCancelledError;
     expect(error.cause).toBe("already");
     const bad = (await mcp.callTool({ name: "x" }, { signal: [done, {} as AbortSignal] }).catch((e: unknown) => e)) as InvalidOptionError;
     expect(bad.option).toBe("signal");
@@ -97,7 +104,7 @@ describe("mistakes from the second new-user trial", () => {
     expect(error.message).toBe('call options: unknown option "timeoutMS"; use "timeoutMs" (not "timeoutMS")');
   });
 
-  it("callTool(\"name\") says params is an object and shows its shape", async () => {
+  it('callTool("name") says params is an object and shows its shape', async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool("echo" as never).catch((e: unknown) => e)) as InvalidOptionError;
     expect(error).toBeInstanceOf(InvalidOptionError);
@@ -119,9 +126,13 @@ describe("a framework's own timeout arrives as the caller's signal", () => {
   it("AbortSignal.timeout: CallCancelledError (trigger aborted, honestly), and the message says the signal's timeout fired", async () => {
     const { mcp, peer } = await connectPeer();
     peer.onRequest(() => {}); // never answers
-    const error = (await mcp.callTool({ name: "x" }, { signal: AbortSignal.timeout(50), timeoutMs: 5_000 }).catch((e: unknown) => e)) as CallCancelledError;
+    const error = (await mcp
+      .callTool({ name: "x" }, { signal: AbortSignal.timeout(50), timeoutMs: 5_000 })
+      .catch((e: unknown) => e)) as CallCancelledError;
     expect(error).toBeInstanceOf(CallCancelledError);
-    expect(error.message).toMatch(/^tools\/call was cancelled by the caller's signal \(its AbortSignal\.timeout fired\) \(request id \d+\)$/);
+    expect(error.message).toMatch(
+      /^tools\/call was cancelled by the caller's signal \(its AbortSignal\.timeout fired\) \(request id \d+\)$/,
+    );
     expect((error.cause as Error).name).toBe("TimeoutError");
     expect(error.record.cancel).toMatchObject({ trigger: "aborted" });
     const plain = new AbortController();

@@ -88,8 +88,7 @@ const CASES: Record<string, Expect> = {
   "string-id": { errors: 1 },
   "unknown-request": {
     errors: 0,
-    more: (run) =>
-      expect(run.received().find((m) => (m as { id?: unknown }).id === "srv-1")).toMatchObject({ error: { code: -32601 } }),
+    more: (run) => expect(run.received().find((m) => (m as { id?: unknown }).id === "srv-1")).toMatchObject({ error: { code: -32601 } }),
   },
   "unknown-notification": { errors: 0 },
   "progress-down": {
@@ -172,7 +171,12 @@ describe("bad input from a stdio server", () => {
       expect(run.anomalies.map((a) => a.kind)).toEqual(expected.anomalies ?? []);
       expected.more?.(run);
       expect(run.mcp.pendingCount).toBe(0);
-      expect(run.mcp.records().map((r) => r.requestId).sort()).toEqual([1, 2, 3]);
+      expect(
+        run.mcp
+          .records()
+          .map((r) => r.requestId)
+          .sort(),
+      ).toEqual([1, 2, 3]);
     });
   }
 });
@@ -227,8 +231,10 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
     peer.onRequest((m) => {
       if (m.id === undefined) return;
       const token = (m.params?._meta as { progressToken?: number } | undefined)?.progressToken;
-      if (token !== undefined) void peer.send({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1, message: deep } });
-      if ((m.params as { name: string }).name === "fail") void peer.send({ jsonrpc: "2.0", id: m.id, error: { code: -32000, message: "deep", data: deep } });
+      if (token !== undefined)
+        void peer.send({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1, message: deep } });
+      if ((m.params as { name: string }).name === "fail")
+        void peer.send({ jsonrpc: "2.0", id: m.id, error: { code: -32000, message: "deep", data: deep } });
       else void peer.result(m.id, { content: [], deep } as object);
     });
     const ok = await mcp.callTool({ name: "ok" }, { onprogress: () => {} });

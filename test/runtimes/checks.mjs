@@ -36,15 +36,18 @@ async function inMemoryChecks(McpServer, z, options = {}) {
   const aborted = [];
   const server = new McpServer({ name: "in-memory", version: "1.0.0" });
   server.registerTool("echo", { inputSchema: z.object({}) }, () => ({ content: [{ type: "text", text: "echo" }] }));
-  server.registerTool("slow", { inputSchema: z.object({}) }, (_args, ctx) =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => resolve({ content: [{ type: "text", text: "late" }] }), 5_000);
-      ctx.mcpReq.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        aborted.push(ctx.mcpReq.id);
-        resolve({ content: [{ type: "text", text: "aborted" }] });
-      });
-    }),
+  server.registerTool(
+    "slow",
+    { inputSchema: z.object({}) },
+    (_args, ctx) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => resolve({ content: [{ type: "text", text: "late" }] }), 5_000);
+        ctx.mcpReq.signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          aborted.push(ctx.mcpReq.id);
+          resolve({ content: [{ type: "text", text: "aborted" }] });
+        });
+      }),
   );
   await server.connect(serverSide);
   const client = new Client({ name: "runtime-bot", version: "1.0.0" });
@@ -127,7 +130,10 @@ export async function runChecks({ url, inMemory, otel } = {}) {
         assert(span?.name === "tools/call slow", `span ${span?.name}`);
         assert(span.attributes["error.type"] === "timeout", `error.type ${span.attributes["error.type"]}`);
         assert(span.attributes["mcp_cancellable.cancel.mechanism"] === "notification", "mechanism");
-        assert(span.events.some((e) => e.name === "mcp_cancellable.cancel"), "no cancel event");
+        assert(
+          span.events.some((e) => e.name === "mcp_cancellable.cancel"),
+          "no cancel event",
+        );
       } finally {
         await s.close();
         await provider.shutdown();
@@ -143,7 +149,10 @@ export async function runChecks({ url, inMemory, otel } = {}) {
       const era = pin ? "2026-07-28" : "2025-era";
       const connect = async () => {
         const transport = new StreamableHTTPClientTransport(new URL(url));
-        const client = new Client({ name: "runtime-bot", version: "1.0.0" }, pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined);
+        const client = new Client(
+          { name: "runtime-bot", version: "1.0.0" },
+          pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined,
+        );
         const mcp = withCancellation(client, streamableHttpCancellation(transport), { timeoutMs: 10_000 });
         await client.connect(mcp.transport);
         return { mcp, close: () => client.close() };
@@ -192,7 +201,9 @@ export async function runChecks({ url, inMemory, otel } = {}) {
 /** One line per check, then the plain count line CI reads. */
 export function report(results, write, runtime) {
   for (const r of results) {
-    write(`${r.ok ? "ok  " : "FAIL"} [${runtime}] ${r.name}${r.records.length > 0 ? ` (${r.records.map((x) => x.summary).join("; ")})` : ""}`);
+    write(
+      `${r.ok ? "ok  " : "FAIL"} [${runtime}] ${r.name}${r.records.length > 0 ? ` (${r.records.map((x) => x.summary).join("; ")})` : ""}`,
+    );
     if (!r.ok) write(`     ${r.error}`);
   }
   const passed = results.filter((r) => r.ok).length;

@@ -67,7 +67,11 @@ function runScript(name, bin) {
   // (MCP_TEST_URL, and the OTEL_* variables the OpenTelemetry SDK reads).
   const args = name === "deno" ? ["run", "--allow-env", "--allow-net=127.0.0.1", `--allow-read=${root}`, script] : ["run", script];
   return new Promise((resolve) => {
-    const child = spawn(bin, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, MCP_TEST_URL: server.url.href } });
+    const child = spawn(bin, args, {
+      cwd: root,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, MCP_TEST_URL: server.url.href },
+    });
     let carry = "";
     child.stdout.on("data", (chunk) => {
       carry += chunk.toString("utf8");

@@ -83,7 +83,9 @@ function recorded(transport: object) {
     lines.push(...parts);
   });
   return () =>
-    lines.filter((line) => line.startsWith("RECV ")).map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: number; params?: { requestId?: unknown } });
+    lines
+      .filter((line) => line.startsWith("RECV "))
+      .map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: number; params?: { requestId?: unknown } });
 }
 
 async function until(predicate: () => boolean, withinMs = 3_000): Promise<boolean> {
@@ -117,7 +119,11 @@ async function rawHttpServer() {
           JSON.stringify({
             jsonrpc: "2.0",
             id: message.id,
-            result: { protocolVersion: message.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "raw", version: "1" } },
+            result: {
+              protocolVersion: message.params?.protocolVersion,
+              capabilities: { tools: {} },
+              serverInfo: { name: "raw", version: "1" },
+            },
           }),
         );
       } else if (message.method === "tools/call") {
@@ -129,9 +135,9 @@ async function rawHttpServer() {
         });
       } else {
         if (message.method === "notifications/cancelled") seen.cancels++;
-        res.writeHead(message.id === undefined ? 202 : 200, { "content-type": "application/json" }).end(
-          message.id === undefined ? undefined : JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }),
-        );
+        res
+          .writeHead(message.id === undefined ? 202 : 200, { "content-type": "application/json" })
+          .end(message.id === undefined ? undefined : JSON.stringify({ jsonrpc: "2.0", id: message.id, result: {} }));
       }
     });
   });
@@ -161,7 +167,10 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
       expect(report.checks.length, `${label}: the probe made no check`).toBeGreaterThan(0);
       for (const check of report.checks) {
         expect
-          .soft(check.found, `${label}: ${check.field} ${check.expected ? "moved or changed" : "appeared"} (src/sdk/private.ts; fallback: ${check.fallback})`)
+          .soft(
+            check.found,
+            `${label}: ${check.field} ${check.expected ? "moved or changed" : "appeared"} (src/sdk/private.ts; fallback: ${check.fallback})`,
+          )
           .toBe(check.expected);
       }
       expect(report.moved, `${label}: shapes not where src/sdk/private.ts expects them`).toEqual([]);
@@ -185,7 +194,13 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
       it("StreamableHTTPClientTransport: the fetch slot, the URL and the line marker", () => {
         const fetch: typeof globalThis.fetch = (input, init) => globalThis.fetch(input, init);
         const url = new URL("http://127.0.0.1:9/mcp");
-        expectShapes(probeSdkShapes(sdk.line, { http: new sdk.StreamableHTTPClientTransport(url, { fetch } as never), httpFetch: fetch, httpUrl: url }));
+        expectShapes(
+          probeSdkShapes(sdk.line, {
+            http: new sdk.StreamableHTTPClientTransport(url, { fetch } as never),
+            httpFetch: fetch,
+            httpUrl: url,
+          }),
+        );
         // Without a fetch option the slot is still there, empty (the SDK then uses the global fetch).
         const plain = new sdk.StreamableHTTPClientTransport(url);
         expect(hasFetchSlot(plain), `${label}: StreamableHTTPClientTransport._fetch is not assigned without a fetch option`).toBe(true);
@@ -200,7 +215,11 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
           sent.push((message as { id?: unknown }).id);
           return send(message, options);
         };
-        const client = new sdk.Client(CLIENT_INFO as never) as { connect(t: unknown): Promise<void>; callTool(...args: unknown[]): Promise<unknown>; close(): Promise<void> };
+        const client = new sdk.Client(CLIENT_INFO as never) as {
+          connect(t: unknown): Promise<void>;
+          callTool(...args: unknown[]): Promise<unknown>;
+          close(): Promise<void>;
+        };
         await client.connect(transport);
         cleanups.push(() => client.close());
         const before = sent.length;
@@ -220,10 +239,17 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         for (const hidden of [undefined, "_responseHandlers"] as const) {
           const transport = stdio();
           const received = recorded(transport);
-          const client = new sdk.Client(CLIENT_INFO as never) as { connect(t: unknown): Promise<void>; close(): Promise<void>; onerror?: (e: Error) => void };
+          const client = new sdk.Client(CLIENT_INFO as never) as {
+            connect(t: unknown): Promise<void>;
+            close(): Promise<void>;
+            onerror?: (e: Error) => void;
+          };
           const errors: Error[] = [];
           client.onerror = (error) => void errors.push(error);
-          const mcp = withCancellation((hidden === undefined ? client : without(client, hidden)) as never, stdioCancellation(transport as never));
+          const mcp = withCancellation(
+            (hidden === undefined ? client : without(client, hidden)) as never,
+            stdioCancellation(transport as never),
+          );
           await client.connect(mcp.transport);
           cleanups.push(() => client.close());
           const onresponse = vi.spyOn(client as unknown as { _onresponse: (r: unknown) => void }, "_onresponse");
@@ -265,7 +291,9 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
           await expect(call).rejects.toBeInstanceOf(CallCancelledError);
           expect(await until(() => received().filter((m) => m.method === "notifications/cancelled").length === 1)).toBe(true);
           // With the stdin the adapter writes the line itself; without it, the transport's send does.
-          expect(sends.filter((m) => m === "notifications/cancelled").length, `${label}: hidden=${hidden}`).toBe(hidden === undefined ? 0 : 1);
+          expect(sends.filter((m) => m === "notifications/cancelled").length, `${label}: hidden=${hidden}`).toBe(
+            hidden === undefined ? 0 : 1,
+          );
           expect(mcp.records()[0]?.cancel?.mechanism).toBe("notification");
           await client.close();
         }

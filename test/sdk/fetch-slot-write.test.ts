@@ -27,12 +27,16 @@ describe("v1 StreamableHTTPClientTransport._fetch, written after connect", () =>
     const wrote = replaceTransportFetch(transport, (current) => {
       expect(current, "v1 @modelcontextprotocol/sdk: StreamableHTTPClientTransport._fetch is set without a fetch option").toBeUndefined();
       return (url: string | URL, init?: RequestInit) => {
-        seen.push(`${init?.method ?? "GET"} ${typeof init?.body === "string" ? (JSON.parse(init.body) as { method?: string }).method : ""}`);
+        seen.push(
+          `${init?.method ?? "GET"} ${typeof init?.body === "string" ? (JSON.parse(init.body) as { method?: string }).method : ""}`,
+        );
         return globalThis.fetch(url, init);
       };
     });
     expect(wrote).toBe(true);
     await client.callTool({ name: "slow", arguments: { ms: 1 } });
-    expect(seen, "v1 @modelcontextprotocol/sdk: StreamableHTTPClientTransport no longer reads _fetch at each request").toContain("POST tools/call");
+    expect(seen, "v1 @modelcontextprotocol/sdk: StreamableHTTPClientTransport no longer reads _fetch at each request").toContain(
+      "POST tools/call",
+    );
   });
 });

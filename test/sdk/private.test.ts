@@ -107,7 +107,8 @@ describe("a cancelled or timed-out call ends the SDK's wait without a message th
 describe("no file in src/ but src/sdk/private.ts reads an SDK's private field or sniffs its line", () => {
   const root = fileURLToPath(new URL("../../src/", import.meta.url));
   // `x._field`, `{ _field?: ... }` (a cast's shape), and the markers of the SDK lines.
-  const PRIVATE = /\._(?!meta\b)[a-z]\w*|[{;,]\s*_(?!meta\b)[a-z]\w*\??\s*:|getProtocolEra|isToolTaskRequired|hasPerRequestStream\s*===|"stderr"\s+in\b/g;
+  const PRIVATE =
+    /\._(?!meta\b)[a-z]\w*|[{;,]\s*_(?!meta\b)[a-z]\w*\??\s*:|getProtocolEra|isToolTaskRequired|hasPerRequestStream\s*===|"stderr"\s+in\b/g;
   const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
   const sources = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

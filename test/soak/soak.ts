@@ -18,13 +18,7 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
-import {
-  CallCancelledError,
-  CallTimeoutError,
-  ConnectionClosedError,
-  McpCancellableError,
-  withCancellation,
-} from "../../src/index.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError, McpCancellableError, withCancellation } from "../../src/index.js";
 import type { CancellableClient, RunRecord } from "../../src/index.js";
 import type { TransportLike } from "../../src/core.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
@@ -95,7 +89,13 @@ let sdkDrainWarnings = 0;
 process.on("warning", (w) => {
   // The soak's deadlines are tens of ms on purpose: the library's one-time "is that seconds?" warning is expected.
   if ((w as { code?: string }).code === "MCP_CANCELLABLE_SHORT_DURATION") return;
-  if (w.name === "MaxListenersExceededWarning" && /drain/.test(w.message) && /StdioClientTransport\.send/.test(w.stack ?? "") && !/cancel/i.test(w.stack ?? "")) sdkDrainWarnings++;
+  if (
+    w.name === "MaxListenersExceededWarning" &&
+    /drain/.test(w.message) &&
+    /StdioClientTransport\.send/.test(w.stack ?? "") &&
+    !/cancel/i.test(w.stack ?? "")
+  )
+    sdkDrainWarnings++;
   else issues.push(`${w.name}: ${w.message}`);
 });
 process.on("unhandledRejection", (r) => issues.push(`unhandledRejection: ${String(r)}`));
@@ -273,7 +273,8 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     // transport's own error (a 2025-era server that lost the session answers 404).
     if (connection.crashed && error instanceof ConnectionClosedError) {
       figures.connectionClosedByCrash++;
-      if (error.record.status !== "cancelled" || error.record.cancel?.trigger !== "connection-closed") fail(`#${index} ${kind}: crash record ${error.record.summary}`);
+      if (error.record.status !== "cancelled" || error.record.cancel?.trigger !== "connection-closed")
+        fail(`#${index} ${kind}: crash record ${error.record.summary}`);
       return;
     }
     if (connection.crashed && error !== undefined && !(error instanceof McpCancellableError) && kind !== "server-error") {
@@ -282,7 +283,8 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     }
     if (want.error === undefined) {
       if (kind === "succeed" && error !== undefined) fail(`#${index} ${kind}: rejected ${String(error)}`);
-      if (kind === "server-error" && (error === undefined || error instanceof McpCancellableError)) fail(`#${index} ${kind}: ${String(error)}`);
+      if (kind === "server-error" && (error === undefined || error instanceof McpCancellableError))
+        fail(`#${index} ${kind}: ${String(error)}`);
       return;
     }
     if (!(error instanceof want.error) || (error as McpCancellableError).code !== want.code) {
@@ -371,7 +373,8 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
   if (listeners !== 0) figures.leftovers.push(`${listeners} listeners on the long-lived signal`);
   for (const c of live) await c.close();
   const growth = figures.heapQuarters.at(-1)! - figures.heapQuarters[0]!;
-  if (figures.heapQuarters.length === 4 && growth > HEAP_GROWTH_LIMIT) figures.leftovers.push(`heap grew ${growth} B from the first quarter to the last`);
+  if (figures.heapQuarters.length === 4 && growth > HEAP_GROWTH_LIMIT)
+    figures.leftovers.push(`heap grew ${growth} B from the first quarter to the last`);
   return figures;
 }
 
@@ -405,8 +408,14 @@ for (const f of results) {
   for (const line of [...f.settleErrors, ...f.unexpectedErrors, ...f.leftovers]) process.stderr.write(`  ${line}\n`);
 }
 for (const line of [...issues, ...resources]) process.stderr.write(`  ${line}\n`);
-const ok = issues.length === 0 && resources.length === 0 && results.every((f) => f.settleErrors.length + f.unexpectedErrors.length + f.leftovers.length === 0);
-if (sdkDrainWarnings > 0) process.stderr.write(`  ${sdkDrainWarnings} MaxListenersExceededWarning from the SDK's own stdio writes under backpressure (docs: backpressure)\n`);
+const ok =
+  issues.length === 0 &&
+  resources.length === 0 &&
+  results.every((f) => f.settleErrors.length + f.unexpectedErrors.length + f.leftovers.length === 0);
+if (sdkDrainWarnings > 0)
+  process.stderr.write(
+    `  ${sdkDrainWarnings} MaxListenersExceededWarning from the SDK's own stdio writes under backpressure (docs: backpressure)\n`,
+  );
 process.stderr.write(`soak ${ok ? "passed" : "FAILED"} (${LONG ? "long" : "short"} mode; replay with --replay ${SEED})\n`);
 if (argv.includes("--json")) process.stdout.write(`${JSON.stringify({ ok, seed: SEED, issues, resources, sdkDrainWarnings, results })}\n`);
 process.exit(ok ? 0 : 1);

@@ -84,7 +84,8 @@ describe("task driver", () => {
     const call = mcp.callTool({ name: "report" }, { task: true, timeoutMs: 30_000 });
     await until(() => peer.requests("tools/call").length === 1);
     await sleep(50);
-    const notify = (s: string) => peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...task(s), pollInterval: 10_000 } });
+    const notify = (s: string) =>
+      peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: { ...task(s), pollInterval: 10_000 } });
     await notify("working"); // what the driver saw already: no request
     await sleep(100);
     expect(peer.requests("tasks/get")).toHaveLength(0);

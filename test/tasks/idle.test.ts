@@ -155,7 +155,10 @@ describe("idle timeout of a task: answers keep it alive, silence cuts it, the ma
     expect(call.at.ms - t0).toBeGreaterThanOrEqual(1_000);
     expect(call.at.ms - t0).toBeLessThanOrEqual(1_010);
     expect(peer.requests("tasks/cancel")).toHaveLength(1);
-    expect(records.at(-1)).toMatchObject({ cancel: { trigger: "max-total-timeout", mechanism: "tasks/cancel" }, outcome: "task-cancelled" });
+    expect(records.at(-1)).toMatchObject({
+      cancel: { trigger: "max-total-timeout", mechanism: "tasks/cancel" },
+      outcome: "task-cancelled",
+    });
     await client.close();
   });
 });

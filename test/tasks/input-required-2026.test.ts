@@ -50,9 +50,19 @@ async function connect(onElicit: Elicit) {
       .join("")
       .split("\n")
       .filter((line) => line.startsWith("RECV "))
-      .map((line) => JSON.parse(line.slice(5)) as { method?: string; params?: { taskId?: string; inputResponses?: Record<string, unknown>; _meta?: Record<string, unknown> } })
+      .map(
+        (line) =>
+          JSON.parse(line.slice(5)) as {
+            method?: string;
+            params?: { taskId?: string; inputResponses?: Record<string, unknown>; _meta?: Record<string, unknown> };
+          },
+      )
       .filter((m) => m.method === method);
-  const fates = () => stderr.join("").split("\n").filter((line) => line.startsWith("FATE "));
+  const fates = () =>
+    stderr
+      .join("")
+      .split("\n")
+      .filter((line) => line.startsWith("FATE "));
   return { mcp, records, read, fates };
 }
 

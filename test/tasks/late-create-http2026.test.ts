@@ -71,7 +71,11 @@ describe("2026-07-28 Streamable HTTP: a task-augmented call cancelled before its
       // What was done: the stream was not closed (its response came first), the task got tasks/cancel.
       expect(record).toMatchObject({
         status: "cancelled",
-        cancel: { trigger: "aborted", mechanism: "tasks/cancel", undelivered: { mechanism: "stream-close", error: "not closed: the response arrived first (rule 7)" } },
+        cancel: {
+          trigger: "aborted",
+          mechanism: "tasks/cancel",
+          undelivered: { mechanism: "stream-close", error: "not closed: the response arrived first (rule 7)" },
+        },
         task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true },
       });
     }

@@ -43,7 +43,9 @@ describe("2025-11-25, v1 SDK server with a task store over Streamable HTTP: call
       const controller = new AbortController();
       controllers.push(controller);
       calls.push(
-        peer.mcp.callTool({ name: "report", arguments: { ms: 3_000 } }, { task: true, signal: controller.signal }).catch((error: unknown) => error),
+        peer.mcp
+          .callTool({ name: "report", arguments: { ms: 3_000 } }, { task: true, signal: controller.signal })
+          .catch((error: unknown) => error),
       );
       await until(() => read > i); // one at a time, so the i-th request read is the i-th call's
     }
@@ -62,7 +64,11 @@ describe("2025-11-25, v1 SDK server with a task store over Streamable HTTP: call
     expect(last).toHaveLength(10);
     expect(last.filter((r) => r.task !== undefined)).toHaveLength(created);
     for (const record of last.filter((r) => r.task !== undefined)) {
-      expect(record).toMatchObject({ status: "cancelled", outcome: "task-cancelled", task: { status: "cancelled", createdAfterCancel: true } });
+      expect(record).toMatchObject({
+        status: "cancelled",
+        outcome: "task-cancelled",
+        task: { status: "cancelled", createdAfterCancel: true },
+      });
     }
     expect(server.statuses().filter((status) => status === "working")).toEqual([]);
     expect(peer.mcp.pendingCount).toBe(0);
@@ -85,12 +91,18 @@ describe("2026-07-28 extension over stdio: the v2 client pinned to 2026-07-28 an
     await client.connect(mcp.transport);
     closeClient = () => client.close();
     const lines = () => stderr.join("").split("\n");
-    const read = (method: string) => lines().filter((line) => line.startsWith("RECV ") && JSON.parse(line.slice(5)).method === method).map((line) => JSON.parse(line.slice(5)));
+    const read = (method: string) =>
+      lines()
+        .filter((line) => line.startsWith("RECV ") && JSON.parse(line.slice(5)).method === method)
+        .map((line) => JSON.parse(line.slice(5)));
     const errors = await Promise.all(
       Array.from({ length: 10 }, () => {
         const controller = new AbortController();
         // The server answers 50 ms after it read the request: the abort (at once) goes first.
-        const call = mcp.callTool({ name: "report", arguments: { ms: 3_000, createDelayMs: 50 } }, { task: true, signal: controller.signal });
+        const call = mcp.callTool(
+          { name: "report", arguments: { ms: 3_000, createDelayMs: 50 } },
+          { task: true, signal: controller.signal },
+        );
         setImmediate(() => controller.abort());
         return call.catch((error: unknown) => error);
       }),
@@ -98,7 +110,9 @@ describe("2026-07-28 extension over stdio: the v2 client pinned to 2026-07-28 an
     expect(errors.every((error) => isCallCancelledError(error))).toBe(true);
     await until(() => lines().filter((line) => line.startsWith("CREATED ")).length === 10);
     await until(() => lines().filter((line) => / cancelled$/.test(line) && line.startsWith("FATE ")).length === 10);
-    const created = lines().filter((line) => line.startsWith("CREATED ")).map((line) => line.slice("CREATED ".length));
+    const created = lines()
+      .filter((line) => line.startsWith("CREATED "))
+      .map((line) => line.slice("CREATED ".length));
     const cancels = read("tasks/cancel");
     expect(cancels.map((m) => m.params.taskId).sort()).toEqual([...created].sort()); // exactly one each
     for (const cancel of cancels) expect(cancel.params._meta).toMatchObject({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
@@ -108,7 +122,10 @@ describe("2026-07-28 extension over stdio: the v2 client pinned to 2026-07-28 an
     const last = [...new Map(records.map((r) => [r.callId, r])).values()];
     expect(last).toHaveLength(10);
     for (const record of last) {
-      expect(record).toMatchObject({ cancel: { mechanism: "notification" }, task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true } });
+      expect(record).toMatchObject({
+        cancel: { mechanism: "notification" },
+        task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true },
+      });
     }
     expect(mcp.pendingCount).toBe(0);
   }, 20_000);

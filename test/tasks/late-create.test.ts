@@ -84,7 +84,10 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
     expect(call.status).toBe("rejected");
     await peer.result(create!.id, { task: task("working") });
     await vi.advanceTimersByTimeAsync(50);
-    expect(records.at(-1)).toMatchObject({ outcome: "task-completed-anyway", task: { taskId: "t1", status: "completed", createdAfterCancel: true } });
+    expect(records.at(-1)).toMatchObject({
+      outcome: "task-completed-anyway",
+      task: { taskId: "t1", status: "completed", createdAfterCancel: true },
+    });
     expect(peer.requests("tasks/cancel")).toHaveLength(1);
     await client.close();
   });
@@ -150,10 +153,15 @@ describe("the SDK's own task-augmented requests: a late CreateTaskResult after a
         void serverTransport.send({
           jsonrpc: "2.0",
           id: message.id as number,
-          result: { protocolVersion: (message.params as { protocolVersion: string }).protocolVersion, capabilities: { tools: {}, tasks: { cancel: {} } }, serverInfo: { name: "peer", version: "1.0.0" } },
+          result: {
+            protocolVersion: (message.params as { protocolVersion: string }).protocolVersion,
+            capabilities: { tools: {}, tasks: { cancel: {} } },
+            serverInfo: { name: "peer", version: "1.0.0" },
+          },
         });
       }
-      if (message.method === "tasks/cancel") void serverTransport.send({ jsonrpc: "2.0", id: message.id as number, result: task("cancelled") } as never);
+      if (message.method === "tasks/cancel")
+        void serverTransport.send({ jsonrpc: "2.0", id: message.id as number, result: task("cancelled") } as never);
     };
     await serverTransport.start();
     const client = new Client({ name: "test-bot", version: "1.0.0" });

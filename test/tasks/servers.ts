@@ -117,7 +117,10 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
             let answer: { action: string; content?: Record<string, unknown> | undefined };
             try {
               answer = await extra.sendRequest(
-                { method: "elicitation/create", params: { message: question, requestedSchema: { type: "object", properties: { reply: { type: "string" } } } } },
+                {
+                  method: "elicitation/create",
+                  params: { message: question, requestedSchema: { type: "object", properties: { reply: { type: "string" } } } },
+                },
                 ElicitResultSchema,
                 // relatedTask: queued for the task's tasks/result stream, the task input_required meanwhile (typed out, honoured at run time)
                 { relatedTask: { taskId: task.taskId }, timeout: 60_000 } as unknown as Parameters<typeof extra.sendRequest>[2],
@@ -132,7 +135,9 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
               return;
             }
             await extra.taskStore
-              .storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: `answered: ${JSON.stringify(answer.content ?? answer.action)}` }] })
+              .storeTaskResult(task.taskId, "completed", {
+                content: [{ type: "text", text: `answered: ${JSON.stringify(answer.content ?? answer.action)}` }],
+              })
               .then(() => fates.set(task.taskId, "completed"))
               .catch(() => fates.set(task.taskId, "cancelled"));
           })();

@@ -16,7 +16,7 @@ function manualTimers() {
       clearTimeout: (handle: unknown) => void due.delete(handle as number),
     },
     fireAll: () => {
-      for (const [handle, callback] of [...due]) (due.delete(handle), callback());
+      for (const [handle, callback] of [...due]) due.delete(handle), callback();
     },
     get pending() {
       return due.size;
@@ -58,12 +58,22 @@ describe("task request errors", () => {
     const clock = manualTimers();
     const pending = requests.request("tasks/cancel", { taskId: "t1" }, 5_000, clock.timers);
     expect(clock.pending).toBe(1);
-    const answered = requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, error: { code: -32602, message: "task is terminal", data: { taskId: "t1" } } });
+    const answered = requests.answer({
+      jsonrpc: "2.0",
+      id: sent[0]!.id!,
+      error: { code: -32602, message: "task is terminal", data: { taskId: "t1" } },
+    });
     expect(answered).toBe(true);
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskRequestError);
     expect(error).not.toBeInstanceOf(TaskRequestTimeoutError);
-    expect(error).toMatchObject({ name: "TaskRequestError", method: "tasks/cancel", code: -32602, message: "task is terminal", data: { taskId: "t1" } });
+    expect(error).toMatchObject({
+      name: "TaskRequestError",
+      method: "tasks/cancel",
+      code: -32602,
+      message: "task is terminal",
+      data: { taskId: "t1" },
+    });
     expect(clock.pending).toBe(0);
   });
 });

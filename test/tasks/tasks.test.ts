@@ -261,7 +261,10 @@ describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.t
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => peer.records.at(-1)?.outcome === "task-cancelled");
     const taskId = peer.records.at(-1)!.task!.taskId;
-    const lines = peer.stderr().split("\n").filter((line) => /read (tasks\/cancel|notifications\/cancelled)/.test(line));
+    const lines = peer
+      .stderr()
+      .split("\n")
+      .filter((line) => /read (tasks\/cancel|notifications\/cancelled)/.test(line));
     expect(lines).toEqual([`[task-server] read tasks/cancel {"taskId":"${taskId}"}`]);
     expect(peer.mcp.pendingCount).toBe(0);
   }, 20_000);
@@ -276,7 +279,10 @@ describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.t
       await peer.close();
       await rm(dir, { recursive: true, force: true });
     };
-    const result = await peer.mcp.callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q4" } }, { task: true, timeoutMs: 300 });
+    const result = await peer.mcp.callTool(
+      { name: "generate_quarterly_summary", arguments: { quarter: "Q4" } },
+      { task: true, timeoutMs: 300 },
+    );
     expect(JSON.stringify(result.content)).toContain("Q4-summary.md");
     expect(peer.records.at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" }, progress: { count: 0 } });
     expect(peer.stderr()).not.toContain("read tasks/cancel");

@@ -24,11 +24,9 @@ describe("a task's progress token (rule 23)", () => {
         void peer.result(m.id, { task: { taskId: "t1", status: "working", ttl: 60_000, createdAt: "", lastUpdatedAt: "" } });
       }
     });
-    const created = await client.request(
-      { method: "tools/call", params: { name: "report", task: { ttl: 60_000 } } },
-      anySchema,
-      { onprogress: (p) => seen.push(p.progress) },
-    );
+    const created = await client.request({ method: "tools/call", params: { name: "report", task: { ttl: 60_000 } } }, anySchema, {
+      onprogress: (p) => seen.push(p.progress),
+    });
     expect(created).toMatchObject({ task: { taskId: "t1" } });
     const token = (peer.requests("tools/call")[0]!.params!._meta as { progressToken: number }).progressToken;
     await peer.progress(token, 1);

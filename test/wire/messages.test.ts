@@ -17,7 +17,10 @@ const response = fc.record(
     result: loose,
     error: fc.oneof(
       loose,
-      fc.record({ code: fc.oneof(fc.integer(), fc.double(), fc.string()), message: fc.oneof(fc.string(), fc.anything()) }, { requiredKeys: [] }),
+      fc.record(
+        { code: fc.oneof(fc.integer(), fc.double(), fc.string()), message: fc.oneof(fc.string(), fc.anything()) },
+        { requiredKeys: [] },
+      ),
     ),
   },
   { requiredKeys: [] },

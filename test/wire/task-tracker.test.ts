@@ -41,7 +41,12 @@ describe("TaskTracker", () => {
 
   it("is bounded: past its maximum the oldest SDK task token is retired, and the oldest followed task dropped", () => {
     const { tasks, retired } = tracker(2);
-    for (const [token, taskId] of [[1, "a"], [2, "b"], [3, "c"]] as const) expect(tasks.keepToken(token, created(taskId))).toBe(true);
+    for (const [token, taskId] of [
+      [1, "a"],
+      [2, "b"],
+      [3, "c"],
+    ] as const)
+      expect(tasks.keepToken(token, created(taskId))).toBe(true);
     expect(retired).toEqual([1]);
     const drivers = ["x", "y", "z"].map((taskId) => {
       const d = driver();

@@ -37,13 +37,18 @@ interface Stdin {
  *   the `{ command, args }` parameters themselves.
  */
 export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
-  if (typeof transport !== "object" || transport === null || typeof transport.send !== "function" || typeof transport.start !== "function") {
+  if (
+    typeof transport !== "object" ||
+    transport === null ||
+    typeof transport.send !== "function" ||
+    typeof transport.start !== "function"
+  ) {
     const looksLikeParams = typeof transport === "object" && transport !== null && "command" in transport;
     throw new InvalidOptionError(
       "transport",
       looksLikeParams
         ? "stdioCancellation: transport must be an SDK StdioClientTransport, not its parameters: stdioCancellation(new StdioClientTransport({ command, args }))"
-        : "stdioCancellation: transport must be an SDK StdioClientTransport, such as stdioCancellation(new StdioClientTransport({ command: \"report-server\" }))",
+        : 'stdioCancellation: transport must be an SDK StdioClientTransport, such as stdioCancellation(new StdioClientTransport({ command: "report-server" }))',
     );
   }
   const fallback = notificationCancellation(transport);

@@ -7,7 +7,13 @@ import type { CancellationAdapter, CancelRequest, TransportLike, WireHooks } fro
 import type { Message } from "../../wire/messages.js";
 import { decorateTransport } from "../../wire/decorate.js";
 import type { DecoratedTransport } from "../../wire/decorate.js";
-import { hasPerRequestStream, isStdioTransport, isStreamableHttpTransport, replaceTransportFetch, transportFetch } from "../../sdk/private.js";
+import {
+  hasPerRequestStream,
+  isStdioTransport,
+  isStreamableHttpTransport,
+  replaceTransportFetch,
+  transportFetch,
+} from "../../sdk/private.js";
 import { bindFetch, isCancellableFetch, isCancelSendFailure, link, markCancelFailures, observesBody, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 
@@ -151,9 +157,7 @@ export function streamableHttpCancellation<T extends TransportLike>(
   return new StreamableHttpAdapterImpl(transport, options);
 }
 
-const adapterOptionsSchema = z
-  .strictObject({ flushTimeoutMs: msOption(0, 10_000, false), fetch: fnOption })
-  .partial();
+const adapterOptionsSchema = z.strictObject({ flushTimeoutMs: msOption(0, 10_000, false), fetch: fnOption }).partial();
 
 class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHttpAdapter<T> {
   readonly transport: T;
@@ -487,15 +491,18 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       stream.failure = failure;
       stream.onReached?.();
     };
-    return this.#innerSend(message, next).then(() => settle("yes"), (error: unknown) => {
-      settle("failed", error);
-      if (this.#streams.get(id) === stream && !stream.cancelled) {
-        // The request's own POST failed: only a connect-phase failure proves it never left.
-        if (isNetworkError(error)) this.#lost(stream, error, neverLeft(error));
-        else this.#forgetStream(stream);
-      }
-      throw error;
-    });
+    return this.#innerSend(message, next).then(
+      () => settle("yes"),
+      (error: unknown) => {
+        settle("failed", error);
+        if (this.#streams.get(id) === stream && !stream.cancelled) {
+          // The request's own POST failed: only a connect-phase failure proves it never left.
+          if (isNetworkError(error)) this.#lost(stream, error, neverLeft(error));
+          else this.#forgetStream(stream);
+        }
+        throw error;
+      },
+    );
   };
 
   readonly setProtocolVersion = (version: string): void => {
@@ -518,7 +525,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       if (typeof id === "string" || typeof id === "number") {
         const stream = this.#streams.get(id);
         if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
-        else if (stream?.hold !== undefined) this.#heldAnswered(stream); // before the wire's late path sees it
+        else if (stream?.hold !== undefined)
+          this.#heldAnswered(stream); // before the wire's late path sees it
         else if (stream !== undefined) stream.responded = true; // a cancel's notification still waiting is dropped
       }
     }
@@ -650,7 +658,13 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   };
 
   /** A v2 transport created with cancellableFetch(): the fetch only forwards (and reports refused notifications). */
-  readonly #passivePort: FetchPort = { signalFor: () => undefined, resume: () => undefined, ended: noop, refused: this.#refused, sent: this.#bodySent };
+  readonly #passivePort: FetchPort = {
+    signalFor: () => undefined,
+    resume: () => undefined,
+    ended: noop,
+    refused: this.#refused,
+    sent: this.#bodySent,
+  };
 }
 
 /** The SDK's `TransportSendOptions` members the adapter touches (v1 and v2). */

@@ -88,7 +88,9 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
         fresh.delete(own);
         own.close().catch(noop);
       };
-      const sent = lib.fetch(url, { ...(init as object), dispatcher: own } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
+      const sent = lib.fetch(url, { ...(init as object), dispatcher: own } as Parameters<
+        Undici["fetch"]
+      >[1]) as unknown as Promise<Response>;
       sent.then(done, done);
       return sent;
     }
@@ -97,15 +99,15 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
     return lib.fetch(url, { ...(init as object), dispatcher: through } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
   };
   const fetch: FetchLike = (url, init) => {
-      if (loaded !== null) return send(loaded, url, init);
-      undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
-        ({ Agent, fetch }): Undici => ({ Agent, fetch }),
-        () => undefined,
-      );
-      return undici.then((lib) => {
-        loaded = lib;
-        return send(lib, url, init);
-      });
+    if (loaded !== null) return send(loaded, url, init);
+    undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
+      ({ Agent, fetch }): Undici => ({ Agent, fetch }),
+      () => undefined,
+    );
+    return undici.then((lib) => {
+      loaded = lib;
+      return send(lib, url, init);
+    });
   };
   return {
     // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.

@@ -190,7 +190,8 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     if (lastEventId !== null) {
       const verdict = port.resume(lastEventId);
       // The SDK's GET resume takes a 405 silently: no onerror, no retry.
-      if (verdict === "block") return new Response(null, { status: 405, statusText: "Method Not Allowed (stream cancelled by the client)" });
+      if (verdict === "block")
+        return new Response(null, { status: 405, statusText: "Method Not Allowed (stream cancelled by the client)" });
       if (verdict !== undefined) {
         id = verdict;
         resumed = true;
@@ -315,4 +316,3 @@ function requestIdOf(body: unknown): RequestId | undefined {
 function isCancelBody(body: unknown): boolean {
   return typeof body === "string" && body.includes('"notifications/cancelled"') && /^\s*\{/.test(body);
 }
-

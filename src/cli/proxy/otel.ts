@@ -135,7 +135,9 @@ export async function startOtel(env: NodeJS.ProcessEnv, write: (text: string) =>
           resolve();
         }, OTEL_FLUSH_BOUND_MS);
       });
-      const done = provider.shutdown().catch((error: unknown) => write(`mcp-cancellable proxy: --otel: exporting the last spans failed: ${(error as Error).message}\n`));
+      const done = provider
+        .shutdown()
+        .catch((error: unknown) => write(`mcp-cancellable proxy: --otel: exporting the last spans failed: ${(error as Error).message}\n`));
       await Promise.race([done, bound]);
       clearTimeout(timer);
     },

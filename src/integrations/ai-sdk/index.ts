@@ -96,10 +96,7 @@ export type { AwaitVerification };
  * @param options client-wide defaults (all durations in ms), `callOptions`, and where records go.
  * @throws {InvalidOptionError} a bad transport or option, naming it.
  */
-export function cancellableTransport(
-  transport: AdapterOrTransport,
-  options: CancellableTransportOptions = {},
-): CancellableAiSdkTransport {
+export function cancellableTransport(transport: AdapterOrTransport, options: CancellableTransportOptions = {}): CancellableAiSdkTransport {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError("options", "cancellableTransport: options must be an object");
   }

@@ -67,10 +67,7 @@ export async function attachMastra(mcp: MastraMCPClientLike, options?: Cancellat
  */
 function mastraServerClients(mcp: object): Array<[string, ClientLike]> {
   const refused = (what: string) =>
-    new InvalidOptionError(
-      "mcp",
-      `attachMastra: this @mastra/mcp keeps its server clients elsewhere (${what}); written against ${TESTED}`,
-    );
+    new InvalidOptionError("mcp", `attachMastra: this @mastra/mcp keeps its server clients elsewhere (${what}); written against ${TESTED}`);
   const byId = (mcp as { mcpClientsById?: unknown }).mcpClientsById;
   if (!(byId instanceof Map)) throw refused("no MCPClient.mcpClientsById map");
   return [...byId].map(([name, internal]) => {

@@ -470,14 +470,20 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
       name: name ?? endpoint.href,
       create: async () => {
         const sdk = await loadSdk("CancellableMCPServerStreamableHttp");
-        const StreamableHTTPClientTransport = (await sdk.StreamableHTTPClientTransport()) as unknown as new (url: URL, options?: object) => TransportLike;
+        const StreamableHTTPClientTransport = (await sdk.StreamableHTTPClientTransport()) as unknown as new (
+          url: URL,
+          options?: object,
+        ) => TransportLike;
         const Client = sdk.Client as unknown as new (info: object, options?: unknown) => unknown;
         // The v1 transport closes one request's stream only through cancellableFetch(), chosen here.
         const transportOptions = {
           ...(requestInit === undefined ? {} : { requestInit }),
           ...(sdk.line === "v1" ? { fetch: cancellableFetch() } : {}),
         };
-        const transport = new StreamableHTTPClientTransport(endpoint, Object.keys(transportOptions).length === 0 ? undefined : transportOptions);
+        const transport = new StreamableHTTPClientTransport(
+          endpoint,
+          Object.keys(transportOptions).length === 0 ? undefined : transportOptions,
+        );
         const client = new Client({ name: name ?? "mcp-cancellable", version: "1.0.0" }, clientOptions as never);
         return { client: client as unknown as AgentsClientLike, transport: streamableHttpCancellation(transport) };
       },

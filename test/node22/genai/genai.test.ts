@@ -99,7 +99,9 @@ describe("Google GenAI over Streamable HTTP: the user's connected v2 client, att
     const record = calls(mcp)[0]!;
     expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "stream-close" });
     expect(await eventually(() => sawDisconnect(seen(server, "tools/call").find((c) => c.http.id === record.requestId)))).toBe(true);
-    expect(await eventually(() => seen(server, "tools/call").find((c) => c.http.id === record.requestId)?.aborted !== undefined)).toBe(true);
+    expect(await eventually(() => seen(server, "tools/call").find((c) => c.http.id === record.requestId)?.aborted !== undefined)).toBe(
+      true,
+    );
     expect(seen(server, "notifications/cancelled")).toEqual([]);
     expect(seen(server, "tools/call")).toHaveLength(1);
     expect(mcp.pendingCount).toBe(0);

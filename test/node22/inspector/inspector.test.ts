@@ -77,7 +77,9 @@ describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
     const { file } = config(["--timeout-ms", "500"]);
     const run = await inspect(file, ["--method", "tools/call", "--tool-name", "sleep", "--tool-arg", "ms=60000"]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/tools\/call \\"sleep\\" timed out after 500 ms with no answer \(the idle timeout, timeoutMs\); cancelled upstream/);
+    expect(run.stderr).toMatch(
+      /tools\/call \\"sleep\\" timed out after 500 ms with no answer \(the idle timeout, timeoutMs\); cancelled upstream/,
+    );
     const started = /STARTED (\S+)/.exec(run.stderr)?.[1];
     expect(started).toBeDefined();
     expect(run.stderr).toMatch(new RegExp(`ABORTED ${started} after \\d+ms reason="Request timed out after 500 ms"`));

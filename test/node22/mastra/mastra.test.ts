@@ -47,7 +47,10 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
     expect(await eventually(() => server.pendingCount === 1 && /STARTED /.test(lines.join("")), 5_000)).toBe(true);
     const abortedAt = performance.now();
     controller.abort(new Error("user pressed stop"));
-    await running.then(() => undefined, (e: unknown) => e);
+    await running.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
     expect(await eventually(() => /ABORTED /.test(lines.join("")), 5_000)).toBe(true);
     const calls = attached.records().filter((r) => r.method === "tools/call");
@@ -62,16 +65,23 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
     const attached = await attachMastra(mcp, { maxTotalTimeoutMs: 300 });
     const server = attached.servers.get("reports")!;
     const lines: string[] = [];
-    (server.transport as unknown as { stderr?: NodeJS.ReadableStream }).stderr?.on("data", (chunk: Buffer) => lines.push(chunk.toString("utf8")));
+    (server.transport as unknown as { stderr?: NodeJS.ReadableStream }).stderr?.on("data", (chunk: Buffer) =>
+      lines.push(chunk.toString("utf8")),
+    );
     const sleepTool = await tool(mcp, "reports_sleep");
     const started = performance.now();
-    const outcome = await sleepTool.execute({ ms: 5_000 }).then(() => undefined, (e: unknown) => e);
+    const outcome = await sleepTool.execute({ ms: 5_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const elapsed = performance.now() - started;
     expect(outcome).toBeDefined();
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(300 + SLACK_MS);
     const calls = attached.records().filter((r) => r.method === "tools/call");
-    expect(calls).toMatchObject([{ status: "cancelled", cancel: { trigger: "max-total-timeout", mechanism: "notification" }, outcome: "unverified" }]);
+    expect(calls).toMatchObject([
+      { status: "cancelled", cancel: { trigger: "max-total-timeout", mechanism: "notification" }, outcome: "unverified" },
+    ]);
     expect(await eventually(() => /ABORTED /.test(lines.join("")), 5_000)).toBe(true);
     await sleep(200);
     expect(attached.records().filter((r) => r.method === "tools/call")).toHaveLength(1); // Mastra did not reconnect and retry
@@ -91,7 +101,10 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
       const running = (await tool(mcp, "reports_slow")).execute({ ms: 5_000 }, { abortSignal: controller.signal });
       expect(await eventually(() => seen(http, "tools/call")[0]?.start !== undefined, 5_000)).toBe(true);
       controller.abort();
-      await running.then(() => undefined, (e: unknown) => e);
+      await running.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(await eventually(() => seen(http, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
       expect(await eventually(() => closedUnfinished(seen(http, "tools/call")[0]), 3_000)).toBe(true);
       expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
@@ -104,7 +117,10 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
 
   it("refuses what is not a Mastra MCPClient, and a shape it does not know, naming the version tested", async () => {
     await expect(attachMastra({} as never)).rejects.toSatisfy(isInvalidOptionError);
-    const error = await attachMastra({ listTools: async () => ({}) }).then(() => undefined, (e: unknown) => e);
+    const error = await attachMastra({ listTools: async () => ({}) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isInvalidOptionError(error)).toBe(true);
     expect((error as Error).message).toMatch(/keeps its server clients elsewhere .*@mastra\/mcp 2\.0\.0/);
   });
@@ -134,6 +150,8 @@ describe("Mastra's reconnect-and-retry path", () => {
     // connection was lost, so the error comes back as it is and nothing is sent twice.
     expect("error" in outcome && isConnectionClosedError(outcome.error)).toBe(true);
     await sleep(300);
-    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([{ status: "cancelled", cancel: { trigger: "connection-closed" } }]);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
+      { status: "cancelled", cancel: { trigger: "connection-closed" } },
+    ]);
   });
 });
