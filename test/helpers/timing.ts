@@ -21,3 +21,8 @@ export async function eventually(predicate: () => boolean, withinMs = 2_000): Pr
   }
   return predicate();
 }
+
+/** Like `eventually`, but throws when `predicate` does not hold within `withinMs` (for a wait that must succeed). */
+export async function until(predicate: () => boolean, withinMs = 5_000): Promise<void> {
+  if (!(await eventually(predicate, withinMs))) throw new Error(`condition not met within ${withinMs} ms`);
+}

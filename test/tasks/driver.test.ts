@@ -7,17 +7,10 @@ import { describe, expect, it } from "vitest";
 import { isCallTimeoutError } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
 import { connectPeer } from "../helpers/peer.js";
+import { until } from "../helpers/timing.js";
 
 const task = (status: string) => ({ taskId: "t1", status, ttl: 60_000, createdAt: "", lastUpdatedAt: "", pollInterval: 20 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(predicate: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await sleep(10);
-  }
-}
 
 describe("task driver", () => {
   it("a tasks/cancel refused with -32602 is no error for the caller; one tasks/get says the task completed anyway", async () => {

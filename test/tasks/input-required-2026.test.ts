@@ -7,20 +7,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isCallCancelledError } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
+import { until } from "../helpers/timing.js";
 
 let closeClient: (() => Promise<void>) | undefined;
 afterEach(async () => {
   await closeClient?.();
   closeClient = undefined;
 });
-
-async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 type Elicit = (message: string, signal: AbortSignal) => Promise<string>;
 

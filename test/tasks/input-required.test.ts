@@ -10,8 +10,9 @@ import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { isCallCancelledError, withCancellation } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
-import { startV1TaskServer } from "./servers.js";
+import { startV1TaskServer, methods } from "./servers.js";
 import type { TaskServer } from "./servers.js";
+import { until } from "../helpers/timing.js";
 
 let server: TaskServer | undefined;
 let closeClient: (() => Promise<void>) | undefined;
@@ -21,16 +22,6 @@ afterEach(async () => {
   server = undefined;
   closeClient = undefined;
 });
-
-async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
 
 async function connect(url: URL, onElicit: (message: string, signal: AbortSignal) => Promise<string>) {
   const client = new Client({ name: "input-required", version: "1.0.0" }, { capabilities: { elicitation: {} } });

@@ -10,6 +10,7 @@ import type { RunRecord } from "../../src/index.js";
 import { connectV2 } from "../http/clients.js";
 import { startRaw2026TaskServer } from "./servers.js";
 import type { TaskServer } from "./servers.js";
+import { until } from "../helpers/timing.js";
 
 let server: TaskServer | undefined;
 let closeClient: (() => Promise<void>) | undefined;
@@ -19,14 +20,6 @@ afterEach(async () => {
   server = undefined;
   closeClient = undefined;
 });
-
-async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
 const latest = (records: RunRecord[]) => [...new Map(records.map((r) => [r.callId, r])).values()];

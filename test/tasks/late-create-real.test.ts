@@ -6,8 +6,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isCallCancelledError } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { connectV1 } from "../http/clients.js";
-import { startV1TaskServer } from "./servers.js";
+import { startV1TaskServer, methods } from "./servers.js";
 import type { TaskServer } from "./servers.js";
+import { until } from "../helpers/timing.js";
 
 let server: TaskServer | undefined;
 let closeClient: (() => Promise<void>) | undefined;
@@ -17,16 +18,6 @@ afterEach(async () => {
   server = undefined;
   closeClient = undefined;
 });
-
-async function until(predicate: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
 
 describe("2025-11-25, v1 SDK server with a task store over Streamable HTTP: calls aborted right after sending", () => {
   it("10 calls aborted as their tools/call goes out: every task created is cancelled (one tasks/cancel each), none left working", async () => {

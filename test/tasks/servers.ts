@@ -343,3 +343,6 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
     }),
   };
 }
+
+/** The requests `s` received with this method, in order. */
+export const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);

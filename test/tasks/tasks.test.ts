@@ -7,8 +7,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isCallTimeoutError, isCallCancelledError, isInvalidOptionError } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { connectV1, connectV2 } from "../http/clients.js";
-import { startRaw2026TaskServer, startV1TaskServer } from "./servers.js";
+import { startRaw2026TaskServer, startV1TaskServer, methods } from "./servers.js";
 import type { TaskServer } from "./servers.js";
+import { until } from "../helpers/timing.js";
 
 let server: TaskServer | undefined;
 let closeClient: (() => Promise<void>) | undefined;
@@ -18,17 +19,6 @@ afterEach(async () => {
   server = undefined;
   closeClient = undefined;
 });
-
-/** Waits (bounded) until the predicate holds. */
-async function until(predicate: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
 
 describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task store (Streamable HTTP)", () => {
   it("polls the task to its end and resolves with the final result; task progress keeps it alive (rule 23)", async () => {
