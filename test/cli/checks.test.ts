@@ -386,36 +386,37 @@ describe("work-stops: what was seen, and the stdio server's CPU time", () => {
 });
 
 // Issue 15 item 3: two concurrent calls.
-describe("concurrent-calls", () => {
-  const p = (token: number, value: number): Message => ({
-    jsonrpc: "2.0",
-    method: "notifications/progress",
-    params: { progressToken: token, progress: value },
-  });
-  const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running" | "error") => {
-    const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
-    r.concurrent = {
-      a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
-      b: {
-        id: 11,
-        progressToken: 11,
-        sentAt: 2000,
-        end: { at: 2600, how: bEnd, text: bEnd === "error" ? "MCP error -32603: aborted" : "" },
-      },
-      cancelAt: 2300,
-      windowEnd: 2700,
-    };
-    return byId(evaluate(r))["concurrent-calls"]!;
+/** A progress notification for `token`. Two calls at once (a cancelled, b left to end as `bEnd`) on the fenced timeline. */
+const progressOf = (token: number, value: number): Message => ({
+  jsonrpc: "2.0",
+  method: "notifications/progress",
+  params: { progressToken: token, progress: value },
+});
+const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running" | "error") => {
+  const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
+  r.concurrent = {
+    a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
+    b: {
+      id: 11,
+      progressToken: 11,
+      sentAt: 2000,
+      end: { at: 2600, how: bEnd, text: bEnd === "error" ? "MCP error -32603: aborted" : "" },
+    },
+    cancelAt: 2300,
+    windowEnd: 2700,
   };
+  return byId(evaluate(r))["concurrent-calls"]!;
+};
 
+describe("concurrent-calls", () => {
   it("each token's progress rises on its own and the other call completes: PASS", () => {
     const check = concurrentRun(
       [
-        [2100, "server", p(10, 1)],
-        [2110, "server", p(11, 1)],
-        [2200, "server", p(10, 2)],
-        [2210, "server", p(11, 2)],
-        [2400, "server", p(11, 3)],
+        [2100, "server", progressOf(10, 1)],
+        [2110, "server", progressOf(11, 1)],
+        [2200, "server", progressOf(10, 2)],
+        [2210, "server", progressOf(11, 2)],
+        [2400, "server", progressOf(11, 3)],
         [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }],
       ],
       "result",
@@ -427,10 +428,10 @@ describe("concurrent-calls", () => {
   it("both calls report on one token (state on a shared tool instance): FAIL", () => {
     const check = concurrentRun(
       [
-        [2100, "server", p(11, 1)],
-        [2110, "server", p(11, 1)],
-        [2200, "server", p(11, 2)],
-        [2210, "server", p(11, 2)],
+        [2100, "server", progressOf(11, 1)],
+        [2110, "server", progressOf(11, 1)],
+        [2200, "server", progressOf(11, 2)],
+        [2210, "server", progressOf(11, 2)],
       ],
       "running",
     );
@@ -441,8 +442,8 @@ describe("concurrent-calls", () => {
   it("the cancel of one ends the other: FAIL", () => {
     const check = concurrentRun(
       [
-        [2100, "server", p(10, 1)],
-        [2110, "server", p(11, 1)],
+        [2100, "server", progressOf(10, 1)],
+        [2110, "server", progressOf(11, 1)],
       ],
       "error",
     );
@@ -552,27 +553,11 @@ describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
     expect(check.summary).not.toMatch(/none in the/);
   });
 
-  const p = (token: number, value: number): Message => ({
-    jsonrpc: "2.0",
-    method: "notifications/progress",
-    params: { progressToken: token, progress: value },
-  });
-  const concurrentRun = (events: Array<[number, WireEvent["from"], Message]>, bEnd: "result" | "running") => {
-    const r = fenced([[10, "client", call], [500, "client", cancel], ...events], 504);
-    r.concurrent = {
-      a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
-      b: { id: 11, progressToken: 11, sentAt: 2000, end: { at: 2600, how: bEnd, text: "" } },
-      cancelAt: 2300,
-      windowEnd: 2700,
-    };
-    return byId(evaluate(r))["concurrent-calls"]!;
-  };
-
   it("concurrent-calls on a serial server: the second call showed nothing while the first ran: WARN, and it is never called 'still running'", () => {
     const check = concurrentRun(
       [
-        [2100, "server", p(10, 1)],
-        [2200, "server", p(10, 2)],
+        [2100, "server", progressOf(10, 1)],
+        [2200, "server", progressOf(10, 2)],
       ],
       "running",
     );
@@ -585,9 +570,9 @@ describe("verdicts judged from their own timeline (issue 24 item 5)", () => {
   it("concurrent-calls: the second starts only after the first's cancel (queued behind it): WARN with when it started", () => {
     const check = concurrentRun(
       [
-        [2100, "server", p(10, 1)],
-        [2200, "server", p(10, 2)],
-        [2400, "server", p(11, 1)],
+        [2100, "server", progressOf(10, 1)],
+        [2200, "server", progressOf(10, 2)],
+        [2400, "server", progressOf(11, 1)],
         [2600, "server", { jsonrpc: "2.0", id: 11, result: {} }],
       ],
       "result",
