@@ -1,6 +1,9 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { isStreamableHttpTransport } from "../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
+import { ADAPTER_LAYERS } from "../wire/port.js";
+import type { LayeredAdapter } from "../wire/port.js";
+import { notify } from "../wire/pipe.js";
 
 /**
  * The cancel mechanism of stdio and of any transport without per-request streams (the SDK's
@@ -11,14 +14,22 @@ import type { CancellationAdapter, TransportLike } from "./types.js";
  *   the request's stream open, and on 2026-07-28 it is not even expected (rules 6, 28, 40).
  */
 export function notificationCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
-  if (isStreamableHttpTransport(transport)) {
-    throw new InvalidOptionError(
-      "transport",
-      "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
-        "a cancel there closes the request's stream (rules 6, 28, 40 in docs/spec-rules.md); a notification alone leaves it open",
-    );
-  }
+  refuseStreamableHttp(transport);
   return notifyOnCancel(transport);
+}
+
+/**
+ * Refuses a Streamable HTTP transport where only a notification would be sent (see
+ * `notificationCancellation`). @internal
+ * @throws {InvalidOptionError} (option `transport`) naming `streamableHttpCancellation`.
+ */
+export function refuseStreamableHttp(transport: object): void {
+  if (!isStreamableHttpTransport(transport)) return;
+  throw new InvalidOptionError(
+    "transport",
+    "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
+      "a cancel there closes the request's stream (rules 6, 28, 40 in docs/spec-rules.md); a notification alone leaves it open",
+  );
 }
 
 /**
@@ -27,19 +38,11 @@ export function notificationCancellation<T extends TransportLike>(transport: T):
  * the server). @internal
  */
 export function notifyOnCancel<T extends TransportLike>(transport: T): CancellationAdapter<T> {
-  return {
+  const adapter: CancellationAdapter<T> & LayeredAdapter = {
     transport,
-    cancel({ notification, send, delivery }) {
-      const undelivered = (error: unknown): void =>
-        delivery({ sent: "none", failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) } });
-      try {
-        send(notification).catch(undelivered);
-      } catch (error) {
-        // Thrown before cancel() returned: the record is made right after it.
-        queueMicrotask(() => undelivered(error));
-        return "none";
-      }
-      return "notification";
-    },
+    // In a pipeline the bottom port's own cancel is this mechanism (no layer needed).
+    [ADAPTER_LAYERS]: () => [],
+    cancel: (request) => notify({ send: request.send }, request),
   };
+  return adapter;
 }

@@ -1,6 +1,6 @@
-import type { TransportLike } from "../adapters/types.js";
 import type { Message } from "../wire/messages.js";
-import { decorateTransport } from "../wire/decorate.js";
+import { Layer } from "../wire/port.js";
+import type { LayerFactory, MessageExtra, Port, SendOptions } from "../wire/port.js";
 
 /** Who an event on the timeline came from. */
 export type Party = "client" | "server" | "probe";
@@ -94,34 +94,40 @@ export class Recorder {
   }
 
   /**
-   * Decorates a transport: `send` and the inbound `onmessage`, `onclose`, `onerror` are
-   * recorded; everything else is forwarded to the transport unchanged (properties, methods,
-   * `sessionId`, `setProtocolVersion`, ...). Handlers set on the decorator are called after
-   * the event is recorded.
+   * The recorder as a layer of a connection's pipeline, right on the transport (`below` in the
+   * wire's options): `send` and the inbound messages, the close and errors are recorded as they
+   * crossed the transport (also what the wire later drops); everything passes on unchanged.
    */
-  wrap<T extends TransportLike>(transport: T): T {
-    const send = (message: Message, options?: unknown): Promise<void> => {
-      this.add({ from: "client", kind: "message", message });
-      return (transport.send as (message: Message, options?: unknown) => Promise<void>).call(transport, message, options);
-    };
-    const { view, up } = decorateTransport(transport, {
-      methods: { send },
-      callbacks: {
-        onmessage: (message: Message, extra?: unknown): void => {
-          this.add({ from: "server", kind: "message", message });
-          (up.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
-        },
-        onclose: (): void => {
-          this.add({ from: "server", kind: "closed", text: "connection closed" });
-          (up.onclose as (() => void) | undefined)?.();
-        },
-        onerror: (error: Error): void => {
-          this.add({ from: "server", kind: "error", text: error.message });
-          (up.onerror as ((error: Error) => void) | undefined)?.(error);
-        },
-      },
-      overrides: "refuse",
-    });
-    return view;
+  layer(): LayerFactory {
+    return (below) => new RecordingLayer(below, this);
+  }
+}
+
+class RecordingLayer extends Layer {
+  readonly #recorder: Recorder;
+
+  constructor(below: Port, recorder: Recorder) {
+    super(below);
+    this.#recorder = recorder;
+  }
+
+  override send(message: Message, options?: SendOptions): Promise<void> {
+    this.#recorder.add({ from: "client", kind: "message", message });
+    return this.below.send(message, options);
+  }
+
+  override message(message: Message, extra?: MessageExtra): void {
+    this.#recorder.add({ from: "server", kind: "message", message });
+    this.up.message(message, extra);
+  }
+
+  override closed(): void {
+    this.#recorder.add({ from: "server", kind: "closed", text: "connection closed" });
+    this.up.closed();
+  }
+
+  override error(error: Error): void {
+    this.#recorder.add({ from: "server", kind: "error", text: error.message });
+    this.up.error(error);
   }
 }

@@ -7,6 +7,7 @@ import { cancellableFetch, streamableHttpCancellation } from "../adapters/stream
 import { withCancellation } from "../client/with-cancellation.js";
 import type { CancellableClient, ClientLike } from "../client/with-cancellation.js";
 import type { Message } from "../wire/messages.js";
+import { withLayersBelow } from "../wire/wire.js";
 import type { Era, ProbeOptions } from "./args.js";
 import type { Recorder } from "./recorder.js";
 import { ChildStdioTransport } from "./stdio-transport.js";
@@ -96,7 +97,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     closeRequestedAt = Math.min(closeRequestedAt, recorder.now());
     return innerClose();
   };
-  const recorded = recorder.wrap(opened.transport);
+  const recorded = opened.transport;
   let client: ClientLike & { connect(transport: unknown, options?: unknown): Promise<void>; close(): Promise<void> };
   if (v2 === undefined) {
     client = new Client(PROBE_CLIENT_INFO, { capabilities: {} }) as unknown as typeof client;
@@ -111,7 +112,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     if (sdkErrors.length < 20) sdkErrors.push(error.message);
   };
   const anomalies: string[] = [];
-  const mcp = withCancellation(client, opened.adapter(recorded), {
+  const mcp = withCancellation(client, withLayersBelow(opened.adapter(recorded), [recorder.layer()]), {
     timeoutMs: options.timeoutMs,
     onAnomaly: (anomaly) => {
       if (anomalies.length < 20) anomalies.push(`${anomaly.kind}: ${anomaly.message}`);
@@ -168,7 +169,10 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     protocolVersion,
     serverInfo: sdk.getServerVersion?.(),
     mcp: mcp as CancellableClient<TransportLike>,
-    sendRaw: (message) => (recorded.send as (message: Message) => Promise<void>)(message),
+    sendRaw: (message) => {
+      recorder.add({ from: "client", kind: "message", message });
+      return (recorded.send as (message: Message) => Promise<void>)(message);
+    },
     get closed() {
       return closed;
     },

@@ -6,8 +6,10 @@ import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
 import { CallRunner } from "../runner/runner.js";
 import type { Wire } from "../wire/wire.js";
-import { decorateTransport } from "../wire/decorate.js";
-import { isStreamableHttpTransport, isV2Client, replaceTransportFetch } from "../sdk/private.js";
+import type { Message } from "../wire/messages.js";
+import type { SendOptions } from "../wire/port.js";
+import { isStdioTransport, isStreamableHttpTransport, isV2Client, replaceTransportFetch } from "../sdk/private.js";
+import { stdioCancellation } from "../adapters/stdio/index.js";
 import { perRequestFetch } from "../adapters/streamable-http/fetch.js";
 import type { FetchLike } from "../adapters/streamable-http/fetch.js";
 import { createFacade, createSdkShell, decorated } from "./facade.js";
@@ -26,7 +28,20 @@ interface Attached {
 const handles = new WeakMap<object, CancellableClient<TransportLike, ClientLike>>();
 
 /** Each decorated transport's own `send`, bound to it. */
-const originalSends = new WeakMap<object, (...args: unknown[]) => Promise<void>>();
+const originalSends = new WeakMap<object, (message: Message, options?: SendOptions) => Promise<void>>();
+
+/**
+ * The transport's own send, even when an earlier attach already put a wire's there (the SDK
+ * started the same transport object again): pipelines never stack.
+ */
+function ownSend(target: TransportLike): (message: Message, options?: SendOptions) => Promise<void> {
+  let send = originalSends.get(target);
+  if (send === undefined) {
+    send = (target.send as (message: Message, options?: SendOptions) => Promise<void>).bind(target);
+    originalSends.set(target, send);
+  }
+  return send;
+}
 
 /**
  * Adds the library to an MCP SDK client that is ALREADY connected (v1 `@modelcontextprotocol/sdk`
@@ -89,7 +104,7 @@ export function attachCancellation<C extends ClientLike>(client: C, options?: Ca
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {
-    const wire = clientWire(adapterFor(target), client, defaults, true);
+    const wire = clientWire(adapterFor(target), client, defaults, { connected: true, send: ownSend(target) });
     // In place: the SDK keeps calling target.send, which is now the wire's.
     (target as { send: unknown }).send = wire.transport.send;
     decorated.add(target);
@@ -142,21 +157,15 @@ export function attachCancellation<C extends ClientLike>(client: C, options?: Ca
  * HTTP transport that can close one request's stream gets the Streamable HTTP adapter; a v1
  * Streamable HTTP transport created without `cancellableFetch()` gets the POSTed notification
  * alone (the most a connected v1 transport allows); everything else (stdio, in-memory) the
- * notification (rule 6). Works on a view of the transport whose `send` is the original one, so
- * the adapter's sends bypass the decorator installed on the transport itself.
+ * notification (rule 6); a stdio transport the stdio adapter (its write queue). The pipeline's
+ * bottom calls the transport's original `send`, so the adapter's own sends bypass the wire
+ * installed on the transport itself.
  */
 function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
-  // The transport's own send, even when an earlier attach already put a wire's there (the SDK
-  // started the same transport object again): decorators never stack.
-  let send = originalSends.get(target);
-  if (send === undefined) {
-    send = (target.send as (...args: unknown[]) => Promise<void>).bind(target);
-    originalSends.set(target, send);
-  }
-  const raw = decorateTransport(target, { methods: { send } }).view;
-  if (!isStreamableHttpTransport(target)) return notifyOnCancel(raw);
+  if (isStdioTransport(target)) return stdioCancellation(target);
+  if (!isStreamableHttpTransport(target)) return notifyOnCancel(target);
   try {
-    return streamableHttpCancellation(raw);
+    return streamableHttpCancellation(target);
   } catch (error) {
     if (!(error instanceof InvalidOptionError && error.option === "transport")) throw error;
   }
@@ -174,10 +183,10 @@ function adapterFor(target: TransportLike): CancellationAdapter<TransportLike> {
   });
   if (upgraded) {
     try {
-      return streamableHttpCancellation(raw);
+      return streamableHttpCancellation(target);
     } catch (error) {
       if (!(error instanceof InvalidOptionError && error.option === "transport")) throw error;
     }
   }
-  return notifyOnCancel(raw);
+  return notifyOnCancel(target);
 }

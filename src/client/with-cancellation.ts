@@ -1,13 +1,13 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
-import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
-import { Wire } from "../wire/wire.js";
-import { CallRunner, sdkTaskDrivers } from "../runner/runner.js";
+import type { Wire } from "../wire/wire.js";
+import { CallRunner, openWire } from "../runner/runner.js";
+import type { WireExtras } from "../runner/runner.js";
 import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
-import { isV2Client, sdkInputDispatcher, sdkWaitDropper } from "../sdk/private.js";
+import { isV2Client } from "../sdk/private.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 
 export type {
@@ -112,21 +112,9 @@ export function clientWire<T extends TransportLike>(
   adapter: CancellationAdapter<T>,
   client: object,
   defaults: CancellationOptions,
-  connected = false,
+  extras: Omit<WireExtras, "client"> = {},
 ): Wire<T> {
-  const wire = new Wire(adapter, {
-    maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-    onAnomaly: defaults.onAnomaly,
-    releaseFailedSends: !isV2Client(client),
-    connected,
-    forwardSdkReason: defaults.forwardAbortReason ?? false,
-    releaseWait: sdkWaitDropper(client),
-    // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
-    inputDispatcher: sdkInputDispatcher(client),
-    // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to cancel.
-    taskDriver: (call) => drivers(call),
-  });
-  const drivers = sdkTaskDrivers(() => wire as unknown as Wire<TransportLike>, defaults);
+  const wire = openWire(adapter, defaults, { ...extras, client });
   decorated.add(wire.transport);
   return wire;
 }

@@ -135,6 +135,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   #late: RunRecord["late"] | null = null;
   #settled: SettledRecord | null = null;
   #task: TaskInfo | undefined = undefined;
+  /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
+  #httpStatus: number | undefined = undefined;
 
   constructor(init: CallInit) {
     this.#options = init.options;
@@ -269,10 +271,18 @@ export class CancellableCall<T = unknown> implements LateSink {
     this.#release();
   }
 
+  /**
+   * The server answered the request's POST with this HTTP error status (observed on the wire): the
+   * request reached it. If the call then fails, its record's error carries the status.
+   */
+  answeredStatus(status: number): void {
+    this.#httpStatus = status;
+  }
+
   /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
   fail(error: unknown): void {
     if (this.#state === "settled") return;
-    this.#finish("failed", "error", describeError(error));
+    this.#finish("failed", "error", describeError(error, this.#httpStatus));
     this.#reject(error);
     this.#release();
   }
@@ -578,7 +588,12 @@ function truncate(reason: string): string {
  * code), for the record: the message is cut to 1,000 characters, so a server cannot make every
  * record of a run megabytes long. The error the caller gets stays untouched.
  */
-function describeError(error: unknown): RunRecord["error"] {
+function describeError(error: unknown, httpStatus?: number): RunRecord["error"] {
+  if (httpStatus !== undefined) {
+    const described = describeError(error);
+    const text = described!.message.includes(String(httpStatus)) ? described!.message : `HTTP ${httpStatus}: ${described!.message}`;
+    return { ...described!, message: truncate(text), httpStatus };
+  }
   if (typeof error !== "object" || error === null) return { code: null, message: truncate(String(error)) };
   const { code, message } = error as { code?: unknown; message?: unknown };
   const text = typeof message === "string" ? message : String(error);

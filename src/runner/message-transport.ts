@@ -7,11 +7,10 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import type { RunRecord } from "../types/record.js";
-import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, type Message } from "../wire/messages.js";
-import { Wire } from "../wire/wire.js";
-import { CallRunner, nameOf, sdkTaskDrivers } from "./runner.js";
+import type { Wire } from "../wire/wire.js";
+import { CallRunner, nameOf, openWire } from "./runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
 import type { AwaitVerification } from "./verified-outcome.js";
 
@@ -120,19 +119,12 @@ export class MessageTransport<T extends TransportLike> {
     this.#name = init.name ?? "MessageTransport";
     this.#awaitVerification = init.awaitVerification;
     this.#respond = init.respond ?? libraryErrorResponse;
-    this.#wire = new Wire(adapter, {
-      maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
-      onAnomaly: defaults.onAnomaly,
-      forwardSdkReason: defaults.forwardAbortReason ?? false,
-      // Nothing above waits on its own: this transport answers from the call's outcome.
-      releaseWait: () => true,
-      taskDriver: (call) => drivers(call),
-    });
-    const drivers = sdkTaskDrivers(() => this.#wire as unknown as Wire<TransportLike>, defaults);
-    const wire = this.#wire;
+    // Nothing above waits on its own: this transport answers from the call's outcome.
+    const wire = openWire(adapter, defaults, { releaseWait: () => true });
+    this.#wire = wire;
     this.#runner = new CallRunner({ defaults, client: this, wire: () => wire });
-    const down = wire.transport as unknown as Record<string, unknown>;
-    down.onmessage = this.#onmessage;
+    const down: TransportLike = wire.transport;
+    down.onmessage = this.#onmessage as TransportLike["onmessage"];
     down.onclose = this.#onclose;
     down.onerror = (error: Error) => this.onerror?.(error);
   }
@@ -208,7 +200,15 @@ export class MessageTransport<T extends TransportLike> {
               : undefined;
           const answer = new Promise<unknown>((resolve, reject) => this.#waiting.set(id, { resolve, reject }));
           handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
-            (error: unknown) => this.#wire.sendFailed(id, error),
+            (error: unknown) => {
+              // The server answered its POST with an HTTP error: the request fails with the
+              // transport's error (the record has the status), and the client's send rejects
+              // with it, as it would without the library. Else the wire settled the call from
+              // its facts (connection-closed), and the client is answered with that.
+              if (this.#wire.sendFailed(id, error) !== "answered") return;
+              this.#waiting.get(id)?.reject(error);
+              throw error;
+            },
           );
           return answer;
         },

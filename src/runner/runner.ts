@@ -22,12 +22,17 @@ import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
-import type { Wire } from "../wire/wire.js";
+import { Wire } from "../wire/wire.js";
+import type { WireOptions } from "../wire/wire.js";
+import type { CancellationAdapter } from "../adapters/types.js";
+import type { RequestId } from "../core/cancellable-call.js";
+import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
+import { isV2Client, sdkInputDispatcher, sdkWaitDropper } from "../sdk/private.js";
 
 /** The wire a call goes through, chosen when the call is made. */
 export type WireChoice =
   /** Send through this wire (it may be closed: the call then settles `connection-closed`, nothing sent). */
-  | Wire<TransportLike>
+  | Wire
   /** The connection is gone and no wire is open: the call settles `connection-closed`, nothing sent. */
   | null;
 
@@ -129,7 +134,7 @@ export class CallRunner {
   readonly #connectionId = nextConnectionId();
   // Per wire, made once (attachCancellation moves to a new wire after a reconnect): the MCP
   // session id reader and the cancel hook, so a call without a task allocates neither.
-  #sessionWire: Wire<TransportLike> | null = null;
+  #sessionWire: Wire | null = null;
   #sessionId: () => string | undefined = () => undefined;
   #wireCancel: CallHooks["cancel"] = cancelNone;
   /** The hooks of every call on the current wire without a task or an observation: one object per wire, not per call. */
@@ -210,7 +215,7 @@ export class CallRunner {
     if (wire !== null && wire !== this.#sessionWire) {
       this.#sessionWire = wire;
       this.#sessionId = sessionIdOf(wire);
-      this.#wireCancel = (call, reason) => wire.cancel(call, reason);
+      this.#wireCancel = (call, reason) => wire.cancelCall(call, reason);
       this.#wireHooks = null;
       this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
     }
@@ -304,7 +309,7 @@ export class CallRunner {
   }
 
   /** The shared hooks of the calls on one wire that follow no task and have no observation. */
-  #hooksOf(wire: Wire<TransportLike>): CallHooks {
+  #hooksOf(wire: Wire): CallHooks {
     return {
       cancel: this.#wireCancel,
       settled: (call) => wire.settled(call, call.callId),
@@ -343,28 +348,59 @@ export class CallRunner {
   }
 }
 
+/** What an entry point adds to the client-wide defaults when it opens a connection (see `openWire`). */
+export interface WireExtras {
+  /** The SDK client above the wire, if any: its private waits are ended directly, and its input handlers reached (src/sdk/private.ts). */
+  readonly client?: object | undefined;
+  /** The transport is already started and connected (attaching to a connected client). */
+  readonly connected?: boolean | undefined;
+  /**
+   * Ends the entry point's own wait for a request the call already settled. Default: the SDK
+   * client's (`client`); an entry point that answers its caller from the call's outcome itself
+   * (the message-level transport) passes `() => true`.
+   */
+  readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
+  /** The transport's own `send` (attaching: the transport's member is about to become the wire's). */
+  readonly send?: WireOptions["send"];
+}
+
 /**
- * A wire's `taskDriver` (see `WireOptions`): the task driver of a task-augmented request the
- * library does not follow (the SDK's own), with the default task options and the client's
- * timers and clock. Made only when such a request is cancelled before its `CreateTaskResult`,
- * so that a late one gets its task cancelled and the call's record names it.
- * @param wire the wire it belongs to (read when a driver is made).
+ * Opens a connection: the wire (its pipeline, `Wire.open`) over the adapter's transport, with the
+ * client-wide defaults. Every entry point makes its connections here, and only here.
  */
-export function sdkTaskDrivers(
-  wire: () => Wire<TransportLike>,
+export function openWire<T extends TransportLike>(
+  adapter: CancellationAdapter<T>,
   defaults: CancellationOptions,
-): (call: CancellableCall | null) => TaskDriver {
+  extras: WireExtras = {},
+): Wire<T> {
+  const client = extras.client;
   const timers = defaults.timers ?? systemTimers;
   const clock = defaults.clock ?? monotonic;
-  return (call) => {
-    const driver = new TaskDriver(wire(), resolveTaskOptions(true), timers, clock);
-    if (call !== null) driver.attach(call);
-    return driver;
-  };
+  let wire: Wire<T> | undefined;
+  wire = Wire.open(adapter, {
+    maxTombstones: defaults.maxTombstones ?? DEFAULT_MAX_TOMBSTONES,
+    onAnomaly: defaults.onAnomaly,
+    // The v1 SDK's request() keeps the response handler of a request whose send failed.
+    releaseFailedSends: client !== undefined && !isV2Client(client),
+    connected: extras.connected ?? false,
+    forwardSdkReason: defaults.forwardAbortReason ?? false,
+    releaseWait: extras.releaseWait ?? (client === undefined ? undefined : sdkWaitDropper(client)),
+    // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
+    inputDispatcher: client === undefined ? undefined : sdkInputDispatcher(client),
+    // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to
+    // cancel, with the default task options (made only when such a request is cancelled first).
+    taskDriver: (call) => {
+      const driver = new TaskDriver(wire!, resolveTaskOptions(true), timers, clock);
+      if (call !== null) driver.attach(call);
+      return driver;
+    },
+    send: extras.send,
+  });
+  return wire;
 }
 
 /** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */
-function sessionIdOf(wire: Wire<TransportLike>): () => string | undefined {
+function sessionIdOf(wire: Wire): () => string | undefined {
   const inner = wire.underlying as { sessionId?: unknown };
   return () => (typeof inner.sessionId === "string" ? inner.sessionId : undefined);
 }

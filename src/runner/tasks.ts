@@ -73,7 +73,7 @@ export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOption
 /** What the driver needs of the wire. */
 export interface TaskWire {
   taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
-  cancel(call: CancellableCall, reason: string): CancelMechanism;
+  cancelCall(call: CancellableCall, reason: string): CancelMechanism;
   /** Status notifications for this task are no longer wanted. */
   unfollow(taskId: string): void;
   /** The task was cancelled while it waited for input: abort the SDK's handlers of its server requests. */
@@ -177,7 +177,7 @@ export class TaskDriver implements TaskFollower {
   cancel(call: CancellableCall, reason: string): CancelMechanism {
     this.#stop();
     const task = this.#task;
-    if (task === undefined) return this.wire.cancel(call, reason);
+    if (task === undefined) return this.wire.cancelCall(call, reason);
     this.#watchUntil = this.clock() + this.options.watchMs;
     // Handlers still answering the task's input requests are aborted: nobody wants their answers.
     this.wire.abortInput?.(task.taskId, reason);

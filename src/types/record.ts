@@ -133,8 +133,13 @@ export interface RunRecord {
     undelivered: CancelUndelivered | null;
   } | null;
   outcome: CallOutcome;
-  /** Present when `status` is `failed`: the error's JSON-RPC code (if any) and message (at most 1,000 characters). */
-  error: { code: number | string | null; message: string } | null;
+  /**
+   * Present when `status` is `failed`: the error's code (the JSON-RPC code, or the SDK's), its
+   * message (at most 1,000 characters), and `httpStatus` when the server answered the request's
+   * Streamable HTTP POST with an HTTP error status (the request reached it; the message then
+   * names the status too).
+   */
+  error: { code: number | string | null; message: string; httpStatus?: number } | null;
   /** Messages for this request that arrived after it settled and were discarded, by kind. */
   late: { results: number; errors: number; progress: number };
   /** Progress received while the call was live: how many, and the last one. */

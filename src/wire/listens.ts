@@ -1,13 +1,19 @@
 import type { RequestId } from "../core/cancellable-call.js";
+import { CALL_MARKER } from "./messages.js";
+import type { Message } from "./messages.js";
+import { Layer } from "./port.js";
+import type { MessageExtra, SendOptions } from "./port.js";
 
 /**
- * The SDK's own `subscriptions/listen` requests still open (2026-07-28, rules 12, 32-34). A
- * listen is a long-lived request the SDK made on its own: the wire never cancels it for a call,
- * forgets it when it is answered, when its send fails, when its stream is lost or when the SDK
- * cancels it, and lets a server's `notifications/cancelled` end it (rule 12: a server may cancel
- * a listen it names, and only that).
+ * The listens layer of a connection's pipeline (right below the correlation layer): the SDK's
+ * own `subscriptions/listen` requests still open (2026-07-28, rules 12, 32-34). A listen is a
+ * long-lived request the SDK made on its own: the correlation layer never cancels it for a call
+ * and asks `has` to tell a server's `notifications/cancelled` that ends one (rule 12: a server
+ * may cancel a listen it names, and only that) from one that names a call of ours (an anomaly).
+ * A listen is forgotten when it is answered, when its send fails, when the SDK cancels it, when
+ * the server cancels it (after the message went up), and when its stream is lost (`ended`).
  */
-export class ListenTracker {
+export class ListenTracker extends Layer {
   readonly #open = new Set<RequestId>();
 
   /** Listens open (0 once every listen ended). */
@@ -15,23 +21,48 @@ export class ListenTracker {
     return this.#open.size;
   }
 
-  /** The SDK sent a request of its own: followed when it is a listen. */
-  sent(id: RequestId, method: string): void {
-    if (method === "subscriptions/listen") this.#open.add(id);
-  }
-
   /** True while this id is an open listen. */
   has(id: RequestId): boolean {
     return this.#open.has(id);
   }
 
-  /** The request ended (answered, its send failed, its stream lost, cancelled): forgotten. */
+  /** The request ended some other way (its stream was lost): forgotten. */
   ended(id: RequestId): void {
     this.#open.delete(id);
   }
 
-  /** The connection closed. */
-  clear(): void {
-    this.#open.clear();
+  override send(message: Message, options?: SendOptions): Promise<void> {
+    const id = message.id;
+    if (message.method === "subscriptions/listen" && id !== undefined && id !== null && message.params?.[CALL_MARKER] === undefined) {
+      this.#open.add(id);
+      const sending = this.below.send(message, options);
+      sending.catch(() => this.#open.delete(id));
+      return sending;
+    }
+    if (message.method === "notifications/cancelled" && this.#open.size > 0) {
+      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof requestId === "string" || typeof requestId === "number") this.#open.delete(requestId);
+    }
+    return this.below.send(message, options);
   }
+
+  override message(message: Message, extra?: MessageExtra): void {
+    if (this.#open.size === 0) {
+      this.up.message(message, extra);
+      return;
+    }
+    const id = message.method === undefined ? message.id : message.method === "notifications/cancelled" ? cancelledId(message) : undefined;
+    this.up.message(message, extra);
+    if (id !== undefined && id !== null) this.#open.delete(id);
+  }
+
+  override closed(): void {
+    this.#open.clear();
+    this.up.closed();
+  }
+}
+
+function cancelledId(message: Message): RequestId | undefined {
+  const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+  return typeof requestId === "string" || typeof requestId === "number" ? requestId : undefined;
 }

@@ -4,24 +4,26 @@ import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
+import { Layer } from "./port.js";
+import type { MessageExtra, Port, SendOptions } from "./port.js";
 import { RELATED_TASK_META, TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 
-/** What the task tracker needs of its wire: given once, when the wire is made (nothing per message). */
-export interface TaskTrackerHost {
-  /** Sends a message on the wrapped transport, past the SDK (the library's own task requests). */
-  send(message: Message): Promise<void>;
-  /**
-   * The progress token of one of the SDK's own task-augmented requests is no longer live (its
-   * task is terminal, or its slot was needed): the wire forgets it, if it still maps it to a
-   * request the SDK made on its own.
-   */
-  retireToken(token: string | number): void;
-}
+/**
+ * The progress token of one of the SDK's own task-augmented requests is no longer live (its task
+ * is terminal, or its slot was needed): the correlation layer forgets it, if it still maps it to
+ * a request the SDK made on its own.
+ */
+export type RetireToken = (token: string | number) => void;
 
 /**
- * Everything the wire keeps about tasks, so the wire itself only correlates ids, drops late
- * messages and puts cancels out:
+ * The tasks layer of a connection's pipeline (right below the correlation layer): everything
+ * kept about tasks (rules 35-37), so the correlation layer itself only correlates ids, drops late
+ * messages and puts cancels out. What passes through it on the way up: the answers to the
+ * library's own task requests (taken here, never seen above), the late `CreateTaskResult` of a
+ * request cancelled before it (taken here: its task gets `tasks/cancel`), task status
+ * notifications and answers (to the task's driver), the server's requests related to a task
+ * (remembered until the SDK answers them). What it keeps:
  *
  * - the task drivers of registered task-augmented calls, by call number, until their request goes out;
  * - the task-augmented calls whose task exists and which have not settled (a close ends them too);
@@ -33,8 +35,9 @@ export interface TaskTrackerHost {
  *   the driver that cancels the task a late `CreateTaskResult` names (bounded the same way);
  * - the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`), answered here.
  */
-export class TaskTracker {
-  readonly #host: TaskTrackerHost;
+export class TaskTracker extends Layer {
+  /** Set by the correlation layer above, once it is made. */
+  retireToken: RetireToken = () => {};
   readonly #max: number;
   /** Task drivers of registered task-augmented calls not sent yet, by call number. */
   readonly #drivers = new Map<number, TaskFollower>();
@@ -59,11 +62,44 @@ export class TaskTracker {
   readonly #input = new Map<string, Set<string | number>>();
 
   /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
-  constructor(host: TaskTrackerHost, max: number) {
-    this.#host = host;
+  constructor(below: Port, max: number) {
+    super(below);
     this.#max = max;
     this.#unborn = new BoundedMap(max);
-    this.#requests = new TaskRequests((message) => host.send(message));
+    this.#requests = new TaskRequests((message) => this.below.send(message));
+  }
+
+  override message(message: Message, extra?: MessageExtra): void {
+    const method = message.method;
+    if (method === undefined) {
+      if (this.#taken(message)) return;
+    } else if (method === "notifications/tasks/status" || method === "notifications/tasks") {
+      this.statusSeen(message.params, true);
+    } else if (message.id !== undefined && message.id !== null) {
+      this.#inbound(message);
+    }
+    this.up.message(message, extra);
+  }
+
+  /** The SDK answering a server request: no longer waiting (see `takeInbound`). */
+  override send(message: Message, options?: SendOptions): Promise<void> {
+    if (message.method === undefined && message.id !== undefined && message.id !== null) this.#answeredInbound(message.id);
+    return this.below.send(message, options);
+  }
+
+  /**
+   * A response: true when it is taken here, never to be seen above: the answer of one of the
+   * library's own task requests, or the late `CreateTaskResult` of a request cancelled before
+   * its task id was known (its driver cancels the task). Any other task status passing by is
+   * noted (it may retire an SDK task token).
+   */
+  #taken(message: Message): boolean {
+    if (this.#requests.answer(message)) return true;
+    if ("error" in message) return false;
+    const id = message.id;
+    if (this.#unborn.size > 0 && (typeof id === "string" || typeof id === "number") && this.#lateCreated(id, message.result)) return true;
+    if (this.#sdkTokens.size > 0) this.statusSeen(message.result, false);
+    return false;
   }
 
   /** Task-augmented calls following their task (the wire's `pendingCount` counts them). */
@@ -128,7 +164,7 @@ export class TaskTracker {
    * cancelled before its task id was known. Its driver then cancels the task and watches it
    * (the wire drops the response: nobody waits for it any more).
    */
-  lateCreated(id: RequestId, result: unknown): boolean {
+  #lateCreated(id: RequestId, result: unknown): boolean {
     const unborn = this.#unborn.get(id);
     if (unborn === undefined || unborn === null) return false;
     const task = createdTask(result);
@@ -163,7 +199,7 @@ export class TaskTracker {
       // Bounded: the oldest task's token is retired (its progress then counts as unknown).
       const [oldestTask, oldestToken] = this.#sdkTokens.entries().next().value!;
       this.#sdkTokens.delete(oldestTask);
-      this.#host.retireToken(oldestToken);
+      this.retireToken(oldestToken);
     }
     this.#sdkTokens.set(task.taskId, token);
     return true;
@@ -187,7 +223,7 @@ export class TaskTracker {
     const token = this.#sdkTokens.get(taskId);
     if (token === undefined) return;
     this.#sdkTokens.delete(taskId);
-    this.#host.retireToken(token);
+    this.retireToken(token);
   }
 
   /**
@@ -198,13 +234,8 @@ export class TaskTracker {
     return this.#requests.request(method, params, timeoutMs, timers);
   }
 
-  /** A response: true if it answered one of the library's own requests (then the SDK must not see it). */
-  answer(message: Message): boolean {
-    return this.#requests.answer(message);
-  }
-
   /** A server request passed by on its way to the SDK: one related to a task is remembered until answered. */
-  inbound(message: Message): void {
+  #inbound(message: Message): void {
     const related = message.params?._meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;
     const id = message.id;
     if (typeof related?.taskId !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
@@ -218,7 +249,7 @@ export class TaskTracker {
   }
 
   /** The SDK answered a server request. */
-  answeredInbound(id: string | number): void {
+  #answeredInbound(id: string | number): void {
     if (this.#input.size === 0) return;
     for (const [taskId, ids] of this.#input) {
       if (ids.delete(id) && ids.size === 0) this.#input.delete(taskId);
@@ -239,7 +270,7 @@ export class TaskTracker {
   }
 
   /** The connection closed: everything is forgotten, and each of the library's requests in flight fails with `error`. */
-  close(error: Error): void {
+  closeAll(error: Error): void {
     this.#drivers.clear();
     this.#sdkTokens.clear();
     this.#followed.clear();

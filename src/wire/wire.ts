@@ -4,7 +4,7 @@ import type { LateSink } from "../core/settled-record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import { createdTask } from "../core/record.js";
 import type { CancelMechanism } from "../types/record.js";
-import type { CancellationAdapter, TransportLike } from "./types.js";
+import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.js";
 import type { Anomaly, Timers } from "../types/options.js";
 import {
   CALL_MARKER,
@@ -19,12 +19,23 @@ import { augmentCreate, followUpMeta, isTaskAugmented } from "./tasks.js";
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
-import { decorateTransport } from "./decorate.js";
+import { ADAPTER_LAYERS, Layer } from "./port.js";
+import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
+import { pipe } from "./pipe.js";
 
-/** An outbound request awaiting its response: the facade's call, or `null` for a request the SDK made on its own. */
+/**
+ * An outbound request awaiting its response: the facade's call, or `null` for a request the SDK
+ * made on its own; and what the layers below observed of it on its way (its wire facts).
+ */
 interface Entry {
   call: CancellableCall | null;
   token: string | number | undefined;
+  /** Monotonic time its bytes were handed to the connection (`written`), if observed. */
+  writtenAt?: number;
+  /** This connection cannot observe `written` (a fetch that cannot tell). */
+  blind?: true;
+  /** Streamable HTTP: the status of its response head, once it arrived (the server received it). */
+  status?: number;
   /** A task-augmented call's driver, told when the `CreateTaskResult` arrives. */
   follower?: TaskFollower | undefined;
   /** The `_meta` the request carried (task-augmented requests only). */
@@ -32,9 +43,6 @@ interface Entry {
   /** The request is task-augmented (followed by a driver, or the SDK's own: `params.task`, or the 2026-07-28 extension declared). */
   augmented?: boolean;
 }
-
-type Handler = ((...args: never[]) => void) | undefined;
-type Up = { onmessage: Handler; onclose: Handler; onerror: Handler };
 
 /** How a wire is set up by its entry point. */
 export interface WireOptions {
@@ -74,43 +82,53 @@ export interface WireOptions {
    * polled like a working one.
    */
   readonly inputDispatcher?: InputDispatcher | undefined;
+  /**
+   * The transport's own `send`, when its `send` member is about to be replaced by the wire's
+   * (attaching to a connected client). See `PipeOptions.send`.
+   */
+  readonly send?: ((message: Message, options?: SendOptions) => Promise<void>) | undefined;
 }
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
 const RELEASED_CODE = -32800;
 
 /**
- * The wire decorator: wraps an SDK `Transport` (same shape in v1 and v2) and sits between it
- * and the SDK's `Protocol`.
+ * A connection: its message pipeline, from the SDK transport up to the view the SDK client is
+ * connected through, with the correlation layer (this class) at its top. The one place a
+ * connection is made; the order of its layers, bottom first:
  *
- * - Correlates JSON-RPC request ids with calls as the SDK sends them (the facade marks its
- *   requests' params with a symbol, which never reaches the wire).
- * - Drops every message for a settled or cancelled request (late result, late error, late
- *   progress) before the SDK sees it, and counts it on that call's record (rules 8, 9, 11).
- * - Sends each cancel once, through the adapter, and swallows the SDK's own duplicate; never
- *   lets a cancel for `initialize` out (rule 39) or one for a request not in progress (rule 7).
- * - Settles every pending call as `connection-closed` when the transport closes (rule 31).
- * - Forwards every other property and callback of the wrapped transport unchanged (`sessionId`,
- *   `setProtocolVersion`, `hasPerRequestStream`, ...), through `decorateTransport`.
+ * 1. `options.below`: layers that must see the traffic as it crossed the transport (the CLI's recorder);
+ * 2. the adapter's layers: how a cancel goes out on this transport (stdio: the write queue, which
+ *    also writes the `notifications/cancelled` lines; Streamable HTTP: the stream tracker and the
+ *    2025-era notification delivery), or one layer over a user's own adapter;
+ * 3. the tasks layer (`task-tracker.ts`): the library's own `tasks/*` requests, task statuses,
+ *    late `CreateTaskResult`s;
+ * 3. the listens layer (`listens.ts`): the SDK's own `subscriptions/listen` requests;
+ * 4. correlation and late drops (this class).
  *
- * What tasks need on the wire (task drivers, task id → driver, the SDK's own task tokens, the
- * library's own `tasks/*` requests) is kept by a `TaskTracker` (`task-tracker.ts`), and the SDK's
- * own `subscriptions/listen` requests by a `ListenTracker` (`listens.ts`); the wire tells them
- * what passes and asks them what to do with it.
+ * The correlation layer:
+ * - correlates JSON-RPC request ids with calls as the SDK sends them (the runner marks its
+ *   requests' params with a symbol, which never reaches the wire), and keeps what the layers
+ *   below observed of each request (its wire facts: written, answered, its stream ended);
+ * - drops every message for a settled or cancelled request (late result, late error, late
+ *   progress) before the SDK sees it, and counts it on that call's record (rules 8, 9, 11);
+ * - sends each cancel once, down the pipeline, and swallows the SDK's own duplicate; never lets a
+ *   cancel for `initialize` out (rule 39) or one for a request not in progress (rule 7);
+ * - settles a call whose stream ended without its response as `connection-closed` (never sent
+ *   only when the facts prove it), and every pending call when the transport closes (rule 31).
  *
  * Tombstones (ids of settled calls) are bounded by `maxTombstones`, oldest forgotten first;
  * a late message for a forgotten id reaches the SDK as an unknown id. When a call is cancelled
  * the SDK is told locally that its request is over (an error response that never touches the
  * wire), so no per-call AbortController is needed to make it let go.
  */
-export class Wire<T extends TransportLike> {
-  /** The decorated transport to hand to `client.connect()`. */
-  readonly transport: T;
+export class Wire<T extends TransportLike = TransportLike> extends Layer {
+  /** The SDK transport underneath the pipeline, for observers. */
+  readonly underlying: T;
+  #view: T;
 
-  readonly #inner: T;
-  readonly #adapter: CancellationAdapter<T>;
   readonly #onAnomaly: ((anomaly: Anomaly) => void) | undefined;
-  /** Calls registered by the facade whose request has not gone out yet, by call number. */
+  /** Calls registered by the runner whose request has not gone out yet, by call number. */
   readonly #unbound = new Map<number, CancellableCall>();
   readonly #pending = new Map<RequestId, Entry>();
   readonly #tokens = new Map<string | number, Entry>();
@@ -124,17 +142,15 @@ export class Wire<T extends TransportLike> {
   readonly #inbound = new Set<RequestId>();
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
-  /** True once the transport was open (started through this decorator, or attached connected). */
+  /** True once the transport was open (started through this pipeline, or attached connected). */
   #started = false;
-  /** What the SDK set as `onmessage` / `onclose` / `onerror` on the decorated transport. */
-  readonly #down: Up;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
   #protocolVersion: string | undefined;
-  /** Task drivers, followed tasks, the SDK's own task tokens, the library's own task requests. */
+  /** The layer below: task drivers, followed tasks, the SDK's own task tokens, the library's own task requests. */
   readonly #tasks: TaskTracker;
-  /** The SDK's own `subscriptions/listen` requests still open (rules 12, 32-34). */
-  readonly #listens = new ListenTracker();
+  /** The layer below that: the SDK's own `subscriptions/listen` requests still open (rules 12, 32-34). */
+  readonly #listens: ListenTracker;
 
   /** v1 SDK only: its `request()` keeps the response handler of a request whose send failed. */
   readonly #releaseFailedSends: boolean;
@@ -145,7 +161,35 @@ export class Wire<T extends TransportLike> {
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
 
-  constructor(adapter: CancellationAdapter<T>, options: WireOptions) {
+  /**
+   * Makes a connection: its pipeline over `adapter.transport` (see the class comment for the
+   * order of its layers), with a correlation layer at its top. The one place a wire is made.
+   */
+  static open<T extends TransportLike>(adapter: CancellationAdapter<T>, options: WireOptions): Wire<T> {
+    let tasks: TaskTracker | undefined;
+    let listens: ListenTracker | undefined;
+    let wire: Wire<T> | undefined;
+    const { view } = pipe(
+      adapter.transport,
+      [
+        ...adapterLayers(adapter),
+        (below) => (tasks = new TaskTracker(below, options.maxTombstones)),
+        (below) => (listens = new ListenTracker(below)),
+        (below) => (wire = new Wire(below, tasks!, listens!, adapter.transport, options)),
+      ],
+      { send: options.send },
+    );
+    wire!.#view = view;
+    return wire!;
+  }
+
+  private constructor(below: Port, tasks: TaskTracker, listens: ListenTracker, underlying: T, options: WireOptions) {
+    super(below);
+    this.#tasks = tasks;
+    this.#listens = listens;
+    this.underlying = underlying;
+    this.#view = underlying;
+    const maxTombstones = options.maxTombstones;
     this.#releaseFailedSends = options.releaseFailedSends ?? false;
     this.#open = options.connected ?? false;
     this.#started = this.#open;
@@ -153,34 +197,17 @@ export class Wire<T extends TransportLike> {
     this.#dropSdkWait = options.releaseWait;
     this.#taskDriver = options.taskDriver;
     this.inputRequest = options.inputDispatcher;
-    const maxTombstones = options.maxTombstones;
-    const onAnomaly = options.onAnomaly;
-    const inner = adapter.transport;
-    this.#inner = inner;
-    this.#adapter = adapter;
     this.#tombIds = new BoundedMap(maxTombstones);
     this.#tombTokens = new BoundedMap(maxTombstones);
-    this.#tasks = new TaskTracker(
-      {
-        send: (message) => this.#forward(message),
-        retireToken: (token) => {
-          if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
-        },
-      },
-      maxTombstones,
-    );
-    this.#onAnomaly = onAnomaly;
-    adapter.attach?.({ streamLost: this.#streamLost });
-    // The SDK's handlers go to #down; the wire's own sit on the transport. The SDK may replace
-    // send/start/close on the view (v2's version probe wraps `start` once, with the one it read
-    // from us): the replacement is kept on the view, so the wire stays in the path.
-    const { view, up } = decorateTransport(inner, {
-      methods: { send: this.#send, start: this.#start, close: this.#close },
-      callbacks: { onmessage: this.#onmessage, onclose: this.#onclose, onerror: this.#onerror },
-      overrides: "keep",
-    });
-    this.#down = up as Up;
-    this.transport = view;
+    tasks.retireToken = (token) => {
+      if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
+    };
+    this.#onAnomaly = options.onAnomaly;
+  }
+
+  /** The view to hand to `client.connect()`: the transport's own members, with the pipeline in its path. */
+  get transport(): T {
+    return this.#view;
   }
 
   /** Number of requests awaiting a response, calls not yet sent, and task-augmented calls following their task (0 when idle). */
@@ -249,7 +276,7 @@ export class Wire<T extends TransportLike> {
    * Cancels a pending call on the wire through the adapter, once. Returns the mechanism used;
    * `none` when the request never went out or the transport is closed.
    */
-  cancel(call: CancellableCall, reason: string): CancelMechanism {
+  cancelCall(call: CancellableCall, reason: string): CancelMechanism {
     const id = call.requestId;
     if (id === null || !this.#open) return "none";
     const entry = this.#pending.get(id);
@@ -273,7 +300,7 @@ export class Wire<T extends TransportLike> {
     const { stackTraceLimit } = Error;
     Error.stackTraceLimit = 0;
     try {
-      (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
+      this.up.message({
         jsonrpc: "2.0",
         id,
         error: { code: RELEASED_CODE, message: "Request settled by mcp-cancellable (local, not from the server)" },
@@ -313,12 +340,12 @@ export class Wire<T extends TransportLike> {
   }
 
   #putCancel(id: RequestId, reason: string, call: CancellableCall | null, awaitsTask: boolean): CancelMechanism {
-    return this.#adapter.cancel({
+    return this.below.cancel({
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
       awaitsTask,
-      send: this.#innerSend,
+      send: this.#belowSend,
       reportError: this.#reportError,
       delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
     });
@@ -355,28 +382,65 @@ export class Wire<T extends TransportLike> {
     if (entry.token !== undefined) this.#tokens.delete(entry.token);
   }
 
+  /** A fact a layer below observed of a request (see `WireFact`): kept with the request, and acted on. */
+  override fact(requestId: RequestId, fact: WireFact): void {
+    const entry = this.#pending.get(requestId);
+    if (entry === undefined) return;
+    switch (fact.kind) {
+      case "written":
+        entry.writtenAt ??= fact.at;
+        return;
+      case "unobservable":
+        entry.blind = true;
+        return;
+      case "answered":
+        entry.status = fact.status;
+        // The server received it and said no: the SDK rejects the request with its own error,
+        // and the record says the status (never "never sent").
+        if ((fact.status < 200 || fact.status > 299) && entry.call !== null) entry.call.answeredStatus(fact.status);
+        return;
+      case "ended":
+        this.#ended(requestId, entry, fact.how, fact.cause);
+    }
+  }
+
   /**
-   * The adapter saw the stream carrying this request end without its response (a server drop:
-   * no `onclose` comes for it on HTTP). The call settles as `connection-closed`, nothing is sent.
+   * The stream carrying this request ended (or its send failed) without its response, as a layer
+   * below saw it (a server drop fires no `onclose` on HTTP). The call settles `connection-closed`
+   * at once (the transport lives on, so the SDK would wait for this id forever): `never sent` only
+   * when the facts prove it (the connection was refused, or the line was never handed to the
+   * transport, and nothing was written), else `outcome unverified`. A request the server answered
+   * with an HTTP error is the SDK's to fail (its send rejects): the record then has the status.
    */
-  readonly #streamLost = (requestId: RequestId, cause?: unknown, neverSent = false): void => {
-    const call = this.#pending.get(requestId)?.call;
+  #ended(requestId: RequestId, entry: Entry, how: StreamEnd, cause: unknown): void {
+    const call = entry.call;
     if (call === null) {
       // The SDK's own request (a listen, most often): its stream is gone, so is its entry.
       this.#dropSdkRequest(requestId);
       return;
     }
-    if (call === undefined) return;
+    if (entry.status !== undefined && (entry.status < 200 || entry.status > 299)) return;
+    const neverSent = (how === "refused" || how === "dropped") && entry.writtenAt === undefined;
     call.cancel("connection-closed", cause, neverSent);
-    this.#releaseSdk(requestId); // the transport lives on, so the SDK would wait for this id forever
-  };
+    this.#releaseSdk(requestId);
+  }
 
   /**
-   * The request's own send was refused by the transport (the entry point saw its `send`
-   * reject): it never reached the server, so the call settles `connection-closed`, never sent.
+   * The request's own send was refused by the transport (an entry point that sends messages
+   * itself saw its `send` reject). What happened is told by the request's facts: the server
+   * answered with an HTTP status (`"answered"`: the request reached it; the caller fails the call
+   * with the error, which the record shows with the status), or the call settled here
+   * `connection-closed` (never sent only where the facts prove it: a refused connection, or a
+   * send refused before anything was written by a transport that observes writes).
    */
-  sendFailed(requestId: RequestId, cause: unknown): void {
-    this.#streamLost(requestId, cause, true);
+  sendFailed(requestId: RequestId, cause: unknown): "answered" | "settled" {
+    const entry = this.#pending.get(requestId);
+    if (entry === undefined || entry.call === null) return "settled";
+    if (entry.status !== undefined) return "answered";
+    const neverSent = entry.writtenAt === undefined && entry.blind !== true;
+    entry.call.cancel("connection-closed", cause, neverSent);
+    this.#releaseSdk(requestId);
+    return "settled";
   }
 
   #tombstone(id: RequestId, call: LateSink | null, token: string | number | undefined): void {
@@ -384,47 +448,31 @@ export class Wire<T extends TransportLike> {
     if (token !== undefined) this.#tombTokens.set(token, call);
   }
 
-  readonly #innerSend = (message: Message): Promise<void> => this.#forward(message);
+  readonly #belowSend = (message: Message): Promise<void> => this.below.send(message);
 
   readonly #reportError = (error: unknown): void => {
     const wrapped = error instanceof Error ? error : new Error(String(error));
-    (this.#down.onerror as ((error: Error) => void) | undefined)?.(
-      new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }),
-    );
+    this.up.error(new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }));
   };
 
-  /** The SDK transport underneath the decorator (the adapter's), for observers. */
-  get underlying(): T {
-    return this.#adapter.transport;
+  override close(): Promise<void> {
+    return this.below.close();
   }
 
-  /** The transport's close, after the adapter put every waiting cancel on the wire. */
-  readonly #close = (): Promise<void> => {
-    try {
-      this.#adapter.flush?.();
-    } catch {
-      // A cancel is best-effort (rule 10): the close goes on.
-    }
-    return this.#inner.close();
-  };
-
-  readonly #start = (): Promise<void> => {
+  override start(): Promise<void> {
     this.#open = true;
     this.#started = true;
-    return this.#inner.start();
-  };
+    return this.below.start();
+  }
 
-  readonly #send = (original: Message, options?: unknown): Promise<void> => {
+  override send(original: Message, options?: SendOptions): Promise<void> {
     let message = original;
     const method = message.method;
     const id = message.id;
     if (method === undefined || id === undefined || id === null) {
       if (method === "notifications/cancelled") return this.#sdkCancel(message);
-      if (method === undefined && id !== undefined && id !== null) {
-        this.#inbound.delete(id); // our answer to a server request
-        this.#tasks.answeredInbound(id);
-      }
-      return this.#forward(message, options);
+      if (method === undefined && id !== undefined && id !== null) this.#inbound.delete(id); // our answer to a server request
+      return this.below.send(message, options);
     }
     // A request. The facade's carry a call number under a symbol (never on the wire).
     const key = message.params?.[CALL_MARKER];
@@ -453,18 +501,13 @@ export class Wire<T extends TransportLike> {
       entry.augmented = true;
     }
     this.#pending.set(id, entry);
-    if (call === null) this.#listens.sent(id, method);
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
-    const sending = this.#forward(message, options);
+    const sending = this.below.send(message, options);
     // The SDK's own request got no response: forget it. (A call's failed send is handled when
     // the call settles: see settled().)
     if (call === null) sending.catch(() => this.#dropSdkRequest(id));
     return sending;
-  };
-
-  #forward(message: Message, options?: unknown): Promise<void> {
-    return (this.#inner.send as (message: Message, options?: unknown) => Promise<void>).call(this.#inner, message, options);
   }
 
   /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
@@ -479,30 +522,25 @@ export class Wire<T extends TransportLike> {
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     const awaitsTask = this.#cancelledBeforeTask(requestId, entry);
     this.#forget(requestId, entry);
-    this.#listens.ended(requestId);
     this.#putCancel(requestId, this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason), null, awaitsTask);
     return Promise.resolve();
   }
 
-  readonly #onmessage = (message: Message, extra?: unknown): void => {
+  override message(message: Message, extra?: MessageExtra): void {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
-        if (this.#tasks.answer(message)) return; // the library's own task request: never the SDK's
         if ("id" in message && !this.#onResponse(message)) return;
       } else if (method === "notifications/progress") {
         if (!this.#onProgress(message)) return;
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
-      } else if (method === "notifications/tasks/status" || method === "notifications/tasks") {
-        this.#tasks.statusSeen(message.params, true);
       } else if (message.id !== undefined && message.id !== null) {
         this.#inbound.add(message.id);
-        this.#tasks.inbound(message);
       }
     }
-    (this.#down.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
-  };
+    this.up.message(message, extra);
+  }
 
   /** Returns false when the response must not reach the SDK. */
   #onResponse(message: Message): boolean {
@@ -529,13 +567,10 @@ export class Wire<T extends TransportLike> {
       }
       return true;
     }
-    // The late CreateTaskResult of a task-augmented request cancelled before it: a task to cancel.
-    if (!("error" in message) && this.#tasks.lateCreated(id, message.result)) return false;
     if (this.#tombIds.has(id)) {
       this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
       return false;
     }
-    this.#tasks.statusSeen(message.result, false);
     return true;
   }
 
@@ -566,7 +601,7 @@ export class Wire<T extends TransportLike> {
   abortInput(taskId: string, reason: string): void {
     for (const requestId of this.#tasks.takeInbound(taskId)) {
       this.#inbound.delete(requestId);
-      (this.#down.onmessage as ((message: Message) => void) | undefined)?.({
+      this.up.message({
         jsonrpc: "2.0",
         method: "notifications/cancelled",
         params: { requestId, reason },
@@ -605,7 +640,7 @@ export class Wire<T extends TransportLike> {
         if (call.task !== undefined) call.alive();
         increased = call.progress(text === undefined ? value : { ...value, message: text });
       } catch (error) {
-        this.#down.onerror?.(new Error(`onprogress threw: ${String(error)}`, { cause: error }) as never);
+        this.up.error(new Error(`onprogress threw: ${String(error)}`, { cause: error }));
       }
       if (!increased) {
         this.#anomaly({
@@ -646,7 +681,7 @@ export class Wire<T extends TransportLike> {
     }
   }
 
-  readonly #onclose = (): void => {
+  override closed(): void {
     this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
@@ -657,15 +692,9 @@ export class Wire<T extends TransportLike> {
     this.#tokens.clear();
     this.#inbound.clear();
     this.#neverCancel.clear();
-    this.#listens.clear();
-    this.#tasks.close(new Error("Connection closed"));
-    (this.#down.onclose as (() => void) | undefined)?.();
-  };
-
-  readonly #onerror = (error: Error): void => {
-    if (this.#adapter.isOwnCancelError?.(error)) return;
-    (this.#down.onerror as ((error: Error) => void) | undefined)?.(error);
-  };
+    this.#tasks.closeAll(new Error("Connection closed"));
+    this.up.closed();
+  }
 
   #anomaly(anomaly: Anomaly): void {
     try {
@@ -685,4 +714,64 @@ function ignoreDelivery(): void {}
  */
 function sdkReason(reason: string | undefined): string {
   return reason !== undefined && /Request timed out/.test(reason) ? "Request timed out (the SDK's own timeout)" : ABORTED_REASON;
+}
+
+/**
+ * The layers that carry an adapter's cancel mechanism: the library's own adapters bring theirs
+ * (stdio: the write queue; Streamable HTTP: the stream tracker and the 2025-era delivery); a
+ * user's own adapter gets one layer that calls its `cancel`, asks its `isOwnCancelError` about
+ * errors, calls its `flush` before the close, and gives its `attach` the stream-lost hook.
+ */
+function adapterLayers(adapter: CancellationAdapter<TransportLike>): readonly LayerFactory[] {
+  const own = (adapter as Partial<LayeredAdapter>)[ADAPTER_LAYERS];
+  if (typeof own === "function") return own.call(adapter);
+  return [(below) => new AdapterLayer(below, adapter)];
+}
+
+/**
+ * The adapter with `layers` under its own, right on the transport (the CLI's recorder, which must
+ * see every message as it crossed the transport, the ones the wire later drops too). @internal
+ */
+export function withLayersBelow<T extends TransportLike>(
+  adapter: CancellationAdapter<T>,
+  layers: readonly LayerFactory[],
+): CancellationAdapter<T> {
+  const layered: CancellationAdapter<T> & LayeredAdapter = {
+    transport: adapter.transport,
+    cancel: (request) => adapter.cancel(request),
+    [ADAPTER_LAYERS]: () => [...layers, ...adapterLayers(adapter)],
+  };
+  return layered;
+}
+
+/** A user's own `CancellationAdapter` as a layer (see `adapterLayers`). */
+class AdapterLayer extends Layer {
+  readonly #adapter: CancellationAdapter<TransportLike>;
+
+  constructor(below: Port, adapter: CancellationAdapter<TransportLike>) {
+    super(below);
+    this.#adapter = adapter;
+    adapter.attach?.({
+      streamLost: (requestId, cause, neverSent = false) =>
+        this.up.fact(requestId, { kind: "ended", how: neverSent ? "refused" : "reset", cause, at: performance.now() }),
+    });
+  }
+
+  override cancel(request: CancelRequest): CancelMechanism {
+    return this.#adapter.cancel(request);
+  }
+
+  override close(): Promise<void> {
+    try {
+      this.#adapter.flush?.();
+    } catch {
+      // A cancel is best-effort (rule 10): the close goes on.
+    }
+    return this.below.close();
+  }
+
+  override error(error: Error): void {
+    if (this.#adapter.isOwnCancelError?.(error) === true) return;
+    this.up.error(error);
+  }
 }

@@ -305,15 +305,20 @@ describe.each(rows)("entry-point contract: $label", ({ driver, era }) => {
     expect(seen(server, "tools/call")).toHaveLength(1);
   });
 
-  it("a refused send (the server is gone): CONNECTION_CLOSED, never sent, at once", async () => {
+  it("a refused send (the server is gone): CONNECTION_CLOSED, never sent (the connection was refused), at once", async () => {
     const { server, session } = await setup();
     await server.stop();
+    // Let the client's pool see its idle connections closed: a new connection is then refused.
+    // (A request written on a pooled socket the server closed a moment ago may have reached it:
+    // that is "outcome unverified", the other row's case, not this one.)
+    await new Promise((resolve) => setTimeout(resolve, 100));
     const begun = performance.now();
     const outcome = await session.call(slow(100, { timeoutMs: 10_000 }));
     expect(performance.now() - begun).toBeLessThan(SLACK_MS * 2);
     expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
     const [record] = session.records();
-    expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed" } });
+    expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed" }, outcome: "not-sent" });
+    expect((outcome as { error: Error }).error.message).toMatch(/never sent/);
   });
 
   it("the observer (OpenTelemetry) and the records: one span and one record per call, error.type and call ids their own", async () => {
@@ -331,11 +336,36 @@ describe.each(rows)("entry-point contract: $label", ({ driver, era }) => {
   });
 });
 
-describe.each(rows)("entry-point contract, a request's stream lost: $label", ({ driver, era }) => {
+describe.each(rows)("entry-point contract, what the wire saw: $label", ({ driver, era }) => {
   const cleanup: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
   });
+
+  // The request's POST answered with an HTTP error status: the server received it. The call fails
+  // (never cancelled, never "never sent"), and its record names the status (issue 27, item 2).
+  for (const [tool, status] of [
+    ["http-500", 500],
+    ["http-503", 503],
+    ["not-found", 404],
+  ] as const) {
+    it(`a request answered HTTP ${status}: failed, received (the status in the record and its message), not re-sent; the next call works`, async () => {
+      const server = await startRawHttp({ era: era === "2026-07-28" ? "2026-07-28" : "2025-11-25" });
+      cleanup.push(() => server.stop());
+      const session = await driver.connect(server.url, era, {});
+      cleanup.push(() => session.close());
+      const outcome = await session.call({ tool, timeoutMs: 10_000 });
+      expect(outcome.ok).toBe(false);
+      expect((outcome as { code: string }).code).not.toBe("CONNECTION_CLOSED");
+      const [record] = session.records();
+      expect(record).toMatchObject({ status: "failed", cancel: null, outcome: "error", error: { httpStatus: status } });
+      expect(record!.error!.message).toContain(String(status));
+      const posts = () => server.events.filter((e) => e.kind === "request" && e.rpc === "tools/call" && e.tool === tool);
+      expect(posts()).toHaveLength(1);
+      expect(await session.call({ tool: "echo", timeoutMs: 5_000 })).toMatchObject({ ok: true });
+      expect(posts()).toHaveLength(1);
+    });
+  }
 
   // The raw server's tools: `reset` writes the SSE headers and one progress event, then destroys
   // the socket; `end` the same, then ends the body with no response; `drop` destroys the socket
@@ -354,7 +384,13 @@ describe.each(rows)("entry-point contract, a request's stream lost: $label", ({ 
       const outcome = await session.call({ tool, timeoutMs: 10_000 });
       expect(performance.now() - begun).toBeLessThan(50 + SLACK_MS * 2);
       expect(outcome).toMatchObject({ ok: false, code: "CONNECTION_CLOSED" });
-      expect(session.records()[0]).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed" } });
+      // The request's body was written before the stream was lost: it may have run, never "never sent".
+      expect(session.records()[0]).toMatchObject({
+        status: "cancelled",
+        cancel: { trigger: "connection-closed" },
+        outcome: "unverified",
+      });
+      expect((outcome as { error: Error }).error.message).not.toMatch(/never sent/);
       const posts = () => server.events.filter((e) => e.kind === "request" && e.rpc === "tools/call" && e.tool === tool);
       expect(posts()).toHaveLength(1);
       expect(await session.call({ tool: "echo", timeoutMs: 5_000 })).toMatchObject({ ok: true });

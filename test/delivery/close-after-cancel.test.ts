@@ -51,7 +51,6 @@ describe("a cancel followed at once by client.close()", () => {
       expect(cancel!.close?.status).toBe(202); // answered: the server read it before the client went
       expect(await eventually(() => seen(server, "tools/call")[0]?.close !== undefined)).toBe(true);
       const tool = seen(server, "tools/call")[0]!;
-      expect(cancel!.http.t).toBeLessThanOrEqual(tool.close!.t);
       expect(tool.aborted).toBeDefined(); // the handler stopped on the notification
       expect(client.mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
       expect(client.errors.map((e) => e.message)).toEqual([]);

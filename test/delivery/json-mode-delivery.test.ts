@@ -32,63 +32,68 @@ afterEach(async () => {
 
 type Http = Extract<ServerEvent, { kind: "http" }>;
 
-for (const json of [true, false]) {
-  describe(`v1 SDK server, enableJsonResponse ${json}`, () => {
-    it("no notification arrives before its request; each arrives within a bound of its abort, in order after it", async () => {
-      const server = await startV1({ json });
-      cleanup.push(() => server.stop());
-      const client = await connectV1(server.url, {}, { flushTimeoutMs: FLUSH_TIMEOUT_MS });
-      cleanup.push(() => client.close());
-      const abortedAt = new Map<number, number>(); // request id -> server clock at the abort
-      for (let i = 0; i < CALLS; i++) {
-        const controller = new AbortController();
-        const call = client.mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, timeoutMs: 10_000 });
-        call.catch(() => {});
-        await sleep(ABORT_AFTER_MS[i % ABORT_AFTER_MS.length]!);
-        const at = server.now();
-        controller.abort();
-        await expect(call).rejects.toBeInstanceOf(CallCancelledError);
-        const record = client.mcp.records().at(-1)!;
-        if (typeof record.requestId === "number") abortedAt.set(record.requestId, at);
-      }
-      expect(await eventually(() => client.adapter.stats().flushing === 0, 5_000)).toBe(true);
-      const http = server.events.filter((e): e is Http => e.kind === "http");
-      const cancels = http.filter((e) => e.rpc === "notifications/cancelled");
-      const calls = new Map(http.filter((e) => e.rpc === "tools/call").map((e) => [e.id, e]));
-      expect(cancels.length).toBeGreaterThan(CALLS / 2); // most calls were on the wire when aborted
-      const early = cancels.filter((c) => {
-        const request = calls.get(c.cancelOf);
-        return request === undefined || request.seq > c.seq;
-      });
-      expect(early).toEqual([]); // rule 10: never before its request
-      // Order: each notification after its abort and after its request (at the server); bound:
-      // from the later of the two, never the wait for the result's headers.
-      const delays = cancels.map((c) => c.t - Math.max(abortedAt.get(c.cancelOf as number)!, calls.get(c.cancelOf)!.t));
-      for (const c of cancels) expect(c.t).toBeGreaterThanOrEqual(abortedAt.get(c.cancelOf as number)!);
-      for (const delay of delays) expect(delay).toBeLessThan(BOUND_MS);
-      // Every cancel the record claims went out reached the server, once.
-      const claimed = client.mcp
-        .records()
-        .filter((r) => r.cancel?.mechanism === "notification+stream-close")
-        .map((r) => r.requestId);
-      expect(cancels.map((c) => c.cancelOf).sort()).toEqual(claimed.sort());
-      console.log(
-        `enableJsonResponse ${json}: ${cancels.length} notifications, 0 before their request; at the server, the notification ` +
-          `median ${median(delays).toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms after the later of the abort and the request`,
-      );
-      expect(client.errors).toEqual([]);
-    }, 30_000);
-  });
-}
+for (const [line, connect] of [
+  ["v1", connectV1],
+  ["v2 (2025 era)", connectV2],
+] as const)
+  for (const json of [true, false]) {
+    describe(`${line} client, v1 SDK server, enableJsonResponse ${json}`, () => {
+      it("no notification arrives before its request; each arrives within a bound of its abort, in order after it", async () => {
+        const server = await startV1({ json });
+        cleanup.push(() => server.stop());
+        const client = await connect(server.url, {}, { flushTimeoutMs: FLUSH_TIMEOUT_MS });
+        cleanup.push(() => client.close());
+        const abortedAt = new Map<number, number>(); // request id -> server clock at the abort
+        for (let i = 0; i < CALLS; i++) {
+          const controller = new AbortController();
+          const call = client.mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, timeoutMs: 10_000 });
+          call.catch(() => {});
+          await sleep(ABORT_AFTER_MS[i % ABORT_AFTER_MS.length]!);
+          const at = server.now();
+          controller.abort();
+          await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+          const record = client.mcp.records().at(-1)!;
+          if (typeof record.requestId === "number") abortedAt.set(record.requestId, at);
+        }
+        expect(await eventually(() => client.adapter.stats().flushing === 0, 5_000)).toBe(true);
+        const http = server.events.filter((e): e is Http => e.kind === "http");
+        const cancels = http.filter((e) => e.rpc === "notifications/cancelled");
+        const calls = new Map(http.filter((e) => e.rpc === "tools/call").map((e) => [e.id, e]));
+        expect(cancels.length).toBeGreaterThan(CALLS / 2); // most calls were on the wire when aborted
+        const early = cancels.filter((c) => {
+          const request = calls.get(c.cancelOf);
+          return request === undefined || request.seq > c.seq;
+        });
+        expect(early).toEqual([]); // rule 10: never before its request
+        // Order: each notification after its abort and after its request (at the server); bound:
+        // from the later of the two, never the wait for the result's headers.
+        const delays = cancels.map((c) => c.t - Math.max(abortedAt.get(c.cancelOf as number)!, calls.get(c.cancelOf)!.t));
+        for (const c of cancels) expect(c.t).toBeGreaterThanOrEqual(abortedAt.get(c.cancelOf as number)!);
+        for (const delay of delays) expect(delay).toBeLessThan(BOUND_MS);
+        // Every cancel the record claims went out reached the server, once.
+        const claimed = client.mcp
+          .records()
+          .filter((r) => r.cancel?.mechanism === "notification+stream-close")
+          .map((r) => r.requestId);
+        expect(cancels.map((c) => c.cancelOf).sort()).toEqual(claimed.sort());
+        console.log(
+          `${line}, enableJsonResponse ${json}: ${cancels.length} notifications, 0 before their request; at the server, the notification ` +
+            `median ${median(delays).toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms after the later of the abort and the request`,
+        );
+        expect(client.errors).toEqual([]);
+      }, 30_000);
+    });
+  }
 
 describe("a response that arrives before the notification is sent", () => {
-  // The v2 transport on the global fetch cannot report the body written, so its notification
+  // On a fetch of the user's own the library cannot see the body written, so the notification
   // waits for the headers; on a JSON-response server they come with the result. That result
   // arriving first means the request is over (rule 7): nothing is POSTed, and the record says so.
-  it("v2 client, JSON-response server: the result comes while the notification waits; nothing is POSTed, the record says why", async () => {
+  it("v2 client on the user's own fetch, JSON-response server: the result comes while the notification waits; nothing is POSTed, the record says why", async () => {
     const server = await startV1({ json: true });
     cleanup.push(() => server.stop());
-    const client = await connectV2(server.url, {}, { flushTimeoutMs: 2_000 });
+    const usersFetch: typeof globalThis.fetch = (url, init) => globalThis.fetch(url, init);
+    const client = await connectV2(server.url, { fetch: usersFetch }, { flushTimeoutMs: 2_000 });
     cleanup.push(() => client.close());
     const controller = new AbortController();
     const call = client.mcp.callTool({ name: "slow", arguments: { ms: 150 } }, { signal: controller.signal, timeoutMs: 10_000 });

@@ -38,7 +38,7 @@ async function inFlight(server: TestServer, mcp: Awaited<ReturnType<typeof setup
 }
 
 describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
-  it("C12 (2025-era), stateful server: exactly one notification POST, answered 202, then the stream closes; the handler stops", async () => {
+  it("C12 (2025-era), stateful server: exactly one notification POST, answered 202, and the stream closed (not held for that answer); the handler stops", async () => {
     const { server, mcp, adapter, errors } = await setup({ stateful: true });
     const { call, controller } = await inFlight(server, mcp, 1);
     const abortedAt = performance.now();
@@ -54,7 +54,6 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(cancels[0]!.http.cancelOf).toBe(tool!.http.id);
     expect(cancels[0]!.http).toMatchObject({ session: true, pv: "2025-11-25" });
     expect(cancels[0]!.close!.status).toBe(202);
-    expect(cancels[0]!.close!.t).toBeLessThanOrEqual(tool!.close!.t); // answered before the stream closed
     expect(tool!.aborted).toBeDefined(); // a stateful v1 server stops on the notification
     expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification+stream-close" });
     // the record names the MCP session the server gave (Mcp-Session-Id), as the transport has it
@@ -125,22 +124,22 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
-  it("a notification the server is slow to answer holds the stream open for flushTimeoutMs at most, never the caller", async () => {
+  it("a notification the server is slow to answer holds nothing: the stream closes at the abort, the caller is released at once", async () => {
     const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
     cleanup.push(() => server.stop());
     const { mcp, adapter, errors, close } = await connectV1(server.url, {}, { flushTimeoutMs: 150 });
     cleanup.push(close);
     const { call, controller } = await inFlight(server, mcp, 1);
-    const abortedAt = performance.now();
     const abortedOnServerClock = server.now();
+    const abortedAt = performance.now();
     controller.abort();
     await expect(call).rejects.toBeInstanceOf(CallCancelledError);
     expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
-    expect(adapter.stats().flushing).toBe(1);
     expect(await eventually(() => sawDisconnect(seen(server, "tools/call")[0]))).toBe(true);
+    // The stream closed without waiting for the notification's answer (1 s away), nor flushTimeoutMs.
     const closedAfter = seen(server, "tools/call")[0]!.close!.t - abortedOnServerClock;
-    expect(closedAfter).toBeGreaterThanOrEqual(150 - 20);
-    expect(closedAfter).toBeLessThan(150 + SLACK_MS);
+    expect(closedAfter).toBeLessThan(150);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
     expect(seen(server, "notifications/cancelled")[0]!.close).toBeUndefined(); // still unanswered
     expect(adapter.stats().flushing).toBe(1); // the notification is still on its way
     expect(await eventually(() => seen(server, "notifications/cancelled")[0]!.close?.status === 202, 1_000 + SLACK_MS)).toBe(true);
@@ -149,7 +148,7 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
-  it("closing the client while a cancel waits for its notification's answer clears that wait's timer", async () => {
+  it("closing the client while a notification is unanswered waits at most flushTimeoutMs, and clears that wait's timer", async () => {
     const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
     cleanup.push(() => server.stop());
     const flushTimers: Array<{ _destroyed?: boolean }> = [];
@@ -165,9 +164,11 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
       controller.abort();
       await expect(call).rejects.toBeInstanceOf(CallCancelledError);
       expect(adapter.stats().flushing).toBe(1);
-      expect(flushTimers).toHaveLength(1);
+      const closing = performance.now();
       await close();
+      expect(performance.now() - closing).toBeLessThan(5_000);
       expect(adapter.stats().flushing).toBe(0);
+      expect(flushTimers).toHaveLength(1); // the close's bound
       expect(flushTimers[0]!._destroyed).toBe(true); // not left to fire 5 s later
     } finally {
       spy.mockRestore();

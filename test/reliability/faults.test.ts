@@ -109,8 +109,8 @@ describe("stdio server process faults", () => {
     await nextCallFailsFast(mcp);
   });
 
-  it("EPIPE: the server closed its stdin; each call still settles at its own deadline, the failed cancel write is recorded (never onerror), nothing is unhandled", async () => {
-    const { mcp, errors, stderrLines } = await spawn();
+  it("EPIPE: the server closed its stdin; the call in flight settles at its deadline with the failed cancel write recorded (never onerror), a call made after settles at once, never sent; nothing is unhandled", async () => {
+    const { mcp, errors, stderrLines, pid } = await spawn();
     // deaf-pipe closes the server's stdin and keeps the process alive for 1,500 ms
     const first = await timed(mcp.callTool({ name: "deaf-pipe", arguments: { ms: 1_500 } }, { timeoutMs: 200 }));
     expect(first.error).toBeInstanceOf(CallTimeoutError);
@@ -125,17 +125,19 @@ describe("stdio server process faults", () => {
       undelivered: { mechanism: "notification", error: expect.stringMatching(/EPIPE|destroyed|write after end/) },
     });
     expect(mcp.records()[0]!.summary).toBe("cancelled (timeout), outcome unverified, cancel notification not delivered");
-    // a call written now cannot reach the server: released at its own deadline, not later
+    // a call made now cannot be written (the pipe is gone): released at once, recorded never sent
     const second = await timed(mcp.callTool({ name: "echo" }, { timeoutMs: 250 }));
-    expect(second.error).toBeInstanceOf(CallTimeoutError);
-    expect(second.at).toBeGreaterThanOrEqual(250 - EARLY_MS);
-    expect(second.at).toBeLessThan(250 + SLACK_MS);
-    // a call still pending when the process finally exits settles as connection-closed
+    expect(second.error).toBeInstanceOf(ConnectionClosedError);
+    expect(second.at).toBeLessThan(250);
+    expect(mcp.records()[1]!.outcome).toBe("not-sent");
+    // and so does every call until the process exits: none waits for a pipe that is gone
     const third = await timed(mcp.callTool({ name: "echo" }, { timeoutMs: 10_000 }));
     expect(third.error).toBeInstanceOf(ConnectionClosedError);
-    expect(third.at).toBeLessThan(1_500 + SLACK_MS * 2);
-    expect(mcp.records().map((r) => r.cancel?.trigger)).toEqual(["timeout", "timeout", "connection-closed"]);
-    expect(mcp.records()[1]!.cancel).toMatchObject({ mechanism: "none", undelivered: { mechanism: "notification" } });
+    expect(third.at).toBeLessThan(SLACK_MS);
+    expect(mcp.records().map((r) => r.cancel?.trigger)).toEqual(["timeout", "connection-closed", "connection-closed"]);
+    expect(await eventually(() => !alive(pid!), 1_500 + SLACK_MS * 2)).toBe(true);
+    await sleep(50); // the transport's close follows the exit
+    expect(mcp.records()[1]!.cancel).toMatchObject({ mechanism: "none", undelivered: null });
     expect(errors).toEqual([]); // the EPIPE of the cancel's own write is the record's, not onerror's
     await nextCallFailsFast(mcp);
   });

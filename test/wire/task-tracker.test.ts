@@ -3,12 +3,26 @@ import type { TaskInfo } from "../../src/core/record.js";
 import type { TaskFollower } from "../../src/wire/tasks.js";
 import { TaskTracker } from "../../src/wire/task-tracker.js";
 import { ListenTracker } from "../../src/wire/listens.js";
+import type { Port } from "../../src/wire/port.js";
 
 // The wire's task and listen bookkeeping on its own (the wire tests drive it through a wire).
 
+/** A port below the layer that takes every message and reports nothing. */
+function stubPort(): Port {
+  return {
+    send: async () => {},
+    start: async () => {},
+    close: async () => {},
+    cancel: () => "none",
+    setProtocolVersion: () => {},
+    connect: () => {},
+  };
+}
+
 function tracker(max: number) {
   const retired: (string | number)[] = [];
-  const tasks = new TaskTracker({ send: async () => {}, retireToken: (token) => void retired.push(token) }, max);
+  const tasks = new TaskTracker(stubPort(), max);
+  tasks.retireToken = (token) => void retired.push(token);
   return { tasks, retired };
 }
 
@@ -81,21 +95,23 @@ describe("TaskTracker", () => {
     expect(tasks.take(1)).toBe(d);
     expect(tasks.take(1)).toBeUndefined();
     tasks.register(2, d);
-    tasks.close(new Error("Connection closed"));
+    tasks.closeAll(new Error("Connection closed"));
     expect(tasks.take(2)).toBeUndefined();
   });
 });
 
 describe("ListenTracker", () => {
-  it("tracks only the SDK's subscriptions/listen requests, until each ends", () => {
-    const listens = new ListenTracker();
-    listens.sent(1, "tools/list");
-    listens.sent(2, "subscriptions/listen");
-    listens.sent("3", "subscriptions/listen");
+  it("tracks only the SDK's subscriptions/listen requests, until each ends", async () => {
+    const listens = new ListenTracker(stubPort());
+    const request = (id: string | number, method: string) => ({ jsonrpc: "2.0" as const, id, method, params: {} });
+    await listens.send(request(1, "tools/list"));
+    await listens.send(request(2, "subscriptions/listen"));
+    await listens.send(request("3", "subscriptions/listen"));
     expect([listens.has(1), listens.has(2), listens.size]).toEqual([false, true, 2]);
     listens.ended(2);
     expect([listens.has(2), listens.size]).toEqual([false, 1]);
-    listens.clear();
+    // The server ends the other one (rule 12): forgotten once the message went up.
+    listens.message({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "3" } });
     expect(listens.size).toBe(0);
   });
 });

@@ -37,6 +37,11 @@ export interface CancellableFetchOptions {
 export function cancellableFetch(options: CancellableFetchOptions = {}): FetchLike {
   parseOptions(fetchOptionsSchema, options, "cancellableFetch options");
   if (options.fetch !== undefined) return perRequestFetch(options.fetch);
+  return defaultFetch();
+}
+
+/** `cancellableFetch()` over its default base fetch (see `cancellableFetch`). @internal */
+export function defaultFetch(): FetchLike {
   const own = ownDefaultFetch();
   return perRequestFetch(own.fetch, own.close);
 }

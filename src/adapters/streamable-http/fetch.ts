@@ -33,6 +33,16 @@ export interface FetchPort {
    * (rule 10). Called only by a fetch that can tell (`observesBody`), at most once per request.
    */
   sent(id: RequestId): void;
+  /** The response head of a request's own POST arrived, with this status (any: the server received it). */
+  answered(id: RequestId, status: number, contentType: string | null): void;
+  /** This fetch cannot report a request's body fully written (not `observesBody`): that fact is unknown. */
+  blind(id: RequestId): void;
+  /**
+   * Must the `notifications/cancelled` for this request go on a connection of its own, opened
+   * after the request's (`true`: only its body is known written), or may it take a pooled one
+   * (`false`: the server answered the request's head, so it has the request)?
+   */
+  fresh(id: RequestId): boolean;
 }
 
 /**
@@ -119,6 +129,12 @@ function cancelledIdOf(body: unknown): RequestId | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a cancel body's notification must take a connection of its own (see `FetchPort.fresh`). */
+function freshFor(port: FetchPort | undefined, body: unknown): boolean {
+  const id = cancelledIdOf(body);
+  return port === undefined || id === undefined || port.fresh(id);
 }
 
 function mark(error: unknown): void {
@@ -212,12 +228,13 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   // A request's own POST: the base fetch (undici) says when its body is fully written.
   const requestId = method === "POST" ? id : undefined;
   const onBodySent = requestId === undefined || !registry.observesBody ? undefined : () => port?.sent(requestId);
+  if (requestId !== undefined && !registry.observesBody) port?.blind(requestId);
   let response: Response;
   try {
     const sendInit =
       onBodySent !== undefined
         ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent }
-        : cancel && registry.observesBody
+        : cancel && registry.observesBody && freshFor(port, init.body)
           ? { ...init, signal: controller.signal, [FRESH_CONNECTION]: true }
           : { ...init, signal: controller.signal };
     response = await base(url, sendInit as RequestInit);
@@ -230,6 +247,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     release();
     return takeRefusal(response, init.body, port?.refused);
   }
+  if (requestId !== undefined) port?.answered(requestId, response.status, response.headers.get("content-type"));
   // Only a request's own 2xx stream (or its resume) carries its response; other answers (a 202
   // for a notification, an HTTP error the SDK reports itself) only need the listeners released.
   const tracked = response.ok && method === "POST" ? id !== undefined : resumed;

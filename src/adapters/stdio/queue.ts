@@ -1,0 +1,232 @@
+// The stdio write queue: the layer of a stdio connection's pipeline right on the transport. Every
+// message (the SDK's requests, notifications and answers, and the library's own cancel lines) goes
+// through the transport's own `send`, called only when the server's stdin can take the write; while
+// it cannot, messages wait here, in order, behind one `drain` listener (the SDK's own `send` adds
+// one listener per write that finds the pipe full: Node warns past 10).
+import type { RequestId } from "../../core/cancellable-call.js";
+import type { CancelMechanism } from "../../types/record.js";
+import type { ChildStdin } from "../../sdk/private.js";
+import { Layer } from "../../wire/port.js";
+import type { Port, SendOptions } from "../../wire/port.js";
+import type { Message } from "../../wire/messages.js";
+import type { CancelRequest } from "../types.js";
+
+/** The part of the server's stdin the queue watches. */
+export interface Stdin extends ChildStdin {
+  once(event: "drain" | "close", listener: () => void): unknown;
+  removeListener(event: "drain" | "close", listener: () => void): unknown;
+}
+
+/** One message waiting for the pipe. */
+interface Waiting {
+  readonly message: Message;
+  readonly options: SendOptions | undefined;
+  /** The request id, for a request (a queued request can be dropped by its cancel). */
+  readonly id: RequestId | undefined;
+  /** The cancel line's request, for a `notifications/cancelled` of the library's own. */
+  readonly cancel: CancelRequest | undefined;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Marks the write errors of cancel lines: the SDK echoes a stdin `error` to `onerror`; the record has it. */
+const ownWriteErrors = new WeakSet<object>();
+
+/**
+ * The stdio write queue (see the file comment). Facts it reports: a request is `written` once the
+ * transport's `send` resolved (the line was handed to the pipe), `ended` `refused` when that `send`
+ * rejected (nothing was written), or `ended` `dropped` when
+ * its call is cancelled while it still waits here (it never left: never sent). A cancel is one
+ * `notifications/cancelled {requestId, reason}` line (rules 6, 31), never waited for: its record
+ * follows the line's own write (a zero-length write queued right behind it calls back once the
+ * line was handed to the pipe, or with the error that kept it from it).
+ */
+export class StdioQueue extends Layer {
+  readonly #stdin: () => Stdin | undefined;
+  readonly #waiting: Waiting[] = [];
+  /** The stdin whose `drain` and `close` the queue listens to, while anything waits. */
+  #listening: Stdin | undefined = undefined;
+
+  /** @param stdin the server's stdin now (it changes when the transport is started again). */
+  constructor(below: Port, stdin: () => Stdin | undefined) {
+    super(below);
+    this.#stdin = stdin;
+  }
+
+  /** Messages waiting for the pipe (0 when it takes writes). */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  override send(message: Message, options?: SendOptions): Promise<void> {
+    const stdin = this.#stdin();
+    const id = message.method !== undefined ? message.id : undefined;
+    if (stdin === undefined || !this.#busy(stdin)) return this.#write(message, options, id ?? undefined, stdin);
+    return new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, resolve, reject });
+      this.#listen(stdin);
+    });
+  }
+
+  override cancel(request: CancelRequest): CancelMechanism {
+    const stdin = this.#stdin();
+    // A transport without a child's stdin (not started, or not the SDK's): its own send, not waited for.
+    if (stdin === undefined) return this.#line(request, undefined);
+    if (!stdin.writable) {
+      queueMicrotask(() => request.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } }));
+      return "none";
+    }
+    // Still waiting here: it never left, so there is nothing to cancel on the wire.
+    const queued = this.#waiting.findIndex((entry) => entry.id === request.requestId);
+    if (queued >= 0) {
+      const [entry] = this.#waiting.splice(queued, 1);
+      // The SDK's wait is ended by the wire; its send resolves, nothing was written.
+      entry!.resolve();
+      this.up.fact(request.requestId, { kind: "ended", how: "dropped", cause: undefined, at: performance.now() });
+      queueMicrotask(() => request.delivery({ sent: "none", failed: null }));
+      return "none";
+    }
+    if (this.#busy(stdin)) {
+      this.#waiting.push({
+        message: request.notification,
+        options: undefined,
+        id: undefined,
+        cancel: request,
+        resolve: noop,
+        reject: noop,
+      });
+      this.#listen(stdin);
+      return "notification";
+    }
+    return this.#line(request, stdin);
+  }
+
+  /**
+   * Writes everything waiting now (the transport is about to end stdin: it goes before the end).
+   * Through the transport's `send` while the pipe takes writes; once it is full, straight to stdin
+   * as the same JSON line (the SDK's `send` would add a `drain` listener per message, on a pipe
+   * about to end).
+   */
+  override close(): Promise<void> {
+    this.#unlisten();
+    const stdin = this.#stdin();
+    for (const entry of this.#waiting.splice(0)) {
+      if (stdin === undefined || !stdin.writable || !stdin.writableNeedDrain) this.#put(entry);
+      else this.#direct(stdin, entry);
+    }
+    return this.below.close();
+  }
+
+  /** Writes a waiting entry's line to stdin itself (closing, the pipe full). */
+  #direct(stdin: Stdin, entry: Waiting): void {
+    const cancel = entry.cancel;
+    stdin.write(`${JSON.stringify(entry.message)}\n`, (error) => {
+      if (error === null || error === undefined) return;
+      if (typeof error === "object") ownWriteErrors.add(error);
+      cancel?.delivery({ sent: "none", failed: { mechanism: "notification", error: error.message } });
+    });
+    if (entry.id !== undefined) this.up.fact(entry.id, { kind: "written", at: performance.now() });
+    entry.resolve();
+  }
+
+  override error(error: Error): void {
+    if (ownWriteErrors.has(error)) return;
+    this.up.error(error);
+  }
+
+  /** True while a message must wait: the pipe is full, or something waits already (order). */
+  #busy(stdin: Stdin): boolean {
+    return this.#waiting.length > 0 || stdin.writableNeedDrain;
+  }
+
+  /**
+   * Hands one message to the transport's `send` (which writes it at once). Not to a stdin that is
+   * gone: the SDK's `send` would wait for a `drain` that never comes (a listener per message).
+   */
+  #write(message: Message, options: SendOptions | undefined, id: RequestId | undefined, stdin: Stdin | undefined): Promise<void> {
+    const sending =
+      stdin !== undefined && !stdin.writable
+        ? Promise.reject(new Error(`Not connected: ${goneText(stdin)}`))
+        : this.below.send(message, options);
+    if (id !== undefined) {
+      sending.then(
+        () => this.up.fact(id, { kind: "written", at: performance.now() }),
+        // Refused before the write (not connected): it never left.
+        (error: unknown) => this.up.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() }),
+      );
+    }
+    return sending;
+  }
+
+  /** Puts one cancel line out through the transport's `send`; its record follows the line's own write. */
+  #line(request: CancelRequest, stdin: Stdin | undefined): CancelMechanism {
+    const undelivered = (error: unknown): void =>
+      request.delivery({
+        sent: "none",
+        failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) },
+      });
+    let sending: Promise<void>;
+    try {
+      sending = this.below.send(request.notification);
+    } catch (error) {
+      queueMicrotask(() => undelivered(error));
+      return "none";
+    }
+    if (stdin === undefined) {
+      sending.catch(undelivered);
+      return "notification";
+    }
+    // Its write's own callback: a zero-length write right behind the line calls back once the
+    // line was handed to the pipe (writes complete in order), or with what kept it from it.
+    sending.catch(noop); // the SDK echoes a failed write to onerror; the record has it
+    stdin.write("", (error) => {
+      if (error === null || error === undefined) return;
+      if (typeof error === "object") ownWriteErrors.add(error);
+      undelivered(error);
+    });
+    return "notification";
+  }
+
+  /** Writes one waiting entry (the pipe took the one before it). */
+  #put(entry: Waiting): void {
+    const stdin = this.#stdin();
+    if (entry.cancel !== undefined) {
+      if (stdin !== undefined && !stdin.writable) {
+        entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } });
+        return;
+      }
+      this.#line(entry.cancel, stdin);
+      return;
+    }
+    this.#write(entry.message, entry.options, entry.id, stdin).then(entry.resolve, entry.reject);
+  }
+
+  #listen(stdin: Stdin): void {
+    if (this.#listening !== undefined) return;
+    this.#listening = stdin;
+    stdin.once("drain", this.#drain);
+    // A pipe that closes (the server died) never drains: what waits is settled then.
+    stdin.once("close", this.#drain);
+  }
+
+  #unlisten(): void {
+    this.#listening?.removeListener("drain", this.#drain);
+    this.#listening?.removeListener("close", this.#drain);
+    this.#listening = undefined;
+  }
+
+  readonly #drain = (): void => {
+    const stdin = this.#listening;
+    if (stdin === undefined) return;
+    this.#unlisten();
+    while (this.#waiting.length > 0 && (!stdin.writable || !stdin.writableNeedDrain)) this.#put(this.#waiting.shift()!);
+    if (this.#waiting.length > 0) this.#listen(stdin);
+  };
+}
+
+/** The record's text for a cancel line that could not be written to a stdin that is gone. */
+function goneText(stdin: Stdin): string {
+  return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
+}
+
+function noop(): void {}

@@ -1,0 +1,198 @@
+// The 2025-era notification delivery: the layer of a Streamable HTTP connection's pipeline right
+// above the stream tracker. On a 2025-era connection (2025-03-26 to 2025-11-25) a cancel is
+// `notifications/cancelled` POSTed to the server (rule 40: a disconnect is not a cancel there),
+// and the request's stream is closed too (a stateless server stops on that alone). On 2026-07-28
+// the stream close is the whole cancel (rules 6, 28): this layer passes it down untouched.
+import type { RequestId } from "../../core/cancellable-call.js";
+import type { CancelMechanism } from "../../types/record.js";
+import { Layer } from "../../wire/port.js";
+import type { WireFact } from "../../wire/port.js";
+import type { CancelRequest } from "../types.js";
+import { isCancelSendFailure } from "./fetch.js";
+import { isNetworkError, neverLeft } from "./streams.js";
+import type { Stream, StreamTracker } from "./streams.js";
+
+/** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
+interface Delivery {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Ends the current wait at once (the transport closed). */
+  wake: (() => void) | undefined;
+  done: Promise<void>;
+}
+
+const TIMED_OUT = Symbol("timed out");
+
+/**
+ * The 2025-era delivery (see the file comment). When the notification goes, from the facts the
+ * stream tracker observed of the request, so it never overtakes its request and never follows
+ * its response:
+ *
+ * - at once when the server has the request: its response head arrived (the server is handling
+ *   it: an SSE server sends the head as it starts; the notification then goes on a pooled
+ *   connection), or its body was fully written on a server that answers in JSON (no head before
+ *   the answer there; the notification then goes on a connection of its own, opened after the
+ *   request's, so the server reads the request first);
+ * - else as soon as one of those facts arrives, waiting at most `flushTimeoutMs` (a fetch that
+ *   cannot tell when a body was written waits for the head, or the bound: the record cannot say
+ *   more than that);
+ * - never when the request provably never reached the server, and never once its response
+ *   arrived (rule 7: the record says so).
+ *
+ * The request's stream is closed right after the notification is handed to the transport, without
+ * waiting for the server's answer to it. A notification that fails is retried once after a
+ * connection-level failure (a duplicate is harmless, rule 10) and then recorded on the call
+ * (`cancel.undelivered`), never reported to `onerror`. The caller of the cancelled call never
+ * waits for any of it.
+ */
+export class LegacyDelivery extends Layer {
+  readonly #tracker: StreamTracker;
+  readonly #flushTimeoutMs: number;
+  /** The fetch reports each request's body fully written (else `written` is unknown). */
+  readonly #observesBody: boolean;
+  /** Notifications on their way, each with its current `flushTimeoutMs` timer. */
+  readonly #deliveries = new Set<Delivery>();
+  /** The server has answered a POST with an SSE stream: its response head comes as it starts a request. */
+  #sse = false;
+
+  constructor(below: StreamTracker, flushTimeoutMs: number, observesBody: boolean) {
+    super(below);
+    this.#tracker = below;
+    this.#flushTimeoutMs = flushTimeoutMs;
+    this.#observesBody = observesBody;
+  }
+
+  /** 2025-era cancels whose notification is not delivered yet. */
+  get flushing(): number {
+    return this.#deliveries.size;
+  }
+
+  override fact(requestId: RequestId, fact: WireFact): void {
+    if (fact.kind === "answered" && fact.contentType?.startsWith("text/event-stream") === true) this.#sse = true;
+    this.up.fact(requestId, fact);
+  }
+
+  override cancel(request: CancelRequest): CancelMechanism {
+    if (this.#tracker.era === "modern") return this.below.cancel(request);
+    // Rule 40: the notification (the transport adds the session and protocol-version headers),
+    // once the request reached the server, and the stream closes. Nothing here holds the caller.
+    const stream = this.#tracker.stream(request.requestId);
+    if (stream !== undefined) stream.cancelled = true;
+    const delivery: Delivery = { timer: undefined, wake: undefined, done: Promise.resolve() };
+    this.#deliveries.add(delivery);
+    delivery.done = this.#deliver(request, stream, delivery).finally(() => {
+      clearTimeout(delivery.timer);
+      this.#deliveries.delete(delivery);
+    });
+    return stream === undefined ? "notification" : "notification+stream-close";
+  }
+
+  /**
+   * The decorated `close()`: a cancel made just before it still reaches the server. The
+   * notifications on their way are given at most flushTimeoutMs, then the transport closes
+   * (aborting whatever is left, which is then recorded as undelivered).
+   */
+  override async close(): Promise<void> {
+    if (this.#deliveries.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.all([...this.#deliveries].map((delivery) => delivery.done)),
+        new Promise((resolve) => (timer = setTimeout(resolve, this.#flushTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    return this.below.close();
+  }
+
+  override closed(): void {
+    // The transport aborted every fetch: no delivery waits any more (their sends reject).
+    for (const delivery of this.#deliveries) {
+      clearTimeout(delivery.timer);
+      delivery.wake?.();
+    }
+    this.up.closed();
+  }
+
+  /** The server has the request (see the class comment), or nothing more can be learned of it. */
+  #decided(stream: Stream): boolean {
+    if (stream.responded || stream.settled !== "pending" || stream.status !== undefined || this.#tracker.closedDown) return true;
+    return stream.written && !this.#sse;
+  }
+
+  async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery): Promise<void> {
+    if (stream !== undefined && !this.#decided(stream)) {
+      await this.#bounded(
+        delivery,
+        new Promise<void>((resolve) => {
+          stream.onFact = () => {
+            if (this.#decided(stream)) resolve();
+          };
+        }),
+      );
+      stream.onFact = undefined;
+    }
+    if (stream !== undefined) {
+      // A request that provably never reached the server: nothing to cancel. Its body was never
+      // fully written (a fetch that reports it), or its connection was never made.
+      if (
+        stream.settled === "failed" &&
+        stream.status === undefined &&
+        !stream.written &&
+        (this.#observesBody || neverLeft(stream.failure))
+      ) {
+        this.#tracker.closeStream(stream);
+        request.delivery({ sent: "none", failed: null });
+        return;
+      }
+      // Rule 7: its response arrived while the notification waited (or its head says the answer
+      // follows in JSON); the request is no longer in progress, so nothing is POSTed (the wire
+      // discards the response as late).
+      if (stream.responded || stream.answeredInJson) {
+        // Not closed: the answer is in its body, to be read (and dropped as late, and counted).
+        if (stream.responded) this.#tracker.closeStream(stream);
+        request.delivery({ sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } });
+        return;
+      }
+    }
+    if (stream?.status !== undefined) this.#tracker.allowPooled(request.requestId);
+    const sending = this.#sendNotification(request);
+    // The stream closes now: the notification is on its way, its answer is not waited for.
+    if (stream !== undefined) this.#tracker.closeStream(stream);
+    const failure = await sending;
+    if (failure === undefined) return;
+    // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).
+    const error = failure instanceof Error ? failure : new Error(String(failure));
+    request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
+  }
+
+  /** Sends the notification; resolves `undefined` once the server answered it, else the failure. Never rejects. */
+  async #sendNotification(request: CancelRequest): Promise<unknown> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#tracker.refusal(request.requestId);
+        await this.below.send(request.notification);
+        const status = this.#tracker.refusal(request.requestId);
+        if (status === undefined) return undefined;
+        // The server read it and said no: not retried (a duplicate would be refused too).
+        return new Error(`the server refused the notification: HTTP ${status}`);
+      } catch (error) {
+        // Retry once on a connection-level failure (fetch failed, other side closed), never after the close.
+        if (attempt === 1 && isCancelSendFailure(error) && isNetworkError(error) && !this.#tracker.closedDown) continue;
+        return error ?? new Error("the notification could not be sent");
+      }
+    }
+  }
+
+  /** Waits for `promise`, at most flushTimeoutMs (the timer is the delivery's, cleared with it). */
+  #bounded(delivery: Delivery, promise: Promise<unknown>): Promise<unknown> {
+    if (this.#tracker.closedDown) return Promise.resolve(TIMED_OUT);
+    return new Promise((resolve) => {
+      delivery.timer = setTimeout(resolve, this.#flushTimeoutMs, TIMED_OUT);
+      delivery.wake = () => resolve(TIMED_OUT);
+      promise.then(resolve, resolve);
+    }).finally(() => {
+      clearTimeout(delivery.timer);
+      delivery.timer = undefined;
+      delivery.wake = undefined;
+    });
+  }
+}

@@ -1,0 +1,534 @@
+// The Streamable HTTP stream tracker: the layer of an HTTP connection's pipeline right on the
+// transport. Every request gets its own response stream (an AbortController on its POST, through
+// the SDK's per-request `requestSignal` on v2 or `cancellableFetch()`'s per-request fetch on v1), so
+// one request's stream can be closed without touching the others; what the fetch observes of each
+// request (its body written, its response head, how its stream ended) comes up as wire facts.
+import type { RequestId } from "../../core/cancellable-call.js";
+import type { CancelMechanism } from "../../types/record.js";
+import { Layer } from "../../wire/port.js";
+import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
+import type { Message } from "../../wire/messages.js";
+import type { CancelRequest } from "../types.js";
+import { isCancelSendFailure, link } from "./fetch.js";
+import type { FetchPort } from "./fetch.js";
+
+/** The first protocol revision whose Streamable HTTP cancel is closing the stream (rules 6, 28). */
+export const STREAM_CLOSE_PROTOCOL_VERSION = "2026-07-28";
+
+/** At most this many resume tokens of closed streams are remembered to refuse their resume. */
+const MAX_BLOCKED_TOKENS = 1_024;
+
+/** Prefix of the abort reasons of our own cancels: their echoes in `onerror` are swallowed. */
+const OWN_ABORT = "mcp-cancellable: cancelled request";
+const OWN_SSE_ERROR = `SSE stream disconnected: AbortError: ${OWN_ABORT}`;
+/** The v1 SDK's report of a failed resume (`GET` with `Last-Event-ID`): ours when it failed by our abort. */
+const RECONNECT_FAILED = "Failed to reconnect SSE stream: ";
+
+/** What the tracker knows of the connection it sits on (the adapter's, fixed when it was made). */
+export interface TrackerConfig {
+  /** v2 transports take a per-request `requestSignal` and close the POST themselves. */
+  readonly v2: boolean;
+  /** The transport's own protocol version (read when the era is asked and none was set). */
+  readonly transportVersion: () => unknown;
+  /** How long a 2026-07-28 task-augmented request's stream is held for its `CreateTaskResult`, ms. */
+  readonly flushTimeoutMs: number;
+  /** The transport closed (told once per close, after the tracker let go of everything). */
+  readonly closedDown: () => void;
+  /**
+   * The fetch reports each request's body fully written (the library's own): a request whose send
+   * failed before that was never whole at the server (it cannot have run), whatever the failure.
+   */
+  readonly observesBody: boolean;
+}
+
+/** One request's response stream. */
+export interface Stream {
+  readonly id: RequestId;
+  /** Aborting it closes the request's POST (and a resumed GET): the TCP connection closes. */
+  readonly controller: AbortController;
+  /** Removes the link from the SDK's own per-request signal (v2), if any. */
+  unlink: () => void;
+  /** The last SSE event id the SDK read on it (what it would resume from). */
+  lastEventId: string | undefined;
+  /** Set while the stream waits for the SDK to resume it with this token. */
+  resumeToken: string | undefined;
+  /** We closed it on purpose (or its cancel is on its way). */
+  cancelled: boolean;
+  /** Its body was fully written on its connection (a fetch that reports it). */
+  written: boolean;
+  /** The status of its response head, once it arrived. */
+  status: number | undefined;
+  /** Its response head said the answer itself follows as JSON (no stream of events): the request is answered. */
+  answeredInJson: boolean;
+  /** Its send settled: `failed` with `failure` when it rejected. */
+  settled: "pending" | "yes" | "failed";
+  failure?: unknown;
+  /** Its response arrived after it was cancelled (a notification not yet sent is dropped, rule 7). */
+  responded: boolean;
+  /** Told once whenever a fact arrives (the 2025-era delivery waits on it). */
+  onFact: (() => void) | undefined;
+  /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
+  check?: ReturnType<typeof setTimeout> | undefined;
+  /** 2026-07-28: cancelled but kept open for its `CreateTaskResult` until this timer closes it. */
+  hold?: { timer: ReturnType<typeof setTimeout>; request: CancelRequest } | undefined;
+}
+
+/** Counts the tracker keeps (see `StreamableHttpStats`). */
+export interface TrackerStats {
+  streams: number;
+  sending: number;
+  checks: number;
+  resuming: number;
+  blockedTokens: number;
+  resumesRefused: number;
+  holding: number;
+}
+
+/**
+ * The stream tracker (see the file comment). Its cancel is the stream close, in both eras: on
+ * 2026-07-28 it is the whole cancel (rules 6, 28); on a 2025-era connection the delivery layer
+ * above it POSTs the notification first (rule 40) and asks it to close the stream. Nothing undoes
+ * a close: the SDK's automatic resume (`GET` with `Last-Event-ID`) of a stream closed on purpose
+ * is refused (a 405 the SDK takes silently), our own aborts never reach `onerror`, and a stream
+ * that ends or breaks without its response is reported as a fact (`ended`), which settles its
+ * call `connection-closed` (a server drop fires no `onclose` on HTTP).
+ */
+export class StreamTracker extends Layer {
+  readonly #config: TrackerConfig;
+  readonly #streams = new Map<RequestId, Stream>();
+  /** v1: each request's signal until its send settles, so a cancel before the fetch started still reaches it. */
+  readonly #sending = new Map<RequestId, AbortSignal>();
+  readonly #resuming = new Map<string, Stream>();
+  readonly #blocked = new Map<string, RequestId>();
+  /** 2026-07-28: cancelled streams kept open for their `CreateTaskResult` (see `#hold`). */
+  readonly #holds = new Set<Stream>();
+  readonly #checks = new Set<ReturnType<typeof setTimeout>>();
+  #resumesRefused = 0;
+  /** Requests whose `notifications/cancelled` the server answered with an HTTP error (the status), until the delivery reads it. */
+  readonly #refusals = new Map<RequestId, number>();
+  /** Requests whose `notifications/cancelled` may take a pooled connection (the server answered their head). */
+  readonly #pooled = new Set<RequestId>();
+  #version: string | undefined;
+  /** Set once `close()` was called: echoes of the close's own aborts are not errors. */
+  #closing = false;
+  /** The transport closed (onclose). */
+  #closed = false;
+
+  constructor(below: Port, config: TrackerConfig) {
+    super(below);
+    this.#config = config;
+  }
+
+  /** `"modern"` on a 2026-07-28 connection (the stream close is the cancel), else `"legacy"`. */
+  get era(): "modern" | "legacy" {
+    const version = this.#version ?? this.#config.transportVersion();
+    return this.#config.v2 && typeof version === "string" && version >= STREAM_CLOSE_PROTOCOL_VERSION ? "modern" : "legacy";
+  }
+
+  /** True once the transport closed (nothing can be sent any more). */
+  get closedDown(): boolean {
+    return this.#closed;
+  }
+
+  stats(): TrackerStats {
+    return {
+      streams: this.#streams.size,
+      sending: this.#sending.size,
+      checks: this.#checks.size,
+      resuming: this.#resuming.size,
+      blockedTokens: this.#blocked.size,
+      resumesRefused: this.#resumesRefused,
+      holding: this.#holds.size,
+    };
+  }
+
+  /** The HTTP error the server answered this request's `notifications/cancelled` with, if it did (read once). */
+  refusal(id: RequestId): number | undefined {
+    const status = this.#refusals.get(id);
+    this.#refusals.delete(id);
+    return status;
+  }
+
+  /**
+   * The next `notifications/cancelled` for this request may take a pooled connection: the server
+   * answered the request's head, so it has the request (else it goes on a connection of its own).
+   */
+  allowPooled(id: RequestId): void {
+    this.#pooled.add(id);
+  }
+
+  /** The tracked stream of a request, if it still has one. */
+  stream(id: RequestId): Stream | undefined {
+    return this.#streams.get(id);
+  }
+
+  override setProtocolVersion(version: string): void {
+    this.#version = version;
+    this.below.setProtocolVersion(version);
+  }
+
+  /** The stream close. On 2026-07-28 a task-augmented request's stream may be held first (see `#hold`). */
+  override cancel(request: CancelRequest): CancelMechanism {
+    const stream = this.#streams.get(request.requestId);
+    if (stream === undefined) return "none";
+    stream.cancelled = true;
+    if (this.era === "modern" && request.awaitsTask === true && this.#config.flushTimeoutMs > 0) this.#hold(stream, request);
+    else this.closeStream(stream);
+    return "stream-close";
+  }
+
+  override close(): Promise<void> {
+    this.#closing = true;
+    return this.below.close();
+  }
+
+  /** Every request gets its own stream (controller) before it goes out. */
+  override send(message: Message, options?: SendOptions): Promise<void> {
+    const id = message.id;
+    const method = message.method;
+    if (
+      typeof method !== "string" ||
+      (typeof id !== "string" && typeof id !== "number") ||
+      method === "initialize" ||
+      method === "server/discover"
+    ) {
+      return this.below.send(message, options);
+    }
+    // A request going out: the transport is open (again, if it was closed and started anew).
+    this.#closed = false;
+    this.#closing = false;
+    const controller = new AbortController();
+    const stream: Stream = {
+      id,
+      controller,
+      unlink: link(options?.requestSignal, controller), // v2, 2026-07-28: the SDK's own per-request signal
+      lastEventId: undefined,
+      resumeToken: undefined,
+      cancelled: false,
+      written: false,
+      status: undefined,
+      answeredInJson: false,
+      settled: "pending",
+      responded: false,
+      onFact: undefined,
+    };
+    this.#forgetStream(this.#streams.get(id));
+    this.#streams.set(id, stream);
+    const v2 = this.#config.v2;
+    if (typeof options?.resumptionToken === "string") this.#awaitResume(stream, options.resumptionToken);
+    const next: SendOptions = {
+      ...options,
+      requestSignal: controller.signal,
+      onresumptiontoken: (token: string) => {
+        stream.lastEventId = token;
+        if (stream.cancelled && !v2) this.#block(token, id);
+        options?.onresumptiontoken?.(token);
+      },
+      onRequestStreamEnd: () => {
+        options?.onRequestStreamEnd?.();
+        // A held stream that ended without its response: nothing more can come on it.
+        if (this.#unhold(stream) !== undefined) this.#forgetStream(stream);
+        // v2 calls this when the stream ended and it will not resume it (also after the response).
+        this.#lost(stream, "eof", new Error("The request's response stream ended without its response"));
+      },
+    };
+    if (!v2) this.#sending.set(id, controller.signal);
+    const settle = (how: "yes" | "failed", failure?: unknown): void => {
+      if (this.#sending.get(id) === controller.signal) this.#sending.delete(id);
+      stream.settled = how;
+      stream.failure = failure;
+      stream.onFact?.();
+    };
+    return this.below.send(message, next).then(
+      () => settle("yes"),
+      (error: unknown) => {
+        settle("failed", error);
+        if (this.#streams.get(id) === stream && !stream.cancelled) {
+          // The request's own POST failed: a connect-phase failure proves it never left; an HTTP
+          // status means the server got it (the `answered` fact says so; the SDK fails the call).
+          if (stream.status !== undefined) this.#forgetStream(stream);
+          else if (isNetworkError(error)) this.#lost(stream, this.#unsent(stream, error) ? "refused" : "reset", error);
+          else this.#forgetStream(stream);
+        }
+        throw error;
+      },
+    );
+  }
+
+  override message(message: Message, extra?: MessageExtra): void {
+    // A response: its stream has done its job (rule 7: nothing to cancel any more).
+    if (message.method === undefined) {
+      const id = message.id;
+      if (typeof id === "string" || typeof id === "number") {
+        const stream = this.#streams.get(id);
+        if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
+        else if (stream?.hold !== undefined)
+          this.#heldAnswered(stream); // before the wire's late path sees it
+        else if (stream !== undefined) {
+          stream.responded = true; // a cancel's notification still waiting is dropped
+          stream.onFact?.();
+          this.#forgetStream(stream);
+        }
+      }
+    }
+    this.up.message(message, extra);
+  }
+
+  override closed(): void {
+    this.#closed = true;
+    for (const stream of this.#streams.values()) {
+      this.#unhold(stream);
+      stream.unlink();
+      stream.onFact?.();
+    }
+    this.#streams.clear();
+    this.#sending.clear();
+    this.#resuming.clear();
+    this.#blocked.clear();
+    this.#refusals.clear();
+    this.#pooled.clear();
+    for (const timer of this.#checks) clearTimeout(timer);
+    this.#checks.clear();
+    this.#config.closedDown();
+    this.up.closed();
+  }
+
+  override error(error: Error): void {
+    if (this.#ownError(error)) return;
+    this.up.error(error);
+  }
+
+  /** True for an error the transport reports because of one of our own cancels (it is swallowed). */
+  #ownError(error: Error): boolean {
+    // A notification POST that failed at the fetch: recorded on the call (and retried), not news.
+    if (isCancelSendFailure(error)) return true;
+    const full = typeof error?.message === "string" ? error.message : "";
+    // The SDK's failed resume of a stream we closed reports our abort once more, prefixed.
+    const message = full.startsWith(RECONNECT_FAILED) ? full.slice(RECONNECT_FAILED.length) : full;
+    if (message.startsWith(OWN_ABORT) || message.startsWith(OWN_SSE_ERROR)) return true;
+    // After close(): the SDK reports its own aborted streams ("SSE stream disconnected: AbortError")
+    // and the resumes it had scheduled (v1 clears only the last one at close), which the closed
+    // transport's signal aborts, until it gives up on them.
+    return (
+      (this.#closing || this.#closed) &&
+      (error?.name === "AbortError" ||
+        /^SSE stream disconnected: AbortError|^This operation was aborted|^AbortError|^Maximum reconnection attempts/.test(message))
+    );
+  }
+
+  /**
+   * 2026-07-28, a task-augmented request cancelled before its task id was known: closing its
+   * stream now would lose a `CreateTaskResult` already on it, and with it the only way to the
+   * task, which runs on. The stream stays open at most `flushTimeoutMs`: a response in that time
+   * is handed on as any late response (a `CreateTaskResult` then gets its one `tasks/cancel` from
+   * the tasks layer, rules 35, 36) and the stream is not closed; otherwise it closes as for any
+   * cancel. The caller was released already; nothing else is held.
+   */
+  #hold(stream: Stream, request: CancelRequest): void {
+    const timer = setTimeout(() => {
+      this.#unhold(stream);
+      if (this.#streams.get(stream.id) === stream) this.closeStream(stream);
+    }, this.#config.flushTimeoutMs);
+    stream.hold = { timer, request };
+    this.#holds.add(stream);
+  }
+
+  #unhold(stream: Stream): CancelRequest | undefined {
+    const hold = stream.hold;
+    if (hold === undefined) return undefined;
+    clearTimeout(hold.timer);
+    stream.hold = undefined;
+    this.#holds.delete(stream);
+    return hold.request;
+  }
+
+  /** The response of a held stream arrived: it is not closed; the record says nothing of the close went out. */
+  #heldAnswered(stream: Stream): void {
+    const request = this.#unhold(stream);
+    if (request === undefined) return;
+    this.#forgetStream(stream);
+    request.delivery({ sent: "none", failed: { mechanism: "stream-close", error: "not closed: the response arrived first (rule 7)" } });
+  }
+
+  /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */
+  closeStream(stream: Stream): void {
+    stream.cancelled = true;
+    this.#forgetStream(stream);
+    if (stream.lastEventId !== undefined && !this.#config.v2) this.#block(stream.lastEventId, stream.id);
+    stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
+  }
+
+  /**
+   * The stream ended or broke without its response: reported as the `ended` fact (the call
+   * settles `connection-closed`). `refused` only when the request's own first POST failed before
+   * any byte left (a resume's failure, or a stream the server had answered on, proves nothing of
+   * the kind).
+   */
+  #lost(stream: Stream, how: "refused" | "reset" | "eof", cause: unknown): void {
+    if (this.#streams.get(stream.id) !== stream) return;
+    if (stream.cancelled) {
+      // Its call is settled already (a cancel left it open for the answer in its body): gone now.
+      if (stream.hold === undefined) this.#forgetStream(stream);
+      return;
+    }
+    this.#forgetStream(stream);
+    // The SDK may still try to resume it: refuse, the call is settled.
+    if (stream.lastEventId !== undefined && !this.#config.v2) this.#block(stream.lastEventId, stream.id);
+    const refused = how === "refused" && !stream.written && stream.lastEventId === undefined && stream.status === undefined;
+    this.up.fact(stream.id, { kind: "ended", how: refused ? "refused" : how === "refused" ? "reset" : how, cause, at: performance.now() });
+  }
+
+  /**
+   * The request's own POST failed, and the facts prove it never reached the server whole: its
+   * connection was never made, or (a fetch that reports it) its body was never fully written.
+   */
+  #unsent(stream: Stream, failure: unknown): boolean {
+    return !stream.written && stream.status === undefined && (this.#config.observesBody || neverLeft(failure));
+  }
+
+  #forgetStream(stream: Stream | undefined): void {
+    if (stream === undefined) return;
+    if (this.#streams.get(stream.id) === stream) this.#streams.delete(stream.id);
+    // The response arrived after the body ended (a plain JSON answer): the look is not needed,
+    // so nothing stays counted once the call resolved.
+    if (stream.check !== undefined) {
+      clearTimeout(stream.check);
+      this.#checks.delete(stream.check);
+      stream.check = undefined;
+    }
+    if (stream.resumeToken !== undefined) {
+      this.#resuming.delete(stream.resumeToken);
+      stream.resumeToken = undefined;
+    }
+    stream.unlink();
+    stream.unlink = noop;
+  }
+
+  #awaitResume(stream: Stream, token: string): void {
+    if (stream.resumeToken !== undefined) this.#resuming.delete(stream.resumeToken);
+    stream.resumeToken = token;
+    this.#resuming.set(token, stream);
+  }
+
+  #block(token: string, id: RequestId): void {
+    this.#blocked.delete(token);
+    this.#blocked.set(token, id);
+    if (this.#blocked.size > MAX_BLOCKED_TOKENS) this.#blocked.delete(this.#blocked.keys().next().value!);
+  }
+
+  /**
+   * What the per-request fetch asks and tells (see `FetchPort`). v1 streams are opened, resumed
+   * and closed through it; on v2 the SDK's `requestSignal` does that, and the fetch only reports.
+   */
+  readonly port: FetchPort = {
+    signalFor: (id) => (this.#config.v2 ? undefined : (this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal)),
+    resume: (token) => {
+      if (this.#config.v2) return undefined;
+      if (this.#blocked.delete(token)) {
+        this.#resumesRefused++;
+        return "block";
+      }
+      const stream = this.#resuming.get(token);
+      if (stream === undefined) return undefined;
+      this.#resuming.delete(token);
+      stream.resumeToken = undefined;
+      return stream.id;
+    },
+    ended: (id, how, cause, resumed) => {
+      if (this.#config.v2) return;
+      const stream = this.#streams.get(id);
+      if (stream === undefined) return;
+      if (stream.cancelled) {
+        this.#lost(stream, "eof", cause);
+        return;
+      }
+      if (how === "failed") {
+        this.#lost(stream, !resumed && this.#unsent(stream, cause) ? "refused" : "reset", cause);
+        return;
+      }
+      // The body ended before the SDK's parser read all of it: look once it has (the rest of
+      // the pipeline runs in microtasks). By then a response has removed the stream.
+      const timer = setTimeout(() => {
+        this.#checks.delete(timer);
+        stream.check = undefined;
+        if (this.#streams.get(id) !== stream || stream.cancelled) return;
+        // With a priming event id the v1 SDK resumes the stream (GET Last-Event-ID): wait for it.
+        if (stream.lastEventId !== undefined) this.#awaitResume(stream, stream.lastEventId);
+        else
+          this.#lost(
+            stream,
+            how === "eof" ? "eof" : "reset",
+            cause ?? new Error("The request's response stream ended without its response"),
+          );
+      }, 0);
+      stream.check = timer;
+      this.#checks.add(timer);
+    },
+    refused: (id, status) => this.#refusals.set(id, status),
+    sent: (id) => {
+      const stream = this.#streams.get(id);
+      if (stream !== undefined && !stream.written) {
+        stream.written = true;
+        stream.onFact?.();
+      }
+      this.up.fact(id, { kind: "written", at: performance.now() });
+    },
+    answered: (id, status, contentType) => {
+      const stream = this.#streams.get(id);
+      if (stream !== undefined) {
+        stream.status = status;
+        stream.answeredInJson = status >= 200 && status < 300 && contentType?.startsWith("application/json") === true;
+        stream.onFact?.();
+      }
+      this.up.fact(id, { kind: "answered", status, contentType, at: performance.now() });
+    },
+    blind: (id) => this.up.fact(id, { kind: "unobservable", fact: "written" }),
+    fresh: (id) => !this.#pooled.delete(id),
+  };
+}
+
+/** fetch's network failure (`TypeError: fetch failed`, `terminated`), not an HTTP status or a bug in the message. */
+export function isNetworkError(error: unknown): boolean {
+  return (
+    error instanceof TypeError &&
+    (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
+  );
+}
+
+/**
+ * Error codes that prove no byte of the request left this process: the connection was never
+ * made (refused, no route, connect timeout) or the host name did not resolve.
+ */
+const NEVER_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_FAIL",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/**
+ * True when a failed fetch provably sent nothing: its cause chain (undici wraps the socket error
+ * in `TypeError("fetch failed")`, an `AggregateError` holds one per address tried) carries only
+ * connect-phase error codes. Anything else (a reset, a broken body) may have reached the server.
+ * @internal
+ */
+export function neverLeft(error: unknown): boolean {
+  const codes: string[] = [];
+  const walk = (value: unknown, depth: number): void => {
+    if (typeof value !== "object" || value === null || depth > 4) return;
+    const code = (value as { code?: unknown }).code;
+    if (typeof code === "string") codes.push(code);
+    const inner = (value as { errors?: unknown }).errors;
+    if (Array.isArray(inner)) for (const item of inner) walk(item, depth + 1);
+    walk((value as { cause?: unknown }).cause, depth + 1);
+  };
+  walk(error, 0);
+  return codes.length > 0 && codes.every((code) => NEVER_CONNECTED.has(code));
+}
+
+function noop(): void {}

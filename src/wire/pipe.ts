@@ -1,0 +1,209 @@
+// `pipe(transport, layers)`: a connection's message pipeline, built in one call that states the
+// order of its layers (bottom first: the layer right above the transport comes first). The SDK
+// transport's untyped shape enters at the two edges made here, and only here: the bottom port
+// (which calls the transport and sits in its callbacks) and the top view (what the SDK client is
+// connected through). Between them every layer speaks the typed port of ./port.ts.
+import type { CancelMechanism } from "../types/record.js";
+import type { Message } from "./messages.js";
+import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
+import type { CancelRequest, TransportLike } from "./types.js";
+
+/** The SDK `Transport` as the two edges touch it: the members both SDK lines define. */
+interface SdkTransport {
+  start(): Promise<void>;
+  send(message: Message, options?: SendOptions): Promise<void>;
+  close(): Promise<void>;
+  setProtocolVersion?(version: string): void;
+  onmessage?: ((message: Message, extra?: MessageExtra) => void) | undefined;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+}
+
+/** The one place an outside transport's shape is taken as the SDK's (both lines share it). */
+function sdkShape(transport: TransportLike): SdkTransport {
+  return transport as unknown as SdkTransport;
+}
+
+/** The transport's own `send`, typed (for an adapter used outside a pipeline). */
+export function sendOf(transport: TransportLike): Port["send"] {
+  const shaped = sdkShape(transport);
+  return (message, options) => shaped.send(message, options);
+}
+
+/** How a pipe is made. */
+export interface PipeOptions {
+  /**
+   * The transport's own `send`, when the transport's `send` member is about to be replaced by the
+   * view's (attaching to a connected client): the bottom keeps calling this one. Default: the
+   * transport's `send` as it is when each message goes out (so a wrapper put on it later sees
+   * every message).
+   */
+  readonly send?: ((message: Message, options?: SendOptions) => Promise<void>) | undefined;
+}
+
+/** A built pipeline: the top port (the layer the SDK talks to), and the view to connect the SDK client through. */
+export interface Pipeline<T extends TransportLike> {
+  /** The topmost layer's port. */
+  readonly top: Port;
+  /** What the SDK client is connected through: the transport's own members, with the pipeline in its path. */
+  readonly view: T;
+}
+
+/**
+ * Builds a connection's pipeline: the bottom port over `transport`, each layer in `layers` made
+ * over the one before it (the first sits right on the transport), and the view over the last.
+ * The transport's callbacks are taken over now; what the SDK had set on them before (a client
+ * that is already connected) becomes the view's, so nothing it sees changes.
+ */
+export function pipe<T extends TransportLike>(transport: T, layers: readonly LayerFactory[], options: PipeOptions = {}): Pipeline<T> {
+  const bottom = new TransportPort(sdkShape(transport), options.send);
+  let top: Port = bottom;
+  for (const make of layers) top = make(top);
+  const view = sdkView(transport, top, bottom);
+  return { top, view };
+}
+
+/**
+ * The bottom of every pipeline: calls the transport and sits in its callbacks. Its own cancel is
+ * the plain mechanism (rule 6: `notifications/cancelled` through the transport's `send`), for a
+ * transport no layer above took the cancel for.
+ */
+class TransportPort implements Port {
+  #up: Up | undefined;
+  /**
+   * Where a value that is not a JSON-RPC message object (`null`, a number, a string, an array)
+   * goes: past every layer, straight to the SDK, which reports it as it always does.
+   */
+  stray: ((value: unknown, extra?: MessageExtra) => void) | undefined;
+  readonly #transport: SdkTransport;
+  readonly #send: PipeOptions["send"];
+  /** The transport's handlers from before the pipe (a connected client's). */
+  readonly previous: Pick<SdkTransport, "onmessage" | "onclose" | "onerror">;
+
+  constructor(transport: SdkTransport, send: PipeOptions["send"]) {
+    this.#transport = transport;
+    this.#send = send;
+    this.previous = { onmessage: transport.onmessage, onclose: transport.onclose, onerror: transport.onerror };
+    transport.onmessage = (message, extra) => {
+      if (typeof message === "object" && message !== null && !Array.isArray(message)) this.#up?.message(message, extra);
+      else this.stray?.(message, extra);
+    };
+    // The SDK transport reports no facts of its own: the layers above it observe them.
+    transport.onclose = () => this.#up?.closed();
+    transport.onerror = (error) => this.#up?.error(error);
+  }
+
+  connect(up: Up): void {
+    this.#up = up;
+  }
+
+  send(message: Message, options?: SendOptions): Promise<void> {
+    try {
+      return this.#send !== undefined ? this.#send(message, options) : this.#transport.send(message, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  start(): Promise<void> {
+    return this.#transport.start();
+  }
+
+  close(): Promise<void> {
+    return this.#transport.close();
+  }
+
+  setProtocolVersion(version: string): void {
+    this.#transport.setProtocolVersion?.(version);
+  }
+
+  cancel(request: CancelRequest): CancelMechanism {
+    return notify(this, request);
+  }
+}
+
+/**
+ * The plain cancel: `notifications/cancelled {requestId, reason}` sent down `port`, not waited
+ * for (rules 6, 31). A send that fails is recorded on the call (`cancel.undelivered`), never
+ * reported to `onerror`: it is the library's own delivery, not a fault of the server.
+ */
+export function notify(port: Pick<Port, "send">, request: CancelRequest): CancelMechanism {
+  const undelivered = (error: unknown): void =>
+    request.delivery({
+      sent: "none",
+      failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) },
+    });
+  try {
+    port.send(request.notification).catch(undelivered);
+  } catch (error) {
+    // Thrown before cancel() returned: the record is made right after it.
+    queueMicrotask(() => undelivered(error));
+    return "none";
+  }
+  return "notification";
+}
+
+type Fn = (...args: never[]) => unknown;
+
+/** The members of the view that are the pipeline's; every other member is the transport's own. */
+const PIPE_METHODS = new Set(["send", "start", "close", "setProtocolVersion"]);
+const CALLBACKS = new Set(["onmessage", "onclose", "onerror"]);
+
+/**
+ * The view the SDK client is connected through (why a Proxy: an SDK transport has members the
+ * library does not know, v1 and v2 differ, frameworks read their own, some on `#private` fields
+ * only the transport may touch; a Proxy forwards each of them unchanged, bound to the transport).
+ * `send`, `start`, `close` and `setProtocolVersion` go to the top port; the SDK's `onmessage`,
+ * `onclose` and `onerror` are what the top port calls. The SDK may replace `send`, `start` or
+ * `close` on it (the v2 client's version probe wraps `start` once): the replacement is kept on
+ * the view, so the pipeline stays in the path. It is read once per request, not per message.
+ */
+function sdkView<T extends TransportLike>(transport: T, top: Port, bottom: TransportPort): T {
+  const handlers: Record<string, Fn | undefined> = { ...bottom.previous };
+  bottom.stray = (value, extra) => (handlers.onmessage as ((value: unknown, extra?: MessageExtra) => void) | undefined)?.(value, extra);
+  const up: Up = {
+    message: (message, extra) => (handlers.onmessage as SdkTransport["onmessage"])?.(message, extra),
+    fact: () => {},
+    closed: () => (handlers.onclose as SdkTransport["onclose"])?.(),
+    error: (error) => (handlers.onerror as SdkTransport["onerror"])?.(error),
+  };
+  top.connect(up);
+  const methods: Record<string, Fn> = {
+    send: (message: Message, options?: SendOptions) => top.send(message, options),
+    start: () => top.start(),
+    close: () => top.close(),
+    setProtocolVersion: (version: string) => top.setProtocolVersion(version),
+  };
+  const bound = new Map<PropertyKey, { target: unknown; fn: unknown }>();
+  return new Proxy(transport, {
+    get(target, property) {
+      if (typeof property === "string") {
+        if (PIPE_METHODS.has(property)) return methods[property];
+        if (CALLBACKS.has(property)) return handlers[property];
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      // Methods (on the prototype) are bound, so they run on the transport and its `#private`
+      // fields; an own function-valued field (`_fetch`, a handler) is returned as it is, so its
+      // identity and marks (`isCancellableFetch`) survive the view.
+      if (typeof value !== "function" || Object.hasOwn(target, property)) return value;
+      const cached = bound.get(property);
+      if (cached?.target === value) return cached.fn;
+      const fn = (value as (...args: unknown[]) => unknown).bind(target);
+      bound.set(property, { target: value, fn });
+      return fn;
+    },
+    set(target, property, value: unknown) {
+      if (typeof property === "string") {
+        if (CALLBACKS.has(property)) {
+          handlers[property] = value as Fn | undefined;
+          return true;
+        }
+        if (PIPE_METHODS.has(property)) {
+          methods[property] = value as Fn;
+          return true;
+        }
+      }
+      return Reflect.set(target, property, value, target);
+    },
+  });
+}

@@ -1,0 +1,138 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { attachCancellation, withCancellation } from "../../src/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { eventually, fixture, spawnServer } from "../helpers/stdio.js";
+
+// Issue 27, item 4: on stdio every message goes through the transport's own `send` (a logging
+// wrapper on it sees each one), called only when the server's stdin can take the write; what
+// cannot be written waits behind one `drain` listener. With 500 writes blocked behind a full pipe,
+// through withCancellation and through attachCancellation, with a wrapped `send`, and with the
+// server killed while they wait and a new one started: no MaxListenersExceededWarning, at most two
+// `drain` listeners at any time (the SDK's one blocked write, and the queue's), every request seen
+// by the wrapper once, every call settled once. A real child process (test/fixtures/scripted-server.mjs).
+
+const BLOCKED = 500;
+const cleanup: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+});
+
+const warnings: string[] = [];
+const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+beforeEach(() => {
+  warnings.length = 0;
+  process.on("warning", onWarning);
+});
+afterEach(() => {
+  process.off("warning", onWarning);
+});
+
+type Stdin = NodeJS.WritableStream & { writableNeedDrain: boolean; listenerCount(event: string): number };
+const stdinOf = (transport: object) => (transport as { _process: { stdin: Stdin } })._process.stdin;
+
+interface Connection {
+  mcp: { callTool(params: { name: string; arguments?: Record<string, unknown> }, options?: object): Promise<unknown> };
+  transport: StdioClientTransport;
+  client: Client;
+  /** Requests the wrapper on the transport's `send` saw, by method. */
+  sent: string[];
+}
+
+/** A stdio connection whose transport's `send` is wrapped as a logging wrapper would (before or after the library). */
+async function connect(entry: "withCancellation" | "attachCancellation"): Promise<Connection> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [fixture("scripted-server.mjs")], stderr: "ignore" });
+  const sent: string[] = [];
+  const wrap = () => {
+    const own = transport.send.bind(transport);
+    transport.send = (message) => {
+      if ("method" in message && "id" in message) sent.push(message.method);
+      return own(message);
+    };
+  };
+  const client = new Client({ name: "queue-bot", version: "1.0.0" });
+  cleanup.push(() => client.close());
+  if (entry === "withCancellation") {
+    wrap();
+    const mcp = withCancellation(client, stdioCancellation(transport));
+    await client.connect(mcp.transport);
+    return { mcp, transport, client, sent };
+  }
+  wrap();
+  await client.connect(transport);
+  const mcp = attachCancellation(client);
+  return { mcp, transport, client, sent };
+}
+
+/** Fills the server's stdin: the server stops reading for `ms`, and a 256 KB call fills the pipe. */
+async function block(connection: Connection, ms: number): Promise<Stdin> {
+  void connection.mcp.callTool({ name: "block", arguments: { ms } }, { timeoutMs: 20_000 }).catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  void connection.mcp.callTool({ name: "silent", arguments: { pad: "x".repeat(256 * 1024) } }, { timeoutMs: 20_000 }).catch(() => {});
+  const stdin = stdinOf(connection.transport);
+  expect(stdin.writableNeedDrain).toBe(true);
+  return stdin;
+}
+
+describe("the stdio write queue (issue 27, item 4)", () => {
+  for (const entry of ["withCancellation", "attachCancellation"] as const) {
+    it(`${entry}, a wrapped send: 500 blocked writes wait behind one drain listener; the wrapper sees each request once; no warning`, async () => {
+      const connection = await connect(entry);
+      const stdin = await block(connection, 1_500);
+      let most = stdin.listenerCount("drain");
+      const watch = setInterval(() => (most = Math.max(most, stdin.listenerCount("drain"))), 5);
+      const calls = Array.from({ length: BLOCKED }, () => connection.mcp.callTool({ name: "echo" }, { timeoutMs: 20_000 }));
+      const results = await Promise.all(calls);
+      clearInterval(watch);
+      expect(results).toHaveLength(BLOCKED);
+      expect(most).toBeLessThanOrEqual(2); // the SDK's one blocked write, and the queue's
+      expect(connection.sent.filter((method) => method === "tools/call")).toHaveLength(BLOCKED + 2); // block, the pad, the echoes
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
+      expect(stdin.listenerCount("drain")).toBe(0);
+    }, 30_000);
+  }
+
+  it("withCancellation, a wrapped send: the server killed while 500 writes wait, then a new server: every call settles once, no warning", async () => {
+    for (let round = 0; round < 2; round++) {
+      const connection = await connect("withCancellation");
+      const stdin = await block(connection, 5_000);
+      let most = stdin.listenerCount("drain");
+      const watch = setInterval(() => (most = Math.max(most, stdin.listenerCount("drain"))), 5);
+      let settled = 0;
+      const calls = Array.from({ length: BLOCKED }, () =>
+        connection.mcp.callTool({ name: "echo" }, { timeoutMs: 20_000 }).then(
+          () => settled++,
+          () => settled++,
+        ),
+      );
+      process.kill(connection.transport.pid!, "SIGKILL");
+      await Promise.all(calls);
+      clearInterval(watch);
+      expect(settled).toBe(BLOCKED); // each exactly once (a second settle would count twice)
+      expect(most).toBeLessThanOrEqual(2);
+      await connection.client.close();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
+    }
+  }, 60_000);
+
+  it("a request still waiting in the queue when its call is cancelled is never written: never sent, and no cancel line for it", async () => {
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const { mcp } = server;
+    await block({ mcp, transport: server.transport, client: server.client, sent: [] }, 800);
+    const controller = new AbortController();
+    const call = mcp.callTool({ name: "echo", arguments: { marker: "queued" } }, { signal: controller.signal, timeoutMs: 20_000 });
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
+    expect(mcp.records().at(-1)).toMatchObject({ outcome: "not-sent", cancel: { mechanism: "none" } });
+    // Once the server reads again it gets what came before and after, but neither the request nor a cancel for it.
+    await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 10_000 })).resolves.toBeDefined();
+    const echoes = () => server.received().filter((m) => m.method === "tools/call" && m.params?.name === "echo");
+    expect(await eventually(() => echoes().length === 1)).toBe(true);
+    expect(server.received().filter((m) => JSON.stringify(m.params ?? {}).includes("queued"))).toEqual([]);
+    expect(server.cancelsReceived()).toEqual([]);
+  }, 20_000);
+});
