@@ -14,7 +14,8 @@
 // the SDK-shaped client through the runner; and each client-wide option changing what happens
 // (a guard row checks that every option the schema accepts has its row).
 import { afterEach, describe, expect, it } from "vitest";
-import { callErrorOf } from "../../src/errors/guards.js";
+import { callErrorOf, isInvalidOptionError } from "../../src/errors/guards.js";
+import type { InvalidOptionError } from "../../src/errors/InvalidOptionError.js";
 import type { CallObserver, CancellationOptions, RunRecord, ToolVerifyContext } from "../../src/index.js";
 import { clientOptionsSchema } from "../../src/options/schemas.js";
 import { otelRecorder } from "../../src/otel/index.js";
@@ -795,6 +796,29 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
   });
 
   if (options) {
+    describe.each(drivers)("entry-point contract (options): $name, refused at once", (driver) => {
+      it("a verifier that is not a function is refused at once, naming verifiers.<tool>; so is a bad awaitVerification", async () => {
+        for (const [bad, option] of [
+          [{ verifiers: { generate_report: "applied" } }, "verifiers.generate_report"],
+          [{ verifiers: ["not", "by", "name"] }, "verifiers"],
+          [{ awaitVerification: "yes" }, "awaitVerification"],
+        ] as const) {
+          const error = await driver
+            .connect(bad as unknown as CancellationOptions, () => {}, [])
+            .then(
+              async (session) => {
+                await session.close();
+                return undefined;
+              },
+              (e: unknown) => e,
+            );
+          expect(isInvalidOptionError(error), option).toBe(true);
+          expect((error as InvalidOptionError).option).toBe(option);
+          expect((error as Error).message).toContain(`"${option}" must be`);
+        }
+      });
+    });
+
     describe("entry-point contract: every option has its row", () => {
       it("the option-effect rows name every client-wide option the schema accepts", () => {
         expect(OPTION_EFFECTS.map((effect) => effect.option).sort()).toEqual(Object.keys(clientOptionsSchema.shape).sort());

@@ -40,6 +40,16 @@ function spawnV2(stderr: (line: string) => void, serverArgs: readonly string[]) 
   return spy(transport);
 }
 
+/** `attach()` on a connected client; a refusal closes the client (its child process) before it is rethrown. */
+function closeOnThrow<T>(client: { close(): Promise<void> }, attach: () => T): T {
+  try {
+    return attach();
+  } catch (error) {
+    void client.close();
+    throw error;
+  }
+}
+
 /** Only the tools/call records (the SDK-shaped drivers' records hold every request). */
 const toolCalls = (records: RunRecord[]) => records.filter((record) => record.method === "tools/call");
 
@@ -78,7 +88,7 @@ export const drivers: Driver[] = [
     async connect(options, stderr, serverArgs) {
       const client = new ClientV1({ name: "contract", version: "1.0.0" });
       await client.connect(spawnV1(stderr, serverArgs));
-      const mcp = attachCancellation(client, options);
+      const mcp = closeOnThrow(client, () => attachCancellation(client, options));
       return {
         call: (ask) => settle(client.callTool({ name: ask.tool, arguments: ask.args ?? {} }, undefined, sdkOptions(ask))),
         records: () => toolCalls(mcp.records()),
@@ -94,7 +104,7 @@ export const drivers: Driver[] = [
     async connect(options, stderr, serverArgs) {
       const client = new ClientV2({ name: "contract", version: "1.0.0" });
       await client.connect(spawnV2(stderr, serverArgs));
-      const mcp = attachCancellation(client, options);
+      const mcp = closeOnThrow(client, () => attachCancellation(client, options));
       return {
         call: (ask) => settle(client.callTool({ name: ask.tool, arguments: ask.args ?? {} }, sdkOptions(ask))),
         records: () => toolCalls(mcp.records()),

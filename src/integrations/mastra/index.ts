@@ -11,6 +11,7 @@ import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { TransportLike } from "../../adapters/types.js";
 import type { RunRecord } from "../../types/record.js";
 import type { CancellationOptions } from "../../types/options.js";
+import { parseCancellationOptions } from "../../options/resolve.js";
 
 /** The part of Mastra's `MCPClient` this module uses in public: `listTools()` connects every server. */
 export interface MastraMCPClientLike {
@@ -90,7 +91,11 @@ export async function attachMastra(mcp: MastraMCPClientLike, options?: Cancellat
     throw new InvalidOptionError("mcp", "attachMastra: mcp must be a Mastra MCPClient (from @mastra/mcp)");
   }
   if (firstOptions.has(mcp)) refuseOtherOptions(firstOptions.get(mcp), options, "attachMastra");
-  else refuseIdle(options);
+  else {
+    // Before anything connects: a refused option starts no server.
+    parseCancellationOptions(options, "attachMastra options");
+    refuseIdle(options);
+  }
   const chosen = firstOptions.has(mcp) ? firstOptions.get(mcp) : options;
   await mcp.listTools();
   const servers = new Map<string, CancellableClient<TransportLike, ClientLike>>();

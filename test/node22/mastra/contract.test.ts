@@ -36,7 +36,10 @@ const mastra: Driver = {
         },
       },
     });
-    const attached = await attachMastra(mcp, options);
+    const attached = await attachMastra(mcp, options).catch(async (error: unknown) => {
+      await mcp.disconnect(); // a refusal after the connect: the child process goes too
+      throw error;
+    });
     const handle = attached.servers.get("reports")!;
     (handle.transport as unknown as { stderr?: NodeJS.ReadableStream }).stderr?.on("data", (chunk: Buffer) =>
       chunk.toString("utf8").split("\n").forEach(stderr),
