@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { AIMessage } from "@langchain/core/messages";
+import type { ToolMessage } from "@langchain/core/messages";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
+import { PlainErrorToolNode } from "../../examples/langgraph-tool-node.js";
 import { attachCancellation } from "../../src/index.js";
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
@@ -233,25 +235,11 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
 // runner of createReactAgent) turns a thrown error into `Error: <message>\n Please fix your
 // mistakes.`, an invitation to call a side-effecting tool again. The library's message says
 // whether the call ran; to hand the model that alone, run the ToolNode with handleToolErrors:
-// false and turn the error into the tool message yourself (docs/frameworks.md).
+// false and turn the error into the tool message yourself (examples/langgraph-tool-node.ts, shown
+// in docs/frameworks.md).
 describe("LangChain JS: what the model is told (LangGraph's ToolNode, no language model)", () => {
   const toolCall = (name: string, args: Record<string, unknown>) =>
     new AIMessage({ content: "", tool_calls: [{ id: "call_1", name, args, type: "tool_call" }] });
-
-  /** A ToolNode whose failed tool calls become a tool message with the error's own words, without LangGraph's "Please fix your mistakes.". */
-  class PlainErrorToolNode extends ToolNode {
-    constructor(tools: ConstructorParameters<typeof ToolNode>[0]) {
-      super(tools, { handleToolErrors: false });
-    }
-    protected override async runTool(...args: Parameters<ToolNode["runTool"]>): ReturnType<ToolNode["runTool"]> {
-      try {
-        return await super.runTool(...args);
-      } catch (error) {
-        const [call] = args;
-        return new ToolMessage({ status: "error", content: (error as Error).message, name: call.name, tool_call_id: call.id ?? "" });
-      }
-    }
-  }
 
   it("by default the model reads our words, then 'Please fix your mistakes.'; with the errors turned into tool messages, our words alone", async () => {
     const { tool, mcp } = await multiServer({}, { timeoutMs: 250 });
