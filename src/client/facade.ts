@@ -126,7 +126,10 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
    * @throws {ConnectionClosedError} the transport closed (`CONNECTION_CLOSED`).
    * @throws {InvalidOptionError} an option is invalid, or the client is used wrongly (not
    *   connected yet, connected through another transport); nothing was sent.
-   * A JSON-RPC error from the server is the SDK's own error, untouched.
+   * A JSON-RPC error from the server is the SDK's own error, untouched. With the client-wide
+   * `awaitVerification`, a call cancelled by a limit whose verification runs (its `verify`, or
+   * its tool's verifier from `verifiers`) resolves once it is done with a tool result
+   * (`isError: true`) saying what it found, instead of rejecting.
    */
   callTool(params: CallToolParams, options?: ToolCallOptions): Promise<CallToolResultOf<C>>;
   /**
