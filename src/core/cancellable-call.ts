@@ -138,6 +138,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   #task: TaskInfo | undefined = undefined;
   /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
   #httpStatus: number | undefined = undefined;
+  /** Server requests awaiting the client's own answer that pause this call's idle timeout (0: none). */
+  #clientWaits = 0;
 
   constructor(init: CallInit) {
     this.#options = init.options;
@@ -218,9 +220,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (increased) this.#maxProgress = progress.progress;
     this.#progressCount++;
     this.#lastProgress = progress;
-    if (increased && this.#options.resetTimeoutOnProgress) {
-      this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
-    }
+    if (increased && this.#options.resetTimeoutOnProgress) this.#restartIdle();
     this.#options.onprogress?.(progress);
     return increased;
   }
@@ -232,7 +232,32 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   alive(): void {
     if (this.#state !== "pending") return;
+    this.#restartIdle();
+  }
+
+  /**
+   * The server sent the client a request (elicitation, sampling, roots) whose answer it now
+   * waits for: that wait is not the server's silence. The idle timeout is paused, at most
+   * `clientWaitTimeoutMs` from now; the maximum total timeout still holds. Counted: each call to
+   * it is ended by one `clientAnswered`. A no-op once the call is no longer pending.
+   */
+  clientWait(): void {
+    if (this.#state !== "pending") return;
+    if (this.#clientWaits++ === 0) this.#idleDeadline = Math.max(this.#idleDeadline, this.#clock() + this.#options.clientWaitTimeoutMs);
+  }
+
+  /** The client answered (or the server withdrew) one such request: when none is left, the idle timeout starts again in full. */
+  clientAnswered(): void {
+    if (this.#state !== "pending" || this.#clientWaits === 0) return;
+    if (--this.#clientWaits > 0) return;
     this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
+    this.#arm(); // the deadline may come sooner than the pause's: queue it there
+  }
+
+  /** Progress or a sign of life: the idle timeout starts again from now (never shortening a pause for the client). */
+  #restartIdle(): void {
+    const next = this.#clock() + this.#options.timeoutMs;
+    this.#idleDeadline = this.#clientWaits === 0 ? next : Math.max(next, this.#idleDeadline);
   }
 
   /**
@@ -301,7 +326,15 @@ export class CancellableCall<T = unknown> implements LateSink {
     // A caller's signal that timed out (trigger timeout, its reason the cause): its own limit is
     // not readable from the signal, so the record and the error give how long the call had run.
     const ranMs = trigger === "timeout" && cause !== undefined ? Math.round(this.#clock() - this.#startedAt) : undefined;
-    const reason = truncate(this.#options.reason ?? defaultReason(trigger, this.#options, cause, ranMs));
+    // Timed out while the server waited for the client's own answer: the bound was clientWaitTimeoutMs.
+    const clientWaitMs =
+      trigger === "timeout" && ranMs === undefined && this.#clientWaits > 0 ? this.#options.clientWaitTimeoutMs : undefined;
+    const reason = truncate(
+      this.#options.reason ??
+        (clientWaitMs === undefined
+          ? defaultReason(trigger, this.#options, cause, ranMs)
+          : `The client's answer to the server's request did not come within clientWaitTimeoutMs (${clientWaitMs} ms)`),
+    );
     let mechanism: CancelMechanism = "none";
     if (trigger !== "connection-closed") {
       try {
@@ -320,7 +353,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       mechanism === "none" ? null : Date.now(),
     );
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    this.#reject(this.#error(trigger, settled, verification, cause, ranMs));
+    this.#reject(this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs));
     this.#release();
   }
 
@@ -496,13 +529,14 @@ export class CancellableCall<T = unknown> implements LateSink {
     record: SettledRecord,
     verification: Promise<RunRecord> | undefined,
     cause: unknown,
-    ranMs: number | undefined,
+    limitMs: number | undefined,
   ): McpCancellableError {
     switch (trigger) {
       case "timeout":
-        return ranMs === undefined
+        // `limitMs`: how long the call had run (a caller's signal that timed out), or clientWaitTimeoutMs.
+        return limitMs === undefined
           ? new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification)
-          : new CallTimeoutError("REQUEST_TIMEOUT", ranMs, record, verification, cause);
+          : new CallTimeoutError("REQUEST_TIMEOUT", limitMs, record, verification, cause);
       case "max-total-timeout":
         return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#options.maxTotalTimeoutMs, record, verification);
       case "aborted":
@@ -664,6 +698,7 @@ const RELEASED_OPTIONS: ResolvedCallOptions = {
   verifyDelayMs: 0,
   verifyWindowMs: 0,
   verifyIntervalMs: 1,
+  clientWaitTimeoutMs: 0,
 };
 
 const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
