@@ -1,16 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
-import { toNodeHandler } from "@modelcontextprotocol/node";
-import { McpServer as McpServerV2, createMcpHandler } from "@modelcontextprotocol/server";
-import { z } from "zod";
-import { randomUUID } from "node:crypto";
-import { createServer } from "node:http";
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { Worker } from "node:worker_threads";
 import { EventLog } from "./lib/events.js";
-import { benchServer } from "./lib/servers.js";
+import type { BenchEvent } from "./lib/events.js";
+import { now } from "./http-harness.js";
 import type { Subject } from "./lib/subject.js";
 import { round, rounded, summarize } from "./lib/stats.js";
 import type { Summary } from "./lib/stats.js";
@@ -58,127 +52,31 @@ export interface HttpResult {
 interface Harness {
   url: string;
   log: EventLog;
-  server: Server;
-  sessions: Map<string, StreamableHTTPServerTransport>;
   stop(): Promise<void>;
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString("utf8");
-  return text.length === 0 ? undefined : JSON.parse(text);
-}
-
-/**
- * The HTTP side: one node:http server on 127.0.0.1:0 with
- * - `/mcp`: v1 StreamableHTTPServerTransport (stateful, one session per client) to a fresh bench
- *   McpServer per session; every `tools/call` logs when its response emits 'close', every
- *   POSTed `notifications/cancelled` logs its arrival;
- * - `/mcp2`: the v2 SDK's `createMcpHandler` (2026-07-28; stateless 2025 fallback), a fresh
- *   v2 McpServer per request, with the same `hang` tool;
- * - `/sse?tag=`: a bare SSE endpoint (headers, one comment, then silence) that logs its 'close'.
- * Times are `performance.now()` of this process (server and clients share the clock).
- */
+/** Starts the server in a worker thread (bench/http-harness-worker.ts); its events come into `log`. */
 async function startHarness(): Promise<Harness> {
   const log = new EventLog();
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const tags = new Map<string, string>(); // `${session}:${requestId}` → tag
-  /** Logs the close of every tagged tools/call's response and the arrival of every POSTed cancel. */
-  const observe = (body: unknown, res: ServerResponse, session: string): void => {
-    const arrivedAt = performance.now();
-    for (const message of Array.isArray(body) ? body : [body]) {
-      const m = message as { method?: string; id?: unknown; params?: Record<string, unknown> } | undefined;
-      if (m?.method === "tools/call") {
-        const tag = (m.params?.arguments as { tag?: string } | undefined)?.tag;
-        if (tag !== undefined) {
-          tags.set(`${session}:${String(m.id)}`, tag);
-          res.on("close", () => log.push({ event: "close", tag, t: performance.now() }));
-        }
-      } else if (m?.method === "notifications/cancelled") {
-        const tag = tags.get(`${session}:${String(m.params?.requestId)}`);
-        if (tag !== undefined) log.push({ event: "notified", tag, t: arrivedAt });
-      }
-    }
-  };
-  const hooks = {
-    started: (tag: string) => log.push({ event: "started", tag, t: performance.now() }),
-    aborted: (tag: string) => log.push({ event: "aborted", tag, t: performance.now() }),
-  };
-  // The v2 SDK's handler: 2026-07-28 (a stream close cancels the handler), stateless 2025 fallback.
-  const modernHandler = createMcpHandler(
-    () => {
-      const server = new McpServerV2({ name: "bench-server-v2", version: "1.0.0" });
-      server.registerTool("hang", { inputSchema: z.object({ tag: z.string() }) }, async ({ tag }, ctx) => {
-        hooks.started(tag);
-        const signal = ctx.mcpReq.signal;
-        await new Promise<void>((resolve) => {
-          if (signal.aborted) resolve();
-          else signal.addEventListener("abort", () => resolve(), { once: true });
-        });
-        hooks.aborted(tag);
-        return { content: [{ type: "text", text: "cancelled" }] };
-      });
-      return server;
-    },
-    { responseMode: "sse", legacy: "stateless", onerror: () => {} },
-  );
-  const modern = toNodeHandler(modernHandler);
-  const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    if (url.pathname === "/sse") {
-      const tag = url.searchParams.get("tag") ?? "";
-      res.on("close", () => log.push({ event: "close", tag, t: performance.now() }));
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      res.write(": open\n\n");
-      return;
-    }
-    if (url.pathname !== "/mcp" && url.pathname !== "/mcp2" && url.pathname !== "/mcpjson") {
-      res.writeHead(404).end();
-      return;
-    }
-    const body = req.method === "POST" ? await readBody(req) : undefined;
-    if (url.pathname === "/mcp2") {
-      observe(body, res, "v2");
-      await modern(req as never, res, body);
-      return;
-    }
-    const sessionHeader = req.headers["mcp-session-id"];
-    const session = typeof sessionHeader === "string" ? sessionHeader : "";
-    observe(body, res, session);
-    let transport = sessions.get(session);
-    if (transport === undefined) {
-      if ((body as { method?: string } | undefined)?.method !== "initialize") {
-        res
-          .writeHead(400, { "content-type": "application/json" })
-          .end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no session" } }));
-        return;
-      }
-      const created = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: url.pathname === "/mcpjson",
-        onsessioninitialized: (id) => {
-          sessions.set(id, created);
-        },
-      });
-      created.onclose = () => {
-        if (created.sessionId !== undefined) sessions.delete(created.sessionId);
-      };
-      const mcpServer = benchServer(hooks);
-      await mcpServer.connect(created);
-      transport = created;
-    }
-    await transport.handleRequest(req, res, body);
-  };
-  const server = createServer((req, res) => {
-    onRequest(req, res).catch((error: unknown) => {
-      process.stderr.write(`[http harness] ${String(error)}\n`);
-      if (!res.headersSent) res.writeHead(500).end();
+  // The worker runs the TypeScript module through tsx, as the bench itself runs.
+  const worker = new Worker(new URL("./http-harness-worker.mjs", import.meta.url));
+  const url = await new Promise<string>((resolve, reject) => {
+    worker.on("message", (message: { type: string; url?: string; event?: BenchEvent }) => {
+      if (message.type === "event") log.push(message.event!);
+      else if (message.type === "ready") resolve(message.url!);
     });
+    worker.once("error", reject);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, log, server, sessions, stop: () => modernHandler.close() };
+  return {
+    url,
+    log,
+    stop: async () => {
+      const stopped = new Promise<void>((resolve) => worker.on("message", (m: { type: string }) => m.type === "stopped" && resolve()));
+      worker.postMessage("stop");
+      await stopped;
+      await worker.terminate();
+    },
+  };
 }
 
 interface Observation {
@@ -269,7 +167,10 @@ async function openOursModern(url: string, subject: Subject): Promise<McpSide> {
   };
 }
 
-/** Starts a call, waits until the server's tool is running, aborts; does not wait for the close. */
+/** How long after the server reports the tool running the bench aborts the call, ms. */
+const IN_PROGRESS_MS = 20;
+
+/** Starts a call, waits until the server's tool is running (and IN_PROGRESS_MS more), aborts; does not wait for the close. */
 async function abortOne(log: EventLog, side: McpSide, tag: string): Promise<Observation> {
   const controller = new AbortController();
   const observation: Observation = { tag, abortedAt: 0, released: Number.NaN, error: "" };
@@ -278,12 +179,14 @@ async function abortOne(log: EventLog, side: McpSide, tag: string): Promise<Obse
       observation.error = "resolved (unexpected)";
     },
     (reason: unknown) => {
-      observation.released = performance.now() - observation.abortedAt;
+      observation.released = now() - observation.abortedAt;
       observation.error = reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason);
     },
   );
   await log.wait((e) => e.event === "started" && e.tag === tag, 5_000, `start of ${tag}`);
-  observation.abortedAt = performance.now();
+  // A call in progress, as a bot gives one up (at its budget): its response head has arrived.
+  await sleep(IN_PROGRESS_MS);
+  observation.abortedAt = now();
   controller.abort();
   await settled;
   return observation;
@@ -294,10 +197,10 @@ async function fetchOne(url: string, tag: string): Promise<Observation> {
   const response = await fetch(`${url}/sse?tag=${tag}`, { signal: controller.signal });
   const reader = response.body!.getReader();
   await reader.read(); // the comment: the stream is open end to end
-  const observation: Observation = { tag, abortedAt: performance.now(), released: 0, error: "AbortError" };
+  const observation: Observation = { tag, abortedAt: now(), released: 0, error: "AbortError" };
   controller.abort();
   await reader.read().catch(() => {});
-  observation.released = performance.now() - observation.abortedAt;
+  observation.released = now() - observation.abortedAt;
   return observation;
 }
 
@@ -371,13 +274,13 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
     }
   }
   // The raw SDK's streams: every one gets the full cap after its abort before it is judged.
-  const lastRaw = Math.max(seen.get("raw")!.at(-1)?.abortedAt ?? 0, seen.get("rawLegacyV2")!.at(-1)?.abortedAt ?? 0) || performance.now();
-  await sleep(Math.max(0, lastRaw + capMs + 50 - performance.now()));
+  const lastRaw = Math.max(seen.get("raw")!.at(-1)?.abortedAt ?? 0, seen.get("rawLegacyV2")!.at(-1)?.abortedAt ?? 0) || now();
+  await sleep(Math.max(0, lastRaw + capMs + 50 - now()));
   const result: HttpResult = {
     method:
-      "node:http server on 127.0.0.1:0 in the bench process (one clock: performance.now()); 2025-era: v1 SDK clients against a v1 " +
+      "node:http server on 127.0.0.1:0 in a worker thread of the bench process (its own event loop, as a server in another process; one clock: performance.timeOrigin + performance.now()); 2025-era: v1 SDK clients against a v1 " +
       "StreamableHTTPServerTransport (stateful, one McpServer per session); 2026-07-28 era: v2 SDK clients pinned to 2026-07-28 against " +
-      "the v2 createMcpHandler (responseMode sse); abort when the server reports the `hang` tool running; latency = abort → the tools/call POST's " +
+      "the v2 createMcpHandler (responseMode sse); abort 20 ms after the server reports the `hang` tool running (a call in progress); latency = abort → the tools/call POST's " +
       `response 'close' on the server; a stream not closed ${capMs} ms after its abort is counted open at the cap; ` +
       "floor: fetch() of a bare SSE endpoint aborted with an AbortController after its first chunk; sides alternate per call; 5 warm-up calls discarded",
     calls,
@@ -396,10 +299,7 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
     if (side !== null && side.pending() !== 0) throw new Error(`http ${kind}: ${side.pending()} calls left pending`);
   }
   for (const side of sides.values()) await side?.close();
-  for (const transport of harness.sessions.values()) await transport.close();
   await harness.stop();
-  harness.server.closeAllConnections();
-  await new Promise<void>((resolve) => harness.server.close(() => resolve()));
   log(
     `  http: fetch p50 ${result.fetch.close?.p50} ms; 2025-era: ours ${result.ours?.close?.p50 ?? "n/a"} ms, raw v1 open at the ${capMs} ms cap ${result.raw.openAtCap}/${calls}; ` +
       `2026-07-28: ours ${result.oursModern?.close?.p50 ?? "n/a"} ms, raw v2 ${result.rawModern?.close?.p50 ?? "n/a"} ms; ` +
