@@ -10,12 +10,16 @@ import { z } from "zod";
 
 const texts = new Map<number, string>();
 const server = new McpServer({ name: "bench-large", version: "1.0.0" });
-server.registerTool("big", { description: "a text result of `bytes` bytes", inputSchema: { bytes: z.number().int().min(1) } }, async ({ bytes }) => {
-  let text = texts.get(bytes);
-  if (text === undefined) {
-    text = "x".repeat(bytes);
-    texts.set(bytes, text);
-  }
-  return { content: [{ type: "text", text }] };
-});
+server.registerTool(
+  "big",
+  { description: "a text result of `bytes` bytes", inputSchema: { bytes: z.number().int().min(1) } },
+  async ({ bytes }) => {
+    let text = texts.get(bytes);
+    if (text === undefined) {
+      text = "x".repeat(bytes);
+      texts.set(bytes, text);
+    }
+    return { content: [{ type: "text", text }] };
+  },
+);
 await server.connect(new StdioServerTransport());

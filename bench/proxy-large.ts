@@ -69,7 +69,8 @@ async function side(command: string, args: string[]): Promise<Side> {
       const answer = await request("tools/call", { name: "big", arguments: { bytes } });
       const ms = performance.now() - started;
       const text = ((answer.result as { content?: Array<{ text?: string }> } | undefined)?.content?.[0]?.text ?? "").length;
-      if (text !== bytes) throw new Error(`proxy bench (large): expected ${bytes} characters, got ${text}: ${JSON.stringify(answer).slice(0, 300)}`);
+      if (text !== bytes)
+        throw new Error(`proxy bench (large): expected ${bytes} characters, got ${text}: ${JSON.stringify(answer).slice(0, 300)}`);
       return ms;
     },
     close: () =>
@@ -82,7 +83,12 @@ async function side(command: string, args: string[]): Promise<Side> {
 }
 
 /** Each size: one warm-up call per side, then `rounds` calls per side, the order rotating each round. */
-export async function runLargeResults(cli: string, sizesMb: readonly number[], rounds: number, log: (line: string) => void): Promise<LargeResult[]> {
+export async function runLargeResults(
+  cli: string,
+  sizesMb: readonly number[],
+  rounds: number,
+  log: (line: string) => void,
+): Promise<LargeResult[]> {
   const sides = {
     direct: await side(node, server),
     proxied: await side(node, [cli, "proxy", "--", node, ...server]),
@@ -112,7 +118,9 @@ export async function runLargeResults(cli: string, sizesMb: readonly number[], r
         ratio: round(proxied / direct),
         relayRatio: round(relay / direct),
       };
-      log(`  a ${sizeMb} MB result: direct ${result.directMs} ms, through the proxy ${result.proxiedMs} ms (${result.ratio}x), a byte relay ${result.relayMs} ms (${result.relayRatio}x)`);
+      log(
+        `  a ${sizeMb} MB result: direct ${result.directMs} ms, through the proxy ${result.proxiedMs} ms (${result.ratio}x), a byte relay ${result.relayMs} ms (${result.relayRatio}x)`,
+      );
       results.push(result);
     }
   } finally {
