@@ -67,14 +67,14 @@ async function neverAcceptsInitialized(): Promise<{ url: string; posts: string[]
 }
 
 describe("mcp-cancellable proxy: a bound on every wait", () => {
-  it("initialize that gets no answer: -32001 at the idle timeout naming it, and no cancel upstream (rule 39)", async () => {
-    const client = start(["--timeout-ms", "500", ...server(LINE, "--no-initialize")]);
+  it("initialize that gets no answer: -32001 at its limit (the maximum total timeout: it includes the server's start) naming it, and no cancel upstream (rule 39)", async () => {
+    const client = start(["--timeout-ms", "100", "--max-total-timeout-ms", "500", ...server(LINE, "--no-initialize")]);
     const sentAt = performance.now();
     client.send(INITIALIZE());
     const answer = await client.answer("init");
     const took = performance.now() - sentAt;
-    expect(answer.error).toMatchObject({ code: -32001, data: { code: "REQUEST_TIMEOUT", limitMs: 500 } });
-    expect(answer.error.message).toMatch(/initialize got no answer within 500 ms .*not cancelled/);
+    expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT", limitMs: 500 } });
+    expect(answer.error.message).toMatch(/initialize got no answer within 500 ms \(maxTotalTimeoutMs\); not cancelled/);
     expect(took).toBeGreaterThanOrEqual(480);
     expect(took).toBeLessThan(500 + SLACK_MS);
     await sleep(200);
