@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} in a --header value is the option's own syntax, not a template.
 import { afterEach, describe, expect, it } from "vitest";
 import { parseProxyArgs } from "../../src/cli/proxy/args.js";
 import { UsageError } from "../../src/cli/args.js";
