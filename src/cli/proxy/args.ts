@@ -1,8 +1,7 @@
 import { eraFlag, httpFlags, msFlag, parseFlags, SERVER_FLAGS, stdioFlags, UsageError } from "../args.js";
 import type { Era } from "../args.js";
 import { DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT } from "../json-lines.js";
-import { SHUTDOWN_BOUND_MS } from "./session.js";
-import { DEFAULT_PROXY_TIMEOUT_MS } from "./config.js";
+import { DEFAULT_PROXY_TIMEOUT_MS, SHUTDOWN_BOUND_MS } from "./config.js";
 import type { Limits } from "./config.js";
 
 /** Which protocol era an HTTP upstream speaks: the 2025 `initialize` session (v1 SDK transport), or 2026-07-28 (v2). */

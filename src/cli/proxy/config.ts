@@ -6,6 +6,14 @@ import { MAX_MS } from "../args.js";
 
 /** The largest duration accepted, in ms (the largest delay a timer honours). */
 export const MAX_PROXY_MS = MAX_MS;
+/**
+ * The bound on the whole shutdown, in ms, from the moment the proxy is told to end (stdin closed,
+ * a signal, the client's stdout gone) to its exit: every call in flight cancelled by the upstream's
+ * mechanism, the HTTP session deleted, the records ended, the spans exported, the stdio server's
+ * process group stopped (which alone may take `STOP_BOUND_MS`, the same 1,800 ms).
+ */
+export const SHUTDOWN_BOUND_MS = 1_800;
+
 /** The proxy's default idle timeout, in ms (reset by progress). */
 export const DEFAULT_PROXY_TIMEOUT_MS = 60_000;
 

@@ -23,7 +23,16 @@ import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
-import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, totalLimitMs, waitLimitMs } from "./config.js";
+import {
+  baseLimits,
+  entryLimits,
+  hasBuiltInLimits,
+  hasOverrides,
+  limitsFor,
+  SHUTDOWN_BOUND_MS,
+  totalLimitMs,
+  waitLimitMs,
+} from "./config.js";
 import type { ProxyConfig } from "./config.js";
 import { idOfAnswer, REUSE_LINE_BYTES, replaceId } from "./raw-id.js";
 
@@ -38,13 +47,8 @@ export const CLIENT_GONE_REASON = "The client went away (mcp-cancellable proxy: 
 /** The reason sent upstream for a client's cancel that gave none. */
 export const CLIENT_CANCEL_REASON = "Cancelled by the client";
 
-/**
- * The bound on the whole shutdown, in ms, from the moment the proxy is told to end (stdin closed,
- * a signal, the client's stdout gone) to its exit: every call in flight cancelled by the upstream's
- * mechanism, the HTTP session deleted, the records ended, the spans exported, the stdio server's
- * process group stopped (which alone may take `STOP_BOUND_MS`, the same 1,800 ms).
- */
-export const SHUTDOWN_BOUND_MS = 1_800;
+/** The bound on the whole shutdown, in ms (defined with the limits, in config.ts). */
+export { SHUTDOWN_BOUND_MS } from "./config.js";
 
 /** A long answer written before its parse: the parse waits for its bytes to leave at most this long, in ms. */
 const EARLY_WAIT_MAX_MS = 5_000;
