@@ -335,6 +335,14 @@ export class ProxySession<T extends TransportLike> {
     return this.#pending.size;
   }
 
+  /**
+   * Whether the client answers a `ping` from this side: a 2025-era client does (rule 39: either
+   * side may ping); on 2026-07-28 there is no ping (rule 38), and a client may drop it.
+   */
+  get clientAnswersPing(): boolean {
+    return this.#version === undefined || this.#version < "2026-07-28";
+  }
+
   /** Whether the session is ending (nothing the client sends is relayed any more). */
   get ending(): boolean {
     return this.#ending !== undefined;

@@ -18,13 +18,20 @@ import type { ClientPort, Outbound, ProxySession } from "./session.js";
 export const CLIENT_BUFFER_SLACK_BYTES = 16 * 1024 * 1024;
 
 /**
- * How long an answer waits after the progress written just before it for the same request, in
- * ms, once that progress was handed to the OS: long enough for the client to read the progress
- * on its own. The MCP SDK clients handle a notification a microtask after a response read in the
- * same chunk, and drop the request's progress handler at the response, so progress read with its
- * result is lost (typescript-sdk #2580).
+ * An answer written right after progress for the same request waits until the client has read
+ * that progress: the MCP SDK clients handle a notification a microtask after a response read in
+ * the same chunk, and drop the request's progress handler at the response, so progress read with
+ * its result is lost (typescript-sdk #2580). The front sends the client a `ping` and writes the
+ * answer once the client answered it (at most `PING_WAIT_MS`); to a client that has no ping
+ * (2026-07-28), it waits this long, in ms, after the progress was handed to the OS instead.
  */
 export const PROGRESS_GAP_MS = 20;
+
+/** The ids of the front's own pings to the client (never an id of the server's requests, which pass through unchanged). */
+export const PING_ID_PREFIX = "mcp-cancellable-proxy-ping-";
+/** How long an answer waits for the client's answer to the ping after its progress, in ms, before it is written anyway. */
+export const PING_WAIT_MS = 250;
+const MAX_PINGS = 64;
 
 /** Progress written this recently (ms) before an answer to the same request makes the answer wait (`PROGRESS_GAP_MS`). */
 const PROGRESS_RECENT_MS = 100;
@@ -69,13 +76,22 @@ export class StdioFront implements ClientPort {
   #lastProgressAt = Number.NEGATIVE_INFINITY;
   #paused = false;
   #overflowed = false;
+  /** The ping the current gap waits for, and its timer. */
+  #barrier: { id: string; timer: ReturnType<typeof setTimeout> } | undefined;
+  #release: (() => void) | undefined;
+  #pingSeq = 0;
+  /** The front's pings not answered yet (the newest `MAX_PINGS`): their answers are the front's, never the server's. */
+  readonly #pings = new Set<string>();
 
   constructor(io: StdioFrontIo, options: StdioFrontOptions) {
     this.#io = io;
     this.#bufferBytes = options.maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES;
     this.#reader = new JsonLineReader(
       {
-        message: (message) => this.#session?.receive(message as JsonRpcMessage),
+        message: (message) => {
+          if (this.#pong(message as JsonRpcMessage)) return;
+          this.#session?.receive(message as JsonRpcMessage);
+        },
         invalid: (_line, why, value) => {
           if (value === undefined) {
             this.#session?.malformed(null, why, PARSE_ERROR_CODE, "Parse error");
@@ -186,15 +202,36 @@ export class StdioFront implements ClientPort {
   #startGap(): void {
     this.#gap = true;
     const output = this.#io.output;
-    const resume = (): void => {
-      setTimeout(() => {
-        this.#gap = false;
-        this.#lastProgressAt = Number.NEGATIVE_INFINITY;
-        while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
-      }, PROGRESS_GAP_MS);
+    const release = (): void => {
+      clearTimeout(this.#barrier?.timer);
+      this.#barrier = undefined;
+      this.#gap = false;
+      this.#lastProgressAt = Number.NEGATIVE_INFINITY;
+      while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
     };
+    if (this.#session?.clientAnswersPing === true) {
+      // A ping after the progress: the client answers it only after it has read the progress and
+      // queued its handlers (its ping handler runs after them), so the answer is the proof.
+      const id = `${PING_ID_PREFIX}${++this.#pingSeq}`;
+      this.#barrier = { id, timer: setTimeout(release, PING_WAIT_MS) };
+      this.#pings.add(id);
+      if (this.#pings.size > MAX_PINGS) this.#pings.delete(this.#pings.values().next().value!);
+      this.#write([`${JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })}\n`]);
+      this.#release = release;
+      return;
+    }
+    const resume = (): void => void setTimeout(release, PROGRESS_GAP_MS);
     if (output.writableLength === 0) resume();
     else output.write("", resume);
+  }
+
+  /** The client's answer to one of the front's own pings: it releases the gap (if it is the current one) and goes no further. */
+  #pong(message: JsonRpcMessage): boolean {
+    const id = (message as { id?: unknown }).id;
+    if (message.method !== undefined || typeof id !== "string" || !this.#pings.has(id)) return false;
+    this.#pings.delete(id);
+    if (this.#barrier?.id === id) this.#release?.();
+    return true;
   }
 
   /** Resolves once everything sent so far has left for the client (what waits behind a progress gap included). Never rejects. */
