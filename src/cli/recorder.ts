@@ -1,6 +1,7 @@
 import type { Message } from "../wire/messages.js";
 import { Layer } from "../wire/port.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions } from "../wire/port.js";
+import { arrivedAt } from "./json-lines.js";
 
 /** Who an event on the timeline came from. */
 export type Party = "client" | "server" | "probe";
@@ -40,14 +41,16 @@ type Listener = (event: WireEvent) => void;
 /**
  * Records the wire traffic of one connection with monotonic timestamps: every message the client
  * side sends (`send`) and every message the server side delivers (`onmessage`), plus closes and
- * errors. `wrap()` returns a decorator that forwards everything else of the transport unchanged,
- * so it can sit under the library's wire decorator and see what the wire later drops.
+ * errors. `layer()` puts it in a connection's pipeline right on the transport, so it sees what
+ * the layers above later drop.
  */
 export class Recorder {
   readonly events: WireEvent[] = [];
   /** Events not stored because `MAX_EVENTS` was reached. */
   dropped = 0;
   readonly #origin: number;
+  /** The time of the last event recorded (events stay in order of time). */
+  #lastAt = 0;
   readonly #listeners = new Set<Listener>();
 
   constructor(origin: number = performance.now()) {
@@ -60,8 +63,9 @@ export class Recorder {
   }
 
   /** Records one event and tells the waiters. */
-  add(event: Omit<WireEvent, "seq" | "at">): WireEvent {
-    const full: WireEvent = { seq: this.events.length + this.dropped, at: this.now(), ...event };
+  add(event: Omit<WireEvent, "seq" | "at">, at: number = this.now()): WireEvent {
+    const full: WireEvent = { seq: this.events.length + this.dropped, at, ...event };
+    this.#lastAt = Math.max(this.#lastAt, at);
     if (this.events.length < MAX_EVENTS) this.events.push(full);
     else this.dropped++;
     for (const listener of [...this.#listeners]) listener(full);
@@ -94,9 +98,21 @@ export class Recorder {
   }
 
   /**
-   * The recorder as a layer of a connection's pipeline, right on the transport (`below` in the
-   * wire's options): `send` and the inbound messages, the close and errors are recorded as they
-   * crossed the transport (also what the wire later drops); everything passes on unchanged.
+   * Records a message from the server, timed by its arrival (a stdio line: when it had come in
+   * whole), not by when the probe was done reading what came before it (a 120 MB result takes a
+   * while to parse).
+   */
+  incoming(message: Message): void {
+    const arrived = typeof message === "object" && message !== null ? arrivedAt(message) : undefined;
+    const now = this.now();
+    const at = arrived === undefined ? now : Math.min(now, Math.max(this.#lastAt, arrived - this.#origin));
+    this.add({ from: "server", kind: "message", message }, at);
+  }
+
+  /**
+   * The recorder as a layer of a connection's pipeline, right on the transport (under an adapter,
+   * `withLayersBelow`): `send` and the inbound messages, the close and errors are recorded as they
+   * crossed the transport (also what the layers above later drop); everything passes on unchanged.
    */
   layer(): LayerFactory {
     return (below) => new RecordingLayer(below, this);
@@ -117,7 +133,7 @@ class RecordingLayer extends Layer {
   }
 
   override message(message: Message, extra?: MessageExtra): void {
-    this.#recorder.add({ from: "server", kind: "message", message });
+    this.#recorder.incoming(message);
     this.up.message(message, extra);
   }
 

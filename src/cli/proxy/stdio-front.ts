@@ -1,0 +1,287 @@
+// The proxy's stdio front: the client's JSON-RPC lines on stdin (the shared line reader), the
+// messages for the client on stdout, one per line, nothing else. A `ClientPort` of a
+// `ProxySession`; the session logic knows nothing of stdio.
+import type { Readable, Writable } from "node:stream";
+import type { TransportLike } from "../../adapters/types.js";
+import type { JsonRpcMessage } from "../../runner/message-transport.js";
+import { JsonLineReader } from "../json-lines.js";
+import type { TooLongLine } from "../json-lines.js";
+import { INVALID_REQUEST_CODE, isObject, PARSE_ERROR_CODE } from "./session.js";
+import type { ClientPort, Outbound, ProxySession } from "./session.js";
+
+/**
+ * How much may wait unread for the client beyond the bound on one message, in bytes (16 MiB).
+ * The front stops reading a stdio server while the client's stdout is full, so what waits is
+ * at most about one message; an HTTP server cannot be paused, so a client that does not read
+ * fills this, and then the proxy ends (exit 1) rather than hold its output in memory.
+ */
+export const CLIENT_BUFFER_SLACK_BYTES = 16 * 1024 * 1024;
+
+/**
+ * An answer written right after progress for the same request waits until the client has read
+ * that progress: the MCP SDK clients handle a notification a microtask after a response read in
+ * the same chunk, and drop the request's progress handler at the response, so progress read with
+ * its result is lost (typescript-sdk #2580). The front sends the client a `ping` and writes the
+ * answer once the client answered it (at most `PING_WAIT_MS`); to a client that has no ping
+ * (2026-07-28), it waits this long, in ms, after the progress was handed to the OS instead.
+ */
+export const PROGRESS_GAP_MS = 20;
+
+/** The ids of the front's own pings to the client (never an id of the server's requests, which pass through unchanged). */
+export const PING_ID_PREFIX = "mcp-cancellable-proxy-ping-";
+/** How long an answer waits for the client's answer to the ping after its progress, in ms, before it is written anyway. */
+export const PING_WAIT_MS = 250;
+const MAX_PINGS = 64;
+
+/** Progress written this recently (ms) before an answer to the same request makes the answer wait (`PROGRESS_GAP_MS`). */
+const PROGRESS_RECENT_MS = 100;
+
+/** A line for the client, and what the progress gap needs to know of it. */
+interface Queued {
+  readonly line: readonly (Buffer | string)[];
+  readonly progress: boolean;
+  readonly followsProgress: boolean;
+}
+
+/** Where the front reads and writes. */
+export interface StdioFrontIo {
+  /** The client's messages, one per line. */
+  readonly input: Readable;
+  /** Protocol messages for the client, one per line; nothing else. */
+  readonly output: Writable;
+}
+
+export interface StdioFrontOptions {
+  /** The longest line read from the client, in bytes (`--max-message-bytes`). */
+  readonly maxMessageBytes: number;
+}
+
+/**
+ * The client on stdio. Reads lines (a too long one is answered -32600 naming
+ * `--max-message-bytes`, a malformed one -32700 or -32600); writes each message as one line,
+ * from the bytes it came in with when the session kept them; respects the client's reading
+ * pace: while the output is full it stops reading a stdio server, and a client that does not
+ * read more than `maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES` ends the session (fatal, exit 1).
+ */
+export class StdioFront implements ClientPort {
+  readonly acceptsLines = true;
+  readonly #io: StdioFrontIo;
+  readonly #bufferBytes: number;
+  #session: ProxySession<TransportLike> | undefined;
+  readonly #reader: JsonLineReader;
+  /** Lines waiting behind a progress gap, in order. */
+  readonly #queue: Queued[] = [];
+  #gap = false;
+  /** When the last progress was handed to the output (`performance.now()`). */
+  #lastProgressAt = Number.NEGATIVE_INFINITY;
+  #paused = false;
+  #overflowed = false;
+  /** The ping the current gap waits for, and its timer. */
+  #barrier: { id: string; timer: ReturnType<typeof setTimeout> } | undefined;
+  #release: (() => void) | undefined;
+  #pingSeq = 0;
+  /** The front's pings not answered yet (the newest `MAX_PINGS`): their answers are the front's, never the server's. */
+  readonly #pings = new Set<string>();
+
+  constructor(io: StdioFrontIo, options: StdioFrontOptions) {
+    this.#io = io;
+    this.#bufferBytes = options.maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES;
+    this.#reader = new JsonLineReader(
+      {
+        message: (message) => {
+          if (this.#pong(message as JsonRpcMessage)) return;
+          this.#session?.receive(message as JsonRpcMessage);
+        },
+        invalid: (_line, why, value) => {
+          if (value === undefined) {
+            this.#session?.malformed(null, why, PARSE_ERROR_CODE, "Parse error");
+            return;
+          }
+          const id = isObject(value) ? value.id : undefined;
+          this.#session?.malformed(
+            typeof id === "string" || typeof id === "number" ? id : null,
+            why,
+            INVALID_REQUEST_CODE,
+            "Invalid Request",
+          );
+        },
+        tooLong: (line) => this.#tooLong(line),
+      },
+      options.maxMessageBytes,
+    );
+  }
+
+  /** Starts relaying the client's lines to `session`, and ends it when the client goes away. */
+  attach(session: ProxySession<TransportLike>): void {
+    this.#session = session;
+    const { input, output } = this.#io;
+    output.on("error", this.#outputError);
+    output.on("drain", this.#drained);
+    input.on("data", this.#read);
+    input.once("end", this.#inputEnded);
+    input.once("error", this.#inputEnded);
+  }
+
+  readonly #read = (chunk: Buffer | string): void => this.#reader.push(chunk);
+
+  readonly #inputEnded = (): void => {
+    this.#reader.end();
+    void this.#session?.end({ kind: "client-closed" });
+  };
+
+  readonly #outputError = (error: Error): void => {
+    void this.#session?.end({ kind: "client-gone", why: (error as NodeJS.ErrnoException).code ?? error.message });
+  };
+
+  /** A line longer than `--max-message-bytes`: answered once it ended (with its id when its end names one). */
+  #tooLong(line: TooLongLine): void {
+    if (!line.ended) return;
+    this.#session?.malformed(
+      line.id ?? null,
+      `a message of ${line.bytes} bytes, more than --max-message-bytes (${line.limit}); raise --max-message-bytes to relay it`,
+      INVALID_REQUEST_CODE,
+      "Invalid Request",
+    );
+  }
+
+  send(outbound: Outbound): void {
+    const output = this.#io.output;
+    if (output.destroyed || output.writableEnded) return;
+    const line = outbound.line !== undefined ? [...outbound.line, "\n"] : [`${safeStringify(outbound.message)}\n`];
+    const queued: Queued = {
+      line,
+      progress: outbound.message.method === "notifications/progress",
+      followsProgress: outbound.followsProgress === true,
+    };
+    if (this.#gap) this.#queue.push(queued);
+    else this.#put(queued);
+  }
+
+  /** Writes a line now, unless it is an answer right after progress: then it opens a gap and waits first. */
+  #put(queued: Queued): void {
+    if (queued.followsProgress && performance.now() - this.#lastProgressAt < PROGRESS_RECENT_MS) {
+      this.#queue.unshift(queued);
+      this.#startGap();
+      return;
+    }
+    this.#write(queued.line);
+    if (queued.progress) this.#lastProgressAt = performance.now();
+  }
+
+  #write(line: readonly (Buffer | string)[]): void {
+    const output = this.#io.output;
+    let ok = true;
+    try {
+      if (line.length > 2) output.cork();
+      for (const piece of line) ok = output.write(piece);
+      if (line.length > 2) output.uncork();
+    } catch {
+      return; // the 'error' event ends the session
+    }
+    if (output.writableLength > this.#bufferBytes && !this.#overflowed) {
+      this.#overflowed = true;
+      void this.#session?.end({
+        kind: "fatal",
+        why: `the client has not read ${output.writableLength} bytes of its stdout (the bound is --max-message-bytes plus ${CLIENT_BUFFER_SLACK_BYTES} bytes, ${this.#bufferBytes})`,
+      });
+      return;
+    }
+    if (!ok && !this.#paused) {
+      this.#paused = true;
+      this.#session?.pauseUpstream();
+    }
+  }
+
+  readonly #drained = (): void => {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#session?.resumeUpstream();
+  };
+
+  /** An answer right after its progress: it waits until the progress left for the client, then `PROGRESS_GAP_MS`. */
+  #startGap(): void {
+    this.#gap = true;
+    const output = this.#io.output;
+    const release = (): void => {
+      clearTimeout(this.#barrier?.timer);
+      this.#barrier = undefined;
+      this.#gap = false;
+      this.#lastProgressAt = Number.NEGATIVE_INFINITY;
+      while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
+    };
+    if (this.#session?.clientAnswersPing === true) {
+      // A ping after the progress: the client answers it only after it has read the progress and
+      // queued its handlers (its ping handler runs after them), so the answer is the proof.
+      const id = `${PING_ID_PREFIX}${++this.#pingSeq}`;
+      this.#barrier = { id, timer: setTimeout(release, PING_WAIT_MS) };
+      this.#pings.add(id);
+      if (this.#pings.size > MAX_PINGS) this.#pings.delete(this.#pings.values().next().value!);
+      this.#write([`${JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })}\n`]);
+      this.#release = release;
+      return;
+    }
+    const resume = (): void => void setTimeout(release, PROGRESS_GAP_MS);
+    if (output.writableLength === 0) resume();
+    else output.write("", resume);
+  }
+
+  /** The client's answer to one of the front's own pings: it releases the gap (if it is the current one) and goes no further. */
+  #pong(message: JsonRpcMessage): boolean {
+    const id = (message as { id?: unknown }).id;
+    if (message.method !== undefined || typeof id !== "string" || !this.#pings.has(id)) return false;
+    this.#pings.delete(id);
+    if (this.#barrier?.id === id) this.#release?.();
+    return true;
+  }
+
+  /** Resolves once everything sent so far has left for the client (what waits behind a progress gap included). Never rejects. */
+  async written(): Promise<void> {
+    const output = this.#io.output;
+    while (this.#gap || this.#queue.length > 0) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS));
+    if (output.destroyed || output.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const failed = (): void => resolve();
+      output.once("error", failed);
+      output.write("", () => {
+        output.removeListener("error", failed);
+        resolve();
+      });
+    });
+  }
+
+  stopReading(): void {
+    const input = this.#io.input;
+    input.removeListener("data", this.#read);
+    input.pause();
+  }
+
+  async flush(deadline: number): Promise<void> {
+    const output = this.#io.output;
+    const left = (): number => Math.max(0, deadline - performance.now());
+    // What waits behind a progress gap first.
+    while (this.#gap && left() > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(5, left())));
+    for (const queued of this.#queue.splice(0)) this.#write(queued.line);
+    if (output.destroyed || output.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, left());
+      output.write("", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** `JSON.stringify` of a message (a value it cannot serialise is reported as an internal error for its id). */
+function safeStringify(message: JsonRpcMessage): string {
+  try {
+    return JSON.stringify(message);
+  } catch (error) {
+    const id = (message as { id?: unknown }).id;
+    return JSON.stringify({
+      jsonrpc: "2.0",
+      id: typeof id === "string" || typeof id === "number" ? id : null,
+      error: { code: -32603, message: `mcp-cancellable proxy: could not serialise a message (${(error as Error).message})` },
+    });
+  }
+}
