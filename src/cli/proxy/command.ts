@@ -2,6 +2,7 @@ import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
 import { parseProxyArgs, PROXY_HELP } from "./args.js";
+import { LISTEN_HELP, splitListenArgs } from "./listen/args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
 import { stdioUpstream } from "./upstream.js";
@@ -19,9 +20,10 @@ export interface ProxyStreams {
  */
 export async function runProxyCommand(argv: string[], out: Output, streams: ProxyStreams = {}): Promise<number> {
   try {
-    const options = parseProxyArgs(argv);
+    const { listen, rest } = splitListenArgs(argv);
+    const options = parseProxyArgs(rest);
     if (options === "help") {
-      out.stdout(PROXY_HELP);
+      out.stdout(PROXY_HELP + LISTEN_HELP);
       return 0;
     }
     const upstream = options.upstream;
@@ -31,6 +33,8 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
     if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
     const extras = otel?.observer === undefined ? {} : { observer: otel.observer };
     try {
+      if (listen !== undefined)
+        return await (await import("./listen/command.js")).runFront(options, listen, (text) => out.stderr(text), extras.observer);
       if (upstream.kind === "stdio") return await runProxy(options, io, () => stdioUpstream(upstream), extras);
       const { httpUpstream } = await import("./http.js");
       return await runProxy(options, io, () => httpUpstream(upstream), extras);

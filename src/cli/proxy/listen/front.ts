@@ -1,0 +1,569 @@
+// `mcp-cancellable proxy --listen <host:port>`: the proxy's Streamable HTTP front, both eras.
+//
+// The HTTP protocol layers are the SDKs' own, composed the way the v2 server documents for a
+// hand-wired dual-era endpoint ("route in user land with isLegacyRequest in front of ..."):
+// - `toNodeHandler` (@modelcontextprotocol/node) turns node:http into a web-standard `fetch`
+//   face; the request's signal aborts when the client's connection closes;
+// - `classifyInboundRequest` (@modelcontextprotocol/server, the predicate behind
+//   `createMcpHandler` and `isLegacyRequest`) decides the era;
+// - 2026-07-28: `PerRequestHTTPServerTransport` (the v2 server's single-exchange transport, the
+//   one `createMcpHandler` connects a server to), here connected to the relay instead of an
+//   `McpServer`: `createMcpHandler` itself cannot be used, since it builds a server instance per
+//   request from a factory and answers `server/discover` from that instance's own capabilities,
+//   where a proxy must relay the upstream's answer as it is;
+// - 2025-era: the v1 SDK's `WebStandardStreamableHTTPServerTransport` (what its Node
+//   `StreamableHTTPServerTransport` wraps), one per session, with sessions, GET streams, DELETE
+//   and `Last-Event-ID` resumption from a bounded event store.
+// What the SDKs cannot do is ours, and small: a client's closed response stream seen as its
+// cancel (the transport's `onclose`), per-request limits and records (the relay, the library),
+// the SEP-2243 header presence check (the v2 server's own is not exported), and the guards.
+import { randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import type { WriteStream } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TransportLike } from "../../../adapters/types.js";
+import { CONNECTION_CLOSED_ERROR_CODE } from "../../../runner/message-transport.js";
+import type { JsonRpcMessage, LibraryErrorResponse } from "../../../runner/message-transport.js";
+import type { CallObserver } from "../../../types/options.js";
+import type { ProxyOptions } from "../args.js";
+import { loadConfig, NO_CONFIG } from "../config.js";
+import type { ProxyConfig } from "../config.js";
+import { MissingSdkError } from "../http.js";
+import { RecordsFileError } from "../proxy.js";
+import type { Upstream } from "../proxy.js";
+import type { ListenOptions } from "./args.js";
+import { SessionEventStore } from "./event-store.js";
+import { checkHost, checkOrigin, checkToken, redactor } from "./guard.js";
+import type { Refusal } from "./guard.js";
+import { InFlightGauge, Relay } from "./relay.js";
+import type { ClientHandle, Id } from "./relay.js";
+
+/** The revisions the 2026-07-28 leg serves. */
+export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
+/** The reason sent upstream when a 2026-07-28 client closes its request's response stream (rule 6: that close is its cancel). */
+export const STREAM_CLOSED_REASON = "The client closed its response stream (mcp-cancellable proxy)";
+/** The reason sent upstream for requests of a 2025-era session that ended (DELETE, idle expiry). */
+export const SESSION_ENDED_REASON = "The client's session ended (mcp-cancellable proxy)";
+/** The reason sent upstream for requests still in flight when a drain runs out of time. */
+export const DRAIN_REASON = "The proxy replica is shutting down (mcp-cancellable proxy)";
+
+type V1Server = typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
+type V2Server = typeof import("@modelcontextprotocol/server");
+type V2Node = typeof import("@modelcontextprotocol/node");
+type LegacyTransport = InstanceType<V1Server["WebStandardStreamableHTTPServerTransport"]>;
+
+/** What runs the front needs from outside: the log, the observer, the upstream maker. */
+export interface FrontIo {
+  log(text: string): void;
+  readonly observer?: CallObserver | undefined;
+  /** A new upstream connection for one era's traffic; `undefined` when the upstream does not speak that era. */
+  makeUpstream(era: "legacy" | "2026-07-28"): Promise<Upstream<TransportLike>> | undefined;
+}
+
+/** A running front. */
+export interface Front {
+  readonly url: URL;
+  /** Stop taking new sessions and requests; wait for what is in flight at most `--drain-ms`, cancel the rest upstream; close everything. Idempotent. */
+  drain(): Promise<void>;
+  /** What the front holds now (tests, the bench). */
+  stats(): { sessions: number; inFlight: number; exchanges: number; sharedRelay: boolean };
+}
+
+interface Session {
+  id: string | undefined;
+  readonly transport: LegacyTransport;
+  readonly relay: Relay;
+  readonly handle: ClientHandle;
+  lastActive: number;
+  closed: boolean;
+}
+
+async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }> {
+  const need = (name: string) =>
+    new MissingSdkError(`--listen needs ${name}: npm install @modelcontextprotocol/server @modelcontextprotocol/node`);
+  let v2: V2Server;
+  let node: V2Node;
+  try {
+    v2 = await import("@modelcontextprotocol/server");
+  } catch {
+    throw need("@modelcontextprotocol/server");
+  }
+  try {
+    node = await import("@modelcontextprotocol/node");
+  } catch {
+    throw need("@modelcontextprotocol/node");
+  }
+  const v1 = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
+  return { v1, v2, node };
+}
+
+function openRecords(file: string): Promise<WriteStream> {
+  return new Promise((resolve, reject) => {
+    const stream = createWriteStream(file, { flags: "a" });
+    stream.once("open", () => resolve(stream));
+    stream.once("error", (error) =>
+      reject(
+        new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      ),
+    );
+  });
+}
+
+/**
+ * Starts the HTTP front and resolves once it accepts connections (after writing the
+ * `listening on` line).
+ * @throws {ConfigError} a bad `--config`; {RecordsFileError}; {MissingSdkError}; the listen error (`EADDRINUSE`, ...).
+ */
+export async function startFront(options: ProxyOptions, listen: ListenOptions, io: FrontIo): Promise<Front> {
+  const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
+  const { v1, v2, node } = await loadSdks();
+  const records = options.records === undefined ? undefined : await openRecords(options.records);
+  const upstreamSecrets =
+    options.upstream.kind === "http"
+      ? Object.values(options.upstream.headers).flatMap((value) => [value, value.split(/\s+/).pop() ?? ""])
+      : [];
+  const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
+  const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
+  const inFlight = new InFlightGauge(Number.MAX_SAFE_INTEGER);
+  const relayInit = (single: boolean, maxHandleRequests: number) => ({
+    options,
+    config,
+    replica: listen.replica,
+    records,
+    observer: io.observer,
+    maxHandleRequests,
+    inFlight,
+    single,
+    log,
+    redact,
+  });
+
+  const sessions = new Map<string, Session>();
+  let opening = 0;
+  /** 2026-07-28 exchanges in flight (their handles), for the drain. */
+  const exchanges = new Set<ClientHandle>();
+  let shared: Promise<Relay> | undefined;
+  let draining = false;
+  let drained: Promise<void> | undefined;
+
+  // ---- the upstreams ---------------------------------------------------------------------------
+
+  /** The one upstream of 2026-07-28 traffic, started on first use and again after it ended. */
+  function sharedRelay(): Promise<Relay> | undefined {
+    if (shared !== undefined) return shared;
+    const made = io.makeUpstream("2026-07-28");
+    if (made === undefined) return undefined;
+    const starting = (async () => {
+      const relay = new Relay(relayInit(false, 1), await made);
+      relay.onclose = () => {
+        const { message } = relay.ended();
+        log(`the 2026-07-28 upstream ended (${message}); the next request starts a new one`);
+        if (shared === starting) shared = undefined;
+      };
+      await relay.start();
+      return relay;
+    })();
+    shared = starting;
+    starting.catch(() => {
+      if (shared === starting) shared = undefined;
+    });
+    return starting;
+  }
+
+  // ---- 2026-07-28 ---------------------------------------------------------------------------------
+
+  async function serveModern(route: ModernRoute, request: Request): Promise<Response> {
+    if (route.messageKind === "notification") {
+      // 2026-07-28 defines no client-to-server notifications over Streamable HTTP (rule 28): accepted and dropped.
+      return new Response(null, { status: 202 });
+    }
+    const message = route.message as JsonRpcMessage & { id: Id; method: string };
+    const revision = route.classification.revision;
+    if (revision === undefined || !(MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(revision)) {
+      return rpcError(400, -32022, `Unsupported protocol version: ${revision ?? "none named"}`, message.id, {
+        supported: [...MODERN_PROTOCOL_VERSIONS],
+        requested: revision ?? "unknown",
+      });
+    }
+    const headerProblem = standardHeaderProblem(request, message);
+    if (headerProblem !== undefined) return rpcError(400, -32020, `Bad Request: ${headerProblem}`, message.id);
+    if (draining) return notSent(message.id, `${message.method} refused, not sent: this replica is draining (SIGTERM); send it again`);
+    if (inFlight.count >= listen.maxRequests) {
+      return notSent(
+        message.id,
+        `${message.method} refused, not sent: this replica has ${listen.maxRequests} requests in flight (--max-requests)`,
+      );
+    }
+    const starting = sharedRelay();
+    if (starting === undefined) {
+      return rpcError(
+        400,
+        -32022,
+        "Unsupported protocol version: the upstream server speaks the 2025 era only (--era legacy)",
+        message.id,
+        {
+          supported: v2.SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v.startsWith("2025-")),
+          requested: revision,
+        },
+      );
+    }
+    let relay: Relay;
+    try {
+      relay = await starting;
+    } catch (error) {
+      return rpcError(
+        502,
+        CONNECTION_CLOSED_ERROR_CODE,
+        `mcp-cancellable proxy: the server could not be started (${(error as Error).message})`,
+        message.id,
+      );
+    }
+    const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification });
+    await transport.start();
+    const handle = relay.open(
+      { deliver: (out, related) => void transport.send(out as never, related === undefined ? undefined : { relatedRequestId: related }) },
+      { session: null },
+    );
+    exchanges.add(handle);
+    transport.onmessage = (inbound) => handle.fromClient(inbound as JsonRpcMessage);
+    // The exchange ended: after its answer (nothing left in flight), or because the client closed
+    // its response stream, which on 2026-07-28 is its cancel (rule 6): carried upstream by the
+    // upstream's own mechanism, under the upstream id.
+    transport.onclose = () => {
+      exchanges.delete(handle);
+      handle.close(STREAM_CLOSED_REASON);
+    };
+    try {
+      return await transport.handleMessage(message as never, { request });
+    } catch {
+      // Closed before a response existed: the client is gone, nothing to write.
+      exchanges.delete(handle);
+      handle.close(STREAM_CLOSED_REASON);
+      return new Response(null, { status: 499 });
+    }
+  }
+
+  // ---- 2025-era sessions ------------------------------------------------------------------------
+
+  async function serveLegacy(request: Request, body: unknown): Promise<Response> {
+    const sid = request.headers.get("mcp-session-id");
+    if (sid !== null) {
+      const session = sessions.get(sid);
+      if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
+      session.lastActive = performance.now();
+      if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
+      return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
+    }
+    if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
+    if (request.method !== "POST") return rpcError(405, -32000, "Method not allowed.", null, undefined, { allow: "POST" });
+    return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", echoId(body));
+  }
+
+  async function newSession(request: Request, body: unknown): Promise<Response> {
+    if (draining) return notSent(echoId(body), "initialize refused, not sent: this replica is draining (SIGTERM); connect again");
+    if (sessions.size + opening >= listen.maxSessions) {
+      return notSent(echoId(body), `initialize refused, not sent: this replica has ${listen.maxSessions} sessions (--max-sessions)`);
+    }
+    opening++;
+    let session: Session | undefined;
+    try {
+      const upstream = await io.makeUpstream("legacy")!;
+      const relay = new Relay(relayInit(true, listen.maxSessionRequests), upstream);
+      const facts: { session: string | null } = { session: null };
+      const transport: LegacyTransport = new v1.WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => `${listen.replica}.${randomUUID()}`,
+        onsessioninitialized: (id) => {
+          facts.session = id;
+          if (session !== undefined) {
+            session.id = id;
+            sessions.set(id, session);
+          }
+        },
+        onsessionclosed: () => {
+          if (session !== undefined) void closeSession(session, "the client ended it (DELETE)");
+        },
+        ...(listen.eventsPerSession > 0 ? { eventStore: new SessionEventStore(listen.eventsPerSession) } : {}),
+      });
+      const handle = relay.open(
+        {
+          deliver: (out, related) =>
+            void transport
+              .send(out as never, related === undefined ? undefined : { relatedRequestId: related })
+              .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`)),
+        },
+        facts,
+      );
+      session = { id: undefined, transport, relay, handle, lastActive: performance.now(), closed: false };
+      const made = session;
+      transport.onmessage = (inbound) => handle.fromClient(inbound as JsonRpcMessage);
+      relay.onclose = () => {
+        log(
+          `session ${made.id ?? "(opening)"}: ${relay.ended().message}; the session is ended (the client gets 404 and initializes again)`,
+        );
+        void closeSession(made, "its server ended");
+      };
+      try {
+        await relay.start();
+      } catch (error) {
+        made.closed = true;
+        return rpcError(
+          502,
+          CONNECTION_CLOSED_ERROR_CODE,
+          `mcp-cancellable proxy: the server could not be started (${redact((error as Error).message)})`,
+          echoId(body),
+        );
+      }
+      await transport.start();
+      const response = await transport.handleRequest(request, { parsedBody: body });
+      if (made.id === undefined) void closeSession(made, "its initialize was refused");
+      return response;
+    } finally {
+      opening--;
+    }
+  }
+
+  async function closeSession(session: Session, why: string): Promise<void> {
+    if (session.closed) return;
+    session.closed = true;
+    if (session.id !== undefined) sessions.delete(session.id);
+    session.handle.close(SESSION_ENDED_REASON);
+    await session.transport.close().catch(() => {});
+    await session.relay.close();
+    if (options.verbose || why !== "the client ended it (DELETE)") log(`session ${session.id ?? "(never opened)"} ended: ${why}`);
+  }
+
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const session of [...sessions.values()]) {
+        if (session.handle.pendingCount === 0 && now - session.lastActive >= listen.sessionIdleMs) {
+          void closeSession(session, `idle for ${listen.sessionIdleMs} ms (--session-idle-ms)`);
+        }
+      }
+    },
+    Math.max(50, Math.min(30_000, Math.floor(listen.sessionIdleMs / 4))),
+  );
+  sweep.unref();
+
+  // ---- HTTP -------------------------------------------------------------------------------------
+
+  const face = {
+    fetch: async (request: Request): Promise<Response> => {
+      let body: unknown;
+      if (request.method === "POST") {
+        if (!v2.isJsonContentType(request.headers.get("content-type"))) {
+          return rpcError(415, -32000, "Unsupported Media Type: Content-Type must be application/json", null);
+        }
+        try {
+          body = JSON.parse(await request.text());
+        } catch {
+          return rpcError(400, -32700, "Parse error: the request body is not valid JSON", null);
+        }
+      }
+      const header = (name: string): string | undefined => request.headers.get(name) ?? undefined;
+      const outcome = v2.classifyInboundRequest({
+        httpMethod: request.method,
+        ...optional("protocolVersionHeader", header("mcp-protocol-version")),
+        ...optional("mcpMethodHeader", header("mcp-method")),
+        ...optional("mcpNameHeader", header("mcp-name")),
+        ...(body === undefined ? {} : { body }),
+      });
+      if (outcome.kind === "reject") return rpcError(outcome.httpStatus, outcome.code, outcome.message, echoId(body), outcome.data);
+      if (outcome.kind === "modern") return serveModern(outcome as unknown as ModernRoute, request);
+      return serveLegacy(request, body);
+    },
+  };
+  const nodeHandler = node.toNodeHandler(face, {
+    maxRequestBodySize: listen.maxBodyBytes,
+    onerror: (error) => log(`a request failed inside the front: ${error.message}`),
+  });
+
+  const server = http.createServer(
+    {
+      headersTimeout: listen.headersTimeoutMs,
+      requestTimeout: Math.max(listen.requestTimeoutMs, listen.headersTimeoutMs),
+      keepAliveTimeout: listen.keepAliveMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(listen.headersTimeoutMs / 2))),
+      maxHeaderSize: 16_384,
+    },
+    (req, res) => {
+      const refusal = admit(req, listen);
+      if (refusal === "health") {
+        writeJson(res, 200, { status: "ok", replica: listen.replica });
+        return;
+      }
+      if (refusal === "ready") {
+        writeJson(res, draining ? 503 : 200, { status: draining ? "draining" : "ready", replica: listen.replica });
+        return;
+      }
+      if (refusal !== undefined) {
+        writeJson(res, refusal.status, { jsonrpc: "2.0", id: null, error: { code: -32000, message: refusal.message } }, refusal.headers);
+        // A refused request's body is not read: close the connection after the answer.
+        if (refusal.status !== 404) res.shouldKeepAlive = false;
+        return;
+      }
+      void nodeHandler(req as Parameters<typeof nodeHandler>[0], res);
+    },
+  );
+  server.maxConnections = listen.maxConnections;
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    // Malformed requests, headers too large or too slow: a bare status, no echo of anything sent.
+    if (!socket.writable || error.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port, listen.host, () => {
+      server.removeListener("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = new URL(`http://${host}:${address.port}${listen.path}`);
+  io.log(`listening on ${url.href}\n`);
+
+  // ---- drain ------------------------------------------------------------------------------------
+
+  async function drainOnce(): Promise<void> {
+    draining = true;
+    log(
+      `draining: no new sessions or requests; ${inFlight.count} request${inFlight.count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`,
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      inFlight.idle().then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), listen.drainMs))),
+    ]);
+    clearTimeout(timer);
+    if (late) log(`drain: ${inFlight.count} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
+    const answer = (method: string): LibraryErrorResponse => ({
+      code: CONNECTION_CLOSED_ERROR_CODE,
+      message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
+      data: { code: "CONNECTION_CLOSED", record: null },
+    });
+    for (const handle of [...exchanges]) handle.close(DRAIN_REASON, answer);
+    for (const session of sessions.values()) session.handle.close(DRAIN_REASON, answer);
+    // Let the answers reach the sockets before the streams close.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    clearInterval(sweep);
+    server.close();
+    server.closeIdleConnections();
+    await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down")));
+    const relay = await shared?.catch(() => undefined);
+    await relay?.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => (records === undefined ? resolve() : records.end(() => resolve())));
+    log("drained");
+  }
+
+  return {
+    url,
+    drain: () => (drained ??= drainOnce()),
+    stats: () => ({ sessions: sessions.size, inFlight: inFlight.count, exchanges: exchanges.size, sharedRelay: shared !== undefined }),
+  };
+}
+
+/** The parts of the v2 server's modern route the front reads. */
+interface ModernRoute {
+  kind: "modern";
+  messageKind: "request" | "notification";
+  message: { jsonrpc: "2.0"; method: string; id?: Id; params?: Record<string, unknown> };
+  classification: { era: "modern" | "legacy"; revision?: string };
+}
+
+/** Health, readiness, and the guards in order: path, Host, Origin, token, method. */
+function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "health" | "ready" | undefined {
+  const path = (req.url ?? "/").split("?")[0];
+  if (req.method === "GET" && path === "/healthz") return "health";
+  if (req.method === "GET" && path === "/readyz") return "ready";
+  if (path !== listen.path) return { status: 404, message: "Not Found" };
+  const header = (name: string): string | undefined => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const refusal =
+    checkHost(header("host"), listen) ?? checkOrigin(header("origin"), listen) ?? checkToken(header("authorization"), listen.token);
+  if (refusal !== undefined) return refusal;
+  if (req.method !== "POST" && req.method !== "GET" && req.method !== "DELETE") {
+    return { status: 405, message: "Method not allowed.", headers: { allow: "GET, POST, DELETE" } };
+  }
+  return undefined;
+}
+
+function writeJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function rpcError(
+  status: number,
+  code: number,
+  message: string,
+  id: Id | null,
+  data?: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json(
+    { jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } },
+    { status, headers: { "content-type": "application/json", ...headers } },
+  );
+}
+
+/** A request refused before it was sent upstream: 503, `Retry-After`, safe to send again (to this replica later, or to another). */
+function notSent(id: Id | null, text: string): Response {
+  return rpcError(503, CONNECTION_CLOSED_ERROR_CODE, `mcp-cancellable proxy: ${text}`, id, { code: "NOT_SENT" }, { "retry-after": "1" });
+}
+
+function echoId(body: unknown): Id | null {
+  const id = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+function isRequest(body: unknown): boolean {
+  return typeof body === "object" && body !== null && "method" in body && "id" in body;
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
+/** The methods whose `Mcp-Name` header mirrors a body field (SEP-2243; tasks rows from SEP-2663). */
+const MCP_NAME_SOURCE: Record<string, string> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+  "tasks/get": "taskId",
+  "tasks/update": "taskId",
+  "tasks/cancel": "taskId",
+};
+
+/**
+ * The presence half of the standard request headers (rule 25; the v2 server's
+ * `validateStandardRequestHeaders`, which it does not export): `MCP-Protocol-Version` and
+ * `Mcp-Method` on every request, `Mcp-Name` where the body names a tool, prompt, resource or task,
+ * equal to it (a `=?base64?...?=` value decoded first). The mismatch cells of the first two are
+ * checked by `classifyInboundRequest` already.
+ */
+export function standardHeaderProblem(request: Request, message: { method: string; params?: Record<string, unknown> }): string | undefined {
+  if (request.headers.get("mcp-protocol-version") === null) return "the required MCP-Protocol-Version header is absent";
+  if (request.headers.get("mcp-method") === null)
+    return `the body names method ${message.method} but the required Mcp-Method header is absent`;
+  const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
+  if (field === undefined) return undefined;
+  const value = message.params?.[field];
+  if (typeof value !== "string") return undefined;
+  const raw = request.headers.get("mcp-name")?.trim();
+  if (raw === undefined) return `the body carries params.${field} but the required Mcp-Name header is absent`;
+  const sentinel = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/i.exec(raw);
+  const named = sentinel === null ? raw : Buffer.from(sentinel[1]!, "base64").toString("utf8");
+  if (named !== value)
+    return `the body carries params.${field}=${JSON.stringify(value)} but the Mcp-Name header names ${JSON.stringify(named)}`;
+  return undefined;
+}
