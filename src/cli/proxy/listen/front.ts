@@ -219,7 +219,11 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         message.id,
       );
     }
-    const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification });
+    // The response is an SSE stream from the start (its headers go out at once): a replica lost
+    // mid-call is then a response stream broken before its answer, which a client reads as the
+    // request lost (rule 27; the library: connection closed, -32000), where a load balancer
+    // would otherwise answer a request whose headers never came with its own 502 page.
+    const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification, responseMode: "sse" });
     await transport.start();
     const handle = relay.open(
       { deliver: (out, related) => void transport.send(out as never, related === undefined ? undefined : { relatedRequestId: related }) },
@@ -235,7 +239,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       handle.close(STREAM_CLOSED_REASON);
     };
     try {
-      return await transport.handleMessage(message as never, { request });
+      const response = transport.handleMessage(message as never, { request });
+      // A comment frame (ignored by clients, rule 29) puts the stream's headers on the wire now.
+      transport.writeCommentFrame("mcp-cancellable proxy");
+      return await response;
     } catch {
       // Closed before a response existed: the client is gone, nothing to write.
       exchanges.delete(handle);
@@ -426,6 +433,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = new URL(`http://${host}:${address.port}${listen.path}`);
+  // The 2026-07-28 upstream is started now, not by the first request: a stdio server's start-up
+  // time would otherwise count against that request's idle timeout.
+  void sharedRelay()?.catch((error: unknown) => log(`the 2026-07-28 upstream could not be started: ${(error as Error).message}`));
   io.log(`listening on ${url.href}\n`);
 
   // ---- drain ------------------------------------------------------------------------------------
