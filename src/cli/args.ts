@@ -223,8 +223,18 @@ export function stdioFlags(pairs: readonly string[] | undefined, cwd: string | u
   return { env, cwd };
 }
 
-/** `--url <url>` (http or https) and `--header "Name: value"` (repeatable) of a Streamable HTTP server, checked. */
-export function httpFlags(text: string, list: readonly string[] | undefined): { url: string; headers: Record<string, string> } {
+/**
+ * `--url <url>` (http or https) and `--header "Name: value"` (repeatable) of a Streamable HTTP
+ * server, checked. In a header's value `${NAME}` is replaced by the environment variable `NAME`
+ * (so a token need not be on the command line or in a shared config file: `--header
+ * "Authorization: Bearer ${MCP_TOKEN}"`); `$${` is a literal `${`.
+ * @throws {UsageError} a malformed URL or header, or a `${NAME}` that is not set (or is empty).
+ */
+export function httpFlags(
+  text: string,
+  list: readonly string[] | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { url: string; headers: Record<string, string> } {
   let url: URL;
   try {
     url = new URL(text);
@@ -240,9 +250,25 @@ export function httpFlags(text: string, list: readonly string[] | undefined): { 
     if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
       throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
     }
-    headers[name] = header.slice(colon + 1).trim();
+    headers[name] = expandVariables(header.slice(colon + 1).trim(), name, env);
   }
   return { url: url.href, headers };
+}
+
+/** `${NAME}` in a header's value replaced by the environment variable; `$${` kept as `${`. */
+function expandVariables(value: string, header: string, env: Readonly<Record<string, string | undefined>>): string {
+  return value.replace(/\$\$\{|\$\{([^}]*)\}?/g, (match, name: string | undefined) => {
+    if (match === "$${") return "${";
+    if (!match.endsWith("}") || name === undefined || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new UsageError(
+        `--header ${header}: ${JSON.stringify(match)} is not a variable; write \${NAME} for the environment variable NAME (or $\${ for a literal \${)`,
+      );
+    }
+    const found = env[name];
+    if (found === undefined) throw new UsageError(`--header ${header}: the environment variable ${name} (\${${name}}) is not set`);
+    if (found === "") throw new UsageError(`--header ${header}: the environment variable ${name} (\${${name}}) is empty`);
+    return found;
+  });
 }
 
 /** `--era legacy|2026-07-28` (default legacy). */

@@ -3,13 +3,20 @@ import { main } from "./main.js";
 /**
  * The `mcp-cancellable` executable (`bin`). Runs the command, flushes its output, and exits
  * with its status: a probe leaves nothing running (servers it started are ended, and killed
- * with their process group on an early exit, Ctrl-C included).
+ * with their process group on an early exit, Ctrl-C included). The proxy handles SIGTERM,
+ * SIGINT and SIGHUP itself: each runs its shutdown (docs/proxy.md, "Exit status").
  */
-process.once("SIGINT", () => process.exit(130));
-process.once("SIGTERM", () => process.exit(143));
+if (process.argv[2] !== "proxy") {
+  process.once("SIGINT", () => process.exit(130));
+  process.once("SIGTERM", () => process.exit(143));
+}
+
+/** The longest the executable waits for its stdout and stderr to flush before it exits, in ms (a reader that stopped reading cannot hold it). */
+const FLUSH_BOUND_MS = 500;
 
 const code = await main(process.argv.slice(2), {
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
 });
+setTimeout(() => process.exit(code), FLUSH_BOUND_MS).unref();
 process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));

@@ -1,21 +1,73 @@
 // Newline-delimited JSON-RPC (rule 31: one message per line, no embedded newlines), read from a
-// stream of text chunks. The one reader of the CLI: the probe's and the proxy's server stdout
+// stream of byte chunks. The one reader of the CLI: the probe's and the proxy's server stdout
 // (`ChildStdioTransport`) and the proxy's client stdin.
+//
+// Linear in the bytes: each chunk is scanned for "\n" once (the byte 0x0A never occurs inside a
+// UTF-8 multi-byte sequence, so bytes are split before they are decoded), the pieces of a line are
+// kept in a list and joined once when its newline comes, then decoded and parsed once. A line
+// longer than the bound is dropped as it streams in (nothing past the bound is kept).
+import { constants } from "node:buffer";
 import type { Message } from "../wire/messages.js";
 
-/** The longest line read, in characters; a longer one is reported as invalid (its first 200 characters) and dropped. */
-export const MAX_LINE_CHARS = 64 * 1024 * 1024;
+/**
+ * The default bound on one message (one line), in bytes: 256 MiB, room for a 120 MB result (a
+ * knowledge graph's `read_graph`) and more. `--max-message-bytes` sets another.
+ */
+export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+
+/** The largest bound accepted, in bytes: the longest string this Node.js can hold (a line is decoded to one). */
+export const MAX_MESSAGE_BYTES_LIMIT = constants.MAX_STRING_LENGTH;
+
+/** A line of more than the bound: what is known of it when it was dropped. */
+export interface TooLongLine {
+  /** Bytes read of the line when it was dropped (at least the bound plus one), or all of them once its newline came. */
+  readonly bytes: number;
+  /** The bound, in bytes. */
+  readonly limit: number;
+  /** Its first 200 characters. */
+  readonly head: string;
+  /**
+   * The request id the line answers, when its last member is a top-level `"id"` (where the MCP
+   * SDKs write it) and the line has ended; `undefined` otherwise.
+   */
+  readonly id?: string | number | undefined;
+  /** True once its newline came (the whole line was seen and dropped). */
+  readonly ended: boolean;
+}
 
 /** Where the reader hands what it read. */
 export interface JsonLineSink {
-  /** One JSON-RPC message (each element of a batch in turn). */
+  /** One JSON-RPC message (each element of a batch in turn). Its line's bytes are `rawLineOf(message)` (not for a batch's elements). */
   message(message: Message): void;
   /**
    * A line, or one element of a batch, that is not a JSON-RPC message: `value` is what it parsed
-   * to (the element), `undefined` when the line is not JSON or is longer than `MAX_LINE_CHARS`.
+   * to (the element), `undefined` when the line is not JSON.
    */
   invalid(line: string, why: string, value?: unknown): void;
+  /**
+   * A line longer than the bound: called once when it passes the bound (`ended: false`), and once
+   * more when its newline comes (`ended: true`, with the id it answers if that could be read from
+   * its end). Without this hook the first call goes to `invalid` (its head, and why).
+   */
+  tooLong?(line: TooLongLine): void;
 }
+
+/** The bytes of the line a message was read from (without its newline), while the message lives. */
+const rawLines = new WeakMap<object, Buffer>();
+
+/** The bytes of the line `message` was parsed from by a `JsonLineReader` (a message alone on its line), if it was. */
+export function rawLineOf(message: object): Buffer | undefined {
+  return rawLines.get(message);
+}
+
+/** Forgets the line of `message` (it is about to be changed, so its line no longer says what it says). */
+export function forgetRawLine(message: object): void {
+  rawLines.delete(message);
+}
+
+/** The bytes kept of a dropped line's end, to read the id it answers. */
+const TAIL_BYTES = 256;
+const NEWLINE = 0x0a;
 
 /**
  * Splits chunks into lines (a trailing `\r` dropped, blank lines skipped), parses each, and
@@ -24,53 +76,114 @@ export interface JsonLineSink {
  */
 export class JsonLineReader {
   readonly #sink: JsonLineSink;
-  #buffer = "";
+  readonly #limit: number;
+  /** The pieces of the line being read, and their total length in bytes. */
+  #pieces: Buffer[] = [];
+  #bytes = 0;
+  /** Set while a line longer than the bound is being skipped: its bytes so far, head and tail. */
+  #skipping: { bytes: number; head: string; tail: Buffer } | undefined;
 
-  constructor(sink: JsonLineSink) {
+  /**
+   * @param maxMessageBytes the longest line kept, in bytes (default `DEFAULT_MAX_MESSAGE_BYTES`);
+   *   a longer one is dropped and reported (`tooLong`, else `invalid`).
+   */
+  constructor(sink: JsonLineSink, maxMessageBytes: number = DEFAULT_MAX_MESSAGE_BYTES) {
     this.#sink = sink;
+    this.#limit = maxMessageBytes;
   }
 
   /** Reads a chunk: every complete line in it now, the rest once its newline comes. */
-  push(chunk: string): void {
-    const text = this.#buffer === "" ? chunk : this.#buffer + chunk;
+  push(chunk: Buffer | string): void {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
     let start = 0;
-    for (let newline = text.indexOf("\n"); newline !== -1; newline = text.indexOf("\n", start)) {
-      this.#line(text.slice(start, newline));
+    for (let newline = bytes.indexOf(NEWLINE); newline !== -1; newline = bytes.indexOf(NEWLINE, start)) {
+      this.#end(bytes.subarray(start, newline));
       start = newline + 1;
     }
-    this.#buffer = start === 0 ? text : text.slice(start);
-    if (this.#buffer.length > MAX_LINE_CHARS) {
-      const head = this.#buffer.slice(0, 200);
-      this.#buffer = "";
-      this.#sink.invalid(head, `a line longer than ${MAX_LINE_CHARS} characters`);
-    }
+    if (start < bytes.length) this.#add(bytes.subarray(start));
   }
 
   /** The input ended: what is left without a newline is read as a last line. */
   end(): void {
-    const rest = this.#buffer;
-    this.#buffer = "";
-    if (rest !== "") this.#line(rest);
+    if (this.#skipping !== undefined || this.#bytes > 0) this.#end(Buffer.alloc(0));
   }
 
-  #line(raw: string): void {
-    const line = raw.charCodeAt(raw.length - 1) === 13 ? raw.slice(0, -1) : raw;
+  /** A piece of the current line, its newline not come yet. */
+  #add(piece: Buffer): void {
+    const skipping = this.#skipping;
+    if (skipping !== undefined) {
+      skipping.bytes += piece.length;
+      skipping.tail = tailOf(skipping.tail, piece);
+      return;
+    }
+    if (this.#bytes + piece.length > this.#limit) {
+      this.#startSkipping(piece);
+      return;
+    }
+    this.#pieces.push(piece);
+    this.#bytes += piece.length;
+  }
+
+  /** The last piece of the current line (its newline came): the line is read. */
+  #end(last: Buffer): void {
+    const skipping = this.#skipping;
+    if (skipping !== undefined) {
+      this.#skipping = undefined;
+      skipping.bytes += last.length;
+      const tail = tailOf(skipping.tail, last);
+      this.#sink.tooLong?.({ bytes: skipping.bytes, limit: this.#limit, head: skipping.head, id: idAtEnd(tail), ended: true });
+      return;
+    }
+    if (this.#bytes + last.length > this.#limit) {
+      this.#startSkipping(last);
+      this.#end(Buffer.alloc(0));
+      return;
+    }
+    const pieces = this.#pieces;
+    const line = pieces.length === 0 ? last : Buffer.concat(last.length === 0 ? pieces : [...pieces, last], this.#bytes + last.length);
+    this.#pieces = [];
+    this.#bytes = 0;
+    this.#line(line);
+  }
+
+  #startSkipping(piece: Buffer): void {
+    // Its first 800 bytes (200 characters at most 4 bytes each), without joining what was read.
+    const first: Buffer[] = [];
+    let kept = 0;
+    for (const part of [...this.#pieces, piece]) {
+      if (kept >= 800) break;
+      first.push(part.subarray(0, 800 - kept));
+      kept += Math.min(part.length, 800 - kept);
+    }
+    const head = Buffer.concat(first).toString("utf8").slice(0, 200);
+    this.#skipping = { bytes: this.#bytes + piece.length, head, tail: tailOf(Buffer.alloc(0), piece) };
+    this.#pieces = [];
+    this.#bytes = 0;
+    const report: TooLongLine = { bytes: this.#skipping.bytes, limit: this.#limit, head, ended: false };
+    if (this.#sink.tooLong !== undefined) this.#sink.tooLong(report);
+    else this.#sink.invalid(head, `a line longer than ${this.#limit} bytes (the bound on one message)`);
+  }
+
+  #line(bytes: Buffer): void {
+    const raw = bytes.length > 0 && bytes[bytes.length - 1] === 13 ? bytes.subarray(0, -1) : bytes;
     // A message starts with "{" (or "[" for a batch): only anything else may be a blank line.
-    const first = line.charCodeAt(0);
-    if (first !== 123 && first !== 91 && line.trim() === "") return;
+    const first = raw[0];
+    const text = raw.toString("utf8");
+    if (first !== 123 && first !== 91 && text.trim() === "") return;
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = JSON.parse(text);
     } catch {
-      this.#sink.invalid(line, "not JSON");
+      this.#sink.invalid(text, "not JSON");
       return;
     }
     if (!Array.isArray(value)) {
-      this.#one(line, value);
+      if (notJsonRpc(value) === null) rawLines.set(value as object, raw);
+      this.#one(text, value);
       return;
     }
-    if (value.length === 0) this.#sink.invalid(line, "an empty batch", value);
-    for (const message of value) this.#one(line, message);
+    if (value.length === 0) this.#sink.invalid(text, "an empty batch", value);
+    for (const message of value) this.#one(text, message);
   }
 
   #one(line: string, value: unknown): void {
@@ -78,6 +191,70 @@ export class JsonLineReader {
     if (why === null) this.#sink.message(value as Message);
     else this.#sink.invalid(line, why, value);
   }
+}
+
+/** The last `TAIL_BYTES` bytes of `kept` followed by `piece`. */
+function tailOf(kept: Buffer, piece: Buffer): Buffer {
+  if (piece.length >= TAIL_BYTES) return Buffer.from(piece.subarray(piece.length - TAIL_BYTES));
+  const joined = Buffer.concat([kept, piece]);
+  return joined.length > TAIL_BYTES ? joined.subarray(joined.length - TAIL_BYTES) : joined;
+}
+
+/** The id of a message whose last top-level member is `"id"` (`...,"id":7}`), read from its last bytes; `undefined` if it is not there. */
+function idAtEnd(tail: Buffer): string | number | undefined {
+  const found = findIdAtEnd(tail);
+  if (found === undefined) return undefined;
+  try {
+    const id = JSON.parse(tail.subarray(found.start, found.end).toString("utf8")) as unknown;
+    return typeof id === "string" || (typeof id === "number" && Number.isInteger(id)) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `b` is JSON whitespace. */
+const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+
+/**
+ * Where the value of the top-level `"id"` member is, when it is the object's last member:
+ * `[start, end)` of its bytes. Read backwards from the closing brace: value (a number, or a
+ * string without escapes), `:`, the key `"id"` (its opening quote not escaped), then `,` or `{`.
+ * Sound for valid JSON: the last `}` closes the top-level object, so the member before it is
+ * the top-level object's own, and the last of its name (the one `JSON.parse` keeps).
+ */
+export function findIdAtEnd(bytes: Buffer): { start: number; end: number } | undefined {
+  let i = bytes.length - 1;
+  while (isSpace(bytes[i])) i--;
+  if (bytes[i] !== 0x7d) return undefined; // }
+  i--;
+  while (isSpace(bytes[i])) i--;
+  const end = i + 1;
+  let start: number;
+  if (bytes[i] === 0x22) {
+    // a string id: back to its opening quote; an escape inside makes it too hard to be sure
+    let j = i - 1;
+    while (j >= 0 && bytes[j] !== 0x22 && bytes[j] !== 0x5c) j--;
+    if (j < 0 || bytes[j] !== 0x22) return undefined;
+    start = j;
+    i = j - 1;
+  } else {
+    let j = i;
+    while (j >= 0 && ((bytes[j]! >= 0x30 && bytes[j]! <= 0x39) || bytes[j] === 0x2d)) j--;
+    if (j === i) return undefined;
+    start = j + 1;
+    i = j;
+  }
+  while (isSpace(bytes[i])) i--;
+  if (bytes[i] !== 0x3a) return undefined; // :
+  i--;
+  while (isSpace(bytes[i])) i--;
+  // "id": the closing quote, d, i, the opening quote (not escaped: no backslash before it)
+  if (bytes[i] !== 0x22 || bytes[i - 1] !== 0x64 || bytes[i - 2] !== 0x69 || bytes[i - 3] !== 0x22) return undefined;
+  i -= 4;
+  if (bytes[i] === 0x5c) return undefined;
+  while (isSpace(bytes[i])) i--;
+  if (bytes[i] !== 0x2c && bytes[i] !== 0x7b) return undefined; // , or {
+  return { start, end };
 }
 
 /** Why a parsed value is not a JSON-RPC 2.0 message, or `null` if it is one. */

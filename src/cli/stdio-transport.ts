@@ -3,7 +3,8 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { Message } from "../wire/messages.js";
-import { JsonLineReader } from "./json-lines.js";
+import { JsonLineReader, rawLineOf } from "./json-lines.js";
+import type { TooLongLine } from "./json-lines.js";
 
 /** How long `close()` waits after closing stdin before it sends SIGTERM to the process group, in ms. */
 export const STDIN_CLOSE_GRACE_MS = 300;
@@ -43,6 +44,8 @@ export interface ChildStdioOptions {
    * Default `"tail"`.
    */
   readonly stderr?: "tail" | "inherit";
+  /** The longest line read from the server, in bytes (default `DEFAULT_MAX_MESSAGE_BYTES`); a longer one goes to `ontoolong`. */
+  readonly maxMessageBytes?: number;
 }
 
 /**
@@ -59,6 +62,11 @@ export class ChildStdioTransport {
   onerror?: ((error: Error) => void) | undefined;
   /** A stdout line that is not a JSON-RPC message (dropped). */
   oninvalid?: ((line: string, why: string) => void) | undefined;
+  /**
+   * A stdout line longer than `maxMessageBytes` (dropped as it streams in): once when it passes
+   * the bound, once when it ends (see `TooLongLine`). Without it, the first goes to `oninvalid`.
+   */
+  ontoolong?: ((line: TooLongLine) => void) | undefined;
 
   /** How the process ended, once it has. */
   exit: ExitInfo | undefined;
@@ -67,10 +75,7 @@ export class ChildStdioTransport {
 
   readonly #target: StdioTarget;
   readonly #stderrMode: "tail" | "inherit";
-  readonly #reader = new JsonLineReader({
-    message: (message) => this.onmessage?.(message),
-    invalid: (line, why) => this.oninvalid?.(line, why),
-  });
+  readonly #reader: JsonLineReader;
   #child: ChildProcess | undefined;
   #stderr = "";
   #closed = false;
@@ -80,6 +85,17 @@ export class ChildStdioTransport {
   constructor(target: StdioTarget, options: ChildStdioOptions = {}) {
     this.#target = target;
     this.#stderrMode = options.stderr ?? "tail";
+    this.#reader = new JsonLineReader(
+      {
+        message: (message) => this.onmessage?.(message),
+        invalid: (line, why) => this.oninvalid?.(line, why),
+        tooLong: (line) => {
+          if (this.ontoolong !== undefined) this.ontoolong(line);
+          else if (!line.ended) this.oninvalid?.(line.head, `a line longer than ${line.limit} bytes (the bound on one message)`);
+        },
+      },
+      options.maxMessageBytes,
+    );
   }
 
   /** The server's process id (the leader of its own process group), once it started. */
@@ -134,8 +150,7 @@ export class ChildStdioTransport {
         this.#finish();
       });
       child.stdin!.on("error", (error) => this.onerror?.(error)); // EPIPE when the server is gone
-      child.stdout!.setEncoding("utf8");
-      child.stdout!.on("data", (chunk: string) => this.#reader.push(chunk));
+      child.stdout!.on("data", (chunk: Buffer) => this.#reader.push(chunk));
       if (child.stderr !== null) {
         child.stderr.setEncoding("utf8");
         child.stderr.on("data", (chunk: string) => {
@@ -145,15 +160,49 @@ export class ChildStdioTransport {
     });
   }
 
-  /** Writes one message as one line. Rejects when the server's stdin is closed. */
+  /**
+   * Writes one message as one line: the bytes it was read from when it was read by a
+   * `JsonLineReader` and not changed since (`rawLineOf`), else `JSON.stringify`. Rejects when the
+   * server's stdin is closed.
+   */
   send(message: Message): Promise<void> {
     const stdin = this.#child?.stdin;
     if (this.#closed || stdin == null || stdin.destroyed || !stdin.writable) {
       return Promise.reject(new Error("not connected: the server process is not running"));
     }
+    const raw = rawLineOf(message);
     return new Promise((resolve, reject) => {
-      stdin.write(`${JSON.stringify(message)}\n`, (error) => (error ? reject(error) : resolve()));
+      const done = (error: Error | null | undefined): void => (error ? reject(error) : resolve());
+      if (raw === undefined) {
+        stdin.write(`${JSON.stringify(message)}\n`, done);
+        return;
+      }
+      stdin.cork();
+      stdin.write(raw);
+      stdin.write("\n", done);
+      process.nextTick(() => stdin.uncork());
     });
+  }
+
+  /** True while the server's stdin holds more than its buffer's mark unwritten (a writer should wait for `"drain"`). */
+  get congested(): boolean {
+    return this.#child?.stdin?.writableNeedDrain === true;
+  }
+
+  /** Calls `listener` once the server's stdin drained (at once when it is not congested). */
+  onceDrained(listener: () => void): void {
+    const stdin = this.#child?.stdin;
+    if (stdin == null || !stdin.writableNeedDrain) listener();
+    else stdin.once("drain", listener);
+  }
+
+  /** Stops reading the server's stdout (backpressure: the reader of what it writes is behind); `resumeReading` goes on. */
+  pauseReading(): void {
+    this.#child?.stdout?.pause();
+  }
+
+  resumeReading(): void {
+    this.#child?.stdout?.resume();
   }
 
   /**

@@ -1,6 +1,7 @@
 import { eraFlag, httpFlags, msFlag, parseFlags, SERVER_FLAGS, stdioFlags, UsageError } from "../args.js";
 import type { Era } from "../args.js";
-import { STOP_BOUND_MS } from "../stdio-transport.js";
+import { DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT } from "../json-lines.js";
+import { SHUTDOWN_BOUND_MS } from "./session.js";
 import { DEFAULT_PROXY_TIMEOUT_MS } from "./config.js";
 import type { Limits } from "./config.js";
 
@@ -22,7 +23,13 @@ export interface ProxyOptions {
   verbose: boolean;
   /** Record a span per request with the library's OpenTelemetry recorder (`OTEL_*` configure the exporter). */
   otel: boolean;
+  /** The longest message (one line) read from the client or a stdio server, in bytes (`--max-message-bytes`). */
+  maxMessageBytes: number;
 }
+
+/** Where the documentation is, for the help and the errors: in the package (docs/) and on the project's page. */
+export const DOCS_HINT =
+  "docs/proxy.md in the package (node_modules/mcp-cancellable/docs/proxy.md), or https://github.com/mcp-cancellable/mcp-cancellable/blob/main/docs/proxy.md";
 
 export const PROXY_HELP = `Usage: mcp-cancellable proxy [options] -- <command> [args...]
        mcp-cancellable proxy [options] --url <url> [--header "Name: value"]...
@@ -33,7 +40,8 @@ own mechanism with the id the server knows, and late results dropped. Start it i
 server: it reads the client's JSON-RPC lines on stdin and writes only protocol messages on
 stdout; diagnostics go to stderr. Everything else (initialize, notifications, the server's own
 requests such as sampling, elicitation and roots/list, and the client's answers) is relayed
-unchanged. docs/proxy.md has the details and config snippets for desktop and IDE clients.
+unchanged. The details, and config lines for desktop and IDE clients: docs/proxy.md in the
+package, or https://github.com/mcp-cancellable/mcp-cancellable/blob/main/docs/proxy.md
 
 Upstream (exactly one):
   -- <command> [args...]  Run a stdio server: the program and its arguments, after "--" (no
@@ -42,6 +50,9 @@ Upstream (exactly one):
   --cwd <dir>             Working directory for the stdio server. Default: the current one.
   --url <url>             A Streamable HTTP server (http:// or https://).
   --header "Name: value"  Header sent with every HTTP request (a token, for example). Repeatable.
+                          \${NAME} in the value is the environment variable NAME, so a token
+                          stays off the command line: --header "Authorization: Bearer \${MCP_TOKEN}"
+                          (an unset or empty one is an error; $\${ is a literal \${).
   --era <era>             For --url: legacy (2025-03-26 to 2025-11-25: initialize and a session;
                           a cancel POSTs notifications/cancelled, then closes the request's
                           stream) or 2026-07-28 (the cancel closes the request's stream; needs
@@ -56,6 +67,15 @@ Limits (milliseconds; "none" for no limit):
   --config <file>              JSON file with "defaults", and overrides per method ("methods")
                                and per tool ("tools"). The most specific entry wins; the command
                                line wins over the file's defaults.
+  initialize has the same limits (answered -32001, never cancelled). subscriptions/listen has
+  none unless the config file's "methods" gives it some: it ends with the client's cancel, the
+  server, or the session.
+
+Messages:
+  --max-message-bytes <n>      The longest message (one JSON-RPC line) read from the client or a
+                               stdio server, in bytes. Default: ${DEFAULT_MAX_MESSAGE_BYTES} (256 MiB). A longer one is
+                               dropped as it streams in and answered with an error naming this
+                               option. What waits unread for the client is bounded by it too.
 
 When a limit expires the request is cancelled upstream and the client gets a JSON-RPC error
 -32001 naming the limit, with data { trigger, limitMs, summary, record }. A client's own
@@ -72,16 +92,21 @@ Records:
   --verbose               Log every relayed message (direction, method, id) on stderr.
   -h, --help              Print this help.
 
-Exit status: 0 the client closed its end (stdin), or the server exited with status 0; 1 the
-server could not be started, exited with another status, or was killed, or the HTTP server
-could not be reached; 2 usage error or a bad --config file. When the client goes away every
-request in flight is cancelled upstream and the server is stopped (stdin closed, then SIGTERM,
-then SIGKILL to its process group) within ${STOP_BOUND_MS} ms.
+Exit status: 0 the client closed its end (stdin, or its stdout went away), or the server exited
+with status 0; 1 the server could not be started, exited with another status or was killed, the
+HTTP server could not be reached, it lost the session and refused a new one, or the client did
+not read its stdout; 2 usage error, a bad --config file or --records file, or a package that
+--era 2026-07-28 or --otel needs is not installed; 129, 130, 143 stopped by SIGHUP, SIGINT,
+SIGTERM. However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
+in flight is cancelled upstream by the upstream's mechanism, an HTTP session is deleted, the
+records and spans are written, and a stdio server is stopped (stdin closed, then SIGTERM, then
+SIGKILL to its process group).
 
 Examples:
   mcp-cancellable proxy --timeout-ms 30000 --max-total-timeout-ms 300000 -- \\
     npx -y @modelcontextprotocol/server-everything stdio
-  mcp-cancellable proxy --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"
+  MCP_TOKEN=... mcp-cancellable proxy --url https://mcp.example.com/mcp \\
+    --header 'Authorization: Bearer \${MCP_TOKEN}'
 `;
 
 /**
@@ -89,7 +114,10 @@ Examples:
  * @returns the options, or `"help"` when help was asked for.
  * @throws {UsageError} naming the flag and what is wrong with it.
  */
-export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
+export function parseProxyArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ProxyOptions | "help" {
   const dashes = argv.indexOf("--");
   const own = dashes === -1 ? [...argv] : argv.slice(0, dashes);
   const command = dashes === -1 ? [] : argv.slice(dashes + 1);
@@ -104,6 +132,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
       records: { type: "string" },
       verbose: { type: "boolean" },
       otel: { type: "boolean" },
+      "max-message-bytes": { type: "string" },
     },
     (message) => (/positional/i.test(message) ? `${message}; put the server's command after "--"` : message),
   );
@@ -122,7 +151,7 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
     upstream = { kind: "stdio", command: program, args, ...stdioFlags(v.env, v.cwd) };
   } else {
     if (v.env !== undefined || v.cwd !== undefined) throw new UsageError("--env and --cwd are for a stdio server (after --)");
-    upstream = { kind: "http", ...httpFlags(v.url!, v.header), era: eraFlag(v.era) };
+    upstream = { kind: "http", ...httpFlags(v.url!, v.header, env), era: eraFlag(v.era) };
   }
 
   const limits: Limits = {};
@@ -131,5 +160,28 @@ export function parseProxyArgs(argv: readonly string[]): ProxyOptions | "help" {
   const maxTotalTimeoutMs = msFlag("--max-total-timeout-ms", v["max-total-timeout-ms"], { min: 1, none: true });
   if (maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = maxTotalTimeoutMs;
   if (v["no-reset-on-progress"] === true) limits.resetTimeoutOnProgress = false;
-  return { upstream, limits, config: v.config, records: v.records, verbose: v.verbose === true, otel: v.otel === true };
+  return {
+    upstream,
+    limits,
+    config: v.config,
+    records: v.records,
+    verbose: v.verbose === true,
+    otel: v.otel === true,
+    maxMessageBytes: bytesFlag("--max-message-bytes", v["max-message-bytes"]) ?? DEFAULT_MAX_MESSAGE_BYTES,
+  };
+}
+
+/** The smallest `--max-message-bytes` accepted, in bytes. */
+export const MIN_MESSAGE_BYTES = 1_024;
+
+/** A size flag: a whole number of bytes from `MIN_MESSAGE_BYTES` to `MAX_MESSAGE_BYTES_LIMIT`; `undefined` when absent. */
+function bytesFlag(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const trimmed = text.trim();
+  if (!/^\d+$/.test(trimmed)) throw new UsageError(`${flag}: expected a whole number of bytes, got ${JSON.stringify(text)}`);
+  const value = Number(trimmed);
+  if (value < MIN_MESSAGE_BYTES || value > MAX_MESSAGE_BYTES_LIMIT) {
+    throw new UsageError(`${flag}: expected ${MIN_MESSAGE_BYTES} to ${MAX_MESSAGE_BYTES_LIMIT} bytes, got ${value}`);
+  }
+  return value;
 }

@@ -1,16 +1,28 @@
 import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
-import { parseProxyArgs, PROXY_HELP } from "./args.js";
+import { DOCS_HINT, parseProxyArgs, PROXY_HELP } from "./args.js";
 import { LISTEN_HELP, splitListenArgs } from "./listen/args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
+import type { EndSignal } from "./session.js";
 import { stdioUpstream } from "./upstream.js";
 
-/** The proxy's streams to the client: the process's own stdin and stdout unless given. */
+/** The proxy's streams to the client: the process's own stdin and stdout unless given (then SIGTERM, SIGINT and SIGHUP end it too). */
 export interface ProxyStreams {
   input?: Readable;
   output?: Writable;
+}
+
+const SIGNALS: readonly EndSignal[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+
+/** Signal handling on the process: each of SIGTERM, SIGINT, SIGHUP runs the proxy's shutdown. */
+function processSignals(handler: (signal: EndSignal) => void): () => void {
+  const listeners = SIGNALS.map((signal) => [signal, () => handler(signal)] as const);
+  for (const [signal, listener] of listeners) process.on(signal, listener);
+  return () => {
+    for (const [signal, listener] of listeners) process.removeListener(signal, listener);
+  };
 }
 
 /**
@@ -27,31 +39,42 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
       return 0;
     }
     const upstream = options.upstream;
-    const io = { input: streams.input ?? process.stdin, output: streams.output ?? process.stdout, log: (text: string) => out.stderr(text) };
+    const log = (text: string): void => out.stderr(text);
+    const own = streams.input === undefined && streams.output === undefined;
+    const io = {
+      input: streams.input ?? process.stdin,
+      output: streams.output ?? process.stdout,
+      log,
+      ...(own ? { onSignal: processSignals } : {}),
+    };
     // --otel: the SDK pieces are loaded now, and only now; a missing one is exit status 2.
-    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, (text) => out.stderr(text)) : undefined;
+    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log) : undefined;
     if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
-    const extras = otel?.observer === undefined ? {} : { observer: otel.observer };
+    // The spans are exported by the shutdown itself, within its bound.
+    const extras = {
+      ...(otel?.observer === undefined ? {} : { observer: otel.observer }),
+      ...(otel === undefined ? {} : { flush: (budgetMs: number) => otel.shutdown(budgetMs) }),
+    };
     try {
-      if (listen !== undefined)
-        return await (await import("./listen/command.js")).runFront(options, listen, (text) => out.stderr(text), extras.observer);
-      if (upstream.kind === "stdio") return await runProxy(options, io, () => stdioUpstream(upstream), extras);
+      if (listen !== undefined) return await (await import("./listen/command.js")).runFront(options, listen, log, extras.observer);
+      if (upstream.kind === "stdio")
+        return await runProxy(options, io, () => stdioUpstream(upstream, options.maxMessageBytes, log), extras);
       const { httpUpstream } = await import("./http.js");
-      return await runProxy(options, io, () => httpUpstream(upstream), extras);
+      return await runProxy(options, io, () => httpUpstream(upstream, log), extras);
     } finally {
-      await otel?.shutdown();
+      await otel?.shutdown(0);
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      out.stderr(`mcp-cancellable proxy: ${error.message}\nRun mcp-cancellable proxy --help for the options.\n`);
+      out.stderr(`mcp-cancellable proxy: ${error.message}\nRun mcp-cancellable proxy --help for the options; see ${DOCS_HINT}\n`);
       return 2;
     }
     if (error instanceof ConfigError || error instanceof RecordsFileError || (error as { kind?: unknown }).kind === "missing-sdk") {
-      out.stderr(`mcp-cancellable proxy: ${(error as Error).message}\n`);
+      out.stderr(`mcp-cancellable proxy: ${(error as Error).message}\nSee ${DOCS_HINT}\n`);
       return 2;
     }
     const message = error instanceof Error ? error.message : String(error);
-    out.stderr(`mcp-cancellable proxy: the proxy itself failed: ${message}\n`);
+    out.stderr(`mcp-cancellable proxy: the proxy itself failed: ${message}\nSee ${DOCS_HINT}\n`);
     if (process.env.MCP_CANCELLABLE_DEBUG !== undefined && error instanceof Error) out.stderr(`${error.stack ?? ""}\n`);
     return 1;
   }

@@ -112,29 +112,72 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
 }
 
 /**
+ * Built-in limits per method, over the command line and under the config file's `methods`:
+ * a `subscriptions/listen` is a stream meant to stay open (rules 32-34), so no request limit
+ * cuts it; it ends with the client's cancel, the server's end of it, or the session.
+ */
+export const BUILT_IN_METHOD_LIMITS: Readonly<Record<string, Limits>> = {
+  "subscriptions/listen": { timeoutMs: Infinity, maxTotalTimeoutMs: Infinity },
+};
+
+/**
  * The limits of one request: the proxy's defaults, the config file's defaults, the command line,
- * the config's method entry, then its tool entry (for `tools/call`), each over the one before.
+ * the built-in entry of its method (`BUILT_IN_METHOD_LIMITS`), the config's method entry, then
+ * its tool entry (for `tools/call`), each over the one before.
  */
 export function limitsFor(config: ProxyConfig, cli: Limits, method: string, tool: string | null): Limits {
   return entryLimits(config, cli, method, tool) ?? baseLimits(config, cli);
 }
 
-/** The limits of a request that no method or tool entry names: the proxy's defaults, the config file's, then the command line. */
+/**
+ * The limits of a request that no method or tool entry names: the proxy's defaults, the config
+ * file's, then the command line; `resetTimeoutOnProgress` only where it can matter (`withReset`).
+ */
 export function baseLimits(config: ProxyConfig, cli: Limits): Limits {
-  return { timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli };
+  return withReset({ timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli });
 }
 
-/** Whether the config has any entry per method or per tool. */
+/** Whether some method or tool has limits of its own (an entry in the config file). */
 export function hasOverrides(config: ProxyConfig): boolean {
   return Object.keys(config.methods).length > 0 || Object.keys(config.tools).length > 0;
 }
 
-/** The limits of a request that a method or tool entry names (`limitsFor`), or `undefined` when none does (its limits are `baseLimits`). */
+/** Whether `method` has built-in limits of its own. */
+export function hasBuiltInLimits(method: string): boolean {
+  return Object.hasOwn(BUILT_IN_METHOD_LIMITS, method);
+}
+
+/** The limits of a request that a built-in, method or tool entry names (`limitsFor`), or `undefined` when none does (its limits are `baseLimits`). */
 export function entryLimits(config: ProxyConfig, cli: Limits, method: string, tool: string | null): Limits | undefined {
+  const builtIn = hasBuiltInLimits(method) ? BUILT_IN_METHOD_LIMITS[method] : undefined;
   const byMethod = Object.hasOwn(config.methods, method) ? config.methods[method] : undefined;
   const byTool = method === "tools/call" && tool !== null && Object.hasOwn(config.tools, tool) ? config.tools[tool] : undefined;
-  if (byMethod === undefined && byTool === undefined) return undefined;
-  return Object.assign(baseLimits(config, cli), byMethod, byTool);
+  if (builtIn === undefined && byMethod === undefined && byTool === undefined) return undefined;
+  const base = { timeoutMs: DEFAULT_PROXY_TIMEOUT_MS, resetTimeoutOnProgress: true, ...config.defaults, ...cli };
+  return withReset(Object.assign(base, builtIn, byMethod, byTool));
+}
+
+/**
+ * The limits with `resetTimeoutOnProgress` true only when progress can restart something: an
+ * idle timeout shorter than the maximum total timeout. The library asks the server for progress
+ * (a progress token on the request) exactly when it is true or the client asked for progress
+ * itself, so a request with no idle timeout, or with reset off, carries no token of the proxy's.
+ */
+export function withReset(limits: Limits): Limits {
+  const idle = limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;
+  const total = limits.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_MS, idle);
+  const reset = limits.resetTimeoutOnProgress !== false && Number.isFinite(idle) && idle < total;
+  return limits.resetTimeoutOnProgress === reset ? limits : { ...limits, resetTimeoutOnProgress: reset };
+}
+
+/** The library's default maximum total timeout when only the idle timeout is given, in ms: max(600,000, the idle timeout). */
+const DEFAULT_MAX_TOTAL_MS = 600_000;
+
+/** The longest a request with these limits may wait for anything, in ms: the smaller of its idle and maximum total timeouts (`Infinity`: no limit). */
+export function waitLimitMs(limits: Limits): { ms: number; which: "timeoutMs" | "maxTotalTimeoutMs" } {
+  const idle = limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;
+  const total = limits.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_MS, idle);
+  return total < idle ? { ms: total, which: "maxTotalTimeoutMs" } : { ms: idle, which: "timeoutMs" };
 }
 
 function valueAt(value: unknown, path: readonly string[]): unknown {

@@ -2,11 +2,16 @@
 // (`streamableHttpCancellation`): on 2026-07-28 the cancel closes that request's own response
 // stream and sends nothing (rules 6, 28); on a 2025-era connection `notifications/cancelled` is
 // POSTed with the session and protocol-version headers, then the stream is closed (rule 40).
+//
+// Around the adapter's `cancellableFetch()`, one more fetch of the proxy's own sees each
+// exchange's status: a 404 (or the 400 some servers give) for the 2025-era session means the
+// server no longer knows it (rule 40: the client MUST start a new one); a failure before the
+// server ever answered means it cannot be reached.
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { TransportLike } from "../../adapters/types.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import type { ProxyOptions } from "./args.js";
-import type { Upstream } from "./proxy.js";
+import type { Upstream } from "./session.js";
 
 /** The v2 SDK client package is an optional peer: `--era 2026-07-28` needs it. Exit code 2. */
 export class MissingSdkError extends Error {
@@ -14,18 +19,72 @@ export class MissingSdkError extends Error {
   readonly kind = "missing-sdk" as const;
 }
 
+/** The code of the answer to a request that met a lost session: the MCP SDKs' `ConnectionClosed` (local, rule 3). */
+export const SESSION_LOST_ERROR_CODE = -32000;
+
+type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
 /**
  * A Streamable HTTP server as the proxy's upstream: the v1 SDK transport for the 2025 era (the
  * client's `initialize` makes the session), the v2 one for 2026-07-28; each with
  * `cancellableFetch()`, so one request's stream can be closed without touching the others.
+ * 2025-era: a request that meets a lost session (HTTP 404 or 400 with the session's id) is
+ * answered -32000 naming the status, as the server's answer (it was received: recorded as
+ * such, never sent again), and `onSessionLost` is told once; `resetSession()` then forgets the
+ * session without sending anything (the server has none to delete). The DELETE of a live
+ * session is `beforeClose`'s.
  * @throws {MissingSdkError} `--era 2026-07-28` without `@modelcontextprotocol/client`.
  */
-export async function httpUpstream(upstream: Extract<ProxyOptions["upstream"], { kind: "http" }>): Promise<Upstream<TransportLike>> {
+export async function httpUpstream(
+  upstream: Extract<ProxyOptions["upstream"], { kind: "http" }>,
+  log: (text: string) => void = () => {},
+): Promise<Upstream<TransportLike>> {
   const url = new URL(upstream.url);
-  const init = { requestInit: { headers: upstream.headers }, fetch: cancellableFetch() };
-  let transport: TransportLike;
-  if (upstream.era === "legacy") {
-    transport = new StreamableHTTPClientTransport(url, init) as unknown as TransportLike;
+  const legacy = upstream.era === "legacy";
+  const base = cancellableFetch() as FetchLike;
+  let transport: TransportLike & { sessionId?: string | undefined; terminateSession?: () => Promise<void> };
+  let onLost: ((status: number) => void) | undefined;
+  let onUnreachable: ((error: Error) => void) | undefined;
+  let answered = false;
+  /** Sessions the server said it does not know (a DELETE of one is answered here: there is nothing to delete). */
+  const lost = new Set<string>();
+
+  const fetch: FetchLike = async (input, init) => {
+    const method = (init?.method ?? "GET").toUpperCase();
+    const session = new Headers(init?.headers).get("mcp-session-id") ?? undefined;
+    if (method === "DELETE" && session !== undefined && lost.has(session)) return new Response(null, { status: 200 });
+    let response: Response;
+    try {
+      response = await base(input, init);
+    } catch (error) {
+      if (!answered && init?.signal?.aborted !== true) onUnreachable?.(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    answered = true;
+    const status = response.status;
+    if (!legacy || session === undefined || (status !== 404 && status !== 400)) return response;
+    if (session !== transport.sessionId && !lost.has(session)) return response; // an older session's stream
+    if (!lost.has(session)) {
+      lost.add(session);
+      onLost?.(status);
+    }
+    const request = requestIn(init?.body);
+    if (method !== "POST" || request === undefined) return response;
+    await response.body?.cancel().catch(() => undefined);
+    return Response.json({
+      jsonrpc: "2.0",
+      id: request.id,
+      error: {
+        code: SESSION_LOST_ERROR_CODE,
+        message: `mcp-cancellable proxy: the server answered HTTP ${status} for the session (it no longer knows it), so ${request.method} was not run there; it is not sent again, and a new session is being started`,
+        data: { httpStatus: status, trigger: "session-lost" },
+      },
+    });
+  };
+
+  const init = { requestInit: { headers: upstream.headers }, fetch };
+  if (legacy) {
+    transport = new StreamableHTTPClientTransport(url, init) as unknown as typeof transport;
   } else {
     let v2: typeof import("@modelcontextprotocol/client");
     try {
@@ -33,10 +92,53 @@ export async function httpUpstream(upstream: Extract<ProxyOptions["upstream"], {
     } catch {
       throw new MissingSdkError("--era 2026-07-28 needs the v2 SDK client: npm install @modelcontextprotocol/client");
     }
-    transport = new v2.StreamableHTTPClientTransport(url, init) as unknown as TransportLike;
+    transport = new v2.StreamableHTTPClientTransport(url, init) as unknown as typeof transport;
   }
+  // The adapter binds to the cancellableFetch() under the proxy's own fetch.
+  const adapter = streamableHttpCancellation(transport, { fetch: base });
   return {
-    adapter: streamableHttpCancellation(transport),
+    adapter,
     ended: () => ({ message: `the connection to ${url.origin} is closed`, code: 0 }),
+    onSessionLost: (handler) => {
+      onLost = handler;
+    },
+    onUnreachable: (handler) => {
+      onUnreachable = handler;
+    },
+    async resetSession() {
+      await transport.terminateSession?.();
+    },
+    async beforeClose(budgetMs) {
+      const deadline = performance.now() + Math.max(0, budgetMs);
+      // The cancels on their way (2025-era: POSTed notifications) go first: the DELETE must not overtake them.
+      while (adapter.stats().flushing > 0 && performance.now() < deadline - 20) await sleep(5);
+      const session = transport.sessionId;
+      if (!legacy || session === undefined || lost.has(session) || transport.terminateSession === undefined) return;
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      // Rule 40 (2025-era): a client that no longer needs its session SHOULD DELETE it.
+      const deleted = transport.terminateSession().then(
+        () => log(`mcp-cancellable proxy: deleted the session at ${url.origin}\n`),
+        (error: unknown) => log(`mcp-cancellable proxy: deleting the session failed: ${(error as Error).message}\n`),
+      );
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([deleted, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    },
   };
 }
+
+/** The request a POST body carries (not a notification, not a batch), if any. */
+function requestIn(body: unknown): { id: string | number; method: string } | undefined {
+  if (typeof body !== "string") return undefined;
+  try {
+    const message = JSON.parse(body) as { id?: unknown; method?: unknown };
+    return (typeof message.id === "string" || typeof message.id === "number") && typeof message.method === "string"
+      ? { id: message.id, method: message.method }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -27,8 +27,12 @@ export interface ProxyOtel {
   readonly observer: CallObserver | undefined;
   /** A line for stderr saying where spans go. */
   readonly description: string;
-  /** Exports what is left and stops the provider; bounded by `OTEL_FLUSH_BOUND_MS`; never throws. */
-  shutdown(): Promise<void>;
+  /**
+   * Exports what is left and stops the provider, at most `budgetMs` (default
+   * `OTEL_FLUSH_BOUND_MS`; the proxy's shutdown gives what is left of its own bound); a second
+   * call only waits for the first, at most its own budget. Never throws.
+   */
+  shutdown(budgetMs?: number): Promise<void>;
 }
 
 /** The OTLP trace exporter package for each `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`. */
@@ -124,22 +128,25 @@ export async function startOtel(env: NodeJS.ProcessEnv, write: (text: string) =>
   const { otelRecorder } = await import("../../otel/index.js");
   // Spans only: the recorder's duration metric goes to the global meter, which no provider backs here.
   const observer = otelRecorder({ tracer: provider.getTracer("mcp-cancellable") });
+  let done: Promise<void> | undefined;
   return {
     observer,
     description: `a span per request, to ${where.join(" and ")}`,
-    async shutdown() {
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          write(`mcp-cancellable proxy: --otel: the last spans were not exported within ${OTEL_FLUSH_BOUND_MS} ms; giving up\n`);
-          resolve();
-        }, OTEL_FLUSH_BOUND_MS);
-      });
-      const done = provider
+    async shutdown(budgetMs = OTEL_FLUSH_BOUND_MS) {
+      const first = done === undefined;
+      done ??= provider
         .shutdown()
         .catch((error: unknown) => write(`mcp-cancellable proxy: --otel: exporting the last spans failed: ${(error as Error).message}\n`));
+      let finished = false;
+      void done.then(() => (finished = true));
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, budgetMs))));
       await Promise.race([done, bound]);
       clearTimeout(timer);
+      if (first && !finished)
+        write(
+          `mcp-cancellable proxy: --otel: the last spans were not exported within ${Math.max(0, Math.round(budgetMs))} ms; giving up\n`,
+        );
     },
   };
 }

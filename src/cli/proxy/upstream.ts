@@ -1,17 +1,46 @@
 import { stdioCancellation } from "../../adapters/stdio/index.js";
+import type { Message } from "../../wire/messages.js";
 import { ChildStdioTransport } from "../stdio-transport.js";
 import type { StdioTarget } from "../stdio-transport.js";
-import type { Upstream } from "./proxy.js";
+import type { Upstream } from "./session.js";
 
-/** A stdio server as the proxy's upstream: the child process, cancels as `notifications/cancelled` (rules 6, 31). */
-export function stdioUpstream(target: StdioTarget): Upstream<ChildStdioTransport> {
+/** The JSON-RPC code of the answer the proxy gives for a server's answer it could not relay (Internal error, JSON-RPC 2.0 §5.1). */
+export const INTERNAL_ERROR_CODE = -32603;
+
+/**
+ * A stdio server as the proxy's upstream: the child process, cancels as `notifications/cancelled`
+ * (rules 6, 31). A line longer than `maxMessageBytes` is dropped as it streams in; when it ends
+ * and names the request it answers (its last member `"id"`), that request is answered -32603
+ * naming `--max-message-bytes`, as the server's answer (the request was received; nothing is
+ * sent again).
+ */
+export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log: (text: string) => void): Upstream<ChildStdioTransport> {
   // The server's stderr is the proxy's own (diagnostics never reach the client's stdout).
-  const child = new ChildStdioTransport(target, { stderr: "inherit" });
+  const child = new ChildStdioTransport(target, { stderr: "inherit", maxMessageBytes });
+  child.ontoolong = (line) => {
+    if (!line.ended) {
+      log(`mcp-cancellable proxy: the server is writing a message of more than ${line.limit} bytes (--max-message-bytes): dropping it\n`);
+      return;
+    }
+    log(`mcp-cancellable proxy: dropped a message of ${line.bytes} bytes from the server (more than --max-message-bytes ${line.limit})\n`);
+    if (line.id === undefined) return;
+    const answer: Message = {
+      jsonrpc: "2.0",
+      id: line.id,
+      error: {
+        code: INTERNAL_ERROR_CODE,
+        message: `mcp-cancellable proxy: the server's answer was ${line.bytes} bytes, more than --max-message-bytes (${line.limit}); dropped. Raise --max-message-bytes to relay it`,
+      },
+    };
+    child.onmessage?.(answer);
+  };
   return {
     adapter: stdioCancellation(child),
     onInvalid(handler) {
       child.oninvalid = handler;
     },
+    pause: () => child.pauseReading(),
+    resume: () => child.resumeReading(),
     ended() {
       const exit = child.exit;
       if (exit === undefined) return { message: "the server is stopped", code: 1 };

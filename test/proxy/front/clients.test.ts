@@ -80,7 +80,7 @@ describe("proxy --listen: SDK clients through the HTTP front", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32001);
-    expect((error as McpError).data).toMatchObject({ trigger: "timeout", limitMs: 1000, record: { replica: expect.any(String) } });
+    expect((error as McpError).data).toMatchObject({ trigger: "timeout", limitMs: 1000, record: { clientRequestId: expect.anything() } });
   });
 
   it("ids are per client: two 2026-07-28 clients use the same id on the shared server; one closes its stream, the other's call is answered; a cancel POSTed for that id reaches nobody", async () => {

@@ -5,20 +5,24 @@
 import type { TransportLike } from "../../../adapters/types.js";
 import type { CallObserver } from "../../../types/options.js";
 import type { ProxyOptions } from "../args.js";
-import type { Upstream } from "../proxy.js";
+import type { Upstream } from "../session.js";
 import { stdioUpstream } from "../upstream.js";
 import type { ListenOptions } from "./args.js";
 import { startFront } from "./front.js";
 
 /** The upstream maker of the front: a new stdio server per 2025-era session and one for 2026-07-28 traffic, or HTTP connections to `--url`. */
-export function frontUpstreams(options: ProxyOptions): (era: "legacy" | "2026-07-28") => Promise<Upstream<TransportLike>> | undefined {
+export function frontUpstreams(
+  options: ProxyOptions,
+  log: (text: string) => void,
+): (era: "legacy" | "2026-07-28") => Promise<Upstream<TransportLike>> | undefined {
   const upstream = options.upstream;
-  if (upstream.kind === "stdio") return async () => stdioUpstream(upstream) as unknown as Upstream<TransportLike>;
+  if (upstream.kind === "stdio")
+    return async () => stdioUpstream(upstream, options.maxMessageBytes, log) as unknown as Upstream<TransportLike>;
   return (era) => {
     // 2026-07-28 traffic needs an upstream that speaks it (--era 2026-07-28); 2025-era sessions
     // use the 2025 handshake on any Streamable HTTP server (a 2026-07-28 server keeps serving it).
     if (era === "2026-07-28" && upstream.era !== "2026-07-28") return undefined;
-    return import("../http.js").then(({ httpUpstream }) => httpUpstream({ ...upstream, era }));
+    return import("../http.js").then(({ httpUpstream }) => httpUpstream({ ...upstream, era }, log));
   };
 }
 
@@ -29,7 +33,7 @@ export async function runFront(
   log: (text: string) => void,
   observer: CallObserver | undefined,
 ): Promise<number> {
-  const front = await startFront(options, listen, { log, observer, makeUpstream: frontUpstreams(options) });
+  const front = await startFront(options, listen, { log, observer, makeUpstream: frontUpstreams(options, log) });
   let finished!: () => void;
   const drained = new Promise<void>((resolve) => (finished = resolve));
   return new Promise<number>((resolve) => {

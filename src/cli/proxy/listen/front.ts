@@ -31,13 +31,15 @@ import { loadConfig, NO_CONFIG } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { MissingSdkError } from "../http.js";
 import { RecordsFileError } from "../proxy.js";
-import type { Upstream } from "../proxy.js";
+import { ProxySession } from "../session.js";
+import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
 import { checkHost, checkOrigin, checkToken, redactor } from "./guard.js";
 import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
 import type { ClientHandle, Id } from "./relay.js";
+import { recordsFor } from "./records.js";
 
 /** The revisions the 2026-07-28 leg serves. */
 export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
@@ -70,13 +72,15 @@ export interface Front {
   stats(): { sessions: number; inFlight: number; exchanges: number; sharedRelay: boolean };
 }
 
+/** A 2025-era session: the v1 SDK server transport for its client, a `ProxySession` (the stdio front's own) over its own upstream. */
 interface Session {
   id: string | undefined;
   readonly transport: LegacyTransport;
-  readonly relay: Relay;
-  readonly handle: ClientHandle;
+  proxy: ProxySession<TransportLike> | undefined;
   lastActive: number;
   closed: boolean;
+  /** Stop passing the client's messages on (the session is ending). */
+  reading: boolean;
 }
 
 async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }> {
@@ -126,18 +130,17 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
   const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
   const inFlight = new InFlightGauge(Number.MAX_SAFE_INTEGER);
-  const relayInit = (single: boolean, maxHandleRequests: number) => ({
+  const relayInit = {
     options,
     config,
     replica: listen.replica,
     records,
     observer: io.observer,
-    maxHandleRequests,
+    maxHandleRequests: 1,
     inFlight,
-    single,
     log,
     redact,
-  });
+  };
 
   const sessions = new Map<string, Session>();
   let opening = 0;
@@ -155,7 +158,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const made = io.makeUpstream("2026-07-28");
     if (made === undefined) return undefined;
     const starting = (async () => {
-      const relay = new Relay(relayInit(false, 1), await made);
+      const relay = new Relay(relayInit, await made);
       relay.onclose = () => {
         const { message } = relay.ended();
         log(`the 2026-07-28 upstream ended (${message}); the next request starts a new one`);
@@ -189,7 +192,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const headerProblem = standardHeaderProblem(request, message);
     if (headerProblem !== undefined) return rpcError(400, -32020, `Bad Request: ${headerProblem}`, message.id);
     if (draining) return notSent(message.id, `${message.method} refused, not sent: this replica is draining (SIGTERM); send it again`);
-    if (inFlight.count >= listen.maxRequests) {
+    if (inFlightNow() >= listen.maxRequests) {
       return notSent(
         message.id,
         `${message.method} refused, not sent: this replica has ${listen.maxRequests} requests in flight (--max-requests)`,
@@ -226,7 +229,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification, responseMode: "sse" });
     await transport.start();
     const handle = relay.open(
-      { deliver: (out, related) => void transport.send(out as never, related === undefined ? undefined : { relatedRequestId: related }) },
+      {
+        deliver: (out, related) =>
+          void transport.send(redactError(out, redact) as never, related === undefined ? undefined : { relatedRequestId: related }),
+      },
       { session: null },
     );
     exchanges.add(handle);
@@ -267,22 +273,55 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", echoId(body));
   }
 
+  /** Requests in flight on this replica: the 2026-07-28 relay's and every session's. */
+  function inFlightNow(): number {
+    let count = inFlight.count;
+    for (const session of sessions.values()) count += session.proxy?.pendingCount ?? 0;
+    return count;
+  }
+
+  /** A message from a session's client: a request over a limit is answered here (never sent); the rest goes to its ProxySession. */
+  function fromSessionClient(session: Session, message: JsonRpcMessage): void {
+    if (!session.reading || session.proxy === undefined) return;
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (typeof method === "string" && (typeof id === "string" || typeof id === "number") && method !== "initialize") {
+      const limit =
+        session.proxy.pendingCount >= listen.maxSessionRequests
+          ? `this session has ${listen.maxSessionRequests} requests in flight (--max-session-requests)`
+          : inFlightNow() >= listen.maxRequests
+            ? `this replica has ${listen.maxRequests} requests in flight (--max-requests)`
+            : undefined;
+      if (limit !== undefined) {
+        const refusal = {
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: CONNECTION_CLOSED_ERROR_CODE,
+            message: `mcp-cancellable proxy: ${method} refused, not sent: ${limit}`,
+            data: { code: "NOT_SENT" },
+          },
+        };
+        void session.transport.send(refusal as never, { relatedRequestId: id }).catch(() => {});
+        return;
+      }
+    }
+    session.proxy.receive(message);
+  }
+
   async function newSession(request: Request, body: unknown): Promise<Response> {
     if (draining) return notSent(echoId(body), "initialize refused, not sent: this replica is draining (SIGTERM); connect again");
     if (sessions.size + opening >= listen.maxSessions) {
       return notSent(echoId(body), `initialize refused, not sent: this replica has ${listen.maxSessions} sessions (--max-sessions)`);
     }
     opening++;
-    let session: Session | undefined;
     try {
-      const upstream = await io.makeUpstream("legacy")!;
-      const relay = new Relay(relayInit(true, listen.maxSessionRequests), upstream);
       const facts: { session: string | null } = { session: null };
+      let session: Session | undefined;
       const transport: LegacyTransport = new v1.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `${listen.replica}.${randomUUID()}`,
         onsessioninitialized: (id) => {
           facts.session = id;
-          if (session !== undefined) {
+          if (session !== undefined && !session.closed) {
             session.id = id;
             sessions.set(id, session);
           }
@@ -292,34 +331,35 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         },
         ...(listen.eventsPerSession > 0 ? { eventStore: new SessionEventStore(listen.eventsPerSession) } : {}),
       });
-      const handle = relay.open(
-        {
-          deliver: (out, related) =>
+      const made: Session = { id: undefined, transport, proxy: undefined, lastActive: performance.now(), closed: false, reading: true };
+      session = made;
+      const upstream = await io.makeUpstream("legacy")!;
+      const proxy = new ProxySession({
+        options,
+        config,
+        upstream,
+        records: recordsFor(records, listen.replica, facts),
+        extras: io.observer === undefined ? {} : { observer: io.observer },
+        log: (text) => io.log(`[${listen.replica} ${facts.session ?? "new session"}] ${redact(text)}`),
+        client: {
+          send: (outbound) =>
             void transport
-              .send(out as never, related === undefined ? undefined : { relatedRequestId: related })
+              .send(
+                redactError(outbound.message, redact) as never,
+                outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
+              )
               .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`)),
+          stopReading: () => (made.reading = false),
+          flush: async () => {},
         },
-        facts,
-      );
-      session = { id: undefined, transport, relay, handle, lastActive: performance.now(), closed: false };
-      const made = session;
-      transport.onmessage = (inbound) => handle.fromClient(inbound as JsonRpcMessage);
-      relay.onclose = () => {
-        log(
-          `session ${made.id ?? "(opening)"}: ${relay.ended().message}; the session is ended (the client gets 404 and initializes again)`,
-        );
-        void closeSession(made, "its server ended");
-      };
-      try {
-        await relay.start();
-      } catch (error) {
+      });
+      made.proxy = proxy;
+      transport.onmessage = (inbound) => fromSessionClient(made, inbound as JsonRpcMessage);
+      // The upstream ended by itself (its server exited): the session ends; the client's next request gets 404 and it initializes again.
+      void proxy.done.then(() => void closeSession(made, "its server ended"));
+      if (!(await proxy.start())) {
         made.closed = true;
-        return rpcError(
-          502,
-          CONNECTION_CLOSED_ERROR_CODE,
-          `mcp-cancellable proxy: the server could not be started (${redact((error as Error).message)})`,
-          echoId(body),
-        );
+        return rpcError(502, CONNECTION_CLOSED_ERROR_CODE, "mcp-cancellable proxy: the server could not be started", echoId(body));
       }
       await transport.start();
       const response = await transport.handleRequest(request, { parsedBody: body });
@@ -330,21 +370,23 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     }
   }
 
-  async function closeSession(session: Session, why: string): Promise<void> {
+  /** Ends a session: its requests in flight cancelled upstream (by the upstream's mechanism), its streams closed, its stdio server stopped (process group). */
+  async function closeSession(session: Session, why: string, signal?: "SIGTERM"): Promise<void> {
     if (session.closed) return;
     session.closed = true;
     if (session.id !== undefined) sessions.delete(session.id);
-    session.handle.close(SESSION_ENDED_REASON);
+    await session.proxy?.end(
+      signal === undefined ? { kind: "fatal", why: `the client's session ended: ${why}` } : { kind: "signal", signal },
+    );
     await session.transport.close().catch(() => {});
-    await session.relay.close();
-    if (options.verbose || why !== "the client ended it (DELETE)") log(`session ${session.id ?? "(never opened)"} ended: ${why}`);
+    if (options.verbose) log(`session ${session.id ?? "(never opened)"} ended: ${why}`);
   }
 
   const sweep = setInterval(
     () => {
       const now = performance.now();
       for (const session of [...sessions.values()]) {
-        if (session.handle.pendingCount === 0 && now - session.lastActive >= listen.sessionIdleMs) {
+        if ((session.proxy?.pendingCount ?? 0) === 0 && now - session.lastActive >= listen.sessionIdleMs) {
           void closeSession(session, `idle for ${listen.sessionIdleMs} ms (--session-idle-ms)`);
         }
       }
@@ -442,31 +484,26 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
 
   async function drainOnce(): Promise<void> {
     draining = true;
-    log(
-      `draining: no new sessions or requests; ${inFlight.count} request${inFlight.count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`,
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([
-      inFlight.idle().then(() => false),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), listen.drainMs))),
-    ]);
-    clearTimeout(timer);
-    if (late) log(`drain: ${inFlight.count} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
+    const count = inFlightNow();
+    log(`draining: no new sessions or requests; ${count} request${count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`);
+    const deadline = performance.now() + listen.drainMs;
+    while (inFlightNow() > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const left = inFlightNow();
+    if (left > 0) log(`drain: ${left} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
     const answer = (method: string): LibraryErrorResponse => ({
       code: CONNECTION_CLOSED_ERROR_CODE,
       message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
       data: { code: "CONNECTION_CLOSED", record: null },
     });
     for (const handle of [...exchanges]) handle.close(DRAIN_REASON, answer);
-    for (const session of sessions.values()) session.handle.close(DRAIN_REASON, answer);
-    // Let the answers reach the sockets before the streams close.
-    await new Promise((resolve) => setTimeout(resolve, 50));
     clearInterval(sweep);
     server.close();
     server.closeIdleConnections();
-    await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down")));
+    await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")));
     const relay = await shared?.catch(() => undefined);
     await relay?.close();
+    // Let the last answers reach their sockets before the connections close.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     server.closeAllConnections();
     await new Promise<void>((resolve) => (records === undefined ? resolve() : records.end(() => resolve())));
     log("drained");
@@ -475,7 +512,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   return {
     url,
     drain: () => (drained ??= drainOnce()),
-    stats: () => ({ sessions: sessions.size, inFlight: inFlight.count, exchanges: exchanges.size, sharedRelay: shared !== undefined }),
+    stats: () => ({ sessions: sessions.size, inFlight: inFlightNow(), exchanges: exchanges.size, sharedRelay: shared !== undefined }),
   };
 }
 
@@ -504,6 +541,18 @@ function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "hea
     return { status: 405, message: "Method not allowed.", headers: { allow: "GET, POST, DELETE" } };
   }
   return undefined;
+}
+
+/**
+ * An error response with the secrets taken out of its text (an upstream may echo what it was
+ * sent, the `--header` token included, in the error the proxy relays); anything else as it is.
+ */
+export function redactError(message: JsonRpcMessage, redact: (text: string) => string): JsonRpcMessage {
+  const error = (message as { error?: unknown }).error;
+  if (typeof error !== "object" || error === null) return message;
+  const text = JSON.stringify(error);
+  const clean = redact(text);
+  return clean === text ? message : { ...message, error: JSON.parse(clean) as unknown };
 }
 
 function writeJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -20,7 +20,7 @@ import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
 import { baseLimits, entryLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
-import type { Upstream } from "../proxy.js";
+import type { Upstream } from "../session.js";
 
 export type Id = string | number;
 
@@ -58,8 +58,6 @@ export interface RelayInit {
   readonly maxHandleRequests: number;
   /** Shared across the replica: requests in flight at once, both eras (`--max-requests`). */
   readonly inFlight: InFlightGauge;
-  /** One upstream per client (a 2025-era session): the server's own messages go to that client's stream; `false`: shared (2026-07-28), where they have nowhere to go. */
-  readonly single: boolean;
   readonly log: (text: string) => void;
   /** Removes secrets (the upstream's `--header` values, the front's token) from text a client may see. */
   readonly redact: (text: string) => string;
@@ -289,13 +287,6 @@ export class Relay<T extends TransportLike = TransportLike> {
       );
       return;
     }
-    const only = this.#init.single ? this.#onlyHandle() : undefined;
-    if (only !== undefined) {
-      // The server's own requests (sampling, elicitation, roots/list, ping), notifications,
-      // logging, list changes: the session's own stream, ids in the server's space.
-      only.port.deliver(message, undefined);
-      return;
-    }
     this.counts.undeliverable++;
     if (typeof method === "string" && (typeof id === "string" || typeof id === "number")) {
       // No client to ask: 2026-07-28 servers send no requests on a request's stream (rule 29).
@@ -309,16 +300,6 @@ export class Relay<T extends TransportLike = TransportLike> {
       });
     }
     if (this.#init.options.verbose) this.#init.log(`server->nobody ${String(method)}: no client stream for it, dropped`);
-  }
-
-  /** The one handle of a single-client relay (the last one opened). */
-  #only: ClientHandle | undefined;
-  #onlyHandle(): ClientHandle | undefined {
-    return this.#only !== undefined && !this.#only.closed ? this.#only : undefined;
-  }
-  /** @internal */
-  opened(handle: ClientHandle): void {
-    this.#only = handle;
   }
 
   #noteVersion(message: JsonRpcMessage): void {
@@ -447,7 +428,6 @@ export class ClientHandle {
     this.port = port;
     this.facts = facts;
     this.#max = max;
-    relay.opened(this);
   }
 
   get pendingCount(): number {

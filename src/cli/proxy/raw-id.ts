@@ -1,0 +1,88 @@
+// A message relayed with only its id changed, written from the bytes it came in (its line, as the
+// reader kept it) instead of serialising the parsed object again: for a large result that is one
+// pass less over it (bench/proxy.ts, the large-result case).
+import { findIdAtEnd } from "../json-lines.js";
+
+type Id = string | number;
+
+/** Below this many bytes a line is serialised again (cheap); above, its bytes are reused. */
+export const REUSE_LINE_BYTES = 64 * 1024;
+
+/** How far into a line the top-level `"id"` member is looked for from its start, in bytes. */
+const HEAD_SCAN_BYTES = 4_096;
+
+/**
+ * The line of a message with its top-level `id` replaced: three pieces to write in order (the
+ * bytes before the id's value, the new value, the bytes after it; no copy of the line), or
+ * `undefined` when the id's value cannot be found where it is expected, written as
+ * `JSON.stringify(oldId)` writes it (then serialise the message instead).
+ *
+ * Looked for first as the object's last member (where the MCP SDKs write it: `...,"id":7}`),
+ * then among the leading members whose values are plain strings, numbers, `true`, `false` or
+ * `null` (`{"jsonrpc":"2.0","id":7,...`, as the Python SDK writes it). Assumes the object has one
+ * `"id"` member (RFC 8259 §4: names SHOULD be unique; a duplicate's first copy would be the one
+ * changed, and `JSON.parse` keeps the last).
+ */
+export function replaceId(line: Buffer, oldId: Id, newId: Id): Buffer[] | undefined {
+  const expected = Buffer.from(JSON.stringify(oldId), "utf8");
+  const value = Buffer.from(JSON.stringify(newId), "utf8");
+  const atEnd = findIdAtEnd(line);
+  if (atEnd !== undefined && line.subarray(atEnd.start, atEnd.end).equals(expected)) {
+    return [line.subarray(0, atEnd.start), value, line.subarray(atEnd.end)];
+  }
+  const atHead = findIdAtHead(line, expected);
+  if (atHead !== undefined) return [line.subarray(0, atHead), value, line.subarray(atHead + expected.length)];
+  return undefined;
+}
+
+const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
+
+/** Where the top-level `"id"` member's value starts, scanning its leading members; `undefined` if not found there. */
+function findIdAtHead(line: Buffer, expected: Buffer): number | undefined {
+  const limit = Math.min(line.length, HEAD_SCAN_BYTES);
+  let i = 0;
+  while (isSpace(line[i])) i++;
+  if (line[i] !== 0x7b) return undefined; // {
+  i++;
+  while (i < limit) {
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x22) return undefined;
+    const keyEnd = stringEnd(line, i, limit);
+    if (keyEnd === undefined) return undefined;
+    const isId = keyEnd - i === 4 && line[i + 1] === 0x69 && line[i + 2] === 0x64; // "id"
+    i = keyEnd;
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x3a) return undefined; // :
+    i++;
+    while (isSpace(line[i])) i++;
+    if (isId) {
+      const after = line[i + expected.length];
+      const ends = after === 0x2c || after === 0x7d || isSpace(after);
+      return ends && line.subarray(i, i + expected.length).equals(expected) ? i : undefined;
+    }
+    // Skip a plain value; an object or an array ends the scan (the id is not looked for past one).
+    if (line[i] === 0x22) {
+      const end = stringEnd(line, i, limit);
+      if (end === undefined) return undefined;
+      i = end;
+    } else if (line[i] === 0x7b || line[i] === 0x5b) {
+      return undefined;
+    } else {
+      while (i < limit && line[i] !== 0x2c && line[i] !== 0x7d && !isSpace(line[i])) i++;
+    }
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x2c) return undefined; // , (a } here: the object ended without an id)
+    i++;
+  }
+  return undefined;
+}
+
+/** The index just past the string that opens at `start` (a quote), or `undefined` if it does not end before `limit`. */
+function stringEnd(line: Buffer, start: number, limit: number): number | undefined {
+  for (let i = start + 1; i < limit; i++) {
+    const b = line[i];
+    if (b === 0x5c) i++;
+    else if (b === 0x22) return i + 1;
+  }
+  return undefined;
+}

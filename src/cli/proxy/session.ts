@@ -1,0 +1,939 @@
+// One client session over one upstream: the proxy's logic, apart from any front. A front (the
+// stdio one in stdio-front.ts; an HTTP one later) hands the session the client's messages
+// (`receive`) and gets the messages for the client through its `ClientPort`; every way the
+// session ends goes through `end()`, the one shutdown path.
+//
+// Each client request is one call of the library on the upstream connection (`MessageTransport`
+// over the upstream's cancellation adapter, so one `CallRunner.run`): its limits, the cancel by
+// the upstream's mechanism, late messages dropped and the run record all come from the library.
+// What lives here is only the edge: ids and progress tokens mapped between the client's space and
+// the upstream's, the client's own cancel turned into that call's signal, the answers, the waits
+// the library does not see (initialize, the hold behind notifications/initialized), a lost HTTP
+// session started anew, and the end.
+import type { WriteStream } from "node:fs";
+import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
+import { isCallTimeoutError, isConnectionClosedError } from "../../errors/guards.js";
+import type { McpCancellableError } from "../../errors/McpCancellableError.js";
+import { jsonLines } from "../../ledger/json-lines.js";
+import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
+import type { JsonRpcMessage, LibraryErrorResponse } from "../../runner/message-transport.js";
+import { nameOf } from "../../runner/runner.js";
+import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
+import type { RunRecord } from "../../types/record.js";
+import { BoundedMap } from "../../utils/bounded-map.js";
+import { forgetRawLine, rawLineOf } from "../json-lines.js";
+import type { ProxyOptions } from "./args.js";
+import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, waitLimitMs } from "./config.js";
+import type { ProxyConfig } from "./config.js";
+import { REUSE_LINE_BYTES, replaceId } from "./raw-id.js";
+
+export type Id = string | number;
+
+/** The JSON-RPC error codes the proxy answers with for a line it cannot relay (JSON-RPC 2.0 §5.1). */
+export const PARSE_ERROR_CODE = -32700;
+export const INVALID_REQUEST_CODE = -32600;
+
+/** The reason sent upstream when the client goes away with requests in flight. */
+export const CLIENT_GONE_REASON = "The client went away (mcp-cancellable proxy: its stdin closed)";
+/** The reason sent upstream for a client's cancel that gave none. */
+export const CLIENT_CANCEL_REASON = "Cancelled by the client";
+
+/**
+ * The bound on the whole shutdown, in ms, from the moment the proxy is told to end (stdin closed,
+ * a signal, the client's stdout gone) to its exit: every call in flight cancelled by the upstream's
+ * mechanism, the HTTP session deleted, the records ended, the spans exported, the stdio server's
+ * process group stopped (which alone may take `STOP_BOUND_MS`, the same 1,800 ms).
+ */
+export const SHUTDOWN_BOUND_MS = 1_800;
+
+/** Where a 2026-07-28 request carries its protocol version (rule 38). */
+const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
+
+/** How many settled requests' client ids are remembered for the records of late revisions. */
+const MAX_REMEMBERED_IDS = 10_000;
+
+/** Exit status by signal: 128 + its number, as a shell reports a process ended by it. */
+export const SIGNAL_EXIT_CODES = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
+export type EndSignal = keyof typeof SIGNAL_EXIT_CODES;
+
+/** Why the session ends. Each has its exit status (see `end`). */
+export type EndReason =
+  /** The client closed its end (stdin reached its end). Exit 0. */
+  | { readonly kind: "client-closed" }
+  /** The client's end of the output failed (EPIPE: nobody reads it any more). Exit 0. */
+  | { readonly kind: "client-gone"; readonly why: string }
+  /** The proxy was told to stop (SIGTERM, SIGINT, SIGHUP). Exit 128 + the signal's number. */
+  | { readonly kind: "signal"; readonly signal: EndSignal }
+  /** The upstream ended on its own (the server exited, the connection closed). Exit 0 or 1 (`Upstream.ended`). */
+  | { readonly kind: "upstream-closed" }
+  /** The proxy cannot go on: the server cannot be reached, a lost session could not be started anew, the client does not read. Exit 1. */
+  | { readonly kind: "fatal"; readonly why: string };
+
+/** One message for the client, with what a front may need to place it. */
+export interface Outbound {
+  /** The message (for a front that serialises, or reads its fields). */
+  readonly message: JsonRpcMessage;
+  /**
+   * The message's line, in bytes, in pieces to write in order (no newline): the bytes it came in
+   * with only the id changed, when the proxy kept them; `undefined` when the front must serialise
+   * `message` itself.
+   */
+  readonly line?: readonly Buffer[] | undefined;
+  /** The client request this message answers or reports progress on, by the client's id. */
+  readonly clientRequestId?: Id | undefined;
+  /**
+   * The answer of a request for which progress was relayed just before: a front that writes a
+   * byte stream should let the progress reach the client first (the MCP SDK clients handle a
+   * notification a microtask after a response read with it, and drop its progress handler at
+   * the response: progress read in one chunk with its result is lost).
+   */
+  readonly followsProgress?: boolean;
+}
+
+/** The client side of a session: where its messages go. */
+export interface ClientPort {
+  /** One message for the client. Never throws. */
+  send(outbound: Outbound): void;
+  /** The session is ending: stop reading the client (nothing more is relayed). */
+  stopReading(): void;
+  /** Flushes what is buffered for the client, at most until `deadline` (a `performance.now()` time). Never rejects. */
+  flush(deadline: number): Promise<void>;
+}
+
+/** How the upstream was made: its adapter, and what a session needs to know of it. */
+export interface Upstream<T extends TransportLike> {
+  readonly adapter: CancellationAdapter<T>;
+  /** What to say about the upstream once it closed, and the exit status it means (0 or 1). */
+  ended(): { message: string; code: number };
+  /** Where the upstream reports a line that is not a JSON-RPC message (stdio). */
+  onInvalid?(handler: (line: string, why: string) => void): void;
+  /** Stops reading what the server writes (the client does not keep up); `resume` goes on. Stdio only. */
+  pause?(): void;
+  resume?(): void;
+  /**
+   * Called by the shutdown after every call in flight was cancelled and before the transport
+   * closes, with the time left (ms): HTTP waits for the cancels on their way, then DELETEs the
+   * 2025-era session. Never rejects.
+   */
+  beforeClose?(budgetMs: number): Promise<void>;
+  /** HTTP, 2025-era: the server answered 404 (or 400) for the session (`status`); called once per lost session. */
+  onSessionLost?(handler: (status: number) => void): void;
+  /** HTTP, 2025-era: forgets the lost session, so the next `initialize` starts a new one. */
+  resetSession?(): Promise<void>;
+  /** HTTP: the server could not be reached before it ever answered (`error`: why). */
+  onUnreachable?(handler: (error: Error) => void): void;
+}
+
+/** What the command adds to every call besides the options: the observer of `--otel`, and its flush at the end. */
+export interface ProxyExtras {
+  readonly observer?: CallObserver;
+  /** Exports what is left (spans), within `budgetMs`; never rejects. */
+  readonly flush?: (budgetMs: number) => Promise<void>;
+}
+
+/** What the proxy counted over its life (written on stderr at the end). */
+export interface ProxyCounts {
+  requests: number;
+  clientCancels: number;
+  /** Client cancels that named no request in progress (rule 10: ignored). */
+  ignoredCancels: number;
+  malformedFromClient: number;
+  malformedFromServer: number;
+  /** Responses from the upstream for no request in progress (dropped). */
+  unknownResponses: number;
+}
+
+/** A client request the upstream has not answered yet. */
+interface Pending {
+  readonly clientId: Id;
+  readonly method: string;
+  /** Aborted by the client's own cancel, or when the session ends. */
+  readonly controller: AbortController;
+  /** The client's progress token, relayed back under it; `undefined` when the client asked for none. */
+  readonly clientToken: Id | undefined;
+  /** Progress was relayed for it (its answer then waits for that progress to reach the client). */
+  progressed?: boolean;
+  /** `initialize` only: its own timer (the library does not time it: rule 39). */
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+/** A client message that waits (behind notifications/initialized, or for a new session). */
+interface Held {
+  readonly message: JsonRpcMessage;
+  readonly at: number;
+  /** A request's own limit: when it is answered -32001 if still held (`Infinity`: none). */
+  readonly deadline: number;
+  readonly limitMs: number;
+  readonly which: "timeoutMs" | "maxTotalTimeoutMs";
+}
+
+/** Client messages waiting, why, and the timer at the nearest held request's limit. */
+interface HoldState {
+  readonly why: string;
+  queue: Held[];
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The proxy's own `initialize` of a new upstream session, after the server lost the old one. */
+interface Renewal {
+  readonly status: number;
+  readonly upstreamId: Id;
+  readonly timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** Everything a session needs. */
+export interface SessionInit<T extends TransportLike> {
+  readonly options: ProxyOptions;
+  readonly config: ProxyConfig;
+  readonly upstream: Upstream<T>;
+  readonly records?: WriteStream | undefined;
+  readonly extras?: ProxyExtras | undefined;
+  readonly client: ClientPort;
+  /** Diagnostics (stderr), one line with its newline. */
+  readonly log: (text: string) => void;
+}
+
+/**
+ * One client session over one upstream. `start()`, then `receive()` each client message; the
+ * messages for the client go to the `ClientPort`; `end(reason)` ends it (idempotent), and `done`
+ * resolves with the exit status however it ended.
+ */
+export class ProxySession<T extends TransportLike> {
+  readonly #options: ProxyOptions;
+  readonly #config: ProxyConfig;
+  readonly #upstream: Upstream<T>;
+  readonly #records: WriteStream | undefined;
+  readonly #extras: ProxyExtras;
+  readonly #client: ClientPort;
+  readonly #logLine: (text: string) => void;
+  readonly #transport: MessageTransport<T>;
+  /** By upstream id. */
+  readonly #pending = new Map<Id, Pending>();
+  /** Client id -> upstream id, for requests in progress. */
+  readonly #byClientId = new Map<Id, Id>();
+  /** Upstream progress token -> the request it belongs to. */
+  readonly #byToken = new Map<string, Pending>();
+  /** Upstream id -> client id, kept after the request settles for its record's later revisions (with `--records`). */
+  readonly #clientIds = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
+  #nextId = 0;
+  /** The protocol version last handed to the upstream transport. */
+  #version: string | undefined;
+  /** Whether the config file has entries per method or per tool (else most requests have the transport's defaults). */
+  readonly #perRequestLimits: boolean;
+  /** The client's messages that wait, and why (see `#hold`). */
+  #held: HoldState | undefined;
+  /** The client's `initialize` and `notifications/initialized`, as it sent them: replayed for a new session. */
+  #initialize: JsonRpcMessage | undefined;
+  #initialized: JsonRpcMessage | undefined;
+  #renewal: Renewal | undefined;
+  #ending: Promise<number> | undefined;
+  #done!: (code: number) => void;
+  /** Resolves with the exit status once the session ended, whatever ended it. */
+  readonly done: Promise<number>;
+  readonly counts: ProxyCounts = {
+    requests: 0,
+    clientCancels: 0,
+    ignoredCancels: 0,
+    malformedFromClient: 0,
+    malformedFromServer: 0,
+    unknownResponses: 0,
+  };
+
+  constructor(init: SessionInit<T>) {
+    this.#options = init.options;
+    this.#config = init.config;
+    this.#upstream = init.upstream;
+    this.#records = init.records;
+    this.#extras = init.extras ?? {};
+    this.#client = init.client;
+    this.#logLine = init.log;
+    this.done = new Promise((resolve) => (this.#done = resolve));
+    const records = init.records;
+    // A late revision may come while the file is being ended: it is not written then.
+    const writeLine =
+      records === undefined
+        ? undefined
+        : jsonLines((line) => {
+            if (!records.writableEnded) records.write(line);
+          });
+    this.#perRequestLimits = hasOverrides(this.#config);
+    const observer = this.#extras.observer;
+    const defaults: CancellationOptions = {
+      // The limits every request has unless a config entry for its method or tool says otherwise:
+      // validated already (the command line, the config file), so requests without an entry of
+      // their own carry no options to validate again (only the client's cancel signal).
+      ...baseLimits(this.#config, this.#options.limits),
+      // The client's cancel reason was meant for the server: it goes upstream as it is.
+      forwardAbortReason: true,
+      // Records go to the file, not to memory.
+      maxRecords: 0,
+      onAnomaly: (anomaly) => this.#log(`anomaly: ${anomaly.message}`),
+      ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => writeLine(this.#withClientId(record)) }),
+      ...(observer === undefined ? {} : { observer }),
+    };
+    this.#transport = new MessageTransport(this.#upstream.adapter, {
+      defaults,
+      callOptions: (method, params) => this.#callOptions(method, params),
+      respond: (error) => this.#respond(error),
+    });
+    this.#transport.onmessage = (message) => this.#fromServer(message);
+    this.#transport.onerror = (error) => this.#log(`upstream: ${error.message}`);
+    this.#transport.onclose = () => void this.end({ kind: "upstream-closed" });
+    this.#upstream.onInvalid?.((line, why) => this.#serverMalformed(line, why));
+    this.#upstream.onSessionLost?.((status) => this.#sessionLost(status));
+    this.#upstream.onUnreachable?.((error) => {
+      this.#log(`the server cannot be reached: ${error.message}`);
+      // Answered first (initialize's send fails on its own path), then the end.
+      queueMicrotask(() => void this.end({ kind: "fatal", why: `the server cannot be reached (${error.message})` }));
+    });
+  }
+
+  /** Starts the upstream. Resolves false (the session ended, exit status 1) when it cannot be started. */
+  async start(): Promise<boolean> {
+    try {
+      await this.#transport.start();
+      return true;
+    } catch (error) {
+      this.#log(`cannot start the upstream: ${(error as Error).message}`);
+      this.#ending = this.#closeRecords().then(() => 1);
+      void this.#ending.then((code) => this.#done(code));
+      return false;
+    }
+  }
+
+  /** Requests in flight upstream (for a front's diagnostics and tests). */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /** Whether the session is ending (nothing the client sends is relayed any more). */
+  get ending(): boolean {
+    return this.#ending !== undefined;
+  }
+
+  /** The front stops reading the server while the client does not keep up (stdio upstream only). */
+  pauseUpstream(): void {
+    this.#upstream.pause?.();
+  }
+
+  resumeUpstream(): void {
+    this.#upstream.resume?.();
+  }
+
+  // ---- client -> server ---------------------------------------------------------------------
+
+  /**
+   * One message from the client, in the client's order. Sends upstream are not awaited (an HTTP
+   * POST each), except `notifications/initialized`: what the client sends after it waits until it
+   * is sent (see `#hold`), as the SDK client's `connect` does, so that no request reaches the
+   * server before it and the server's standalone stream (which a 2025-era HTTP transport opens
+   * once it is accepted) is asked for first.
+   */
+  receive(message: JsonRpcMessage): void {
+    if (this.#ending !== undefined) return;
+    const held = this.#held;
+    if (held === undefined) {
+      this.#fromClient(message);
+      return;
+    }
+    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
+    if (method === "notifications/cancelled") {
+      // A cancel for a request still held: it never went out; it is dropped here (nothing goes upstream).
+      const requestId = isObject(params) ? params.requestId : undefined;
+      const index = held.queue.findIndex((entry) => (entry.message as { id?: unknown }).id === requestId);
+      if (index !== -1 && requestId !== undefined) {
+        held.queue.splice(index, 1);
+        this.counts.clientCancels++;
+        this.#verbose("client->proxy", message, undefined, "cancelled while held: never sent");
+        return;
+      }
+    }
+    const at = performance.now();
+    if (typeof method === "string" && (typeof id === "string" || typeof id === "number")) {
+      const limits = limitsFor(this.#config, this.#options.limits, method, nameOf(isObject(params) ? params : {}));
+      const { ms, which } = waitLimitMs(limits);
+      held.queue.push({ message, at, deadline: at + ms, limitMs: ms, which });
+      this.#armHold();
+    } else {
+      held.queue.push({ message, at, deadline: Infinity, limitMs: Infinity, which: "timeoutMs" });
+    }
+  }
+
+  /** A line from the client that is not a JSON-RPC message: answered with the spec's error, counted, logged; nothing is relayed. */
+  malformed(id: Id | null, why: string, code: number, text: string): void {
+    if (this.#ending !== undefined) return;
+    this.counts.malformedFromClient++;
+    this.#log(`client sent a malformed line (${why}): answered ${code} ${text}`);
+    this.#toClient({ jsonrpc: "2.0", id, error: { code, message: `${text}: ${why}` } });
+  }
+
+  #fromClient(message: JsonRpcMessage): void {
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (typeof method === "string" && (typeof id === "string" || typeof id === "number")) {
+      this.#request(message, method, id);
+      return;
+    }
+    if (method === "notifications/cancelled") {
+      this.#clientCancel(message);
+      return;
+    }
+    // Notifications, and the client's answers to the server's own requests (ids in the server's
+    // space): as they are (over stdio, the very bytes the client wrote).
+    this.#verbose("client->server", message);
+    if (method === "notifications/initialized") this.#initialized = message;
+    const sent = this.#transport
+      .send(message)
+      .catch((error: unknown) => this.#log(`could not relay a ${String(method ?? "response")} to the server: ${(error as Error).message}`));
+    if (method === "notifications/initialized") this.#holdUntil(sent, "notifications/initialized to be accepted by the server");
+  }
+
+  /**
+   * What the client sends from now on waits until `until` settles, in order. A held request is
+   * answered -32001 (never sent, nothing to cancel) if its own limit (the smaller of its idle and
+   * maximum total timeouts) passes while it waits, so no request waits without one.
+   */
+  #holdUntil(until: Promise<unknown>, why: string): void {
+    // What an earlier hold kept stays first, now behind this one too.
+    const earlier = this.#held;
+    if (earlier !== undefined) clearTimeout(earlier.timer);
+    const held: HoldState = { why, queue: earlier?.queue ?? [], timer: undefined };
+    this.#held = held;
+    this.#armHold();
+    void until.then(() => {
+      if (this.#held !== held) return;
+      this.#releaseHold();
+    });
+  }
+
+  #releaseHold(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    clearTimeout(held.timer);
+    for (const entry of held.queue) {
+      if (this.#ending !== undefined) return;
+      // A message may hold again (a second notifications/initialized): the rest waits behind it.
+      const again = this.#currentHold();
+      if (again !== undefined) again.queue.push(entry);
+      else this.#fromClient(entry.message);
+    }
+    this.#armHold();
+  }
+
+  #currentHold(): HoldState | undefined {
+    return this.#held;
+  }
+
+  /** The hold's timer, at the nearest deadline of a held request. */
+  #armHold(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    clearTimeout(held.timer);
+    held.timer = undefined;
+    let next = Infinity;
+    for (const entry of held.queue) next = Math.min(next, entry.deadline);
+    if (!Number.isFinite(next)) return;
+    held.timer = setTimeout(() => this.#expireHeld(), Math.max(0, Math.ceil(next - performance.now())));
+  }
+
+  #expireHeld(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    const now = performance.now();
+    const keep: Held[] = [];
+    for (const entry of held.queue) {
+      if (entry.deadline > now + 1) {
+        keep.push(entry);
+        continue;
+      }
+      const { method, id, params } = entry.message as unknown as { method: string; id: Id; params?: unknown };
+      const name = nameOf(isObject(params) ? params : {});
+      const what = name === null ? method : `${method} ${JSON.stringify(name)}`;
+      const idle = entry.which === "timeoutMs";
+      this.#log(`${what} (id ${JSON.stringify(id)}) waited ${Math.round(now - entry.at)} ms for ${held.why}: answered -32001, never sent`);
+      this.#toClient({
+        jsonrpc: "2.0",
+        id,
+        error: {
+          code: TIMEOUT_ERROR_CODE,
+          message:
+            `mcp-cancellable proxy: ${what} got no answer within ${entry.limitMs} ms (${idle ? "the idle timeout, timeoutMs" : "maxTotalTimeoutMs"}): ` +
+            `it was held waiting for ${held.why}, and never sent`,
+          data: {
+            code: idle ? "REQUEST_TIMEOUT" : "MAX_TOTAL_TIMEOUT",
+            trigger: idle ? "timeout" : "max-total-timeout",
+            limitMs: entry.limitMs,
+            summary: `not sent: held waiting for ${held.why}`,
+            record: null,
+          },
+        },
+      });
+    }
+    held.queue = keep;
+    this.#armHold();
+  }
+
+  #request(message: JsonRpcMessage, method: string, clientId: Id): void {
+    if (this.#byClientId.has(clientId)) {
+      // Rule 1: an id must not match another request still unanswered.
+      this.#toClient({
+        jsonrpc: "2.0",
+        id: clientId,
+        error: {
+          code: INVALID_REQUEST_CODE,
+          message: `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress`,
+        },
+      });
+      return;
+    }
+    this.counts.requests++;
+    const upstreamId = this.#nextId++;
+    const params = (message as { params?: unknown }).params;
+    const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
+    const clientToken = meta?.progressToken;
+    // 2026-07-28 has no initialize: each request names its protocol version (rule 38), which the
+    // upstream transport needs (HTTP: the MCP-Protocol-Version header; the adapter's era).
+    const version = meta?.[PROTOCOL_VERSION_META];
+    if (typeof version === "string" && version !== this.#version) {
+      this.#version = version;
+      this.#transport.setProtocolVersion(version);
+    }
+    const controller = new AbortController();
+    const pending: Pending = {
+      clientId,
+      method,
+      controller,
+      clientToken: typeof clientToken === "string" || typeof clientToken === "number" ? clientToken : undefined,
+    };
+    this.#verbose("client->server", message, upstreamId);
+    if (method === "initialize") this.#initialize = structuredClone(message);
+    // The message was parsed for the proxy alone: it goes upstream under the upstream's id. Its
+    // line no longer says what it says (the id changes), so it is serialised again.
+    forgetRawLine(message);
+    const forward = message;
+    forward.id = upstreamId;
+    if (pending.clientToken !== undefined && method !== "initialize") {
+      // The upstream gets a token of the proxy's (unique whatever the client reuses); progress
+      // for it goes back to the client under the client's own token.
+      const token = `mcp-cancellable-proxy-${upstreamId}`;
+      this.#byToken.set(token, pending);
+      forward.params = { ...(params as Record<string, unknown>), _meta: { ...meta, progressToken: token } };
+    }
+    this.#pending.set(upstreamId, pending);
+    this.#byClientId.set(clientId, upstreamId);
+    if (this.#records !== undefined) this.#clientIds.set(upstreamId, clientId);
+    if (method === "initialize") this.#timeInitialize(upstreamId, pending);
+    this.#transport.send(forward, method === "initialize" ? undefined : { signal: controller.signal }).catch((error: unknown) => {
+      // initialize (not a call: nothing answers it for us), or an option the runner refused.
+      if (!this.#pending.has(upstreamId)) return;
+      this.#forget(upstreamId);
+      this.#toClient({
+        jsonrpc: "2.0",
+        id: clientId,
+        error: {
+          code: CONNECTION_CLOSED_ERROR_CODE,
+          message: `mcp-cancellable proxy: ${method} could not be sent to the server (${(error as Error).message})`,
+        },
+      });
+    });
+  }
+
+  /**
+   * `initialize` is relayed, never cancelled (rule 39) and not a call of the library, so the
+   * proxy bounds it itself: with the limits of its method (the smaller of the idle and maximum
+   * total timeouts), after which the client gets -32001 and a late answer is dropped. Nothing
+   * goes upstream.
+   */
+  #timeInitialize(upstreamId: Id, pending: Pending): void {
+    const { ms, which } = waitLimitMs(limitsFor(this.#config, this.#options.limits, "initialize", null));
+    if (!Number.isFinite(ms)) return;
+    pending.timer = setTimeout(() => {
+      if (this.#pending.get(upstreamId) !== pending) return;
+      this.#forget(upstreamId);
+      this.#log(`initialize got no answer within ${ms} ms: answered -32001 (not cancelled: rule 39)`);
+      const idle = which === "timeoutMs";
+      this.#toClient({
+        jsonrpc: "2.0",
+        id: pending.clientId,
+        error: {
+          code: TIMEOUT_ERROR_CODE,
+          message: `mcp-cancellable proxy: initialize got no answer within ${ms} ms (${idle ? "the idle timeout, timeoutMs" : "maxTotalTimeoutMs"}); not cancelled (initialize never is, rule 39)`,
+          data: {
+            code: idle ? "REQUEST_TIMEOUT" : "MAX_TOTAL_TIMEOUT",
+            trigger: idle ? "timeout" : "max-total-timeout",
+            limitMs: ms,
+            summary: "timed out, not cancelled (initialize)",
+            record: null,
+          },
+        },
+      });
+    }, ms);
+  }
+
+  /** The client cancels one of its requests: that call's signal aborts; the library cancels it upstream by its mechanism, with the upstream's id. */
+  #clientCancel(message: JsonRpcMessage): void {
+    const params = (message as { params?: unknown }).params;
+    const requestId = isObject(params) ? params.requestId : undefined;
+    const reason = isObject(params) && typeof params.reason === "string" && params.reason !== "" ? params.reason : CLIENT_CANCEL_REASON;
+    const upstreamId = typeof requestId === "string" || typeof requestId === "number" ? this.#byClientId.get(requestId) : undefined;
+    const pending = upstreamId === undefined ? undefined : this.#pending.get(upstreamId);
+    if (upstreamId === undefined || pending === undefined) {
+      // Rule 10: a cancel for nothing in progress (answered already, or never sent) is ignored.
+      this.counts.ignoredCancels++;
+      this.#verbose("client->proxy", message, undefined, "ignored: no such request in progress (rule 10)");
+      return;
+    }
+    if (pending.method === "initialize") {
+      this.counts.ignoredCancels++;
+      this.#log("the client cancelled initialize: ignored (initialize is never cancelled, rule 39)");
+      return;
+    }
+    this.counts.clientCancels++;
+    this.#verbose("client->proxy", message, upstreamId, "cancelling upstream");
+    this.#forget(upstreamId);
+    pending.controller.abort(reason);
+  }
+
+  /**
+   * A request's own options: its limits when an entry (built-in, or of the config file) names its
+   * method or tool (none otherwise: the defaults have them), and the relay of its progress.
+   */
+  #callOptions(method: string, params: Record<string, unknown>): Omit<CallOptions, "signal"> | undefined {
+    const limits =
+      this.#perRequestLimits || hasBuiltInLimits(method)
+        ? entryLimits(this.#config, this.#options.limits, method, nameOf(params))
+        : undefined;
+    const meta = params._meta;
+    const token = isObject(meta) ? meta.progressToken : undefined;
+    const pending = typeof token === "string" ? this.#byToken.get(token) : undefined;
+    if (pending === undefined) return limits;
+    const clientToken = pending.clientToken!;
+    return { ...limits, onprogress: (progress: Progress) => this.#relayProgress(pending, clientToken, progress) };
+  }
+
+  #relayProgress(pending: Pending, clientToken: Id, progress: Progress): void {
+    pending.progressed = true;
+    this.#toClient(
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: clientToken, ...progress } },
+      { clientRequestId: pending.clientId },
+    );
+  }
+
+  // ---- server -> client ---------------------------------------------------------------------
+
+  #fromServer(message: JsonRpcMessage): void {
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (method === undefined && (typeof id === "string" || typeof id === "number")) {
+      if (this.#renewal?.upstreamId === id) {
+        this.#renewed(message);
+        return;
+      }
+      const pending = this.#pending.get(id);
+      if (pending === undefined) {
+        this.counts.unknownResponses++;
+        this.#log(`the server answered id ${JSON.stringify(id)}, which is no request in progress: dropped`);
+        return;
+      }
+      this.#forget(id);
+      if (pending.method === "initialize") this.#noteVersion(message);
+      this.#verbose("server->client", message, id);
+      // The server's own bytes with only the id changed, when the message is large (one pass less over it).
+      const raw = rawLineOf(message);
+      const line = raw !== undefined && raw.length >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
+      const answer = { ...message, id: pending.clientId };
+      this.#toClient(answer, { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true });
+      return;
+    }
+    if (method === "notifications/cancelled") {
+      const params = (message as { params?: unknown }).params;
+      const requestId = isObject(params) ? params.requestId : undefined;
+      const pending = typeof requestId === "string" || typeof requestId === "number" ? this.#pending.get(requestId) : undefined;
+      if (pending !== undefined && (typeof requestId === "string" || typeof requestId === "number")) {
+        if (pending.method !== "subscriptions/listen") {
+          // Rule 12: a server cancels only its own requests or a listen; the library reported it
+          // (an anomaly) and the call goes on. Its id is the upstream's: never the client's to see.
+          this.#verbose("server->proxy", message, requestId, "a server cancel of a client request: ignored (rule 12)");
+          return;
+        }
+        // The server ends the client's listen (rule 12): the client knows it under its own id.
+        this.#forget(requestId);
+        this.#verbose("server->client", message, requestId, `the server ended the client's listen ${JSON.stringify(pending.clientId)}`);
+        this.#toClient({ ...message, params: { ...(params as Record<string, unknown>), requestId: pending.clientId } });
+        return;
+      }
+    }
+    // The server's own requests (sampling, elicitation, roots/list, ping), notifications, logging,
+    // list changes, its cancels of its own requests: ids in the server's space, as they are (over
+    // stdio, the very bytes the server wrote).
+    this.#verbose("server->client", message);
+    const raw = rawLineOf(message);
+    this.#toClient(message, { line: raw === undefined ? undefined : [raw] });
+  }
+
+  /** The protocol version the server answered initialize with reaches the upstream transport (HTTP sends it as a header). */
+  #noteVersion(message: JsonRpcMessage): void {
+    const result = (message as { result?: unknown }).result;
+    if (isObject(result) && typeof result.protocolVersion === "string") {
+      this.#version = result.protocolVersion;
+      this.#transport.setProtocolVersion(result.protocolVersion);
+    }
+  }
+
+  /** How the library's settle of a request is answered to the client: a timeout as -32001 naming the limit, a lost connection as -32000; a client's own cancel gets nothing. */
+  #respond(error: McpCancellableError): LibraryErrorResponse | undefined {
+    const record = error.record;
+    const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
+    if (isCallTimeoutError(error)) {
+      const idle = error.code === "REQUEST_TIMEOUT";
+      const message = idle
+        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
+        : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
+      const data = {
+        code: error.code,
+        trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),
+        limitMs: error.timeoutMs,
+        summary: record.summary,
+        record: this.#withClientId(record),
+      };
+      return { code: TIMEOUT_ERROR_CODE, message, data };
+    }
+    if (isConnectionClosedError(error)) {
+      const data = { code: error.code, trigger: "connection-closed", summary: record.summary, record: this.#withClientId(record) };
+      return {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered`,
+        data,
+      };
+    }
+    return undefined;
+  }
+
+  /** The record with the client's id of its request: from the request in progress, or (records of `--records` only) remembered after it. */
+  #withClientId(record: RunRecord): RunRecord {
+    const id = record.requestId;
+    const clientId = id === null ? undefined : (this.#pending.get(id)?.clientId ?? this.#clientIds.get(id));
+    return (clientId === undefined ? record : { ...record, clientRequestId: clientId }) as RunRecord;
+  }
+
+  #forget(upstreamId: Id): void {
+    const pending = this.#pending.get(upstreamId);
+    if (pending === undefined) return;
+    clearTimeout(pending.timer);
+    this.#pending.delete(upstreamId);
+    if (this.#byClientId.get(pending.clientId) === upstreamId) this.#byClientId.delete(pending.clientId);
+    if (pending.clientToken !== undefined) this.#byToken.delete(`mcp-cancellable-proxy-${String(upstreamId)}`);
+  }
+
+  #toClient(message: JsonRpcMessage | Record<string, unknown>, more: Omit<Outbound, "message"> = {}): void {
+    this.#client.send({ message: message as JsonRpcMessage, ...more });
+  }
+
+  // ---- a lost HTTP session ------------------------------------------------------------------
+
+  /**
+   * The server answered 404 (or 400) for the session (rule 40: the client MUST start a new one):
+   * the request that met it was answered -32000 naming the status (by the upstream, as the
+   * server's answer: recorded as received, never sent again). The client's `initialize` and
+   * `notifications/initialized` are replayed to start a new session; what the client sends
+   * meanwhile is held (each request within its own limit), then goes to the new session. If the
+   * new session cannot be started, the proxy exits 1 (the host starts it again).
+   */
+  #sessionLost(status: number): void {
+    if (this.#ending !== undefined || this.#renewal !== undefined) return;
+    const initialize = this.#initialize;
+    if (initialize === undefined || this.#upstream.resetSession === undefined) {
+      void this.end({
+        kind: "fatal",
+        why: `the server answered HTTP ${status} for the session, and there is no initialize to start a new one`,
+      });
+      return;
+    }
+    this.#log(`the server answered HTTP ${status} for the session: starting a new one (the client's initialize, replayed)`);
+    let release!: () => void;
+    this.#holdUntil(new Promise<void>((resolve) => (release = resolve)), "a new session after the server lost the old one");
+    const upstreamId = this.#nextId++;
+    const { ms } = waitLimitMs(limitsFor(this.#config, this.#options.limits, "initialize", null));
+    const timer = Number.isFinite(ms)
+      ? setTimeout(() => void this.end({ kind: "fatal", why: `a new session: initialize got no answer within ${ms} ms` }), ms)
+      : undefined;
+    this.#renewal = { status, upstreamId, timer };
+    this.#release = release;
+    void this.#upstream
+      .resetSession()
+      .then(() => this.#transport.send({ ...structuredClone(initialize), id: upstreamId }))
+      .catch(
+        (error: unknown) =>
+          void this.end({ kind: "fatal", why: `a new session: initialize could not be sent (${(error as Error).message})` }),
+      );
+  }
+
+  #release: (() => void) | undefined;
+
+  /** The answer to the replayed initialize: the new session is on (then `notifications/initialized`), or the proxy exits 1. */
+  #renewed(message: JsonRpcMessage): void {
+    const renewal = this.#renewal!;
+    clearTimeout(renewal.timer);
+    const result = (message as { result?: unknown }).result;
+    if (!isObject(result)) {
+      const error = (message as { error?: { code?: unknown; message?: unknown } }).error;
+      void this.end({
+        kind: "fatal",
+        why: `a new session: the server refused initialize (${String(error?.code)} ${String(error?.message)})`,
+      });
+      return;
+    }
+    this.#noteVersion(message);
+    const initialized = this.#initialized ?? { jsonrpc: "2.0", method: "notifications/initialized" };
+    void this.#transport.send(initialized).then(
+      () => {
+        this.#renewal = undefined;
+        this.#log(`a new session is on (after HTTP ${renewal.status}); the client's requests go to it`);
+        this.#release?.();
+        this.#release = undefined;
+      },
+      (error: unknown) =>
+        void this.end({ kind: "fatal", why: `a new session: notifications/initialized could not be sent (${(error as Error).message})` }),
+    );
+  }
+
+  // ---- the end ------------------------------------------------------------------------------
+
+  /**
+   * The one shutdown path, whatever ends the session (idempotent: the first reason wins). Stops
+   * reading the client; cancels every request in flight by the upstream's mechanism (the client
+   * still there, after a signal or a fatal error, gets -32000 for each); HTTP: waits for those
+   * cancels, then DELETEs the 2025-era session; closes the upstream (a stdio server: stdin closed,
+   * SIGTERM, SIGKILL to its process group), and meanwhile ends the records file and exports the
+   * spans; all within `SHUTDOWN_BOUND_MS`. Resolves with the exit status: 0 when the client ended
+   * it, 128 + the signal's number for a signal, the upstream's status (0 or 1) when it ended, 1
+   * for a fatal error.
+   */
+  end(reason: EndReason): Promise<number> {
+    this.#ending ??= this.#shutdown(reason).then((code) => {
+      this.#done(code);
+      return code;
+    });
+    return this.#ending;
+  }
+
+  async #shutdown(reason: EndReason): Promise<number> {
+    const deadline = performance.now() + SHUTDOWN_BOUND_MS;
+    this.#client.stopReading();
+    const held = this.#held;
+    this.#held = undefined;
+    if (held !== undefined) clearTimeout(held.timer);
+    if (this.#renewal !== undefined) clearTimeout(this.#renewal.timer);
+    const clientThere = reason.kind === "signal" || reason.kind === "fatal" || reason.kind === "upstream-closed";
+    const why =
+      reason.kind === "signal"
+        ? `the proxy was stopped (${reason.signal})`
+        : reason.kind === "fatal"
+          ? reason.why
+          : reason.kind === "client-gone"
+            ? `the client's end of stdout failed (${reason.why})`
+            : reason.kind === "client-closed"
+              ? "the client closed its end"
+              : "the server closed the connection";
+    let code: number;
+    if (reason.kind !== "upstream-closed") {
+      // Every request in flight is cancelled upstream, each by the upstream's mechanism.
+      const upstreamReason =
+        reason.kind === "client-closed" || reason.kind === "client-gone" ? CLIENT_GONE_REASON : `mcp-cancellable proxy: ${why}`;
+      for (const [upstreamId, pending] of [...this.#pending]) {
+        this.#forget(upstreamId);
+        if (pending.method !== "initialize") pending.controller.abort(upstreamReason);
+        if (clientThere) this.#answerLost(pending, why);
+      }
+      if (clientThere && held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
+      const left = (): number => Math.max(0, deadline - performance.now());
+      const closing = (async () => {
+        await this.#upstream.beforeClose?.(left() - 100);
+        await this.#transport.close().catch((error: unknown) => this.#log(`closing the upstream: ${(error as Error).message}`));
+      })();
+      await Promise.all([closing, this.#closeRecords(), this.#extras.flush?.(left() - 50)]);
+      const { message } = this.#upstream.ended();
+      this.#log(`${why}; ${message}`);
+      code = reason.kind === "signal" ? SIGNAL_EXIT_CODES[reason.signal] : reason.kind === "fatal" ? 1 : 0;
+    } else {
+      // The library answered every call in flight (-32000) as the connection closed; what is left
+      // (initialize, held requests) is answered here, at once.
+      for (const [upstreamId, pending] of [...this.#pending]) {
+        this.#forget(upstreamId);
+        this.#answerLost(pending, why);
+      }
+      if (held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
+      await Promise.all([this.#closeRecords(), this.#extras.flush?.(deadline - performance.now() - 50)]);
+      const ended = this.#upstream.ended();
+      code = ended.code;
+      this.#log(ended.message);
+    }
+    const c = this.counts;
+    this.#log(
+      `done: ${c.requests} request${c.requests === 1 ? "" : "s"}, ${c.clientCancels} cancelled by the client, ${c.ignoredCancels} cancel${c.ignoredCancels === 1 ? "" : "s"} ignored, ` +
+        `${c.malformedFromClient} malformed line${c.malformedFromClient === 1 ? "" : "s"} from the client and ${c.malformedFromServer} from the server dropped, ${c.unknownResponses} unknown response${c.unknownResponses === 1 ? "" : "s"} dropped`,
+    );
+    await this.#client.flush(deadline);
+    return code;
+  }
+
+  #answerLost(pending: Pending, why: string): void {
+    this.#toClient({
+      jsonrpc: "2.0",
+      id: pending.clientId,
+      error: {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: the connection to the server was lost before ${pending.method} was answered (${why})`,
+        data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+      },
+    });
+  }
+
+  #answerHeld(entry: Held, why: string): void {
+    const { method, id } = entry.message as { method?: unknown; id?: unknown };
+    if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
+    this.#toClient({
+      jsonrpc: "2.0",
+      id,
+      error: {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: ${method} was never sent (${why})`,
+        data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+      },
+    });
+  }
+
+  async #closeRecords(): Promise<void> {
+    const records = this.#records;
+    if (records === undefined || records.writableEnded) return;
+    // The records of the calls cancelled just now are written first.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => records.end(() => resolve()));
+  }
+
+  /** A line from the server that is not a JSON-RPC message: dropped and counted. */
+  #serverMalformed(line: string, why: string): void {
+    this.counts.malformedFromServer++;
+    this.#log(`the server wrote a malformed line (${why}), dropped: ${line.length > 200 ? `${line.slice(0, 200)}...` : line}`);
+  }
+
+  #log(text: string): void {
+    this.#logLine(`mcp-cancellable proxy: ${text}\n`);
+  }
+
+  #verbose(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): void {
+    if (!this.#options.verbose) return;
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    const what = typeof method === "string" ? method : "error" in message ? "error" : "result";
+    const ids =
+      id === undefined
+        ? ""
+        : upstreamId === undefined
+          ? ` id ${JSON.stringify(id)}`
+          : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
+    this.#log(`${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`);
+  }
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,234 @@
+// The proxy's stdio front: the client's JSON-RPC lines on stdin (the shared line reader), the
+// messages for the client on stdout, one per line, nothing else. A `ClientPort` of a
+// `ProxySession`; the session logic knows nothing of stdio.
+import type { Readable, Writable } from "node:stream";
+import type { TransportLike } from "../../adapters/types.js";
+import type { JsonRpcMessage } from "../../runner/message-transport.js";
+import { JsonLineReader } from "../json-lines.js";
+import type { TooLongLine } from "../json-lines.js";
+import { INVALID_REQUEST_CODE, isObject, PARSE_ERROR_CODE } from "./session.js";
+import type { ClientPort, Outbound, ProxySession } from "./session.js";
+
+/**
+ * How much may wait unread for the client beyond the bound on one message, in bytes (16 MiB).
+ * The front stops reading a stdio server while the client's stdout is full, so what waits is
+ * at most about one message; an HTTP server cannot be paused, so a client that does not read
+ * fills this, and then the proxy ends (exit 1) rather than hold its output in memory.
+ */
+export const CLIENT_BUFFER_SLACK_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How long an answer waits after the progress written just before it for the same request, in
+ * ms, once that progress was handed to the OS: long enough for the client to read the progress
+ * on its own. The MCP SDK clients handle a notification a microtask after a response read in the
+ * same chunk, and drop the request's progress handler at the response, so progress read with its
+ * result is lost (typescript-sdk #2580).
+ */
+export const PROGRESS_GAP_MS = 2;
+
+/** Progress written this recently (ms) before an answer to the same request makes the answer wait (`PROGRESS_GAP_MS`). */
+const PROGRESS_RECENT_MS = 50;
+
+/** A line for the client, and what the progress gap needs to know of it. */
+interface Queued {
+  readonly line: readonly (Buffer | string)[];
+  readonly progress: boolean;
+  readonly followsProgress: boolean;
+}
+
+/** Where the front reads and writes. */
+export interface StdioFrontIo {
+  /** The client's messages, one per line. */
+  readonly input: Readable;
+  /** Protocol messages for the client, one per line; nothing else. */
+  readonly output: Writable;
+}
+
+export interface StdioFrontOptions {
+  /** The longest line read from the client, in bytes (`--max-message-bytes`). */
+  readonly maxMessageBytes: number;
+}
+
+/**
+ * The client on stdio. Reads lines (a too long one is answered -32600 naming
+ * `--max-message-bytes`, a malformed one -32700 or -32600); writes each message as one line,
+ * from the bytes it came in with when the session kept them; respects the client's reading
+ * pace: while the output is full it stops reading a stdio server, and a client that does not
+ * read more than `maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES` ends the session (fatal, exit 1).
+ */
+export class StdioFront implements ClientPort {
+  readonly #io: StdioFrontIo;
+  readonly #bufferBytes: number;
+  #session: ProxySession<TransportLike> | undefined;
+  readonly #reader: JsonLineReader;
+  /** Lines waiting behind a progress gap, in order. */
+  readonly #queue: Queued[] = [];
+  #gap = false;
+  /** When the last progress was handed to the output (`performance.now()`). */
+  #lastProgressAt = Number.NEGATIVE_INFINITY;
+  #paused = false;
+  #overflowed = false;
+
+  constructor(io: StdioFrontIo, options: StdioFrontOptions) {
+    this.#io = io;
+    this.#bufferBytes = options.maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES;
+    this.#reader = new JsonLineReader(
+      {
+        message: (message) => this.#session?.receive(message as JsonRpcMessage),
+        invalid: (_line, why, value) => {
+          if (value === undefined) {
+            this.#session?.malformed(null, why, PARSE_ERROR_CODE, "Parse error");
+            return;
+          }
+          const id = isObject(value) ? value.id : undefined;
+          this.#session?.malformed(
+            typeof id === "string" || typeof id === "number" ? id : null,
+            why,
+            INVALID_REQUEST_CODE,
+            "Invalid Request",
+          );
+        },
+        tooLong: (line) => this.#tooLong(line),
+      },
+      options.maxMessageBytes,
+    );
+  }
+
+  /** Starts relaying the client's lines to `session`, and ends it when the client goes away. */
+  attach(session: ProxySession<TransportLike>): void {
+    this.#session = session;
+    const { input, output } = this.#io;
+    output.on("error", this.#outputError);
+    output.on("drain", this.#drained);
+    input.on("data", this.#read);
+    input.once("end", this.#inputEnded);
+    input.once("error", this.#inputEnded);
+  }
+
+  readonly #read = (chunk: Buffer | string): void => this.#reader.push(chunk);
+
+  readonly #inputEnded = (): void => {
+    this.#reader.end();
+    void this.#session?.end({ kind: "client-closed" });
+  };
+
+  readonly #outputError = (error: Error): void => {
+    void this.#session?.end({ kind: "client-gone", why: (error as NodeJS.ErrnoException).code ?? error.message });
+  };
+
+  /** A line longer than `--max-message-bytes`: answered once it ended (with its id when its end names one). */
+  #tooLong(line: TooLongLine): void {
+    if (!line.ended) return;
+    this.#session?.malformed(
+      line.id ?? null,
+      `a message of ${line.bytes} bytes, more than --max-message-bytes (${line.limit}); raise --max-message-bytes to relay it`,
+      INVALID_REQUEST_CODE,
+      "Invalid Request",
+    );
+  }
+
+  send(outbound: Outbound): void {
+    const output = this.#io.output;
+    if (output.destroyed || output.writableEnded) return;
+    const line = outbound.line !== undefined ? [...outbound.line, "\n"] : [`${safeStringify(outbound.message)}\n`];
+    const queued: Queued = {
+      line,
+      progress: outbound.message.method === "notifications/progress",
+      followsProgress: outbound.followsProgress === true,
+    };
+    if (this.#gap) this.#queue.push(queued);
+    else this.#put(queued);
+  }
+
+  /** Writes a line now, unless it is an answer right after progress: then it opens a gap and waits first. */
+  #put(queued: Queued): void {
+    if (queued.followsProgress && performance.now() - this.#lastProgressAt < PROGRESS_RECENT_MS) {
+      this.#queue.unshift(queued);
+      this.#startGap();
+      return;
+    }
+    this.#write(queued.line);
+    if (queued.progress) this.#lastProgressAt = performance.now();
+  }
+
+  #write(line: readonly (Buffer | string)[]): void {
+    const output = this.#io.output;
+    let ok = true;
+    try {
+      if (line.length > 2) output.cork();
+      for (const piece of line) ok = output.write(piece);
+      if (line.length > 2) output.uncork();
+    } catch {
+      return; // the 'error' event ends the session
+    }
+    if (output.writableLength > this.#bufferBytes && !this.#overflowed) {
+      this.#overflowed = true;
+      void this.#session?.end({
+        kind: "fatal",
+        why: `the client has not read ${output.writableLength} bytes of its stdout (the bound is --max-message-bytes plus ${CLIENT_BUFFER_SLACK_BYTES} bytes, ${this.#bufferBytes})`,
+      });
+      return;
+    }
+    if (!ok && !this.#paused) {
+      this.#paused = true;
+      this.#session?.pauseUpstream();
+    }
+  }
+
+  readonly #drained = (): void => {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#session?.resumeUpstream();
+  };
+
+  /** An answer right after its progress: it waits until the progress left for the client, then `PROGRESS_GAP_MS`. */
+  #startGap(): void {
+    this.#gap = true;
+    const output = this.#io.output;
+    const resume = (): void => {
+      setTimeout(() => {
+        this.#gap = false;
+        this.#lastProgressAt = Number.NEGATIVE_INFINITY;
+        while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
+      }, PROGRESS_GAP_MS);
+    };
+    if (output.writableLength === 0) resume();
+    else output.write("", resume);
+  }
+
+  stopReading(): void {
+    const input = this.#io.input;
+    input.removeListener("data", this.#read);
+    input.pause();
+  }
+
+  async flush(deadline: number): Promise<void> {
+    const output = this.#io.output;
+    const left = (): number => Math.max(0, deadline - performance.now());
+    // What waits behind a progress gap first.
+    while (this.#gap && left() > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(5, left())));
+    for (const queued of this.#queue.splice(0)) this.#write(queued.line);
+    if (output.destroyed || output.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, left());
+      output.write("", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** `JSON.stringify` of a message (a value it cannot serialise is reported as an internal error for its id). */
+function safeStringify(message: JsonRpcMessage): string {
+  try {
+    return JSON.stringify(message);
+  } catch (error) {
+    const id = (message as { id?: unknown }).id;
+    return JSON.stringify({
+      jsonrpc: "2.0",
+      id: typeof id === "string" || typeof id === "number" ? id : null,
+      error: { code: -32603, message: `mcp-cancellable proxy: could not serialise a message (${(error as Error).message})` },
+    });
+  }
+}
