@@ -7,6 +7,7 @@
 // kept in a list and joined once when its newline comes, then decoded and parsed once. A line
 // longer than the bound is dropped as it streams in (nothing past the bound is kept).
 import { constants } from "node:buffer";
+import { StringDecoder } from "node:string_decoder";
 import type { Message } from "../wire/messages.js";
 
 /**
@@ -52,12 +53,22 @@ export interface JsonLineSink {
   tooLong?(line: TooLongLine): void;
 }
 
-/** The bytes of the line a message was read from (without its newline), while the message lives. */
-const rawLines = new WeakMap<object, Buffer>();
+/** The bytes of the line a message was read from (without its newline, in the pieces it came in), while the message lives. */
+const rawLines = new WeakMap<object, readonly Buffer[]>();
 
-/** The bytes of the line `message` was parsed from by a `JsonLineReader` (a message alone on its line), if it was. */
-export function rawLineOf(message: object): Buffer | undefined {
+/**
+ * The bytes of the line `message` was parsed from by a `JsonLineReader` (a message alone on its
+ * line), if it was: in order, in the pieces it was read in (a long line is never joined).
+ */
+export function rawLineOf(message: object): readonly Buffer[] | undefined {
   return rawLines.get(message);
+}
+
+/** The total length of a line's pieces, in bytes. */
+export function lineLength(pieces: readonly Buffer[]): number {
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  return length;
 }
 
 /** Forgets the line of `message` (it is about to be changed, so its line no longer says what it says). */
@@ -80,6 +91,9 @@ export class JsonLineReader {
   /** The pieces of the line being read, and their total length in bytes. */
   #pieces: Buffer[] = [];
   #bytes = 0;
+  /** A line longer than a chunk is decoded piece by piece as it comes (while the rest is on its way), into `#text`. */
+  readonly #decoder = new StringDecoder("utf8");
+  #text = "";
   /** Set while a line longer than the bound is being skipped: its bytes so far, head and tail. */
   #skipping: { bytes: number; head: string; tail: Buffer } | undefined;
 
@@ -90,6 +104,11 @@ export class JsonLineReader {
   constructor(sink: JsonLineSink, maxMessageBytes: number = DEFAULT_MAX_MESSAGE_BYTES) {
     this.#sink = sink;
     this.#limit = maxMessageBytes;
+  }
+
+  /** Bytes of the line in progress kept in memory (at most the bound). */
+  get bufferedBytes(): number {
+    return this.#bytes;
   }
 
   /** Reads a chunk: every complete line in it now, the rest once its newline comes. */
@@ -122,6 +141,7 @@ export class JsonLineReader {
     }
     this.#pieces.push(piece);
     this.#bytes += piece.length;
+    this.#text += this.#decoder.write(piece);
   }
 
   /** The last piece of the current line (its newline came): the line is read. */
@@ -140,10 +160,16 @@ export class JsonLineReader {
       return;
     }
     const pieces = this.#pieces;
-    const line = pieces.length === 0 ? last : Buffer.concat(last.length === 0 ? pieces : [...pieces, last], this.#bytes + last.length);
+    if (pieces.length === 0) {
+      this.#line([last], undefined);
+      return;
+    }
+    const text = this.#text + this.#decoder.end(last);
+    if (last.length > 0) pieces.push(last);
     this.#pieces = [];
     this.#bytes = 0;
-    this.#line(line);
+    this.#text = "";
+    this.#line(pieces, text);
   }
 
   #startSkipping(piece: Buffer): void {
@@ -159,16 +185,26 @@ export class JsonLineReader {
     this.#skipping = { bytes: this.#bytes + piece.length, head, tail: tailOf(Buffer.alloc(0), piece) };
     this.#pieces = [];
     this.#bytes = 0;
+    this.#text = "";
+    this.#decoder.end();
     const report: TooLongLine = { bytes: this.#skipping.bytes, limit: this.#limit, head, ended: false };
     if (this.#sink.tooLong !== undefined) this.#sink.tooLong(report);
     else this.#sink.invalid(head, `a line longer than ${this.#limit} bytes (the bound on one message)`);
   }
 
-  #line(bytes: Buffer): void {
-    const raw = bytes.length > 0 && bytes[bytes.length - 1] === 13 ? bytes.subarray(0, -1) : bytes;
+  /** One line: its pieces, and its text when it was decoded as it came (else decoded here). */
+  #line(pieces: Buffer[], decoded: string | undefined): void {
+    // A trailing "\r" is not part of the message.
+    let text = decoded;
+    const end = pieces[pieces.length - 1]!;
+    if (end.length > 0 && end[end.length - 1] === 13) {
+      pieces[pieces.length - 1] = end.subarray(0, -1);
+      if (text !== undefined) text = text.slice(0, -1);
+    }
+    const raw = pieces;
+    text ??= raw[0]!.toString("utf8");
     // A message starts with "{" (or "[" for a batch): only anything else may be a blank line.
-    const first = raw[0];
-    const text = raw.toString("utf8");
+    const first = raw[0]![0];
     if (first !== 123 && first !== 91 && text.trim() === "") return;
     let value: unknown;
     try {

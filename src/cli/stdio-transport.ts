@@ -178,7 +178,7 @@ export class ChildStdioTransport {
         return;
       }
       stdin.cork();
-      stdin.write(raw);
+      for (const piece of raw) stdin.write(piece);
       stdin.write("\n", done);
       process.nextTick(() => stdin.uncork());
     });

@@ -12,10 +12,10 @@ export const REUSE_LINE_BYTES = 64 * 1024;
 const HEAD_SCAN_BYTES = 4_096;
 
 /**
- * The line of a message with its top-level `id` replaced: three pieces to write in order (the
- * bytes before the id's value, the new value, the bytes after it; no copy of the line), or
- * `undefined` when the id's value cannot be found where it is expected, written as
- * `JSON.stringify(oldId)` writes it (then serialise the message instead).
+ * The line of a message (its pieces) with its top-level `id` replaced: pieces to write in order
+ * (slices of the line around the new value; the line is not copied), or `undefined` when the
+ * id's value cannot be found where it is expected, written as `JSON.stringify(oldId)` writes it
+ * (then serialise the message instead).
  *
  * Looked for first as the object's last member (where the MCP SDKs write it: `...,"id":7}`),
  * then among the leading members whose values are plain strings, numbers, `true`, `false` or
@@ -23,23 +23,47 @@ const HEAD_SCAN_BYTES = 4_096;
  * `"id"` member (RFC 8259 §4: names SHOULD be unique; a duplicate's first copy would be the one
  * changed, and `JSON.parse` keeps the last).
  */
-export function replaceId(line: Buffer, oldId: Id, newId: Id): Buffer[] | undefined {
+export function replaceId(line: Buffer | readonly Buffer[], oldId: Id, newId: Id): Buffer[] | undefined {
+  const pieces = Buffer.isBuffer(line) ? [line] : line;
+  let total = 0;
+  for (const piece of pieces) total += piece.length;
   const expected = Buffer.from(JSON.stringify(oldId), "utf8");
   const value = Buffer.from(JSON.stringify(newId), "utf8");
-  const atEnd = findIdAtEnd(line);
-  if (atEnd !== undefined && line.subarray(atEnd.start, atEnd.end).equals(expected)) {
-    return [line.subarray(0, atEnd.start), value, line.subarray(atEnd.end)];
+  // Only the line's last and first bytes are read: each joined from the pieces, small.
+  const tailStart = Math.max(0, total - TAIL_SCAN_BYTES);
+  const tail = slice(pieces, tailStart, total);
+  const atEnd = findIdAtEnd(Buffer.concat(tail));
+  let start: number | undefined;
+  if (atEnd !== undefined && Buffer.concat(slice(pieces, tailStart + atEnd.start, tailStart + atEnd.end)).equals(expected)) {
+    start = tailStart + atEnd.start;
+  } else {
+    start = findIdAtHead(Buffer.concat(slice(pieces, 0, Math.min(total, HEAD_SCAN_BYTES))), expected);
   }
-  const atHead = findIdAtHead(line, expected);
-  if (atHead !== undefined) return [line.subarray(0, atHead), value, line.subarray(atHead + expected.length)];
-  return undefined;
+  if (start === undefined) return undefined;
+  return [...slice(pieces, 0, start), value, ...slice(pieces, start + expected.length, total)];
+}
+
+/** How far back from a line's end the top-level `"id"` member is looked for, in bytes. */
+const TAIL_SCAN_BYTES = 512;
+
+/** The pieces covering bytes `[from, to)` of a line given in pieces (slices, no copy). */
+function slice(pieces: readonly Buffer[], from: number, to: number): Buffer[] {
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const piece of pieces) {
+    const end = at + piece.length;
+    if (end > from && at < to) out.push(piece.subarray(Math.max(0, from - at), Math.min(piece.length, to - at)));
+    at = end;
+    if (at >= to) break;
+  }
+  return out;
 }
 
 const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 
 /** Where the top-level `"id"` member's value starts, scanning its leading members; `undefined` if not found there. */
 function findIdAtHead(line: Buffer, expected: Buffer): number | undefined {
-  const limit = Math.min(line.length, HEAD_SCAN_BYTES);
+  const limit = line.length;
   let i = 0;
   while (isSpace(line[i])) i++;
   if (line[i] !== 0x7b) return undefined; // {

@@ -21,7 +21,7 @@ import { nameOf } from "../../runner/runner.js";
 import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
-import { forgetRawLine, rawLineOf } from "../json-lines.js";
+import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
 import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, waitLimitMs } from "./config.js";
 import type { ProxyConfig } from "./config.js";
@@ -639,7 +639,7 @@ export class ProxySession<T extends TransportLike> {
       this.#verbose("server->client", message, id);
       // The server's own bytes with only the id changed, when the message is large (one pass less over it).
       const raw = rawLineOf(message);
-      const line = raw !== undefined && raw.length >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
+      const line = raw !== undefined && lineLength(raw) >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
       const answer = { ...message, id: pending.clientId };
       this.#toClient(answer, { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true });
       return;
@@ -667,7 +667,7 @@ export class ProxySession<T extends TransportLike> {
     // stdio, the very bytes the server wrote).
     this.#verbose("server->client", message);
     const raw = rawLineOf(message);
-    this.#toClient(message, { line: raw === undefined ? undefined : [raw] });
+    this.#toClient(message, { line: raw });
   }
 
   /** The protocol version the server answered initialize with reaches the upstream transport (HTTP sends it as a header). */

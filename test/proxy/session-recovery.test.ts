@@ -1,0 +1,103 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { proxyCommand, RawClient, tempDir } from "./helpers.js";
+import { startRestartable } from "./restartable-server.js";
+import type { RestartableServer } from "./restartable-server.js";
+
+// A 2025-era HTTP server that loses the session (issue 29, item 3): the v1 SDK's stateful
+// StreamableHTTPServerTransport server restarted on the same port; the client is the v1 SDK
+// client over stdio, spawning the proxy as a desktop config line would.
+const { dir, cleanup } = tempDir();
+afterAll(cleanup);
+const open: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close().catch(() => {});
+});
+
+async function connect(args: string[]) {
+  const transport = new StdioClientTransport({ ...proxyCommand(args), stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const client = new Client({ name: "session-recovery", version: "1.0.0" });
+  const errors: Error[] = [];
+  client.onerror = (error) => errors.push(error);
+  await client.connect(transport);
+  open.push(() => client.close());
+  return { client, errors, stderr: () => stderr };
+}
+
+async function serve(status: 404 | 400): Promise<RestartableServer> {
+  const server = await startRestartable(status);
+  open.push(() => server.stop());
+  return server;
+}
+
+describe("proxy --url: a session the server lost is started anew", () => {
+  for (const status of [404, 400] as const) {
+    it(`HTTP ${status} for the session: that call answered -32000 naming the status (recorded as received, never sent again); initialize and notifications/initialized replayed; the next calls go to the new session`, async () => {
+      const server = await serve(status);
+      const records = join(dir, `recovery-${status}.jsonl`);
+      const { client, stderr } = await connect(["--url", server.url.href, "--records", records]);
+      await expect(client.callTool({ name: "echo", arguments: { text: "one" } })).resolves.toMatchObject({
+        content: [{ text: "echo one" }],
+      });
+      await server.restart();
+
+      const error = await client.callTool({ name: "echo", arguments: { text: "two" } }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(McpError);
+      expect((error as McpError).code).toBe(-32000);
+      expect((error as McpError).message).toMatch(new RegExp(`the server answered HTTP ${status} for the session`));
+
+      await expect(client.callTool({ name: "echo", arguments: { text: "three" } })).resolves.toMatchObject({
+        content: [{ text: "echo three" }],
+      });
+      await expect(client.listTools()).resolves.toMatchObject({
+        tools: expect.arrayContaining([expect.objectContaining({ name: "echo" })]),
+      });
+
+      const second = server.seen.filter((s) => s.generation === 2);
+      // The call that met the lost session reached the new server once, and was not sent again.
+      const twos = second.filter((s) => s.rpc === "tools/call");
+      expect(twos.map((s) => s.status)).toEqual([status, 200]);
+      expect(second.filter((s) => s.rpc === "initialize")).toHaveLength(1);
+      expect(second.filter((s) => s.rpc === "notifications/initialized")).toHaveLength(1);
+      const init = second.findIndex((s) => s.rpc === "initialize");
+      expect(second[init]!.session).toBeUndefined();
+      const after = second.filter((s, i) => i > init && s.http === "POST");
+      expect(new Set(after.map((s) => s.session)).size).toBe(1);
+      expect(after[0]!.session).toBeDefined();
+      expect(server.sessions()).toBe(1);
+      expect(stderr()).toMatch(new RegExp(`answered HTTP ${status} for the session: starting a new one`));
+      expect(stderr()).toMatch(/a new session is on/);
+
+      await client.close();
+      const lines = readFileSync(records, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, any>);
+      const lost = lines.filter((r) => r.status === "failed");
+      expect(lost).toHaveLength(1);
+      expect(lost[0]).toMatchObject({ method: "tools/call", name: "echo", cancel: null, error: { code: -32000 } });
+      expect(lost[0]!.outcome).not.toBe("not-sent");
+    });
+  }
+
+  it("the new session cannot be started (the restarted server refuses initialize): the proxy exits 1, so the host starts it again", async () => {
+    const server = await serve(404);
+    const client = new RawClient(["--url", server.url.href]);
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "one", method: "tools/call", params: { name: "echo", arguments: { text: "one" } } });
+    expect((await client.answer("one")).result).toBeDefined();
+    await server.restart({ refuseInitialize: true });
+    client.send({ jsonrpc: "2.0", id: "two", method: "tools/call", params: { name: "echo", arguments: { text: "two" } } });
+    expect((await client.answer("two")).error).toMatchObject({ code: -32000, message: expect.stringMatching(/HTTP 404 for the session/) });
+    const exit = await Promise.race([client.exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 8_000))]);
+    expect(exit).toMatchObject({ code: 1 });
+    expect(client.stderr).toMatch(/a new session: initialize could not be sent \(.*cannot start a session\)/);
+  });
+});

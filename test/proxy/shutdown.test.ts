@@ -1,0 +1,172 @@
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { SHUTDOWN_BOUND_MS } from "../../src/cli/proxy/session.js";
+import { closedUnfinished, seen, started, startV1 } from "../http/servers.js";
+import type { TestServer } from "../http/servers.js";
+import { alive, eventually, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
+
+// Every way the proxy ends goes through one shutdown (issue 29, item 2): real signals to a real
+// proxy process (node running src/cli/index.ts), a real stdio server it started (the scripted
+// line server) or the v1 SDK's stateful Streamable HTTP server.
+const LINE = new URL("./fixtures/line-server.mjs", import.meta.url).pathname;
+const { dir, cleanup } = tempDir();
+afterAll(cleanup);
+
+const running: RawClient[] = [];
+const servers: TestServer[] = [];
+afterEach(async () => {
+  for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
+  for (const s of servers.splice(0)) await s.stop();
+});
+function start(args: string[], env?: Record<string, string>): RawClient {
+  const client = new RawClient(args, env);
+  running.push(client);
+  return client;
+}
+
+const call = (id: string, name: string, args: Record<string, unknown> = {}, meta?: Record<string, unknown>) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args, ...(meta === undefined ? {} : { _meta: meta }) },
+});
+
+/** Slack over the bound for a loaded machine (2 cores shared by several test runs). */
+const SLACK_MS = 2_500;
+
+const spans = (stderr: string): Array<Record<string, any>> =>
+  stderr
+    .split("\n")
+    .filter((line) => line.startsWith("mcp-cancellable proxy: span "))
+    .map((line) => JSON.parse(line.slice("mcp-cancellable proxy: span ".length)) as Record<string, any>);
+
+describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
+  for (const [signal, code] of [
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+    ["SIGHUP", 129],
+  ] as const) {
+    it(`${signal}: every call in flight cancelled upstream and answered -32000, the records ended, the server's process stopped; exit ${code}`, async () => {
+      const records = join(dir, `${signal}.jsonl`);
+      const pidfile = join(dir, `${signal}.pid`);
+      const client = start(["--records", records, "--env", `LINE_SERVER_PIDFILE=${pidfile}`, ...server(LINE)]);
+      await client.initialize();
+      client.send(call("a", "silent"));
+      client.send(call("b", "ticks", { every: 50 }, { progressToken: "tb" }));
+      expect(await eventually(() => received(client.stderr).filter((m) => m.method === "tools/call").length === 2)).toBe(true);
+      const pid = Number(readFileSync(pidfile, "utf8"));
+      expect(alive(pid)).toBe(true);
+      const sentAt = performance.now();
+      client.child.kill(signal);
+      const exit = await client.exited;
+      const took = performance.now() - sentAt;
+      expect(exit).toEqual({ code, signal: null });
+      expect(took).toBeLessThan(SHUTDOWN_BOUND_MS + SLACK_MS);
+      const seenUpstream = received(client.stderr);
+      const ids = seenUpstream.filter((m) => m.method === "tools/call").map((m) => m.id);
+      const cancelled = seenUpstream.filter((m) => m.method === "notifications/cancelled").map((m) => m.params.requestId);
+      expect(cancelled.sort()).toEqual(ids.sort());
+      expect(seenUpstream.find((m) => m.method === "notifications/cancelled")!.params.reason).toMatch(
+        new RegExp(`stopped \\(${signal}\\)`),
+      );
+      for (const id of ["a", "b"]) {
+        expect(client.answersTo(id)).toHaveLength(1);
+        expect(client.answersTo(id)[0]!.error).toMatchObject({ code: -32000 });
+      }
+      expect(alive(pid)).toBe(false);
+      const lines = readFileSync(records, "utf8").trim().split("\n");
+      const byClient = new Map(lines.map((line) => JSON.parse(line) as Record<string, any>).map((r) => [r.clientRequestId, r]));
+      expect([...byClient.keys()].sort()).toEqual(["a", "b"]);
+      for (const record of byClient.values()) expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted" } });
+      expect(client.stderr).toMatch(new RegExp(`the proxy was stopped \\(${signal}\\)`));
+      expect(client.notJson).toEqual([]);
+    });
+  }
+
+  it("SIGTERM with --otel: the spans of the calls in flight are exported before the exit (2 of 2)", async () => {
+    const client = start(["--otel", ...server(LINE)], { OTEL_TRACES_EXPORTER: "console", OTEL_BSP_SCHEDULE_DELAY: "60000" });
+    await client.initialize();
+    client.send(call("a", "silent"));
+    client.send(call("b", "silent"));
+    expect(await eventually(() => received(client.stderr).filter((m) => m.method === "tools/call").length === 2)).toBe(true);
+    client.child.kill("SIGTERM");
+    expect((await client.exited).code).toBe(143);
+    const exported = spans(client.stderr);
+    expect(exported.map((s) => s.name)).toEqual(["tools/call silent", "tools/call silent"]);
+    for (const span of exported) expect(span.attributes["mcp_cancellable.cancel.trigger"]).toBe("aborted");
+  });
+
+  it("the client's stdout goes away (EPIPE): the calls in flight are cancelled upstream, the server stopped; exit 0", async () => {
+    const pidfile = join(dir, "epipe.pid");
+    const client = start(["--env", `LINE_SERVER_PIDFILE=${pidfile}`, ...server(LINE)]);
+    await client.initialize();
+    client.send(call("t", "ticks", { every: 30 }, { progressToken: "tt" }));
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/progress"))).toBe(true);
+    const pid = Number(readFileSync(pidfile, "utf8"));
+    client.child.stdout.destroy(); // the reading end closes: the proxy's next progress write fails
+    const exit = await client.exited;
+    expect(exit.code).toBe(0);
+    expect(client.stderr).toMatch(/the client's end of stdout failed \(EPIPE\)/);
+    const upstreamId = received(client.stderr).find((m) => m.method === "tools/call")!.id;
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === "notifications/cancelled")
+        .map((m) => m.params.requestId),
+    ).toEqual([upstreamId]);
+    expect(alive(pid)).toBe(false);
+  });
+
+  it("--url, SIGTERM: one notifications/cancelled POSTed for the call in flight, its stream closed, then the session DELETEd; exit 143", async () => {
+    const http = await startV1({ stateful: true });
+    servers.push(http);
+    const client = start(["--url", http.url.href]);
+    await client.initialize();
+    client.send(call("s", "slow", { ms: 10_000 }));
+    expect(await eventually(() => seen(http, "tools/call").length === 1 && started(http, seen(http, "tools/call")[0]!.http.id))).toBe(true);
+    const upstreamId = seen(http, "tools/call")[0]!.http.id;
+    client.child.kill("SIGTERM");
+    expect((await client.exited).code).toBe(143);
+    const cancels = seen(http, "notifications/cancelled");
+    expect(cancels).toHaveLength(1);
+    expect(cancels[0]!.http).toMatchObject({ cancelOf: upstreamId, session: true });
+    expect(await eventually(() => closedUnfinished(seen(http, "tools/call")[0]))).toBe(true);
+    const httpEvents = http.events.filter((e) => e.kind === "http");
+    const deletes = httpEvents.filter((e) => e.kind === "http" && e.http === "DELETE");
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]).toMatchObject({ session: true });
+    // The DELETE came after the cancel (the cancel is not lost with the session).
+    const cancelSeq = httpEvents.find((e) => e.kind === "http" && e.rpc === "notifications/cancelled")!.seq;
+    expect(deletes[0]!.seq).toBeGreaterThan(cancelSeq);
+    expect(http.events.some((e) => e.kind === "handler-aborted" && e.id === upstreamId)).toBe(true);
+    expect(client.answersTo("s")[0]!.error).toMatchObject({ code: -32000 });
+  });
+
+  it("--url, the client closes stdin: the session is DELETEd too; exit 0", async () => {
+    const http = await startV1({ stateful: true });
+    servers.push(http);
+    const client = start(["--url", http.url.href]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "l", method: "tools/list" });
+    await client.answer("l");
+    expect((await client.end()).code).toBe(0);
+    expect(http.events.filter((e) => e.kind === "http" && e.http === "DELETE")).toHaveLength(1);
+  });
+
+  it("--url to a server that cannot be reached: initialize answered -32000 naming why, and the proxy exits 1 on its own", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const client = start(["--url", `http://127.0.0.1:${port}/mcp`]);
+    client.send(INITIALIZE());
+    const answer = await client.answer("init");
+    expect(answer.error.code).toBe(-32000);
+    expect(answer.error.message).toMatch(/cannot be reached/);
+    const exit = await Promise.race([client.exited, sleep(8_000).then(() => "still running" as const)]);
+    expect(exit).toMatchObject({ code: 1 });
+    expect(client.stderr).toMatch(/the server cannot be reached: fetch failed/);
+  });
+});
