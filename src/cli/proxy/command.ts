@@ -48,7 +48,8 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
       ...(own ? { onSignal: processSignals } : {}),
     };
     // --otel: the SDK pieces are loaded now, and only now; a missing one is exit status 2.
-    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log) : undefined;
+    const spanAttributes = listen === undefined ? undefined : (await import("./listen/spans.js")).frontSpanAttributes;
+    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log, spanAttributes) : undefined;
     if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
     // The spans are exported by the shutdown itself, within its bound.
     const extras = {
@@ -56,7 +57,7 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
       ...(otel === undefined ? {} : { flush: (budgetMs: number) => otel.shutdown(budgetMs) }),
     };
     try {
-      if (listen !== undefined) return await (await import("./listen/command.js")).runFront(options, listen, log, extras.observer);
+      if (listen !== undefined) return await (await import("./listen/command.js")).runFront(options, listen, log, extras);
       if (upstream.kind === "stdio")
         return await runProxy(options, io, () => stdioUpstream(upstream, options.maxMessageBytes, log), extras);
       const { httpUpstream } = await import("./http.js");

@@ -160,3 +160,40 @@ describe("proxy --listen: life of the front", () => {
     expect(alive(front.child.pid!)).toBe(true);
   });
 });
+
+describe("proxy --listen --otel", () => {
+  it("each call's span names the replica, the client's request id and session (2025-era) or era, beside the upstream's id; exported at the drain", async () => {
+    const front = await startFront(["--otel", "--replica", "rep-o", ...server(V2_STDIO)], {
+      env: { OTEL_TRACES_EXPORTER: "console", OTEL_BSP_SCHEDULE_DELAY: "100" },
+    });
+    const client = new Client({ name: "otel", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(front.url);
+    await client.connect(transport);
+    await client.callTool({ name: "sleep", arguments: { ms: 5 } });
+    const session = transport.sessionId!;
+    await client.close();
+    await messagesOf(await post2026(front.url, { id: "otel-2026", method: "tools/call", params: { name: "sleep", arguments: { ms: 5 } } }));
+    const exit = await front.stop("SIGTERM");
+    expect(exit.code).toBe(0);
+    const spans = front
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes("mcp-cancellable proxy: span "))
+      .map((line) => JSON.parse(line.slice(line.indexOf("span ") + 5)) as { name: string; attributes: Record<string, unknown> });
+    const calls = spans.filter((span) => span.name === "tools/call sleep");
+    expect(calls).toHaveLength(2);
+    const legacy = calls.find((span) => span.attributes["mcp_cancellable.proxy.client_era"] === "2025")!;
+    const modern = calls.find((span) => span.attributes["mcp_cancellable.proxy.client_era"] === "2026-07-28")!;
+    expect(legacy.attributes).toMatchObject({
+      "mcp_cancellable.proxy.replica": "rep-o",
+      "mcp_cancellable.proxy.client_session_id": session,
+      "jsonrpc.request.id": expect.any(String),
+    });
+    expect(modern.attributes).toMatchObject({
+      "mcp_cancellable.proxy.replica": "rep-o",
+      "mcp_cancellable.proxy.client_request_id": "otel-2026",
+      "jsonrpc.request.id": expect.any(String),
+    });
+    expect(modern.attributes["mcp_cancellable.proxy.client_session_id"]).toBeUndefined();
+  });
+});

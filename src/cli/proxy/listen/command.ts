@@ -3,9 +3,8 @@
 // is cancelled upstream) and resolves with exit status 0. A second signal during the drain ends
 // the process at once (status 1), after stopping every stdio server's process group.
 import type { TransportLike } from "../../../adapters/types.js";
-import type { CallObserver } from "../../../types/options.js";
 import type { ProxyOptions } from "../args.js";
-import type { Upstream } from "../session.js";
+import type { ProxyExtras, Upstream } from "../session.js";
 import { stdioUpstream } from "../upstream.js";
 import type { ListenOptions } from "./args.js";
 import { startFront } from "./front.js";
@@ -31,9 +30,9 @@ export async function runFront(
   options: ProxyOptions,
   listen: ListenOptions,
   log: (text: string) => void,
-  observer: CallObserver | undefined,
+  extras: ProxyExtras,
 ): Promise<number> {
-  const front = await startFront(options, listen, { log, observer, makeUpstream: frontUpstreams(options, log) });
+  const front = await startFront(options, listen, { log, observer: extras.observer, makeUpstream: frontUpstreams(options, log) });
   let finished!: () => void;
   const drained = new Promise<void>((resolve) => (finished = resolve));
   return new Promise<number>((resolve) => {
@@ -47,10 +46,13 @@ export async function runFront(
         return;
       }
       log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
-      void front.drain().then(() => {
-        finished();
-        resolve(0);
-      });
+      void front
+        .drain()
+        .then(() => extras.flush?.(OTEL_FLUSH_MS))
+        .then(() => {
+          finished();
+          resolve(0);
+        });
     };
     // The front owns these signals while it runs: the executable's own handlers (exit at once)
     // are set aside and put back once the drain is over.
@@ -65,3 +67,5 @@ export async function runFront(
 }
 
 const SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+/** After a drain, how long the last spans (`--otel`) may take to export, in ms. */
+const OTEL_FLUSH_MS = 2_000;

@@ -40,6 +40,7 @@ import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
 import type { ClientHandle, Id } from "./relay.js";
 import { recordsFor } from "./records.js";
+import { setReplica, withCallFacts } from "./spans.js";
 
 /** The revisions the 2026-07-28 leg serves. */
 export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
@@ -130,6 +131,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
   const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
   const inFlight = new InFlightGauge(Number.MAX_SAFE_INTEGER);
+  setReplica(listen.replica);
   const relayInit = {
     options,
     config,
@@ -305,7 +307,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         return;
       }
     }
-    session.proxy.receive(message);
+    if (typeof id === "string" || typeof id === "number") {
+      const proxy = session.proxy;
+      withCallFacts({ clientRequestId: id, clientSession: session.id ?? null, era: "2025" }, () => proxy.receive(message));
+    } else session.proxy.receive(message);
   }
 
   async function newSession(request: Request, body: unknown): Promise<Response> {

@@ -21,6 +21,7 @@ import type { ProxyOptions } from "../args.js";
 import { baseLimits, entryLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import type { Upstream } from "../session.js";
+import { withCallFacts } from "./spans.js";
 
 export type Id = string | number;
 
@@ -220,7 +221,11 @@ export class Relay<T extends TransportLike = TransportLike> {
     if (this.#init.records !== undefined || this.#init.observer !== undefined) {
       this.#remembered.set(upstreamId, { clientId, session: handle.facts.session });
     }
-    this.#transport.send(forward, method === "initialize" ? undefined : { signal: pending.controller.signal }).catch((error: unknown) => {
+    const facts = { clientRequestId: clientId, clientSession: handle.facts.session, era: "2026-07-28" } as const;
+    const sent = withCallFacts(facts, () =>
+      this.#transport.send(forward, method === "initialize" ? undefined : { signal: pending.controller.signal }),
+    );
+    sent.catch((error: unknown) => {
       // initialize (not a call: nothing answers it for us), or an option the runner refused.
       if (!this.#pending.has(upstreamId)) return;
       this.#forget(upstreamId);
