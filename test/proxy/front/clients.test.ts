@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -105,4 +107,47 @@ describe("proxy --listen: SDK clients through the HTTP front", () => {
     expect(answered.at(-1)).toMatchObject({ id: 7, result: { content: [{ text: "slept 600" }] } });
     expect(lines(front.stderr(), "ABORTED")).toHaveLength(1);
   });
+
+  it.skipIf(!existsSync("/usr/bin/curl"))(
+    "a plain curl session: initialize (a session id), notifications/initialized, tools/call, DELETE; then the session is gone; a 2026-07-28 call with curl",
+    async () => {
+      const front = await startFront(server(V2_STDIO));
+      const curl = (args: string[]) => {
+        const run = spawnSync("/usr/bin/curl", ["-sS", "--max-time", "10", "-D", "-", ...args, front.url.href], { encoding: "utf8" });
+        return { status: Number(/^HTTP\/1\.1 (\d+)/m.exec(run.stdout)?.[1]), text: run.stdout };
+      };
+      const post = ["-X", "POST", "-H", "content-type: application/json", "-H", "accept: application/json, text/event-stream"];
+      const init = curl([
+        ...post,
+        "-d",
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"8"}}}',
+      ]);
+      expect(init.status).toBe(200);
+      const session = /^mcp-session-id: (\S+)/im.exec(init.text)?.[1];
+      expect(session).toBeDefined();
+      const inSession = [...post, "-H", `mcp-session-id: ${session}`, "-H", "mcp-protocol-version: 2025-06-18"];
+      expect(curl([...inSession, "-d", '{"jsonrpc":"2.0","method":"notifications/initialized"}']).status).toBe(202);
+      const call = curl([
+        ...inSession,
+        "-d",
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":10}}}',
+      ]);
+      expect(call.text).toContain('"slept 10"');
+      expect(curl(["-X", "DELETE", "-H", `mcp-session-id: ${session}`, "-H", "mcp-protocol-version: 2025-06-18"]).status).toBe(200);
+      expect(curl([...inSession, "-d", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}']).status).toBe(404);
+      const modern = curl([
+        ...post,
+        "-H",
+        "mcp-protocol-version: 2026-07-28",
+        "-H",
+        "mcp-method: tools/call",
+        "-H",
+        "mcp-name: sleep",
+        "-d",
+        '{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"sleep","arguments":{"ms":10},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"8"}}}}',
+      ]);
+      expect(modern.status).toBe(200);
+      expect(modern.text).toContain('"slept 10"');
+    },
+  );
 });
