@@ -727,7 +727,26 @@ function concurrentCalls(run: ProbeRun): Check {
       ),
     );
   }
-  return make("concurrent-calls", "PASS", `${label(a)} was cancelled; ${label(b)} ${bEnd}; each token's progress rose on its own`);
+  // A PASS needs evidence that the cancel ended only its own call: the other one went on after
+  // it (its result came after the cancel, or its progress did). Anything less is no evidence
+  // either way: SKIP (a call that ended before the cancel, or showed nothing at all after it).
+  const wentOn = (b.end.how === "result" && b.end.at > cancelAt) || progressB > 0;
+  if (!wentOn) {
+    return make(
+      "concurrent-calls",
+      "SKIP",
+      `no evidence either way: ${label(a)} was cancelled and ${label(b)} ${b.end.how === "result" ? `completed with its result before that cancel` : bEnd}. ` +
+        "A PASS needs the call that was not cancelled to go on after the other's cancel (its progress or its result): try a later --cancel-after, or a tool that reports progress",
+    );
+  }
+  // Whether each token's progress rose on its own was seen only if both calls reported progress.
+  const progressA = seen.filter((event) => isProgressFor(event, a.progressToken)).length;
+  const progressSeenB = seen.filter((event) => isProgressFor(event, b.progressToken)).length;
+  const progressJudged =
+    progressA > 0 && progressSeenB > 0
+      ? "each token's progress rose on its own"
+      : "not both calls reported progress, so only the cancel was judged (not whether progress is kept apart)";
+  return make("concurrent-calls", "PASS", `${label(a)} was cancelled; ${label(b)} ${bEnd}; ${progressJudged}`);
 }
 
 function sessionsIsolated(run: ProbeRun): Check {

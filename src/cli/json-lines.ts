@@ -64,6 +64,18 @@ export function rawLineOf(message: object): readonly Buffer[] | undefined {
   return rawLines.get(message);
 }
 
+/** When each message's line had come in whole (`performance.now()`, before it was parsed), while the message lives. */
+const arrivals = new WeakMap<object, number>();
+
+/**
+ * When the line of `message` had come in whole (`performance.now()`), read before the line was
+ * decoded and parsed: a message that follows a long one is timed by its arrival, not by how
+ * long the reader took over the long one.
+ */
+export function arrivedAt(message: object): number | undefined {
+  return arrivals.get(message);
+}
+
 /** The total length of a line's pieces, in bytes. */
 export function lineLength(pieces: readonly Buffer[]): number {
   let length = 0;
@@ -94,6 +106,8 @@ export class JsonLineReader {
   /** A line longer than a chunk is decoded piece by piece as it comes (while the rest is on its way), into `#text`. */
   readonly #decoder = new StringDecoder("utf8");
   #text = "";
+  /** When the chunk being read came in. */
+  #arrived = 0;
   /** Set while a line longer than the bound is being skipped: its bytes so far, head and tail. */
   #skipping: { bytes: number; head: string; tail: Buffer } | undefined;
 
@@ -114,6 +128,7 @@ export class JsonLineReader {
   /** Reads a chunk: every complete line in it now, the rest once its newline comes. */
   push(chunk: Buffer | string): void {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+    this.#arrived = performance.now();
     let start = 0;
     for (let newline = bytes.indexOf(NEWLINE); newline !== -1; newline = bytes.indexOf(NEWLINE, start)) {
       this.#end(bytes.subarray(start, newline));
@@ -214,7 +229,10 @@ export class JsonLineReader {
       return;
     }
     if (!Array.isArray(value)) {
-      if (notJsonRpc(value) === null) rawLines.set(value as object, raw);
+      if (notJsonRpc(value) === null) {
+        rawLines.set(value as object, raw);
+        arrivals.set(value as object, this.#arrived);
+      }
       this.#one(text, value);
       return;
     }

@@ -1,6 +1,7 @@
 import type { TransportLike } from "../adapters/types.js";
 import type { Message } from "../wire/messages.js";
 import { decorateTransport } from "../wire/decorate.js";
+import { arrivedAt } from "./json-lines.js";
 
 /** Who an event on the timeline came from. */
 export type Party = "client" | "server" | "probe";
@@ -48,6 +49,8 @@ export class Recorder {
   /** Events not stored because `MAX_EVENTS` was reached. */
   dropped = 0;
   readonly #origin: number;
+  /** The time of the last event recorded (events stay in order of time). */
+  #lastAt = 0;
   readonly #listeners = new Set<Listener>();
 
   constructor(origin: number = performance.now()) {
@@ -60,8 +63,9 @@ export class Recorder {
   }
 
   /** Records one event and tells the waiters. */
-  add(event: Omit<WireEvent, "seq" | "at">): WireEvent {
-    const full: WireEvent = { seq: this.events.length + this.dropped, at: this.now(), ...event };
+  add(event: Omit<WireEvent, "seq" | "at">, at: number = this.now()): WireEvent {
+    const full: WireEvent = { seq: this.events.length + this.dropped, at, ...event };
+    this.#lastAt = Math.max(this.#lastAt, at);
     if (this.events.length < MAX_EVENTS) this.events.push(full);
     else this.dropped++;
     for (const listener of [...this.#listeners]) listener(full);
@@ -108,7 +112,12 @@ export class Recorder {
       methods: { send },
       callbacks: {
         onmessage: (message: Message, extra?: unknown): void => {
-          this.add({ from: "server", kind: "message", message });
+          // Timed by its arrival (a stdio line: when it had come in whole), not by when the
+          // probe was done reading what came before it (a 120 MB result takes a while to parse).
+          const arrived = typeof message === "object" && message !== null ? arrivedAt(message) : undefined;
+          const now = this.now();
+          const at = arrived === undefined ? now : Math.min(now, Math.max(this.#lastAt, arrived - this.#origin));
+          this.add({ from: "server", kind: "message", message }, at);
           (up.onmessage as ((message: Message, extra?: unknown) => void) | undefined)?.(message, extra);
         },
         onclose: (): void => {

@@ -237,7 +237,7 @@ export function renderJson(report: ProbeReport): string {
         timeline: run.events.map(eventJson),
         droppedEvents: run.droppedEvents,
       },
-      null,
+      cutLongStrings,
       2,
     ) + "\n"
   );
@@ -259,10 +259,18 @@ export function renderStartupErrorJson(error: StartupError, events: WireEvent[])
         error: { kind: error.kind, message: error.message, details: error.details },
         timeline: events.map(eventJson),
       },
-      null,
+      cutLongStrings,
       2,
     ) + "\n"
   );
+}
+
+/** The longest string `--json` writes, in characters: a longer one (a 120 MB result's text) is cut, and says so. */
+export const MAX_JSON_STRING_CHARS = 2_000;
+
+function cutLongStrings(_key: string, value: unknown): unknown {
+  if (typeof value !== "string" || value.length <= MAX_JSON_STRING_CHARS) return value;
+  return `${value.slice(0, MAX_JSON_STRING_CHARS)}... (${value.length} characters in all, cut in this report)`;
 }
 
 function round(ms: number): number {

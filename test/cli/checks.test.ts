@@ -439,6 +439,39 @@ describe("concurrent-calls", () => {
     expect(check.evidence.join()).toMatch(/two calls' progress on one token/);
   });
 
+  it("issue 29: no evidence either way (the other call showed nothing after the cancel) is a SKIP, not a PASS", () => {
+    const check = concurrentRun([], "running");
+    expect(check.status).toBe("SKIP");
+    expect(check.summary).toMatch(/no evidence either way/);
+  });
+
+  it("issue 29: the other call completed before the cancel: SKIP (the cancel could not have touched it)", () => {
+    const r = fenced(
+      [
+        [10, "client", call],
+        [500, "client", cancel],
+        [2250, "server", { jsonrpc: "2.0", id: 11, result: {} }],
+      ],
+      504,
+    );
+    r.concurrent = {
+      a: { id: 10, progressToken: 10, sentAt: 2000, end: { at: 2300, how: "cancelled", text: "" } },
+      b: { id: 11, progressToken: 11, sentAt: 2000, end: { at: 2250, how: "result", text: "" } },
+      cancelAt: 2300,
+      windowEnd: 2700,
+    };
+    const check = byId(evaluate(r))["concurrent-calls"]!;
+    expect(check.status).toBe("SKIP");
+    expect(check.summary).toMatch(/completed with its result before that cancel/);
+  });
+
+  it("issue 29: the other call completed after the cancel, no progress at all: PASS that says progress was not judged", () => {
+    const check = concurrentRun([[2600, "server", { jsonrpc: "2.0", id: 11, result: {} }]], "result");
+    expect(check.status).toBe("PASS");
+    expect(check.summary).toMatch(/only the cancel was judged/);
+    expect(check.summary).not.toMatch(/each token's progress rose/);
+  });
+
   it("the cancel of one ends the other: FAIL", () => {
     const check = concurrentRun(
       [

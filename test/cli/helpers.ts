@@ -31,6 +31,7 @@ export interface ProbeJson {
   error?: { kind: string; message: string; details: string[] };
   anomalies: string[];
   clientErrors: string[];
+  diagnosis: string[];
 }
 
 export interface CliResult {

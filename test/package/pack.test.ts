@@ -152,6 +152,12 @@ describe("the package as installed", () => {
     expect(packInfo.unpackedSize).toBeLessThan(1_500_000);
   });
 
+  it("docs/package.md's size table is the pack's (within 5%; `npm run size:table` writes it); the docs the CLI points to ship", async () => {
+    const { staleRows } = await import("../../scripts/size-table.mjs");
+    expect(staleRows(readFileSync(resolve(root, "docs/package.md"), "utf8"), packInfo), "run npm run size:table").toEqual([]);
+    expect(packInfo.files.map((f) => f.path)).toEqual(expect.arrayContaining(["docs/proxy.md", "docs/probe.md"]));
+  });
+
   it("one copy of the core per format: every entry of ESM, and every entry of CommonJS, shares it", (ctx) => {
     if (offline !== undefined) ctx.skip(offline);
     // One class per error kind, so `instanceof CallTimeoutError` from the root holds for an error

@@ -35,7 +35,8 @@ export interface RestartableServer {
  * transport per session) on 127.0.0.1, restartable on the same port. A request naming a session
  * it does not know gets `unknownSession`: 404 (the spec, and the SDK transport's own answer), or
  * the 400 of the SDK's own example servers ({"error":{"code":-32000,"message":"Bad Request: No
- * valid session ID provided"}}). Tools: `echo {text}`, `slow {ms}` (aborts on the cancel).
+ * valid session ID provided"}}). Tools: `echo {text}`, `slow {ms}` (aborts on the cancel), `burst {count}` (`count` progress
+ * notifications as fast as it can, then its result).
  */
 export async function startRestartable(unknownSession: 404 | 400 = 404): Promise<RestartableServer> {
   const seen: Seen[] = [];
@@ -53,6 +54,15 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
         extra.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
       });
       return { content: [{ type: "text", text: `slept ${ms}` }] };
+    });
+    mcp.registerTool("burst", { inputSchema: { count: z.number() } }, async ({ count }, extra) => {
+      const token = extra._meta?.progressToken;
+      if (token !== undefined) {
+        for (let i = 1; i <= count; i++) {
+          await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: count } });
+        }
+      }
+      return { content: [{ type: "text", text: `burst ${count}` }] };
     });
     return mcp;
   };

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CreateMessageRequestSchema, ListRootsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { Client as ClientV2, ProtocolError, SdkError } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioClientTransportV2 } from "@modelcontextprotocol/client/stdio";
 import { EVERYTHING, eventually, fixture, proxyCommand, server, sleep } from "./helpers.js";
 
@@ -144,5 +144,23 @@ describe("the v2 SDK client through the proxy", () => {
     await expect(call).rejects.toThrow();
     expect(await eventually(() => /ABORTED \S+ reason="user gave up"/.test(stderr))).toBe(true);
     expect(errors).toEqual([]);
+  });
+
+  it("the proxy's idle timeout as the v2 client sees it (docs/proxy.md states it): a ProtocolError with code -32001 and the proxy's data, not its own SdkError REQUEST_TIMEOUT", async () => {
+    const transport = new StdioClientTransportV2({
+      ...proxyCommand(["--timeout-ms", "300", ...server(fixture("sdk-stdio-server.mjs"))]),
+      stderr: "pipe",
+    });
+    const client = new ClientV2({ name: "proxy-test-v2", version: "1.0.0" });
+    await client.connect(transport);
+    open.push(() => client.close());
+    const error = (await client.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeout: 20_000 }).catch((e: unknown) => e)) as Error & {
+      code?: unknown;
+      data?: { code?: string; trigger?: string };
+    };
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error).not.toBeInstanceOf(SdkError);
+    expect(error.code).toBe(-32001);
+    expect(error.data).toMatchObject({ code: "REQUEST_TIMEOUT", trigger: "timeout" });
   });
 });

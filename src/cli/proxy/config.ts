@@ -173,6 +173,11 @@ export function withReset(limits: Limits): Limits {
 /** The library's default maximum total timeout when only the idle timeout is given, in ms: max(600,000, the idle timeout). */
 const DEFAULT_MAX_TOTAL_MS = 600_000;
 
+/** The maximum total timeout of a request with these limits, in ms (`Infinity`: none): given, or max(600,000, the idle timeout). */
+export function totalLimitMs(limits: Limits): number {
+  return limits.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_MS, limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS);
+}
+
 /** The longest a request with these limits may wait for anything, in ms: the smaller of its idle and maximum total timeouts (`Infinity`: no limit). */
 export function waitLimitMs(limits: Limits): { ms: number; which: "timeoutMs" | "maxTotalTimeoutMs" } {
   const idle = limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;

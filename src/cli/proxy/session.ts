@@ -23,7 +23,7 @@ import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
-import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, waitLimitMs } from "./config.js";
+import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, totalLimitMs, waitLimitMs } from "./config.js";
 import type { ProxyConfig } from "./config.js";
 import { REUSE_LINE_BYTES, replaceId } from "./raw-id.js";
 
@@ -540,12 +540,11 @@ export class ProxySession<T extends TransportLike> {
 
   /**
    * `initialize` is relayed, never cancelled (rule 39) and not a call of the library, so the
-   * proxy bounds it itself: with the limits of its method (the smaller of the idle and maximum
-   * total timeouts), after which the client gets -32001 and a late answer is dropped. Nothing
-   * goes upstream.
+   * proxy bounds it itself (`#initializeLimit`), after which the client gets -32001 and a late
+   * answer is dropped. Nothing goes upstream.
    */
   #timeInitialize(upstreamId: Id, pending: Pending): void {
-    const { ms, which } = waitLimitMs(limitsFor(this.#config, this.#options.limits, "initialize", null));
+    const { ms, which } = this.#initializeLimit();
     if (!Number.isFinite(ms)) return;
     pending.timer = setTimeout(() => {
       if (this.#pending.get(upstreamId) !== pending) return;
@@ -568,6 +567,17 @@ export class ProxySession<T extends TransportLike> {
         },
       });
     }, ms);
+  }
+
+  /**
+   * The limit of `initialize`, in ms: its maximum total timeout (default 600,000 ms), not the
+   * idle timeout, since it includes starting the server (a first `npx -y` downloads it); the
+   * idle timeout too only when the config file's `methods.initialize` sets one.
+   */
+  #initializeLimit(): { ms: number; which: "timeoutMs" | "maxTotalTimeoutMs" } {
+    const total = totalLimitMs(limitsFor(this.#config, this.#options.limits, "initialize", null));
+    const own = Object.hasOwn(this.#config.methods, "initialize") ? this.#config.methods.initialize?.timeoutMs : undefined;
+    return own !== undefined && own < total ? { ms: own, which: "timeoutMs" } : { ms: total, which: "maxTotalTimeoutMs" };
   }
 
   /** The client cancels one of its requests: that call's signal aborts; the library cancels it upstream by its mechanism, with the upstream's id. */
@@ -752,7 +762,7 @@ export class ProxySession<T extends TransportLike> {
     let release!: () => void;
     this.#holdUntil(new Promise<void>((resolve) => (release = resolve)), "a new session after the server lost the old one");
     const upstreamId = this.#nextId++;
-    const { ms } = waitLimitMs(limitsFor(this.#config, this.#options.limits, "initialize", null));
+    const { ms } = this.#initializeLimit();
     const timer = Number.isFinite(ms)
       ? setTimeout(() => void this.end({ kind: "fatal", why: `a new session: initialize got no answer within ${ms} ms` }), ms)
       : undefined;

@@ -24,10 +24,10 @@ export const CLIENT_BUFFER_SLACK_BYTES = 16 * 1024 * 1024;
  * same chunk, and drop the request's progress handler at the response, so progress read with its
  * result is lost (typescript-sdk #2580).
  */
-export const PROGRESS_GAP_MS = 2;
+export const PROGRESS_GAP_MS = 20;
 
 /** Progress written this recently (ms) before an answer to the same request makes the answer wait (`PROGRESS_GAP_MS`). */
-const PROGRESS_RECENT_MS = 50;
+const PROGRESS_RECENT_MS = 100;
 
 /** A line for the client, and what the progress gap needs to know of it. */
 interface Queued {

@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +14,25 @@ import { afterEach, describe, expect, it } from "vitest";
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
 const inspector = fileURLToPath(new URL("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js", import.meta.url));
 const serverScript = join(repo, "test/fixtures/sdk-stdio-server.mjs");
+/** The proxy tests' scripted stdio server (a large line, no answer to initialize, a pidfile). */
+const lineServer = join(repo, "test/proxy/fixtures/line-server.mjs");
+
+async function until(test: () => boolean, ms = 15_000): Promise<boolean> {
+  for (const end = performance.now() + ms; performance.now() < end; ) {
+    if (test()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return test();
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -19,13 +40,20 @@ afterEach(() => {
 });
 
 /** A config file, in a temporary folder, naming the proxy (run from src with tsx) as the server "proxied"; `{dir}` in an argument is that folder. */
-function config(proxyArgs: string[]): { file: string; dir: string } {
+function config(
+  proxyArgs: string[],
+  options: { server?: string[] | null; env?: Record<string, string>; pidfile?: boolean } = {},
+): { file: string; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), "mcp-inspector-"));
   dirs.push(dir);
   const file = join(dir, "mcp.json");
   const own = proxyArgs.map((arg) => arg.replace("{dir}", dir));
-  const args = ["--import", "tsx", join(repo, "src/cli/index.ts"), "proxy", ...own, "--", process.execPath, serverScript];
-  writeFileSync(file, JSON.stringify({ mcpServers: { proxied: { command: process.execPath, args, cwd: repo } } }));
+  const upstream = options.server === null ? [] : ["--", process.execPath, ...(options.server ?? [serverScript])];
+  const proxy = [process.execPath, "--import", "tsx", join(repo, "src/cli/index.ts"), "proxy", ...own, ...upstream];
+  // With pidfile: through a shell that writes the proxy's pid and then becomes the proxy (exec), as a host's wrapper script would.
+  const [command, ...args] = options.pidfile ? ["/bin/sh", "-c", `echo $$ > ${join(dir, "proxy.pid")}; exec "$@"`, "sh", ...proxy] : proxy;
+  const entry = { command, args, cwd: repo, ...(options.env === undefined ? {} : { env: options.env }) };
+  writeFileSync(file, JSON.stringify({ mcpServers: { proxied: entry } }));
   return { file, dir };
 }
 
@@ -85,6 +113,95 @@ describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
     expect(run.stderr).toMatch(new RegExp(`ABORTED ${started} after \\d+ms reason="Request timed out after 500 ms"`));
     expect(run.stdout).not.toMatch(/slept 60000/);
     expect(run.ms).toBeLessThan(30_000); // released by the proxy, not by the tool's end (60 s)
+  });
+
+  // Issue 29: the faults of the proxy, with the Inspector as the client.
+  it("a result of 8 MB (one line; the Inspector's own client reads at most 10 MB a line): relayed whole, exit 0", async () => {
+    const { file } = config([], { server: [lineServer] });
+    const run = await inspect(file, ["--method", "tools/call", "--tool-name", "big", "--tool-arg", "bytes=8000000"]);
+    expect(run.code, run.stderr.slice(-2_000)).toBe(0);
+    const result = JSON.parse(run.stdout) as { content: Array<{ text: string }> };
+    expect(result.content[0]!.text.length).toBe(8_000_000);
+  });
+
+  it("the proxy stopped by SIGTERM while the Inspector waits on a call: the call is answered -32000 at once, the server got the cancel and was stopped", async () => {
+    const { file, dir } = config(["--env", "LINE_SERVER_PIDFILE={dir}/server.pid"], { server: [lineServer], pidfile: true });
+    const running = inspect(file, ["--method", "tools/call", "--tool-name", "silent"]);
+    expect(await until(() => existsSync(join(dir, "server.pid")) && existsSync(join(dir, "proxy.pid")))).toBe(true);
+    const proxyPid = Number(readFileSync(join(dir, "proxy.pid"), "utf8"));
+    const serverPid = Number(readFileSync(join(dir, "server.pid"), "utf8"));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the call is on its way
+    process.kill(proxyPid, "SIGTERM");
+    const run = await running;
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /the connection to the server was lost before tools\/call was answered \(the proxy was stopped \(SIGTERM\)\)/,
+    );
+    expect(run.stderr).toMatch(/RECV \{"jsonrpc":"2.0","method":"notifications\/cancelled"|RECV \{"method":"notifications\/cancelled"/);
+    expect(run.ms).toBeLessThan(30_000);
+    expect(alive(serverPid)).toBe(false);
+  });
+
+  it("a server that never answers initialize: the Inspector gets the proxy's -32001 at its limit and exits, instead of waiting", async () => {
+    const { file } = config(["--max-total-timeout-ms", "1000"], { server: [lineServer, "--no-initialize"] });
+    const run = await inspect(file, ["--method", "tools/list"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/initialize got no answer within 1000 ms/);
+    expect(run.ms).toBeLessThan(30_000);
+  });
+
+  it("--header with ${MCP_TOKEN}: the token comes from the entry's env, never from its args (the process list); an unset one is an error naming it", async () => {
+    const seen: Array<string | undefined> = [];
+    const http = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      if (req.method !== "POST") {
+        res.writeHead(405).end();
+        return;
+      }
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+      req.on("end", () => {
+        const message = JSON.parse(body) as { id?: unknown; method?: string; params?: { protocolVersion?: string } };
+        if (message.id === undefined) {
+          res.writeHead(202).end();
+          return;
+        }
+        const result =
+          message.method === "initialize"
+            ? {
+                protocolVersion: message.params?.protocolVersion,
+                capabilities: { tools: {} },
+                serverInfo: { name: "token-check", version: "1" },
+              }
+            : message.method === "tools/list"
+              ? { tools: [{ name: "whoami", inputSchema: { type: "object" } }] }
+              : {};
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      const header = ["--url", url, "--header", "Authorization: Bearer ${MCP_TOKEN}"];
+      const { file } = config(header, { server: null, env: { MCP_TOKEN: "s3cret-token" } });
+      // The token is in the entry's env (as a host passes it: VS Code from an input), never in its args (the process list).
+      const entry = (JSON.parse(readFileSync(file, "utf8")) as { mcpServers: { proxied: { args: string[] } } }).mcpServers.proxied;
+      expect(entry.args.join(" ")).not.toContain("s3cret-token");
+      expect(entry.args).toContain("Authorization: Bearer ${MCP_TOKEN}");
+      const run = await inspect(file, ["--method", "tools/list"]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ tools: [{ name: "whoami" }] });
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen.filter((value) => value !== undefined))).toEqual(new Set(["Bearer s3cret-token"]));
+
+      const unset = config(header, { server: null, env: { OTHER: "x" } });
+      const failed = await inspect(unset.file, ["--method", "tools/list"]);
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toMatch(/the environment variable MCP_TOKEN \(\$\{MCP_TOKEN\}\) is not set/);
+    } finally {
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 });
 

@@ -1,0 +1,153 @@
+import { createServer } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { eventually, INITIALIZE, RawClient, received, server, sleep } from "./helpers.js";
+
+// A bound on every wait (issue 29, item 5): initialize, the hold behind notifications/initialized,
+// no progress token the proxy does not need, subscriptions/listen left to the client and the session.
+const LINE = new URL("./fixtures/line-server.mjs", import.meta.url).pathname;
+const SLACK_MS = 1_500;
+
+const running: RawClient[] = [];
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
+  for (const close of closers.splice(0)) await close();
+});
+function start(args: string[]): RawClient {
+  const client = new RawClient(args);
+  running.push(client);
+  return client;
+}
+
+/**
+ * A scripted 2025-era Streamable HTTP server (node:http) that never answers the POST of
+ * notifications/initialized (a real SDK server cannot be made to): initialize gets a session,
+ * every other request its JSON answer at once.
+ */
+async function neverAcceptsInitialized(): Promise<{ url: string; posts: string[] }> {
+  const posts: string[] = [];
+  const hung: ServerResponse[] = [];
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== "POST") {
+      res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const message = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id?: unknown; method?: string; params?: any };
+    posts.push(message.method ?? "response");
+    if (message.method === "notifications/initialized") {
+      hung.push(res);
+      return;
+    }
+    if (message.id === undefined) {
+      res.writeHead(202).end();
+      return;
+    }
+    const result =
+      message.method === "initialize"
+        ? { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "hangs", version: "1" } }
+        : message.method === "tools/list"
+          ? { tools: [] }
+          : {};
+    res
+      .writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" })
+      .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+  };
+  const http: Server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  closers.push(async () => {
+    for (const res of hung) res.destroy();
+    http.closeAllConnections();
+    await new Promise((resolve) => http.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, posts };
+}
+
+describe("mcp-cancellable proxy: a bound on every wait", () => {
+  it("initialize that gets no answer: -32001 at its limit (the maximum total timeout: it includes the server's start) naming it, and no cancel upstream (rule 39)", async () => {
+    const client = start(["--timeout-ms", "100", "--max-total-timeout-ms", "500", ...server(LINE, "--no-initialize")]);
+    const sentAt = performance.now();
+    client.send(INITIALIZE());
+    const answer = await client.answer("init");
+    const took = performance.now() - sentAt;
+    expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT", limitMs: 500 } });
+    expect(answer.error.message).toMatch(/initialize got no answer within 500 ms \(maxTotalTimeoutMs\); not cancelled/);
+    expect(took).toBeGreaterThanOrEqual(480);
+    expect(took).toBeLessThan(500 + SLACK_MS);
+    await sleep(200);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+
+  it("requests held behind a notifications/initialized the server never accepts: each answered -32001 at its own limit, never sent", async () => {
+    const http = await neverAcceptsInitialized();
+    const client = start(["--url", http.url, "--timeout-ms", "1000"]);
+    client.send(INITIALIZE());
+    expect((await client.answer("init")).result).toBeDefined();
+    client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const sentAt = performance.now();
+    client.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+    client.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    const [list, ping] = await Promise.all([client.answer("list"), client.answer("ping")]);
+    const took = performance.now() - sentAt;
+    for (const answer of [list, ping]) {
+      expect(answer.error).toMatchObject({ code: -32001, data: { code: "REQUEST_TIMEOUT", limitMs: 1000 } });
+      expect(answer.error.message).toMatch(/held waiting for notifications\/initialized to be accepted by the server, and never sent/);
+    }
+    expect(took).toBeGreaterThanOrEqual(950);
+    expect(took).toBeLessThan(1_000 + SLACK_MS);
+    expect(http.posts).toEqual(["initialize", "notifications/initialized"]);
+  });
+
+  it("a progress token upstream only where it is needed: the client's own (mapped), or the idle timeout's reset; none with --timeout-ms none or --no-reset-on-progress", async () => {
+    const tokens = async (args: string[], meta?: Record<string, unknown>): Promise<unknown> => {
+      const client = start([...args, ...server(LINE)]);
+      await client.initialize();
+      client.send({
+        jsonrpc: "2.0",
+        id: "e",
+        method: "tools/call",
+        params: { name: "echo", arguments: {}, ...(meta ? { _meta: meta } : {}) },
+      });
+      await client.answer("e");
+      return received(client.stderr).find((m) => m.method === "tools/call")!.params._meta?.progressToken;
+    };
+    expect(await tokens(["--timeout-ms", "none"])).toBeUndefined();
+    expect(await tokens(["--no-reset-on-progress"])).toBeUndefined();
+    expect(await tokens(["--timeout-ms", "5000", "--max-total-timeout-ms", "5000"])).toBeUndefined();
+    expect(await tokens([])).toEqual(expect.stringMatching(/^mcp-cancellable-/)); // the reset of the 60 s idle timeout
+    expect(await tokens(["--timeout-ms", "none"], { progressToken: "mine" })).toEqual(expect.stringMatching(/^mcp-cancellable-proxy-/));
+  });
+
+  it("subscriptions/listen is not cut by the request limits; it ends with the client's cancel (one notifications/cancelled upstream)", async () => {
+    const client = start(["--timeout-ms", "300", "--max-total-timeout-ms", "600", ...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "listen", method: "subscriptions/listen", params: {} });
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/subscriptions/acknowledged"))).toBe(true);
+    await sleep(1_000);
+    expect(client.answersTo("listen")).toEqual([]);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "listen", reason: "done listening" } });
+    const upstreamId = received(client.stderr).find((m) => m.method === "subscriptions/listen")!.id;
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"))).toBe(true);
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === "notifications/cancelled")
+        .map((m) => m.params),
+    ).toEqual([{ requestId: upstreamId, reason: "done listening" }]);
+  });
+
+  it("the server ends a listen (rule 12): its notifications/cancelled reaches the client under the client's id", async () => {
+    const client = start(["--timeout-ms", "300", ...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "L", method: "subscriptions/listen", params: { endAfterMs: 400 } });
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/cancelled"))).toBe(true);
+    expect(client.messages.find((m) => m.method === "notifications/cancelled")!.params).toEqual({
+      requestId: "L",
+      reason: "server ends the listen",
+    });
+    expect(client.answersTo("L")).toEqual([]);
+  });
+});
