@@ -51,6 +51,12 @@ export interface JsonLineSink {
    * its end). Without this hook the first call goes to `invalid` (its head, and why).
    */
   tooLong?(line: TooLongLine): void;
+  /**
+   * A line that came in several chunks (a long one), before it is decoded and parsed: its bytes,
+   * in pieces. A relay may write them on at once (the proxy does, for the answer of a request in
+   * progress) and parse while they travel; the message is handed to `message` as usual after.
+   */
+  early?(pieces: readonly Buffer[]): void;
 }
 
 /** The bytes of the line a message was read from (without its newline, in the pieces it came in), while the message lives. */
@@ -217,6 +223,7 @@ export class JsonLineReader {
       if (text !== undefined) text = text.slice(0, -1);
     }
     const raw = pieces;
+    if (decoded !== undefined) this.#sink.early?.(raw);
     text ??= raw[0]!.toString("utf8");
     // A message starts with "{" (or "[" for a batch): only anything else may be a blank line.
     const first = raw[0]![0];

@@ -67,6 +67,8 @@ export class ChildStdioTransport {
    * the bound, once when it ends (see `TooLongLine`). Without it, the first goes to `oninvalid`.
    */
   ontoolong?: ((line: TooLongLine) => void) | undefined;
+  /** A long stdout line (one that came in several chunks), before it is parsed: its bytes (see `JsonLineSink.early`). */
+  onlongline?: ((pieces: readonly Buffer[]) => void) | undefined;
 
   /** How the process ended, once it has. */
   exit: ExitInfo | undefined;
@@ -89,6 +91,7 @@ export class ChildStdioTransport {
       {
         message: (message) => this.onmessage?.(message),
         invalid: (line, why) => this.oninvalid?.(line, why),
+        early: (pieces) => this.onlongline?.(pieces),
         tooLong: (line) => {
           if (this.ontoolong !== undefined) this.ontoolong(line);
           else if (!line.ended) this.oninvalid?.(line.head, `a line longer than ${line.limit} bytes (the bound on one message)`);

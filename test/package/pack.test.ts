@@ -54,6 +54,8 @@ let tarball: string;
 let packInfo: PackInfo;
 let consumer: string;
 let installed: string;
+/** The staged clone, built by prepack: its dist/cli.js is the documented clone line. */
+let stage: string;
 let offline: string | undefined;
 /** attw on the tarball, started as soon as it exists so it overlaps the install. */
 let attw: Promise<{ stdout: string }>;
@@ -65,7 +67,7 @@ async function sh(command: string, args: string[], cwd: string, timeout = 120_00
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "mcp-cancellable-pack-"));
   // 1. Stage a copy of what the build needs, with the repository's node_modules linked in.
-  const stage = join(work, "stage");
+  stage = join(work, "stage");
   for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src", "docs"]) {
     if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
   }
@@ -151,6 +153,31 @@ describe("the package as installed", () => {
     );
     expect(packInfo.unpackedSize).toBeLessThan(1_500_000);
   });
+
+  it("the proxy runs as docs/proxy.md's desktop config lines say, with the v1 SDK client: from the clone (node /abs/dist/cli.js proxy) and from the tarball (npx --yes --package <tarball> mcp-cancellable proxy)", async (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const server = ["--", process.execPath, resolve(root, "test/fixtures/sdk-stdio-server.mjs")];
+    // A desktop client starts servers from a folder of its own: not the clone, not the consumer.
+    const elsewhere = mkdtempSync(join(tmpdir(), "desktop-"));
+    try {
+      for (const [command, args] of [
+        [process.execPath, [join(stage, "dist/cli.js"), "proxy", "--timeout-ms", "30000", ...server]],
+        ["npx", ["--yes", "--package", tarball, "mcp-cancellable", "proxy", "--timeout-ms", "30000", ...server]],
+      ] as const) {
+        const client = new Client({ name: "desktop-line", version: "1.0.0" });
+        await client.connect(new StdioClientTransport({ command, args: [...args], cwd: elsewhere, stderr: "ignore" }));
+        try {
+          await expect(client.callTool({ name: "sleep", arguments: { ms: 10 } })).resolves.toMatchObject({ content: [{ text: "slept 10" }] });
+        } finally {
+          await client.close();
+        }
+      }
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   it("docs/package.md's size table is the pack's (within 5%; `npm run size:table` writes it); the docs the CLI points to ship", async () => {
     const { staleRows } = await import("../../scripts/size-table.mjs");

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { JsonLineReader, MAX_MESSAGE_BYTES_LIMIT } from "../../src/cli/json-lines.js";
 
 // The proxy as a real process, the way bin.test.ts runs the executable: `node --import tsx
 // src/cli/index.ts proxy ...` (dist/cli.js is the same module bundled).
@@ -76,26 +77,23 @@ export class RawClient {
   stderr = "";
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  #buffer = "";
 
   constructor(proxyArgs: string[], env: Record<string, string> = {}) {
     const { command, args } = proxyCommand(proxyArgs);
     this.child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
-    this.child.stdout.setEncoding("utf8");
-    this.child.stdout.on("data", (chunk: string) => {
-      this.#buffer += chunk;
-      let newline = this.#buffer.indexOf("\n");
-      while (newline !== -1) {
-        const line = this.#buffer.slice(0, newline);
-        this.#buffer = this.#buffer.slice(newline + 1);
-        try {
-          this.messages.push(JSON.parse(line) as Record<string, any>);
-        } catch {
-          this.notJson.push(line);
-        }
-        newline = this.#buffer.indexOf("\n");
-      }
-    });
+    // The project's own line reader: linear in the bytes, so a 40 MB line costs the test nothing much.
+    const reader = new JsonLineReader(
+      {
+        message: (message) => this.messages.push(message as unknown as Record<string, any>),
+        invalid: (line, why, value) => {
+          if (value === undefined) this.notJson.push(line);
+          else this.messages.push(value as Record<string, any>);
+          void why;
+        },
+      },
+      MAX_MESSAGE_BYTES_LIMIT,
+    );
+    this.child.stdout.on("data", (chunk: Buffer) => reader.push(chunk));
     this.child.stderr.setEncoding("utf8");
     this.child.stderr.on("data", (chunk: string) => (this.stderr += chunk));
     this.child.stdin.on("error", () => {});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { replaceId } from "../../src/cli/proxy/raw-id.js";
+import { idOfAnswer, replaceId } from "../../src/cli/proxy/raw-id.js";
 
 // A large answer relayed from the server's own bytes with only its id changed.
 const rewrite = (text: string, from: string | number, to: string | number): string | undefined =>
@@ -38,5 +38,15 @@ describe("replaceId", () => {
       expect(JSON.parse(Buffer.concat(out).toString("utf8"))).toEqual({ ...JSON.parse(text), id: "c-9" });
       expect(out.some((piece) => piece.buffer === bytes.buffer)).toBe(true);
     }
+  });
+
+  it("idOfAnswer: the id of an answer whose id is its last member; undefined for a request, a notification, or an id elsewhere", () => {
+    const of = (text: string) => idOfAnswer([Buffer.from(text.slice(0, 7)), Buffer.from(text.slice(7))]);
+    expect(of('{"result":{"content":[]},"jsonrpc":"2.0","id":12}')).toBe(12);
+    expect(of('{"jsonrpc":"2.0","error":{"code":-1,"message":"x"},"id":"a-1"}')).toBe("a-1");
+    expect(of('{"method":"sampling/createMessage","params":{},"jsonrpc":"2.0","id":12}')).toBeUndefined();
+    expect(of('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}')).toBeUndefined();
+    expect(of('{"jsonrpc":"2.0","id":12,"result":{}}')).toBeUndefined();
+    expect(of('{"params":{"x":1},"result":{},"id":12}')).toBeUndefined();
   });
 });

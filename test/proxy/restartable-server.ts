@@ -13,6 +13,8 @@ export interface Seen {
   rpc: string | undefined;
   id: unknown;
   session: string | undefined;
+  /** The request's headers, as the server got them. */
+  headers: Record<string, string | string[] | undefined>;
   status?: number;
 }
 
@@ -35,7 +37,7 @@ export interface RestartableServer {
  * transport per session) on 127.0.0.1, restartable on the same port. A request naming a session
  * it does not know gets `unknownSession`: 404 (the spec, and the SDK transport's own answer), or
  * the 400 of the SDK's own example servers ({"error":{"code":-32000,"message":"Bad Request: No
- * valid session ID provided"}}). Tools: `echo {text}`, `slow {ms}` (aborts on the cancel), `burst {count}` (`count` progress
+ * valid session ID provided"}}). Tools: `echo {text}`, `slow {ms}` (aborts on the cancel), `big {bytes}` (a text of that many bytes), `burst {count}` (`count` progress
  * notifications as fast as it can, then its result).
  */
 export async function startRestartable(unknownSession: 404 | 400 = 404): Promise<RestartableServer> {
@@ -55,6 +57,9 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
       });
       return { content: [{ type: "text", text: `slept ${ms}` }] };
     });
+    mcp.registerTool("big", { inputSchema: { bytes: z.number() } }, async ({ bytes }) => ({
+      content: [{ type: "text", text: "x".repeat(bytes) }],
+    }));
     mcp.registerTool("burst", { inputSchema: { count: z.number() } }, async ({ count }, extra) => {
       const token = extra._meta?.progressToken;
       if (token !== undefined) {
@@ -73,7 +78,14 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
     const parsed = raw === "" ? undefined : (JSON.parse(raw) as { method?: string; id?: unknown });
     const header = req.headers["mcp-session-id"];
     const sid = typeof header === "string" ? header : undefined;
-    const entry: Seen = { generation, http: req.method ?? "", rpc: parsed?.method, id: parsed?.id, session: sid };
+    const entry: Seen = {
+      generation,
+      http: req.method ?? "",
+      rpc: parsed?.method,
+      id: parsed?.id,
+      session: sid,
+      headers: { ...req.headers },
+    };
     seen.push(entry);
     res.on("close", () => (entry.status = res.statusCode));
     let transport = sid === undefined ? undefined : sessions.get(sid);

@@ -154,7 +154,9 @@ describe("the v2 SDK client through the proxy", () => {
     const client = new ClientV2({ name: "proxy-test-v2", version: "1.0.0" });
     await client.connect(transport);
     open.push(() => client.close());
-    const error = (await client.callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeout: 20_000 }).catch((e: unknown) => e)) as Error & {
+    const error = (await client
+      .callTool({ name: "sleep", arguments: { ms: 5_000 } }, { timeout: 20_000 })
+      .catch((e: unknown) => e)) as Error & {
       code?: unknown;
       data?: { code?: string; trigger?: string };
     };

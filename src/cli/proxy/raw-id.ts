@@ -59,6 +59,65 @@ function slice(pieces: readonly Buffer[], from: number, to: number): Buffer[] {
   return out;
 }
 
+/**
+ * The id of a line that is an answer (a response): its top-level `"id"` is its last member (as
+ * the MCP SDKs write it) and one of its leading members is `result` or `error` (before any
+ * `method`, and before any other member whose value is an object or array). `undefined` for
+ * anything else, or when that cannot be told from the line's first and last bytes.
+ */
+export function idOfAnswer(line: readonly Buffer[]): Id | undefined {
+  let total = 0;
+  for (const piece of line) total += piece.length;
+  const tailStart = Math.max(0, total - TAIL_SCAN_BYTES);
+  const tail = Buffer.concat(slice(line, tailStart, total));
+  const found = findIdAtEnd(tail);
+  if (found === undefined) return undefined;
+  let id: unknown;
+  try {
+    id = JSON.parse(tail.subarray(found.start, found.end).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (typeof id !== "string" && !(typeof id === "number" && Number.isSafeInteger(id))) return undefined;
+  const head = Buffer.concat(slice(line, 0, Math.min(total, HEAD_SCAN_BYTES)));
+  return leadingKind(head) === "answer" ? id : undefined;
+}
+
+/** Whether the object's leading members show an answer (`result`, `error`) or something else (`method`); `undefined` when they do not tell. */
+function leadingKind(line: Buffer): "answer" | "other" | undefined {
+  let i = 0;
+  while (isSpace(line[i])) i++;
+  if (line[i] !== 0x7b) return undefined; // {
+  i++;
+  while (i < line.length) {
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x22) return undefined;
+    const keyEnd = stringEnd(line, i, line.length);
+    if (keyEnd === undefined) return undefined;
+    const key = line.subarray(i + 1, keyEnd - 1).toString("latin1");
+    if (key === "result" || key === "error") return "answer";
+    if (key === "method") return "other";
+    i = keyEnd;
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x3a) return undefined; // :
+    i++;
+    while (isSpace(line[i])) i++;
+    if (line[i] === 0x22) {
+      const end = stringEnd(line, i, line.length);
+      if (end === undefined) return undefined;
+      i = end;
+    } else if (line[i] === 0x7b || line[i] === 0x5b) {
+      return undefined;
+    } else {
+      while (i < line.length && line[i] !== 0x2c && line[i] !== 0x7d && !isSpace(line[i])) i++;
+    }
+    while (isSpace(line[i])) i++;
+    if (line[i] !== 0x2c) return undefined;
+    i++;
+  }
+  return undefined;
+}
+
 const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 
 /** Where the top-level `"id"` member's value starts, scanning its leading members; `undefined` if not found there. */

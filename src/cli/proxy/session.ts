@@ -25,7 +25,7 @@ import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
 import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, limitsFor, totalLimitMs, waitLimitMs } from "./config.js";
 import type { ProxyConfig } from "./config.js";
-import { REUSE_LINE_BYTES, replaceId } from "./raw-id.js";
+import { idOfAnswer, REUSE_LINE_BYTES, replaceId } from "./raw-id.js";
 
 export type Id = string | number;
 
@@ -98,6 +98,11 @@ export interface ClientPort {
   stopReading(): void;
   /** Flushes what is buffered for the client, at most until `deadline` (a `performance.now()` time). Never rejects. */
   flush(deadline: number): Promise<void>;
+  /**
+   * True for a front that writes lines (stdio): an answer may then be sent as its line alone,
+   * before its message is parsed (`Outbound.message` is then only `{jsonrpc, id}`).
+   */
+  readonly acceptsLines?: boolean;
 }
 
 /** How the upstream was made: its adapter, and what a session needs to know of it. */
@@ -107,6 +112,11 @@ export interface Upstream<T extends TransportLike> {
   ended(): { message: string; code: number };
   /** Where the upstream reports a line that is not a JSON-RPC message (stdio). */
   onInvalid?(handler: (line: string, why: string) => void): void;
+  /**
+   * A long line from the server (stdio), before it is parsed: the session may write its bytes to
+   * the client at once (`ClientPort.acceptsLines`) and let the parse overlap their transfer.
+   */
+  onLongLine?(handler: (pieces: readonly Buffer[]) => void): void;
   /** Stops reading what the server writes (the client does not keep up); `resume` goes on. Stdio only. */
   pause?(): void;
   resume?(): void;
@@ -155,6 +165,8 @@ interface Pending {
   progressed?: boolean;
   /** `initialize` only: its own timer (the library does not time it: rule 39). */
   timer?: ReturnType<typeof setTimeout>;
+  /** Its answer's line was written to the client before it was parsed (`#earlyLine`): not again. */
+  early?: boolean;
 }
 
 /** A client message that waits (behind notifications/initialized, or for a new session). */
@@ -280,6 +292,7 @@ export class ProxySession<T extends TransportLike> {
     this.#transport.onerror = (error) => this.#log(`upstream: ${error.message}`);
     this.#transport.onclose = () => void this.end({ kind: "upstream-closed" });
     this.#upstream.onInvalid?.((line, why) => this.#serverMalformed(line, why));
+    if (this.#client.acceptsLines === true) this.#upstream.onLongLine?.((pieces) => this.#earlyLine(pieces));
     this.#upstream.onSessionLost?.((status) => this.#sessionLost(status));
     this.#upstream.onUnreachable?.((error) => {
       this.#log(`the server cannot be reached: ${error.message}`);
@@ -646,7 +659,10 @@ export class ProxySession<T extends TransportLike> {
       }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
-      this.#verbose("server->client", message, id);
+      this.#verbose("server->client", message, id, pending.early === true ? "written as it came, before it was parsed" : undefined);
+      // Written already, as it came (a message the library made, such as a timeout's -32001 for a
+      // line that then was not JSON, has no line of its own and is written).
+      if (pending.early === true && rawLineOf(message) !== undefined) return;
       // The server's own bytes with only the id changed, when the message is large (one pass less over it).
       const raw = rawLineOf(message);
       const line = raw !== undefined && lineLength(raw) >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
@@ -678,6 +694,29 @@ export class ProxySession<T extends TransportLike> {
     this.#verbose("server->client", message);
     const raw = rawLineOf(message);
     this.#toClient(message, { line: raw });
+  }
+
+  /**
+   * A long line from a stdio server, before it is parsed: when it is the answer of a request in
+   * progress (its top-level id is its last member, and a leading member is `result` or `error`),
+   * its bytes go to the client at once with only the id changed, and the proxy parses it while
+   * they travel (the parsed message then settles the call and is not written again). Anything
+   * else waits for its parse as usual. A line that then turns out not to be JSON has reached the
+   * client as the server wrote it (a client reading the server directly would have read the same).
+   */
+  #earlyLine(pieces: readonly Buffer[]): void {
+    if (this.#ending !== undefined || lineLength(pieces) < REUSE_LINE_BYTES) return;
+    const id = idOfAnswer(pieces);
+    if (id === undefined) return;
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.method === "initialize") return;
+    const line = replaceId(pieces, id, pending.clientId);
+    if (line === undefined) return;
+    pending.early = true;
+    this.#toClient(
+      { jsonrpc: "2.0", id: pending.clientId },
+      { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true },
+    );
   }
 
   /** The protocol version the server answered initialize with reaches the upstream transport (HTTP sends it as a header). */

@@ -57,6 +57,7 @@ export interface StdioFrontOptions {
  * read more than `maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES` ends the session (fatal, exit 1).
  */
 export class StdioFront implements ClientPort {
+  readonly acceptsLines = true;
   readonly #io: StdioFrontIo;
   readonly #bufferBytes: number;
   #session: ProxySession<TransportLike> | undefined;

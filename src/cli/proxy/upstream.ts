@@ -39,6 +39,9 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
     onInvalid(handler) {
       child.oninvalid = handler;
     },
+    onLongLine(handler) {
+      child.onlongline = handler;
+    },
     pause: () => child.pauseReading(),
     resume: () => child.resumeReading(),
     ended() {

@@ -1,0 +1,136 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} in a --header value is the option's own syntax, not a template.
+import { afterEach, describe, expect, it } from "vitest";
+import { parseProxyArgs } from "../../src/cli/proxy/args.js";
+import { UsageError } from "../../src/cli/args.js";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../../src/cli/json-lines.js";
+import { eventually, RawClient, received, server } from "./helpers.js";
+import { startRestartable } from "./restartable-server.js";
+
+// Messages of any size up to --max-message-bytes, and what happens past it (issue 29, item 1);
+// --header with ${NAME} (item 7).
+const LINE = new URL("./fixtures/line-server.mjs", import.meta.url).pathname;
+const running: RawClient[] = [];
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
+  for (const close of closers.splice(0)) await close();
+});
+function start(args: string[]): RawClient {
+  const client = new RawClient(args);
+  running.push(client);
+  return client;
+}
+const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args },
+});
+
+describe("mcp-cancellable proxy: large messages", () => {
+  it("a 40 MB result, id last and id first: relayed whole under the client's id; the next call is answered after it", async () => {
+    const client = start(server(LINE));
+    await client.initialize();
+    client.send(call("big-last", "big", { bytes: 40_000_000 }));
+    client.send(call("after", "echo"));
+    client.send(call("big-first", "big-head", { bytes: 5_000_000 }));
+    const [last, after, first] = await Promise.all([client.answer("big-last", 60_000), client.answer("after"), client.answer("big-first")]);
+    expect(last.result.content[0].text.length).toBe(40_000_000);
+    expect(first.result.content[0].text.length).toBe(5_000_000);
+    expect(after.result.content[0].text).toMatch(/^echo /);
+    expect(client.notJson).toEqual([]);
+  });
+
+  it("past --max-message-bytes from the server: the answer is -32603 naming the option (recorded as the server's answer), the proxy goes on", async () => {
+    const client = start(["--max-message-bytes", "100000", ...server(LINE)]);
+    await client.initialize();
+    client.send(call("too-big", "big", { bytes: 300_000 }));
+    const answer = await client.answer("too-big");
+    expect(answer.error.code).toBe(-32603);
+    expect(answer.error.message).toMatch(/more than --max-message-bytes \(100000\); dropped\. Raise --max-message-bytes/);
+    client.send(call("ok", "big", { bytes: 50_000 }));
+    expect((await client.answer("ok")).result.content[0].text.length).toBe(50_000);
+    expect(client.stderr).toMatch(/dropped a message of 300\d+ bytes from the server/);
+  });
+
+  it("past --max-message-bytes from the client: -32600 naming the option, with the request's id; nothing goes upstream; the proxy goes on", async () => {
+    const client = start(["--max-message-bytes", "2048", ...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", method: "tools/call", params: { name: "echo", arguments: { pad: "p".repeat(10_000) } }, id: "huge" });
+    const answer = await client.answer("huge");
+    expect(answer.error.code).toBe(-32600);
+    expect(answer.error.message).toMatch(/a message of 10\d+ bytes, more than --max-message-bytes \(2048\)/);
+    client.send(call("small", "echo"));
+    await client.answer("small");
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === "tools/call")
+        .map((m) => m.params.name),
+    ).toEqual(["echo"]);
+  });
+
+  it("a client that does not read: past --max-message-bytes plus 16 MiB unread, the proxy ends (exit 1) saying so, instead of holding it all", async () => {
+    const http = await startRestartable();
+    closers.push(() => http.stop());
+    const client = start(["--url", http.url.href, "--max-message-bytes", "1024"]);
+    await client.initialize();
+    client.child.stdout.pause(); // the client stops reading
+    client.child.stdout.removeAllListeners("data");
+    for (let i = 0; i < 4; i++) client.send(call(`b${i}`, "big", { bytes: 8_000_000 }));
+    expect(await eventually(() => client.exit !== undefined, 30_000)).toBe(true);
+    expect(client.exit!.code).toBe(1);
+    expect(client.stderr).toMatch(
+      /the client has not read \d+ bytes of its stdout \(the bound is --max-message-bytes plus 16777216 bytes, 16778240\)/,
+    );
+  });
+});
+
+describe("mcp-cancellable proxy: options", () => {
+  it("--max-message-bytes: default 256 MiB; a whole number of bytes from 1024, else a usage error naming it", () => {
+    const ok = parseProxyArgs(["--", "node"]);
+    expect(ok !== "help" && ok.maxMessageBytes).toBe(DEFAULT_MAX_MESSAGE_BYTES);
+    expect(DEFAULT_MAX_MESSAGE_BYTES).toBeGreaterThan(120_000_000);
+    const set = parseProxyArgs(["--max-message-bytes", "500000000", "--", "node"]);
+    expect(set !== "help" && set.maxMessageBytes).toBe(500_000_000);
+    for (const bad of ["10", "1e6", "lots", "0"]) {
+      expect(() => parseProxyArgs(["--max-message-bytes", bad, "--", "node"])).toThrow(/--max-message-bytes: expected/);
+    }
+  });
+
+  it("--header: ${NAME} is the environment variable; an unset or empty one, or a malformed ${, is a usage error naming it; $${ is a literal ${", () => {
+    const env = { MCP_TOKEN: "t0k3n", USER_ID: "42", EMPTY: "" };
+    const parsed = parseProxyArgs(
+      ["--url", "http://127.0.0.1:1/mcp", "--header", "Authorization: Bearer ${MCP_TOKEN}", "--header", "X-Id: u-${USER_ID}-$${literal}"],
+      env,
+    );
+    expect(parsed !== "help" && parsed.upstream.kind === "http" && parsed.upstream.headers).toEqual({
+      Authorization: "Bearer t0k3n",
+      "X-Id": "u-42-${literal}",
+    });
+    const usage = (header: string): string => {
+      try {
+        parseProxyArgs(["--url", "http://127.0.0.1:1/mcp", "--header", header], env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(UsageError);
+        return (error as Error).message;
+      }
+      throw new Error("no usage error");
+    };
+    expect(usage("Authorization: Bearer ${NOPE}")).toBe("--header Authorization: the environment variable NOPE (${NOPE}) is not set");
+    expect(usage("Authorization: Bearer ${EMPTY}")).toMatch(/EMPTY \(\$\{EMPTY\}\) is empty/);
+    expect(usage("Authorization: Bearer ${MCP TOKEN}")).toMatch(/"\$\{MCP TOKEN\}" is not a variable/);
+    expect(usage("Authorization: Bearer ${MCP_TOKEN")).toMatch(/is not a variable/);
+  });
+
+  it("--header ${MCP_TOKEN} through the executable: the token reaches the server, and is not in the proxy's command line", async () => {
+    const http = await startRestartable();
+    closers.push(() => http.stop());
+    const client = new RawClient(["--url", http.url.href, "--header", "X-Token: ${MCP_TOKEN}"], { MCP_TOKEN: "from-the-env" });
+    running.push(client);
+    await client.initialize();
+    expect(client.child.spawnargs.join(" ")).not.toContain("from-the-env");
+    const posts = http.seen.filter((s) => s.http === "POST");
+    expect(posts.length).toBeGreaterThan(0);
+    expect(new Set(posts.map((s) => s.headers["x-token"]))).toEqual(new Set(["from-the-env"]));
+  });
+});
