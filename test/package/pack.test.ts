@@ -169,7 +169,9 @@ describe("the package as installed", () => {
         const client = new Client({ name: "desktop-line", version: "1.0.0" });
         await client.connect(new StdioClientTransport({ command, args: [...args], cwd: elsewhere, stderr: "ignore" }));
         try {
-          await expect(client.callTool({ name: "sleep", arguments: { ms: 10 } })).resolves.toMatchObject({ content: [{ text: "slept 10" }] });
+          await expect(client.callTool({ name: "sleep", arguments: { ms: 10 } })).resolves.toMatchObject({
+            content: [{ text: "slept 10" }],
+          });
         } finally {
           await client.close();
         }
