@@ -245,7 +245,7 @@ async function pending(plan: FrontPlan): Promise<FrontResult["pending"]> {
   const barePort = (bare.address() as AddressInfo).port;
   const floorBefore = heapUsed();
   const bareClients = child([`${repo}bench/front-clients.mjs`, `http://127.0.0.1:${barePort}/mcp`, String(n)]);
-  while (held.length < n) await sleep(50);
+  await until(() => held.length >= n, 60_000, `the bare server got ${held.length} of ${n} requests`);
   await sleep(200);
   const floor = (heapUsed() - floorBefore) / n;
   for (const res of held) res.end();
@@ -259,7 +259,7 @@ async function pending(plan: FrontPlan): Promise<FrontResult["pending"]> {
   const frontBefore = heapUsed();
   const clients = child([`${repo}bench/front-clients.mjs`, front.url.href, String(n)]);
   await waitFor(clients, "stdout", /OPEN \d+/, 60_000);
-  while (front.stats().inFlight < n) await sleep(50);
+  await until(() => front.stats().inFlight >= n, 60_000, `the front had ${front.stats().inFlight} of ${n} requests in flight`);
   await sleep(200);
   const frontBytes = (heapUsed() - frontBefore) / n;
   const done = waitFor(clients, "stdout", /DONE (\[.*\])/, 60_000);
@@ -380,6 +380,14 @@ async function fleet(plan: FrontPlan): Promise<FrontResult["fleet"]> {
     };
   } finally {
     await f.stop();
+  }
+}
+
+/** Waits for `test`, polling every 50 ms, at most `ms`; then fails with `what`. */
+async function until(test: () => boolean, ms: number, what: string): Promise<void> {
+  for (const end = performance.now() + ms; !test(); ) {
+    if (performance.now() > end) throw new Error(`bench/front.ts: gave up after ${ms} ms: ${what}`);
+    await sleep(50);
   }
 }
 
