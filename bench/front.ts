@@ -301,7 +301,10 @@ async function cancelLatency(plan: FrontPlan): Promise<Summary> {
         },
         body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "hang", arguments: {}, _meta: meta } }),
       });
-      while (lines("CALL").length === calls) await sleep(1);
+      for (const end = performance.now() + 10_000; lines("CALL").length === calls; ) {
+        if (performance.now() > end) throw new Error("bench/front.ts: the stdio server never read a tools/call within 10 s");
+        await sleep(1);
+      }
       const t0 = process.hrtime.bigint();
       controller.abort();
       void response.body?.cancel().catch(() => {});
