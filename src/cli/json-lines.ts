@@ -7,7 +7,6 @@
 // kept in a list and joined once when its newline comes, then decoded and parsed once. A line
 // longer than the bound is dropped as it streams in (nothing past the bound is kept).
 import { constants } from "node:buffer";
-import { StringDecoder } from "node:string_decoder";
 import type { Message } from "../wire/messages.js";
 
 /**
@@ -52,11 +51,14 @@ export interface JsonLineSink {
    */
   tooLong?(line: TooLongLine): void;
   /**
-   * A line that came in several chunks (a long one), before it is decoded and parsed: its bytes,
-   * in pieces. A relay may write them on at once (the proxy does, for the answer of a request in
-   * progress) and parse while they travel; the message is handed to `message` as usual after.
+   * A line that came in several chunks (a long one), before it is parsed: its bytes, in pieces.
+   * A relay may write them on at once (the proxy does, for the answer of a request in progress)
+   * and return a promise: the line is then parsed (and handed to `message`) once it settles, and
+   * what came after it waits until then, in order (`held` is told, so its source can pause).
    */
-  early?(pieces: readonly Buffer[]): void;
+  early?(pieces: readonly Buffer[]): Promise<void> | undefined;
+  /** The reader holds what comes (true) behind a line `early` deferred, or goes on (false). */
+  held?(holding: boolean): void;
 }
 
 /** The bytes of the line a message was read from (without its newline, in the pieces it came in), while the message lives. */
@@ -109,11 +111,12 @@ export class JsonLineReader {
   /** The pieces of the line being read, and their total length in bytes. */
   #pieces: Buffer[] = [];
   #bytes = 0;
-  /** A line longer than a chunk is decoded piece by piece as it comes (while the rest is on its way), into `#text`. */
-  readonly #decoder = new StringDecoder("utf8");
-  #text = "";
   /** When the chunk being read came in. */
   #arrived = 0;
+  /** While a line is deferred: what came after it, to read once it is parsed. */
+  #waiting: Buffer[] | undefined;
+  /** `end()` was called while a line was deferred. */
+  #ended = false;
   /** Set while a line longer than the bound is being skipped: its bytes so far, head and tail. */
   #skipping: { bytes: number; head: string; tail: Buffer } | undefined;
 
@@ -134,17 +137,31 @@ export class JsonLineReader {
   /** Reads a chunk: every complete line in it now, the rest once its newline comes. */
   push(chunk: Buffer | string): void {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+    if (this.#waiting !== undefined) {
+      this.#waiting.push(bytes);
+      return;
+    }
     this.#arrived = performance.now();
     let start = 0;
     for (let newline = bytes.indexOf(NEWLINE); newline !== -1; newline = bytes.indexOf(NEWLINE, start)) {
       this.#end(bytes.subarray(start, newline));
       start = newline + 1;
+      const waiting = this.#held();
+      if (waiting !== undefined) {
+        // A line is deferred (see `early`): the rest waits for it, in order.
+        if (start < bytes.length) waiting.push(bytes.subarray(start));
+        return;
+      }
     }
     if (start < bytes.length) this.#add(bytes.subarray(start));
   }
 
   /** The input ended: what is left without a newline is read as a last line. */
   end(): void {
+    if (this.#waiting !== undefined) {
+      this.#ended = true;
+      return;
+    }
     if (this.#skipping !== undefined || this.#bytes > 0) this.#end(Buffer.alloc(0));
   }
 
@@ -162,7 +179,6 @@ export class JsonLineReader {
     }
     this.#pieces.push(piece);
     this.#bytes += piece.length;
-    this.#text += this.#decoder.write(piece);
   }
 
   /** The last piece of the current line (its newline came): the line is read. */
@@ -182,15 +198,13 @@ export class JsonLineReader {
     }
     const pieces = this.#pieces;
     if (pieces.length === 0) {
-      this.#line([last], undefined);
+      this.#line([last]);
       return;
     }
-    const text = this.#text + this.#decoder.end(last);
     if (last.length > 0) pieces.push(last);
     this.#pieces = [];
     this.#bytes = 0;
-    this.#text = "";
-    this.#line(pieces, text);
+    this.#line(pieces);
   }
 
   #startSkipping(piece: Buffer): void {
@@ -206,25 +220,58 @@ export class JsonLineReader {
     this.#skipping = { bytes: this.#bytes + piece.length, head, tail: tailOf(Buffer.alloc(0), piece) };
     this.#pieces = [];
     this.#bytes = 0;
-    this.#text = "";
-    this.#decoder.end();
     const report: TooLongLine = { bytes: this.#skipping.bytes, limit: this.#limit, head, ended: false };
     if (this.#sink.tooLong !== undefined) this.#sink.tooLong(report);
     else this.#sink.invalid(head, `a line longer than ${this.#limit} bytes (the bound on one message)`);
   }
 
-  /** One line: its pieces, and its text when it was decoded as it came (else decoded here). */
-  #line(pieces: Buffer[], decoded: string | undefined): void {
+  /**
+   * One line, in the pieces it came in. It is decoded only now, when it is parsed: a long line
+   * that `early` writes on is decoded after its bytes left, not while they come in.
+   */
+  #line(pieces: Buffer[]): void {
     // A trailing "\r" is not part of the message.
-    let text = decoded;
     const end = pieces[pieces.length - 1]!;
-    if (end.length > 0 && end[end.length - 1] === 13) {
-      pieces[pieces.length - 1] = end.subarray(0, -1);
-      if (text !== undefined) text = text.slice(0, -1);
+    if (end.length > 0 && end[end.length - 1] === 13) pieces[pieces.length - 1] = end.subarray(0, -1);
+    const later = pieces.length > 1 ? this.#sink.early?.(pieces) : undefined;
+    if (later !== undefined) {
+      this.#waiting = [];
+      this.#sink.held?.(true);
+      const arrived = this.#arrived;
+      void later.then(() => this.#resume(pieces, arrived));
+      return;
     }
-    const raw = pieces;
-    if (decoded !== undefined) this.#sink.early?.(raw);
-    text ??= raw[0]!.toString("utf8");
+    this.#parse(pieces);
+  }
+
+  /** What waits behind a deferred line, if one is. */
+  #held(): Buffer[] | undefined {
+    return this.#waiting;
+  }
+
+  /** A deferred line is parsed now; then what came after it is read. */
+  #resume(raw: Buffer[], arrived: number): void {
+    const waiting = this.#waiting ?? [];
+    this.#waiting = undefined;
+    const now = this.#arrived;
+    this.#arrived = arrived;
+    this.#parse(raw);
+    this.#arrived = now;
+    this.#sink.held?.(false);
+    for (let i = 0; i < waiting.length; i++) {
+      this.push(waiting[i]!);
+      const again = this.#held();
+      if (again !== undefined) {
+        // Deferred again: the rest stays behind that line.
+        again.push(...waiting.slice(i + 1));
+        return;
+      }
+    }
+    if (this.#ended) this.end();
+  }
+
+  #parse(raw: Buffer[]): void {
+    const text = raw.length === 1 ? raw[0]!.toString("utf8") : Buffer.concat(raw).toString("utf8");
     // A message starts with "{" (or "[" for a batch): only anything else may be a blank line.
     const first = raw[0]![0];
     if (first !== 123 && first !== 91 && text.trim() === "") return;

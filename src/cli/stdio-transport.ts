@@ -67,8 +67,12 @@ export class ChildStdioTransport {
    * the bound, once when it ends (see `TooLongLine`). Without it, the first goes to `oninvalid`.
    */
   ontoolong?: ((line: TooLongLine) => void) | undefined;
-  /** A long stdout line (one that came in several chunks), before it is parsed: its bytes (see `JsonLineSink.early`). */
-  onlongline?: ((pieces: readonly Buffer[]) => void) | undefined;
+  /**
+   * A long stdout line (one that came in several chunks), before it is parsed: its bytes. A
+   * promise returned defers its parse until it settles; stdout is paused meanwhile (see
+   * `JsonLineSink.early`).
+   */
+  onlongline?: ((pieces: readonly Buffer[]) => Promise<void> | undefined) | undefined;
 
   /** How the process ended, once it has. */
   exit: ExitInfo | undefined;
@@ -92,6 +96,7 @@ export class ChildStdioTransport {
         message: (message) => this.onmessage?.(message),
         invalid: (line, why) => this.oninvalid?.(line, why),
         early: (pieces) => this.onlongline?.(pieces),
+        held: (holding) => this.#pause("reader", holding),
         tooLong: (line) => {
           if (this.ontoolong !== undefined) this.ontoolong(line);
           else if (!line.ended) this.oninvalid?.(line.head, `a line longer than ${line.limit} bytes (the bound on one message)`);
@@ -201,11 +206,21 @@ export class ChildStdioTransport {
 
   /** Stops reading the server's stdout (backpressure: the reader of what it writes is behind); `resumeReading` goes on. */
   pauseReading(): void {
-    this.#child?.stdout?.pause();
+    this.#pause("caller", true);
   }
 
   resumeReading(): void {
-    this.#child?.stdout?.resume();
+    this.#pause("caller", false);
+  }
+
+  /** Why stdout is paused: the caller's backpressure, the reader holding a deferred line; read again once neither. */
+  readonly #pausedBy = new Set<"caller" | "reader">();
+
+  #pause(by: "caller" | "reader", paused: boolean): void {
+    if (paused) this.#pausedBy.add(by);
+    else this.#pausedBy.delete(by);
+    if (this.#pausedBy.size > 0) this.#child?.stdout?.pause();
+    else this.#child?.stdout?.resume();
   }
 
   /**

@@ -94,4 +94,26 @@ describe("JsonLineReader", () => {
     reader.end();
     expect(messages).toEqual([{ jsonrpc: "2.0", method: "last" }]);
   });
+
+  it("a long line deferred by early(): parsed once the promise settles; what came after it waits, in order; held() told both ways", async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const reader = new JsonLineReader({
+      message: (message) => order.push(`message ${String((message as { id?: unknown }).id ?? (message as { method?: string }).method)}`),
+      invalid: () => {},
+      early: (pieces) => {
+        order.push(`early ${pieces.length} pieces`);
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+      held: (holding) => order.push(`held ${holding}`),
+    });
+    const long = Buffer.from(line({ jsonrpc: "2.0", result: { text: "z".repeat(5_000) }, id: 1 }), "utf8");
+    reader.push(long.subarray(0, 2_000));
+    reader.push(Buffer.concat([long.subarray(2_000), Buffer.from(line({ jsonrpc: "2.0", method: "after" }))]));
+    reader.push(line({ jsonrpc: "2.0", id: 2, result: {} }));
+    expect(order).toEqual(["early 2 pieces", "held true"]);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(["early 2 pieces", "held true", "message 1", "held false", "message after", "message 2"]);
+  });
 });

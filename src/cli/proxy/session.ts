@@ -46,6 +46,11 @@ export const CLIENT_CANCEL_REASON = "Cancelled by the client";
  */
 export const SHUTDOWN_BOUND_MS = 1_800;
 
+/** A long answer written before its parse: the parse waits for its bytes to leave at most this long, in ms. */
+const EARLY_WAIT_MAX_MS = 5_000;
+/** ... and ends this long before the call's nearest limit, in ms (so no timer fires on an answer on its way). */
+const EARLY_SLACK_MS = 100;
+
 /** Where a 2026-07-28 request carries its protocol version (rule 38). */
 const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
@@ -103,6 +108,8 @@ export interface ClientPort {
    * before its message is parsed (`Outbound.message` is then only `{jsonrpc, id}`).
    */
   readonly acceptsLines?: boolean;
+  /** With `acceptsLines`: resolves once everything sent so far has left for the client. Never rejects. */
+  written?(): Promise<void>;
 }
 
 /** How the upstream was made: its adapter, and what a session needs to know of it. */
@@ -116,7 +123,7 @@ export interface Upstream<T extends TransportLike> {
    * A long line from the server (stdio), before it is parsed: the session may write its bytes to
    * the client at once (`ClientPort.acceptsLines`) and let the parse overlap their transfer.
    */
-  onLongLine?(handler: (pieces: readonly Buffer[]) => void): void;
+  onLongLine?(handler: (pieces: readonly Buffer[]) => Promise<void> | undefined): void;
   /** Stops reading what the server writes (the client does not keep up); `resume` goes on. Stdio only. */
   pause?(): void;
   resume?(): void;
@@ -167,6 +174,11 @@ interface Pending {
   timer?: ReturnType<typeof setTimeout>;
   /** Its answer's line was written to the client before it was parsed (`#earlyLine`): not again. */
   early?: boolean;
+  /** The tool (`tools/call`) or resource, for its limits. */
+  readonly name: string | null;
+  /** When it was sent, and when it last showed life (its progress), `performance.now()`. */
+  readonly sentAt: number;
+  activeAt: number;
 }
 
 /** A client message that waits (behind notifications/initialized, or for a new session). */
@@ -512,11 +524,15 @@ export class ProxySession<T extends TransportLike> {
       this.#transport.setProtocolVersion(version);
     }
     const controller = new AbortController();
+    const now = performance.now();
     const pending: Pending = {
       clientId,
       method,
       controller,
       clientToken: typeof clientToken === "string" || typeof clientToken === "number" ? clientToken : undefined,
+      name: nameOf(isObject(params) ? params : {}),
+      sentAt: now,
+      activeAt: now,
     };
     this.#verbose("client->server", message, upstreamId);
     if (method === "initialize") this.#initialize = structuredClone(message);
@@ -611,6 +627,12 @@ export class ProxySession<T extends TransportLike> {
       this.#log("the client cancelled initialize: ignored (initialize is never cancelled, rule 39)");
       return;
     }
+    if (pending.early === true) {
+      // Its answer is on its way to the client already: the cancel crossed it (rule 9).
+      this.counts.ignoredCancels++;
+      this.#verbose("client->proxy", message, upstreamId, "ignored: its answer is being written to the client (rule 9)");
+      return;
+    }
     this.counts.clientCancels++;
     this.#verbose("client->proxy", message, upstreamId, "cancelling upstream");
     this.#forget(upstreamId);
@@ -636,6 +658,7 @@ export class ProxySession<T extends TransportLike> {
 
   #relayProgress(pending: Pending, clientToken: Id, progress: Progress): void {
     pending.progressed = true;
+    pending.activeAt = performance.now();
     this.#toClient(
       { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: clientToken, ...progress } },
       { clientRequestId: pending.clientId },
@@ -704,19 +727,36 @@ export class ProxySession<T extends TransportLike> {
    * else waits for its parse as usual. A line that then turns out not to be JSON has reached the
    * client as the server wrote it (a client reading the server directly would have read the same).
    */
-  #earlyLine(pieces: readonly Buffer[]): void {
-    if (this.#ending !== undefined || lineLength(pieces) < REUSE_LINE_BYTES) return;
+  #earlyLine(pieces: readonly Buffer[]): Promise<void> | undefined {
+    const written = this.#client.written;
+    if (this.#ending !== undefined || written === undefined || lineLength(pieces) < REUSE_LINE_BYTES) return undefined;
     const id = idOfAnswer(pieces);
-    if (id === undefined) return;
+    if (id === undefined) return undefined;
     const pending = this.#pending.get(id);
-    if (pending === undefined || pending.method === "initialize") return;
+    if (pending === undefined || pending.method === "initialize") return undefined;
+    // The parse waits for the bytes to leave (the event loop would be busy parsing instead of
+    // writing them), but never past the call's own limits: its timers must not fire on an answer
+    // that is on its way.
+    const limits = limitsFor(this.#config, this.#options.limits, pending.method, pending.name);
+    const idleFrom = limits.resetTimeoutOnProgress === true ? pending.activeAt : pending.sentAt;
+    const left =
+      Math.min(idleFrom + (limits.timeoutMs ?? Number.POSITIVE_INFINITY), pending.sentAt + totalLimitMs(limits)) - performance.now();
+    const wait = Math.min(left - EARLY_SLACK_MS, EARLY_WAIT_MAX_MS);
+    if (!(wait > 0)) return undefined;
     const line = replaceId(pieces, id, pending.clientId);
-    if (line === undefined) return;
+    if (line === undefined) return undefined;
     pending.early = true;
     this.#toClient(
       { jsonrpc: "2.0", id: pending.clientId },
       { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true },
     );
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, wait);
+      void written.call(this.#client).then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** The protocol version the server answered initialize with reaches the upstream transport (HTTP sends it as a header). */
@@ -890,6 +930,8 @@ export class ProxySession<T extends TransportLike> {
         reason.kind === "client-closed" || reason.kind === "client-gone" ? CLIENT_GONE_REASON : `mcp-cancellable proxy: ${why}`;
       for (const [upstreamId, pending] of [...this.#pending]) {
         this.#forget(upstreamId);
+        // An answer on its way to the client (written before its parse) is no request in progress.
+        if (pending.early === true) continue;
         if (pending.method !== "initialize") pending.controller.abort(upstreamReason);
         if (clientThere) this.#answerLost(pending, why);
       }

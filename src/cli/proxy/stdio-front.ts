@@ -197,6 +197,21 @@ export class StdioFront implements ClientPort {
     else output.write("", resume);
   }
 
+  /** Resolves once everything sent so far has left for the client (what waits behind a progress gap included). Never rejects. */
+  async written(): Promise<void> {
+    const output = this.#io.output;
+    while (this.#gap || this.#queue.length > 0) await new Promise((resolve) => setTimeout(resolve, PROGRESS_GAP_MS));
+    if (output.destroyed || output.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const failed = (): void => resolve();
+      output.once("error", failed);
+      output.write("", () => {
+        output.removeListener("error", failed);
+        resolve();
+      });
+    });
+  }
+
   stopReading(): void {
     const input = this.#io.input;
     input.removeListener("data", this.#read);
