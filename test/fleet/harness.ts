@@ -54,7 +54,11 @@ backend replicas
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
-  default-server inter 200ms fall 1 rise 2 on-marked-down shutdown-sessions
+  # A replica is taken out of rotation after two failed checks; what it has in flight is left
+  # alone (no shutdown-sessions: a replica slow to answer a check is not dead, and a dead one's
+  # connections end by themselves).
+  timeout check 2s
+  default-server inter 300ms fall 2 rise 2
   # 2025-era sessions stay on the replica that made them: learnt from the initialize response.
   stick-table type string len 128 size 100k expire 30m
   stick match req.hdr(mcp-session-id)
