@@ -47,6 +47,6 @@ export default defineConfig([
     minify: true,
     target: "node20",
     noExternal: ["p-timeout", /^@modelcontextprotocol\/sdk(\/|$)/],
-    external: ["@modelcontextprotocol/client", "undici"],
+    external: ["@modelcontextprotocol/client", "@modelcontextprotocol/server", "@modelcontextprotocol/node", "undici"],
   },
 ]);

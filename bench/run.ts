@@ -19,6 +19,8 @@ import { runMaxTimeout } from "./max-timeout.js";
 import { runOverhead } from "./overhead.js";
 import type { OverheadPlan } from "./overhead.js";
 import { runProfile } from "./profile.js";
+import { frontTargets, runFront } from "./front.js";
+import type { FrontPlan } from "./front.js";
 import { proxyTargets, runProxy } from "./proxy.js";
 import type { ProxyPlan } from "./proxy.js";
 import { judge, machineLine, markdown, svg } from "./report.js";
@@ -39,6 +41,8 @@ interface Plan {
   scale: ScalePlan;
   /** `mcp-cancellable proxy` beside a direct connection (bench/proxy.ts, issue 22). */
   proxy: ProxyPlan;
+  /** `mcp-cancellable proxy --listen`, the HTTP front (bench/front.ts, issue 31). */
+  front: FrontPlan;
   /** Gateway scale: many pending calls over many connections, timed out and aborted together (bench/gateway.ts, issue 23). */
   gateway: GatewayPlan;
 }
@@ -71,6 +75,7 @@ const PLANS: Record<"short" | "full", Plan> = {
       settleCalls: 10_000,
       settleTimeoutMs: 5_000,
     },
+    front: { latencyCalls: 200, warmup: 30, clients: 1_000, cancels: 50, killInFlight: 100 },
     // A fifth of the full run's calls over the same 100 connections (the full size takes two
     // minutes here, most of it waiting for the common deadline); stdio with fewer (a child process each).
     gateway: { inMemory: { calls: 20_000, connections: 100 }, stdio: { calls: 2_000, connections: 4 }, timeoutMs: 2_000 },
@@ -102,6 +107,7 @@ const PLANS: Record<"short" | "full", Plan> = {
       settleTimeoutMs: 10_000,
     },
     gateway: { inMemory: { calls: 100_000, connections: 100 }, stdio: { calls: 20_000, connections: 20 }, timeoutMs: 3_000 },
+    front: { latencyCalls: 2_000, warmup: 200, clients: 1_000, cancels: 300, killInFlight: 500 },
   },
 };
 
@@ -112,8 +118,8 @@ async function main(): Promise<void> {
   const plan = PLANS[mode];
   // `--only proxy`: that benchmark alone, into OUT/proxy.json (results.json is left as it is).
   const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
-  if (only !== undefined && only !== "proxy" && only !== "gateway") {
-    throw new Error(`--only: the benchmarks that run alone are proxy and gateway, got ${only}`);
+  if (only !== undefined && only !== "proxy" && only !== "gateway" && only !== "front") {
+    throw new Error(`--only: the benchmarks that run alone are proxy, gateway and front, got ${only}`);
   }
   const loadStart = os.loadavg();
   const began = performance.now();
@@ -129,6 +135,14 @@ async function main(): Promise<void> {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(`${outDir}/proxy.json`, `${JSON.stringify({ mode, machine: host, proxy, targets: proxyTargets(proxy) }, null, 2)}\n`);
     for (const t of proxyTargets(proxy)) log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value}`);
+    return;
+  }
+  if (only === "front") {
+    log("7. mcp-cancellable proxy --listen (alone)");
+    const front = await runFront(plan.front, log);
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(`${outDir}/front.json`, `${JSON.stringify({ mode, machine: host, front, targets: frontTargets(front) }, null, 2)}\n`);
+    for (const t of frontTargets(front)) log(`${t.met === null ? "n/a   " : t.met ? "met   " : "MISSED"} ${t.name}: ${t.value}`);
     return;
   }
   const subject = await loadSubject();
@@ -165,6 +179,8 @@ async function main(): Promise<void> {
   const proxy = await runProxy(plan.proxy, log);
   log("6. gateway scale");
   const gateway = await runGateway(plan.gateway, subject, log);
+  log("7. mcp-cancellable proxy --listen");
+  const front = await runFront(plan.front, log);
 
   const load = { start: loadStart.map((x) => Math.round(x * 100) / 100), end: os.loadavg().map((x) => Math.round(x * 100) / 100) };
   log(`load average at the end: ${load.end.join(", ")} (at the start ${load.start.join(", ")})`);
@@ -181,12 +197,13 @@ async function main(): Promise<void> {
     maxTimeout,
     scale,
   } as const;
-  const results: Results & { proxy: typeof proxy; gateway: typeof gateway } = {
+  const results: Results & { proxy: typeof proxy; gateway: typeof gateway; front: typeof front } = {
     ...partial,
     proxy,
     gateway,
+    front,
     durationS: Math.round((performance.now() - began) / 1_000),
-    targets: [...judge(partial), ...proxyTargets(proxy), ...gatewayTargets(gateway)],
+    targets: [...judge(partial), ...proxyTargets(proxy), ...gatewayTargets(gateway), ...frontTargets(front)],
   };
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/results.json`, `${JSON.stringify(results, null, 2)}\n`);

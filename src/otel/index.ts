@@ -78,6 +78,13 @@ export interface OtelRecorderOptions {
    * @default true
    */
   useOuterToolSpan?: boolean;
+  /**
+   * Extra attributes for each call's span, read once, synchronously, when the call starts (before
+   * its request is sent); `undefined` for none. `mcp-cancellable proxy --listen` names the
+   * replica and the client's own request id and session there. Nothing from `params` is copied
+   * unless this function copies it.
+   */
+  attributes?: (call: ObservedCall) => Attributes | undefined;
 }
 
 const optionsSchema = z
@@ -91,6 +98,9 @@ const optionsSchema = z
       .union([z.string(), z.instanceof(URL)], { error: "must be a URL or a string" })
       .refine((value) => URL.canParse(String(value)), { error: "must be an absolute URL" }),
     useOuterToolSpan: z.boolean({ error: "must be true or false" }),
+    attributes: z.custom<(call: ObservedCall) => Attributes | undefined>((value) => typeof value === "function", {
+      error: "must be a function",
+    }),
   })
   .partial();
 
@@ -134,6 +144,7 @@ export function otelRecorder(options: OtelRecorderOptions = {}): CallObserver {
     captureResults: options.captureResults ?? false,
     serverUrl: options.serverUrl === undefined ? undefined : new URL(String(options.serverUrl)),
     useOuterToolSpan: options.useOuterToolSpan ?? true,
+    attributes: options.attributes,
   };
   return { start: (call) => new CallTrace(settings, call) };
 }
@@ -146,6 +157,7 @@ interface Settings {
   captureResults: boolean;
   serverUrl: URL | undefined;
   useOuterToolSpan: boolean;
+  attributes: ((call: ObservedCall) => Attributes | undefined) | undefined;
 }
 
 /** One call's span, then (once it ended) what follow-up spans need: its context, name and common attributes. */
@@ -189,6 +201,8 @@ class CallTrace implements CallObservation {
       spanAttributes[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS] = json(params.arguments);
     }
 
+    const extra = settings.attributes?.(call);
+    if (extra !== undefined) Object.assign(spanAttributes, extra);
     const parent = context.active();
     const outer = settings.useOuterToolSpan && tool !== undefined ? outerToolSpan(parent, tool) : undefined;
     this.#borrowed = outer !== undefined;

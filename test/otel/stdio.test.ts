@@ -301,7 +301,21 @@ describe("otel over stdio: what goes to the server, and opt-ins", () => {
     expect((await otel.duration()).points[0]!.count).toBe(2);
   });
 
+  it("attributes: read once when the call starts, put on its span beside the recorder's own", async () => {
+    const seen: string[] = [];
+    const { mcp, otel } = await setUp({
+      attributes: (call) => {
+        seen.push(call.method);
+        return { "example.replica": "r7" };
+      },
+    });
+    await mcp.callTool({ name: "echo" });
+    expect(seen).toEqual(["tools/call"]);
+    expect(otel.spans()[0]!.attributes).toMatchObject({ ...tool("echo"), "example.replica": "r7", "jsonrpc.request.id": "1" });
+  });
+
   it("bad options name the option", () => {
+    expect(() => otelRecorder({ attributes: "r7" as never })).toThrow(/attributes/);
     expect(() => otelRecorder({ tracer: {} as never })).toThrow(InvalidOptionError);
     expect(() => otelRecorder({ serverUrl: "not a url" })).toThrow(/serverUrl/);
     expect(() => otelRecorder({ propagate: true } as never)).toThrow(/unknown option "propagate"/);

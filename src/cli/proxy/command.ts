@@ -2,6 +2,7 @@ import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
 import { DOCS_HINT, parseProxyArgs, PROXY_HELP } from "./args.js";
+import { LISTEN_HELP, splitListenArgs } from "./listen/args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
 import type { EndSignal } from "./session.js";
@@ -31,9 +32,10 @@ function processSignals(handler: (signal: EndSignal) => void): () => void {
  */
 export async function runProxyCommand(argv: string[], out: Output, streams: ProxyStreams = {}): Promise<number> {
   try {
-    const options = parseProxyArgs(argv);
+    const { listen, rest } = splitListenArgs(argv);
+    const options = parseProxyArgs(rest);
     if (options === "help") {
-      out.stdout(PROXY_HELP);
+      out.stdout(PROXY_HELP + LISTEN_HELP);
       return 0;
     }
     const upstream = options.upstream;
@@ -46,7 +48,8 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
       ...(own ? { onSignal: processSignals } : {}),
     };
     // --otel: the SDK pieces are loaded now, and only now; a missing one is exit status 2.
-    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log) : undefined;
+    const spanAttributes = listen === undefined ? undefined : (await import("./listen/spans.js")).frontSpanAttributes;
+    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log, spanAttributes) : undefined;
     if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
     // The spans are exported by the shutdown itself, within its bound.
     const extras = {
@@ -54,6 +57,7 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
       ...(otel === undefined ? {} : { flush: (budgetMs: number) => otel.shutdown(budgetMs) }),
     };
     try {
+      if (listen !== undefined) return await (await import("./listen/command.js")).runFront(options, listen, log, extras);
       if (upstream.kind === "stdio")
         return await runProxy(options, io, () => stdioUpstream(upstream, options.maxMessageBytes, log), extras);
       const { httpUpstream } = await import("./http.js");

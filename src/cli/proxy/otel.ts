@@ -5,6 +5,7 @@
 // package, so they are imported by a specifier the bundler leaves alone (dist/cli.js must not
 // carry them, and must start without them).
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { OtelRecorderOptions } from "../../otel/index.js";
 import type { CallObserver } from "../../types/options.js";
 
 /** A package `--otel` needs is not installed (exit status 2, like a missing SDK). */
@@ -74,7 +75,11 @@ function isNotFound(error: unknown): boolean {
  * @throws {MissingOtelError} a package it needs is not installed, with the npm install line.
  * @throws {OtelConfigError} an exporter or protocol it does not know.
  */
-export async function startOtel(env: NodeJS.ProcessEnv, write: (text: string) => void): Promise<ProxyOtel> {
+export async function startOtel(
+  env: NodeJS.ProcessEnv,
+  write: (text: string) => void,
+  attributes?: OtelRecorderOptions["attributes"],
+): Promise<ProxyOtel> {
   if ((env.OTEL_SDK_DISABLED ?? "").trim().toLowerCase() === "true") {
     return { observer: undefined, description: "OTEL_SDK_DISABLED=true: no spans are recorded", shutdown: async () => {} };
   }
@@ -127,7 +132,7 @@ export async function startOtel(env: NodeJS.ProcessEnv, write: (text: string) =>
   });
   const { otelRecorder } = await import("../../otel/index.js");
   // Spans only: the recorder's duration metric goes to the global meter, which no provider backs here.
-  const observer = otelRecorder({ tracer: provider.getTracer("mcp-cancellable") });
+  const observer = otelRecorder({ tracer: provider.getTracer("mcp-cancellable"), ...(attributes === undefined ? {} : { attributes }) });
   let done: Promise<void> | undefined;
   return {
     observer,

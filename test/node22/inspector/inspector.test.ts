@@ -205,3 +205,76 @@ describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
     }
   });
 });
+
+/** `mcp-cancellable proxy --listen 127.0.0.1:0 <args> -- node <server>` (from src, with tsx); resolves with its URL once it listens. */
+async function startFront(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(repo, "src/cli/index.ts"), "proxy", "--listen", "127.0.0.1:0", ...args, "--", process.execPath, serverScript],
+    {
+      cwd: repo,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  let stderr = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the front did not listen within 20 s:\n${stderr}`)), 20_000);
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+      const match = /listening on (\S+)/.exec(stderr);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+  });
+  fronts.push(
+    () =>
+      new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once("close", () => resolve()), child.kill("SIGTERM")))),
+  );
+  return { url, stderr: () => stderr };
+}
+
+const fronts: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of fronts.splice(0)) await stop();
+});
+
+/** Runs `mcp-inspector --cli <url> --transport http <args>`; bounded (killed after 45 s). */
+function inspectUrl(url: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [inspector, "--cli", url, "--transport", "http", ...args], {
+    cwd: repo,
+    env: { ...process.env, MCP_INSPECTOR_SECRET_STORE: "memory" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const kill = setTimeout(() => child.kill("SIGKILL"), 45_000);
+  return new Promise((done) =>
+    child.once("close", (code) => {
+      clearTimeout(kill);
+      done({ code, stdout, stderr });
+    }),
+  );
+}
+
+describe("the MCP Inspector's CLI mode over Streamable HTTP to mcp-cancellable proxy --listen", () => {
+  it("tools/list and tools/call through the HTTP front, with the bearer token; without it, refused", async () => {
+    const token = "inspector-token-0123456789";
+    const front = await startFront([], { MCP_CANCELLABLE_PROXY_TOKEN: token });
+    const auth = ["--header", `Authorization: Bearer ${token}`];
+    const list = await inspectUrl(front.url, ["--method", "tools/list", ...auth]);
+    expect(list.code, list.stderr).toBe(0);
+    expect((JSON.parse(list.stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["sleep", "ticker"]),
+    );
+    const call = await inspectUrl(front.url, ["--method", "tools/call", "--tool-name", "sleep", "--tool-arg", "ms=20", ...auth]);
+    expect(call.code, call.stderr).toBe(0);
+    expect(JSON.parse(call.stdout)).toMatchObject({ content: [{ type: "text", text: "slept 20" }] });
+    const refused = await inspectUrl(front.url, ["--method", "tools/list"]);
+    expect(refused.code).not.toBe(0);
+  });
+});

@@ -1,0 +1,57 @@
+// A 2025-era session's events kept for resumption (rule 40: a client MAY resume a broken stream
+// with GET and `Last-Event-ID`): the newest `capacity` events of the session, in memory, in the
+// v1 SDK server transport's `EventStore` shape. An event older than that is gone: resuming from
+// it answers 400 ("Invalid event ID format": the SDK transport's own answer for an unknown id).
+
+type Message = unknown;
+
+export interface SessionEventStoreShape {
+  storeEvent(streamId: string, message: Message): Promise<string>;
+  getStreamIdForEventId(eventId: string): Promise<string | undefined>;
+  replayEventsAfter(lastEventId: string, io: { send: (eventId: string, message: never) => Promise<void> }): Promise<string>;
+}
+
+/** The newest `capacity` events of one session (ids `<n>`, increasing). */
+export class SessionEventStore implements SessionEventStoreShape {
+  readonly #capacity: number;
+  readonly #events = new Map<number, { streamId: string; message: Message }>();
+  #next = 1;
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  async storeEvent(streamId: string, message: Message): Promise<string> {
+    const id = this.#next++;
+    this.#events.set(id, { streamId, message });
+    if (this.#events.size > this.#capacity) this.#events.delete(this.#events.keys().next().value!);
+    return String(id);
+  }
+
+  async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
+    return this.#events.get(parseId(eventId))?.streamId;
+  }
+
+  async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: never) => Promise<void> }): Promise<string> {
+    const from = parseId(lastEventId);
+    const streamId = this.#events.get(from)?.streamId;
+    if (streamId === undefined) return "";
+    for (const [id, event] of [...this.#events]) {
+      // Priming events ({}) carry no message: nothing to replay.
+      if (id > from && event.streamId === streamId && isMessage(event.message)) await send(String(id), event.message as never);
+    }
+    return streamId;
+  }
+
+  get size(): number {
+    return this.#events.size;
+  }
+}
+
+function parseId(text: string): number {
+  return /^\d{1,15}$/.test(text) ? Number(text) : -1;
+}
+
+function isMessage(value: unknown): boolean {
+  return typeof value === "object" && value !== null && "jsonrpc" in value;
+}

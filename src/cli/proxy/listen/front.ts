@@ -1,0 +1,710 @@
+// `mcp-cancellable proxy --listen <host:port>`: the proxy's Streamable HTTP front, both eras.
+//
+// The HTTP protocol layers are the SDKs' own, composed the way the v2 server documents for a
+// hand-wired dual-era endpoint ("route in user land with isLegacyRequest in front of ..."):
+// - node:http in front, each response written as the v2 Node adapter's `toNodeHandler` writes it
+//   (the request's signal aborts when the client's connection closes); a 2025-era request's web
+//   `Request` is made by that adapter's `toWebRequest`, while a 2026-07-28 one needs none (see
+//   `route`: about 7 KB less per request in flight);
+// - `classifyInboundRequest` (@modelcontextprotocol/server, the predicate behind
+//   `createMcpHandler` and `isLegacyRequest`) decides the era;
+// - 2026-07-28: `PerRequestHTTPServerTransport` (the v2 server's single-exchange transport, the
+//   one `createMcpHandler` connects a server to), here connected to the relay instead of an
+//   `McpServer`: `createMcpHandler` itself cannot be used, since it builds a server instance per
+//   request from a factory and answers `server/discover` from that instance's own capabilities,
+//   where a proxy must relay the upstream's answer as it is;
+// - 2025-era: the v1 SDK's `WebStandardStreamableHTTPServerTransport` (what its Node
+//   `StreamableHTTPServerTransport` wraps), one per session, with sessions, GET streams, DELETE
+//   and `Last-Event-ID` resumption from a bounded event store.
+// What the SDKs cannot do is ours, and small: a client's closed response stream seen as its
+// cancel (the transport's `onclose`), per-request limits and records (the relay, the library),
+// the SEP-2243 header presence check (the v2 server's own is not exported), and the guards.
+import { randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import type { WriteStream } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TransportLike } from "../../../adapters/types.js";
+import { CONNECTION_CLOSED_ERROR_CODE } from "../../../runner/message-transport.js";
+import type { JsonRpcMessage, LibraryErrorResponse } from "../../../runner/message-transport.js";
+import type { CallObserver } from "../../../types/options.js";
+import type { ProxyOptions } from "../args.js";
+import { loadConfig, NO_CONFIG } from "../config.js";
+import type { ProxyConfig } from "../config.js";
+import { MissingSdkError } from "../http.js";
+import { RecordsFileError } from "../proxy.js";
+import { ProxySession } from "../session.js";
+import type { Upstream } from "../session.js";
+import type { ListenOptions } from "./args.js";
+import { SessionEventStore } from "./event-store.js";
+import { checkHost, checkOrigin, checkToken, redactor } from "./guard.js";
+import type { Refusal } from "./guard.js";
+import { InFlightGauge, Relay } from "./relay.js";
+import type { ClientHandle, Id } from "./relay.js";
+import { recordsFor } from "./records.js";
+import { setReplica, withCallFacts } from "./spans.js";
+
+/** The revisions the 2026-07-28 leg serves. */
+export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
+/** The reason sent upstream when a 2026-07-28 client closes its request's response stream (rule 6: that close is its cancel). */
+export const STREAM_CLOSED_REASON = "The client closed its response stream (mcp-cancellable proxy)";
+/** The reason sent upstream for requests of a 2025-era session that ended (DELETE, idle expiry). */
+export const SESSION_ENDED_REASON = "The client's session ended (mcp-cancellable proxy)";
+/** The reason sent upstream for requests still in flight when a drain runs out of time. */
+export const DRAIN_REASON = "The proxy replica is shutting down (mcp-cancellable proxy)";
+
+type V1Server = typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
+type V2Server = typeof import("@modelcontextprotocol/server");
+type V2Node = typeof import("@modelcontextprotocol/node");
+type LegacyTransport = InstanceType<V1Server["WebStandardStreamableHTTPServerTransport"]>;
+
+/** What runs the front needs from outside: the log, the observer, the upstream maker. */
+export interface FrontIo {
+  log(text: string): void;
+  readonly observer?: CallObserver | undefined;
+  /** A new upstream connection for one era's traffic; `undefined` when the upstream does not speak that era. */
+  makeUpstream(era: "legacy" | "2026-07-28"): Promise<Upstream<TransportLike>> | undefined;
+}
+
+/** A running front. */
+export interface Front {
+  readonly url: URL;
+  /** Stop taking new sessions and requests; wait for what is in flight at most `--drain-ms`, cancel the rest upstream; close everything. Idempotent. */
+  drain(): Promise<void>;
+  /** What the front holds now (tests, the bench). */
+  stats(): { sessions: number; inFlight: number; exchanges: number; sharedRelay: boolean };
+}
+
+/** A 2025-era session: the v1 SDK server transport for its client, a `ProxySession` (the stdio front's own) over its own upstream. */
+interface Session {
+  id: string | undefined;
+  readonly transport: LegacyTransport;
+  proxy: ProxySession<TransportLike> | undefined;
+  lastActive: number;
+  closed: boolean;
+  /** Stop passing the client's messages on (the session is ending). */
+  reading: boolean;
+}
+
+async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }> {
+  const need = (name: string) =>
+    new MissingSdkError(`--listen needs ${name}: npm install @modelcontextprotocol/server @modelcontextprotocol/node`);
+  let v2: V2Server;
+  let node: V2Node;
+  try {
+    v2 = await import("@modelcontextprotocol/server");
+  } catch {
+    throw need("@modelcontextprotocol/server");
+  }
+  try {
+    node = await import("@modelcontextprotocol/node");
+  } catch {
+    throw need("@modelcontextprotocol/node");
+  }
+  const v1 = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
+  return { v1, v2, node };
+}
+
+function openRecords(file: string): Promise<WriteStream> {
+  return new Promise((resolve, reject) => {
+    const stream = createWriteStream(file, { flags: "a" });
+    stream.once("open", () => resolve(stream));
+    stream.once("error", (error) =>
+      reject(
+        new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      ),
+    );
+  });
+}
+
+/**
+ * Starts the HTTP front and resolves once it accepts connections (after writing the
+ * `listening on` line).
+ * @throws {ConfigError} a bad `--config`; {RecordsFileError}; {MissingSdkError}; the listen error (`EADDRINUSE`, ...).
+ */
+export async function startFront(options: ProxyOptions, listen: ListenOptions, io: FrontIo): Promise<Front> {
+  const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
+  const { v1, v2, node } = await loadSdks();
+  const records = options.records === undefined ? undefined : await openRecords(options.records);
+  const upstreamSecrets =
+    options.upstream.kind === "http"
+      ? Object.values(options.upstream.headers).flatMap((value) => [value, value.split(/\s+/).pop() ?? ""])
+      : [];
+  const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
+  const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
+  const inFlight = new InFlightGauge(Number.MAX_SAFE_INTEGER);
+  setReplica(listen.replica);
+  const relayInit = {
+    options,
+    config,
+    replica: listen.replica,
+    records,
+    observer: io.observer,
+    maxHandleRequests: 1,
+    inFlight,
+    log,
+    redact,
+  };
+
+  const sessions = new Map<string, Session>();
+  let opening = 0;
+  /** 2026-07-28 exchanges in flight (their handles), for the drain. */
+  const exchanges = new Set<ClientHandle>();
+  let shared: Promise<Relay> | undefined;
+  let draining = false;
+  let drained: Promise<void> | undefined;
+
+  // ---- the upstreams ---------------------------------------------------------------------------
+
+  /** The one upstream of 2026-07-28 traffic, started on first use and again after it ended. */
+  function sharedRelay(): Promise<Relay> | undefined {
+    if (shared !== undefined) return shared;
+    const made = io.makeUpstream("2026-07-28");
+    if (made === undefined) return undefined;
+    const starting = (async () => {
+      const relay = new Relay(relayInit, await made);
+      relay.onclose = () => {
+        const { message } = relay.ended();
+        log(`the 2026-07-28 upstream ended (${message}); the next request starts a new one`);
+        if (shared === starting) shared = undefined;
+      };
+      await relay.start();
+      return relay;
+    })();
+    shared = starting;
+    starting.catch(() => {
+      if (shared === starting) shared = undefined;
+    });
+    return starting;
+  }
+
+  // ---- 2026-07-28 ---------------------------------------------------------------------------------
+
+  async function serveModern(route: ModernRoute, request: Request): Promise<Response> {
+    if (route.messageKind === "notification") {
+      // 2026-07-28 defines no client-to-server notifications over Streamable HTTP (rule 28): accepted and dropped.
+      return new Response(null, { status: 202 });
+    }
+    const message = route.message as JsonRpcMessage & { id: Id; method: string };
+    const revision = route.classification.revision;
+    if (revision === undefined || !(MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(revision)) {
+      return rpcError(400, -32022, `Unsupported protocol version: ${revision ?? "none named"}`, message.id, {
+        supported: [...MODERN_PROTOCOL_VERSIONS],
+        requested: revision ?? "unknown",
+      });
+    }
+    const headerProblem = standardHeaderProblem(request, message);
+    if (headerProblem !== undefined) return rpcError(400, -32020, `Bad Request: ${headerProblem}`, message.id);
+    if (draining) return notSent(message.id, `${message.method} refused, not sent: this replica is draining (SIGTERM); send it again`);
+    if (inFlightNow() >= listen.maxRequests) {
+      return notSent(
+        message.id,
+        `${message.method} refused, not sent: this replica has ${listen.maxRequests} requests in flight (--max-requests)`,
+      );
+    }
+    const starting = sharedRelay();
+    if (starting === undefined) {
+      return rpcError(
+        400,
+        -32022,
+        "Unsupported protocol version: the upstream server speaks the 2025 era only (--era legacy)",
+        message.id,
+        {
+          supported: v2.SUPPORTED_PROTOCOL_VERSIONS.filter((v) => v.startsWith("2025-")),
+          requested: revision,
+        },
+      );
+    }
+    let relay: Relay;
+    try {
+      relay = await starting;
+    } catch (error) {
+      return rpcError(
+        502,
+        CONNECTION_CLOSED_ERROR_CODE,
+        `mcp-cancellable proxy: the server could not be started (${(error as Error).message})`,
+        message.id,
+      );
+    }
+    // The response is an SSE stream from the start (its headers go out at once): a replica lost
+    // mid-call is then a response stream broken before its answer, which a client reads as the
+    // request lost (rule 27; the library: connection closed, -32000), where a load balancer
+    // would otherwise answer a request whose headers never came with its own 502 page.
+    const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification, responseMode: "sse" });
+    await transport.start();
+    const handle = relay.open(
+      {
+        deliver: (out, related) =>
+          void transport.send(redactError(out, redact) as never, related === undefined ? undefined : { relatedRequestId: related }),
+      },
+      { session: null },
+    );
+    exchanges.add(handle);
+    transport.onmessage = (inbound) => handle.fromClient(inbound as JsonRpcMessage);
+    // The exchange ended: after its answer (nothing left in flight), or because the client closed
+    // its response stream, which on 2026-07-28 is its cancel (rule 6): carried upstream by the
+    // upstream's own mechanism, under the upstream id.
+    transport.onclose = () => {
+      exchanges.delete(handle);
+      handle.close(STREAM_CLOSED_REASON);
+    };
+    try {
+      const response = transport.handleMessage(message as never, { request });
+      // A comment frame (ignored by clients, rule 29) puts the stream's headers on the wire now.
+      transport.writeCommentFrame("mcp-cancellable proxy");
+      return await response;
+    } catch {
+      // Closed before a response existed: the client is gone, nothing to write.
+      exchanges.delete(handle);
+      handle.close(STREAM_CLOSED_REASON);
+      return new Response(null, { status: 499 });
+    }
+  }
+
+  // ---- 2025-era sessions ------------------------------------------------------------------------
+
+  async function serveLegacy(request: Request, body: unknown): Promise<Response> {
+    const sid = request.headers.get("mcp-session-id");
+    if (sid !== null) {
+      const session = sessions.get(sid);
+      if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
+      session.lastActive = performance.now();
+      if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
+      return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
+    }
+    if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
+    if (request.method !== "POST") return rpcError(405, -32000, "Method not allowed.", null, undefined, { allow: "POST" });
+    return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", echoId(body));
+  }
+
+  /** Requests in flight on this replica: the 2026-07-28 relay's and every session's. */
+  function inFlightNow(): number {
+    let count = inFlight.count;
+    for (const session of sessions.values()) count += session.proxy?.pendingCount ?? 0;
+    return count;
+  }
+
+  /** A message from a session's client: a request over a limit is answered here (never sent); the rest goes to its ProxySession. */
+  function fromSessionClient(session: Session, message: JsonRpcMessage): void {
+    if (!session.reading || session.proxy === undefined) return;
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (typeof method === "string" && (typeof id === "string" || typeof id === "number") && method !== "initialize") {
+      const limit =
+        session.proxy.pendingCount >= listen.maxSessionRequests
+          ? `this session has ${listen.maxSessionRequests} requests in flight (--max-session-requests)`
+          : inFlightNow() >= listen.maxRequests
+            ? `this replica has ${listen.maxRequests} requests in flight (--max-requests)`
+            : undefined;
+      if (limit !== undefined) {
+        const refusal = {
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: CONNECTION_CLOSED_ERROR_CODE,
+            message: `mcp-cancellable proxy: ${method} refused, not sent: ${limit}`,
+            data: { code: "NOT_SENT" },
+          },
+        };
+        void session.transport.send(refusal as never, { relatedRequestId: id }).catch(() => {});
+        return;
+      }
+    }
+    if (typeof id === "string" || typeof id === "number") {
+      const proxy = session.proxy;
+      withCallFacts({ clientRequestId: id, clientSession: session.id ?? null, era: "2025" }, () => proxy.receive(message));
+    } else session.proxy.receive(message);
+  }
+
+  async function newSession(request: Request, body: unknown): Promise<Response> {
+    if (draining) return notSent(echoId(body), "initialize refused, not sent: this replica is draining (SIGTERM); connect again");
+    if (sessions.size + opening >= listen.maxSessions) {
+      return notSent(echoId(body), `initialize refused, not sent: this replica has ${listen.maxSessions} sessions (--max-sessions)`);
+    }
+    opening++;
+    try {
+      const facts: { session: string | null } = { session: null };
+      let session: Session | undefined;
+      const transport: LegacyTransport = new v1.WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => `${listen.replica}.${randomUUID()}`,
+        onsessioninitialized: (id) => {
+          facts.session = id;
+          if (session !== undefined && !session.closed) {
+            session.id = id;
+            sessions.set(id, session);
+          }
+        },
+        onsessionclosed: () => {
+          if (session !== undefined) void closeSession(session, "the client ended it (DELETE)");
+        },
+        ...(listen.eventsPerSession > 0 ? { eventStore: new SessionEventStore(listen.eventsPerSession) } : {}),
+      });
+      const made: Session = { id: undefined, transport, proxy: undefined, lastActive: performance.now(), closed: false, reading: true };
+      session = made;
+      const upstream = await io.makeUpstream("legacy")!;
+      const proxy = new ProxySession({
+        options,
+        config,
+        upstream,
+        records: recordsFor(records, listen.replica, facts),
+        extras: io.observer === undefined ? {} : { observer: io.observer },
+        log: (text) => io.log(`[${listen.replica} ${facts.session ?? "new session"}] ${redact(text)}`),
+        client: {
+          send: (outbound) =>
+            void transport
+              .send(
+                redactError(outbound.message, redact) as never,
+                outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
+              )
+              .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`)),
+          stopReading: () => (made.reading = false),
+          flush: async () => {},
+        },
+      });
+      made.proxy = proxy;
+      transport.onmessage = (inbound) => fromSessionClient(made, inbound as JsonRpcMessage);
+      // The upstream ended by itself (its server exited): the session ends; the client's next request gets 404 and it initializes again.
+      void proxy.done.then(() => void closeSession(made, "its server ended"));
+      if (!(await proxy.start())) {
+        made.closed = true;
+        return rpcError(502, CONNECTION_CLOSED_ERROR_CODE, "mcp-cancellable proxy: the server could not be started", echoId(body));
+      }
+      await transport.start();
+      const response = await transport.handleRequest(request, { parsedBody: body });
+      if (made.id === undefined) void closeSession(made, "its initialize was refused");
+      return response;
+    } finally {
+      opening--;
+    }
+  }
+
+  /** Ends a session: its requests in flight cancelled upstream (by the upstream's mechanism), its streams closed, its stdio server stopped (process group). */
+  async function closeSession(session: Session, why: string, signal?: "SIGTERM"): Promise<void> {
+    if (session.closed) return;
+    session.closed = true;
+    if (session.id !== undefined) sessions.delete(session.id);
+    await session.proxy?.end(
+      signal === undefined ? { kind: "fatal", why: `the client's session ended: ${why}` } : { kind: "signal", signal },
+    );
+    await session.transport.close().catch(() => {});
+    if (options.verbose) log(`session ${session.id ?? "(never opened)"} ended: ${why}`);
+  }
+
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const session of [...sessions.values()]) {
+        if ((session.proxy?.pendingCount ?? 0) === 0 && now - session.lastActive >= listen.sessionIdleMs) {
+          void closeSession(session, `idle for ${listen.sessionIdleMs} ms (--session-idle-ms)`);
+        }
+      }
+    },
+    Math.max(50, Math.min(30_000, Math.floor(listen.sessionIdleMs / 4))),
+  );
+  sweep.unref();
+
+  // ---- HTTP -------------------------------------------------------------------------------------
+
+  /**
+   * One request on the MCP path, in the shape `toNodeHandler` (@modelcontextprotocol/node) gives
+   * it, with one difference: a 2026-07-28 POST is classified from the body read here and served
+   * without a web `Request` (the single-exchange transport reads only its abort signal; a
+   * `Request` with its headers and body stream is about 7 KB a request). A 2025-era request gets
+   * its `Request` from the SDK's own `toWebRequest`, for the v1 transport.
+   */
+  async function route(req: http.IncomingMessage, signal: AbortSignal): Promise<Response> {
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    let body: unknown;
+    if (req.method === "POST") {
+      if (!v2.isJsonContentType(header("content-type") ?? null)) {
+        return rpcError(415, -32000, "Unsupported Media Type: Content-Type must be application/json", null);
+      }
+      const text = await readBody(req, listen.maxBodyBytes);
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return rpcError(400, -32700, "Parse error: the request body is not valid JSON", null);
+      }
+    }
+    const outcome = v2.classifyInboundRequest({
+      httpMethod: req.method ?? "GET",
+      ...optional("protocolVersionHeader", header("mcp-protocol-version")),
+      ...optional("mcpMethodHeader", header("mcp-method")),
+      ...optional("mcpNameHeader", header("mcp-name")),
+      ...(body === undefined ? {} : { body }),
+    });
+    if (outcome.kind === "reject") return rpcError(outcome.httpStatus, outcome.code, outcome.message, echoId(body), outcome.data);
+    if (outcome.kind === "modern") {
+      const lite = { signal, headers: { get: (name: string) => header(name) ?? null } } as unknown as Request;
+      return serveModern(outcome as unknown as ModernRoute, lite);
+    }
+    const request = await node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal });
+    return serveLegacy(request, body);
+  }
+
+  /** Serves one request on the MCP path and writes its response (as `toNodeHandler` writes it: backpressure honoured, the stream cancelled when the client goes). */
+  async function serveMcp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const abort = new AbortController();
+    let finished = false;
+    res.on("close", () => {
+      if (!finished) abort.abort();
+    });
+    let response: Response;
+    try {
+      response = await route(req, abort.signal);
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) {
+        response = rpcError(413, -32000, error.message, null, undefined, { connection: "close" });
+      } else {
+        log(`a request failed inside the front: ${(error as Error).message}`);
+        response = rpcError(500, -32603, "Internal error", null);
+      }
+    }
+    await writeResponse(res, response, abort.signal);
+    finished = true;
+  }
+
+  const server = http.createServer(
+    {
+      headersTimeout: listen.headersTimeoutMs,
+      requestTimeout: Math.max(listen.requestTimeoutMs, listen.headersTimeoutMs),
+      keepAliveTimeout: listen.keepAliveMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(listen.headersTimeoutMs / 2))),
+      maxHeaderSize: 16_384,
+    },
+    (req, res) => {
+      const refusal = admit(req, listen);
+      if (refusal === "health") {
+        writeJson(res, 200, { status: "ok", replica: listen.replica });
+        return;
+      }
+      if (refusal === "ready") {
+        writeJson(res, draining ? 503 : 200, { status: draining ? "draining" : "ready", replica: listen.replica });
+        return;
+      }
+      if (refusal !== undefined) {
+        writeJson(res, refusal.status, { jsonrpc: "2.0", id: null, error: { code: -32000, message: refusal.message } }, refusal.headers);
+        // A refused request's body is not read: close the connection after the answer.
+        if (refusal.status !== 404) res.shouldKeepAlive = false;
+        return;
+      }
+      void serveMcp(req, res);
+    },
+  );
+  server.maxConnections = listen.maxConnections;
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    // Malformed requests, headers too large or too slow: a bare status, no echo of anything sent.
+    if (!socket.writable || error.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port, listen.host, () => {
+      server.removeListener("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = new URL(`http://${host}:${address.port}${listen.path}`);
+  // The 2026-07-28 upstream is started now, not by the first request: a stdio server's start-up
+  // time would otherwise count against that request's idle timeout.
+  void sharedRelay()?.catch((error: unknown) => log(`the 2026-07-28 upstream could not be started: ${(error as Error).message}`));
+  io.log(`listening on ${url.href}\n`);
+
+  // ---- drain ------------------------------------------------------------------------------------
+
+  async function drainOnce(): Promise<void> {
+    draining = true;
+    const count = inFlightNow();
+    log(`draining: no new sessions or requests; ${count} request${count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`);
+    const deadline = performance.now() + listen.drainMs;
+    while (inFlightNow() > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const left = inFlightNow();
+    if (left > 0) log(`drain: ${left} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
+    const answer = (method: string): LibraryErrorResponse => ({
+      code: CONNECTION_CLOSED_ERROR_CODE,
+      message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
+      data: { code: "CONNECTION_CLOSED", record: null },
+    });
+    for (const handle of [...exchanges]) handle.close(DRAIN_REASON, answer);
+    clearInterval(sweep);
+    server.close();
+    server.closeIdleConnections();
+    await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")));
+    const relay = await shared?.catch(() => undefined);
+    await relay?.close();
+    // Let the last answers reach their sockets before the connections close.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => (records === undefined ? resolve() : records.end(() => resolve())));
+    log("drained");
+  }
+
+  return {
+    url,
+    drain: () => (drained ??= drainOnce()),
+    stats: () => ({ sessions: sessions.size, inFlight: inFlightNow(), exchanges: exchanges.size, sharedRelay: shared !== undefined }),
+  };
+}
+
+/** The parts of the v2 server's modern route the front reads. */
+interface ModernRoute {
+  kind: "modern";
+  messageKind: "request" | "notification";
+  message: { jsonrpc: "2.0"; method: string; id?: Id; params?: Record<string, unknown> };
+  classification: { era: "modern" | "legacy"; revision?: string };
+}
+
+/** Health, readiness, and the guards in order: path, Host, Origin, token, method. */
+function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "health" | "ready" | undefined {
+  const path = (req.url ?? "/").split("?")[0];
+  if (req.method === "GET" && path === "/healthz") return "health";
+  if (req.method === "GET" && path === "/readyz") return "ready";
+  if (path !== listen.path) return { status: 404, message: "Not Found" };
+  const header = (name: string): string | undefined => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const refusal =
+    checkHost(header("host"), listen) ?? checkOrigin(header("origin"), listen) ?? checkToken(header("authorization"), listen.token);
+  if (refusal !== undefined) return refusal;
+  if (req.method !== "POST" && req.method !== "GET" && req.method !== "DELETE") {
+    return { status: 405, message: "Method not allowed.", headers: { allow: "GET, POST, DELETE" } };
+  }
+  return undefined;
+}
+
+/**
+ * An error response with the secrets taken out of its text (an upstream may echo what it was
+ * sent, the `--header` token included, in the error the proxy relays); anything else as it is.
+ */
+export function redactError(message: JsonRpcMessage, redact: (text: string) => string): JsonRpcMessage {
+  const error = (message as { error?: unknown }).error;
+  if (typeof error !== "object" || error === null) return message;
+  const text = JSON.stringify(error);
+  const clean = redact(text);
+  return clean === text ? message : { ...message, error: JSON.parse(clean) as unknown };
+}
+
+/** A request body over `--max-body-bytes` (413, before anything is parsed). */
+class BodyTooLargeError extends Error {
+  override name = "BodyTooLargeError" as const;
+}
+
+/** The request body as text, at most `max` bytes (a declared `Content-Length` over it is refused unread). @throws {BodyTooLargeError} */
+async function readBody(req: http.IncomingMessage, max: number): Promise<string> {
+  const tooLarge = () => new BodyTooLargeError(`Payload Too Large: the request body must not exceed ${max} bytes (--max-body-bytes)`);
+  if (Number(req.headers["content-length"]) > max) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw tooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+}
+
+/** Writes a web `Response` to a node response: status and headers, then the body, waiting for `drain`, stopping when the client is gone. */
+async function writeResponse(res: http.ServerResponse, response: Response, signal: AbortSignal): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of response.headers as unknown as Iterable<[string, string]>) headers[name] = value;
+  res.writeHead(response.status, headers);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  let drained: (() => void) | undefined;
+  const onDrain = (): void => drained?.();
+  res.on("drain", onDrain);
+  const gone = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      if (signal.aborted) break;
+      if (!res.write(chunk)) await Promise.race([new Promise<void>((resolve) => (drained = resolve)), gone]);
+    }
+  } catch {
+    // The stream failed or was cancelled: end what was written.
+  }
+  res.removeListener("drain", onDrain);
+  res.end();
+}
+
+function writeJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function rpcError(
+  status: number,
+  code: number,
+  message: string,
+  id: Id | null,
+  data?: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json(
+    { jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } },
+    { status, headers: { "content-type": "application/json", ...headers } },
+  );
+}
+
+/** A request refused before it was sent upstream: 503, `Retry-After`, safe to send again (to this replica later, or to another). */
+function notSent(id: Id | null, text: string): Response {
+  return rpcError(503, CONNECTION_CLOSED_ERROR_CODE, `mcp-cancellable proxy: ${text}`, id, { code: "NOT_SENT" }, { "retry-after": "1" });
+}
+
+function echoId(body: unknown): Id | null {
+  const id = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+function isRequest(body: unknown): boolean {
+  return typeof body === "object" && body !== null && "method" in body && "id" in body;
+}
+
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
+/** The methods whose `Mcp-Name` header mirrors a body field (SEP-2243; tasks rows from SEP-2663). */
+const MCP_NAME_SOURCE: Record<string, string> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+  "tasks/get": "taskId",
+  "tasks/update": "taskId",
+  "tasks/cancel": "taskId",
+};
+
+/**
+ * The presence half of the standard request headers (rule 25; the v2 server's
+ * `validateStandardRequestHeaders`, which it does not export): `MCP-Protocol-Version` and
+ * `Mcp-Method` on every request, `Mcp-Name` where the body names a tool, prompt, resource or task,
+ * equal to it (a `=?base64?...?=` value decoded first). The mismatch cells of the first two are
+ * checked by `classifyInboundRequest` already.
+ */
+export function standardHeaderProblem(request: Request, message: { method: string; params?: Record<string, unknown> }): string | undefined {
+  if (request.headers.get("mcp-protocol-version") === null) return "the required MCP-Protocol-Version header is absent";
+  if (request.headers.get("mcp-method") === null)
+    return `the body names method ${message.method} but the required Mcp-Method header is absent`;
+  const field = Object.hasOwn(MCP_NAME_SOURCE, message.method) ? MCP_NAME_SOURCE[message.method] : undefined;
+  if (field === undefined) return undefined;
+  const value = message.params?.[field];
+  if (typeof value !== "string") return undefined;
+  const raw = request.headers.get("mcp-name")?.trim();
+  if (raw === undefined) return `the body carries params.${field} but the required Mcp-Name header is absent`;
+  const sentinel = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/i.exec(raw);
+  const named = sentinel === null ? raw : Buffer.from(sentinel[1]!, "base64").toString("utf8");
+  if (named !== value)
+    return `the body carries params.${field}=${JSON.stringify(value)} but the Mcp-Name header names ${JSON.stringify(named)}`;
+  return undefined;
+}
