@@ -83,6 +83,8 @@ export interface Counts {
   /** Of the overtakes: notifications naming a request the server never took up at all. */
   orphans: number;
   afterResponse: number;
+  /** Of those: the response was written before the client sent the notification (it crossed the notification unread). */
+  crossed: number;
   duplicates: number;
   contradictions: number;
   /** Discrepancies a crash explains (see the file comment); not failures. */
@@ -98,6 +100,7 @@ export const noCounts = (): Counts => ({
   overtakes: 0,
   orphans: 0,
   afterResponse: 0,
+  crossed: 0,
   duplicates: 0,
   contradictions: 0,
   explainedByCrash: 0,
@@ -315,6 +318,7 @@ export class ServerLog {
         }
         if (!Number.isNaN(answered) && cancel > answered) {
           counts.afterResponse++;
+          if (this.#get(id, "clientCancelT") >= this.#get(id, "answeredT")) counts.crossed++;
           verdict.afterResponse.push(`${this.#name(id)}: ${this.#crossing(id)}; ${this.#timeline(id)}`);
           verdict.failures.push(`${this.#name(id)}: the notification arrived after the server had written the response`);
         }

@@ -59,6 +59,11 @@ const HEAP_GROWTH_LIMIT = 8 * 1024 * 1024; // bytes, last quarter minus first
 // wait seconds for the CPU, and a starved process is not what this soak looks for.
 const COMPLETE_MS = 30_000;
 const SETTLE_DEADLINE_MS = 10_000; // slack on top of 20 ms per call (short) or the duration (long)
+/**
+ * How long, at most, the end of a run waits for what is still on its way (ms): a 2025-era
+ * notification POST is bounded by undici's connect timeout (10 s), and retried once.
+ */
+const QUIET_DEADLINE_MS = 25_000;
 /** How long a server's own log may take to be read to its end once its connection closed, ms. */
 const LOG_DEADLINE_MS = 5_000;
 
@@ -326,8 +331,11 @@ interface Figures {
   crashes: number;
   connectionClosedByCrash: number;
   transportErrorsByCrash: number;
+  /** The first 20 settle errors, and how many there were. */
   settleErrors: string[];
+  settleErrorCount: number;
   unexpectedErrors: string[];
+  unexpectedErrorCount: number;
   injectedErrors: number;
   lateDiscarded: { results: number; errors: number; progress: number };
   heapQuarters: number[];
@@ -358,7 +366,9 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     connectionClosedByCrash: 0,
     transportErrorsByCrash: 0,
     settleErrors: [],
+    settleErrorCount: 0,
     unexpectedErrors: [],
+    unexpectedErrorCount: 0,
     injectedErrors: 0,
     lateDiscarded: { results: 0, errors: 0, progress: 0 },
     heapQuarters: [],
@@ -374,7 +384,10 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
   };
   const http = name !== "stdio";
   const calls = LONG ? Number.POSITIVE_INFINITY : http ? SHORT_CALLS.http : SHORT_CALLS.stdio;
-  const fail = (what: string) => void (figures.settleErrors.length < 20 && figures.settleErrors.push(what));
+  const fail = (what: string) => {
+    figures.settleErrorCount++;
+    if (figures.settleErrors.length < 20) figures.settleErrors.push(what);
+  };
   const session = new AbortController(); // the bot's long-lived signal, never aborted
   // The connections still held; a crashed one is checked and let go once it is quiet (see `retire`),
   // so the heap compared from the first quarter to the last holds one connection's capped
@@ -388,7 +401,7 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     let connection: Connection | undefined;
     const onError = (error: Error) => {
       if (connection?.crashed) figures.injectedErrors++;
-      else if (figures.unexpectedErrors.length < 20) figures.unexpectedErrors.push(`${name}#${index}: ${error.message}`);
+      else if (figures.unexpectedErrorCount++ < 20) figures.unexpectedErrors.push(`${name}#${index}: ${error.message}`);
     };
     connection = await peer.connect(index, log, onError);
     connections.push(connection);
@@ -419,7 +432,7 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
   /** A crashed connection: closed, given its time to become quiet (bounded), checked, and let go. */
   const retire = async (old: Connection): Promise<void> => {
     await old.close().catch(() => {});
-    for (let i = 0; i < 50 && !quiet(old); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < QUIET_DEADLINE_MS / 100 && !quiet(old); i++) await new Promise((resolve) => setTimeout(resolve, 100));
     await new Promise((resolve) => setTimeout(resolve, 400)); // late messages and revisions still on their way
     leftovers(old, old.client !== current.client);
     connections.splice(connections.indexOf(old), 1);
@@ -446,6 +459,7 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     const timer = signal === undefined ? undefined : setTimeout(() => controller.abort(new Error("the bot gave up")), call.abortAfterMs);
     let settles = 0;
     let error: unknown;
+    const sent = performance.now();
     try {
       await connection.mcp.callTool(call.params, signal === undefined ? call.options : { ...call.options, signal });
       settles++;
@@ -455,6 +469,7 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
     } finally {
       clearTimeout(timer);
     }
+    const took = `after ${Math.round(performance.now() - sent)} ms`;
     if (settles !== 1) fail(`#${index} ${kind}: settled ${settles} times`);
     figures.calls++;
     const want = expected(kind);
@@ -471,13 +486,14 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
       return;
     }
     if (want.error === undefined) {
-      if (kind === "succeed" && error !== undefined) fail(`#${index} ${kind}: rejected ${String(error)}`);
+      if (kind === "succeed" && error !== undefined) fail(`#${index} ${kind}: rejected ${took}: ${String(error)}`);
       if (kind === "server-error" && (error === undefined || error instanceof McpCancellableError))
         fail(`#${index} ${kind}: ${String(error)}`);
       return;
     }
     if (!(error instanceof want.error) || (error as McpCancellableError).code !== want.code) {
-      fail(`#${index} ${kind}: got ${error === undefined ? "a result" : `${(error as Error).name} ${(error as { code?: string }).code}`}`);
+      const got = error === undefined ? "a result" : `${(error as Error).name} ${(error as { code?: string }).code}`;
+      fail(`#${index} ${kind}: got ${got} ${took} (timeoutMs ${call.options.timeoutMs})`);
       return;
     }
     const record = (error as McpCancellableError).record;
@@ -545,10 +561,10 @@ async function soak(name: TransportName, peer: Peer): Promise<Figures> {
   if (figures.calls !== issued || (!LONG && figures.calls !== calls)) fail(`${figures.calls} of ${LONG ? issued : calls} calls settled`);
 
   // Late messages land after the settle, and 2025-era cancel notifications may still be on their
-  // way (each bounded by flushTimeoutMs, plus one retry): give them their time (bounded), then read.
+  // way (each bounded by the connect timeout, plus one retry): give them their time (bounded), then read.
   await Promise.all(retiring);
   await new Promise((resolve) => setTimeout(resolve, 400));
-  for (let i = 0; i < 30 && !connections.every(quiet); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let i = 0; i < QUIET_DEADLINE_MS / 100 && !connections.every(quiet); i++) await new Promise((resolve) => setTimeout(resolve, 100));
   const live = connections.filter((c) => !c.crashed);
   for (const c of connections) leftovers(c, true);
   const listeners = getEventListeners(session.signal, "abort").length;
@@ -620,10 +636,10 @@ for (const f of results) {
   const s = f.server;
   process.stderr.write(
     `${f.transport.padEnd(16)} ${f.calls} calls in ${f.elapsedMs} ms, ${f.crashes} crashes (${f.connectionClosedByCrash + f.transportErrorsByCrash} calls ended by them), ` +
-      `settle errors ${f.settleErrors.length}, onerror unexpected ${f.unexpectedErrors.length} / injected ${f.injectedErrors}, ` +
+      `settle errors ${f.settleErrorCount}, onerror unexpected ${f.unexpectedErrorCount} / injected ${f.injectedErrors}, ` +
       `late discarded ${JSON.stringify(f.lateDiscarded)}, heap per quarter ${f.heapQuarters.map(mb).join(" ")}, leftovers ${f.leftovers.length}\n` +
       `${"".padEnd(17)}server log: requests ${s.requests}, notifications received ${s.cancelsReceived} / claimed ${s.cancelsClaimed}, ` +
-      `overtakes ${s.overtakes} (${s.orphans} naming a request it never took up), after response ${s.afterResponse}, duplicates ${s.duplicates}, contradictions ${s.contradictions}, ` +
+      `overtakes ${s.overtakes} (${s.orphans} naming a request it never took up), after response ${s.afterResponse} (${s.crossed} crossed), duplicates ${s.duplicates}, contradictions ${s.contradictions}, ` +
       `explained by a crash ${s.explainedByCrash}, not-sent ${s.notSent}; warnings ${f.warnings.length}\n` +
       `${"".padEnd(17)}event loop delay p99 ${f.loopDelayMs.p99} ms, max ${f.loopDelayMs.max} ms; the soak's own full GCs ${f.gcPauses.map((p) => `${p.ms} ms at ${p.at}`).join(", ")}\n`,
   );
