@@ -237,11 +237,24 @@ export class CancellableCall<T = unknown> implements LateSink {
   /**
    * The response is on its way to the SDK, which settles the call in the same turn. From now
    * on no cancel may be sent (rule 7) and no timer or abort can win over the response (rule 9).
+   *
+   * Returns false when the caller's signal aborted before the response came and the call's turn
+   * to settle by it had not come yet (a signal shared by thousands of calls settles them in
+   * slices): the abort came first, so the call is cancelled now (`aborted`) and the response is
+   * late (rule 8). The caller of this method takes the request off the wire first, so no cancel
+   * goes out for it (the response is here), and counts the response on the record as late.
    */
-  responded(): void {
-    if (this.#state !== "pending") return;
+  responded(): boolean {
+    if (this.#state !== "pending") return true;
+    const signal = this.#callerSignal;
+    const aborted = signal === undefined ? undefined : firstAborted(signal);
+    if (aborted !== undefined) {
+      this.cancel("aborted", aborted.reason);
+      return false;
+    }
     this.#state = "responded";
     this.#dispose();
+    return true;
   }
 
   /**

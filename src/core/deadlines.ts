@@ -1,5 +1,7 @@
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import type { Timers } from "../types/options.js";
+import { SLICE_BUDGET_MS, Slicer, processClock, settleSlicer, yieldTask } from "../utils/slices.js";
+import type { SliceWork } from "../utils/slices.js";
 
 /**
  * One entry of a {@link DeadlineQueue}: a deadline and the callback to run once it is reached.
@@ -30,14 +32,18 @@ export class DeadlineSlot {
  * last pending call. A client's calls share one queue (one timer for any number of pending
  * calls, where there was one per call); a call made on its own gets a private queue.
  *
- * When the timer fires, every slot whose deadline the clock has reached is taken off the heap
- * first, then each is woken in deadline order; a slot scheduled again while waking (an idle
- * deadline moved by progress) goes back into the heap and is judged at the next fire. Node may
- * fire a timer up to ~1 ms before its delay by `performance.now()`; nothing is due then, and
- * the queue re-arms for the rest.
+ * When the timer fires, the slots whose deadline the clock has reached are taken off the heap one
+ * at a time, earliest first, and each is woken as it is taken; a slot scheduled again while the
+ * queue settles (an idle deadline moved by progress, a new call) is judged at the next fire. The
+ * settling runs in slices (`Slicer`, shared by the process's queues and abort fan-outs): when
+ * 10,000 calls are due at once, the queue settles as many as fit in the slice's budget, yields to
+ * the event loop, and goes on in the next task, so a mass timeout never holds the loop longer
+ * than one slice. A slot is never woken before its deadline: only a later one. Node may fire a
+ * timer up to ~1 ms before its delay by `performance.now()`; nothing is due then, and the queue
+ * re-arms for the rest.
  * @internal
  */
-export class DeadlineQueue {
+export class DeadlineQueue implements SliceWork {
   readonly #heap: DeadlineSlot[] = [];
   readonly #clock: () => number;
   readonly #timers: Timers;
@@ -45,14 +51,23 @@ export class DeadlineQueue {
   /** The deadline the timer is armed for, or +Infinity when no timer is armed. */
   #armedFor = Number.POSITIVE_INFINITY;
   #seq = 0;
+  readonly #slicer: Slicer;
+  /** True from a fire until every due slot is settled (over one or more slices). */
+  #settling = false;
+  /** The slots of the settling: those scheduled before the fire (`seq` up to this). */
+  #batch = 0;
 
   /**
    * @param clock monotonic clock, ms (the same one the calls read).
    * @param timers where the one timer comes from (injectable for fake timers).
+   * @param slicer where a fire's settling runs. Default: on the process's clock (`processClock`),
+   *   the process's slicer, shared by every such queue and every abort fan-out; on another clock
+   *   (injected, fake), a slicer of the queue's own that measures its slices on that clock.
    */
-  constructor(clock: () => number, timers: Timers) {
+  constructor(clock: () => number, timers: Timers, slicer?: Slicer) {
     this.#clock = clock;
     this.#timers = timers;
+    this.#slicer = slicer ?? (clock === processClock ? settleSlicer : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS }));
   }
 
   /** Slots waiting for their deadline. */
@@ -89,14 +104,21 @@ export class DeadlineQueue {
   readonly #fire = (): void => {
     this.#timer = undefined;
     this.#armedFor = Number.POSITIVE_INFINITY;
-    const now = this.#clock();
-    const due: DeadlineSlot[] = [];
-    while (this.#heap.length > 0 && this.#heap[0]!.at <= now) {
-      const slot = this.#heap[0]!;
+    if (this.#settling) return; // the settling under way re-arms when it ends
+    this.#settling = true;
+    this.#batch = this.#seq;
+    this.#slicer.run(this);
+  };
+
+  /**
+   * One item of the settling (see `Slicer`): takes the earliest slot off the heap and wakes it,
+   * if the clock has reached its deadline and it was queued before the fire. Once no such slot is
+   * left, ends the settling and re-arms the timer for the next deadline. @internal
+   */
+  step(): boolean {
+    const slot = this.#heap[0];
+    if (slot !== undefined && this.#due(slot)) {
       this.#removeAt(0);
-      due.push(slot);
-    }
-    for (const slot of due) {
       try {
         slot.wake();
       } catch {
@@ -104,8 +126,17 @@ export class DeadlineQueue {
       }
     }
     const next = this.#heap[0];
-    if (next !== undefined && next.at < this.#armedFor) this.#arm(next.at);
-  };
+    if (next !== undefined && this.#due(next)) return true;
+    this.#settling = false;
+    if (next === undefined) this.#disarm();
+    else if (next.at < this.#armedFor) this.#arm(next.at);
+    return false;
+  }
+
+  /** Due in this settling: queued before the fire, and its deadline reached. */
+  #due(slot: DeadlineSlot): boolean {
+    return slot.seq <= this.#batch && slot.at <= this.#clock();
+  }
 
   #arm(at: number): void {
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);

@@ -6,6 +6,7 @@ import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks, CallIds } from "../core/cancellable-call.js";
 import type { SettledRecord } from "../core/settled-record.js";
 import { DeadlineQueue } from "../core/deadlines.js";
+import { processClock } from "../utils/slices.js";
 import { summarize } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { isoTime } from "../utils/iso.js";
@@ -100,7 +101,8 @@ const systemTimers: Timers = {
   clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
 };
 
-const monotonic = (): number => performance.now();
+/** `performance.now()`: the process's clock, whose deadline queues share the process's settle slicer. */
+const monotonic = processClock;
 
 /** The SDK request options of every call (frozen: an entry point spreads them, never writes them). */
 const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const });

@@ -1,8 +1,45 @@
-/** Per signal: its one `abort` listener and the callbacks it fans out to. */
-interface Fanout {
-  readonly listener: () => void;
-  readonly callbacks: Set<() => void>;
+import { settleSlicer } from "./slices.js";
+import type { SliceWork } from "./slices.js";
+
+/**
+ * Per signal: its one `abort` listener and the callbacks it fans out to. Once the signal aborted,
+ * the callbacks subscribed then are called one at a time in the process's settle slices (see
+ * `Slicer`): a signal shared by 100,000 pending calls settles them over as many tasks as it
+ * takes, never holding the event loop longer than one slice. The first callback is called at
+ * once, in `abort()`'s own task, and so are the others while the slice lasts. A callback
+ * unsubscribed before its turn is not called.
+ */
+class Fanout implements SliceWork {
+  /** Subscribed and not yet called. */
+  readonly callbacks = new Set<() => void>();
+  /** Once aborted: the callbacks subscribed then, in subscription order, and the next to call. */
+  #fired: (() => void)[] = [];
+  #next = 0;
+
+  constructor(readonly signal: AbortSignal) {}
+
+  readonly listener = (): void => {
+    this.#fired = [...this.callbacks];
+    settleSlicer.run(this);
+  };
+
+  step(): boolean {
+    const fired = this.#fired;
+    while (this.#next < fired.length) {
+      const fire = fired[this.#next]!;
+      fired[this.#next++] = noop; // what is done is not kept
+      if (!this.callbacks.delete(fire)) continue; // unsubscribed meanwhile
+      fire();
+      break;
+    }
+    if (this.#next < fired.length) return true;
+    this.#fired = [];
+    if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
+    return false;
+  }
 }
+
+function noop(): void {}
 
 const fanouts = new WeakMap<AbortSignal, Fanout>();
 
@@ -27,15 +64,9 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 export function linkAbort(signal: AbortSignal, callback: () => void): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
-    const callbacks = new Set<() => void>();
-    const listener = (): void => {
-      fanouts.delete(signal);
-      for (const fire of [...callbacks]) fire();
-      callbacks.clear();
-    };
-    fanout = { listener, callbacks };
+    fanout = new Fanout(signal);
     fanouts.set(signal, fanout);
-    signal.addEventListener("abort", listener, { once: true });
+    signal.addEventListener("abort", fanout.listener, { once: true });
   }
   fanout.callbacks.add(callback);
 }

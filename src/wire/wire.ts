@@ -562,8 +562,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;
       } else {
-        entry.call.responded();
+        const call = entry.call;
+        // Off the wire first: a call whose abort came before this response (and waits for its
+        // turn in a mass settle) is cancelled by responded() with nothing sent, and the response
+        // is late (rule 8). The SDK still gets it and ends its own wait; the call ignores that.
         this.#forget(id, entry);
+        if (!call.responded()) call.late("error" in message ? "error" : "result");
       }
       return true;
     }

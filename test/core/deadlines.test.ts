@@ -265,3 +265,139 @@ describe("calls sharing one DeadlineQueue", () => {
     );
   });
 });
+
+describe("a mass timeout settles in slices (fake timers)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    expect(vi.getTimerCount()).toBe(0);
+    vi.useRealTimers();
+  });
+
+  /**
+   * `count` calls on one queue, on a clock that is fake time plus the work the calls did: each
+   * cancel costs `costMs` of it (as a real cancel costs the process time). The queue's settling
+   * runs on a slicer of its own, on that clock (10 ms slices); its yields are fake setImmediates.
+   */
+  function massTimeout(count: number, timeoutMs: (i: number) => number, costMs: number) {
+    let work = 0;
+    const clock = () => Date.now() + work;
+    const timers: Timers = { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) };
+    const queue = new DeadlineQueue(clock, timers);
+    const settledAt: number[] = new Array(count).fill(Number.NaN);
+    const settles: number[] = new Array(count).fill(0);
+    const order: number[] = [];
+    const calls = Array.from({ length: count }, (_, i) => {
+      const call = new CancellableCall<string>({
+        method: "tools/call",
+        name: "t",
+        options: resolveCallOptions({}, { timeoutMs: timeoutMs(i) }),
+        clock,
+        timers,
+        deadlines: queue,
+        hooks: {
+          cancel: () => {
+            work += costMs;
+            return "notification";
+          },
+          settled: () => {
+            settles[i]! += 1;
+            settledAt[i] = clock();
+            order.push(i);
+          },
+        },
+      });
+      call.promise.catch(() => {});
+      call.start();
+      call.bind(i + 1);
+      return call;
+    });
+    const deadlines = calls.map((_, i) => timeoutMs(i));
+    return { queue, calls, settledAt, settles, order, deadlines, clock };
+  }
+
+  it("10,000 calls due together: the timer's task settles one 10 ms slice of them, yields, and the next task the next slice", async () => {
+    // 0.05 ms per cancel, 10 ms slices: 200 calls per slice (the first at once, then while the clock reads under 10 ms).
+    const m = massTimeout(10_000, () => 100, 0.05);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(m.order).toHaveLength(0);
+    vi.advanceTimersByTime(1); // the deadline: the queue's timer fires
+    const slices = [m.order.length];
+    expect(slices[0]).toBe(200);
+    // The rest waits for a yield (a setImmediate), not for the queue's timer.
+    expect(vi.getTimerCount()).toBe(1);
+    while (m.order.length < 10_000) {
+      const before = m.order.length;
+      vi.advanceTimersToNextTimer(); // the next task: one slice
+      slices.push(m.order.length - before);
+      if (slices.length > 100) break;
+    }
+    expect(slices).toEqual(Array.from({ length: 50 }, () => 200));
+    // Each settled once, never before its own deadline, in the order the calls were queued (equal deadlines).
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    expect(m.order).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
+    for (const [i, at] of m.settledAt.entries()) expect(at).toBeGreaterThanOrEqual(m.deadlines[i]!);
+    expect(m.queue.size).toBe(0);
+    expect(m.queue.armed).toBe(false);
+    // What is left is the yield that starts the slicer's count anew in the next task.
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersToNextTimerAsync();
+  });
+
+  it("deadlines spread over the settling: each call settles at or after its own, earliest first, none out of turn", async () => {
+    // Deadlines 100..199 ms, 10 calls each; 2 ms per cancel: a slice settles 5, so the settling falls behind and catches up.
+    const m = massTimeout(1_000, (i) => 100 + (i % 100), 2);
+    vi.advanceTimersByTime(100);
+    expect(m.order).toHaveLength(5);
+    await vi.advanceTimersByTimeAsync(200);
+    while (m.order.length < 1_000) await vi.advanceTimersToNextTimerAsync();
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    for (const [i, at] of m.settledAt.entries()) expect(at, `call ${i}`).toBeGreaterThanOrEqual(m.deadlines[i]!);
+    // Earliest deadline first; equal deadlines in the order they were queued.
+    const key = (i: number) => m.deadlines[i]! * 10_000 + i;
+    expect(m.order.map(key)).toEqual([...m.order.map(key)].sort((a, b) => a - b));
+    expect(m.queue.size).toBe(0);
+  });
+
+  it("a call answered while the settling waits for its next slice leaves the queue and settles once, with its result", async () => {
+    const m = massTimeout(1_000, () => 50, 0.5); // 20 per slice
+    await vi.advanceTimersByTimeAsync(50);
+    expect(m.order).toHaveLength(20);
+    const answered = m.calls[500]!;
+    answered.responded();
+    answered.succeed("ok");
+    await expect(answered.promise).resolves.toBe("ok");
+    while (m.order.length < 1_000) await vi.advanceTimersToNextTimerAsync();
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    expect(m.order.indexOf(500)).toBe(20); // settled by its answer, right after the first slice
+    expect(m.queue.size).toBe(0);
+    await vi.advanceTimersToNextTimerAsync(); // the yield that starts the slicer's count anew
+  });
+
+  it("a call queued while the settling is under way waits for its own deadline", async () => {
+    const m = massTimeout(100, () => 50, 1); // 10 per slice
+    await vi.advanceTimersByTimeAsync(50);
+    expect(m.order).toHaveLength(10);
+    const late = new CancellableCall<string>({
+      method: "tools/call",
+      name: "late",
+      options: resolveCallOptions({}, { timeoutMs: 1_000 }),
+      clock: m.clock,
+      timers: { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) },
+      deadlines: m.queue,
+      hooks: { cancel: () => "notification", settled: () => {} },
+    });
+    const outcome = settleOf(late.promise);
+    late.start();
+    const startedAt = m.clock();
+    while (m.order.length < 100) await vi.advanceTimersToNextTimerAsync();
+    expect(outcome.status).toBe("pending");
+    expect(m.queue.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(outcome.status).toBe("rejected");
+    expect(late.record!.elapsedMs).toBeGreaterThanOrEqual(1_000);
+    expect(m.clock() - startedAt).toBeGreaterThanOrEqual(1_000);
+  });
+});
