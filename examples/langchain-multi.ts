@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 import { attachCancellation } from "mcp-cancellable";
 
@@ -12,6 +13,11 @@ if (client === undefined) throw new Error("the reports server did not connect");
 const mcp = attachCancellation(client, {
   timeoutMs: 30_000, // idle timeout per tool call, ms: applies even though LangChain sets none
   maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
+  // LangChain's own tool calls, verified after a cancel: no bypass of its tools.
+  verifiers: {
+    generate_quarterly_summary: ({ arguments: args }) => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+  },
+  awaitVerification: true, // LangChain's ToolException then carries what the check found
   onRecord: (record) => console.log(record.summary),
 });
 

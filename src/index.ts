@@ -46,6 +46,7 @@ export { TaskRequestError } from "./errors/TaskRequestError.js";
 // TaskRequestTimeout: the 0.1 name of TaskRequestTimeoutError, kept as a deprecated alias.
 export { TaskRequestTimeout, TaskRequestTimeoutError } from "./errors/TaskRequestTimeoutError.js";
 export {
+  callErrorOf,
   isCallCancelledError,
   isCallTimeoutError,
   isConnectionClosedError,
@@ -65,6 +66,7 @@ export {
 } from "./options/defaults.js";
 export type {
   Anomaly,
+  AwaitVerification,
   CallObservation,
   CallObserver,
   CallOptions,
@@ -72,6 +74,9 @@ export type {
   ObservedCall,
   Progress,
   Timers,
+  ToolVerifier,
+  ToolVerifyContext,
+  Verifiers,
   VerifyContext,
   VerifyFn,
   VerifyResult,

@@ -24,8 +24,15 @@ interface Attached {
   readonly top: unknown;
 }
 
-/** One handle per client: attaching twice returns it. */
-const handles = new WeakMap<object, CancellableClient<TransportLike, ClientLike>>();
+/** One handle per client, with the options it was attached with: attaching twice returns it. */
+const handles = new WeakMap<object, { handle: CancellableClient<TransportLike, ClientLike>; options: CancellationOptions | undefined }>();
+
+/** How an SDK-shaped call's own `timeout` (the SDK request option) meets the client-wide `timeoutMs`. @internal */
+export type SdkTimeoutRule =
+  /** The call's own wins (it is the more specific); `timeoutMs` is the default of calls without one. */
+  | "per-call"
+  /** The tighter of the two: for a framework that passes its own timeout on every call (Mastra), where `timeoutMs` would otherwise never apply. */
+  | "tighter";
 
 /** Each decorated transport's own `send`, bound to it. */
 const originalSends = new WeakMap<object, (message: Message, options?: SendOptions) => Promise<void>>();
@@ -70,19 +77,39 @@ function ownSend(target: TransportLike): (message: Message, options?: SendOption
  * POSTed notification alone (record mechanism `notification`: the stream stays open until the
  * server ends it; a stateless server keeps running the tool).
  *
+ * Attaching the same client again returns the same handle; given other options than the first
+ * time, it is refused (the first options stay in force, so the new ones would do nothing).
+ *
  * @param client a connected SDK client.
  * @param options client-wide defaults (all durations in ms) and where records go, as for
- *   `withCancellation`.
+ *   `withCancellation`. A call's own SDK `timeout` wins over `timeoutMs` (its default).
  * @returns the handle; `transport` is the client's current transport, `sdkClient` the client itself.
  * @throws {InvalidOptionError} the client is not a connected SDK client, it already carries the
- *   library through `withCancellation`, or an option is invalid.
+ *   library through `withCancellation`, it is attached already with other options, or an option
+ *   is invalid.
  */
 export function attachCancellation<C extends ClientLike>(client: C, options?: CancellationOptions): CancellableClient<TransportLike, C> {
+  return attachWith(client, options, "attachCancellation", "per-call");
+}
+
+/**
+ * `attachCancellation` for an integration: `where` names it in messages, `sdkTimeout` says how
+ * a call's own SDK `timeout` meets `timeoutMs`. @internal
+ */
+export function attachWith<C extends ClientLike>(
+  client: C,
+  options: CancellationOptions | undefined,
+  where: string,
+  sdkTimeout: SdkTimeoutRule,
+): CancellableClient<TransportLike, C> {
   if (typeof client !== "object" || client === null || typeof client.callTool !== "function" || typeof client.request !== "function") {
-    throw new InvalidOptionError("client", "attachCancellation: client must be an MCP SDK Client");
+    throw new InvalidOptionError("client", `${where}: client must be an MCP SDK Client`);
   }
   const existing = handles.get(client);
-  if (existing !== undefined) return existing as CancellableClient<TransportLike, C>;
+  if (existing !== undefined) {
+    refuseOtherOptions(existing.options, options, where);
+    return existing.handle as CancellableClient<TransportLike, C>;
+  }
   const first = connectedTransport(client);
   if (first === undefined) {
     throw new InvalidOptionError(
@@ -97,7 +124,7 @@ export function attachCancellation<C extends ClientLike>(client: C, options?: Ca
       "attachCancellation: the client is connected through withCancellation's mcp.transport already; use that handle",
     );
   }
-  const defaults = parseCancellationOptions(options, "attachCancellation options");
+  const defaults = parseCancellationOptions(options, `${where} options`);
   const v2 = isV2Client(client);
   const sdk = client as unknown as SdkCalls & Record<string, unknown>;
   const original: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
@@ -129,7 +156,7 @@ export function attachCancellation<C extends ClientLike>(client: C, options?: Ca
   const facade = createFacade(runner, original, client, v2);
 
   // The framework's own calls on the client go through the library too.
-  const shell = createSdkShell(runner, original, v2, "client");
+  const shell = createSdkShell(runner, original, v2, "client", sdkTimeout === "tighter");
   sdk.callTool = shell.callTool;
   sdk.request = shell.request;
 
@@ -148,8 +175,28 @@ export function attachCancellation<C extends ClientLike>(client: C, options?: Ca
       return current?.wire.tombstoneCount ?? 0;
     },
   };
-  handles.set(client, handle as CancellableClient<TransportLike, ClientLike>);
+  handles.set(client, { handle: handle as CancellableClient<TransportLike, ClientLike>, options });
   return handle;
+}
+
+/**
+ * A second attach of one client: its options must be the first attach's (each option the same
+ * value; no options at all is fine), else they would be ignored. @throws {InvalidOptionError}
+ * naming the first option that differs. @internal
+ */
+export function refuseOtherOptions(first: CancellationOptions | undefined, again: CancellationOptions | undefined, where: string): void {
+  if (again === undefined || again === first) return;
+  const before = (first ?? {}) as Record<string, unknown>;
+  const now = again as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(before), ...Object.keys(now)])) {
+    if (before[key] !== now[key]) {
+      throw new InvalidOptionError(
+        key,
+        `${where}: this client is attached already, with other options ("${key}" differs): the first attach's options stay in force, ` +
+          "so these would do nothing. Attach once with the options you want, or call again with the same options (or none) to get the handle",
+      );
+    }
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ import type { CallOptions } from "../types/options.js";
 import { nameOf } from "../runner/runner.js";
 import type { CallRunner } from "../runner/runner.js";
 import { resolveTaskOptions } from "../runner/tasks.js";
+import { answerVerified } from "../runner/verified-outcome.js";
 import type { TaskOptions } from "../runner/tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
 import { sdkRequiresToolTask } from "../sdk/private.js";
@@ -125,7 +126,10 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
    * @throws {ConnectionClosedError} the transport closed (`CONNECTION_CLOSED`).
    * @throws {InvalidOptionError} an option is invalid, or the client is used wrongly (not
    *   connected yet, connected through another transport); nothing was sent.
-   * A JSON-RPC error from the server is the SDK's own error, untouched.
+   * A JSON-RPC error from the server is the SDK's own error, untouched. With the client-wide
+   * `awaitVerification`, a call cancelled by a limit whose verification runs (its `verify`, or
+   * its tool's verifier from `verifiers`) resolves once it is done with a tool result
+   * (`isError: true`) saying what it found, instead of rejecting.
    */
   callTool(params: CallToolParams, options?: ToolCallOptions): Promise<CallToolResultOf<C>>;
   /**
@@ -143,14 +147,18 @@ export interface CancellableClient<T extends TransportLike, C = ClientLike> {
   request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
   /**
    * The SDK client as frameworks take it (LangChain's `loadMcpTools`, Google GenAI's
-   * `mcpToTool`): `callTool(params, resultSchema?, options?)` (v1 order; the v2 order
-   * `callTool(params, options?)` works too), `request`, `listTools`, `listPrompts`, `getPrompt`,
-   * `listResources`, `listResourceTemplates`, `readResource`, `complete` and `ping` go through the
-   * library, with the SDK's request options mapped to the call options: `timeout` to `timeoutMs`
-   * (the idle timeout, ms), `maxTotalTimeout` to `maxTotalTimeoutMs`, `resetTimeoutOnProgress`,
-   * `signal`, `onprogress` as they are; an option left out takes this client's default. Every
-   * other member is the SDK client's own. For `attachCancellation` it is the client itself,
-   * whose `callTool` and `request` are routed the same way.
+   * `mcpToTool`), with every request method going through the library, as on an attached
+   * client: `callTool(params, resultSchema?, options?)` (v1 order; the v2 order
+   * `callTool(params, options?)` works too) and `request`, and every method the SDK builds on
+   * `request` (`ping`, `listTools`, `listPrompts`, `getPrompt`, `listResources`,
+   * `listResourceTemplates`, `readResource`, `subscribeResource`, `unsubscribeResource`,
+   * `setLoggingLevel`, `complete`, ...): each gets a record, the idle and maximum total timeouts
+   * and the cancel, with the SDK's request options mapped to the call options: `timeout` to
+   * `timeoutMs` (the idle timeout, ms), `maxTotalTimeout` to `maxTotalTimeoutMs`,
+   * `resetTimeoutOnProgress`, `signal`, `onprogress` as they are; an option left out takes this
+   * client's default. With `awaitVerification`, a tool call cancelled by a limit answers with its
+   * verified outcome. For `attachCancellation` it is the client itself, whose `callTool` and
+   * `request` are routed the same way.
    */
   readonly sdkClient: C;
   /** The run records kept in memory, oldest first (at most `maxRecords`). */
@@ -210,22 +218,28 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
             );
           }
-          return runner.run<ToolResult>(
-            {
-              method: "tools/call",
-              name: params.name,
-              params,
-              options: plain ? rest : (callOptions as CallOptions | undefined),
-              optionsFrom,
-            },
-            (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
+          return answerVerified(
+            runner.run<ToolResult>(
+              {
+                method: "tools/call",
+                name: params.name,
+                params,
+                options: plain ? rest : (callOptions as CallOptions | undefined),
+                optionsFrom,
+              },
+              (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
+            ),
+            runner.defaults.awaitVerification,
           );
         }
-        return runner.run<ToolResult>(
-          { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task), optionsFrom },
-          // v1: request() (callTool refuses task-required tools); the wire adds params.task.
-          (marked, sdkOptions) =>
-            v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
+        return answerVerified(
+          runner.run<ToolResult>(
+            { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task), optionsFrom },
+            // v1: request() (callTool refuses task-required tools); the wire adds params.task.
+            (marked, sdkOptions) =>
+              v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
+          ),
+          runner.defaults.awaitVerification,
         );
       } catch (error) {
         return Promise.reject(error);
@@ -327,17 +341,6 @@ export function splitTail(first: unknown, second: unknown): { schema: unknown; o
 /** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
 const PASS_THROUGH = new Set(["initialize", "server/discover"]);
 
-/** Methods of the SDK client that are one request each: `(params, options)` → method. */
-const LIST_METHODS: Readonly<Record<string, string>> = {
-  listTools: "tools/list",
-  listPrompts: "prompts/list",
-  getPrompt: "prompts/get",
-  listResources: "resources/list",
-  listResourceTemplates: "resources/templates/list",
-  readResource: "resources/read",
-  complete: "completion/complete",
-};
-
 /** The SDK client's request methods in the SDK's own shape, each one runner call. */
 export type SdkShell = Record<string, (...args: unknown[]) => Promise<unknown>> & SdkCalls;
 
@@ -353,14 +356,25 @@ const marked = (params: unknown): boolean => typeof params === "object" && param
  * `server/discover` go to the SDK as they are. Used by `attachCancellation` (installed on the
  * client) and `sdkClient` (a view of the client) alike.
  * @param original the client's own methods, bound to it.
+ * @param tighterTimeout a call's own SDK `timeout` and the client-wide `timeoutMs` combine as the
+ *   tighter one (for a framework that passes its own timeout on every call: Mastra), instead of
+ *   the call's winning.
  */
-export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boolean, where: string): SdkShell {
+export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boolean, where: string, tighterTimeout = false): SdkShell {
+  const defaultTimeoutMs = tighterTimeout ? runner.defaults.timeoutMs : undefined;
+  const mapped = (options: unknown, what: string) => {
+    const mapping = fromSdkOptions(options, what);
+    const call = mapping.call;
+    if (defaultTimeoutMs !== undefined && call?.timeoutMs !== undefined && defaultTimeoutMs < call.timeoutMs)
+      call.timeoutMs = defaultTimeoutMs;
+    return mapping;
+  };
   const request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
     const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
     if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
     try {
       const { schema, options } = splitTail(first, second);
-      const { call, extras } = fromSdkOptions(options, `${where}.request`);
+      const { call, extras } = mapped(options, `${where}.request`);
       const body = params ?? {};
       return runner.run({ method, name: nameOf(body), params: body, options: call }, (withMarker, ours) =>
         sendRequest(original, v2, { ...(request as object), method, params: withMarker }, schema, { ...extras, ...ours }),
@@ -377,34 +391,41 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
       if (marked(params) || typeof name !== "string") return original.callTool(params, first, second);
       try {
         const { schema, options } = splitTail(first, second);
-        const { call, extras } = fromSdkOptions(options, `${where}.callTool`);
-        return runner.run({ method: "tools/call", name, params: params as Record<string, unknown>, options: call }, (withMarker, ours) =>
-          v2 && schema === undefined
-            ? original.callTool(withMarker, { ...extras, ...ours })
-            : original.callTool(withMarker, schema, { ...extras, ...ours }),
+        const { call, extras } = mapped(options, `${where}.callTool`);
+        return answerVerified(
+          runner.run({ method: "tools/call", name, params: params as Record<string, unknown>, options: call }, (withMarker, ours) =>
+            v2 && schema === undefined
+              ? original.callTool(withMarker, { ...extras, ...ours })
+              : original.callTool(withMarker, schema, { ...extras, ...ours }),
+          ),
+          runner.defaults.awaitVerification,
         );
       } catch (error) {
         return Promise.reject(error);
       }
     },
-    ping: (options?: unknown) => request({ method: "ping" }, options),
   };
-  for (const [name, method] of Object.entries(LIST_METHODS)) {
-    shell[name] = (params?: unknown, options?: unknown) => request(params === undefined ? { method } : { method, params }, options);
-  }
   return shell;
 }
 
 /**
  * The SDK client as frameworks take it (`CancellableClient.sdkClient`): a view of the client
- * whose request methods are the SDK shell's; every other member is the client's own.
+ * whose `callTool` and `request` are the SDK shell's, as `attachCancellation` installs them on the
+ * client itself. Every other member is the client's own, and its methods run on the view: the
+ * requests they make through `this.request` (`ping`, `listTools`, `listPrompts`, `getPrompt`,
+ * `listResources`, `listResourceTemplates`, `readResource`, `subscribeResource`,
+ * `unsubscribeResource`, `setLoggingLevel`, `complete`, ... on both SDK lines, with the SDK's own
+ * result schemas, pagination and caches) reach the shell's `request`, so each is a runner call,
+ * exactly as on an attached client. Reads go to the client; writes land on it (the view has no
+ * traps but `get`). Neither SDK line keeps `#private` fields, which a view could not reach.
  */
 export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
-  return new Proxy(client, {
+  const view: C = new Proxy(client, {
     get(target, property) {
       if (typeof property === "string" && Object.hasOwn(shell, property)) return shell[property];
       const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(view) : value;
     },
   });
+  return view;
 }

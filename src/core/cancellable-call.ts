@@ -2,6 +2,7 @@ import pTimeout from "p-timeout";
 import { CallCancelledError } from "../errors/CallCancelledError.js";
 import { CallTimeoutError } from "../errors/CallTimeoutError.js";
 import { ConnectionClosedError } from "../errors/ConnectionClosedError.js";
+import { isTimeoutReason } from "../errors/McpCancellableError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { linkAbort, offAbort } from "../utils/abort-link.js";
@@ -185,7 +186,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (signal !== undefined) {
       const aborted = firstAborted(signal);
       if (aborted !== undefined) {
-        this.cancel("aborted", aborted.reason);
+        this.cancel(abortTrigger(aborted.reason), aborted.reason);
         return;
       }
       // Several signals (a session-wide one and a per-call one): one subscription each, all
@@ -310,7 +311,10 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (this.#state !== "pending") return;
     this.#state = "settled";
     this.#dispose();
-    const reason = truncate(this.#options.reason ?? defaultReason(trigger, this.#options, cause));
+    // A caller's signal that timed out (trigger timeout, its reason the cause): its own limit is
+    // not readable from the signal, so the record and the error give how long the call had run.
+    const ranMs = trigger === "timeout" && cause !== undefined ? Math.round(this.#clock() - this.#startedAt) : undefined;
+    const reason = truncate(this.#options.reason ?? defaultReason(trigger, this.#options, cause, ranMs));
     let mechanism: CancelMechanism = "none";
     if (trigger !== "connection-closed") {
       try {
@@ -329,7 +333,7 @@ export class CancellableCall<T = unknown> implements LateSink {
       mechanism === "none" ? null : Date.now(),
     );
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    this.#reject(this.#error(trigger, settled, verification, cause));
+    this.#reject(this.#error(trigger, settled, verification, cause, ranMs));
     this.#release();
   }
 
@@ -369,7 +373,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     const signal = this.#callerSignal;
     const aborted = signal === undefined ? undefined : firstAborted(signal);
     if (aborted !== undefined) {
-      this.cancel("aborted", aborted.reason);
+      this.cancel(abortTrigger(aborted.reason), aborted.reason);
       return;
     }
     const now = this.#clock();
@@ -500,10 +504,18 @@ export class CancellableCall<T = unknown> implements LateSink {
     );
   }
 
-  #error(trigger: CancelTrigger, record: SettledRecord, verification: Promise<RunRecord> | undefined, cause: unknown): McpCancellableError {
+  #error(
+    trigger: CancelTrigger,
+    record: SettledRecord,
+    verification: Promise<RunRecord> | undefined,
+    cause: unknown,
+    ranMs: number | undefined,
+  ): McpCancellableError {
     switch (trigger) {
       case "timeout":
-        return new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification);
+        return ranMs === undefined
+          ? new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification)
+          : new CallTimeoutError("REQUEST_TIMEOUT", ranMs, record, verification, cause);
       case "max-total-timeout":
         return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#options.maxTotalTimeoutMs, record, verification);
       case "aborted":
@@ -562,10 +574,21 @@ export function verifySummary(reads: readonly VerifyRead[]): string {
   return asOf === undefined ? `read failed at ${seconds(last.atMs)} s` : `read failed at ${seconds(last.atMs)} s (${asOf})`;
 }
 
-function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cause: unknown): string {
+/**
+ * What a caller's signal that aborted means: a timeout when its reason is a `TimeoutError` (an
+ * `AbortSignal.timeout`, a framework's own timeout such as LangChain's), never a user abort;
+ * otherwise the caller aborted.
+ */
+function abortTrigger(reason: unknown): CancelTrigger {
+  return isTimeoutReason(reason) ? "timeout" : "aborted";
+}
+
+function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cause: unknown, ranMs: number | undefined): string {
   switch (trigger) {
     case "timeout":
-      return `Request timed out after ${options.timeoutMs} ms`;
+      return ranMs === undefined
+        ? `Request timed out after ${options.timeoutMs} ms`
+        : `Request timed out after ${ranMs} ms (the caller's signal)`;
     case "max-total-timeout":
       return `Request exceeded its maximum total timeout of ${options.maxTotalTimeoutMs} ms`;
     case "connection-closed":

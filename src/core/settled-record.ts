@@ -167,7 +167,9 @@ export class SettledRecord implements LateSink {
     if (this.#facts.trigger === null) return;
     const cancel = this.record.cancel;
     if (cancel === null) return;
-    const undelivered = failed === null ? null : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+    // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
+    const kept = cancel.undelivered?.mechanism === "tasks/cancel" ? cancel.undelivered : null;
+    const undelivered = failed === null ? kept : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
     const next = { ...cancel, mechanism: sent, sentAt: sent === "none" ? null : cancel.sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }

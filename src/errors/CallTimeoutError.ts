@@ -1,30 +1,44 @@
-import { McpCancellableError } from "./McpCancellableError.js";
+import { McpCancellableError, unknownOutcome } from "./McpCancellableError.js";
 import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
 /**
  * The call ran out of time and was cancelled on the wire (rules 14, 15, 17).
- * `code` is `REQUEST_TIMEOUT` for the idle timeout and `MAX_TOTAL_TIMEOUT` for the maximum
+ * `code` is `REQUEST_TIMEOUT` for the idle timeout (and for a caller's signal that timed out:
+ * an `AbortSignal.timeout`, a framework's own timeout) and `MAX_TOTAL_TIMEOUT` for the maximum
  * total timeout; `timeoutMs` is the limit that expired, in ms.
  */
 export class CallTimeoutError extends McpCancellableError {
   override readonly name = "CallTimeoutError" as const;
   readonly code: "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT";
-  /** The limit that expired, in ms. */
+  /**
+   * The limit that expired, in ms. For a caller's signal that timed out (`cause` is then its
+   * reason, a `TimeoutError`), whose own limit cannot be read from the signal: the time the call
+   * had run when it fired, in whole ms.
+   */
   readonly timeoutMs: number;
 
+  /**
+   * @param cause the caller's signal's reason when the signal timed out (a `TimeoutError`); else none.
+   */
   constructor(
     code: "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT",
     timeoutMs: number,
     record: RunRecord | RecordAtSettle,
     verification?: Promise<RunRecord>,
+    cause?: unknown,
   ) {
+    const id = `request id ${String(record.requestId)}`;
     super(
-      code === "REQUEST_TIMEOUT"
-        ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, timeoutMs; request id ${String(record.requestId)})`
-        : `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (maxTotalTimeoutMs; request id ${String(record.requestId)})`,
+      (code === "MAX_TOTAL_TIMEOUT"
+        ? `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (maxTotalTimeoutMs; ${id}) and was cancelled`
+        : cause === undefined
+          ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, timeoutMs; ${id}) and was cancelled`
+          : `${record.method} timed out after ${timeoutMs} ms (the caller's signal timed out: a TimeoutError, such as AbortSignal.timeout or a framework's own timeout; ${id}) and was cancelled`) +
+        unknownOutcome(record),
       record,
       verification,
+      cause === undefined ? undefined : { cause },
     );
     this.code = code;
     this.timeoutMs = timeoutMs;

@@ -18,6 +18,22 @@ export interface RecordAtSettle {
 }
 
 /**
+ * The end of a cancelled tool call's message, for whoever reads it next (often a model, handed the
+ * error as the tool's text by its framework): whether the call ran is not known, so it is checked
+ * before it is made again. Empty for other methods and for a call that was never sent. @internal
+ */
+export function unknownOutcome(record: { readonly method: string; readonly outcome: CallOutcome }): string {
+  return record.method === "tools/call" && record.outcome === "unverified"
+    ? "; whether it ran is unknown (outcome unverified): check before calling it again"
+    : "";
+}
+
+/** True for the reason `AbortSignal.timeout()` aborts with (a `DOMException` named `TimeoutError`), or any error so named. @internal */
+export function isTimeoutReason(reason: unknown): boolean {
+  return typeof reason === "object" && reason !== null && (reason as { name?: unknown }).name === "TimeoutError";
+}
+
+/**
  * Base class of the errors a cancelled call rejects with. Each carries the call's run record
  * as it stood when the call settled, and `verification`: a promise of the record once a
  * `verify` read (if any) has finished. It never rejects.

@@ -39,3 +39,20 @@ export function isInvalidOptionError(error: unknown): error is InvalidOptionErro
 export function isMcpCancellableError(error: unknown): error is McpCancellableError {
   return isCallTimeoutError(error) || isCallCancelledError(error) || isConnectionClosedError(error);
 }
+
+/**
+ * The library's error behind an error that crossed a framework: the error itself, or the first
+ * of the library's errors found through `cause` (Mastra's `MastraError`, an `Error` made with
+ * `{ cause }`) and `error` (the OpenAI Agents runtime's `ToolCallError`), at most 5 levels down.
+ * Its `code` and `record` are then at hand. `undefined` when none is found: LangChain's
+ * `ToolException` keeps only the message text (see docs/frameworks.md for each framework).
+ */
+export function callErrorOf(error: unknown): McpCancellableError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth <= 5 && typeof current === "object" && current !== null; depth++) {
+    if (isMcpCancellableError(current)) return current;
+    const { cause, error: inner } = current as { cause?: unknown; error?: unknown };
+    current = cause !== undefined ? cause : inner;
+  }
+  return undefined;
+}

@@ -58,10 +58,23 @@ const callShape = {
 /** @internal */
 export const callOptionsSchema = z.strictObject(callShape).partial();
 
+/**
+ * `verifiers`: an object of functions by tool name. A value that is not a function is refused
+ * naming `verifiers.<tool>`.
+ */
+const verifiersOption = z
+  .record(z.string(), fnOption, { error: "must be an object of verify functions by tool name" })
+  .refine((value) => !Array.isArray(value), { error: "must be an object of verify functions by tool name" });
+
+/** `awaitVerification`: true, false or a function (record) => string. */
+const awaitVerificationOption = z.union([z.boolean(), fnOption], { error: "must be true, false or a function (record) => string" });
+
 /** @internal */
 export const clientOptionsSchema = z
   .strictObject({
     ...callShape,
+    verifiers: verifiersOption,
+    awaitVerification: awaitVerificationOption,
     onRecord: fnOption,
     onAnomaly: fnOption,
     observer: z.object({ start: fnOption }, { error: "must be an object with a start(call) method" }),

@@ -215,7 +215,9 @@ export class MessageTransport<T extends TransportLike> {
       );
       outcome.then(
         () => this.#waiting.delete(id),
-        (error: unknown) => this.#settled(id, error, wait),
+        // A request whose own signal fired (an abort, or a framework's timeout: a TimeoutError) was
+        // rejected by the client itself when it fired: it waits for no answer.
+        (error: unknown) => this.#settled(id, signal?.aborted === true ? undefined : error, wait),
       );
       return handed;
     } catch (error) {
@@ -227,10 +229,14 @@ export class MessageTransport<T extends TransportLike> {
     return (this.#wire.transport.send as (message: unknown, options?: unknown) => Promise<void>)(message, options);
   }
 
-  /** A call ended without the server's answer reaching the client: answer it (unless the connection closed: the client's onclose ends it). */
+  /**
+   * A call ended without the server's answer reaching the client: answer it (unless the
+   * connection closed: the client's onclose ends it; or `error` is undefined: the client's own
+   * signal fired, and it rejected the request itself).
+   */
   #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined): void {
     this.#waiting.delete(id);
-    if (this.#closed) return;
+    if (this.#closed || error === undefined) return;
     // The server's own error reached the client as its message already: only the library's are answered.
     if (!isLibraryError(error)) return;
     const response = this.#respond(error);

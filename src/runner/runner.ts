@@ -17,8 +17,9 @@ import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { resolveCallOptions } from "../options/resolve.js";
 import { isSignalOnly } from "../options/schemas.js";
-import type { CallObservation, CallOptions, CancellationOptions, Timers } from "../types/options.js";
+import type { CallObservation, CallOptions, CancellationOptions, Timers, Verifiers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
+import { toolVerify, verifierFor } from "./verifiers.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
@@ -133,6 +134,8 @@ export class CallRunner {
   readonly #deadlines: DeadlineQueue;
   /** A call made without options gets these, resolved once (the options are never mutated). */
   readonly #plainOptions: ReturnType<typeof resolveCallOptions>;
+  /** `verifiers` by tool name, when any were given. */
+  readonly #verifiers: Verifiers | undefined;
   readonly #connectionId = nextConnectionId();
   // Per wire, made once (attachCancellation moves to a new wire after a reconnect): the MCP
   // session id reader and the cancel hook, so a call without a task allocates neither.
@@ -159,6 +162,7 @@ export class CallRunner {
     this.#timers = defaults.timers ?? systemTimers;
     this.#deadlines = new DeadlineQueue(this.#clock, this.#timers);
     this.#plainOptions = Object.freeze(resolveCallOptions(defaults, undefined));
+    this.#verifiers = defaults.verifiers !== undefined && Object.keys(defaults.verifiers).length > 0 ? defaults.verifiers : undefined;
     const onRecord = defaults.onRecord;
     this.#onRecord =
       onRecord === undefined
@@ -199,6 +203,11 @@ export class CallRunner {
     if (options !== undefined) {
       if (isSignalOnly(options)) signal = options.signal;
       else resolved = this.#resolve(request, options);
+    }
+    // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any.
+    if (this.#verifiers !== undefined && method === "tools/call" && name !== null && resolved.verify === undefined) {
+      const verifier = verifierFor(this.#verifiers, name);
+      if (verifier !== undefined) resolved = { ...resolved, verify: toolVerify(verifier, name, params) };
     }
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();

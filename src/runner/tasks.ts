@@ -80,6 +80,8 @@ export interface TaskWire {
   abortInput?(taskId: string, reason: string): void;
   /** 2026-07-28: the SDK client's own handlers of a task's embedded input requests (none: polled like `working`). */
   readonly inputRequest?: InputDispatcher | undefined;
+  /** The protocol revision the server answered `initialize` with (none on 2026-07-28). */
+  readonly protocolVersion?: string | undefined;
 }
 
 /**
@@ -111,6 +113,8 @@ export class TaskDriver implements TaskFollower {
   readonly #inputKeys = new Set<string>();
   /** 2026-07-28: aborts the handlers still answering the task's input requests (at a cancel). */
   #inputAbort: AbortController | undefined;
+  /** Cancelled before its `CreateTaskResult`: the end of the wait for it (see `awaitCreated`). */
+  #awaiting: unknown = undefined;
 
   constructor(
     private readonly wire: TaskWire,
@@ -127,7 +131,80 @@ export class TaskDriver implements TaskFollower {
     this.#call = call;
   }
 
+  get watchMs(): number {
+    return this.options.watchMs;
+  }
+
+  /**
+   * The request was cancelled before its `CreateTaskResult` came. Nothing was sent for it: a
+   * task-augmented request is never cancelled with `notifications/cancelled` (rules 2, 35, 36).
+   * The `CreateTaskResult` is awaited at most `watchMs` (`created` then sends the task's one
+   * `tasks/cancel`); if none comes, the record says the task may exist and was not cancelled,
+   * naming what the server's `tasks/list` (2025-11-25, where offered) lists as started since.
+   */
+  awaitCreated(): void {
+    if (this.#awaiting !== undefined || this.#task !== undefined) return;
+    this.#awaiting = this.timers.setTimeout(() => {
+      this.#awaiting = undefined;
+      void this.#notCreated();
+    }, this.options.watchMs);
+  }
+
+  /** The request was answered without a task (a plain result or an error): nothing to await. */
+  answeredWithoutTask(): void {
+    this.#stopAwaiting();
+  }
+
+  #stopAwaiting(): void {
+    if (this.#awaiting === undefined) return;
+    this.timers.clearTimeout(this.#awaiting);
+    this.#awaiting = undefined;
+  }
+
+  /** No `CreateTaskResult` within `watchMs` of the cancel: the record says so (and what `tasks/list` shows). */
+  async #notCreated(): Promise<void> {
+    const settled = this.#call?.settledRecord;
+    const record = settled?.record;
+    if (settled === null || settled === undefined || record === undefined || record.outcome === "not-sent" || this.#task !== undefined)
+      return;
+    let listed = "";
+    // tasks/list is a 2025-11-25 request (the 2026-07-28 extension removed it, rule 36).
+    if (this.wire.protocolVersion === "2025-11-25")
+      try {
+        const since = Date.parse(record.startedAt);
+        const answer = await this.wire.taskRequest("tasks/list", {}, this.options.watchMs, this.timers);
+        const tasks = Array.isArray(answer.tasks)
+          ? (answer.tasks as Array<{ taskId?: unknown; createdAt?: unknown; status?: unknown }>)
+          : [];
+        const started = tasks.filter(
+          (task) =>
+            typeof task.taskId === "string" &&
+            (typeof task.createdAt !== "string" || Date.parse(task.createdAt) >= since - 1_000) &&
+            !isTerminalTaskStatus(String(task.status)),
+        );
+        if (started.length > 0) {
+          const ids = started.slice(0, 10).map((task) => String(task.taskId));
+          listed = `; tasks/list names ${started.length} task${started.length === 1 ? "" : "s"} not terminal, created since the request: ${ids.join(", ")}`;
+        }
+      } catch {
+        // No tasks/list (2026-07-28 removed it; a server may not offer it): nothing more is known.
+      }
+    if (this.#task !== undefined) return; // it came meanwhile
+    const latest = settled.record.cancel;
+    if (latest === null) return;
+    settled.update({
+      cancel: {
+        ...latest,
+        undelivered: {
+          mechanism: "tasks/cancel",
+          error: `no CreateTaskResult came within ${this.options.watchMs} ms (watchMs): the task may exist and was not cancelled${listed}`,
+        },
+      },
+    });
+  }
+
   created(task: TaskInfo, result: Record<string, unknown>, meta: Record<string, unknown>): void {
+    this.#stopAwaiting();
     this.#task = task;
     this.#meta = meta;
     this.#readInterval(task.revision === "2025-11-25" ? (result.task as Record<string, unknown>) : result);
@@ -152,10 +229,15 @@ export class TaskDriver implements TaskFollower {
     const settled = this.#call?.settledRecord;
     const terminal = isTerminalTaskStatus(task.status);
     const cancel = settled?.record.cancel;
-    // Nothing of the transport's cancel went out (2026-07-28 Streamable HTTP: the stream was kept
-    // open for this response, which came first): what goes out for the call is the tasks/cancel.
-    if (cancel?.mechanism === "none" && cancel.undelivered !== null && !terminal) {
-      settled!.update({ task, cancel: { ...cancel, mechanism: "tasks/cancel", sentAt: isoTime(Date.now()) } });
+    // Nothing went out for the request (it awaited this answer, rules 2, 35, 36): what goes out
+    // for the call is the tasks/cancel (a wait that ended without it is no longer the news).
+    if (
+      cancel !== null &&
+      cancel !== undefined &&
+      (cancel.mechanism === "none" || cancel.undelivered?.mechanism === "tasks/cancel") &&
+      !terminal
+    ) {
+      settled!.update({ task, cancel: { ...cancel, mechanism: "tasks/cancel", sentAt: isoTime(Date.now()), undelivered: null } });
     } else {
       settled?.update({ task });
     }
@@ -193,6 +275,7 @@ export class TaskDriver implements TaskFollower {
   /** The call settled some other way: no more polling. */
   stop(): void {
     this.#stop();
+    if (this.#call?.settledRecord?.status !== "cancelled") this.#stopAwaiting();
     // Still watching after a cancel: notifications stay wanted until the watch concludes.
     if (this.#task !== undefined && this.#watchUntil === 0) this.wire.unfollow(this.#task.taskId);
   }

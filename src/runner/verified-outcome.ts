@@ -1,27 +1,14 @@
-// The verified outcome of a cancelled tool call, as a framework hands it to its model: the
-// framework shells (the Agents server, the AI SDK transport) wait for a cancelled call's `verify`
-// when asked (`awaitVerification`) and answer the tool call with what is known, so the model is
-// not told "please try again" about a side effect that may have happened.
+// The verified outcome of a cancelled tool call, as a framework hands it to its model: every entry
+// point (the SDK-client shells, the Agents server, the AI SDK transport) waits for a cancelled
+// call's verification when asked (`awaitVerification`) and answers the tool call with what is
+// known, so the model is not told "please try again" about a side effect that may have happened.
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
+import type { AwaitVerification } from "../types/options.js";
 
-/**
- * Wait for a cancelled tool call's `verify` before the framework gets the tool's outcome, and
- * answer it with what the verification found (a tool result with `isError: true`, the one way MCP
- * tells a model that a tool failed) instead of the timeout's error:
- *
- * - `true`: the library's text, such as `The tool call "generate_quarterly_summary" was cancelled
- *   after 30.0 s (timed out); a check afterwards found that its effect was applied
- *   (applied at 2.0 s). Do not call it again to repeat it.`
- * - a function of the final run record: your own text (`"cancelled after 30 s; the report was created"`).
- * - `false` (the default): the framework gets the error at once; the verification goes on after.
- *
- * Only a cancelled call with a `verify` read waits; the wait is bounded by the read's own limits
- * (`verifyDelayMs`, `verifyWindowMs`, `verifyTimeoutMs` per read). A caller's abort is never
- * waited for: the run is being stopped.
- */
-export type AwaitVerification = boolean | ((record: RunRecord) => string);
+/** See `AwaitVerification` in src/types/options.ts (an option of every entry point, and per call where it takes per-call options). */
+export type { AwaitVerification };
 
 /** Checks an `awaitVerification` value. @throws {InvalidOptionError} naming it and where. */
 export function checkAwaitVerification(value: unknown, where: string): AwaitVerification | undefined {
@@ -59,7 +46,7 @@ export function verifiedOutcomeText(record: RunRecord): string {
  * falls back to the library's text.
  */
 export async function awaitVerifiedText(error: unknown, wait: AwaitVerification | undefined): Promise<string | undefined> {
-  if (wait === undefined || wait === false || !isCancelled(error)) return undefined;
+  if (wait === undefined || wait === false || !isCancelled(error) || error.record.cancel?.trigger === "aborted") return undefined;
   const record = await error.verification;
   if (record.verification === null) return undefined;
   if (typeof wait === "function") {
@@ -71,6 +58,25 @@ export async function awaitVerifiedText(error: unknown, wait: AwaitVerification 
     }
   }
   return verifiedOutcomeText(record);
+}
+
+/** The tool result a verified cancelled call answers with: its text, `isError: true` (the one way MCP tells a model that a tool failed). */
+export function verifiedToolResult(text: string): { content: Array<{ type: "text"; text: string }>; isError: true } {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/**
+ * A tool call's outcome, answered with the verified outcome's tool result when `wait` asks for it
+ * and the call was cancelled by a limit with a verification (see `awaitVerifiedText`); otherwise
+ * as it was. The outcome itself when there is nothing to wait for.
+ */
+export function answerVerified<R>(outcome: Promise<R>, wait: AwaitVerification | undefined): Promise<R> {
+  if (wait === undefined || wait === false) return outcome;
+  return outcome.catch(async (error: unknown) => {
+    const text = await awaitVerifiedText(error, wait);
+    if (text === undefined) throw error;
+    return verifiedToolResult(text) as R;
+  });
 }
 
 function isCancelled(error: unknown): error is McpCancellableError {

@@ -29,6 +29,39 @@ export interface VerifyContext {
  */
 export type VerifyFn = (context: VerifyContext) => VerifyResult | Promise<VerifyResult>;
 
+/** Context handed to a verifier given by tool name (`verifiers`): the `verify` context plus the call it checks. */
+export interface ToolVerifyContext extends VerifyContext {
+  /** The tool's name, as called (`params.name`). */
+  readonly name: string;
+  /** The tool call's arguments, as sent (`params.arguments`; `{}` when it had none). */
+  readonly arguments: Readonly<Record<string, unknown>>;
+}
+
+/** A verifier for the tool calls of one tool (or of every tool: `"*"`). See `CancellationOptions.verifiers`. */
+export type ToolVerifier = (context: ToolVerifyContext) => VerifyResult | Promise<VerifyResult>;
+
+/**
+ * Verifiers by tool name: `{ generate_report: (ctx) => ..., "*": (ctx) => ... }`. `"*"` is the
+ * verifier of every tool without its own.
+ */
+export type Verifiers = Readonly<Record<string, ToolVerifier>>;
+
+/**
+ * Whether a tool call cancelled by a limit (a timeout, the connection lost), whose verification
+ * runs, answers once the verification is done with a tool result that says what it found
+ * (`isError: true`: `content` holds one text) instead of rejecting with the library's error:
+ *
+ * - `true`: the library's text, such as `The tool call "generate_quarterly_summary" was cancelled
+ *   after 30000 ms (timed out); a check afterwards found that its effect was applied (applied at
+ *   2.0 s). Do not call it again to repeat it.`
+ * - a function of the final run record: your own text.
+ * - `false` (the default): the error at once; the verification goes on after (`error.verification`).
+ *
+ * A caller's own abort is never waited for: the run is being stopped. The wait is bounded by the
+ * verification's own limits (`verifyDelayMs`, `verifyWindowMs`, `verifyTimeoutMs` per read).
+ */
+export type AwaitVerification = boolean | ((record: RunRecord) => string);
+
 /** Injectable timer functions (fake timers in tests). Read when each call starts. */
 export interface Timers {
   setTimeout(callback: () => void, ms: number): unknown;
@@ -184,6 +217,22 @@ export interface CallObserver {
 
 /** Client-wide options: defaults for every call, plus where records and anomalies go. */
 export interface CancellationOptions extends Omit<CallOptions, "signal" | "onprogress" | "verify"> {
+  /**
+   * Verifiers by tool name, for every `tools/call` on this connection, whoever makes it (the
+   * framework's own tools included): `{ generate_report: ({ name, arguments, record, signal }) =>
+   * ..., "*": ... }`. After a tool call is cancelled, its tool's verifier (else `"*"`'s) is read
+   * as a per-call `verify` would be, with the same options (`verifyDelayMs`, `verifyTimeoutMs`,
+   * `verifyWindowMs`, `verifyIntervalMs`); a per-call `verify` wins over it. Each value must be a
+   * function; a bad one is refused as `InvalidOptionError` naming `verifiers.<tool>`.
+   */
+  verifiers?: Verifiers;
+  /**
+   * For tool calls on this connection with a verification (a per-call `verify`, or `verifiers`):
+   * wait for it when a limit cancelled the call, and answer with what it found (see
+   * `AwaitVerification`). Per call where an entry point takes per-call options (`callOptions`).
+   * @default false
+   */
+  awaitVerification?: AwaitVerification;
   /** Called with each run record when its call settles, and again each time it is updated (late message, verification). */
   onRecord?: (record: RunRecord) => void;
   /**

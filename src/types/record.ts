@@ -15,7 +15,7 @@ export type CancelMechanism = "notification" | "stream-close" | "notification+st
 
 /** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
 export interface CancelUndelivered {
-  mechanism: "notification" | "stream-close";
+  mechanism: "notification" | "stream-close" | "tasks/cancel";
   error: string;
 }
 

@@ -118,7 +118,8 @@ class TransportPort implements Port {
   }
 
   cancel(request: CancelRequest): CancelMechanism {
-    return notify(this, request);
+    // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
+    return request.awaitsTask !== undefined ? "none" : notify(this, request);
   }
 }
 

@@ -95,7 +95,10 @@ export class TaskTracker extends Layer {
    */
   #taken(message: Message): boolean {
     if (this.#requests.answer(message)) return true;
-    if ("error" in message) return false;
+    if ("error" in message) {
+      this.#answeredWithoutTask(message.id);
+      return false;
+    }
     const id = message.id;
     if (this.#unborn.size > 0 && (typeof id === "string" || typeof id === "number") && this.#lateCreated(id, message.result)) return true;
     if (this.#sdkTokens.size > 0) this.statusSeen(message.result, false);
@@ -168,10 +171,22 @@ export class TaskTracker extends Layer {
     const unborn = this.#unborn.get(id);
     if (unborn === undefined || unborn === null) return false;
     const task = createdTask(result);
-    if (task === null) return false;
+    if (task === null) {
+      this.#answeredWithoutTask(id);
+      return false;
+    }
     this.#unborn.set(id, null);
     this.created(task, unborn.driver, result, unborn.meta);
     return true;
+  }
+
+  /** A request cancelled before its task id was known was answered without a task: its driver stops waiting. */
+  #answeredWithoutTask(id: unknown): void {
+    if (this.#unborn.size === 0 || (typeof id !== "string" && typeof id !== "number")) return;
+    const unborn = this.#unborn.get(id);
+    if (unborn === undefined || unborn === null) return;
+    this.#unborn.set(id, null);
+    unborn.driver.answeredWithoutTask?.();
   }
 
   /** Status notifications for this task go to its driver until it is terminal or `unfollow`ed. Bounded. */

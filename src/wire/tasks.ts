@@ -20,6 +20,16 @@ export const RELATED_TASK_META = "io.modelcontextprotocol/related-task";
 export interface TaskFollower {
   /** Task time-to-live asked for, in ms (2025-11-25 `params.task.ttl`); `undefined` leaves it to the server. */
   readonly ttlMs: number | undefined;
+  /** How long the follower watches a task after a cancel, in ms: also how long a `CreateTaskResult` is awaited after one. */
+  readonly watchMs: number;
+  /**
+   * The task-augmented request was cancelled before its `CreateTaskResult` came: nothing was sent
+   * for it (rules 2, 35, 36); the follower awaits the result at most `watchMs` (`created` then
+   * cancels the task), and otherwise records that the task may exist and was not cancelled.
+   */
+  awaitCreated?(): void;
+  /** The request cancelled before its `CreateTaskResult` was answered without a task: nothing to await. */
+  answeredWithoutTask?(): void;
   /**
    * The server answered the `tools/call` with a `CreateTaskResult`. The wire did not hand it
    * to the SDK (v2 refuses `resultType: "task"`) and ended the SDK's wait locally; the

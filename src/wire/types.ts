@@ -26,13 +26,14 @@ export interface CancelRequest {
   /** The `notifications/cancelled {requestId, reason}` message for it (rule 2). */
   readonly notification: CancelledNotification;
   /**
-   * `true` for a task-augmented request whose task id is not known yet (rules 35, 36): a
-   * `CreateTaskResult` that still arrives for it names a task the wire then cancels with
-   * `tasks/cancel`, once. An adapter whose cancel would lose that response (2026-07-28
-   * Streamable HTTP, where closing the stream is the cancel) may keep the stream open a short,
-   * bounded while so the response can arrive. Absent or `false` otherwise.
+   * Set for a task-augmented request whose task id is not known yet (rules 2, 35, 36): such a
+   * request is never cancelled with `notifications/cancelled`; its `CreateTaskResult` is awaited
+   * instead, and the task it names gets `tasks/cancel`, once. The value is how long it is awaited,
+   * in ms (the task's `watchMs`): an adapter sends nothing, and one whose request has a stream of
+   * its own (Streamable HTTP) keeps that stream open at most this long so the response can
+   * arrive, then closes it. Absent otherwise.
    */
-  readonly awaitsTask?: boolean;
+  readonly awaitsTask?: number;
   /** Sends a message on the wrapped transport, bypassing the decorator. */
   send(message: Message): Promise<void>;
   /** Reports a failed cancel send to the transport's `onerror`. */

@@ -339,12 +339,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
   }
 
-  #putCancel(id: RequestId, reason: string, call: CancellableCall | null, awaitsTask: boolean): CancelMechanism {
+  #putCancel(id: RequestId, reason: string, call: CancellableCall | null, awaitsTask: number | undefined): CancelMechanism {
     return this.below.cancel({
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
-      awaitsTask,
+      ...(awaitsTask === undefined ? {} : { awaitsTask }),
       send: this.#belowSend,
       reportError: this.#reportError,
       delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
@@ -352,17 +352,19 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   /**
-   * A task-augmented request is cancelled before its `CreateTaskResult` came (it may be crossing
-   * the cancel, or the server may ignore the cancel, rule 10): its driver stays reachable, so
-   * that a late `CreateTaskResult` gets its task cancelled at once (rules 35, 36). True when it
-   * does: the adapter is told (`awaitsTask`), so its cancel need not lose that response.
+   * A task-augmented request is cancelled before its `CreateTaskResult` came: it is never
+   * cancelled with `notifications/cancelled` (rules 2, 35, 36). Its driver stays reachable and
+   * awaits the `CreateTaskResult` (at most its `watchMs`), whose task it then cancels with
+   * `tasks/cancel`. Returns that bound, in ms, for the layers below (`awaitsTask`: they send
+   * nothing, and an HTTP stream is kept open for the answer), or undefined for any other request.
    */
-  #cancelledBeforeTask(id: RequestId, entry: Entry): boolean {
-    if (entry.augmented !== true) return false;
+  #cancelledBeforeTask(id: RequestId, entry: Entry): number | undefined {
+    if (entry.augmented !== true) return undefined;
     const driver = entry.follower ?? this.#taskDriver?.(entry.call);
-    if (driver === undefined) return false;
+    if (driver === undefined) return undefined;
     this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});
-    return true;
+    driver.awaitCreated?.();
+    return driver.watchMs;
   }
 
   /** Moves a pending request to the tombstones. */

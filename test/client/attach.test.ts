@@ -280,6 +280,31 @@ describe("attachCancellation: usage", () => {
     cleanups.push(() => client.close());
     expect(() => attachCancellation(client)).toThrow(/withCancellation's mcp.transport/);
   });
+
+  it("attaching again with other options is refused, naming the option (the first options stay in force: these would do nothing); the same options or none give the handle (issue 28, item 3)", async () => {
+    const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+    const server = new McpServer({ name: "s", version: "1" });
+    await server.connect(serverSide);
+    const client = new ClientV1({ name: "b", version: "1" });
+    await client.connect(clientSide);
+    cleanups.push(() => client.close());
+    const options = { timeoutMs: 30_000, onRecord: () => {} };
+    const mcp = attachCancellation(client, options);
+    expect(attachCancellation(client, options)).toBe(mcp);
+    expect(attachCancellation(client)).toBe(mcp);
+    expect(attachCancellation(client, { ...options })).toBe(mcp); // the same values
+    const error = (() => {
+      try {
+        attachCancellation(client, { timeoutMs: 1_000 });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as InvalidOptionError).option).toBe("timeoutMs");
+    expect((error as Error).message).toMatch(/attached already, with other options \("timeoutMs" differs\)/);
+  });
 });
 
 describe("attachCancellation: the same transport object started again", () => {

@@ -135,6 +135,31 @@ describe("CancellableCall: the caller's AbortSignal", () => {
     expect(error.record.summary).toBe("cancelled (aborted), outcome unverified");
   });
 
+  it("a signal that timed out (its reason a TimeoutError: AbortSignal.timeout, a framework's own timeout) is a timeout, never a user abort (issue 28, item 4)", async () => {
+    const controller = new AbortController();
+    const { call, outcome, cancels } = makeCall({ timeoutMs: 1_000, signal: controller.signal });
+    call.start();
+    call.bind(7);
+    await vi.advanceTimersByTimeAsync(250);
+    const reason = new DOMException("The operation was aborted due to timeout", "TimeoutError");
+    controller.abort(reason);
+    await Promise.resolve();
+    const error = outcome.error as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(error.code).toBe("REQUEST_TIMEOUT");
+    expect(error.cause).toBe(reason);
+    // The signal's own limit is not readable: the time the call had run when it fired.
+    expect(error.timeoutMs).toBe(250);
+    expect(cancels).toEqual(["Request timed out after 250 ms (the caller's signal)"]);
+    expect(error.record).toMatchObject({ cancel: { trigger: "timeout" }, summary: "cancelled (timeout), outcome unverified" });
+    expect(error.message).toContain("timed out after 250 ms (the caller's signal timed out");
+    // Already timed out before the call starts: the same, nothing sent.
+    const before = makeCall({ signal: AbortSignal.abort(reason) });
+    before.call.start();
+    await Promise.resolve();
+    expect(before.outcome.error).toBeInstanceOf(CallTimeoutError);
+    expect((before.outcome.error as CallTimeoutError).record.cancel?.trigger).toBe("timeout");
+  });
   it("a private abort reason never goes on the wire nor into the record by default; it stays the error's cause", async () => {
     for (const secret of [new Error("credentials revoked for connector acme-prod-billing"), "tenant 42 over quota (internal)"]) {
       const controller = new AbortController();

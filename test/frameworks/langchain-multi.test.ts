@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { AIMessage } from "@langchain/core/messages";
+import type { ToolMessage } from "@langchain/core/messages";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
+import { PlainErrorToolNode } from "../../examples/langgraph-tool-node.js";
 import { attachCancellation } from "../../src/index.js";
 import type { CancellationOptions, RunRecord } from "../../src/index.js";
 import { eventually, fixture } from "../helpers/stdio.js";
@@ -108,11 +112,11 @@ describe("LangChain JS: MultiServerMCPClient, its own clients reached with attac
 // notification (a v1 client speaks a 2025-era revision to both servers). Its SSE fallback (the
 // deprecated HTTP+SSE transport, answers on one shared stream) can only get the notification.
 describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fallback", () => {
-  async function overHttp(url: URL) {
+  async function overHttp(url: URL, options?: CancellationOptions) {
     const multi = new MultiServerMCPClient({ mcpServers: { reports: { transport: "http", url: url.href } } });
     cleanups.push(() => multi.close());
     await multi.initializeConnections();
-    const mcp = attachCancellation((await multi.getClient("reports"))!);
+    const mcp = attachCancellation((await multi.getClient("reports"))!, options);
     const tools = await multi.getTools();
     return { mcp, tool: (name: string) => tools.find((t) => t.name.endsWith(name)) as DynamicStructuredTool };
   }
@@ -137,6 +141,42 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
       await sleep(300);
       expect(seen(server, "tools/call")).toHaveLength(1);
       expect(mcp.pendingCount).toBe(0);
+    });
+  }
+
+  for (const [label, start] of [
+    ["v1 stateful server (2025-era)", () => startV1({ stateful: true })],
+    ["v2 server, stateless", () => startV2()],
+  ] as const) {
+    it(`${label}: LangChain's own tool call is verified by the attach's verifiers, no bypass; with awaitVerification its ToolException carries the verified outcome; sent once`, async () => {
+      const server: TestServer = await start();
+      cleanups.push(() => server.stop());
+      const reads: Array<{ name: string; arguments: unknown }> = [];
+      const { mcp, tool } = await overHttp(server.url, {
+        timeoutMs: 300,
+        awaitVerification: true,
+        verifiers: {
+          slow: ({ name, arguments: args, signal }) => {
+            reads.push({ name, arguments: args });
+            expect(signal.aborted).toBe(false);
+            return "not-applied";
+          },
+        },
+      });
+      const error = (await tool("slow")
+        .invoke({ ms: 5_000 })
+        .catch((e: unknown) => e)) as Error;
+      // LangChain raises an isError result as its ToolException: the verified outcome is its text.
+      expect(error.name).toBe("ToolException");
+      expect(error.message).toMatch(
+        /^MCP tool 'slow' on server 'reports' returned an error: The tool call "slow" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was not applied \(not applied as of 0\.\d s\): nothing was done\.$/,
+      );
+      expect(reads).toEqual([{ name: "slow", arguments: { ms: 5_000 } }]);
+      expect(calls(mcp)).toMatchObject([
+        { status: "cancelled", outcome: "verified-not-applied", cancel: { trigger: "timeout", mechanism: "notification+stream-close" } },
+      ]);
+      await sleep(300);
+      expect(seen(server, "tools/call")).toHaveLength(1);
     });
   }
 
@@ -188,5 +228,34 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
     expect(await call.catch((e: unknown) => e)).toBeInstanceOf(Error);
     expect(await eventually(() => aborted.length === 1, 3_000)).toBe(true);
     expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification" } }]);
+  });
+});
+
+// What a LangGraph agent's model is told of a failed tool call: its prebuilt ToolNode (the tool
+// runner of createReactAgent) turns a thrown error into `Error: <message>\n Please fix your
+// mistakes.`, an invitation to call a side-effecting tool again. The library's message says
+// whether the call ran; to hand the model that alone, run the ToolNode with handleToolErrors:
+// false and turn the error into the tool message yourself (examples/langgraph-tool-node.ts, shown
+// in docs/frameworks.md).
+describe("LangChain JS: what the model is told (LangGraph's ToolNode, no language model)", () => {
+  const toolCall = (name: string, args: Record<string, unknown>) =>
+    new AIMessage({ content: "", tool_calls: [{ id: "call_1", name, args, type: "tool_call" }] });
+
+  it("by default the model reads our words, then 'Please fix your mistakes.'; with the errors turned into tool messages, our words alone", async () => {
+    const { tool, mcp } = await multiServer({}, { timeoutMs: 250 });
+    const sleepTool = tool("sleep");
+    const plain = (await new ToolNode([sleepTool]).invoke({ messages: [toolCall(sleepTool.name, { ms: 10_000 })] })) as {
+      messages: ToolMessage[];
+    };
+    const told = String(plain.messages[0]!.content);
+    expect(told).toMatch(
+      /^Error: Error calling tool sleep: CallTimeoutError: tools\/call timed out after 250 ms \(the idle timeout, timeoutMs; request id \d+\) and was cancelled; whether it ran is unknown \(outcome unverified\): check before calling it again\n Please fix your mistakes\.$/,
+    );
+    const ours = (await new PlainErrorToolNode([sleepTool]).invoke({ messages: [toolCall(sleepTool.name, { ms: 10_000 })] })) as {
+      messages: ToolMessage[];
+    };
+    expect(String(ours.messages[0]!.content)).toMatch(/^Error calling tool sleep: CallTimeoutError: .*check before calling it again$/);
+    expect(String(ours.messages[0]!.content)).not.toMatch(/fix your mistakes/);
+    expect(calls(mcp)).toHaveLength(2); // one tools/call each, none retried
   });
 });

@@ -97,9 +97,10 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     const calls = mcp.records().filter((r) => r.method === "tools/call");
     expect(calls).toHaveLength(1);
     // LangChain turns its timeout into an AbortSignal.timeout as well, of the same length: which
-    // of the two fires first is a timer race, so the trigger is pinned by the two cases below,
-    // each handing LangChain's call only one of them. Here: exactly one cancel went out.
-    expect(calls[0]!.cancel?.mechanism).toBe("notification");
+    // of the two fires first is a timer race, and either way the record says timeout (issue 28,
+    // item 4; the two cases below hand LangChain's call only one of them). Exactly one cancel.
+    expect(calls[0]!.cancel).toMatchObject({ trigger: "timeout", mechanism: "notification" });
+    expect((error as Error).message).toMatch(/CallTimeoutError: tools\/call timed out after \d+ ms/);
   });
 
   /** A view of `mcp.sdkClient` whose callTool drops one of the SDK options LangChain passes. */
@@ -117,7 +118,7 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
 
   for (const [kept, trigger] of [
     ["timeout", "timeout"],
-    ["signal", "aborted"],
+    ["signal", "timeout"], // LangChain's AbortSignal.timeout: a timeout, never a user abort (issue 28, item 4)
   ] as const) {
     it(`LangChain's defaultToolTimeout, its ${kept} alone reaching us: the cancel's trigger is ${trigger}, one cancel`, async () => {
       const transport = new StdioClientTransport({ command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" });

@@ -119,10 +119,54 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
     const model = scriptedModel("silent", {}, () => atTurns.push(transport.records().find((r) => r.method === "tools/call")?.outcome));
     await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
     expect(atTurns).toEqual([undefined, "unverified"]);
-    expect(toolMessage(model)).toMatch(/error/i);
+    // The error's own words (issue 28, item 2): whether the call ran, and to check before calling it again.
+    expect(toolMessage(model)).toMatch(
+      /"type":"error-text","value":"tools\/call timed out after 300 ms \(the idle timeout, timeoutMs; request id \d+\) and was cancelled; whether it ran is unknown \(outcome unverified\): check before calling it again"/,
+    );
     expect(await eventually(() => transport.records().find((r) => r.method === "tools/call")?.outcome === "verified-applied", 3_000)).toBe(
       true,
     );
+  });
+
+  it("verifiers by tool name on the transport (no callOptions): generateText's own tool call is verified and the model gets the verified outcome; sent once", async () => {
+    const reads: Array<{ name: string; arguments: unknown }> = [];
+    const { transport, tools, received } = await connect({
+      timeoutMs: 300,
+      awaitVerification: true,
+      verifiers: {
+        silent: ({ name, arguments: args }) => {
+          reads.push({ name, arguments: args });
+          return "applied";
+        },
+      },
+    });
+    const model = scriptedModel("silent", { ms: 1 }, () => {});
+    await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
+    expect(toolMessage(model)).toMatch(
+      /The tool call \\"silent\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied/,
+    );
+    expect(reads).toEqual([{ name: "silent", arguments: { ms: 1 } }]);
+    expect(transport.records().find((r) => r.method === "tools/call")).toMatchObject({ outcome: "verified-applied" });
+    expect(received().filter((m) => m.method === "tools/call")).toHaveLength(1);
+  });
+
+  it("generateText's own abortSignal made with AbortSignal.timeout: recorded timeout, never a user abort; one cancel", async () => {
+    const { transport, tools, received } = await connect({});
+    const model = scriptedModel("silent", {}, () => {});
+    const error = await generateText({
+      model,
+      tools: tools as unknown as ToolSet,
+      prompt: "go",
+      stopWhen: stepCountIs(3),
+      abortSignal: AbortSignal.timeout(300),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(await eventually(() => transport.records().some((r) => r.method === "tools/call"))).toBe(true);
+    expect(transport.records().find((r) => r.method === "tools/call")).toMatchObject({
+      status: "cancelled",
+      cancel: { trigger: "timeout", mechanism: "notification" },
+    });
+    expect(await eventually(() => received().filter((m) => m.method === "notifications/cancelled").length === 1)).toBe(true);
   });
 
   it("a usage mistake in callOptions: generateText hands it to the model as a tool error, and the developer gets the warning and the record too", async () => {

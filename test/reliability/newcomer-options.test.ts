@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CallCancelledError, InvalidOptionError } from "../../src/index.js";
+import { CallCancelledError, CallTimeoutError, InvalidOptionError } from "../../src/index.js";
 import { abortSubscribers } from "../../src/utils/abort-link.js";
 import { connectPeer, flush } from "../helpers/peer.js";
 
@@ -123,18 +123,24 @@ describe("mistakes from the second new-user trial", () => {
 });
 
 describe("a framework's own timeout arrives as the caller's signal", () => {
-  it("AbortSignal.timeout: CallCancelledError (trigger aborted, honestly), and the message says the signal's timeout fired", async () => {
+  it("AbortSignal.timeout: a timeout (CallTimeoutError REQUEST_TIMEOUT, trigger timeout), never a user abort; the signal's reason is the cause (issue 28, item 4)", async () => {
     const { mcp, peer } = await connectPeer();
     peer.onRequest(() => {}); // never answers
     const error = (await mcp
       .callTool({ name: "x" }, { signal: AbortSignal.timeout(50), timeoutMs: 5_000 })
-      .catch((e: unknown) => e)) as CallCancelledError;
-    expect(error).toBeInstanceOf(CallCancelledError);
+      .catch((e: unknown) => e)) as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(error.code).toBe("REQUEST_TIMEOUT");
     expect(error.message).toMatch(
-      /^tools\/call was cancelled by the caller's signal \(its AbortSignal\.timeout fired\) \(request id \d+\)$/,
+      /^tools\/call timed out after \d+ ms \(the caller's signal timed out: a TimeoutError, such as AbortSignal\.timeout or a framework's own timeout; request id \d+\) and was cancelled; whether it ran is unknown \(outcome unverified\): check before calling it again$/,
     );
+    expect(error.timeoutMs).toBeGreaterThanOrEqual(45);
+    expect(error.timeoutMs).toBeLessThan(5_000);
     expect((error.cause as Error).name).toBe("TimeoutError");
-    expect(error.record.cancel).toMatchObject({ trigger: "aborted" });
+    expect(error.record.cancel).toMatchObject({
+      trigger: "timeout",
+      reason: `Request timed out after ${error.timeoutMs} ms (the caller's signal)`,
+    });
     const plain = new AbortController();
     const call = mcp.callTool({ name: "x" }, { signal: plain.signal });
     await flush();

@@ -107,14 +107,14 @@ describe("2026-07-28 extension over stdio: the v2 client pinned to 2026-07-28 an
     const cancels = read("tasks/cancel");
     expect(cancels.map((m) => m.params.taskId).sort()).toEqual([...created].sort()); // exactly one each
     for (const cancel of cancels) expect(cancel.params._meta).toMatchObject({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
-    expect(read("notifications/cancelled")).toHaveLength(10); // the tools/call's own cancel, before the task id was known
+    expect(read("notifications/cancelled")).toHaveLength(0); // never for a task-augmented request (rules 2, 36)
     expect(lines().filter((line) => line.startsWith("FATE ") && !line.endsWith(" cancelled"))).toEqual([]);
     await until(() => [...new Map(records.map((r) => [r.callId, r])).values()].every((r) => r.outcome === "task-cancelled"));
     const last = [...new Map(records.map((r) => [r.callId, r])).values()];
     expect(last).toHaveLength(10);
     for (const record of last) {
       expect(record).toMatchObject({
-        cancel: { mechanism: "notification" },
+        cancel: { mechanism: "tasks/cancel", undelivered: null },
         task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true },
       });
     }

@@ -46,7 +46,9 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
       await vi.advanceTimersByTimeAsync(at);
       expect(call.status).toBe("rejected");
       expect(isError(call.error)).toBe(true);
-      expect(peer.cancels()).toHaveLength(1); // the transport's cancel of the tools/call (stdio-like: a notification)
+      // A task-augmented request is never cancelled with notifications/cancelled (rules 2, 35, 36):
+      // its CreateTaskResult is awaited instead.
+      expect(peer.cancels()).toHaveLength(0);
       expect(peer.requests("tasks/cancel")).toHaveLength(0); // no task id yet
       // The server created the task anyway (it ignored the cancel, rule 10, or the reply crossed it).
       await peer.result(create!.id, { task: task("working") });
@@ -58,7 +60,7 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
       expect(record).toMatchObject({
         status: "cancelled",
         outcome: "task-cancelled",
-        cancel: { trigger, mechanism: "notification" },
+        cancel: { trigger, mechanism: "tasks/cancel", undelivered: null },
         task: { taskId: "t1", status: "cancelled", revision: "2025-11-25", createdAfterCancel: true },
         late: { results: 0 },
       });
@@ -68,6 +70,66 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
       await client.close();
     });
   }
+
+  it("no CreateTaskResult within watchMs: nothing was sent for it, and the record says the task may exist uncancelled, naming what tasks/list lists", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tasks/list")
+        void peer.result(m.id, {
+          tasks: [
+            { ...task("working"), taskId: "t9", createdAt: new Date().toISOString() },
+            { ...task("completed"), taskId: "t8" },
+          ],
+        });
+    });
+    const controller = new AbortController();
+    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
+    await flush();
+    controller.abort();
+    await flush();
+    expect(call.status).toBe("rejected");
+    expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "none", undelivered: null }, outcome: "unverified" });
+    await vi.advanceTimersByTimeAsync(499);
+    expect(peer.requests("tasks/list")).toHaveLength(0); // still waiting for it
+    await vi.advanceTimersByTimeAsync(50);
+    expect(peer.requests("tasks/list")).toHaveLength(1);
+    expect(records.at(-1)!.cancel).toMatchObject({
+      mechanism: "none",
+      undelivered: {
+        mechanism: "tasks/cancel",
+        error:
+          "no CreateTaskResult came within 500 ms (watchMs): the task may exist and was not cancelled; tasks/list names 1 task not terminal, created since the request: t9",
+      },
+    });
+    expect(records.at(-1)!.summary).toBe("cancelled (aborted), outcome unverified, cancel tasks/cancel not delivered");
+    expect(peer.cancels()).toHaveLength(0);
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    // It comes after all: its task is cancelled then, and the record says so.
+    peer.onRequest((m: Message) => {
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+    });
+    await peer.result(peer.requests("tools/call")[0]!.id, { task: task("working") });
+    await vi.advanceTimersByTimeAsync(50);
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "tasks/cancel", undelivered: null }, outcome: "task-cancelled" });
+    await client.close();
+  });
+
+  it("answered without a task after the cancel (a plain result): a late result, and no word of a task that may exist", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    const controller = new AbortController();
+    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
+    await flush();
+    controller.abort();
+    await flush();
+    expect(call.status).toBe("rejected");
+    await peer.result(peer.requests("tools/call")[0]!.id, { content: [] });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "none", undelivered: null }, outcome: "late-result-discarded" });
+    expect(peer.requests("tasks/list")).toHaveLength(0);
+    expect(peer.cancels()).toHaveLength(0);
+    await client.close();
+  });
 
   it("the record is named at once, then learns the task's end: completed anyway (tasks/cancel refused -32602, one tasks/get)", async () => {
     const { client, mcp, peer, records } = await connectPeer();
@@ -196,7 +258,7 @@ describe("the SDK's own task-augmented requests: a late CreateTaskResult after a
       controller.abort();
       await flush();
       expect(sent.status).toBe("rejected");
-      expect(peer.cancels()).toHaveLength(1);
+      expect(peer.cancels()).toHaveLength(0); // never for a task-augmented request (rules 2, 35, 36)
       await peer.result(create!.id, { task: task("working") });
       await vi.advanceTimersByTimeAsync(50);
       expect(peer.requests("tasks/cancel")).toHaveLength(1);

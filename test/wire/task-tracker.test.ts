@@ -33,6 +33,7 @@ function driver(): TaskFollower & { createdTasks: TaskInfo[]; notified: string[]
   const notified: string[] = [];
   return {
     ttlMs: undefined,
+    watchMs: 10_000,
     createdTasks,
     notified,
     created: (task) => void createdTasks.push(task),

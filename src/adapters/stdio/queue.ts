@@ -71,7 +71,7 @@ export class StdioQueue extends Layer {
   override cancel(request: CancelRequest): CancelMechanism {
     const stdin = this.#stdin();
     // A transport without a child's stdin (not started, or not the SDK's): its own send, not waited for.
-    if (stdin === undefined) return this.#line(request, undefined);
+    if (stdin === undefined) return request.awaitsTask !== undefined ? "none" : this.#line(request, undefined);
     if (!stdin.writable) {
       queueMicrotask(() => request.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } }));
       return "none";
@@ -86,6 +86,8 @@ export class StdioQueue extends Layer {
       queueMicrotask(() => request.delivery({ sent: "none", failed: null }));
       return "none";
     }
+    // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
+    if (request.awaitsTask !== undefined) return "none";
     if (this.#busy(stdin)) {
       this.#waiting.push({
         message: request.notification,

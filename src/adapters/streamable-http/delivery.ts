@@ -72,7 +72,9 @@ export class LegacyDelivery extends Layer {
   }
 
   override cancel(request: CancelRequest): CancelMechanism {
-    if (this.#tracker.era === "modern") return this.below.cancel(request);
+    // 2026-07-28 (the close is the cancel), and a task-augmented request awaiting its
+    // CreateTaskResult (never a notification, rules 2, 35, 36: its stream is kept open for it).
+    if (this.#tracker.era === "modern" || request.awaitsTask !== undefined) return this.below.cancel(request);
     // Rule 40: the notification (the transport adds the session and protocol-version headers),
     // once the request reached the server, and the stream closes. Nothing here holds the caller.
     const stream = this.#tracker.stream(request.requestId);

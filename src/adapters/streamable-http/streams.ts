@@ -69,8 +69,8 @@ export interface Stream {
   onFact: (() => void) | undefined;
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
   check?: ReturnType<typeof setTimeout> | undefined;
-  /** 2026-07-28: cancelled but kept open for its `CreateTaskResult` until this timer closes it. */
-  hold?: { timer: ReturnType<typeof setTimeout>; request: CancelRequest } | undefined;
+  /** Cancelled before its task id was known: kept open for its `CreateTaskResult` until this timer closes it. */
+  hold?: { timer: ReturnType<typeof setTimeout> } | undefined;
 }
 
 /** Counts the tracker keeps (see `StreamableHttpStats`). */
@@ -167,13 +167,19 @@ export class StreamTracker extends Layer {
     this.below.setProtocolVersion(version);
   }
 
-  /** The stream close. On 2026-07-28 a task-augmented request's stream may be held first (see `#hold`). */
+  /**
+   * The stream close. A task-augmented request awaiting its `CreateTaskResult` keeps its stream
+   * open for it, at most `awaitsTask` ms (see `#hold`): nothing goes out now.
+   */
   override cancel(request: CancelRequest): CancelMechanism {
     const stream = this.#streams.get(request.requestId);
     if (stream === undefined) return "none";
     stream.cancelled = true;
-    if (this.era === "modern" && request.awaitsTask === true && this.#config.flushTimeoutMs > 0) this.#hold(stream, request);
-    else this.closeStream(stream);
+    if (request.awaitsTask !== undefined && request.awaitsTask > 0) {
+      this.#hold(stream, request);
+      return "none";
+    }
+    this.closeStream(stream);
     return "stream-close";
   }
 
@@ -227,7 +233,7 @@ export class StreamTracker extends Layer {
       onRequestStreamEnd: () => {
         options?.onRequestStreamEnd?.();
         // A held stream that ended without its response: nothing more can come on it.
-        if (this.#unhold(stream) !== undefined) this.#forgetStream(stream);
+        if (this.#unhold(stream)) this.#forgetStream(stream);
         // v2 calls this when the stream ended and it will not resume it (also after the response).
         this.#lost(stream, "eof", new Error("The request's response stream ended without its response"));
       },
@@ -317,37 +323,36 @@ export class StreamTracker extends Layer {
   }
 
   /**
-   * 2026-07-28, a task-augmented request cancelled before its task id was known: closing its
-   * stream now would lose a `CreateTaskResult` already on it, and with it the only way to the
-   * task, which runs on. The stream stays open at most `flushTimeoutMs`: a response in that time
-   * is handed on as any late response (a `CreateTaskResult` then gets its one `tasks/cancel` from
-   * the tasks layer, rules 35, 36) and the stream is not closed; otherwise it closes as for any
-   * cancel. The caller was released already; nothing else is held.
+   * A task-augmented request cancelled before its task id was known: closing its stream now would
+   * lose a `CreateTaskResult` already on it, and with it the only way to the task, which runs on.
+   * The stream stays open at most `ms`: a response in that time is handed on as any late response
+   * (a `CreateTaskResult` then gets its one `tasks/cancel` from the tasks layer, rules 35, 36) and
+   * the stream is not closed; otherwise it closes then (the record then says so: on 2026-07-28
+   * that close is the request's cancel). The caller was released already.
    */
   #hold(stream: Stream, request: CancelRequest): void {
     const timer = setTimeout(() => {
       this.#unhold(stream);
-      if (this.#streams.get(stream.id) === stream) this.closeStream(stream);
-    }, this.#config.flushTimeoutMs);
-    stream.hold = { timer, request };
+      if (this.#streams.get(stream.id) !== stream) return;
+      this.closeStream(stream);
+      request.delivery({ sent: "stream-close", failed: null });
+    }, request.awaitsTask);
+    stream.hold = { timer };
     this.#holds.add(stream);
   }
 
-  #unhold(stream: Stream): CancelRequest | undefined {
+  #unhold(stream: Stream): boolean {
     const hold = stream.hold;
-    if (hold === undefined) return undefined;
+    if (hold === undefined) return false;
     clearTimeout(hold.timer);
     stream.hold = undefined;
     this.#holds.delete(stream);
-    return hold.request;
+    return true;
   }
 
-  /** The response of a held stream arrived: it is not closed; the record says nothing of the close went out. */
+  /** The response of a held stream arrived: it is not closed (the tasks layer takes a `CreateTaskResult` on it). */
   #heldAnswered(stream: Stream): void {
-    const request = this.#unhold(stream);
-    if (request === undefined) return;
-    this.#forgetStream(stream);
-    request.delivery({ sent: "none", failed: { mechanism: "stream-close", error: "not closed: the response arrived first (rule 7)" } });
+    if (this.#unhold(stream)) this.#forgetStream(stream);
   }
 
   /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */

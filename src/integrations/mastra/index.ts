@@ -5,12 +5,13 @@
 // that reads Mastra's internals (each read guarded, refused with a message naming the version
 // tested when the shape is not there) and attaches the library to each client with
 // `attachCancellation`. Nothing of Mastra is imported: the shapes below are structural.
-import { attachCancellation } from "../../client/attach.js";
+import { attachWith, refuseOtherOptions } from "../../client/attach.js";
 import type { CancellableClient, ClientLike } from "../../client/facade.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { TransportLike } from "../../adapters/types.js";
 import type { RunRecord } from "../../types/record.js";
 import type { CancellationOptions } from "../../types/options.js";
+import { parseCancellationOptions } from "../../options/resolve.js";
 
 /** The part of Mastra's `MCPClient` this module uses in public: `listTools()` connects every server. */
 export interface MastraMCPClientLike {
@@ -28,30 +29,78 @@ export interface MastraAttached {
 /** The versions whose internals this module was written against (and tested with, test/node22/mastra/). */
 const TESTED = "@mastra/mcp 2.0.0";
 
+/** Each `MCPClient`'s options from its first `attachMastra`: a later call attaches new server clients with them. */
+const firstOptions = new WeakMap<object, CancellationOptions | undefined>();
+
+/**
+ * Options that act only through a verification: Mastra's tools pass no per-call `verify`, so
+ * without `verifiers` they would do nothing, and are refused.
+ */
+const VERIFY_ONLY = ["verifyTimeoutMs", "verifyDelayMs", "verifyWindowMs", "verifyIntervalMs", "awaitVerification"] as const;
+
+/** Refuses, at once, an option that would do nothing on Mastra's tools. @throws {InvalidOptionError} */
+function refuseIdle(options: CancellationOptions | undefined): void {
+  if (options === undefined || typeof options !== "object" || options === null) return;
+  const verifiers = options.verifiers;
+  if (verifiers !== undefined && typeof verifiers === "object" && verifiers !== null && Object.keys(verifiers).length > 0) return;
+  for (const key of VERIFY_ONLY) {
+    if (options[key] !== undefined) {
+      throw new InvalidOptionError(
+        key,
+        `attachMastra options: "${key}" has no effect without verifiers: Mastra's tools pass no verify read of their own, so give ` +
+          'the reads by tool name, such as verifiers: { generate_report: ({ arguments: args }) => (reportExists(args) ? "applied" : "not-applied") }',
+      );
+    }
+  }
+}
+
 /**
  * Adds the library to every server client of a Mastra `MCPClient`: connects them
- * (`mcp.listTools()`, Mastra's own public call), then `attachCancellation` on each server's SDK
- * client, so the tools Mastra made (and makes) call through the library: the tool's
- * `abortSignal` cancels by the transport's mechanism (stdio: `notifications/cancelled`;
- * Streamable HTTP: the request's stream closed, the notification POSTed first on a 2025-era
- * server), Mastra's `timeout` (default 60_000 ms, passed on every tool call) becomes the idle
- * timeout, `maxTotalTimeoutMs` caps each call, late results are dropped, every call is recorded.
+ * (`mcp.listTools()`, Mastra's own public call), then attaches the library to each server's SDK
+ * client (as `attachCancellation` does), so the tools Mastra made (and makes) call through the
+ * library: the tool's `abortSignal` cancels by the transport's mechanism (stdio:
+ * `notifications/cancelled`; Streamable HTTP: the request's stream closed, the notification
+ * POSTed first on a 2025-era server), late results are dropped, every call is recorded.
  *
- * Call it again after Mastra reconnected a server (a new client): attaching a client twice
- * returns the same handle.
+ * Every option takes effect on Mastra's own tool calls, or is refused:
+ * - `timeoutMs`: Mastra passes its own `timeout` (default 60_000 ms) on every call; the two
+ *   combine as the tighter one (without `timeoutMs`, Mastra's is the idle timeout).
+ * - `maxTotalTimeoutMs`, `resetTimeoutOnProgress`, `reason`, `forwardAbortReason`: every call
+ *   (Mastra passes none of its own).
+ * - `verifiers` (by tool name, as Mastra's server calls it: `generate_report`, not
+ *   `reports_generate_report`), with `verifyDelayMs`, `verifyTimeoutMs`, `verifyWindowMs`,
+ *   `verifyIntervalMs` and `awaitVerification`: a cancelled tool call is verified, and with
+ *   `awaitVerification` Mastra's tool gets the verified outcome as an `isError` result (which it
+ *   raises as its tool error, the text being what the model reads). Without `verifiers` those
+ *   five are refused: Mastra's tools pass no verify read.
+ * - `onRecord`, `observer`, `onAnomaly`, `maxRecords` and `maxTombstones` (each per server),
+ *   `clock`, `timers`.
+ *
+ * Call it again after Mastra reconnected a server (a new client), with no options or the same
+ * options object: the servers attached already keep their handle, new ones get the first call's
+ * options; other options are refused (they would do nothing).
  *
  * @param mcp a Mastra `MCPClient` (`@mastra/mcp` 2.x).
  * @param options client-wide defaults, as for `attachCancellation` (durations in ms).
- * @throws {InvalidOptionError} `mcp` is not an `MCPClient`, or this Mastra version keeps its
- *   server clients where this module does not look (tested with @mastra/mcp 2.0.0).
+ * @throws {InvalidOptionError} `mcp` is not an `MCPClient`, this Mastra version keeps its server
+ *   clients where this module does not look (tested with @mastra/mcp 2.0.0), an option is
+ *   invalid or would do nothing, or the options differ from the first call's.
  */
 export async function attachMastra(mcp: MastraMCPClientLike, options?: CancellationOptions): Promise<MastraAttached> {
   if (typeof mcp !== "object" || mcp === null || typeof mcp.listTools !== "function") {
     throw new InvalidOptionError("mcp", "attachMastra: mcp must be a Mastra MCPClient (from @mastra/mcp)");
   }
+  if (firstOptions.has(mcp)) refuseOtherOptions(firstOptions.get(mcp), options, "attachMastra");
+  else {
+    // Before anything connects: a refused option starts no server.
+    parseCancellationOptions(options, "attachMastra options");
+    refuseIdle(options);
+  }
+  const chosen = firstOptions.has(mcp) ? firstOptions.get(mcp) : options;
   await mcp.listTools();
   const servers = new Map<string, CancellableClient<TransportLike, ClientLike>>();
-  for (const [name, client] of mastraServerClients(mcp)) servers.set(name, attachCancellation(client, options));
+  for (const [name, client] of mastraServerClients(mcp)) servers.set(name, attachWith(client, chosen, "attachMastra", "tighter"));
+  if (!firstOptions.has(mcp)) firstOptions.set(mcp, options);
   return {
     servers,
     records: () => [...servers.values()].flatMap((server) => server.records()),

@@ -9,7 +9,7 @@ import type { ClientLike, ToolResult } from "../../client/with-cancellation.js";
 import { createFacade } from "../../client/facade.js";
 import type { Facade, SdkCalls } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
-import { isCallCancelledError } from "../../errors/guards.js";
+import { callErrorOf, isCallCancelledError, isCallTimeoutError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
@@ -186,8 +186,17 @@ export class CancellableMCPServer implements MCPServer {
       // connection that went away.
       wire: () => server.#connected?.wire ?? null,
     });
+    // What the model is told of a failed tool call: the Agents runtime's default error function
+    // says "Please try again" whatever happened; for the library's errors this one hands the
+    // model the error's own words (whether the call ran, and to check before calling it again).
+    // An `errorFunction` given in `agents` (null included) wins; `agents: { errorFunction:
+    // undefined }` leaves the Agent's own `mcpConfig.errorFunction` in charge.
+    this.errorFunction = toolErrorFunction;
     if (agents !== undefined) Object.assign(this, agents);
   }
+
+  /** The model-visible text of a failed tool call (see the constructor); replaced by `agents.errorFunction`. */
+  errorFunction?: Exclude<MCPServer["errorFunction"], undefined>;
 
   get name(): string {
     return this.#name;
@@ -288,8 +297,12 @@ export class CancellableMCPServer implements MCPServer {
       return { ...result, content: (result.content ?? []) as AgentsContent } as AgentsResult;
     } catch (error) {
       // The Agents runtime treats a failure as the caller's abort only when it is the signal's
-      // reason itself; anything else may reach its error function (or a retry path elsewhere).
-      if (signal?.aborted === true && isCallCancelledError(error)) throw signal.reason;
+      // reason itself; anything else may reach its error function (or a retry path elsewhere). A
+      // run's signal that timed out (AbortSignal.timeout) is recorded as a timeout, and is still
+      // the run being stopped: the same.
+      if (signal?.aborted === true && (isCallCancelledError(error) || (isCallTimeoutError(error) && error.cause === signal.reason))) {
+        throw signal.reason;
+      }
       // A cancelled side effect, verified before the model decides what to do next.
       const wait = checkAwaitVerification(awaitVerification, `CancellableMCPServer callOptions("${toolName}")`) ?? this.#awaitVerification;
       const text = await awaitVerifiedText(error, wait);
@@ -324,6 +337,20 @@ export class CancellableMCPServer implements MCPServer {
     }
     return this.#connected;
   }
+}
+
+/**
+ * The server's default `errorFunction`: for the library's errors (found through `cause` too), the
+ * error's message, which says what happened and whether the call ran (`tools/call timed out after
+ * 30000 ms (the idle timeout, timeoutMs; request id 3) and was cancelled; whether it ran is unknown
+ * (outcome unverified): check before calling it again`); for any other error, the Agents
+ * runtime's own default text.
+ */
+function toolErrorFunction({ error }: { error: unknown }): string {
+  const ours = callErrorOf(error);
+  if (ours !== undefined) return `The tool call did not complete: ${ours.message}.`;
+  const details = error instanceof Error ? error.toString() : String(error);
+  return `An error occurred while running the tool. Please try again. Error: ${details}`;
 }
 
 /** Options shared by the stdio and Streamable HTTP servers: everything but `create`; `name` optional. */

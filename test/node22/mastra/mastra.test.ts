@@ -5,6 +5,8 @@
 // v1 (2025-era) and v2 (2026-07-28) SDK servers over Streamable HTTP.
 import { afterEach, describe, expect, it } from "vitest";
 import { MCPClient } from "@mastra/mcp";
+import { Agent } from "@mastra/core/agent";
+import { MastraLanguageModelV2Mock, simulateReadableStream } from "@mastra/core/test-utils/llm-mock";
 import { attachMastra } from "../../../src/integrations/mastra/index.js";
 import { isConnectionClosedError, isInvalidOptionError } from "../../../src/index.js";
 import { closedUnfinished, eventually, seen, sleep, startV1, startV2, type TestServer } from "../../http/servers.js";
@@ -154,4 +156,153 @@ describe("Mastra's reconnect-and-retry path", () => {
       { status: "cancelled", cancel: { trigger: "connection-closed" } },
     ]);
   });
+});
+
+describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
+  it("attachMastra(mcp, { timeoutMs: 1_000 }) bounds a 3 s call at 1 s under Mastra's own 60 s timeout (the tighter one wins)", async () => {
+    const { mcp } = stdioClient();
+    const attached = await attachMastra(mcp, { timeoutMs: 1_000 });
+    const started = performance.now();
+    const outcome = await (await tool(mcp, "reports_sleep")).execute({ ms: 3_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const elapsed = performance.now() - started;
+    expect(outcome).toBeDefined();
+    expect(elapsed).toBeGreaterThanOrEqual(990);
+    expect(elapsed).toBeLessThan(1_000 + SLACK_MS);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
+      { status: "cancelled", cancel: { trigger: "timeout", reason: "Request timed out after 1000 ms" } },
+    ]);
+  });
+
+  it("Mastra's own timeout, when tighter than ours, stays the bound", async () => {
+    const { mcp } = stdioClient(300);
+    const attached = await attachMastra(mcp, { timeoutMs: 5_000 });
+    const outcome = await (await tool(mcp, "reports_sleep")).execute({ ms: 3_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(outcome).toBeDefined();
+    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
+      { cancel: { trigger: "timeout", reason: "Request timed out after 300 ms" } },
+    ]);
+  });
+
+  it("verifiers by tool name verify Mastra's own tool calls, no bypass; with awaitVerification its tool raises the verified outcome as its error", async () => {
+    const { mcp } = stdioClient();
+    const reads: Array<{ name: string; arguments: unknown }> = [];
+    const attached = await attachMastra(mcp, {
+      timeoutMs: 300,
+      awaitVerification: true,
+      verifiers: {
+        sleep: ({ name, arguments: args }) => {
+          reads.push({ name, arguments: args });
+          return "applied";
+        },
+      },
+    });
+    const error = await (await tool(mcp, "reports_sleep")).execute({ ms: 5_000 }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(
+      /^The tool call "sleep" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was applied \(applied at 0\.\d s\)\. Do not call it again to repeat it\./,
+    );
+    expect(reads).toEqual([{ name: "sleep", arguments: { ms: 5_000 } }]);
+    expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([{ outcome: "verified-applied" }]);
+  });
+
+  it("refused at once, naming the option: verify options without verifiers (Mastra's tools pass no verify), and a second call with other options", async () => {
+    const { mcp } = stdioClient();
+    for (const option of ["verifyDelayMs", "verifyTimeoutMs", "verifyWindowMs", "verifyIntervalMs", "awaitVerification"] as const) {
+      const error = await attachMastra(mcp, { [option]: option === "awaitVerification" ? true : 100 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isInvalidOptionError(error)).toBe(true);
+      expect((error as { option: string }).option).toBe(option);
+      expect((error as Error).message).toMatch(new RegExp(`"${option}" has no effect without verifiers`));
+    }
+    const options = { timeoutMs: 5_000 };
+    const first = await attachMastra(mcp, options);
+    const again = await attachMastra(mcp, options);
+    expect(again.servers.get("reports")).toBe(first.servers.get("reports"));
+    expect((await attachMastra(mcp)).servers.get("reports")).toBe(first.servers.get("reports"));
+    const refused = await attachMastra(mcp, { timeoutMs: 1_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isInvalidOptionError(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/attached already, with other options \("timeoutMs" differs\)/);
+  });
+});
+
+describe("Mastra: what its Agent's model is told of a cancelled tool call (a scripted model, no language model)", () => {
+  /** A model that calls `toolName` once, then answers "done" (streamed or not, as Mastra asks). */
+  function scriptedModel(toolName: string, input: Record<string, unknown>) {
+    const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+    let turn = 0;
+    const toolCall = { type: "tool-call", toolCallId: "call_1", toolName, input: JSON.stringify(input) };
+    return new MastraLanguageModelV2Mock({
+      doGenerate: async () =>
+        (turn++ === 0
+          ? { content: [toolCall], finishReason: "tool-calls", usage, warnings: [] }
+          : { content: [{ type: "text", text: "done" }], finishReason: "stop", usage, warnings: [] }) as never,
+      doStream: async () => {
+        const parts =
+          turn++ === 0
+            ? [{ type: "stream-start", warnings: [] }, toolCall, { type: "finish", finishReason: "tool-calls", usage }]
+            : [
+                { type: "stream-start", warnings: [] },
+                { type: "text-start", id: "t1" },
+                { type: "text-delta", id: "t1", delta: "done" },
+                { type: "text-end", id: "t1" },
+                { type: "finish", finishReason: "stop", usage },
+              ];
+        return { stream: simulateReadableStream({ chunks: parts as never[] }) } as never;
+      },
+    });
+  }
+
+  /** The tool message the model's second turn was handed (streamed or not). */
+  const prompts = (model: ReturnType<typeof scriptedModel>) => [...model.doStreamCalls, ...model.doGenerateCalls];
+  /** The tool message the model's second turn was handed. */
+  const toolMessage = (model: ReturnType<typeof scriptedModel>): string =>
+    JSON.stringify(
+      prompts(model).flatMap((call) =>
+        ((call as { prompt?: Array<{ role: string }> }).prompt ?? []).filter((message) => message.role === "tool"),
+      ),
+    );
+
+  for (const [label, options, expected] of [
+    [
+      "a timeout: the error's own words, whether it ran is unknown",
+      { timeoutMs: 300 },
+      /tools\/call timed out after 300 ms \(the idle timeout, timeoutMs; request id \d+\) and was cancelled; whether it ran is unknown \(outcome unverified\): check before calling it again/,
+    ],
+    [
+      "a timeout verified with awaitVerification: the verified outcome",
+      { timeoutMs: 300, awaitVerification: true, verifiers: { sleep: () => "not-applied" as const } },
+      /The tool call \\"sleep\\" was cancelled after 0\.\d s \(timed out\); a check afterwards found that its effect was not applied/,
+    ],
+  ] as const) {
+    it(label, async () => {
+      const { mcp } = stdioClient();
+      const attached = await attachMastra(mcp, options);
+      const model = scriptedModel("reports_sleep", { ms: 5_000 });
+      const agent = new Agent({
+        id: `bot-${++ids}`,
+        name: "report-bot",
+        instructions: "Write the report.",
+        model: model as never,
+        tools: await mcp.listTools(),
+      });
+      const result = await agent.generate("go", { maxSteps: 3 });
+      expect(result.text).toBe("done");
+      expect(toolMessage(model)).toMatch(expected);
+      expect(toolMessage(model)).not.toMatch(/try again/i);
+      expect(attached.records().filter((r) => r.method === "tools/call")).toHaveLength(1); // not retried
+    });
+  }
 });

@@ -1,0 +1,74 @@
+// Issue 28, item 6: a task-augmented request is cancelled as the specification says (2025-11-25:
+// `tasks/cancel`, never `notifications/cancelled`, rules 2 and 35), on the v1 SDK's own stdio
+// server with a task store (test/fixtures/tasks/v1-stdio-task-server.mjs). Ten calls aborted right
+// after their tools/call went out, before their CreateTaskResult: the SDK server would drop the
+// CreateTaskResult of a request it was told to cancel, and the task would run to completion with
+// its id never known. Here no notification goes out; each CreateTaskResult arrives, each task gets
+// one tasks/cancel, and none completes. Real child process, real time: orders and counts.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { isCallCancelledError, withCancellation } from "../../src/index.js";
+import type { RunRecord } from "../../src/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { until } from "../helpers/timing.js";
+
+const script = new URL("../fixtures/tasks/v1-stdio-task-server.mjs", import.meta.url).pathname;
+let closeClient: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await closeClient?.();
+  closeClient = undefined;
+});
+
+describe("2025-11-25, the v1 SDK's own stdio server with a task store: calls cancelled before their task id was known", () => {
+  it("10 calls aborted right after sending: no notifications/cancelled, each task created gets one tasks/cancel, none completes", async () => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [script], stderr: "pipe" });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const lines = () => stderr.split("\n");
+    const read = (method: string) =>
+      lines()
+        .filter((line) => line.startsWith("RECV "))
+        .map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: unknown; params?: Record<string, unknown> })
+        .filter((m) => m.method === method);
+    const client = new Client({ name: "task-cancel", version: "1.0.0" });
+    const records: RunRecord[] = [];
+    const mcp = withCancellation(client, stdioCancellation(transport), { onRecord: (r) => records.push(r) });
+    await client.connect(mcp.transport);
+    closeClient = () => client.close();
+    const errors: unknown[] = [];
+    for (let i = 0; i < 10; i++) {
+      const controller = new AbortController();
+      const call = mcp.callTool({ name: "report", arguments: { ms: 1_000 } }, { task: true, signal: controller.signal });
+      // Aborted right after the send (the line is written by then), before the server could answer.
+      setImmediate(() => controller.abort());
+      errors.push(await call.catch((error: unknown) => error));
+      await until(() => read("tools/call").length > i); // the server read it: the request was sent
+    }
+    expect(errors.every((error) => isCallCancelledError(error))).toBe(true);
+    const created = () =>
+      lines()
+        .filter((line) => line.startsWith("CREATED "))
+        .map((line) => line.slice("CREATED ".length));
+    await until(() => created().length === 10);
+    const fates = () => lines().filter((line) => line.startsWith("FATE "));
+    await until(() => fates().length === 10, 5_000);
+    expect(fates().filter((line) => !line.endsWith(" cancelled"))).toEqual([]); // none ran to completion
+    expect(read("notifications/cancelled")).toEqual([]); // never for a task-augmented request (rules 2, 35)
+    const cancels = read("tasks/cancel").map((m) => m.params?.taskId);
+    expect([...cancels].sort()).toEqual([...created()].sort()); // exactly one each
+    await until(() => [...new Map(records.map((r) => [r.callId, r])).values()].every((r) => r.outcome === "task-cancelled"));
+    const last = [...new Map(records.map((r) => [r.callId, r])).values()];
+    for (const record of last) {
+      expect(record).toMatchObject({
+        status: "cancelled",
+        cancel: { trigger: "aborted", mechanism: "tasks/cancel", undelivered: null },
+        task: { status: "cancelled", revision: "2025-11-25" },
+      });
+    }
+    // Most aborts beat the CreateTaskResult (the server may answer within the same millisecond):
+    // those records say the task was cancelled after it was created.
+    expect(last.filter((r) => r.task?.createdAfterCancel === true).length).toBeGreaterThan(0);
+    expect(mcp.pendingCount).toBe(0);
+  }, 30_000);
+});
