@@ -241,7 +241,8 @@ export class CancellableCall<T = unknown> implements LateSink {
    *
    * Returns false when the caller's signal aborted before the response came and the call's turn
    * to settle by it had not come yet (a signal shared by thousands of calls settles them in
-   * slices): the abort came first, so the call is cancelled now (`aborted`) and the response is
+   * slices): the abort came first, so the call is cancelled now (`aborted`, or `timeout` for a
+   * signal whose reason is a `TimeoutError`) and the response is
    * late (rule 8). The caller of this method takes the request off the wire first, so no cancel
    * goes out for it (the response is here), and counts the response on the record as late.
    */
@@ -250,7 +251,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     const signal = this.#callerSignal;
     const aborted = signal === undefined ? undefined : firstAborted(signal);
     if (aborted !== undefined) {
-      this.cancel("aborted", aborted.reason);
+      this.cancel(abortTrigger(aborted.reason), aborted.reason);
       return false;
     }
     this.#state = "responded";
