@@ -7,7 +7,8 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { linkAbort, offAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
-import { DeadlineQueue, DeadlineSlot } from "./deadlines.js";
+import { DeadlineQueue } from "./deadlines.js";
+import { Wakeable } from "../utils/wakeable.js";
 import { createdTask } from "./record.js";
 import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, VerifyRead } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
@@ -95,7 +96,7 @@ type State = "pending" | "responded" | "settled";
  * arrives. The queue's wake is only a hint: the call decides from its own deadlines, so a timer
  * firing early or late never settles it before its time, nor settles another call.
  */
-export class CancellableCall<T = unknown> implements LateSink {
+export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
   readonly promise: Promise<T>;
   readonly method: string;
@@ -118,34 +119,31 @@ export class CancellableCall<T = unknown> implements LateSink {
   #callerSignal: AbortSignal | readonly AbortSignal[] | undefined;
   #hooks: CallHooks;
   #ids: CallIds | undefined;
-  readonly #clock: () => number;
-  readonly #timers: Timers;
   readonly #startedAt: number;
   /** `Date.now()` at the start, less {@link WALL_EPOCH}: a small integer (no heap number) for the first 12 days of the process. */
   readonly #startedWall: number;
-  #idleDeadline: number;
+  /**
+   * The idle deadline once progress (or a sign of life) moved it; `undefined` while it is the
+   * start plus `timeoutMs` (most calls: no heap number for it).
+   */
+  #idleDeadline: number | undefined = undefined;
+  /** The queue that holds the call's deadline; the call's clock and timers are the queue's. */
   readonly #deadlines: DeadlineQueue;
-  #slot: DeadlineSlot | null = null;
   /** Subscribed to the caller's signal(s) (released at the settle). */
   #linked = false;
-  #progressCount = 0;
-  #lastProgress: Progress | null = null;
-  /** The highest progress value seen; `undefined` before the first (a number field costs a heap number per call). */
-  #maxProgress: number | undefined = undefined;
-  /** Late messages between the response and the settle (rare): `null` for none. */
-  #late: RunRecord["late"] | null = null;
+  /** Progress received while live: `null` before the first (most calls). */
+  #progress: ProgressSeen | null = null;
+  /** What few calls have: late messages before the settle, an HTTP error status. `null` for none. */
+  #rare: RareFacts | null = null;
   #settled: SettledRecord | null = null;
   #task: TaskInfo | undefined = undefined;
-  /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
-  #httpStatus: number | undefined = undefined;
 
   constructor(init: CallInit) {
+    super();
     this.#options = init.options;
     this.#callerSignal = init.signal ?? init.options.signal;
     this.#hooks = init.hooks;
     this.#ids = init.ids;
-    this.#clock = init.clock;
-    this.#timers = init.timers;
     this.method = init.method;
     this.name = init.name;
     this.callId = init.callId ?? init.ids?.callId ?? 0;
@@ -158,8 +156,17 @@ export class CancellableCall<T = unknown> implements LateSink {
     const sinceEpoch = Date.now() - WALL_EPOCH;
     // `| 0` makes it a small integer in V8's eyes (else a double, boxed per call); exact while it fits.
     this.#startedWall = sinceEpoch >= 0 && sinceEpoch < 0x3fffffff ? sinceEpoch | 0 : sinceEpoch;
-    this.#idleDeadline = now + init.options.timeoutMs;
     this.#deadlines = init.deadlines ?? new DeadlineQueue(init.clock, init.timers);
+  }
+
+  /** The call's clock (its queue's). */
+  #clock(): number {
+    return this.#deadlines.clock();
+  }
+
+  /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
+  #idle(): number {
+    return this.#idleDeadline ?? this.#startedAt + this.#options.timeoutMs;
   }
 
   /** True once the call has settled (result, error or cancel). */
@@ -192,8 +199,8 @@ export class CancellableCall<T = unknown> implements LateSink {
       // Several signals (a session-wide one and a per-call one): one subscription each, all
       // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
       // alive as long as the session's signal lives.
-      if (isSignal(signal)) linkAbort(signal, this.#wake);
-      else for (const each of signal) linkAbort(each, this.#wake);
+      if (isSignal(signal)) linkAbort(signal, this);
+      else for (const each of signal) linkAbort(each, this);
       this.#linked = true;
     }
     this.#arm();
@@ -214,10 +221,11 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (this.#state !== "pending") return true;
     // Rule 21: progress must increase; judged against the highest value seen, so a server
     // oscillating 5, 3, 5 ... never extends the call.
-    const increased = progress.progress > (this.#maxProgress ?? Number.NEGATIVE_INFINITY);
-    if (increased) this.#maxProgress = progress.progress;
-    this.#progressCount++;
-    this.#lastProgress = progress;
+    const seen = (this.#progress ??= { count: 0, last: null, max: Number.NEGATIVE_INFINITY });
+    const increased = progress.progress > seen.max;
+    if (increased) seen.max = progress.progress;
+    seen.count++;
+    seen.last = progress;
     if (increased && this.#options.resetTimeoutOnProgress) {
       this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
     }
@@ -291,13 +299,13 @@ export class CancellableCall<T = unknown> implements LateSink {
    * request reached it. If the call then fails, its record's error carries the status.
    */
   answeredStatus(status: number): void {
-    this.#httpStatus = status;
+    (this.#rare ??= { late: null, httpStatus: undefined }).httpStatus = status;
   }
 
   /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
   fail(error: unknown): void {
     if (this.#state === "settled") return;
-    this.#finish("failed", "error", describeError(error, this.#httpStatus));
+    this.#finish("failed", "error", describeError(error, this.#rare?.httpStatus));
     this.#reject(error);
     this.#release();
   }
@@ -349,7 +357,8 @@ export class CancellableCall<T = unknown> implements LateSink {
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
-    this.#late = countLate(this.#late ?? { results: 0, errors: 0, progress: 0 }, kind);
+    const rare = (this.#rare ??= { late: null, httpStatus: undefined });
+    rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
   }
 
   /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
@@ -363,13 +372,14 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   /**
-   * The one callback of a pending call for both things that wake it: its caller's signal
-   * aborting (through the abort fan-out) and its deadline being reached (through the queue). A
-   * signal that has aborted wins; otherwise the call checks its own deadlines against the clock
-   * (a wake is a hint) and queues itself again when progress moved the idle deadline. One
-   * closure per call, not two.
+   * What wakes a pending call, for both things that do: its caller's signal aborting (through
+   * the abort fan-out) and its deadline being reached (through the queue, where the call is its
+   * own entry). A signal that has aborted wins; otherwise the call checks its own deadlines
+   * against the clock (a wake is a hint) and queues itself again when progress moved the idle
+   * deadline. A method, not a closure: a pending call carries no function of its own for it.
+   * @internal
    */
-  readonly #wake = (): void => {
+  protected override wake(): void {
     if (this.#state !== "pending") return;
     const signal = this.#callerSignal;
     const aborted = signal === undefined ? undefined : firstAborted(signal);
@@ -379,14 +389,15 @@ export class CancellableCall<T = unknown> implements LateSink {
     }
     const now = this.#clock();
     const totalDeadline = this.#totalDeadline();
-    if (now >= totalDeadline && totalDeadline <= this.#idleDeadline) {
+    const idleDeadline = this.#idle();
+    if (now >= totalDeadline && totalDeadline <= idleDeadline) {
       this.cancel("max-total-timeout");
-    } else if (now >= this.#idleDeadline) {
+    } else if (now >= idleDeadline) {
       this.cancel("timeout");
     } else {
       this.#arm();
     }
-  };
+  }
 
   /** The maximum total timeout's deadline (computed, not kept: one heap number less per pending call). Pending calls only. */
   #totalDeadline(): number {
@@ -394,20 +405,20 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   #arm(): void {
-    const deadline = Math.min(this.#idleDeadline, this.#totalDeadline());
+    const deadline = Math.min(this.#idle(), this.#totalDeadline());
     if (deadline === Number.POSITIVE_INFINITY) return;
-    this.#deadlines.schedule((this.#slot ??= new DeadlineSlot(this.#wake)), deadline);
+    this.#deadlines.schedule(this, deadline);
   }
 
   /** Releases the queued deadline and the signal subscription. Idempotent. */
   #dispose(): void {
-    if (this.#slot !== null) this.#deadlines.remove(this.#slot);
+    this.#deadlines.remove(this);
     if (!this.#linked) return;
     this.#linked = false;
     const signal = this.#signal();
     if (signal === undefined) return;
-    if (isSignal(signal)) offAbort(signal, this.#wake);
-    else for (const each of signal) offAbort(each, this.#wake);
+    if (isSignal(signal)) offAbort(signal, this);
+    else for (const each of signal) offAbort(each, this);
   }
 
   /**
@@ -445,9 +456,9 @@ export class CancellableCall<T = unknown> implements LateSink {
       reason,
       mechanism,
       sentWall,
-      late: this.#late,
-      progressCount: this.#progressCount,
-      lastProgress: this.#lastProgress,
+      late: this.#rare?.late ?? null,
+      progressCount: this.#progress?.count ?? 0,
+      lastProgress: this.#progress?.last ?? null,
       task: this.#task,
     };
     const hooks = this.#hooks;
@@ -477,8 +488,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   async #verify(settled: SettledRecord): Promise<RunRecord> {
     // Read everything now: the call releases its options when it returns.
     const { verify, verifyDelayMs, verifyTimeoutMs, verifyWindowMs, verifyIntervalMs } = this.#options;
-    const timers = this.#timers;
-    const clock = this.#clock;
+    const timers = this.#deadlines.timers;
+    const clock = this.#deadlines.clock;
     const cancelledAt = clock();
     const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
     if (verifyDelayMs > 0) await wait(verifyDelayMs);
@@ -687,3 +698,19 @@ const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
  * fits a V8 small integer, where `Date.now()` itself needs a heap number per pending call.
  */
 const WALL_EPOCH = Date.now();
+
+/** Progress a call received while live (rules 21, 22). */
+interface ProgressSeen {
+  count: number;
+  last: Progress | null;
+  /** The highest value seen. */
+  max: number;
+}
+
+/** Facts few calls have. */
+interface RareFacts {
+  /** Late messages between the response and the settle: `null` for none. */
+  late: RunRecord["late"] | null;
+  /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
+  httpStatus: number | undefined;
+}

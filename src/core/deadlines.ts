@@ -2,31 +2,34 @@ import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import type { Timers } from "../types/options.js";
 import { SLICE_BUDGET_MS, Slicer, processClock, settleSlicer, yieldTask } from "../utils/slices.js";
 import type { SliceWork } from "../utils/slices.js";
+import { Wakeable } from "../utils/wakeable.js";
 
 /**
- * One entry of a {@link DeadlineQueue}: a deadline and the callback to run once it is reached.
- * Each call owns one slot and reuses it for every deadline it schedules; `index` is its place
- * in the queue's heap, or -1 when it is not queued.
+ * A {@link DeadlineQueue} entry around a callback (a pending call is its own entry: it extends
+ * `Wakeable`). Reused for every deadline its owner schedules.
  * @internal
  */
-export class DeadlineSlot {
-  /** The deadline, on the queue's clock (ms). */
-  at = 0;
-  /** Insertion order: equal deadlines fire in the order they were scheduled. */
-  seq = 0;
-  index = -1;
-
+export class DeadlineSlot extends Wakeable {
   /**
-   * @param wake called (synchronously, from the queue's timer) once the queue's clock reads
-   *   `at` or later. The owner re-checks its own deadlines against the clock: a wake is a hint,
-   *   never a verdict, so a timer that fires early or late cannot settle the wrong call.
+   * @param onWake called (synchronously, from the queue's settling) once the queue's clock reads
+   *   the slot's deadline or later. The owner re-checks its own deadlines against the clock: a
+   *   wake is a hint, never a verdict, so a timer that fires early or late cannot settle the
+   *   wrong call.
    */
-  constructor(readonly wake: () => void) {}
+  constructor(readonly onWake: () => void) {
+    super();
+  }
+
+  protected override wake(): void {
+    this.onWake();
+  }
 }
 
 /**
  * The deadlines of many calls behind one timer: a binary min-heap ordered by deadline, then by
- * insertion order, with one `setTimeout` armed for the earliest deadline. Scheduling a
+ * insertion order (the entries are the calls themselves: `Wakeable`), with one `setTimeout` armed
+ * for the earliest deadline. Deadlines are kept in whole ms, rounded up: a call is woken at its
+ * deadline or up to 1 ms after, never before (Node's timers count whole ms too). Scheduling a
  * deadline later than the one the timer is armed for touches no timer; removing a slot is
  * O(log n) and clears the timer only when the queue becomes empty, so no timer outlives the
  * last pending call. A client's calls share one queue (one timer for any number of pending
@@ -44,9 +47,11 @@ export class DeadlineSlot {
  * @internal
  */
 export class DeadlineQueue implements SliceWork {
-  readonly #heap: DeadlineSlot[] = [];
-  readonly #clock: () => number;
-  readonly #timers: Timers;
+  readonly #heap: Wakeable[] = [];
+  /** The queue's clock (monotonic, ms); the calls it holds read it too. */
+  readonly clock: () => number;
+  /** Where its timer comes from; the calls it holds use them too (verification). */
+  readonly timers: Timers;
   #timer: unknown = undefined;
   /** The deadline the timer is armed for, or +Infinity when no timer is armed. */
   #armedFor = Number.POSITIVE_INFINITY;
@@ -65,8 +70,8 @@ export class DeadlineQueue implements SliceWork {
    *   (injected, fake), a slicer of the queue's own that measures its slices on that clock.
    */
   constructor(clock: () => number, timers: Timers, slicer?: Slicer) {
-    this.#clock = clock;
-    this.#timers = timers;
+    this.clock = clock;
+    this.timers = timers;
     this.#slicer = slicer ?? (clock === processClock ? settleSlicer : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS }));
   }
 
@@ -81,23 +86,21 @@ export class DeadlineQueue implements SliceWork {
   }
 
   /**
-   * Queues `slot` for the deadline `at` (ms on the clock; finite). A slot already queued is
-   * moved to the new deadline.
+   * Queues `slot` for the deadline `at` (ms on the clock; finite; kept rounded up to whole ms).
+   * A slot already queued is moved to the new deadline.
    */
-  schedule(slot: DeadlineSlot, at: number): void {
-    if (slot.index >= 0) this.#removeAt(slot.index);
-    slot.at = at;
-    slot.seq = ++this.#seq;
-    slot.index = this.#heap.length;
-    this.#heap.push(slot);
-    this.#up(slot.index);
-    if (at < this.#armedFor) this.#arm(at);
+  schedule(slot: Wakeable, at: number): void {
+    const heap = this.#heap;
+    if (Wakeable.queued(slot)) Wakeable.remove(heap, slot);
+    const whole = Math.ceil(at);
+    Wakeable.push(heap, slot, whole, ++this.#seq);
+    if (whole < this.#armedFor) this.#arm(whole);
   }
 
   /** Takes `slot` off the queue (a no-op when it is not queued). The timer stops with the last slot. */
-  remove(slot: DeadlineSlot): void {
-    if (slot.index < 0) return;
-    this.#removeAt(slot.index);
+  remove(slot: Wakeable): void {
+    if (!Wakeable.queued(slot)) return;
+    Wakeable.remove(this.#heap, slot);
     if (this.#heap.length === 0) this.#disarm();
   }
 
@@ -116,89 +119,40 @@ export class DeadlineQueue implements SliceWork {
    * left, ends the settling and re-arms the timer for the next deadline. @internal
    */
   step(): boolean {
-    const slot = this.#heap[0];
+    const heap = this.#heap;
+    const slot = heap[0];
     if (slot !== undefined && this.#due(slot)) {
-      this.#removeAt(0);
+      Wakeable.remove(heap, slot);
       try {
-        slot.wake();
+        Wakeable.wake(slot);
       } catch {
         // A wake never throws (the call catches its own hooks); one must not stop the others.
       }
     }
-    const next = this.#heap[0];
+    const next = heap[0];
     if (next !== undefined && this.#due(next)) return true;
     this.#settling = false;
     if (next === undefined) this.#disarm();
-    else if (next.at < this.#armedFor) this.#arm(next.at);
+    else if (Wakeable.at(next) < this.#armedFor) this.#arm(Wakeable.at(next));
     return false;
   }
 
   /** Due in this settling: queued before the fire, and its deadline reached. */
-  #due(slot: DeadlineSlot): boolean {
-    return slot.seq <= this.#batch && slot.at <= this.#clock();
+  #due(slot: Wakeable): boolean {
+    return Wakeable.seq(slot) <= this.#batch && Wakeable.at(slot) <= this.clock();
   }
 
   #arm(at: number): void {
-    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
-    const delay = Math.min(Math.max(at - this.#clock(), 0), MAX_TIMER_DELAY_MS);
+    if (this.#timer !== undefined) this.timers.clearTimeout(this.#timer);
+    const delay = Math.min(Math.max(at - this.clock(), 0), MAX_TIMER_DELAY_MS);
     this.#armedFor = at;
-    this.#timer = this.#timers.setTimeout(this.#fire, delay);
+    this.#timer = this.timers.setTimeout(this.#fire, delay);
   }
 
   #disarm(): void {
     if (this.#timer === undefined) return;
-    this.#timers.clearTimeout(this.#timer);
+    this.timers.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#armedFor = Number.POSITIVE_INFINITY;
   }
-
-  #removeAt(index: number): void {
-    const heap = this.#heap;
-    const slot = heap[index]!;
-    const last = heap.pop()!;
-    slot.index = -1;
-    if (last === slot) return;
-    heap[index] = last;
-    last.index = index;
-    this.#down(index);
-    this.#up(last.index);
-  }
-
-  #up(index: number): void {
-    const heap = this.#heap;
-    const slot = heap[index]!;
-    while (index > 0) {
-      const parentIndex = (index - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!before(slot, parent)) break;
-      heap[index] = parent;
-      parent.index = index;
-      index = parentIndex;
-    }
-    heap[index] = slot;
-    slot.index = index;
-  }
-
-  #down(index: number): void {
-    const heap = this.#heap;
-    const length = heap.length;
-    const slot = heap[index]!;
-    for (;;) {
-      const left = 2 * index + 1;
-      if (left >= length) break;
-      const right = left + 1;
-      const child = right < length && before(heap[right]!, heap[left]!) ? right : left;
-      const smallest = heap[child]!;
-      if (!before(smallest, slot)) break;
-      heap[index] = smallest;
-      smallest.index = index;
-      index = child;
-    }
-    heap[index] = slot;
-    slot.index = index;
-  }
-}
-
-function before(a: DeadlineSlot, b: DeadlineSlot): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }

@@ -1,5 +1,9 @@
 import { settleSlicer } from "./slices.js";
 import type { SliceWork } from "./slices.js";
+import { Wakeable } from "./wakeable.js";
+
+/** What an abort reaches: a callback, or a pending call (woken through its method: no closure per call). */
+export type AbortTarget = (() => void) | Wakeable;
 
 /**
  * Per signal: its one `abort` listener and the callbacks it fans out to. Once the signal aborted,
@@ -11,9 +15,9 @@ import type { SliceWork } from "./slices.js";
  */
 class Fanout implements SliceWork {
   /** Subscribed and not yet called. */
-  readonly callbacks = new Set<() => void>();
+  readonly callbacks = new Set<AbortTarget>();
   /** Once aborted: the callbacks subscribed then, in subscription order, and the next to call. */
-  #fired: (() => void)[] = [];
+  #fired: AbortTarget[] = [];
   #next = 0;
 
   constructor(readonly signal: AbortSignal) {}
@@ -29,7 +33,8 @@ class Fanout implements SliceWork {
       const fire = fired[this.#next]!;
       fired[this.#next++] = noop; // what is done is not kept
       if (!this.callbacks.delete(fire)) continue; // unsubscribed meanwhile
-      fire();
+      if (typeof fire === "function") fire();
+      else Wakeable.wake(fire);
       break;
     }
     if (this.#next < fired.length) return true;
@@ -59,9 +64,10 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 /**
  * Subscribes `callback` like {@link onAbort}, without making an unsubscribe function: for an
  * owner that keeps the signal and the callback anyway (a pending call), and ends the
- * subscription with {@link offAbort}. One closure and its scope less per subscription.
+ * subscription with {@link offAbort}. A pending call subscribes itself (a `Wakeable`, woken
+ * through its method): no closure per call at all.
  */
-export function linkAbort(signal: AbortSignal, callback: () => void): void {
+export function linkAbort(signal: AbortSignal, callback: AbortTarget): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
     fanout = new Fanout(signal);
@@ -72,7 +78,7 @@ export function linkAbort(signal: AbortSignal, callback: () => void): void {
 }
 
 /** Ends a {@link linkAbort} subscription; a no-op when `callback` is not subscribed (any more). */
-export function offAbort(signal: AbortSignal, callback: () => void): void {
+export function offAbort(signal: AbortSignal, callback: AbortTarget): void {
   const fanout = fanouts.get(signal);
   if (fanout === undefined || !fanout.callbacks.delete(callback) || fanout.callbacks.size > 0) return;
   signal.removeEventListener("abort", fanout.listener);

@@ -1,0 +1,102 @@
+// What the deadline queue (core/deadlines.ts) and the abort fan-out (abort-link.ts) wake: a
+// pending call, without an entry object or a closure of its own per call. Its place in the
+// deadline queue is kept on it (three fields), and it is woken through a method.
+
+/**
+ * Something the library wakes when its deadline is reached or its signal aborts: a pending call
+ * (`CancellableCall`), or a `DeadlineSlot` around a callback. The deadline queue's bookkeeping
+ * (deadline, order, place in the heap) lives on it, in private fields only the queue's heap
+ * operations below touch: a pending call is its own queue entry.
+ * @internal
+ */
+export abstract class Wakeable {
+  /** The deadline it is queued for: whole ms on the queue's clock, rounded up (never before the real one). */
+  #at = 0;
+  /** Insertion order: equal deadlines wake in the order they were scheduled. */
+  #seq = 0;
+  /** Its place in the queue's heap, or -1 when it is not queued. */
+  #index = -1;
+
+  /**
+   * The deadline it was queued for was reached, or a signal it is subscribed to aborted. A hint,
+   * never a verdict: the owner checks its own deadlines and signals. Must not throw.
+   */
+  protected abstract wake(): void;
+
+  /** Wakes `w` (see `wake`). */
+  static wake(w: Wakeable): void {
+    w.wake();
+  }
+
+  /** True while `w` is in a queue's heap. */
+  static queued(w: Wakeable): boolean {
+    return w.#index >= 0;
+  }
+
+  /** `w`'s deadline in its queue (whole ms). */
+  static at(w: Wakeable): number {
+    return w.#at;
+  }
+
+  /** `w`'s insertion order in its queue. */
+  static seq(w: Wakeable): number {
+    return w.#seq;
+  }
+
+  /** Adds `w` to `heap` (a binary min-heap by deadline, then order) for the deadline `at`, as number `seq`. */
+  static push(heap: Wakeable[], w: Wakeable, at: number, seq: number): void {
+    w.#at = at;
+    w.#seq = seq;
+    w.#index = heap.length;
+    heap.push(w);
+    Wakeable.#up(heap, w.#index);
+  }
+
+  /** Takes `w` off `heap` (it must be in it). */
+  static remove(heap: Wakeable[], w: Wakeable): void {
+    const index = w.#index;
+    const last = heap.pop()!;
+    w.#index = -1;
+    if (last === w) return;
+    heap[index] = last;
+    last.#index = index;
+    Wakeable.#down(heap, index);
+    Wakeable.#up(heap, last.#index);
+  }
+
+  static #up(heap: Wakeable[], index: number): void {
+    const w = heap[index]!;
+    while (index > 0) {
+      const parentIndex = (index - 1) >> 1;
+      const parent = heap[parentIndex]!;
+      if (!Wakeable.#before(w, parent)) break;
+      heap[index] = parent;
+      parent.#index = index;
+      index = parentIndex;
+    }
+    heap[index] = w;
+    w.#index = index;
+  }
+
+  static #down(heap: Wakeable[], index: number): void {
+    const length = heap.length;
+    const w = heap[index]!;
+    for (;;) {
+      const left = 2 * index + 1;
+      if (left >= length) break;
+      const right = left + 1;
+      const child = right < length && Wakeable.#before(heap[right]!, heap[left]!) ? right : left;
+      const smallest = heap[child]!;
+      if (!Wakeable.#before(smallest, w)) break;
+      heap[index] = smallest;
+      smallest.#index = index;
+      index = child;
+    }
+    heap[index] = w;
+    w.#index = index;
+  }
+
+  static #before(a: Wakeable, b: Wakeable): boolean {
+    return a.#at < b.#at || (a.#at === b.#at && a.#seq < b.#seq);
+  }
+}
