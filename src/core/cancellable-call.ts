@@ -147,10 +147,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     this.method = init.method;
     this.name = init.name;
     this.callId = init.callId ?? init.ids?.callId ?? 0;
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.#resolve = resolve as (value: unknown) => void;
-      this.#reject = reject;
-    });
+    // A module-level executor: no closure and scope made per call just to take the two functions.
+    this.promise = new Promise<T>(takeResolvers);
+    this.#resolve = takenResolve;
+    this.#reject = takenReject;
+    takenResolve = takenReject = noop; // nothing of this call stays in the module
     const now = init.clock();
     this.#startedAt = now;
     const sinceEpoch = Date.now() - WALL_EPOCH;
@@ -664,6 +665,14 @@ function isV1McpError(error: object): boolean {
 }
 
 function noop(): void {}
+
+/** The resolving functions of the promise being made (`takeResolvers` is its executor, which runs synchronously). */
+let takenResolve: (value: unknown) => void = noop;
+let takenReject: (error: unknown) => void = noop;
+function takeResolvers(resolve: (value: never) => void, reject: (error: unknown) => void): void {
+  takenResolve = resolve as (value: unknown) => void;
+  takenReject = reject;
+}
 
 function isSignal(signal: AbortSignal | readonly AbortSignal[]): signal is AbortSignal {
   return !Array.isArray(signal);

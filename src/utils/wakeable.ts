@@ -43,24 +43,32 @@ export abstract class Wakeable {
     return w.#seq;
   }
 
-  /** Adds `w` to `heap` (a binary min-heap by deadline, then order) for the deadline `at`, as number `seq`. */
-  static push(heap: Wakeable[], w: Wakeable, at: number, seq: number): void {
+  /**
+   * Adds `w` to the heap `heap[0..size)` (a binary min-heap by deadline, then order) for the
+   * deadline `at`, as number `seq`. The heap then has `size + 1` entries.
+   */
+  static push(heap: Wakeable[], size: number, w: Wakeable, at: number, seq: number): void {
     w.#at = at;
     w.#seq = seq;
-    w.#index = heap.length;
-    heap.push(w);
-    Wakeable.#up(heap, w.#index);
+    w.#index = size;
+    heap[size] = w;
+    Wakeable.#up(heap, size);
   }
 
-  /** Takes `w` off `heap` (it must be in it). */
-  static remove(heap: Wakeable[], w: Wakeable): void {
+  /**
+   * Takes `w` off the heap `heap[0..size)` (it must be in it). The heap then has `size - 1`
+   * entries; the slot past them is cleared, and the array keeps its length (a heap that empties
+   * and fills again, call after call, allocates nothing).
+   */
+  static remove(heap: Wakeable[], size: number, w: Wakeable): void {
     const index = w.#index;
-    const last = heap.pop()!;
+    const last = heap[size - 1]!;
+    heap[size - 1] = EMPTY;
     w.#index = -1;
     if (last === w) return;
     heap[index] = last;
     last.#index = index;
-    Wakeable.#down(heap, index);
+    Wakeable.#down(heap, size - 1, index);
     Wakeable.#up(heap, last.#index);
   }
 
@@ -78,8 +86,7 @@ export abstract class Wakeable {
     w.#index = index;
   }
 
-  static #down(heap: Wakeable[], index: number): void {
-    const length = heap.length;
+  static #down(heap: Wakeable[], length: number, index: number): void {
     const w = heap[index]!;
     for (;;) {
       const left = 2 * index + 1;
@@ -100,3 +107,9 @@ export abstract class Wakeable {
     return a.#at < b.#at || (a.#at === b.#at && a.#seq < b.#seq);
   }
 }
+
+/** What fills a heap slot past its entries (so the array holds no call it no longer queues). */
+class Empty extends Wakeable {
+  protected override wake(): void {}
+}
+const EMPTY: Wakeable = new Empty();

@@ -401,3 +401,44 @@ describe("a mass timeout settles in slices (fake timers)", () => {
     expect(m.clock() - startedAt).toBeGreaterThanOrEqual(1_000);
   });
 });
+
+describe("the queue's timer between calls (Node's own timers)", () => {
+  it("sequential calls take back one unreferenced timer instead of a setTimeout and a clearTimeout each", async () => {
+    let made = 0;
+    let cleared = 0;
+    const timers: Timers = {
+      setTimeout: (f, ms) => {
+        made++;
+        return setTimeout(f, ms);
+      },
+      clearTimeout: (h) => {
+        cleared++;
+        clearTimeout(h as never);
+      },
+    };
+    const queue = new DeadlineQueue(() => performance.now(), timers);
+    const woken: number[] = [];
+    const slot = new DeadlineSlot(() => void woken.push(1));
+    const before = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    for (let i = 0; i < 100; i++) {
+      queue.schedule(slot, performance.now() + 60_000);
+      expect(queue.armed).toBe(true);
+      queue.remove(slot);
+      // Nothing queued: the timer holds no process open and is no active resource.
+      expect(queue.armed).toBe(false);
+      expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBe(before);
+    }
+    expect(made).toBe(1);
+    expect(cleared).toBe(0);
+    // A deadline earlier than the kept timer's arms a new one.
+    queue.schedule(slot, performance.now() + 30);
+    expect(made).toBe(2);
+    queue.remove(slot);
+    // The kept timer fires with nothing queued: nothing is woken, and the next call arms a new one.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(woken).toEqual([]);
+    queue.schedule(slot, performance.now() + 60_000);
+    expect(made).toBe(3);
+    queue.remove(slot);
+  });
+});
