@@ -68,7 +68,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         RUNNER,
-        /    if \(options !== undefined\) \{\n[\s\S]*?\n    \}\n    \/\/ A tool call without its own `verify`[\s\S]*?\n    \}\n    \}\n/,
+        / {4}if \(options !== undefined\) \{\n[\s\S]*?\n {4}\}\n {4}\/\/ A tool call without its own `verify`[\s\S]*?\n {4}\}\n {4}\}\n/,
         "",
       ),
     ],
@@ -79,7 +79,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         CALL,
-        /    const facts: SettledFacts = \{\n([\s\S]*?)\n    \};\n/,
+        / {4}const facts: SettledFacts = \{\n([\s\S]*?)\n {4}\};\n/,
         "    const facts: SettledFacts = (SHARED_FACTS ??= {\n$1\n    });\n",
       ),
       {
@@ -113,7 +113,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         RUNNER,
-        /    const observation =\n      defaults\.observer === undefined\n[\s\S]*?          \}\);\n/,
+        / {4}const observation =\n {6}defaults\.observer === undefined\n[\s\S]*? {10}\}\);\n/,
         "    const observation = undefined;\n",
       ),
     ],
@@ -124,7 +124,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         WIRE,
-        /(  #tombstone\(id: RequestId, call: LateSink \| null, token: string \| number \| undefined\): void \{\n)/,
+        /( {2}#tombstone\(id: RequestId, call: LateSink \| null, token: string \| number \| undefined\): void \{\n)/,
         "$1    return;\n",
       ),
     ],
@@ -135,7 +135,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         RUNNER,
-        /  const copy: Record<string \| symbol, unknown> = \{ \[CALL_MARKER\]: key, \.\.\.params \};\n  if \(copy\[CALL_MARKER\] !== key\) copy\[CALL_MARKER\] = key;\n  return copy;/,
+        / {2}const copy: Record<string \| symbol, unknown> = \{ \[CALL_MARKER\]: key, \.\.\.params \};\n {2}if \(copy\[CALL_MARKER\] !== key\) copy\[CALL_MARKER\] = key;\n {2}return copy;/,
         "  (params as Record<string | symbol, unknown>)[CALL_MARKER] = key;\n  return params;",
       ),
     ],
