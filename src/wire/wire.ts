@@ -329,7 +329,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       if (this.#releaseFailedSends && call.settledRecord?.status === "failed") this.#releaseSdk(id);
     }
     const sink = call.settledRecord ?? call;
-    if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
+    // Its tombstone (made when it was answered or cancelled) now points at its small record, not the call.
+    if (!this.#tombIds.replace(id, call, sink) && !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
     if (token === undefined) return;
     // A task-augmented call kept its token live past its CreateTaskResult (rule 23).

@@ -6,6 +6,19 @@ import { isoTime } from "../../src/utils/iso.js";
 import { settleSlicer } from "../../src/utils/slices.js";
 
 describe("BoundedMap", () => {
+  it("replace() changes a key's value only when it is the expected one, keeping its place; never adds a key", () => {
+    const map = new BoundedMap<number, string | undefined>(2);
+    map.set(1, "a");
+    map.set(2, "b");
+    expect(map.replace(1, "x", "c")).toBe(false);
+    expect(map.replace(3, undefined, "c")).toBe(false);
+    expect(map.has(3)).toBe(false);
+    expect(map.replace(1, "a", "c")).toBe(true);
+    expect(map.get(1)).toBe("c");
+    map.set(3, "d"); // evicts the oldest key, 1, whose place the replace kept
+    expect([...map.values()]).toEqual(["b", "d"]);
+  });
+
   it("keeps at most `capacity` keys, forgetting the oldest first", () => {
     const map = new BoundedMap<number, string>(3);
     for (let i = 1; i <= 5; i++) map.set(i, `v${i}`);
