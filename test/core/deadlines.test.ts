@@ -278,7 +278,7 @@ describe("a mass timeout settles in slices (fake timers)", () => {
   /**
    * `count` calls on one queue, on a clock that is fake time plus the work the calls did: each
    * cancel costs `costMs` of it (as a real cancel costs the process time). The queue's settling
-   * runs on a slicer of its own, on that clock (10 ms slices); its yields are fake setImmediates.
+   * runs on a slicer of its own, on that clock (5 ms slices); its yields are fake setImmediates.
    */
   function massTimeout(count: number, timeoutMs: (i: number) => number, costMs: number) {
     let work = 0;
@@ -317,24 +317,24 @@ describe("a mass timeout settles in slices (fake timers)", () => {
     return { queue, calls, settledAt, settles, order, deadlines, clock };
   }
 
-  it("10,000 calls due together: the timer's task settles one 10 ms slice of them, yields, and the next task the next slice", async () => {
-    // 0.05 ms per cancel, 10 ms slices: 200 calls per slice (the first at once, then while the clock reads under 10 ms).
-    const m = massTimeout(10_000, () => 100, 0.05);
+  it("10,000 calls due together: the timer's task settles one 5 ms slice of them, yields, and the next task the next slice", async () => {
+    // 1/16 ms per cancel, 5 ms slices: 80 calls per slice (the first at once, then while the clock reads under 5 ms).
+    const m = massTimeout(10_000, () => 100, 0.0625);
     expect(vi.getTimerCount()).toBe(1);
     await vi.advanceTimersByTimeAsync(99);
     expect(m.order).toHaveLength(0);
     vi.advanceTimersByTime(1); // the deadline: the queue's timer fires
     const slices = [m.order.length];
-    expect(slices[0]).toBe(200);
+    expect(slices[0]).toBe(80);
     // The rest waits for a yield (a setImmediate), not for the queue's timer.
     expect(vi.getTimerCount()).toBe(1);
     while (m.order.length < 10_000) {
       const before = m.order.length;
       vi.advanceTimersToNextTimer(); // the next task: one slice
       slices.push(m.order.length - before);
-      if (slices.length > 100) break;
+      if (slices.length > 200) break;
     }
-    expect(slices).toEqual(Array.from({ length: 50 }, () => 200));
+    expect(slices).toEqual(Array.from({ length: 125 }, () => 80));
     // Each settled once, never before its own deadline, in the order the calls were queued (equal deadlines).
     expect(m.settles.every((n) => n === 1)).toBe(true);
     expect(m.order).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
@@ -347,8 +347,8 @@ describe("a mass timeout settles in slices (fake timers)", () => {
   });
 
   it("deadlines spread over the settling: each call settles at or after its own, earliest first, none out of turn", async () => {
-    // Deadlines 100..199 ms, 10 calls each; 2 ms per cancel: a slice settles 5, so the settling falls behind and catches up.
-    const m = massTimeout(1_000, (i) => 100 + (i % 100), 2);
+    // Deadlines 100..199 ms, 10 calls each; 1 ms per cancel: a slice settles 5, so the settling falls behind and catches up.
+    const m = massTimeout(1_000, (i) => 100 + (i % 100), 1);
     vi.advanceTimersByTime(100);
     expect(m.order).toHaveLength(5);
     await vi.advanceTimersByTimeAsync(200);
@@ -362,7 +362,7 @@ describe("a mass timeout settles in slices (fake timers)", () => {
   });
 
   it("a call answered while the settling waits for its next slice leaves the queue and settles once, with its result", async () => {
-    const m = massTimeout(1_000, () => 50, 0.5); // 20 per slice
+    const m = massTimeout(1_000, () => 50, 0.25); // 20 per slice
     await vi.advanceTimersByTimeAsync(50);
     expect(m.order).toHaveLength(20);
     const answered = m.calls[500]!;
@@ -377,7 +377,7 @@ describe("a mass timeout settles in slices (fake timers)", () => {
   });
 
   it("a call queued while the settling is under way waits for its own deadline", async () => {
-    const m = massTimeout(100, () => 50, 1); // 10 per slice
+    const m = massTimeout(100, () => 50, 0.5); // 10 per slice
     await vi.advanceTimersByTimeAsync(50);
     expect(m.order).toHaveLength(10);
     const late = new CancellableCall<string>({

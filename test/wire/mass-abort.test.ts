@@ -14,7 +14,7 @@ describe("a response that overtakes its call's abort in a mass settle", () => {
   });
 
   it("the call is cancelled (aborted), the response is counted late, and no cancel goes out for it", async () => {
-    // The process's clock is the test's; every settle costs 20 ms of it (the slices are 10 ms).
+    // The process's clock is the test's; every settle costs 20 ms of it (the slices are 5 ms).
     let now = 0;
     let costMs = 0;
     const { mcp, peer, records } = await connectPeer({ onRecord: () => void (now += costMs) });
