@@ -44,6 +44,12 @@ export interface HttpResult {
   ours: HttpSide | null;
   /** The raw v2 SDK pinned to 2026-07-28 against the v2 server (its own stream close). */
   rawModern: HttpSide | null;
+  /** The raw v2 SDK in the 2025-era (not pinned) against the v1 server: the notification POSTed, the stream left open. */
+  rawLegacyV2?: HttpSide | null;
+  /** Ours around the v2 SDK in the 2025-era, on the transport's own fetch (the library's per-request fetch put under it). */
+  oursLegacyV2?: HttpSide | null;
+  /** Ours around the v2 SDK in the 2025-era against the v1 server in JSON-response mode (no head before the answer). */
+  oursJsonV2?: HttpSide | null;
   /** Ours around the v2 SDK pinned to 2026-07-28 (the stream close is the cancel). */
   oursModern: HttpSide | null;
   oursMissing: string | null;
@@ -127,7 +133,7 @@ async function startHarness(): Promise<Harness> {
       res.write(": open\n\n");
       return;
     }
-    if (url.pathname !== "/mcp" && url.pathname !== "/mcp2") {
+    if (url.pathname !== "/mcp" && url.pathname !== "/mcp2" && url.pathname !== "/mcpjson") {
       res.writeHead(404).end();
       return;
     }
@@ -150,6 +156,7 @@ async function startHarness(): Promise<Harness> {
       }
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: url.pathname === "/mcpjson",
         onsessioninitialized: (id) => {
           sessions.set(id, created);
         },
@@ -213,6 +220,29 @@ async function openOurs(url: string, subject: Subject): Promise<McpSide> {
 }
 
 const PIN_MODERN = { versionNegotiation: { mode: { pin: "2026-07-28" } } } as const;
+
+/** The v2 SDK client in the 2025-era (not pinned) on its own fetch, raw or with the library, to `/mcp` or `/mcpjson`. */
+async function openV2Legacy(url: string, path: string, subject: Subject | null): Promise<McpSide> {
+  const client = new ClientV2({ name: "bench-http-v2-legacy", version: "1.0.0" });
+  client.onerror = () => {};
+  const transport = new TransportV2(new URL(`${url}${path}`));
+  if (subject === null) {
+    await client.connect(transport);
+    return {
+      call: (tag, signal) => client.callTool({ name: "hang", arguments: { tag } }, { signal }),
+      close: () => client.close(),
+      pending: () => 0,
+    };
+  }
+  const adapter = subject.http!.streamableHttpCancellation(transport as never) as Parameters<Subject["root"]["withCancellation"]>[1];
+  const mcp = subject.root.withCancellation(client as never, adapter);
+  await client.connect(mcp.transport as never);
+  return {
+    call: (tag, signal) => mcp.callTool({ name: "hang", arguments: { tag } }, { signal }),
+    close: () => client.close(),
+    pending: () => mcp.pendingCount,
+  };
+}
 
 async function openRawModern(url: string): Promise<McpSide> {
   const client = new ClientV2({ name: "bench-http-raw-v2", version: "1.0.0" }, PIN_MODERN);
@@ -308,10 +338,11 @@ function sideResult(log: EventLog, observations: Observation[], capMs: number): 
  */
 export async function runHttpLatency(calls: number, capMs: number, subject: Subject, log: (line: string) => void): Promise<HttpResult> {
   const harness = await startHarness();
-  type Kind = "fetch" | "raw" | "ours" | "rawModern" | "oursModern";
+  type Kind = "fetch" | "raw" | "ours" | "rawModern" | "oursModern" | "rawLegacyV2" | "oursLegacyV2" | "oursJsonV2";
   const sides = new Map<Kind, McpSide | null>([["fetch", null]]);
   sides.set("raw", await openRaw(harness.url));
   sides.set("rawModern", await openRawModern(harness.url));
+  sides.set("rawLegacyV2", await openV2Legacy(harness.url, "/mcp", null));
   let oursMissing: string | null = null;
   if (subject.http === null) {
     oursMissing = "src/adapters/streamable-http/index.ts does not exist yet (or lacks streamableHttpCancellation/cancellableFetch)";
@@ -319,6 +350,8 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
     try {
       sides.set("ours", await openOurs(harness.url, subject));
       sides.set("oursModern", await openOursModern(harness.url, subject));
+      sides.set("oursLegacyV2", await openV2Legacy(harness.url, "/mcp", subject));
+      sides.set("oursJsonV2", await openV2Legacy(harness.url, "/mcpjson", subject));
     } catch (error) {
       oursMissing = `the adapter could not be used: ${error instanceof Error ? error.message : String(error)}`;
     }
@@ -332,13 +365,13 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
       const tag = `${kind}-${i}`;
       const side = sides.get(kind) ?? null;
       const observation = side === null ? await fetchOne(harness.url, tag) : await abortOne(harness.log, side, tag);
-      // Every side but the raw v1 SDK closes its stream: wait for that close (bounded by the cap).
-      if (kind !== "raw") await harness.log.maybe((e) => e.event === "close" && e.tag === tag, capMs);
+      // Every side but the raw SDKs in the 2025-era closes its stream: wait for that close (bounded by the cap).
+      if (kind !== "raw" && kind !== "rawLegacyV2") await harness.log.maybe((e) => e.event === "close" && e.tag === tag, capMs);
       if (i >= warmup) seen.get(kind)!.push(observation);
     }
   }
   // The raw SDK's streams: every one gets the full cap after its abort before it is judged.
-  const lastRaw = seen.get("raw")!.at(-1)?.abortedAt ?? performance.now();
+  const lastRaw = Math.max(seen.get("raw")!.at(-1)?.abortedAt ?? 0, seen.get("rawLegacyV2")!.at(-1)?.abortedAt ?? 0) || performance.now();
   await sleep(Math.max(0, lastRaw + capMs + 50 - performance.now()));
   const result: HttpResult = {
     method:
@@ -354,6 +387,9 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
     ours: sides.has("ours") ? sideResult(harness.log, seen.get("ours")!, capMs) : null,
     rawModern: sideResult(harness.log, seen.get("rawModern")!, capMs),
     oursModern: sides.has("oursModern") ? sideResult(harness.log, seen.get("oursModern")!, capMs) : null,
+    rawLegacyV2: sideResult(harness.log, seen.get("rawLegacyV2")!, capMs),
+    oursLegacyV2: sides.has("oursLegacyV2") ? sideResult(harness.log, seen.get("oursLegacyV2")!, capMs) : null,
+    oursJsonV2: sides.has("oursJsonV2") ? sideResult(harness.log, seen.get("oursJsonV2")!, capMs) : null,
     oursMissing,
   };
   for (const [kind, side] of sides) {
@@ -366,7 +402,10 @@ export async function runHttpLatency(calls: number, capMs: number, subject: Subj
   await new Promise<void>((resolve) => harness.server.close(() => resolve()));
   log(
     `  http: fetch p50 ${result.fetch.close?.p50} ms; 2025-era: ours ${result.ours?.close?.p50 ?? "n/a"} ms, raw v1 open at the ${capMs} ms cap ${result.raw.openAtCap}/${calls}; ` +
-      `2026-07-28: ours ${result.oursModern?.close?.p50 ?? "n/a"} ms, raw v2 ${result.rawModern?.close?.p50 ?? "n/a"} ms`,
+      `2026-07-28: ours ${result.oursModern?.close?.p50 ?? "n/a"} ms, raw v2 ${result.rawModern?.close?.p50 ?? "n/a"} ms; ` +
+      `notification at the server: ours v1 ${result.ours?.notified?.p50 ?? "n/a"} ms, raw v1 ${result.raw.notified?.p50 ?? "n/a"} ms, ` +
+      `ours v2 2025-era ${result.oursLegacyV2?.notified?.p50 ?? "n/a"} ms (close ${result.oursLegacyV2?.close?.p50 ?? "n/a"}), ` +
+      `raw v2 2025-era ${result.rawLegacyV2?.notified?.p50 ?? "n/a"} ms, ours v2 on a JSON-response server ${result.oursJsonV2?.notified?.p50 ?? "n/a"} ms`,
   );
   return result;
 }

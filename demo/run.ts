@@ -20,10 +20,11 @@
  * v1 SDK's task store): the server answers at once with a task, the library polls it, and on the
  * budget it sends the request `tasks/cancel {taskId}` (never `notifications/cancelled`, rules 35,
  * 36); the record says what became of the task. Part (f) also runs the same task against a server
- * that is slow to answer with the task and ignores `notifications/cancelled`: the budget runs out
- * before the task's id is known, so the `tools/call` is cancelled the stdio way, and when the late
- * `CreateTaskResult` names the task the library sends it one `tasks/cancel` at once; the record
- * names the task (`task.createdAfterCancel: true`) and what became of it.
+ * that is slow to answer with the task: the budget runs out before the task's id is known; a
+ * task-augmented request is never cancelled with `notifications/cancelled` (rules 2, 35, 36), so
+ * the library awaits the `CreateTaskResult`, and when it names the task sends it one
+ * `tasks/cancel` at once; the record names the task (`task.createdAfterCancel: true`) and what
+ * became of it.
  *
  * Prints one line per call, then every run record as JSON Lines (final revision of each), and exits
  * with 1 unless each record is what the worked example says it should be. DEMO_VERBOSE=1 also
@@ -505,14 +506,14 @@ async function runLateTaskCase(): Promise<Line | undefined> {
     const taskId = record.task?.taskId;
     expectEqual(label, "late task: status", record.status, "cancelled");
     expectEqual(label, "late task: cancel.trigger", record.cancel?.trigger, "max-total-timeout");
-    expectEqual(label, "late task: cancel.mechanism (the tools/call's own cancel, stdio)", record.cancel?.mechanism, "notification");
+    expectEqual(label, "late task: cancel.mechanism (the task's tasks/cancel, once its id came)", record.cancel?.mechanism, "tasks/cancel");
     expectEqual(label, "late task: outcome", record.outcome, "task-cancelled");
     expectEqual(label, "late task: task.status", record.task?.status, "cancelled");
     expectEqual(label, "late task: task.createdAfterCancel", record.task?.createdAfterCancel, true);
     expectThat(label, "late task: the record names the task", typeof taskId === "string" && taskId.length > 0, taskId);
     expectEqual(label, "late task: report file exists", existsSync(reportPath(dir, "Q4")), false);
-    // What the server read and did, in order: the ignored cancel of the tools/call, then its late
-    // answer with the task, then exactly one tasks/cancel naming it, then the work stopped.
+    // What the server read and did, in order: no notifications/cancelled for the task-augmented
+    // tools/call, its late answer with the task, then exactly one tasks/cancel naming it, then the work stopped.
     const seen = session
       .stderr()
       .split("\n")
@@ -521,7 +522,6 @@ async function runLateTaskCase(): Promise<Line | undefined> {
       )
       .map((line) => line.replace(/stopped at step \d+/, "stopped at step N"));
     expectEqual(label, "late task: what the server read and did", seen, [
-      `[task-server slow-to-answer] read notifications/cancelled {"requestId":1,"reason":"${reason}"}`,
       `[task-server slow-to-answer] task ${taskId}: answering the tools/call with the task, ${CREATE_DELAY_MS} ms late`,
       `[task-server slow-to-answer] read tasks/cancel {"taskId":"${taskId}"}`,
       `[task-server slow-to-answer] task ${taskId}: cancelled, stopped at step N of 8, nothing written`,
@@ -531,8 +531,8 @@ async function runLateTaskCase(): Promise<Line | undefined> {
       label,
       record,
       note:
-        "the budget ran out before the server answered with its task: the tools/call was cancelled, the server ignored that; " +
-        `when its task's id arrived about ${CREATE_DELAY_MS - BUDGET_MS} ms later the bot sent it one tasks/cancel at once, and the record names the task ` +
+        "the budget ran out before the server answered with its task: a task's tools/call is never cancelled with notifications/cancelled (rules 35, 36), so the bot awaited its id; " +
+        `when it arrived about ${CREATE_DELAY_MS - BUDGET_MS} ms later the bot sent it one tasks/cancel at once, and the record names the task ` +
         "(task.createdAfterCancel: true): cancelled by the server, nothing written",
     };
   } catch (error) {

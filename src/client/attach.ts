@@ -12,7 +12,7 @@ import { isStdioTransport, isStreamableHttpTransport, isV2Client, replaceTranspo
 import { stdioCancellation } from "../adapters/stdio/index.js";
 import { perRequestFetch } from "../adapters/streamable-http/fetch.js";
 import type { FetchLike } from "../adapters/streamable-http/fetch.js";
-import { createFacade, createSdkShell, decorated } from "./facade.js";
+import { createFacade, createSdkShell, decorated, sdkCallsOf } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { clientWire, connectedTransport } from "./with-cancellation.js";
 
@@ -126,8 +126,8 @@ export function attachWith<C extends ClientLike>(
   }
   const defaults = parseCancellationOptions(options, `${where} options`);
   const v2 = isV2Client(client);
-  const sdk = client as unknown as SdkCalls & Record<string, unknown>;
-  const original: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+  const original = sdkCallsOf(client);
+  const sdk = client as object as SdkCalls;
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {

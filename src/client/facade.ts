@@ -175,6 +175,16 @@ export interface SdkCalls {
   request(...args: unknown[]): Promise<unknown>;
 }
 
+/**
+ * The client's own `callTool` and `request`, bound to it, callable. `ClientLike` takes any SDK
+ * client (its methods' parameters are `never`): this is the one place its methods are taken as
+ * callable with the arguments the shells pass (the SDK lines' own signatures).
+ */
+export function sdkCallsOf(client: ClientLike): SdkCalls {
+  const sdk = client as unknown as SdkCalls;
+  return { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+}
+
 /** The library-shaped calls of a `CancellableClient` (`callTool`, `request`), over one runner. */
 export interface Facade {
   /** `optionsFrom`: the option hook `options` came from (see `RunRequest.optionsFrom`), for the framework shells. */

@@ -6,9 +6,9 @@ import type { CancellationOptions } from "../types/options.js";
 import type { Wire } from "../wire/wire.js";
 import { CallRunner, openWire } from "../runner/runner.js";
 import type { WireExtras } from "../runner/runner.js";
-import { createFacade, createSdkShell, decorated, sdkClientOver } from "./facade.js";
+import { createFacade, createSdkShell, decorated, sdkCallsOf, sdkClientOver } from "./facade.js";
 import { isV2Client } from "../sdk/private.js";
-import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
+import type { CancellableClient, ClientLike } from "./facade.js";
 
 export type {
   CallToolParams,
@@ -81,8 +81,7 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
       return wire;
     },
   });
-  const sdk = client as unknown as SdkCalls;
-  const own: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+  const own = sdkCallsOf(client);
   const facade = createFacade(runner, own, client, v2);
   let sdkClient: C | undefined;
   return {

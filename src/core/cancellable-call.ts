@@ -133,7 +133,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   #linked = false;
   /** Progress received while live: `null` before the first (most calls). */
   #progress: ProgressSeen | null = null;
-  /** What few calls have: late messages before the settle, an HTTP error status. `null` for none. */
+  /** What few calls have: late messages before the settle, an HTTP error status, waits for the client's answers. `null` for none. */
   #rare: RareFacts | null = null;
   #settled: SettledRecord | null = null;
   #task: TaskInfo | undefined = undefined;
@@ -163,6 +163,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /** The call's clock (its queue's). */
   #clock(): number {
     return this.#deadlines.clock();
+  }
+
+  #rareFacts(): RareFacts {
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0 });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -227,9 +231,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     if (increased) seen.max = progress.progress;
     seen.count++;
     seen.last = progress;
-    if (increased && this.#options.resetTimeoutOnProgress) {
-      this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
-    }
+    if (increased && this.#options.resetTimeoutOnProgress) this.#restartIdle();
     this.#options.onprogress?.(progress);
     return increased;
   }
@@ -241,7 +243,34 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    */
   alive(): void {
     if (this.#state !== "pending") return;
+    this.#restartIdle();
+  }
+
+  /**
+   * The server sent the client a request (elicitation, sampling, roots) whose answer it now
+   * waits for: that wait is not the server's silence. The idle timeout is paused, at most
+   * `clientWaitTimeoutMs` from now; the maximum total timeout still holds. Counted: each call to
+   * it is ended by one `clientAnswered`. A no-op once the call is no longer pending.
+   */
+  clientWait(): void {
+    if (this.#state !== "pending") return;
+    const rare = this.#rareFacts();
+    if (rare.clientWaits++ === 0) this.#idleDeadline = Math.max(this.#idle(), this.#clock() + this.#options.clientWaitTimeoutMs);
+  }
+
+  /** The client answered (or the server withdrew) one such request: when none is left, the idle timeout starts again in full. */
+  clientAnswered(): void {
+    const rare = this.#rare;
+    if (this.#state !== "pending" || rare === null || rare.clientWaits === 0) return;
+    if (--rare.clientWaits > 0) return;
     this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
+    this.#arm(); // the deadline may come sooner than the pause's: queue it there
+  }
+
+  /** Progress or a sign of life: the idle timeout starts again from now (never shortening a pause for the client). */
+  #restartIdle(): void {
+    const next = this.#clock() + this.#options.timeoutMs;
+    this.#idleDeadline = (this.#rare?.clientWaits ?? 0) === 0 ? next : Math.max(next, this.#idle());
   }
 
   /**
@@ -300,7 +329,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * request reached it. If the call then fails, its record's error carries the status.
    */
   answeredStatus(status: number): void {
-    (this.#rare ??= { late: null, httpStatus: undefined }).httpStatus = status;
+    this.#rareFacts().httpStatus = status;
   }
 
   /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
@@ -324,7 +353,15 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // A caller's signal that timed out (trigger timeout, its reason the cause): its own limit is
     // not readable from the signal, so the record and the error give how long the call had run.
     const ranMs = trigger === "timeout" && cause !== undefined ? Math.round(this.#clock() - this.#startedAt) : undefined;
-    const reason = truncate(this.#options.reason ?? defaultReason(trigger, this.#options, cause, ranMs));
+    // Timed out while the server waited for the client's own answer: the bound was clientWaitTimeoutMs.
+    const clientWaitMs =
+      trigger === "timeout" && ranMs === undefined && (this.#rare?.clientWaits ?? 0) > 0 ? this.#options.clientWaitTimeoutMs : undefined;
+    const reason = truncate(
+      this.#options.reason ??
+        (clientWaitMs === undefined
+          ? defaultReason(trigger, this.#options, cause, ranMs)
+          : `The client's answer to the server's request did not come within clientWaitTimeoutMs (${clientWaitMs} ms)`),
+    );
     let mechanism: CancelMechanism = "none";
     if (trigger !== "connection-closed") {
       try {
@@ -343,7 +380,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       mechanism === "none" ? null : Date.now(),
     );
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    this.#reject(this.#error(trigger, settled, verification, cause, ranMs));
+    this.#reject(this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs));
     this.#release();
   }
 
@@ -358,7 +395,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
-    const rare = (this.#rare ??= { late: null, httpStatus: undefined });
+    const rare = this.#rareFacts();
     rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
   }
 
@@ -522,13 +559,14 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     record: SettledRecord,
     verification: Promise<RunRecord> | undefined,
     cause: unknown,
-    ranMs: number | undefined,
+    limitMs: number | undefined,
   ): McpCancellableError {
     switch (trigger) {
       case "timeout":
-        return ranMs === undefined
+        // `limitMs`: how long the call had run (a caller's signal that timed out), or clientWaitTimeoutMs.
+        return limitMs === undefined
           ? new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification)
-          : new CallTimeoutError("REQUEST_TIMEOUT", ranMs, record, verification, cause);
+          : new CallTimeoutError("REQUEST_TIMEOUT", limitMs, record, verification, cause);
       case "max-total-timeout":
         return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#options.maxTotalTimeoutMs, record, verification);
       case "aborted":
@@ -698,6 +736,7 @@ const RELEASED_OPTIONS: ResolvedCallOptions = {
   verifyDelayMs: 0,
   verifyWindowMs: 0,
   verifyIntervalMs: 1,
+  clientWaitTimeoutMs: 0,
 };
 
 const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
@@ -722,4 +761,6 @@ interface RareFacts {
   late: RunRecord["late"] | null;
   /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
   httpStatus: number | undefined;
+  /** Server requests awaiting the client's own answer that pause the call's idle timeout (0: none). */
+  clientWaits: number;
 }

@@ -11,6 +11,9 @@ export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 /** Default idle timeout per request, in ms (the same as the MCP SDK's `DEFAULT_REQUEST_TIMEOUT_MSEC`). */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
+/** Default bound, in ms, on how long waiting for the client's answer to a server request pauses a call's idle timeout. */
+export const DEFAULT_CLIENT_WAIT_TIMEOUT_MS = 300_000;
+
 /**
  * Default maximum total timeout per request, in ms: 10 minutes. It is never lower than the
  * call's own idle timeout, so a long `timeoutMs` is not silently cut (rule 17: a maximum

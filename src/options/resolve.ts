@@ -1,5 +1,6 @@
 import type { CallOptions, CancellationOptions, ResolvedCallOptions } from "../types/options.js";
 import {
+  DEFAULT_CLIENT_WAIT_TIMEOUT_MS,
   DEFAULT_MAX_TOTAL_TIMEOUT_MS,
   DEFAULT_TIMEOUT_MS,
   DEFAULT_VERIFY_INTERVAL_MS,
@@ -41,6 +42,7 @@ export function resolveCallOptions(defaults: CancellationOptions, options: CallO
     timeoutMs,
     maxTotalTimeoutMs: options?.maxTotalTimeoutMs ?? defaults.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_TIMEOUT_MS, timeoutMs),
     resetTimeoutOnProgress: options?.resetTimeoutOnProgress ?? defaults.resetTimeoutOnProgress ?? false,
+    clientWaitTimeoutMs: options?.clientWaitTimeoutMs ?? defaults.clientWaitTimeoutMs ?? DEFAULT_CLIENT_WAIT_TIMEOUT_MS,
     signal: options?.signal,
     reason: options?.reason ?? defaults.reason,
     forwardAbortReason: options?.forwardAbortReason ?? defaults.forwardAbortReason ?? false,

@@ -41,6 +41,7 @@ const callShape = {
   timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
+  clientWaitTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   signal: z.custom<AbortSignal | readonly AbortSignal[]>(
     (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
     { error: "must be an AbortSignal or an array of AbortSignals" },

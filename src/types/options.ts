@@ -94,6 +94,19 @@ export interface CallOptions {
    */
   resetTimeoutOnProgress?: boolean;
   /**
+   * In ms: how long waiting for the client's own answer may pause the idle timeout. While the
+   * server waits for an answer to a request it sent the client (`elicitation/create`: a person
+   * filling a form; `sampling/createMessage`; `roots/list`), the calls pending on that connection
+   * are not silent on the server's part: their idle timeout is paused, at most this long from the
+   * request's arrival; the answer starts it again in full. Past the bound the call times out
+   * (`CallTimeoutError`, `REQUEST_TIMEOUT`, its reason naming this option). The maximum total
+   * timeout always holds. Trade-off: a longer bound waits longer for a person, and for a server
+   * request nobody answers. Integer from 1 to 2_147_483_647, or `Infinity` (then only the maximum
+   * total timeout bounds the wait). Rules 14, 17.
+   * @default 300_000
+   */
+  clientWaitTimeoutMs?: number;
+  /**
    * Caller's signal, or several of them (for example a session-wide one and a per-call one:
    * `signal: [session.signal, userAbort.signal]`; the first to abort wins). Aborting cancels
    * the call on the wire and rejects it with `CallCancelledError` (code `CANCELLED`, `cause` =
@@ -266,6 +279,7 @@ export interface ResolvedCallOptions {
   timeoutMs: number;
   maxTotalTimeoutMs: number;
   resetTimeoutOnProgress: boolean;
+  clientWaitTimeoutMs: number;
   signal: AbortSignal | readonly AbortSignal[] | undefined;
   reason: string | undefined;
   forwardAbortReason: boolean;

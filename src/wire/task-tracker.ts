@@ -280,10 +280,13 @@ export class TaskTracker extends Layer {
     return ids === undefined ? [] : [...ids];
   }
 
-  /** The connection closed: the calls following a task are moved into `calls` (to be settled), and forgotten. */
-  drainCalls(calls: CancellableCall[]): void {
+  /**
+   * The calls following a task, added to `calls`; with `forget` (the connection closed: they are
+   * to be settled) the tracker forgets them.
+   */
+  drainCalls(calls: CancellableCall[], forget = true): void {
     for (const call of this.#calls) calls.push(call);
-    this.#calls.clear();
+    if (forget) this.#calls.clear();
   }
 
   /** The connection closed: everything is forgotten, and each of the library's requests in flight fails with `error`. */

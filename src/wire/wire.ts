@@ -138,8 +138,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    */
   readonly #tombIds: BoundedMap<RequestId, LateSink | null>;
   readonly #tombTokens: BoundedMap<string | number, LateSink | null>;
-  /** Requests the server sent us (2025-era), so a cancel naming one of them is not an anomaly. */
-  readonly #inbound = new Set<RequestId>();
+  /**
+   * Requests the server sent the client, until the client answers them (so a cancel naming one
+   * is not an anomaly), each with the calls whose idle timeout it pauses meanwhile (`clientWait`:
+   * the server is waiting for the client, not silent), or `null` for one that pauses none (ping).
+   */
+  readonly #inbound = new Map<RequestId, CancellableCall[] | null>();
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
   /** True once the transport was open (started through this pipeline, or attached connected). */
@@ -474,7 +478,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const id = message.id;
     if (method === undefined || id === undefined || id === null) {
       if (method === "notifications/cancelled") return this.#sdkCancel(message);
-      if (method === undefined && id !== undefined && id !== null) this.#inbound.delete(id); // our answer to a server request
+      if (method === undefined && id !== undefined && id !== null) this.#answered(id); // our answer to a server request
       return this.below.send(message, options);
     }
     // A request. The facade's carry a call number under a symbol (never on the wire).
@@ -539,7 +543,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
       } else if (message.id !== undefined && message.id !== null) {
-        this.#inbound.add(message.id);
+        this.#serverRequest(message.id, method);
       }
     }
     this.up.message(message, extra);
@@ -607,7 +611,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    */
   abortInput(taskId: string, reason: string): void {
     for (const requestId of this.#tasks.takeInbound(taskId)) {
-      this.#inbound.delete(requestId);
+      this.#answered(requestId);
       this.up.message({
         jsonrpc: "2.0",
         method: "notifications/cancelled",
@@ -669,6 +673,34 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     return false;
   }
 
+  /**
+   * The server sent the client a request (elicitation, sampling, roots): until the client answers
+   * it, the calls pending now are waiting on the client, not on the server, and their idle
+   * timeout is paused (`CancellableCall.clientWait`, bounded by `clientWaitTimeoutMs`; the
+   * maximum total timeout still holds). Which pending call the request belongs to is not on the
+   * wire (stdio; an SSE stream's messages come up without it), so every one is paused. A ping
+   * pauses none.
+   */
+  #serverRequest(id: RequestId, method: string): void {
+    if (method === "ping") {
+      this.#inbound.set(id, null);
+      return;
+    }
+    const calls: CancellableCall[] = [];
+    for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
+    this.#tasks.drainCalls(calls, false);
+    for (const call of calls) call.clientWait();
+    this.#inbound.set(id, calls);
+  }
+
+  /** The client answered a server request (or the server withdrew it): the calls it paused go on. */
+  #answered(id: RequestId): void {
+    const calls = this.#inbound.get(id);
+    this.#inbound.delete(id);
+    if (calls === null || calls === undefined) return;
+    for (const call of calls) call.clientAnswered();
+  }
+
   /** Rule 12: a server may cancel only its own requests (2025-era) or a listen stream, never our calls. */
   #onServerCancel(message: Message): void {
     const parsed = cancelledParamsSchema.safeParse(message.params);
@@ -679,7 +711,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       this.#dropSdkRequest(requestId);
       return;
     }
-    if (this.#pending.get(requestId)?.call && !this.#inbound.has(requestId)) {
+    // The server withdrew a request of its own (2025-era, rule 39): the client's wait is over.
+    if (this.#inbound.has(requestId)) {
+      this.#answered(requestId);
+      return;
+    }
+    if (this.#pending.get(requestId)?.call) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
         message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,

@@ -78,7 +78,9 @@ export type Behaviour =
   | "refused-send"
   | "sdk-options"
   | "per-call-verify"
-  | "sdk-client";
+  | "sdk-client"
+  /** A person behind the client, who answers the server's elicitation/create late (drivers.ts: PERSON_MS). */
+  | "person";
 
 /** The scripted server and the arguments every driver starts it with (`--list-all`: frameworks call only listed tools). */
 export const SCRIPTED_SERVER = fixture("scripted-server.mjs");
@@ -174,6 +176,8 @@ const never = () => new Promise<never>(() => {});
  */
 interface OptionEffect {
   readonly option: string;
+  /** A behaviour the row needs of the driver (skipped where the driver lacks it, with its reason). */
+  readonly needs?: Behaviour;
   readonly options: (probe: Probe) => CancellationOptions;
   run(h: Harness, probe: Probe): Promise<void>;
 }
@@ -211,6 +215,23 @@ const OPTION_EFFECTS: readonly OptionEffect[] = [
       const outcome = await h.session.call({ tool: "progress", args: { every: 50 } });
       expect(outcome).toMatchObject({ ok: false, code: "MAX_TOTAL_TIMEOUT" });
       expect(performance.now() - started).toBeLessThan(300 + SLACK_MS);
+    },
+  },
+  {
+    option: "clientWaitTimeoutMs",
+    needs: "person",
+    options: () => ({ timeoutMs: 200, clientWaitTimeoutMs: 400 }),
+    async run(h) {
+      // The server asks the client (elicitation/create); the person answers after 600 ms. The
+      // 200 ms idle timeout is paused while the server waits for them, but only 400 ms.
+      const started = performance.now();
+      expect(await h.session.call({ tool: "ask" })).toMatchObject({ ok: false, code: "REQUEST_TIMEOUT" });
+      const elapsed = performance.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(390);
+      expect(elapsed).toBeLessThan(400 + SLACK_MS);
+      expect(lastCall(h)?.cancel?.reason).toBe(
+        "The client's answer to the server's request did not come within clientWaitTimeoutMs (400 ms)",
+      );
     },
   },
   {
@@ -493,6 +514,17 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
         expect(h.observed.started).toBe(1);
         expect(h.observed.records.at(-1)?.status).toBe("succeeded");
       });
+
+      it.skipIf(skipIfLacking("person"))(
+        "waiting on the client is not the server's silence: a person answering after 3x the idle timeout, the call completes (issue 29, item 4)",
+        async () => {
+          const h = await connect({ timeoutMs: 200 });
+          const outcome = await h.session.call({ tool: "ask" });
+          expect(outcome).toMatchObject({ ok: true });
+          expect(h.session.records()[0]).toMatchObject({ status: "succeeded" });
+          expect(h.cancels()).toEqual([]);
+        },
+      );
 
       it.skipIf(skipIfLacking("idle-timeout"))(
         "idle timeout: REQUEST_TIMEOUT, settled at once, one notifications/cancelled naming the request, nothing re-sent",
@@ -787,6 +819,7 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
       it.each(OPTION_EFFECTS.map((effect) => [effect.option, effect] as const))(
         "option %s: it takes effect on this entry point's own calls",
         async (_option, effect) => {
+          if (effect.needs !== undefined && skipIfLacking(effect.needs)) return;
           const probe: Probe = { verified: [], readAt: [], records: [], anomalies: [], timerCalls: 0 };
           const h = await connect(effect.options(probe));
           await effect.run(h, probe);

@@ -6,6 +6,7 @@
 // driver (`lacks`), with why; the same is in docs/frameworks.md. See docs/architecture.md for the
 // one call path they share.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
@@ -50,6 +51,32 @@ function closeOnThrow<T>(client: { close(): Promise<void> }, attach: () => T): T
   }
 }
 
+/** How long the person behind an SDK driver's client takes to answer the server's question (elicitation/create), ms. */
+export const PERSON_MS = 600;
+
+const person = async () => {
+  await new Promise((resolve) => setTimeout(resolve, PERSON_MS));
+  return { action: "accept" as const, content: { reply: "yes" } };
+};
+
+/** A v1 client whose person answers elicitation/create after PERSON_MS. */
+function clientV1(): ClientV1 {
+  const client = new ClientV1({ name: "contract", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, person);
+  return client;
+}
+
+/** A v2 client whose person answers elicitation/create after PERSON_MS. */
+function clientV2(): ClientV2 {
+  const client = new ClientV2({ name: "contract", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+  client.setRequestHandler("elicitation/create", person);
+  return client;
+}
+
+/** Why a framework driver has no person answering the server's questions (clientWait is the runner's: the SDK drivers cover it). */
+const NO_PERSON =
+  "the framework builds its own client, with no elicitation handler this driver can give a late answer to; the pause is the runner's, the same on every entry point (the SDK drivers' rows)";
+
 /** Only the tools/call records (the SDK-shaped drivers' records hold every request). */
 const toolCalls = (records: RunRecord[]) => records.filter((record) => record.method === "tools/call");
 
@@ -58,7 +85,7 @@ export const drivers: Driver[] = [
     name: "withCancellation (v1 client)",
     lacks: { "sdk-options": NO_SDK_OPTIONS.library, "sdk-client": NO_SDK_CLIENT.library },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV1({ name: "contract", version: "1.0.0" });
+      const client = clientV1();
       const mcp = withCancellation(client, stdioCancellation(spawnV1(stderr, serverArgs)), options);
       await client.connect(mcp.transport);
       return {
@@ -72,7 +99,7 @@ export const drivers: Driver[] = [
     name: "withCancellation (v2 client)",
     lacks: { "sdk-options": NO_SDK_OPTIONS.library, "sdk-client": NO_SDK_CLIENT.library },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV2({ name: "contract", version: "1.0.0" });
+      const client = clientV2();
       const mcp = withCancellation(client, stdioCancellation(spawnV2(stderr, serverArgs)), options);
       await client.connect(mcp.transport as never);
       return {
@@ -86,7 +113,7 @@ export const drivers: Driver[] = [
     name: "attachCancellation (v1 client, the SDK's own callTool)",
     lacks: { "per-call-verify": NO_PER_CALL_VERIFY },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV1({ name: "contract", version: "1.0.0" });
+      const client = clientV1();
       await client.connect(spawnV1(stderr, serverArgs));
       const mcp = closeOnThrow(client, () => attachCancellation(client, options));
       return {
@@ -102,7 +129,7 @@ export const drivers: Driver[] = [
     name: "attachCancellation (v2 client, the SDK's own callTool)",
     lacks: { "per-call-verify": NO_PER_CALL_VERIFY },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV2({ name: "contract", version: "1.0.0" });
+      const client = clientV2();
       await client.connect(spawnV2(stderr, serverArgs));
       const mcp = closeOnThrow(client, () => attachCancellation(client, options));
       return {
@@ -119,7 +146,7 @@ export const drivers: Driver[] = [
     name: "sdkClient (v1 argument order)",
     lacks: { "per-call-verify": NO_PER_CALL_VERIFY },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV1({ name: "contract", version: "1.0.0" });
+      const client = clientV1();
       const mcp = withCancellation(client, stdioCancellation(spawnV1(stderr, serverArgs)), options);
       await client.connect(mcp.transport);
       return {
@@ -135,7 +162,7 @@ export const drivers: Driver[] = [
     name: "sdkClient (v2 client)",
     lacks: { "per-call-verify": NO_PER_CALL_VERIFY },
     async connect(options, stderr, serverArgs) {
-      const client = new ClientV2({ name: "contract", version: "1.0.0" });
+      const client = clientV2();
       const mcp = withCancellation(client, stdioCancellation(spawnV2(stderr, serverArgs)), options);
       await client.connect(mcp.transport as never);
       return {
@@ -153,6 +180,7 @@ export const drivers: Driver[] = [
     lacks: {
       "sdk-options": NO_SDK_OPTIONS.aiSdk,
       "sdk-client": NO_SDK_CLIENT.aiSdk,
+      person: NO_PERSON,
       "refused-send":
         "on stdio the AI SDK closes its client when the transport closes and refuses the next request itself " +
         '("Attempted to send a request from a closed client"): it never reaches the transport, so there is no call to settle ' +
@@ -194,7 +222,7 @@ export const drivers: Driver[] = [
   },
   {
     name: "the OpenAI Agents server (CancellableMCPServerStdio)",
-    lacks: { "sdk-options": NO_SDK_OPTIONS.agents, "sdk-client": NO_SDK_CLIENT.agents },
+    lacks: { "sdk-options": NO_SDK_OPTIONS.agents, "sdk-client": NO_SDK_CLIENT.agents, person: NO_PERSON },
     async connect(options, stderr, serverArgs) {
       let current: Ask = { tool: "" };
       const { onRecord } = options;

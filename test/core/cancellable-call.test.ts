@@ -608,3 +608,58 @@ describe("CancellableCall: verification with a window (issue 24 item 4)", () => 
     });
   }
 });
+
+describe("CancellableCall: waiting on the client pauses the idle timeout (issue 29, item 4)", () => {
+  it("a client wait pauses the idle timeout at most clientWaitTimeoutMs; the answer restarts it in full", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100, clientWaitTimeoutMs: 1_000 });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    call.clientWait(); // the server asked the client something at 50
+    await vi.advanceTimersByTimeAsync(500); // far past the idle timeout: still pending
+    expect(outcome.status).toBe("pending");
+    call.clientAnswered(); // answered at 550: 100 ms of the server's silence from now
+    await vi.advanceTimersByTimeAsync(99);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.status).toBe("rejected");
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", timeoutMs: 100 });
+  });
+
+  it("two waits at once: only the last answer restarts the idle timeout; progress never shortens the pause", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100, clientWaitTimeoutMs: 1_000, resetTimeoutOnProgress: true });
+    call.start();
+    call.bind(1, "p");
+    call.clientWait();
+    call.clientWait();
+    await vi.advanceTimersByTimeAsync(300);
+    call.progress({ progress: 1 }); // would set the idle deadline to 400: the pause (to 1,000) stays
+    call.clientAnswered();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(outcome.status).toBe("pending");
+    call.clientAnswered(); // at 600: 100 ms from now
+    await vi.advanceTimersByTimeAsync(100);
+    expect(outcome.status).toBe("rejected");
+  });
+
+  it("past clientWaitTimeoutMs the call times out, the reason and the error naming that bound", async () => {
+    const { call, cancels, outcome } = makeCall({ timeoutMs: 100, clientWaitTimeoutMs: 400 });
+    call.start();
+    call.bind(1);
+    call.clientWait();
+    await vi.advanceTimersByTimeAsync(399);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", timeoutMs: 400 });
+    expect(cancels).toEqual(["The client's answer to the server's request did not come within clientWaitTimeoutMs (400 ms)"]);
+  });
+
+  it("the maximum total timeout holds during a client wait", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100, maxTotalTimeoutMs: 250, clientWaitTimeoutMs: 10_000 });
+    call.start();
+    call.bind(1);
+    call.clientWait();
+    await vi.advanceTimersByTimeAsync(250);
+    expect(outcome.error).toMatchObject({ code: "MAX_TOTAL_TIMEOUT" });
+  });
+});

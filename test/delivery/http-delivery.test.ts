@@ -51,7 +51,7 @@ for (const [sdk, connect] of [
     // The library's own fetch (v1 through cancellableFetch(), v2 given it when wrapped) sees the
     // request's body written (undici's onRequestSent) and sends the notification then; over a
     // fetch of the user's own it cannot, and waits for the headers (bounded by flushTimeoutMs).
-    // The raw server takes the tools/call up 150 ms after its body arrived: only the headers wait
+    // The raw server takes the tools/call up 400 ms after its body arrived: only the headers wait
     // covers such a server (docs/delivery.md).
     const observesBody = !sdk.includes("own fetch");
     it(
@@ -61,7 +61,7 @@ for (const [sdk, connect] of [
       async () => {
         // The wait for the request is bounded by flushTimeoutMs: give it room on a loaded machine.
         const { server, mcp, errors, adapter } = await setup(2_000);
-        server.control.delayToolCallMs = 150; // the request is taken up late; the cancel comes at 30
+        server.control.delayToolCallMs = 400; // the request is taken up late; the cancel comes at 30
         const outcome = await timed(mcp.callTool({ name: "hang" }, { timeoutMs: 30 }));
         expect(outcome.error).toBeInstanceOf(CallTimeoutError);
         expect(outcome.at).toBeLessThan(30 + SLACK_MS); // the caller is not held

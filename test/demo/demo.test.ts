@@ -108,11 +108,11 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
     expect(stderr).toMatch(/\[task-server\] task \S+: cancelled, stopped at step \d of 8, nothing written/);
     expect(stdout).toContain("OK: each task's record says what became of it.");
 
-    // (f) The task cancelled before its id was known: the tools/call's own cancel (stdio:
-    // notifications/cancelled), ignored by the server, whose late CreateTaskResult then gets
-    // exactly one tasks/cancel; the record names the task and says the server cancelled it.
+    // (f) The task cancelled before its id was known: no notifications/cancelled for a task's
+    // tools/call (rules 2, 35, 36); its late CreateTaskResult gets exactly one tasks/cancel; the
+    // record names the task and says the server cancelled it.
     const g = records[6]!;
-    expect(g.cancel).toMatchObject({ trigger: "max-total-timeout", mechanism: "notification", reason: "exceeded 800ms budget" });
+    expect(g.cancel).toMatchObject({ trigger: "max-total-timeout", mechanism: "tasks/cancel", reason: "exceeded 800ms budget" });
     expect(g.task).toMatchObject({ status: "cancelled", revision: "2025-11-25", createdAfterCancel: true });
     expect(g.task!.taskId).not.toBe(f.task!.taskId);
     expect(f.task!.createdAfterCancel).toBeUndefined();
@@ -121,7 +121,6 @@ describe("npm run demo (the worked example, against real stdio servers)", () => 
       .filter((line) => /^\[task-server slow-to-answer\] (read |task \S+: (answering|cancelled|wrote))/.test(line))
       .map((line) => line.replace(/step \d of/, "step N of"));
     expect(slow).toEqual([
-      '[task-server slow-to-answer] read notifications/cancelled {"requestId":1,"reason":"exceeded 800ms budget"}',
       `[task-server slow-to-answer] task ${g.task!.taskId}: answering the tools/call with the task, 1600 ms late`,
       `[task-server slow-to-answer] read tasks/cancel {"taskId":"${g.task!.taskId}"}`,
       `[task-server slow-to-answer] task ${g.task!.taskId}: cancelled, stopped at step N of 8, nothing written`,

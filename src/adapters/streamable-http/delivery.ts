@@ -156,9 +156,9 @@ export class LegacyDelivery extends Layer {
       }
     }
     if (stream?.status !== undefined) this.#tracker.allowPooled(request.requestId);
-    const sending = this.#sendNotification(request);
-    // The stream closes now: the notification is on its way, its answer is not waited for.
+    // The stream closes now, and the notification goes: its answer is not waited for.
     if (stream !== undefined) this.#tracker.closeStream(stream);
+    const sending = this.#sendNotification(request);
     const failure = await sending;
     if (failure === undefined) return;
     // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).

@@ -6,8 +6,8 @@ import type { MCPServer } from "@openai/agents";
 import { clientWire, toAdapter } from "../../client/with-cancellation.js";
 import { isV2Client } from "../../sdk/private.js";
 import type { ClientLike, ToolResult } from "../../client/with-cancellation.js";
-import { createFacade } from "../../client/facade.js";
-import type { Facade, SdkCalls } from "../../client/facade.js";
+import { createFacade, sdkCallsOf } from "../../client/facade.js";
+import type { Facade } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
 import { callErrorOf, isCallCancelledError, isCallTimeoutError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
@@ -216,8 +216,7 @@ export class CancellableMCPServer implements MCPServer {
       await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
       throw error;
     }
-    const sdk = client as unknown as SdkCalls;
-    const own: SdkCalls = { callTool: sdk.callTool.bind(client), request: sdk.request.bind(client) };
+    const own = sdkCallsOf(client);
     this.#connected = { client, wire, calls: createFacade(this.#runner, own, client, isV2Client(client)) };
     this.#tools = null;
   }
@@ -390,14 +389,12 @@ function splitConvenience<T extends ConvenienceServerOptions>(options: T, what: 
 }
 
 /** A constructor as the conveniences call it (the SDK classes of either line). */
-type Ctor = new (...args: never[]) => unknown;
-
-/** The SDK classes a convenience server builds its client with: the v2 client's, else the v1 SDK's. */
+/** The SDK classes a convenience server builds its client with: the v2 client's, else the v1 SDK's (both lines share these shapes). */
 interface SdkClasses {
   readonly line: "v1" | "v2";
-  readonly Client: Ctor;
-  readonly StdioClientTransport: () => Promise<Ctor>;
-  readonly StreamableHTTPClientTransport: () => Promise<Ctor>;
+  readonly Client: new (info: { name: string; version: string }, options?: never) => AgentsClientLike;
+  readonly StdioClientTransport: () => Promise<new (params: { command: string }) => TransportLike>;
+  readonly StreamableHTTPClientTransport: () => Promise<new (url: URL, options?: never) => TransportLike>;
 }
 
 /**
@@ -411,9 +408,9 @@ async function loadSdk(what: string): Promise<SdkClasses> {
     const v2 = await import("@modelcontextprotocol/client");
     return {
       line: "v2",
-      Client: v2.Client as unknown as Ctor,
-      StdioClientTransport: async () => (await import("@modelcontextprotocol/client/stdio")).StdioClientTransport as unknown as Ctor,
-      StreamableHTTPClientTransport: async () => v2.StreamableHTTPClientTransport as unknown as Ctor,
+      Client: v2.Client,
+      StdioClientTransport: async () => (await import("@modelcontextprotocol/client/stdio")).StdioClientTransport,
+      StreamableHTTPClientTransport: async () => v2.StreamableHTTPClientTransport,
     };
   } catch (error) {
     v2Error = error;
@@ -422,10 +419,10 @@ async function loadSdk(what: string): Promise<SdkClasses> {
     const v1 = await import("@modelcontextprotocol/sdk/client/index.js");
     return {
       line: "v1",
-      Client: v1.Client as unknown as Ctor,
-      StdioClientTransport: async () => (await import("@modelcontextprotocol/sdk/client/stdio.js")).StdioClientTransport as unknown as Ctor,
+      Client: v1.Client,
+      StdioClientTransport: async () => (await import("@modelcontextprotocol/sdk/client/stdio.js")).StdioClientTransport,
       StreamableHTTPClientTransport: async () =>
-        (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport as unknown as Ctor,
+        (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport,
     };
   } catch {
     throw new Error(
@@ -458,8 +455,7 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
       name: serverName,
       create: async () => {
         const sdk = await loadSdk("CancellableMCPServerStdio");
-        const StdioClientTransport = (await sdk.StdioClientTransport()) as unknown as new (params: object) => TransportLike;
-        const Client = sdk.Client as unknown as new (info: object, options?: unknown) => unknown;
+        const StdioClientTransport = await sdk.StdioClientTransport();
         const transport = new StdioClientTransport({
           command,
           ...(args === undefined ? {} : { args }),
@@ -467,8 +463,8 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
           ...(cwd === undefined ? {} : { cwd }),
           ...(stderr === undefined ? {} : { stderr }),
         });
-        const client = new Client({ name: serverName, version: "1.0.0" }, clientOptions as never);
-        return { client: client as unknown as AgentsClientLike, transport: stdioCancellation(transport) };
+        const client = new sdk.Client({ name: serverName, version: "1.0.0" }, clientOptions as never);
+        return { client, transport: stdioCancellation(transport) };
       },
     });
   }
@@ -497,11 +493,7 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
       name: name ?? endpoint.href,
       create: async () => {
         const sdk = await loadSdk("CancellableMCPServerStreamableHttp");
-        const StreamableHTTPClientTransport = (await sdk.StreamableHTTPClientTransport()) as unknown as new (
-          url: URL,
-          options?: object,
-        ) => TransportLike;
-        const Client = sdk.Client as unknown as new (info: object, options?: unknown) => unknown;
+        const StreamableHTTPClientTransport = await sdk.StreamableHTTPClientTransport();
         // The v1 transport closes one request's stream only through cancellableFetch(), chosen here.
         const transportOptions = {
           ...(requestInit === undefined ? {} : { requestInit }),
@@ -509,10 +501,10 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
         };
         const transport = new StreamableHTTPClientTransport(
           endpoint,
-          Object.keys(transportOptions).length === 0 ? undefined : transportOptions,
+          (Object.keys(transportOptions).length === 0 ? undefined : transportOptions) as never,
         );
-        const client = new Client({ name: name ?? "mcp-cancellable", version: "1.0.0" }, clientOptions as never);
-        return { client: client as unknown as AgentsClientLike, transport: streamableHttpCancellation(transport) };
+        const client = new sdk.Client({ name: name ?? "mcp-cancellable", version: "1.0.0" }, clientOptions as never);
+        return { client, transport: streamableHttpCancellation(transport) };
       },
     });
   }
