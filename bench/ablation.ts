@@ -68,7 +68,7 @@ export const VARIANTS: Variant[] = [
     patches: [
       swapRe(
         RUNNER,
-        / {4}if \(options !== undefined\) \{\n[\s\S]*?\n {4}\}\n {4}\/\/ A tool call without its own `verify`[\s\S]*?\n {4}\}\n {4}\}\n/,
+        / {4}if \(options !== undefined\) \{\n[\s\S]*?\n {4}\}\n {4}\/\/ A tool call without its own `verify`[\s\S]*?\n {4}\}\n/,
         "",
       ),
     ],
