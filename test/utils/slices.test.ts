@@ -109,6 +109,21 @@ describe("Slicer", () => {
     expect(done).toEqual(["a0", "a1", "a2", "b0", "b1", "b2", "b3", "b4"]);
   });
 
+  it("counts what ran in a slice's task after it (the callers' reactions) against the next slice, up to 80 % of the budget", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 100, 1, m.advance, done));
+    expect(done).toHaveLength(10);
+    m.advance(4); // what the settled items brought ran after the slice, in its task
+    m.runYield();
+    expect(done).toHaveLength(16); // 10 - 4 ms left for this slice
+    m.advance(50); // far more: the next slice still does 2 ms of work (10 - 80 %)
+    m.runYield();
+    expect(done).toHaveLength(18);
+    m.runYield(); // nothing ran in between: the whole budget
+    expect(done).toHaveLength(28);
+  });
+
   it("takes a piece brought by an item of another piece in turn, behind the pieces already there", () => {
     const m = manual(10);
     const done: string[] = [];
