@@ -28,8 +28,7 @@ export class DeadlineSlot extends Wakeable {
 /**
  * The deadlines of many calls behind one timer: a binary min-heap ordered by deadline, then by
  * insertion order (the entries are the calls themselves: `Wakeable`), with one `setTimeout` armed
- * for the earliest deadline. Deadlines are kept in whole ms, rounded up: a call is woken at its
- * deadline or up to 1 ms after, never before (Node's timers count whole ms too). Scheduling a
+ * for the earliest deadline. Scheduling a
  * deadline later than the one the timer is armed for touches no timer; removing a slot is
  * O(log n) and clears the timer only when the queue becomes empty, so no timer outlives the
  * last pending call. A client's calls share one queue (one timer for any number of pending
@@ -93,15 +92,14 @@ export class DeadlineQueue implements SliceWork {
   }
 
   /**
-   * Queues `slot` for the deadline `at` (ms on the clock; finite; kept rounded up to whole ms).
-   * A slot already queued is moved to the new deadline.
+   * Queues `slot` for the deadline `at` (ms on the clock; finite). A slot already queued is
+   * moved to the new deadline.
    */
   schedule(slot: Wakeable, at: number): void {
     const heap = this.#heap;
     if (Wakeable.queued(slot)) Wakeable.remove(heap, this.#size--, slot);
-    const whole = Math.ceil(at);
-    Wakeable.push(heap, this.#size++, slot, whole, ++this.#seq);
-    if (whole < this.#armedFor) this.#arm(whole);
+    Wakeable.push(heap, this.#size++, slot, at, ++this.#seq);
+    if (at < this.#armedFor) this.#arm(at);
     else if (this.#parked) this.#unpark();
   }
 
@@ -154,9 +152,7 @@ export class DeadlineQueue implements SliceWork {
   #arm(at: number): void {
     if (this.#timer !== undefined) this.timers.clearTimeout(this.#timer);
     this.#parked = false;
-    // Whole ms (rounded up: never early), so calls made with the same timeout share Node's timer
-    // list for that duration instead of making a list per fractional delay.
-    const delay = Math.min(Math.max(Math.ceil(at - this.clock()), 0), MAX_TIMER_DELAY_MS);
+    const delay = Math.min(Math.max(at - this.clock(), 0), MAX_TIMER_DELAY_MS);
     this.#armedFor = at;
     this.#timer = this.timers.setTimeout(this.#fire, delay);
   }
