@@ -4,8 +4,10 @@
  * transport, with every sample charged to the nearest frame of ours (src/) or the SDK's;
  * zod, Node built-ins and native frames are charged to the caller that led into them.
  *
- * Run: node --expose-gc --import tsx bench/profile.ts [calls] [--cancel] [--source]
+ * Run: node --expose-gc --import tsx bench/profile.ts [calls] [--cancel] [--source] [--line=v1|v2-legacy|v2-2026] [--concurrent] [--alloc]
  *   --cancel: profile cancelled calls (to a silent peer) instead of answered ones;
+ *   --line, --concurrent: answered calls on that SDK line (bench/lib/lines.ts), sequential or 1,000 in flight;
+ *   --alloc: with --line, a sampling allocation profile (bytes allocated per call, by owner) instead of a CPU profile;
  *   --source: profile src/ through tsx instead of the tsup build (adds tsx's `__name` wrappers);
  *   --lib=PATH: profile another build of the library (such as an ablation variant's out/index.js).
  * The .cpuprofile files themselves go to /tmp/mcp-cancellable-bench-*.cpuprofile (open in Chrome DevTools).
@@ -18,6 +20,8 @@ import * as source from "../src/index.js";
 import { loadSubject } from "./lib/subject.js";
 import { inMemoryServer, silentPeer } from "./lib/servers.js";
 import { collect } from "./lib/env.js";
+import { openLine } from "./lib/lines.js";
+import type { Line } from "./lib/lines.js";
 
 interface ProfileNode {
   id: number;
@@ -44,7 +48,7 @@ export interface ProfileBreakdown {
 const ECHO = { name: "echo", arguments: {} };
 
 function category(url: string): "ours" | "sdk" | "zod" | "tinybench" | "bench" | "other" {
-  if (url.includes("/node_modules/@modelcontextprotocol/sdk/")) return "sdk";
+  if (url.includes("/node_modules/@modelcontextprotocol/")) return "sdk";
   if (url.includes("/node_modules/zod/")) return "zod";
   if (url.includes("/node_modules/")) return "other";
   if (url.includes("/src/") || url.includes("/bench/.tmp/build/") || url.includes("/bench/.tmp/ablation/")) return "ours";
@@ -57,7 +61,8 @@ function shortName(node: ProfileNode): string {
     .replace(/^.*\/src\//, "src/")
     .replace(/^.*\/bench\/.tmp\/build\//, "build/")
     .replace(/^.*\/bench\/.tmp\/ablation\/[^/]+\/out\//, "build/")
-    .replace(/^.*\/sdk\/dist\/esm\//, "sdk/");
+    .replace(/^.*\/sdk\/dist\/esm\//, "sdk/")
+    .replace(/^.*\/@modelcontextprotocol\/([^/]+)\/dist\//, "$1/");
   return `${file}:${node.callFrame.functionName || "(anonymous)"}`;
 }
 
@@ -208,6 +213,98 @@ export async function runCancelProfile(
   return { raw: attribute(rawProfile, calls), wrapped: attribute(wrappedProfile, calls) };
 }
 
+/** A sampling allocation profile node (HeapProfiler.stopSampling). */
+interface AllocNode {
+  callFrame: ProfileNode["callFrame"];
+  selfSize: number;
+  children: AllocNode[];
+}
+
+/** Bytes allocated per call by owner (the nearest frame of ours or of the SDK), from a sampling allocation profile. */
+export function attributeAllocations(head: AllocNode, calls: number): { totalBytesPerCall: number; owners: Record<string, number> } {
+  const owners = new Map<string, number>();
+  let total = 0;
+  const walk = (node: AllocNode, owner: string): void => {
+    const cat = category(node.callFrame.url);
+    const mine =
+      cat === "ours" || cat === "sdk"
+        ? `${cat} ${shortName(node as unknown as ProfileNode)}`
+        : cat === "bench" || cat === "tinybench"
+          ? "bench harness"
+          : owner;
+    // zod, Node built-ins and native frames are charged to the frame of ours or the SDK's that led into them.
+    if (node.selfSize > 0) {
+      owners.set(mine, (owners.get(mine) ?? 0) + node.selfSize);
+      total += node.selfSize;
+    }
+    for (const child of node.children) walk(child, mine);
+  };
+  walk(head, "unattributed");
+  const perCall = (bytes: number) => Math.round(bytes / calls);
+  return {
+    totalBytesPerCall: perCall(total),
+    owners: Object.fromEntries([...owners.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, perCall(v)])),
+  };
+}
+
+/**
+ * Answered calls on one SDK line, raw then wrapped, sequential or 1,000 in flight: a CPU profile
+ * (or, with `alloc`, a sampling allocation profile at 256 bytes) of each, attributed by owner.
+ */
+export async function runLineProfile(
+  line: Line,
+  concurrent: boolean,
+  calls: number,
+  withCancellation: typeof source.withCancellation,
+  alloc: boolean,
+  saveTo?: string,
+): Promise<{ raw: unknown; wrapped: unknown }> {
+  const session = new Session();
+  session.connect();
+  const loop = (call: () => Promise<unknown>) => async (): Promise<void> => {
+    if (!concurrent) {
+      for (let i = 0; i < calls; i++) await call();
+      return;
+    }
+    for (let done = 0; done < calls; done += 1_000) await Promise.all(Array.from({ length: 1_000 }, call));
+  };
+  const one = async (client: Awaited<ReturnType<typeof openLine>>, name: string) => {
+    const run = loop(() => client.call("echo"));
+    await run(); // warm up (JIT), and fill the tombstone tables
+    collect();
+    if (alloc) {
+      await session.post("HeapProfiler.enable");
+      await session.post("HeapProfiler.startSampling", {
+        samplingInterval: 256,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      } as never);
+      await run();
+      const { profile } = await session.post("HeapProfiler.stopSampling");
+      await session.post("HeapProfiler.disable");
+      if (saveTo !== undefined)
+        writeFileSync(`${saveTo}-${line}-${concurrent ? "conc" : "seq"}-${name}.heapprofile`, JSON.stringify(profile));
+      return attributeAllocations((profile as unknown as { head: AllocNode }).head, calls);
+    }
+    await session.post("Profiler.enable");
+    await session.post("Profiler.setSamplingInterval", { interval: 50 });
+    await session.post("Profiler.start");
+    await run();
+    const { profile } = await session.post("Profiler.stop");
+    await session.post("Profiler.disable");
+    if (saveTo !== undefined) writeFileSync(`${saveTo}-${line}-${concurrent ? "conc" : "seq"}-${name}.cpuprofile`, JSON.stringify(profile));
+    return attribute(profile as unknown as Profile, calls);
+  };
+  const rawClient = await openLine(line, null, false);
+  const raw = await one(rawClient, "raw");
+  await rawClient.close();
+  const wrappedClient = await openLine(line, withCancellation, false);
+  const wrapped = await one(wrappedClient, "wrapped");
+  await wrappedClient.close();
+  session.disconnect();
+  return { raw, wrapped };
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const fromSource = process.argv.includes("--source");
   const calls = Number(process.argv.find((arg) => /^\d+$/.test(arg)) ?? 50_000);
@@ -217,8 +314,19 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     : libArg !== undefined
       ? ((await import(pathToFileURL(libArg).href)) as typeof source)
       : (await loadSubject()).root;
+  const line = process.argv.find((arg) => arg.startsWith("--line="))?.slice(7) as Line | undefined;
   const run = process.argv.includes("--cancel") ? runCancelProfile : runProfile;
-  const result = await run(calls, subject.withCancellation, "/tmp/mcp-cancellable-bench");
+  const result =
+    line !== undefined
+      ? await runLineProfile(
+          line,
+          process.argv.includes("--concurrent"),
+          calls,
+          subject.withCancellation,
+          process.argv.includes("--alloc"),
+          "/tmp/mcp-cancellable-bench",
+        )
+      : await run(calls, subject.withCancellation, "/tmp/mcp-cancellable-bench");
   console.log(JSON.stringify(result, null, 2));
   process.exit(0);
 }

@@ -118,8 +118,9 @@ async function main(): Promise<void> {
   const plan = PLANS[mode];
   // `--only proxy`: that benchmark alone, into OUT/proxy.json (results.json is left as it is).
   const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
-  if (only !== undefined && only !== "proxy" && only !== "gateway" && only !== "front") {
-    throw new Error(`--only: the benchmarks that run alone are proxy, gateway and front, got ${only}`);
+  const alone = ["proxy", "gateway", "front", "overhead", "scale", "max-timeout", "stdio", "http"];
+  if (only !== undefined && !alone.includes(only)) {
+    throw new Error(`--only: the benchmarks that run alone are ${alone.join(", ")}, got ${only}`);
   }
   const loadStart = os.loadavg();
   const began = performance.now();
@@ -147,6 +148,27 @@ async function main(): Promise<void> {
   }
   const subject = await loadSubject();
   log(`built the library: ${subject.build}${subject.http === null ? " (no Streamable HTTP adapter yet)" : ""}`);
+  if (only === "overhead" || only === "scale" || only === "max-timeout" || only === "stdio" || only === "http") {
+    log(`${only} (alone)`);
+    const result =
+      only === "overhead"
+        ? {
+            v1: await runOverhead(plan.overhead, subject, log, "v1"),
+            "v2-legacy": await runOverhead(plan.overheadV2, subject, log, "v2-legacy"),
+            "v2-2026": await runOverhead(plan.overheadV2, subject, log, "v2-2026"),
+          }
+        : only === "scale"
+          ? await runScale(plan.scale, subject, log)
+          : only === "max-timeout"
+            ? await runMaxTimeout(plan.maxTimeoutCalls, subject, log)
+            : only === "stdio"
+              ? await runStdioLatency(plan.stdioCalls, subject, log)
+              : await runHttpLatency(plan.httpCalls, plan.httpCapMs, subject, log);
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(`${outDir}/${only}.json`, `${JSON.stringify({ mode, machine: host, [only]: result }, null, 2)}\n`);
+    log(`wrote ${outDir}/${only}.json`);
+    return;
+  }
   if (only === "gateway") {
     log("6. gateway scale (alone)");
     const gateway = await runGateway(plan.gateway, subject, log);

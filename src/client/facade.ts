@@ -6,7 +6,7 @@ import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { received } from "../options/schemas.js";
 import type { CallOptions } from "../types/options.js";
 import { nameOf } from "../runner/runner.js";
-import type { CallRunner } from "../runner/runner.js";
+import type { CallRunner, Invoke } from "../runner/runner.js";
 import { resolveTaskOptions } from "../runner/tasks.js";
 import { answerVerified } from "../runner/verified-outcome.js";
 import type { TaskOptions } from "../runner/tasks.js";
@@ -203,6 +203,10 @@ export const decorated = new WeakSet<object>();
  * one `runner.run`, sending through the SDK client's own methods (`sdk`, never the patched ones).
  */
 export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, v2: boolean): Facade {
+  // Made once per facade, not per call: how a plain tools/call goes to the SDK.
+  const invokeTool: Invoke = v2
+    ? (marked, sdkOptions) => sdk.callTool(marked, sdkOptions)
+    : (marked, sdkOptions) => sdk.callTool(marked, undefined, sdkOptions);
   return {
     callTool(params, callOptions, optionsFrom) {
       if (typeof params !== "object" || params === null || typeof params.name !== "string") {
@@ -218,7 +222,8 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
       try {
         // Only a plain object carries `task`; anything else goes on to be refused as "options".
         const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
-        const { task, ...rest }: ToolCallOptions = plain ? callOptions : {};
+        // Options without `task` go on as they are (no copy per call); `task` is taken out of the rest.
+        const task = plain ? callOptions.task : undefined;
         if (task === undefined) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
@@ -234,17 +239,24 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
                 method: "tools/call",
                 name: params.name,
                 params,
-                options: plain ? rest : (callOptions as CallOptions | undefined),
+                options: plain && "task" in callOptions ? withoutTask(callOptions) : (callOptions as CallOptions | undefined),
                 optionsFrom,
               },
-              (marked, sdkOptions) => (v2 ? sdk.callTool(marked, sdkOptions) : sdk.callTool(marked, undefined, sdkOptions)),
+              invokeTool,
             ),
             runner.defaults.awaitVerification,
           );
         }
         return answerVerified(
           runner.run<ToolResult>(
-            { method: "tools/call", name: params.name, params, options: rest, task: resolveTaskOptions(task), optionsFrom },
+            {
+              method: "tools/call",
+              name: params.name,
+              params,
+              options: withoutTask(callOptions as ToolCallOptions),
+              task: resolveTaskOptions(task),
+              optionsFrom,
+            },
             // v1: request() (callTool refuses task-required tools); the wire adds params.task.
             (marked, sdkOptions) =>
               v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
@@ -438,4 +450,10 @@ export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
     },
   });
   return view;
+}
+
+/** The call options without `task` (which the runner does not take as a call option). */
+function withoutTask(options: ToolCallOptions): CallOptions {
+  const { task: _task, ...rest } = options;
+  return rest;
 }

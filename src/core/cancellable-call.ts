@@ -7,7 +7,8 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { linkAbort, offAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
-import { DeadlineQueue, DeadlineSlot } from "./deadlines.js";
+import { DeadlineQueue } from "./deadlines.js";
+import { Wakeable } from "../utils/wakeable.js";
 import { createdTask } from "./record.js";
 import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, VerifyRead } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
@@ -95,7 +96,7 @@ type State = "pending" | "responded" | "settled";
  * arrives. The queue's wake is only a hint: the call decides from its own deadlines, so a timer
  * firing early or late never settles it before its time, nor settles another call.
  */
-export class CancellableCall<T = unknown> implements LateSink {
+export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
   readonly promise: Promise<T>;
   readonly method: string;
@@ -118,50 +119,59 @@ export class CancellableCall<T = unknown> implements LateSink {
   #callerSignal: AbortSignal | readonly AbortSignal[] | undefined;
   #hooks: CallHooks;
   #ids: CallIds | undefined;
-  readonly #clock: () => number;
-  readonly #timers: Timers;
   readonly #startedAt: number;
   /** `Date.now()` at the start, less {@link WALL_EPOCH}: a small integer (no heap number) for the first 12 days of the process. */
   readonly #startedWall: number;
-  #idleDeadline: number;
+  /**
+   * The idle deadline once progress (or a sign of life) moved it; `undefined` while it is the
+   * start plus `timeoutMs` (most calls: no heap number for it).
+   */
+  #idleDeadline: number | undefined = undefined;
+  /** The queue that holds the call's deadline; the call's clock and timers are the queue's. */
   readonly #deadlines: DeadlineQueue;
-  #slot: DeadlineSlot | null = null;
   /** Subscribed to the caller's signal(s) (released at the settle). */
   #linked = false;
-  #progressCount = 0;
-  #lastProgress: Progress | null = null;
-  /** The highest progress value seen; `undefined` before the first (a number field costs a heap number per call). */
-  #maxProgress: number | undefined = undefined;
-  /** Late messages between the response and the settle (rare): `null` for none. */
-  #late: RunRecord["late"] | null = null;
+  /** Progress received while live: `null` before the first (most calls). */
+  #progress: ProgressSeen | null = null;
+  /** What few calls have: late messages before the settle, an HTTP error status, waits for the client's answers. `null` for none. */
+  #rare: RareFacts | null = null;
   #settled: SettledRecord | null = null;
   #task: TaskInfo | undefined = undefined;
-  /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
-  #httpStatus: number | undefined = undefined;
-  /** Server requests awaiting the client's own answer that pause this call's idle timeout (0: none). */
-  #clientWaits = 0;
 
   constructor(init: CallInit) {
+    super();
     this.#options = init.options;
     this.#callerSignal = init.signal ?? init.options.signal;
     this.#hooks = init.hooks;
     this.#ids = init.ids;
-    this.#clock = init.clock;
-    this.#timers = init.timers;
     this.method = init.method;
     this.name = init.name;
     this.callId = init.callId ?? init.ids?.callId ?? 0;
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.#resolve = resolve as (value: unknown) => void;
-      this.#reject = reject;
-    });
+    // A module-level executor: no closure and scope made per call just to take the two functions.
+    this.promise = new Promise<T>(takeResolvers);
+    this.#resolve = takenResolve;
+    this.#reject = takenReject;
+    takenResolve = takenReject = noop; // nothing of this call stays in the module
     const now = init.clock();
     this.#startedAt = now;
     const sinceEpoch = Date.now() - WALL_EPOCH;
     // `| 0` makes it a small integer in V8's eyes (else a double, boxed per call); exact while it fits.
     this.#startedWall = sinceEpoch >= 0 && sinceEpoch < 0x3fffffff ? sinceEpoch | 0 : sinceEpoch;
-    this.#idleDeadline = now + init.options.timeoutMs;
     this.#deadlines = init.deadlines ?? new DeadlineQueue(init.clock, init.timers);
+  }
+
+  /** The call's clock (its queue's). */
+  #clock(): number {
+    return this.#deadlines.clock();
+  }
+
+  #rareFacts(): RareFacts {
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0 });
+  }
+
+  /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
+  #idle(): number {
+    return this.#idleDeadline ?? this.#startedAt + this.#options.timeoutMs;
   }
 
   /** True once the call has settled (result, error or cancel). */
@@ -194,8 +204,8 @@ export class CancellableCall<T = unknown> implements LateSink {
       // Several signals (a session-wide one and a per-call one): one subscription each, all
       // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
       // alive as long as the session's signal lives.
-      if (isSignal(signal)) linkAbort(signal, this.#wake);
-      else for (const each of signal) linkAbort(each, this.#wake);
+      if (isSignal(signal)) linkAbort(signal, this);
+      else for (const each of signal) linkAbort(each, this);
       this.#linked = true;
     }
     this.#arm();
@@ -216,10 +226,11 @@ export class CancellableCall<T = unknown> implements LateSink {
     if (this.#state !== "pending") return true;
     // Rule 21: progress must increase; judged against the highest value seen, so a server
     // oscillating 5, 3, 5 ... never extends the call.
-    const increased = progress.progress > (this.#maxProgress ?? Number.NEGATIVE_INFINITY);
-    if (increased) this.#maxProgress = progress.progress;
-    this.#progressCount++;
-    this.#lastProgress = progress;
+    const seen = (this.#progress ??= { count: 0, last: null, max: Number.NEGATIVE_INFINITY });
+    const increased = progress.progress > seen.max;
+    if (increased) seen.max = progress.progress;
+    seen.count++;
+    seen.last = progress;
     if (increased && this.#options.resetTimeoutOnProgress) this.#restartIdle();
     this.#options.onprogress?.(progress);
     return increased;
@@ -243,13 +254,15 @@ export class CancellableCall<T = unknown> implements LateSink {
    */
   clientWait(): void {
     if (this.#state !== "pending") return;
-    if (this.#clientWaits++ === 0) this.#idleDeadline = Math.max(this.#idleDeadline, this.#clock() + this.#options.clientWaitTimeoutMs);
+    const rare = this.#rareFacts();
+    if (rare.clientWaits++ === 0) this.#idleDeadline = Math.max(this.#idle(), this.#clock() + this.#options.clientWaitTimeoutMs);
   }
 
   /** The client answered (or the server withdrew) one such request: when none is left, the idle timeout starts again in full. */
   clientAnswered(): void {
-    if (this.#state !== "pending" || this.#clientWaits === 0) return;
-    if (--this.#clientWaits > 0) return;
+    const rare = this.#rare;
+    if (this.#state !== "pending" || rare === null || rare.clientWaits === 0) return;
+    if (--rare.clientWaits > 0) return;
     this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
     this.#arm(); // the deadline may come sooner than the pause's: queue it there
   }
@@ -257,17 +270,31 @@ export class CancellableCall<T = unknown> implements LateSink {
   /** Progress or a sign of life: the idle timeout starts again from now (never shortening a pause for the client). */
   #restartIdle(): void {
     const next = this.#clock() + this.#options.timeoutMs;
-    this.#idleDeadline = this.#clientWaits === 0 ? next : Math.max(next, this.#idleDeadline);
+    this.#idleDeadline = (this.#rare?.clientWaits ?? 0) === 0 ? next : Math.max(next, this.#idle());
   }
 
   /**
    * The response is on its way to the SDK, which settles the call in the same turn. From now
    * on no cancel may be sent (rule 7) and no timer or abort can win over the response (rule 9).
+   *
+   * Returns false when the caller's signal aborted before the response came and the call's turn
+   * to settle by it had not come yet (a signal shared by thousands of calls settles them in
+   * slices): the abort came first, so the call is cancelled now (`aborted`, or `timeout` for a
+   * signal whose reason is a `TimeoutError`) and the response is
+   * late (rule 8). The caller of this method takes the request off the wire first, so no cancel
+   * goes out for it (the response is here), and counts the response on the record as late.
    */
-  responded(): void {
-    if (this.#state !== "pending") return;
+  responded(): boolean {
+    if (this.#state !== "pending") return true;
+    const signal = this.#callerSignal;
+    const aborted = signal === undefined ? undefined : firstAborted(signal);
+    if (aborted !== undefined) {
+      this.cancel(abortTrigger(aborted.reason), aborted.reason);
+      return false;
+    }
     this.#state = "responded";
     this.#dispose();
+    return true;
   }
 
   /**
@@ -302,13 +329,13 @@ export class CancellableCall<T = unknown> implements LateSink {
    * request reached it. If the call then fails, its record's error carries the status.
    */
   answeredStatus(status: number): void {
-    this.#httpStatus = status;
+    this.#rareFacts().httpStatus = status;
   }
 
   /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
   fail(error: unknown): void {
     if (this.#state === "settled") return;
-    this.#finish("failed", "error", describeError(error, this.#httpStatus));
+    this.#finish("failed", "error", describeError(error, this.#rare?.httpStatus));
     this.#reject(error);
     this.#release();
   }
@@ -328,7 +355,7 @@ export class CancellableCall<T = unknown> implements LateSink {
     const ranMs = trigger === "timeout" && cause !== undefined ? Math.round(this.#clock() - this.#startedAt) : undefined;
     // Timed out while the server waited for the client's own answer: the bound was clientWaitTimeoutMs.
     const clientWaitMs =
-      trigger === "timeout" && ranMs === undefined && this.#clientWaits > 0 ? this.#options.clientWaitTimeoutMs : undefined;
+      trigger === "timeout" && ranMs === undefined && (this.#rare?.clientWaits ?? 0) > 0 ? this.#options.clientWaitTimeoutMs : undefined;
     const reason = truncate(
       this.#options.reason ??
         (clientWaitMs === undefined
@@ -368,7 +395,8 @@ export class CancellableCall<T = unknown> implements LateSink {
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.
-    this.#late = countLate(this.#late ?? { results: 0, errors: 0, progress: 0 }, kind);
+    const rare = this.#rareFacts();
+    rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
   }
 
   /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
@@ -382,13 +410,14 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   /**
-   * The one callback of a pending call for both things that wake it: its caller's signal
-   * aborting (through the abort fan-out) and its deadline being reached (through the queue). A
-   * signal that has aborted wins; otherwise the call checks its own deadlines against the clock
-   * (a wake is a hint) and queues itself again when progress moved the idle deadline. One
-   * closure per call, not two.
+   * What wakes a pending call, for both things that do: its caller's signal aborting (through
+   * the abort fan-out) and its deadline being reached (through the queue, where the call is its
+   * own entry). A signal that has aborted wins; otherwise the call checks its own deadlines
+   * against the clock (a wake is a hint) and queues itself again when progress moved the idle
+   * deadline. A method, not a closure: a pending call carries no function of its own for it.
+   * @internal
    */
-  readonly #wake = (): void => {
+  protected override wake(): void {
     if (this.#state !== "pending") return;
     const signal = this.#callerSignal;
     const aborted = signal === undefined ? undefined : firstAborted(signal);
@@ -398,14 +427,15 @@ export class CancellableCall<T = unknown> implements LateSink {
     }
     const now = this.#clock();
     const totalDeadline = this.#totalDeadline();
-    if (now >= totalDeadline && totalDeadline <= this.#idleDeadline) {
+    const idleDeadline = this.#idle();
+    if (now >= totalDeadline && totalDeadline <= idleDeadline) {
       this.cancel("max-total-timeout");
-    } else if (now >= this.#idleDeadline) {
+    } else if (now >= idleDeadline) {
       this.cancel("timeout");
     } else {
       this.#arm();
     }
-  };
+  }
 
   /** The maximum total timeout's deadline (computed, not kept: one heap number less per pending call). Pending calls only. */
   #totalDeadline(): number {
@@ -413,20 +443,20 @@ export class CancellableCall<T = unknown> implements LateSink {
   }
 
   #arm(): void {
-    const deadline = Math.min(this.#idleDeadline, this.#totalDeadline());
+    const deadline = Math.min(this.#idle(), this.#totalDeadline());
     if (deadline === Number.POSITIVE_INFINITY) return;
-    this.#deadlines.schedule((this.#slot ??= new DeadlineSlot(this.#wake)), deadline);
+    this.#deadlines.schedule(this, deadline);
   }
 
   /** Releases the queued deadline and the signal subscription. Idempotent. */
   #dispose(): void {
-    if (this.#slot !== null) this.#deadlines.remove(this.#slot);
+    this.#deadlines.remove(this);
     if (!this.#linked) return;
     this.#linked = false;
     const signal = this.#signal();
     if (signal === undefined) return;
-    if (isSignal(signal)) offAbort(signal, this.#wake);
-    else for (const each of signal) offAbort(each, this.#wake);
+    if (isSignal(signal)) offAbort(signal, this);
+    else for (const each of signal) offAbort(each, this);
   }
 
   /**
@@ -464,9 +494,9 @@ export class CancellableCall<T = unknown> implements LateSink {
       reason,
       mechanism,
       sentWall,
-      late: this.#late,
-      progressCount: this.#progressCount,
-      lastProgress: this.#lastProgress,
+      late: this.#rare?.late ?? null,
+      progressCount: this.#progress?.count ?? 0,
+      lastProgress: this.#progress?.last ?? null,
       task: this.#task,
     };
     const hooks = this.#hooks;
@@ -496,8 +526,8 @@ export class CancellableCall<T = unknown> implements LateSink {
   async #verify(settled: SettledRecord): Promise<RunRecord> {
     // Read everything now: the call releases its options when it returns.
     const { verify, verifyDelayMs, verifyTimeoutMs, verifyWindowMs, verifyIntervalMs } = this.#options;
-    const timers = this.#timers;
-    const clock = this.#clock;
+    const timers = this.#deadlines.timers;
+    const clock = this.#deadlines.clock;
     const cancelledAt = clock();
     const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
     if (verifyDelayMs > 0) await wait(verifyDelayMs);
@@ -674,6 +704,14 @@ function isV1McpError(error: object): boolean {
 
 function noop(): void {}
 
+/** The resolving functions of the promise being made (`takeResolvers` is its executor, which runs synchronously). */
+let takenResolve: (value: unknown) => void = noop;
+let takenReject: (error: unknown) => void = noop;
+function takeResolvers(resolve: (value: never) => void, reject: (error: unknown) => void): void {
+  takenResolve = resolve as (value: unknown) => void;
+  takenReject = reject;
+}
+
 function isSignal(signal: AbortSignal | readonly AbortSignal[]): signal is AbortSignal {
   return !Array.isArray(signal);
 }
@@ -708,3 +746,21 @@ const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
  * fits a V8 small integer, where `Date.now()` itself needs a heap number per pending call.
  */
 const WALL_EPOCH = Date.now();
+
+/** Progress a call received while live (rules 21, 22). */
+interface ProgressSeen {
+  count: number;
+  last: Progress | null;
+  /** The highest value seen. */
+  max: number;
+}
+
+/** Facts few calls have. */
+interface RareFacts {
+  /** Late messages between the response and the settle: `null` for none. */
+  late: RunRecord["late"] | null;
+  /** Streamable HTTP: the error status the server answered the request's POST with, if it did. */
+  httpStatus: number | undefined;
+  /** Server requests awaiting the client's own answer that pause the call's idle timeout (0: none). */
+  clientWaits: number;
+}

@@ -1,173 +1,190 @@
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import type { Timers } from "../types/options.js";
+import { SLICE_BUDGET_MS, Slicer, processClock, settleSlicer, yieldTask } from "../utils/slices.js";
+import type { SliceWork } from "../utils/slices.js";
+import { Wakeable } from "../utils/wakeable.js";
 
 /**
- * One entry of a {@link DeadlineQueue}: a deadline and the callback to run once it is reached.
- * Each call owns one slot and reuses it for every deadline it schedules; `index` is its place
- * in the queue's heap, or -1 when it is not queued.
+ * A {@link DeadlineQueue} entry around a callback (a pending call is its own entry: it extends
+ * `Wakeable`). Reused for every deadline its owner schedules.
  * @internal
  */
-export class DeadlineSlot {
-  /** The deadline, on the queue's clock (ms). */
-  at = 0;
-  /** Insertion order: equal deadlines fire in the order they were scheduled. */
-  seq = 0;
-  index = -1;
-
+export class DeadlineSlot extends Wakeable {
   /**
-   * @param wake called (synchronously, from the queue's timer) once the queue's clock reads
-   *   `at` or later. The owner re-checks its own deadlines against the clock: a wake is a hint,
-   *   never a verdict, so a timer that fires early or late cannot settle the wrong call.
+   * @param onWake called (synchronously, from the queue's settling) once the queue's clock reads
+   *   the slot's deadline or later. The owner re-checks its own deadlines against the clock: a
+   *   wake is a hint, never a verdict, so a timer that fires early or late cannot settle the
+   *   wrong call.
    */
-  constructor(readonly wake: () => void) {}
+  constructor(readonly onWake: () => void) {
+    super();
+  }
+
+  protected override wake(): void {
+    this.onWake();
+  }
 }
 
 /**
  * The deadlines of many calls behind one timer: a binary min-heap ordered by deadline, then by
- * insertion order, with one `setTimeout` armed for the earliest deadline. Scheduling a
+ * insertion order (the entries are the calls themselves: `Wakeable`), with one `setTimeout` armed
+ * for the earliest deadline. Scheduling a
  * deadline later than the one the timer is armed for touches no timer; removing a slot is
  * O(log n) and clears the timer only when the queue becomes empty, so no timer outlives the
  * last pending call. A client's calls share one queue (one timer for any number of pending
  * calls, where there was one per call); a call made on its own gets a private queue.
  *
- * When the timer fires, every slot whose deadline the clock has reached is taken off the heap
- * first, then each is woken in deadline order; a slot scheduled again while waking (an idle
- * deadline moved by progress) goes back into the heap and is judged at the next fire. Node may
- * fire a timer up to ~1 ms before its delay by `performance.now()`; nothing is due then, and
- * the queue re-arms for the rest.
+ * When the timer fires, the slots whose deadline the clock has reached are taken off the heap one
+ * at a time, earliest first, and each is woken as it is taken; a slot scheduled again while the
+ * queue settles (an idle deadline moved by progress, a new call) is judged at the next fire. The
+ * settling runs in slices (`Slicer`, shared by the process's queues and abort fan-outs): when
+ * 10,000 calls are due at once, the queue settles as many as fit in the slice's budget, yields to
+ * the event loop, and goes on in the next task, so a mass timeout never holds the loop longer
+ * than one slice. A slot is never woken before its deadline: only a later one. Node may fire a
+ * timer up to ~1 ms before its delay by `performance.now()`; nothing is due then, and the queue
+ * re-arms for the rest.
  * @internal
  */
-export class DeadlineQueue {
-  readonly #heap: DeadlineSlot[] = [];
-  readonly #clock: () => number;
-  readonly #timers: Timers;
+export class DeadlineQueue implements SliceWork {
+  /** The heap's entries are `#heap[0..#size)`; the array never shrinks (see `Wakeable.remove`). */
+  readonly #heap: Wakeable[] = [];
+  #size = 0;
+  /** The queue's clock (monotonic, ms); the calls it holds read it too. */
+  readonly clock: () => number;
+  /** Where its timer comes from; the calls it holds use them too (verification). */
+  readonly timers: Timers;
   #timer: unknown = undefined;
+  /**
+   * True while the timer is kept, unreferenced, with nothing queued (see `#park`): it holds no
+   * process open, and the next call whose deadline is not earlier takes it back with `ref()`.
+   */
+  #parked = false;
   /** The deadline the timer is armed for, or +Infinity when no timer is armed. */
   #armedFor = Number.POSITIVE_INFINITY;
   #seq = 0;
+  readonly #slicer: Slicer;
+  /** True from a fire until every due slot is settled (over one or more slices). */
+  #settling = false;
+  /** The slots of the settling: those scheduled before the fire (`seq` up to this). */
+  #batch = 0;
 
   /**
    * @param clock monotonic clock, ms (the same one the calls read).
    * @param timers where the one timer comes from (injectable for fake timers).
+   * @param slicer where a fire's settling runs. Default: on the process's clock (`processClock`),
+   *   the process's slicer, shared by every such queue and every abort fan-out; on another clock
+   *   (injected, fake), a slicer of the queue's own that measures its slices on that clock.
    */
-  constructor(clock: () => number, timers: Timers) {
-    this.#clock = clock;
-    this.#timers = timers;
+  constructor(clock: () => number, timers: Timers, slicer?: Slicer) {
+    this.clock = clock;
+    this.timers = timers;
+    this.#slicer = slicer ?? (clock === processClock ? settleSlicer : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS }));
   }
 
   /** Slots waiting for their deadline. */
   get size(): number {
-    return this.#heap.length;
+    return this.#size;
   }
 
-  /** True while a timer is armed (tests). */
+  /** True while a timer is armed for a queued deadline (tests); a parked one (see `#park`) is not. */
   get armed(): boolean {
-    return this.#timer !== undefined;
+    return this.#timer !== undefined && !this.#parked;
   }
 
   /**
    * Queues `slot` for the deadline `at` (ms on the clock; finite). A slot already queued is
    * moved to the new deadline.
    */
-  schedule(slot: DeadlineSlot, at: number): void {
-    if (slot.index >= 0) this.#removeAt(slot.index);
-    slot.at = at;
-    slot.seq = ++this.#seq;
-    slot.index = this.#heap.length;
-    this.#heap.push(slot);
-    this.#up(slot.index);
+  schedule(slot: Wakeable, at: number): void {
+    const heap = this.#heap;
+    if (Wakeable.queued(slot)) Wakeable.remove(heap, this.#size--, slot);
+    Wakeable.push(heap, this.#size++, slot, at, ++this.#seq);
     if (at < this.#armedFor) this.#arm(at);
+    else if (this.#parked) this.#unpark();
   }
 
   /** Takes `slot` off the queue (a no-op when it is not queued). The timer stops with the last slot. */
-  remove(slot: DeadlineSlot): void {
-    if (slot.index < 0) return;
-    this.#removeAt(slot.index);
-    if (this.#heap.length === 0) this.#disarm();
+  remove(slot: Wakeable): void {
+    if (!Wakeable.queued(slot)) return;
+    Wakeable.remove(this.#heap, this.#size--, slot);
+    if (this.#size === 0) this.#park();
   }
 
   readonly #fire = (): void => {
     this.#timer = undefined;
+    this.#parked = false;
     this.#armedFor = Number.POSITIVE_INFINITY;
-    const now = this.#clock();
-    const due: DeadlineSlot[] = [];
-    while (this.#heap.length > 0 && this.#heap[0]!.at <= now) {
-      const slot = this.#heap[0]!;
-      this.#removeAt(0);
-      due.push(slot);
-    }
-    for (const slot of due) {
+    if (this.#settling) return; // the settling under way re-arms when it ends
+    this.#settling = true;
+    this.#batch = this.#seq;
+    this.#slicer.run(this);
+  };
+
+  /**
+   * One item of the settling (see `Slicer`): takes the earliest slot off the heap and wakes it,
+   * if the clock has reached its deadline and it was queued before the fire. Once no such slot is
+   * left, ends the settling and re-arms the timer for the next deadline. @internal
+   */
+  step(): boolean {
+    const heap = this.#heap;
+    const slot = this.#size > 0 ? heap[0] : undefined;
+    if (slot !== undefined && this.#due(slot)) {
+      Wakeable.remove(heap, this.#size--, slot);
       try {
-        slot.wake();
+        Wakeable.wake(slot);
       } catch {
         // A wake never throws (the call catches its own hooks); one must not stop the others.
       }
     }
-    const next = this.#heap[0];
-    if (next !== undefined && next.at < this.#armedFor) this.#arm(next.at);
-  };
+    const next = this.#size > 0 ? heap[0] : undefined;
+    if (next !== undefined && this.#due(next)) return true;
+    this.#settling = false;
+    if (next === undefined) this.#park();
+    else if (Wakeable.at(next) < this.#armedFor) this.#arm(Wakeable.at(next));
+    return false;
+  }
+
+  /** Due in this settling: queued before the fire, and its deadline reached. */
+  #due(slot: Wakeable): boolean {
+    return Wakeable.seq(slot) <= this.#batch && Wakeable.at(slot) <= this.clock();
+  }
 
   #arm(at: number): void {
-    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
-    const delay = Math.min(Math.max(at - this.#clock(), 0), MAX_TIMER_DELAY_MS);
+    if (this.#timer !== undefined) this.timers.clearTimeout(this.#timer);
+    this.#parked = false;
+    const delay = Math.min(Math.max(at - this.clock(), 0), MAX_TIMER_DELAY_MS);
     this.#armedFor = at;
-    this.#timer = this.#timers.setTimeout(this.#fire, delay);
+    this.#timer = this.timers.setTimeout(this.#fire, delay);
   }
 
   #disarm(): void {
     if (this.#timer === undefined) return;
-    this.#timers.clearTimeout(this.#timer);
+    this.timers.clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#parked = false;
     this.#armedFor = Number.POSITIVE_INFINITY;
   }
 
-  #removeAt(index: number): void {
-    const heap = this.#heap;
-    const slot = heap[index]!;
-    const last = heap.pop()!;
-    slot.index = -1;
-    if (last === slot) return;
-    heap[index] = last;
-    last.index = index;
-    this.#down(index);
-    this.#up(last.index);
-  }
-
-  #up(index: number): void {
-    const heap = this.#heap;
-    const slot = heap[index]!;
-    while (index > 0) {
-      const parentIndex = (index - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!before(slot, parent)) break;
-      heap[index] = parent;
-      parent.index = index;
-      index = parentIndex;
+  /**
+   * Nothing is queued any more. A Node `Timeout` is kept, unreferenced (it holds no process open
+   * and is not an active resource), for the next call: sequential calls with the same timeout
+   * then take it back with `ref()` (about 20 ns) instead of a `clearTimeout` and a `setTimeout`
+   * each (about 600 ns, and a timer object and list per call). If it fires first it finds nothing
+   * due and is gone. Any other timer (a browser's number, fake timers, injected ones) is cleared.
+   */
+  #park(): void {
+    const timer = this.#timer as { unref?: unknown; constructor?: { name?: unknown } } | undefined;
+    if (timer === undefined) return;
+    if (typeof timer === "object" && timer !== null && typeof timer.unref === "function" && timer.constructor?.name === "Timeout") {
+      (timer as { unref(): void }).unref();
+      this.#parked = true;
+      return;
     }
-    heap[index] = slot;
-    slot.index = index;
+    this.#disarm();
   }
 
-  #down(index: number): void {
-    const heap = this.#heap;
-    const length = heap.length;
-    const slot = heap[index]!;
-    for (;;) {
-      const left = 2 * index + 1;
-      if (left >= length) break;
-      const right = left + 1;
-      const child = right < length && before(heap[right]!, heap[left]!) ? right : left;
-      const smallest = heap[child]!;
-      if (!before(smallest, slot)) break;
-      heap[index] = smallest;
-      smallest.index = index;
-      index = child;
-    }
-    heap[index] = slot;
-    slot.index = index;
+  #unpark(): void {
+    (this.#timer as { ref(): void }).ref();
+    this.#parked = false;
   }
-}
-
-function before(a: DeadlineSlot, b: DeadlineSlot): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }

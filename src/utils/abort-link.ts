@@ -1,8 +1,50 @@
-/** Per signal: its one `abort` listener and the callbacks it fans out to. */
-interface Fanout {
-  readonly listener: () => void;
-  readonly callbacks: Set<() => void>;
+import { settleSlicer } from "./slices.js";
+import type { SliceWork } from "./slices.js";
+import { Wakeable } from "./wakeable.js";
+
+/** What an abort reaches: a callback, or a pending call (woken through its method: no closure per call). */
+export type AbortTarget = (() => void) | Wakeable;
+
+/**
+ * Per signal: its one `abort` listener and the callbacks it fans out to. Once the signal aborted,
+ * the callbacks subscribed then are called one at a time in the process's settle slices (see
+ * `Slicer`): a signal shared by 100,000 pending calls settles them over as many tasks as it
+ * takes, never holding the event loop longer than one slice. The first callback is called at
+ * once, in `abort()`'s own task, and so are the others while the slice lasts. A callback
+ * unsubscribed before its turn is not called.
+ */
+class Fanout implements SliceWork {
+  /** Subscribed and not yet called. */
+  readonly callbacks = new Set<AbortTarget>();
+  /** Once aborted: the callbacks subscribed then, in subscription order, and the next to call. */
+  #fired: AbortTarget[] = [];
+  #next = 0;
+
+  constructor(readonly signal: AbortSignal) {}
+
+  readonly listener = (): void => {
+    this.#fired = [...this.callbacks];
+    settleSlicer.run(this);
+  };
+
+  step(): boolean {
+    const fired = this.#fired;
+    while (this.#next < fired.length) {
+      const fire = fired[this.#next]!;
+      fired[this.#next++] = noop; // what is done is not kept
+      if (!this.callbacks.delete(fire)) continue; // unsubscribed meanwhile
+      if (typeof fire === "function") fire();
+      else Wakeable.wake(fire);
+      break;
+    }
+    if (this.#next < fired.length) return true;
+    this.#fired = [];
+    if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
+    return false;
+  }
 }
+
+function noop(): void {}
 
 const fanouts = new WeakMap<AbortSignal, Fanout>();
 
@@ -22,26 +64,21 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 /**
  * Subscribes `callback` like {@link onAbort}, without making an unsubscribe function: for an
  * owner that keeps the signal and the callback anyway (a pending call), and ends the
- * subscription with {@link offAbort}. One closure and its scope less per subscription.
+ * subscription with {@link offAbort}. A pending call subscribes itself (a `Wakeable`, woken
+ * through its method): no closure per call at all.
  */
-export function linkAbort(signal: AbortSignal, callback: () => void): void {
+export function linkAbort(signal: AbortSignal, callback: AbortTarget): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
-    const callbacks = new Set<() => void>();
-    const listener = (): void => {
-      fanouts.delete(signal);
-      for (const fire of [...callbacks]) fire();
-      callbacks.clear();
-    };
-    fanout = { listener, callbacks };
+    fanout = new Fanout(signal);
     fanouts.set(signal, fanout);
-    signal.addEventListener("abort", listener, { once: true });
+    signal.addEventListener("abort", fanout.listener, { once: true });
   }
   fanout.callbacks.add(callback);
 }
 
 /** Ends a {@link linkAbort} subscription; a no-op when `callback` is not subscribed (any more). */
-export function offAbort(signal: AbortSignal, callback: () => void): void {
+export function offAbort(signal: AbortSignal, callback: AbortTarget): void {
   const fanout = fanouts.get(signal);
   if (fanout === undefined || !fanout.callbacks.delete(callback) || fanout.callbacks.size > 0) return;
   signal.removeEventListener("abort", fanout.listener);

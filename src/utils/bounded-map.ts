@@ -42,6 +42,17 @@ export class BoundedMap<K, V> {
     this.#map.set(key, value);
   }
 
+  /**
+   * Replaces the value of `key` with `value` when it is `expected` now (its place in the order is
+   * kept); returns false, changing nothing, otherwise (and always for an `expected` of
+   * undefined: an absent key is never added). One lookup less than `get` then `set`.
+   */
+  replace(key: K, expected: V, value: V): boolean {
+    if (expected === undefined || this.#map.get(key) !== expected) return false;
+    this.#map.set(key, value);
+    return true;
+  }
+
   /** The values, oldest key first. */
   values(): IterableIterator<V> {
     return this.#map.values();

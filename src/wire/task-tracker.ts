@@ -127,6 +127,7 @@ export class TaskTracker extends Layer {
 
   /** The request of this call number is going out: its driver, if it is task-augmented. */
   take(key: number): TaskFollower | undefined {
+    if (this.#drivers.size === 0) return undefined;
     const driver = this.#drivers.get(key);
     if (driver !== undefined) this.#drivers.delete(key);
     return driver;
@@ -134,8 +135,9 @@ export class TaskTracker extends Layer {
 
   /** A call settled: it no longer follows a task. */
   settled(call: CancellableCall, key: number): void {
-    this.#drivers.delete(key);
-    this.#calls.delete(call);
+    // Most calls follow no task: no map work for them.
+    if (this.#drivers.size > 0) this.#drivers.delete(key);
+    if (this.#calls.size > 0) this.#calls.delete(call);
   }
 
   /** A task-augmented call's task exists: the call lives on until it settles (or the connection closes). */

@@ -333,7 +333,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       if (this.#releaseFailedSends && call.settledRecord?.status === "failed") this.#releaseSdk(id);
     }
     const sink = call.settledRecord ?? call;
-    if (this.#tombIds.get(id) === call || !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
+    // Its tombstone (made when it was answered or cancelled) now points at its small record, not the call.
+    if (!this.#tombIds.replace(id, call, sink) && !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
     if (token === undefined) return;
     // A task-augmented call kept its token live past its CreateTaskResult (rule 23).
@@ -568,8 +569,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;
       } else {
-        entry.call.responded();
+        const call = entry.call;
+        // Off the wire first: a call whose abort came before this response (and waits for its
+        // turn in a mass settle) is cancelled by responded() with nothing sent, and the response
+        // is late (rule 8). The SDK still gets it and ends its own wait; the call ignores that.
         this.#forget(id, entry);
+        if (!call.responded()) call.late("error" in message ? "error" : "result");
       }
       return true;
     }

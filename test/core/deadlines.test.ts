@@ -6,6 +6,7 @@ import { DeadlineQueue, DeadlineSlot } from "../../src/core/deadlines.js";
 import { resolveCallOptions } from "../../src/options/resolve.js";
 import type { Timers } from "../../src/types/options.js";
 import { settleOf } from "../helpers/peer.js";
+import { SLICE_BUDGET_MS, Slicer, yieldTask } from "../../src/utils/slices.js";
 
 // The client-wide deadline queue (one timer for all pending calls) and the invariant the calls
 // rely on: the queue's timer firing early, late or at any moment never settles a call before its
@@ -263,5 +264,182 @@ describe("calls sharing one DeadlineQueue", () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe("a mass timeout settles in slices (fake timers)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    // What may be left is the slicer's yield that starts its count anew; no timer of the queue's.
+    vi.runOnlyPendingTimers();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.useRealTimers();
+  });
+
+  /**
+   * `count` calls on one queue, on a clock that is fake time plus the work the calls did: each
+   * cancel costs `costMs` of it (as a real cancel costs the process time). The queue's settling
+   * runs on a slicer (5 ms slices) that measures the work alone (fake timers move their clock 1 ms
+   * for a setImmediate made during a tick, which the slicer would count); its yields are fake
+   * setImmediates.
+   */
+  function massTimeout(count: number, timeoutMs: (i: number) => number, costMs: number) {
+    let work = 0;
+    const clock = () => Date.now() + work;
+    const timers: Timers = { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) };
+    const queue = new DeadlineQueue(clock, timers, new Slicer({ clock: () => work, defer: yieldTask, budgetMs: SLICE_BUDGET_MS }));
+    const settledAt: number[] = new Array(count).fill(Number.NaN);
+    const settles: number[] = new Array(count).fill(0);
+    const order: number[] = [];
+    const calls = Array.from({ length: count }, (_, i) => {
+      const call = new CancellableCall<string>({
+        method: "tools/call",
+        name: "t",
+        options: resolveCallOptions({}, { timeoutMs: timeoutMs(i) }),
+        clock,
+        timers,
+        deadlines: queue,
+        hooks: {
+          cancel: () => {
+            work += costMs;
+            return "notification";
+          },
+          settled: () => {
+            settles[i]! += 1;
+            settledAt[i] = clock();
+            order.push(i);
+          },
+        },
+      });
+      call.promise.catch(() => {});
+      call.start();
+      call.bind(i + 1);
+      return call;
+    });
+    const deadlines = calls.map((_, i) => timeoutMs(i));
+    return { queue, calls, settledAt, settles, order, deadlines, clock };
+  }
+
+  it("10,000 calls due together: the timer's task settles one 5 ms slice of them, yields, and the next task the next slice", async () => {
+    // 1/16 ms per cancel, 5 ms slices: 80 calls per slice (the first at once, then while the clock reads under 5 ms).
+    const m = massTimeout(10_000, () => 100, 0.0625);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(m.order).toHaveLength(0);
+    vi.advanceTimersByTime(1); // the deadline: the queue's timer fires
+    const slices = [m.order.length];
+    expect(slices[0]).toBe(80);
+    // The rest waits for a yield (a setImmediate), not for the queue's timer.
+    expect(vi.getTimerCount()).toBe(1);
+    while (m.order.length < 10_000) {
+      const before = m.order.length;
+      vi.advanceTimersToNextTimer(); // the next task: one slice
+      slices.push(m.order.length - before);
+      if (slices.length > 200) break;
+    }
+    expect(slices).toEqual(Array.from({ length: 125 }, () => 80));
+    // Each settled once, never before its own deadline, in the order the calls were queued (equal deadlines).
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    expect(m.order).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
+    for (const [i, at] of m.settledAt.entries()) expect(at).toBeGreaterThanOrEqual(m.deadlines[i]!);
+    expect(m.queue.size).toBe(0);
+    expect(m.queue.armed).toBe(false);
+  });
+
+  it("deadlines spread over the settling: each call settles at or after its own, earliest first, none out of turn", async () => {
+    // Deadlines 100..199 ms, 10 calls each; 1 ms per cancel: a slice settles 5, so the settling falls behind and catches up.
+    const m = massTimeout(1_000, (i) => 100 + (i % 100), 1);
+    vi.advanceTimersByTime(100);
+    expect(m.order).toHaveLength(5);
+    await vi.advanceTimersByTimeAsync(200);
+    while (m.order.length < 1_000) await vi.advanceTimersToNextTimerAsync();
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    for (const [i, at] of m.settledAt.entries()) expect(at, `call ${i}`).toBeGreaterThanOrEqual(m.deadlines[i]!);
+    // Earliest deadline first; equal deadlines in the order they were queued.
+    const key = (i: number) => m.deadlines[i]! * 10_000 + i;
+    expect(m.order.map(key)).toEqual([...m.order.map(key)].sort((a, b) => a - b));
+    expect(m.queue.size).toBe(0);
+  });
+
+  it("a call answered while the settling waits for its next slice leaves the queue and settles once, with its result", async () => {
+    const m = massTimeout(1_000, () => 50, 0.25); // 20 per slice
+    await vi.advanceTimersByTimeAsync(50);
+    expect(m.order).toHaveLength(20);
+    const answered = m.calls[500]!;
+    answered.responded();
+    answered.succeed("ok");
+    await expect(answered.promise).resolves.toBe("ok");
+    while (m.order.length < 1_000) await vi.advanceTimersToNextTimerAsync();
+    expect(m.settles.every((n) => n === 1)).toBe(true);
+    expect(m.order.indexOf(500)).toBe(20); // settled by its answer, right after the first slice
+    expect(m.queue.size).toBe(0);
+  });
+
+  it("a call queued while the settling is under way waits for its own deadline", async () => {
+    const m = massTimeout(100, () => 50, 0.5); // 10 per slice
+    await vi.advanceTimersByTimeAsync(50);
+    expect(m.order).toHaveLength(10);
+    const late = new CancellableCall<string>({
+      method: "tools/call",
+      name: "late",
+      options: resolveCallOptions({}, { timeoutMs: 1_000 }),
+      clock: m.clock,
+      timers: { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) },
+      deadlines: m.queue,
+      hooks: { cancel: () => "notification", settled: () => {} },
+    });
+    const outcome = settleOf(late.promise);
+    late.start();
+    const startedAt = m.clock();
+    while (m.order.length < 100) await vi.advanceTimersToNextTimerAsync();
+    expect(outcome.status).toBe("pending");
+    expect(m.queue.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(outcome.status).toBe("rejected");
+    expect(late.record!.elapsedMs).toBeGreaterThanOrEqual(1_000);
+    expect(m.clock() - startedAt).toBeGreaterThanOrEqual(1_000);
+  });
+});
+
+describe("the queue's timer between calls (Node's own timers)", () => {
+  it("sequential calls take back one unreferenced timer instead of a setTimeout and a clearTimeout each", async () => {
+    let made = 0;
+    let cleared = 0;
+    const timers: Timers = {
+      setTimeout: (f, ms) => {
+        made++;
+        return setTimeout(f, ms);
+      },
+      clearTimeout: (h) => {
+        cleared++;
+        clearTimeout(h as never);
+      },
+    };
+    const queue = new DeadlineQueue(() => performance.now(), timers);
+    const woken: number[] = [];
+    const slot = new DeadlineSlot(() => void woken.push(1));
+    const before = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    for (let i = 0; i < 100; i++) {
+      queue.schedule(slot, performance.now() + 60_000);
+      expect(queue.armed).toBe(true);
+      queue.remove(slot);
+      // Nothing queued: the timer holds no process open and is no active resource.
+      expect(queue.armed).toBe(false);
+      expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBe(before);
+    }
+    expect(made).toBe(1);
+    expect(cleared).toBe(0);
+    // A deadline earlier than the kept timer's arms a new one.
+    queue.schedule(slot, performance.now() + 30);
+    expect(made).toBe(2);
+    queue.remove(slot);
+    // The kept timer fires with nothing queued: nothing is woken, and the next call arms a new one.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(woken).toEqual([]);
+    queue.schedule(slot, performance.now() + 60_000);
+    expect(made).toBe(3);
+    queue.remove(slot);
   });
 });

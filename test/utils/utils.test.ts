@@ -1,10 +1,24 @@
 import { getEventListeners } from "node:events";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { abortSubscribers, onAbort } from "../../src/utils/abort-link.js";
 import { BoundedMap } from "../../src/utils/bounded-map.js";
 import { isoTime } from "../../src/utils/iso.js";
+import { settleSlicer } from "../../src/utils/slices.js";
 
 describe("BoundedMap", () => {
+  it("replace() changes a key's value only when it is the expected one, keeping its place; never adds a key", () => {
+    const map = new BoundedMap<number, string | undefined>(2);
+    map.set(1, "a");
+    map.set(2, "b");
+    expect(map.replace(1, "x", "c")).toBe(false);
+    expect(map.replace(3, undefined, "c")).toBe(false);
+    expect(map.has(3)).toBe(false);
+    expect(map.replace(1, "a", "c")).toBe(true);
+    expect(map.get(1)).toBe("c");
+    map.set(3, "d"); // evicts the oldest key, 1, whose place the replace kept
+    expect([...map.values()]).toEqual(["b", "d"]);
+  });
+
   it("keeps at most `capacity` keys, forgetting the oldest first", () => {
     const map = new BoundedMap<number, string>(3);
     for (let i = 1; i <= 5; i++) map.set(i, `v${i}`);
@@ -66,5 +80,80 @@ describe("onAbort", () => {
     expect(fired).toHaveBeenCalledTimes(2);
     for (const u of unsubscribe) u();
     expect(abortSubscribers(controller.signal)).toBe(0);
+  });
+});
+
+describe("onAbort: a signal shared by many subscribers settles them in slices", () => {
+  // The process's clock (`performance.now()`) is the test's: each callback costs what the test
+  // says, and the slices (5 ms) are cut by it. The yields are the runtime's setImmediate.
+  let now = 0;
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+  const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve));
+  /** Mocks the clock, then starts the slicer's count anew: a piece costing half the budget schedules the yield that does it. */
+  async function freshBudget(): Promise<void> {
+    vi.spyOn(performance, "now").mockImplementation(() => now);
+    const warm = new AbortController();
+    onAbort(warm.signal, () => void (now += 3));
+    warm.abort();
+    await nextTask();
+  }
+
+  it("2,000 subscribers at 1/16 ms each: 80 in abort()'s own task, the rest 80 a task, each once and in subscription order", async () => {
+    await freshBudget();
+    const controller = new AbortController();
+    const calledIn: number[] = [];
+    let task = 0;
+    const order: number[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      onAbort(controller.signal, () => {
+        now += 0.0625;
+        order.push(i);
+        calledIn.push(task);
+      });
+    }
+    controller.abort();
+    expect(order).toHaveLength(80);
+    const yieldsBefore = settleSlicer.yields;
+    while (order.length < 2_000 && task < 100) {
+      task++;
+      await nextTask();
+    }
+    expect(order).toEqual(Array.from({ length: 2_000 }, (_, i) => i));
+    const perTask = new Map<number, number>();
+    for (const t of calledIn) perTask.set(t, (perTask.get(t) ?? 0) + 1);
+    expect([...perTask.values()]).toEqual(Array.from({ length: 25 }, () => 80));
+    expect(settleSlicer.yields - yieldsBefore).toBe(24);
+    expect(abortSubscribers(controller.signal)).toBe(0);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+  });
+
+  it("a subscriber that unsubscribes before its turn is not called; one that subscribes to another signal meanwhile waits behind", async () => {
+    await freshBudget();
+    const first = new AbortController();
+    const second = new AbortController();
+    const called: string[] = [];
+    const unsubscribe: Array<() => void> = [];
+    for (let i = 0; i < 300; i++) {
+      unsubscribe.push(
+        onAbort(first.signal, () => {
+          now += 0.0625;
+          called.push(`first${i}`);
+        }),
+      );
+    }
+    onAbort(second.signal, () => void called.push("second"));
+    first.abort();
+    expect(called).toHaveLength(80);
+    unsubscribe[150]!();
+    expect(abortSubscribers(first.signal)).toBe(219);
+    second.abort(); // waits behind the rest of the first signal's subscribers
+    expect(called).toHaveLength(80);
+    for (let i = 0; i < 10 && !called.includes("second"); i++) await nextTask();
+    expect(called).toHaveLength(300);
+    expect(called).not.toContain("first150");
+    expect(called.at(-1)).toBe("second");
+    expect(new Set(called).size).toBe(300);
   });
 });

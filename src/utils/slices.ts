@@ -1,0 +1,202 @@
+// Mass settles in slices. A deadline queue whose timer finds 100,000 calls due, or a signal shared
+// by 100,000 pending calls aborting, used to settle them all in one task: the event loop was held
+// for as long as that took (1.3 to 1.5 s on the gateway bench; the raw SDK holds it as long).
+// Here such work runs in slices of at most `budgetMs` of the process's time, and the rest goes on
+// after a yield (setImmediate where it exists, else a MessageChannel, else setTimeout 0), so other
+// tasks (I/O, timers, the answers of other connections) run in between. No `node:` import: the
+// core stays runtime-neutral.
+
+/** Work made of items, done one at a time. */
+export interface SliceWork {
+  /** Does the next item, if any is left. Returns true while items may be left after it. */
+  step(): boolean;
+}
+
+/** What a {@link Slicer} measures its slices with and yields through. */
+export interface SlicerInit {
+  /** Monotonic clock, ms: the time the process spends on the work. */
+  readonly clock: () => number;
+  /** Runs `next` in a later task (a yield to the event loop). */
+  readonly defer: (next: () => void) => void;
+  /** The most time of the work done in one task before it yields, ms. */
+  readonly budgetMs: number;
+}
+
+/**
+ * Does work in slices of at most `budgetMs`, counted across every piece of work of one task: a
+ * timer that finds thousands of calls due and the abort of a signal that links thousands of
+ * calls share the budget with whatever other work the same task brought. Work is done in the
+ * order it came (first in, first out), and each piece's items in its own order: nothing is done
+ * out of turn, so a piece that comes while others wait for the next slice waits behind them.
+ *
+ * A piece that comes while nothing waits is started at once, in the caller's task, and its first
+ * item is done whatever the budget: a single abort or a single due call settles synchronously, as
+ * before, however much work the task did before it (a caller's own loop of aborts holds the event
+ * loop by itself; yielding would not free it). The time spent is counted until the next yield;
+ * after `budgetMs / 2` of it a yield is scheduled only to start the count anew.
+ * @internal
+ */
+export class Slicer {
+  readonly #clock: () => number;
+  readonly #defer: (next: () => void) => void;
+  readonly #budgetMs: number;
+  #queue: (SliceWork | undefined)[] = [];
+  #head = 0;
+  /** Time spent on work since the last yield, ms. */
+  #spent = 0;
+  /** When the last slice ended (clock, ms). */
+  #drainEnd = 0;
+  #running = false;
+  /** Work waits for the next slice (the budget ran out). */
+  #waiting = false;
+  /** A yield is scheduled (to go on with waiting work, or only to start the count anew). */
+  #scheduled = false;
+  /** When the yield was scheduled (clock, ms), and its number: a yield lost with its timers (fake timers swapped in tests) is noticed and replaced. */
+  #scheduledAt = 0;
+  #generation = 0;
+  /** How many times waiting work went on after a yield, since the slicer was made (tests, benchmarks). */
+  #yields = 0;
+
+  constructor(init: SlicerInit) {
+    this.#clock = init.clock;
+    this.#defer = init.defer;
+    this.#budgetMs = init.budgetMs;
+  }
+
+  /** Pieces of work waiting for a slice, and the one being done. */
+  get pending(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /** How many times work yielded and went on in a later task. */
+  get yields(): number {
+    return this.#yields;
+  }
+
+  /** Does `work`: now, in this task, when nothing waits and the budget allows; else in a later slice. */
+  run(work: SliceWork): void {
+    this.#queue.push(work);
+    if (this.#running) return; // the loop that is running takes it in turn
+    if (this.#waiting) {
+      // A yield lost with the timers it was scheduled on (a test swapped fake timers out) would
+      // leave the work waiting for ever: after a second, schedule it again.
+      if (this.#clock() - this.#scheduledAt > LOST_YIELD_MS) this.#schedule();
+      return;
+    }
+    this.#drain(true);
+  }
+
+  #schedule(): void {
+    this.#scheduled = true;
+    this.#scheduledAt = this.#clock();
+    const generation = ++this.#generation;
+    this.#defer(() => {
+      if (generation !== this.#generation) return; // replaced
+      this.#scheduled = false;
+      this.#spent = 0;
+      if (this.#waiting) {
+        // What ran in the last slice's task after it (the callers' reactions to what it settled,
+        // a server in the same process answering the cancels) held the loop too: it counts
+        // against this slice, so a slice and what it brings stay within the budget together.
+        this.#spent = Math.min(Math.max(this.#clock() - this.#drainEnd, 0), this.#budgetMs * 0.8);
+        this.#waiting = false;
+        this.#yields++;
+        this.#drain(false);
+      }
+    });
+  }
+
+  /** @param first the first item goes whatever the budget (see the class comment). */
+  #drain(first: boolean): void {
+    this.#running = true;
+    const clock = this.#clock;
+    const start = clock();
+    const end = start + this.#budgetMs - this.#spent;
+    let now = first ? Number.NEGATIVE_INFINITY : start;
+    const queue = this.#queue;
+    try {
+      while (this.#head < queue.length) {
+        if (now >= end) {
+          this.#waiting = true;
+          break;
+        }
+        const work = queue[this.#head]!;
+        let more: boolean;
+        try {
+          more = work.step();
+        } catch (error) {
+          // One item must not stop the others; the error is not lost either.
+          more = true;
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+        if (!more) queue[this.#head++] = undefined;
+        now = clock();
+      }
+    } finally {
+      this.#running = false;
+      this.#drainEnd = clock();
+      this.#spent += this.#drainEnd - start;
+      if (this.#head === queue.length) {
+        queue.length = 0;
+        this.#head = 0;
+      } else if (this.#head > 1_024 && this.#head * 2 > queue.length) {
+        this.#queue = queue.slice(this.#head);
+        this.#head = 0;
+      }
+      if (
+        this.#waiting
+          ? !this.#scheduled || this.#clock() - this.#scheduledAt > LOST_YIELD_MS
+          : !this.#scheduled && this.#spent >= this.#budgetMs / 2
+      ) {
+        this.#schedule();
+      }
+    }
+  }
+}
+
+/** A yield not run after this long (ms) is taken as lost (see `Slicer.run`). */
+const LOST_YIELD_MS = 1_000;
+
+/**
+ * The most time (ms) the library's mass settles hold the event loop in one task. 5 ms leaves room
+ * under a 50 ms bound for what runs between slices (the callers' own reactions, a scavenge of the
+ * young generation); a yield costs tens of µs, about 1 % of a slice.
+ */
+export const SLICE_BUDGET_MS = 5;
+
+/**
+ * Runs `next` in a later task: `setImmediate` where the runtime has it (Node, Bun; read when
+ * called, so fake timers drive it), else a `MessageChannel` message (browsers, Deno; the channel
+ * is closed once used, so it keeps nothing alive), else `setTimeout(next, 0)`.
+ */
+export function yieldTask(next: () => void): void {
+  const immediate = (globalThis as { setImmediate?: (callback: () => void) => unknown }).setImmediate;
+  if (typeof immediate === "function") {
+    immediate(next);
+    return;
+  }
+  if (typeof MessageChannel === "function") {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      next();
+    };
+    channel.port2.postMessage(undefined);
+    return;
+  }
+  setTimeout(next, 0);
+}
+
+/** The process's monotonic clock, ms (`performance.now()`, read when called, so fake timers drive it). */
+export function processClock(): number {
+  return performance.now();
+}
+
+/**
+ * The slicer every deadline queue and abort fan-out of the process shares by default: one budget
+ * for all of them, so 100 connections timing out together hold the loop no longer than one.
+ * @internal
+ */
+export const settleSlicer = new Slicer({ clock: processClock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS });

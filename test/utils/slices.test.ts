@@ -1,0 +1,162 @@
+import { describe, expect, it } from "vitest";
+import { Slicer } from "../../src/utils/slices.js";
+import type { SliceWork } from "../../src/utils/slices.js";
+
+// The slicer under the library's mass settles (a deadline queue's fire, a shared signal's abort):
+// work is done in slices of at most `budgetMs` of one task, first in first out, and goes on after
+// a yield. Here on a clock the test moves and yields the test runs by hand, so every order and
+// count is fixed.
+
+function manual(budgetMs = 10) {
+  let now = 0;
+  const yields: Array<() => void> = [];
+  const slicer = new Slicer({ clock: () => now, defer: (next) => void yields.push(next), budgetMs });
+  return {
+    slicer,
+    advance: (ms: number) => void (now += ms),
+    /** Yields scheduled and not run yet. */
+    yields,
+    /** Runs the oldest scheduled yield (the next task). */
+    runYield: () => {
+      const next = yields.shift();
+      if (next === undefined) throw new Error("no yield scheduled");
+      next();
+    },
+  };
+}
+
+/** `count` items, each taking `costMs` of the clock; `done` gets each item's name in the order done. */
+function work(name: string, count: number, costMs: number, advance: (ms: number) => void, done: string[]): SliceWork {
+  let next = 0;
+  return {
+    step() {
+      if (next < count) {
+        done.push(`${name}${next++}`);
+        advance(costMs);
+      }
+      return next < count;
+    },
+  };
+}
+
+describe("Slicer", () => {
+  it("does a piece that fits the budget at once, in the caller's task, with no yield", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 4, 1, m.advance, done)); // 4 ms: under half the budget, nothing to start anew either
+    expect(done).toEqual(["a0", "a1", "a2", "a3"]);
+    expect(m.yields).toHaveLength(0);
+    expect(m.slicer.pending).toBe(0);
+  });
+
+  it("does a large piece in slices of the budget, yielding between them, each item once and in order", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 25, 3, m.advance, done));
+    // 3 ms each, budget 10: items start at 0, 3, 6 and 9 ms; the fifth would start at 12.
+    expect(done).toHaveLength(4);
+    expect(m.yields).toHaveLength(1);
+    m.runYield();
+    expect(done).toHaveLength(8);
+    m.runYield();
+    m.runYield();
+    m.runYield();
+    m.runYield();
+    m.runYield();
+    expect(done).toHaveLength(25);
+    expect(done).toEqual(Array.from({ length: 25 }, (_, i) => `a${i}`));
+    expect(m.slicer.yields).toBe(6);
+    expect(m.slicer.pending).toBe(0);
+    expect(m.yields).toHaveLength(0);
+  });
+
+  it("shares one budget among the pieces of one task, and keeps them in the order they came", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 3, 2, m.advance, done)); // 6 ms
+    m.slicer.run(work("b", 3, 2, m.advance, done)); // its first item goes; then 2 more ms fit (8, 10: stop)
+    expect(done).toEqual(["a0", "a1", "a2", "b0", "b1"]);
+    m.slicer.run(work("c", 1, 1, m.advance, done)); // something waits: c waits behind b, even its first item
+    expect(done).toEqual(["a0", "a1", "a2", "b0", "b1"]);
+    expect(m.slicer.pending).toBe(2);
+    m.runYield();
+    expect(done).toEqual(["a0", "a1", "a2", "b0", "b1", "b2", "c0"]);
+    expect(m.slicer.pending).toBe(0);
+  });
+
+  it("always does a new piece's first item at once when nothing waits, however much the task did before", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    // 30 single settles in one task (a caller's own loop of aborts), 1 ms each: none is put off.
+    for (let i = 0; i < 30; i++) m.slicer.run(work(`s${i}-`, 1, 1, m.advance, done));
+    expect(done).toHaveLength(30);
+    expect(m.slicer.pending).toBe(0);
+    // The time was counted: a yield is scheduled to start the count anew, and a larger piece in
+    // the same task does only its first item before it.
+    m.slicer.run(work("big", 5, 1, m.advance, done));
+    expect(done.slice(30)).toEqual(["big0"]);
+    m.runYield();
+    expect(done.slice(30)).toEqual(["big0", "big1", "big2", "big3", "big4"]);
+  });
+
+  it("starts the count anew after a yield: a task after it gets the whole budget", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 3, 2, m.advance, done)); // 6 ms: at least half the budget, a yield to reset the count
+    expect(m.yields).toHaveLength(1);
+    m.runYield();
+    m.slicer.run(work("b", 5, 2, m.advance, done)); // 10 ms: all of it fits again
+    expect(done).toEqual(["a0", "a1", "a2", "b0", "b1", "b2", "b3", "b4"]);
+  });
+
+  it("counts what ran in a slice's task after it (the callers' reactions) against the next slice, up to 80 % of the budget", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 100, 1, m.advance, done));
+    expect(done).toHaveLength(10);
+    m.advance(4); // what the settled items brought ran after the slice, in its task
+    m.runYield();
+    expect(done).toHaveLength(16); // 10 - 4 ms left for this slice
+    m.advance(50); // far more: the next slice still does 2 ms of work (10 - 80 %)
+    m.runYield();
+    expect(done).toHaveLength(18);
+    m.runYield(); // nothing ran in between: the whole budget
+    expect(done).toHaveLength(28);
+  });
+
+  it("takes a piece brought by an item of another piece in turn, behind the pieces already there", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    let nested = false;
+    m.slicer.run({
+      step() {
+        done.push("outer");
+        if (!nested) {
+          nested = true;
+          m.slicer.run(work("inner", 2, 0, m.advance, done));
+          return true;
+        }
+        return false;
+      },
+    });
+    expect(done).toEqual(["outer", "outer", "inner0", "inner1"]);
+  });
+
+  it("replaces a yield that was lost (timers swapped out) once a second has passed", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 10, 4, m.advance, done));
+    expect(done).toHaveLength(3);
+    m.yields.length = 0; // lost
+    m.advance(999);
+    m.slicer.run(work("b", 1, 1, m.advance, done));
+    expect(m.yields).toHaveLength(0); // not yet taken as lost
+    m.advance(2);
+    m.slicer.run(work("c", 1, 1, m.advance, done));
+    expect(m.yields).toHaveLength(1);
+    while (m.yields.length > 0) m.runYield();
+    expect(done.filter((d) => d.startsWith("a"))).toHaveLength(10);
+    expect(done.slice(-2)).toEqual(["b0", "c0"]);
+    expect(m.slicer.pending).toBe(0);
+  });
+});
