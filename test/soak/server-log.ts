@@ -55,7 +55,7 @@ const WIDTH = COLUMNS.length;
 const AT = Object.fromEntries(COLUMNS.map((name, i) => [name, i])) as Record<Column, number>;
 
 const MECHANISMS = ["none", "notification", "stream-close", "notification+stream-close", "tasks/cancel"] as const;
-const UNDELIVERED = ["none", "notification", "stream-close"] as const;
+const UNDELIVERED = ["none", "notification", "stream-close", "tasks/cancel"] as const;
 
 /** How the transport under a connection carries a cancel (what `judge` expects of its server). */
 export interface Carrier {
