@@ -166,7 +166,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   #rareFacts(): RareFacts {
-    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0 });
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, overdueMs: 0 });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -292,6 +292,19 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       this.cancel(abortTrigger(aborted.reason), aborted.reason);
       return false;
     }
+    // Read after one of its limits had passed, before a busy event loop ran its timer: the
+    // limit came first; the response is late (rule 8), never delivered as the result.
+    const now = this.#clock();
+    const total = this.#totalDeadline();
+    const idle = this.#idle();
+    if (now > total && total <= idle) {
+      this.cancel("max-total-timeout");
+      return false;
+    }
+    if (now > idle) {
+      this.cancel("timeout");
+      return false;
+    }
     this.#state = "responded";
     this.#dispose();
     return true;
@@ -307,6 +320,14 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /** The task this call follows, if any. */
+  /**
+   * How late its limit fired, in ms, when the event loop held it up (0: on time, or cancelled
+   * otherwise): the response may already be waiting unread (see `CancelRequest.overdue`).
+   */
+  get overdueMs(): number {
+    return this.#rare?.overdueMs ?? 0;
+  }
+
   get task(): TaskInfo | undefined {
     return this.#task;
   }
@@ -429,8 +450,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const totalDeadline = this.#totalDeadline();
     const idleDeadline = this.#idle();
     if (now >= totalDeadline && totalDeadline <= idleDeadline) {
+      if (now - totalDeadline > OVERDUE_MS) this.#rareFacts().overdueMs = now - totalDeadline;
       this.cancel("max-total-timeout");
     } else if (now >= idleDeadline) {
+      if (now - idleDeadline > OVERDUE_MS) this.#rareFacts().overdueMs = now - idleDeadline;
       this.cancel("timeout");
     } else {
       this.#arm();
@@ -755,6 +778,9 @@ interface ProgressSeen {
   max: number;
 }
 
+/** A limit that fires later than this (ms) was held up by a busy event loop: input may be waiting unread. */
+const OVERDUE_MS = 2;
+
 /** Facts few calls have. */
 interface RareFacts {
   /** Late messages between the response and the settle: `null` for none. */
@@ -763,4 +789,6 @@ interface RareFacts {
   httpStatus: number | undefined;
   /** Server requests awaiting the client's own answer that pause the call's idle timeout (0: none). */
   clientWaits: number;
+  /** Its limit fired this late, ms (the event loop was busy): its answer may be waiting unread. */
+  overdueMs: number;
 }

@@ -34,6 +34,12 @@ export interface CancelRequest {
    * arrive, then closes it. Absent otherwise.
    */
   readonly awaitsTask?: number;
+  /**
+   * `true` when the call's limit fired late (a busy event loop held its timer up): its response
+   * may already be waiting unread. An adapter whose cancel is a line on the same stream as the
+   * answers (stdio) may read what waits first, and send nothing for an answered request (rule 7).
+   */
+  readonly overdue?: boolean;
   /** Sends a message on the wrapped transport, bypassing the decorator. */
   send(message: Message): Promise<void>;
   /** Reports a failed cancel send to the transport's `onerror`. */

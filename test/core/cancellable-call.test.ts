@@ -663,3 +663,27 @@ describe("CancellableCall: waiting on the client pauses the idle timeout (issue 
     expect(outcome.error).toMatchObject({ code: "MAX_TOTAL_TIMEOUT" });
   });
 });
+
+describe("CancellableCall: a response read after its limit passed is late (soak finding, rule 8)", () => {
+  it("a busy event loop read the response before running the overdue timer: the limit came first; the response is late, not the result", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    vi.setSystemTime(Date.now() + 150); // the clock moved on; the timer has not run yet
+    expect(call.responded()).toBe(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(call.record).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout" } });
+  });
+
+  it("a response at the deadline itself, or before it, is the result", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    vi.setSystemTime(Date.now() + 100);
+    expect(call.responded()).toBe(true);
+    call.succeed("done");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(outcome).toMatchObject({ status: "fulfilled", value: "done" });
+  });
+});

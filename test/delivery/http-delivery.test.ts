@@ -81,6 +81,25 @@ for (const [sdk, connect] of [
       },
     );
 
+    it("a server that answers in SSE and sent no head for the request within flushTimeoutMs: no notification (it would overtake the request), the stream closed, the record says why", async () => {
+      const { server, mcp, errors, adapter } = await setup(150);
+      // An SSE answer first: the connection is known to answer in SSE (its heads come as it takes a request up).
+      expect((await timed(mcp.callTool({ name: "sse-echo" }, { timeoutMs: 5_000 }))).error).toBeUndefined();
+      const outcome = await timed(mcp.callTool({ name: "no-headers" }, { timeoutMs: 30 }));
+      expect(outcome.error).toBeInstanceOf(CallTimeoutError);
+      expect(await eventually(() => adapter.stats().flushing === 0 && adapter.stats().streams === 0, 2_000)).toBe(true);
+      expect(await eventually(() => server.events.some((e) => e.kind === "close" && e.tool === "no-headers"), 1_000)).toBe(true);
+      expect(requestsOf(server, "notifications/cancelled")).toEqual([]);
+      expect(mcp.records().at(-1)!.cancel).toMatchObject({
+        mechanism: "stream-close",
+        undelivered: {
+          mechanism: "notification",
+          error: "not sent: the server had not taken the request up (no response head) within flushTimeoutMs (150 ms)",
+        },
+      });
+      expect(errors).toEqual([]);
+    });
+
     it("a notification POST whose connection drops once is retried and delivered; onerror stays empty", async () => {
       const { server, mcp, errors, adapter } = await setup();
       server.control.dropCancels = 1;

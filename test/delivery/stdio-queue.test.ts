@@ -136,3 +136,26 @@ describe("the stdio write queue (issue 27, item 4)", () => {
     expect(server.cancelsReceived()).toEqual([]);
   }, 20_000);
 });
+
+describe("a limit that fires late, its answer already in the pipe (soak finding: the answer crossed the cancel)", () => {
+  it("the event loop busy past the deadline while the server answers: no notifications/cancelled goes out, the answer is late, the caller gets its timeout", async () => {
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const { mcp } = server;
+    // The server answers at 80 ms; the idle timeout is 40 ms; the bot's event loop is busy from
+    // 20 to 300 ms (a long synchronous task), so the timer fires about 260 ms late, with the
+    // answer waiting unread in the pipe.
+    const call = mcp.callTool({ name: "late", arguments: { ms: 80 } }, { timeoutMs: 40 });
+    call.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const until = performance.now() + 280;
+    while (performance.now() < until) {
+      // busy
+    }
+    await expect(call).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(await eventually(() => (mcp.records().at(-1)?.late.results ?? 0) === 1)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.cancelsReceived()).toEqual([]); // rule 7: the request was answered
+    expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", outcome: "late-result-discarded", cancel: { trigger: "timeout" } });
+  });
+});

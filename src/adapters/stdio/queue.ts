@@ -7,7 +7,7 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
 import { Layer } from "../../wire/port.js";
-import type { Port, SendOptions } from "../../wire/port.js";
+import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 
@@ -44,6 +44,9 @@ const ownWriteErrors = new WeakSet<object>();
 export class StdioQueue extends Layer {
   readonly #stdin: () => Stdin | undefined;
   readonly #waiting: Waiting[] = [];
+  /** Overdue cancels whose line waits one turn of the event loop (see `#defer`), by request id. */
+  readonly #deferred = new Map<RequestId, CancelRequest>();
+  #deferring: ReturnType<typeof setImmediate> | undefined = undefined;
   /** The stdin whose `drain` and `close` the queue listens to, while anything waits. */
   #listening: Stdin | undefined = undefined;
 
@@ -100,7 +103,44 @@ export class StdioQueue extends Layer {
       this.#listen(stdin);
       return "notification";
     }
+    if (request.overdue === true) return this.#defer(request);
     return this.#line(request, stdin);
+  }
+
+  /**
+   * The call's limit fired late (a busy event loop held its timer up): the server's answer may be
+   * waiting unread in the pipe. The line waits one turn of the event loop (input is read before
+   * it); an answer read meanwhile means the request is over, and nothing is sent (rule 7).
+   */
+  #defer(request: CancelRequest): CancelMechanism {
+    this.#deferred.set(request.requestId, request);
+    this.#deferring ??= setImmediate(this.#sendDeferred);
+    return "notification";
+  }
+
+  readonly #sendDeferred = (): void => {
+    this.#deferring = undefined;
+    const requests = [...this.#deferred.values()];
+    this.#deferred.clear();
+    for (const request of requests) this.cancel({ ...request, overdue: false });
+  };
+
+  override message(message: Message, extra?: MessageExtra): void {
+    if (this.#deferred.size > 0 && message.method === undefined && (typeof message.id === "string" || typeof message.id === "number")) {
+      const request = this.#deferred.get(message.id);
+      if (request !== undefined) {
+        this.#deferred.delete(message.id);
+        request.delivery({ sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } });
+      }
+    }
+    this.up.message(message, extra);
+  }
+
+  override closed(): void {
+    if (this.#deferring !== undefined) clearImmediate(this.#deferring);
+    this.#deferring = undefined;
+    this.#deferred.clear();
+    this.up.closed();
   }
 
   /**
@@ -110,6 +150,10 @@ export class StdioQueue extends Layer {
    * about to end).
    */
   override close(): Promise<void> {
+    if (this.#deferring !== undefined) {
+      clearImmediate(this.#deferring);
+      this.#sendDeferred();
+    }
     this.#unlisten();
     const stdin = this.#stdin();
     for (const entry of this.#waiting.splice(0)) {
