@@ -42,6 +42,8 @@ interface Entry {
   meta?: Record<string, unknown>;
   /** The request is task-augmented (followed by a driver, or the SDK's own: `params.task`, or the 2026-07-28 extension declared). */
   augmented?: boolean;
+  /** A call's `subscriptions/listen` (the proxy relays a client's): the server may end it (rule 12). */
+  listen?: true;
 }
 
 /** How a wire is set up by its entry point. */
@@ -499,6 +501,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const token = message.params?._meta?.progressToken as string | number | undefined;
     call?.bind(id, token);
     const entry: Entry = { call, token };
+    if (call !== null && method === "subscriptions/listen") entry.listen = true;
     if (follower !== undefined) {
       message = augmentCreate(message, follower.ttlMs);
       entry.follower = follower;
@@ -717,7 +720,17 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       this.#answered(requestId);
       return;
     }
-    if (this.#pending.get(requestId)?.call) {
+    const entry = this.#pending.get(requestId);
+    if (entry?.listen === true && entry.call !== null) {
+      // A call's listen the server ends (rule 12): it is over, as answered; no cancel goes out
+      // (rule 7). Whoever waits for it hears the server's notification (it passes on).
+      const call = entry.call;
+      this.#forget(requestId, entry);
+      if (call.responded()) call.succeed({});
+      this.#releaseSdk(requestId);
+      return;
+    }
+    if (entry?.call) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
         message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,
