@@ -98,17 +98,24 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     return innerClose();
   };
   const recorded = opened.transport;
-  let client: ClientLike & { connect(transport: unknown, options?: unknown): Promise<void>; close(): Promise<void> };
+  /** The probe's SDK client (either line): what it calls of it. */
+  let client: ClientLike & {
+    connect(transport: TransportLike, options?: { timeout?: number }): Promise<void>;
+    close(): Promise<void>;
+    onerror?: ((error: Error) => void) | undefined;
+    getServerVersion?: () => { name?: string; version?: string } | undefined;
+    getNegotiatedProtocolVersion?: () => string | undefined;
+  };
   if (v2 === undefined) {
-    client = new Client(PROBE_CLIENT_INFO, { capabilities: {} }) as unknown as typeof client;
+    client = new Client(PROBE_CLIENT_INFO, { capabilities: {} });
   } else {
     client = new v2.Client(PROBE_CLIENT_INFO, {
       capabilities: {},
       versionNegotiation: { mode: { pin: "2026-07-28" }, probe: { timeoutMs: options.timeoutMs } },
-    }) as unknown as typeof client;
+    });
   }
   const sdkErrors: string[] = [];
-  (client as unknown as { onerror?: (error: Error) => void }).onerror = (error) => {
+  client.onerror = (error) => {
     if (sdkErrors.length < 20) sdkErrors.push(error.message);
   };
   const anomalies: string[] = [];
@@ -159,10 +166,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     throw error;
   }
 
-  const sdk = client as unknown as {
-    getServerVersion?: () => { name?: string; version?: string } | undefined;
-    getNegotiatedProtocolVersion?: () => string | undefined;
-  };
+  const sdk = client;
   const protocolVersion = sdk.getNegotiatedProtocolVersion?.() ?? negotiatedVersion(recorder);
   return {
     era: options.era,
@@ -205,7 +209,7 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
       recorder.add({ from: "server", kind: "invalid", text: `${why}: ${truncate(line, 200)}` });
     };
     return {
-      transport: transport as unknown as TransportLike,
+      transport,
       adapter: (recorded) => stdioCancellation(recorded),
       mechanism: "notifications/cancelled on the server's stdin (rules 6, 31)",
       cpuTimeMs: () => {
@@ -255,7 +259,7 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
           fetch: cancellableFetch({ fetch: recordingFetch(recorder) }),
         });
   return {
-    transport: transport as unknown as TransportLike,
+    transport,
     adapter: (recorded) => (v2 === undefined ? notifyOnCancel(recorded) : streamableHttpCancellation(recorded)),
     mechanism:
       options.era === "legacy"

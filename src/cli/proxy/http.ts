@@ -84,7 +84,7 @@ export async function httpUpstream(
 
   const init = { requestInit: { headers: upstream.headers }, fetch };
   if (legacy) {
-    transport = new StreamableHTTPClientTransport(url, init) as unknown as typeof transport;
+    transport = new StreamableHTTPClientTransport(url, init);
   } else {
     let v2: typeof import("@modelcontextprotocol/client");
     try {
@@ -92,7 +92,7 @@ export async function httpUpstream(
     } catch {
       throw new MissingSdkError("--era 2026-07-28 needs the v2 SDK client: npm install @modelcontextprotocol/client");
     }
-    transport = new v2.StreamableHTTPClientTransport(url, init) as unknown as typeof transport;
+    transport = new v2.StreamableHTTPClientTransport(url, init);
   }
   // The adapter binds to the cancellableFetch() under the proxy's own fetch.
   const adapter = streamableHttpCancellation(transport, { fetch: base });

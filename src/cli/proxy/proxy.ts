@@ -51,7 +51,7 @@ export async function runProxy<T extends TransportLike>(
   const front = new StdioFront(io, { maxMessageBytes: options.maxMessageBytes });
   const session = new ProxySession({ options, config, upstream, records, extras, client: front, log: (text) => io.log(text) });
   if (!(await session.start())) return session.done;
-  front.attach(session as unknown as ProxySession<TransportLike>);
+  front.attach(session);
   // A signal runs the same shutdown; a second one while it runs ends the process at once.
   let stopping = false;
   const off = io.onSignal?.((signal) => {

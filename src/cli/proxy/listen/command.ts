@@ -15,8 +15,7 @@ export function frontUpstreams(
   log: (text: string) => void,
 ): (era: "legacy" | "2026-07-28") => Promise<Upstream<TransportLike>> | undefined {
   const upstream = options.upstream;
-  if (upstream.kind === "stdio")
-    return async () => stdioUpstream(upstream, options.maxMessageBytes, log) as unknown as Upstream<TransportLike>;
+  if (upstream.kind === "stdio") return async () => stdioUpstream(upstream, options.maxMessageBytes, log);
   return (era) => {
     // 2026-07-28 traffic needs an upstream that speaks it (--era 2026-07-28); 2025-era sessions
     // use the 2025 handshake on any Streamable HTTP server (a 2026-07-28 server keeps serving it).
