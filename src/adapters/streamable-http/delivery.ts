@@ -35,9 +35,11 @@ const TIMED_OUT = Symbol("timed out");
  * - else as soon as one of those facts arrives, waiting at most `flushTimeoutMs` (a fetch that
  *   cannot tell when a body was written waits for the head, or the bound: the record cannot say
  *   more than that);
- * - never to an SSE server that sent no head within that bound (it has not taken the request up:
- *   the notification would reach it first), never when the request provably never reached the
- *   server, and never once its response arrived (rule 7); the record says which.
+ * - never for a request whose body was not even written within that bound (it has not reached
+ *   the server: the notification would reach it first), never when the request provably never
+ *   reached the server, and never once its response arrived (rule 7); the record says which. A
+ *   body written with no head yet (an SSE server may hold its head until its first event) gets
+ *   the notification at the bound.
  *
  * The request's stream is closed as the notification goes (right before it is handed to the
  * transport), without waiting for the server's answer to it. A notification that fails is retried once after a
@@ -149,18 +151,18 @@ export class LegacyDelivery extends Layer {
       // Rule 7: its response arrived while the notification waited (or its head says the answer
       // follows in JSON); the request is no longer in progress, so nothing is POSTed (the wire
       // discards the response as late).
-      // An SSE server sends a request's head as it takes the request up: none within the bound
-      // means it has not taken it up (queued, or its body still on the way). A notification now
-      // would reach it first, be ignored as unknown (rule 10), and leave the request to run once
-      // taken up: it is not sent; the stream is closed (a server that has not read the request
-      // whole drops it with its connection), and the record says what was not done.
-      if (this.#sse && stream.status === undefined && stream.settled === "pending" && !stream.responded) {
+      // Neither a head nor (a fetch that reports it) the body fully written within the bound: the
+      // request has not reached the server (its connection not yet accepted: a server that is
+      // behind). A notification now would reach it first, be ignored as unknown (rule 10), and
+      // leave the request to run once it arrives: it is not sent; the stream is closed (the
+      // request goes with it), and the record says what was not done.
+      if (this.#observesBody && !stream.written && stream.status === undefined && stream.settled === "pending" && !stream.responded) {
         this.#tracker.closeStream(stream);
         request.delivery({
           sent: "stream-close",
           failed: {
             mechanism: "notification",
-            error: `not sent: the server had not taken the request up (no response head) within flushTimeoutMs (${this.#flushTimeoutMs} ms)`,
+            error: `not sent: the request had not reached the server (its body not written) within flushTimeoutMs (${this.#flushTimeoutMs} ms)`,
           },
         });
         return;
