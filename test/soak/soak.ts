@@ -229,7 +229,7 @@ async function sdkHttpPeer(json: boolean): Promise<Peer> {
     },
   });
   return {
-    carrier: { notifications: true, ordered: !json, fifo: false },
+    carrier: { notifications: true, ordered: !json, fifo: false, ownConnection: json },
     silentTool: "silent",
     async connect(index, log, onError) {
       logs[index] = log;
