@@ -69,7 +69,8 @@ export async function runProxy<T extends TransportLike>(
   }
 }
 
-function openRecords(file: string): Promise<WriteStream> {
+/** Opens the `--records` file for appending. @throws {RecordsFileError} it cannot be opened. */
+export function openRecords(file: string): Promise<WriteStream> {
   return new Promise((resolve, reject) => {
     const stream = createWriteStream(file, { flags: "a" });
     stream.once("open", () => resolve(stream));

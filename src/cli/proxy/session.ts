@@ -10,13 +10,12 @@
 // the upstream's, the client's own cancel turned into that call's signal, the answers, the waits
 // the library does not see (initialize, the hold behind notifications/initialized), a lost HTTP
 // session started anew, and the end.
+import { proxyErrorResponse } from "./respond.js";
 import type { WriteStream } from "node:fs";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
-import { isCallTimeoutError, isConnectionClosedError } from "../../errors/guards.js";
-import type { McpCancellableError } from "../../errors/McpCancellableError.js";
 import { jsonLines } from "../../ledger/json-lines.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
-import type { JsonRpcMessage, LibraryErrorResponse } from "../../runner/message-transport.js";
+import type { JsonRpcMessage } from "../../runner/message-transport.js";
 import { nameOf } from "../../runner/runner.js";
 import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
@@ -302,7 +301,7 @@ export class ProxySession<T extends TransportLike> {
     this.#transport = new MessageTransport(this.#upstream.adapter, {
       defaults,
       callOptions: (method, params) => this.#callOptions(method, params),
-      respond: (error) => this.#respond(error),
+      respond: (error) => proxyErrorResponse(error, (record) => this.#withClientId(record)),
     });
     this.#transport.onmessage = (message) => this.#fromServer(message);
     this.#transport.onerror = (error) => this.#log(`upstream: ${error.message}`);
@@ -778,35 +777,6 @@ export class ProxySession<T extends TransportLike> {
       this.#version = result.protocolVersion;
       this.#transport.setProtocolVersion(result.protocolVersion);
     }
-  }
-
-  /** How the library's settle of a request is answered to the client: a timeout as -32001 naming the limit, a lost connection as -32000; a client's own cancel gets nothing. */
-  #respond(error: McpCancellableError): LibraryErrorResponse | undefined {
-    const record = error.record;
-    const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
-    if (isCallTimeoutError(error)) {
-      const idle = error.code === "REQUEST_TIMEOUT";
-      const message = idle
-        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
-        : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
-      const data = {
-        code: error.code,
-        trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),
-        limitMs: error.timeoutMs,
-        summary: record.summary,
-        record: this.#withClientId(record),
-      };
-      return { code: TIMEOUT_ERROR_CODE, message, data };
-    }
-    if (isConnectionClosedError(error)) {
-      const data = { code: error.code, trigger: "connection-closed", summary: record.summary, record: this.#withClientId(record) };
-      return {
-        code: CONNECTION_CLOSED_ERROR_CODE,
-        message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered`,
-        data,
-      };
-    }
-    return undefined;
   }
 
   /** The record with the client's id of its request: from the request in progress, or (records of `--records` only) remembered after it. */

@@ -20,8 +20,6 @@
 // cancel (the transport's `onclose`), per-request limits and records (the relay, the library),
 // the SEP-2243 header presence check (the v2 server's own is not exported), and the guards.
 import { randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import type { WriteStream } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TransportLike } from "../../../adapters/types.js";
@@ -32,7 +30,7 @@ import type { ProxyOptions } from "../args.js";
 import { loadConfig, NO_CONFIG } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { MissingSdkError } from "../http.js";
-import { RecordsFileError } from "../proxy.js";
+import { openRecords } from "../proxy.js";
 import { ProxySession } from "../session.js";
 import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
@@ -103,18 +101,6 @@ async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }>
   }
   const v1 = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
   return { v1, v2, node };
-}
-
-function openRecords(file: string): Promise<WriteStream> {
-  return new Promise((resolve, reject) => {
-    const stream = createWriteStream(file, { flags: "a" });
-    stream.once("open", () => resolve(stream));
-    stream.once("error", (error) =>
-      reject(
-        new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`),
-      ),
-    );
-  });
 }
 
 /**

@@ -6,12 +6,11 @@
 // edge: a client id and progress token mapped to an upstream id and token of the relay's own (so
 // no client can name, cancel or receive another's request, progress or late result), and answers
 // routed back to the handle that asked.
+import { proxyErrorResponse } from "../respond.js";
 import type { WriteStream } from "node:fs";
 import type { TransportLike } from "../../../adapters/types.js";
-import { isCallTimeoutError, isConnectionClosedError } from "../../../errors/guards.js";
-import type { McpCancellableError } from "../../../errors/McpCancellableError.js";
 import { jsonLines } from "../../../ledger/json-lines.js";
-import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../../runner/message-transport.js";
+import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport } from "../../../runner/message-transport.js";
 import type { JsonRpcMessage, LibraryErrorResponse } from "../../../runner/message-transport.js";
 import { nameOf } from "../../../runner/runner.js";
 import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../../types/options.js";
@@ -146,7 +145,7 @@ export class Relay<T extends TransportLike = TransportLike> {
       defaults,
       name: "mcp-cancellable proxy",
       callOptions: (method, params) => this.#callOptions(method, params),
-      respond: (error) => this.#respond(error),
+      respond: (error) => proxyErrorResponse(error, (record) => this.#withClient(record)),
     });
     this.#transport.onmessage = (message) => this.#fromServer(message);
     this.#transport.onerror = (error) => init.log(`upstream: ${init.redact(error.message)}`);
@@ -330,35 +329,6 @@ export class Relay<T extends TransportLike = TransportLike> {
           pending.clientId,
         ),
     };
-  }
-
-  /** A request the library settled without the server's answer: a timeout is -32001 naming the limit, a lost connection -32000; a client's own cancel gets nothing. */
-  #respond(error: McpCancellableError): LibraryErrorResponse | undefined {
-    const record = error.record;
-    const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
-    if (isCallTimeoutError(error)) {
-      const idle = error.code === "REQUEST_TIMEOUT";
-      const message = idle
-        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
-        : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
-      const data = {
-        code: error.code,
-        trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),
-        limitMs: error.timeoutMs,
-        summary: record.summary,
-        record: this.#withClient(record),
-      };
-      return { code: TIMEOUT_ERROR_CODE, message, data };
-    }
-    if (isConnectionClosedError(error)) {
-      const data = { code: error.code, trigger: "connection-closed", summary: record.summary, record: this.#withClient(record) };
-      return {
-        code: CONNECTION_CLOSED_ERROR_CODE,
-        message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered; not retried`,
-        data,
-      };
-    }
-    return undefined;
   }
 
   /** The record with what the front knows: the client's id of the request, its session, the replica. */

@@ -1,0 +1,44 @@
+// How the proxy answers a client request the library settled without the server's answer: one
+// text for every front (the stdio session and the HTTP front's relay).
+import { isCallTimeoutError, isConnectionClosedError } from "../../errors/guards.js";
+import type { McpCancellableError } from "../../errors/McpCancellableError.js";
+import { CONNECTION_CLOSED_ERROR_CODE, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
+import type { LibraryErrorResponse } from "../../runner/message-transport.js";
+import type { RunRecord } from "../../types/record.js";
+
+/**
+ * A timeout is -32001 naming the limit (the idle timeout, `timeoutMs`, or the maximum total
+ * timeout, `maxTotalTimeoutMs`); a lost connection -32000 (never retried); a client's own cancel
+ * gets nothing (`undefined`). `data` carries the stable code, the trigger, the limit, the summary
+ * and the record as `withClient` completes it (the client's id of its request, ...).
+ */
+export function proxyErrorResponse(
+  error: McpCancellableError,
+  withClient: (record: RunRecord) => RunRecord,
+): LibraryErrorResponse | undefined {
+  const record = error.record;
+  const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
+  if (isCallTimeoutError(error)) {
+    const idle = error.code === "REQUEST_TIMEOUT";
+    const message = idle
+      ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
+      : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
+    const data = {
+      code: error.code,
+      trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),
+      limitMs: error.timeoutMs,
+      summary: record.summary,
+      record: withClient(record),
+    };
+    return { code: TIMEOUT_ERROR_CODE, message, data };
+  }
+  if (isConnectionClosedError(error)) {
+    const data = { code: error.code, trigger: "connection-closed", summary: record.summary, record: withClient(record) };
+    return {
+      code: CONNECTION_CLOSED_ERROR_CODE,
+      message: `mcp-cancellable proxy: the connection to the server was lost before ${what} was answered; not retried`,
+      data,
+    };
+  }
+  return undefined;
+}
