@@ -57,6 +57,28 @@ const EARLY_SLACK_MS = 100;
 /** Where a 2026-07-28 request carries its protocol version (rule 38). */
 const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 
+/**
+ * What a proxy front reads from a client request's `params._meta`: the client's progress token
+ * (a string or a number, else none) and the protocol version a 2026-07-28 request names (rule 38).
+ */
+export function requestMeta(params: unknown): {
+  meta: Record<string, unknown> | undefined;
+  clientToken: Id | undefined;
+  version: string | undefined;
+} {
+  const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
+  const token = meta?.progressToken;
+  const version = meta?.[PROTOCOL_VERSION_META];
+  return {
+    meta,
+    clientToken: typeof token === "string" || typeof token === "number" ? token : undefined,
+    version: typeof version === "string" ? version : undefined,
+  };
+}
+
+/** The progress token the proxy sends upstream for its request `upstreamId` (unique whatever the client reuses). */
+export const proxyToken = (upstreamId: Id): string => `mcp-cancellable-proxy-${String(upstreamId)}`;
+
 /** How many settled requests' client ids are remembered for the records of late revisions. */
 const MAX_REMEMBERED_IDS = 10_000;
 
@@ -525,12 +547,10 @@ export class ProxySession<T extends TransportLike> {
     this.counts.requests++;
     const upstreamId = this.#nextId++;
     const params = (message as { params?: unknown }).params;
-    const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
-    const clientToken = meta?.progressToken;
     // 2026-07-28 has no initialize: each request names its protocol version (rule 38), which the
     // upstream transport needs (HTTP: the MCP-Protocol-Version header; the adapter's era).
-    const version = meta?.[PROTOCOL_VERSION_META];
-    if (typeof version === "string" && version !== this.#version) {
+    const { meta, clientToken, version } = requestMeta(params);
+    if (version !== undefined && version !== this.#version) {
       this.#version = version;
       this.#transport.setProtocolVersion(version);
     }
@@ -540,7 +560,7 @@ export class ProxySession<T extends TransportLike> {
       clientId,
       method,
       controller,
-      clientToken: typeof clientToken === "string" || typeof clientToken === "number" ? clientToken : undefined,
+      clientToken,
       name: nameOf(isObject(params) ? params : {}),
       sentAt: now,
       activeAt: now,
@@ -555,7 +575,7 @@ export class ProxySession<T extends TransportLike> {
     if (pending.clientToken !== undefined && method !== "initialize") {
       // The upstream gets a token of the proxy's (unique whatever the client reuses); progress
       // for it goes back to the client under the client's own token.
-      const token = `mcp-cancellable-proxy-${upstreamId}`;
+      const token = proxyToken(upstreamId);
       this.#byToken.set(token, pending);
       forward.params = { ...(params as Record<string, unknown>), _meta: { ...meta, progressToken: token } };
     }
@@ -792,7 +812,7 @@ export class ProxySession<T extends TransportLike> {
     clearTimeout(pending.timer);
     this.#pending.delete(upstreamId);
     if (this.#byClientId.get(pending.clientId) === upstreamId) this.#byClientId.delete(pending.clientId);
-    if (pending.clientToken !== undefined) this.#byToken.delete(`mcp-cancellable-proxy-${String(upstreamId)}`);
+    if (pending.clientToken !== undefined) this.#byToken.delete(proxyToken(upstreamId));
   }
 
   #toClient(message: JsonRpcMessage | Record<string, unknown>, more: Omit<Outbound, "message"> = {}): void {

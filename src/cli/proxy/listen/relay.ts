@@ -19,6 +19,7 @@ import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
 import { baseLimits, entryLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
+import { proxyToken, requestMeta } from "../session.js";
 import type { Upstream } from "../session.js";
 import { withCallFacts } from "./spans.js";
 
@@ -26,8 +27,6 @@ export type Id = string | number;
 
 /** JSON-RPC's Invalid Request (a reused id, rule 1). */
 const INVALID_REQUEST_CODE = -32600;
-/** Where a 2026-07-28 request carries its protocol version (rule 38). */
-const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 /** Where a `subscriptions/listen` stream's messages name their listen (rule 33). */
 const SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId";
 /** How many settled requests' client facts are remembered for the records of late revisions. */
@@ -194,10 +193,8 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.counts.requests++;
     const upstreamId = this.#nextId++;
     const params = (message as { params?: unknown }).params;
-    const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
-    const clientToken = meta?.progressToken;
-    const version = meta?.[PROTOCOL_VERSION_META];
-    if (typeof version === "string" && version !== this.#version) {
+    const { meta, clientToken, version } = requestMeta(params);
+    if (version !== undefined && version !== this.#version) {
       this.#version = version;
       this.#transport.setProtocolVersion(version);
     }
@@ -206,11 +203,11 @@ export class Relay<T extends TransportLike = TransportLike> {
       clientId,
       method,
       controller: new AbortController(),
-      clientToken: typeof clientToken === "string" || typeof clientToken === "number" ? clientToken : undefined,
+      clientToken,
     };
     const forward: JsonRpcMessage = { ...message, id: upstreamId };
     if (pending.clientToken !== undefined && method !== "initialize") {
-      const token = `mcp-cancellable-proxy-${upstreamId}`;
+      const token = proxyToken(upstreamId);
       this.#byToken.set(token, pending);
       forward.params = { ...(params as Record<string, unknown>), _meta: { ...meta, progressToken: token } };
     }
@@ -360,7 +357,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#pending.delete(upstreamId);
     this.#init.inFlight.remove();
     pending.handle.unbind(pending.clientId, upstreamId);
-    if (pending.clientToken !== undefined) this.#byToken.delete(`mcp-cancellable-proxy-${String(upstreamId)}`);
+    if (pending.clientToken !== undefined) this.#byToken.delete(proxyToken(upstreamId));
   }
 
   #upstreamClosed(): void {
