@@ -166,7 +166,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   #rareFacts(): RareFacts {
-    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, overdueMs: 0 });
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -321,11 +321,12 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   /** The task this call follows, if any. */
   /**
-   * How late its limit fired, in ms, when the event loop held it up (0: on time, or cancelled
-   * otherwise): the response may already be waiting unread (see `CancelRequest.overdue`).
+   * A timer cancelled the call: its idle or maximum total timeout, or a caller's signal that timed
+   * out. Timers run before the event loop reads its input, so the server's answer may be waiting
+   * unread (see `CancelRequest.byTimer`).
    */
-  get overdueMs(): number {
-    return this.#rare?.overdueMs ?? 0;
+  get byTimer(): boolean {
+    return this.#rare?.byTimer ?? false;
   }
 
   get task(): TaskInfo | undefined {
@@ -384,6 +385,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
           : `The client's answer to the server's request did not come within clientWaitTimeoutMs (${clientWaitMs} ms)`),
     );
     let mechanism: CancelMechanism = "none";
+    if (trigger === "timeout" || trigger === "max-total-timeout") this.#rareFacts().byTimer = true;
     if (trigger !== "connection-closed") {
       try {
         mechanism = this.#hooks.cancel(this, reason);
@@ -450,10 +452,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const totalDeadline = this.#totalDeadline();
     const idleDeadline = this.#idle();
     if (now >= totalDeadline && totalDeadline <= idleDeadline) {
-      if (now - totalDeadline > OVERDUE_MS) this.#rareFacts().overdueMs = now - totalDeadline;
       this.cancel("max-total-timeout");
     } else if (now >= idleDeadline) {
-      if (now - idleDeadline > OVERDUE_MS) this.#rareFacts().overdueMs = now - idleDeadline;
       this.cancel("timeout");
     } else {
       this.#arm();
@@ -778,9 +778,6 @@ interface ProgressSeen {
   max: number;
 }
 
-/** A limit that fires later than this (ms) was held up by a busy event loop: input may be waiting unread. */
-const OVERDUE_MS = 2;
-
 /** Facts few calls have. */
 interface RareFacts {
   /** Late messages between the response and the settle: `null` for none. */
@@ -789,6 +786,6 @@ interface RareFacts {
   httpStatus: number | undefined;
   /** Server requests awaiting the client's own answer that pause the call's idle timeout (0: none). */
   clientWaits: number;
-  /** Its limit fired this late, ms (the event loop was busy): its answer may be waiting unread. */
-  overdueMs: number;
+  /** A timer cancelled it (see `byTimer`). */
+  byTimer: boolean;
 }

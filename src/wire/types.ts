@@ -35,11 +35,13 @@ export interface CancelRequest {
    */
   readonly awaitsTask?: number;
   /**
-   * `true` when the call's limit fired late (a busy event loop held its timer up): its response
-   * may already be waiting unread. An adapter whose cancel is a line on the same stream as the
-   * answers (stdio) may read what waits first, and send nothing for an answered request (rule 7).
+   * `true` when a timer fired the cancel (the call's idle or maximum total timeout, or a caller's
+   * signal that timed out). Node runs due timers before it reads input, so after any busy stretch
+   * of the event loop the server's answer may already be waiting unread. An adapter whose cancel
+   * is a line on the same stream as the answers (stdio) reads what waits first, and sends nothing
+   * for an answered request (rule 7).
    */
-  readonly overdue?: boolean;
+  readonly byTimer?: boolean;
   /** Sends a message on the wrapped transport, bypassing the decorator. */
   send(message: Message): Promise<void>;
   /** Reports a failed cancel send to the transport's `onerror`. */

@@ -352,7 +352,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
       ...(awaitsTask === undefined ? {} : { awaitsTask }),
-      ...(call !== null && call.overdueMs > 0 ? { overdue: true } : {}),
+      ...(call?.byTimer === true ? { byTimer: true } : {}),
       send: this.#belowSend,
       reportError: this.#reportError,
       delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),

@@ -137,7 +137,7 @@ describe("the stdio write queue (issue 27, item 4)", () => {
   }, 20_000);
 });
 
-describe("a limit that fires late, its answer already in the pipe (soak finding: the answer crossed the cancel)", () => {
+describe("a limit that fires late or on time, its answer already in the pipe (soak finding: the answer crossed the cancel)", () => {
   it("the event loop busy past the deadline while the server answers: no notifications/cancelled goes out, the answer is late, the caller gets its timeout", async () => {
     const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
@@ -157,5 +157,45 @@ describe("a limit that fires late, its answer already in the pipe (soak finding:
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(server.cancelsReceived()).toEqual([]); // rule 7: the request was answered
     expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", outcome: "late-result-discarded", cancel: { trigger: "timeout" } });
+  });
+
+  it("the event loop busy until the very deadline (the timer on time, not late) while the server answered: still no notifications/cancelled", async () => {
+    // The long soak's case: the loop busy 70 ms, the answer written meanwhile, the timer due just
+    // as the loop came back (0 to 2 ms late, so a check for a late timer saw nothing). Node runs
+    // due timers before it reads input: the cancel line must wait for the input of this turn.
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const { mcp } = server;
+    const timeoutMs = 150;
+    const start = performance.now();
+    const call = mcp.callTool({ name: "late", arguments: { ms: 40 } }, { timeoutMs });
+    call.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Busy in the check phase (after this turn's timers and input), so the next turn updates its
+    // clock, runs the due timer first, and only then reads the pipe.
+    await new Promise((resolve) => setImmediate(resolve));
+    const until = start + timeoutMs + 0.5;
+    while (performance.now() < until) {
+      // busy until just past the deadline
+    }
+    await expect(call).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(await eventually(() => (mcp.records().at(-1)?.late.results ?? 0) === 1)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.cancelsReceived()).toEqual([]); // rule 7: the request was answered
+    expect(mcp.records().at(-1)).toMatchObject({
+      status: "cancelled",
+      outcome: "late-result-discarded",
+      cancel: { trigger: "timeout", mechanism: "none" },
+    });
+  });
+
+  it("a timer-fired cancel with no answer waiting still goes out at once (one check phase later)", async () => {
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const { mcp } = server;
+    const call = mcp.callTool({ name: "late", arguments: { ms: 2_000 } }, { timeoutMs: 60 });
+    await expect(call).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
+    expect(await eventually(() => server.cancelsReceived().length === 1)).toBe(true);
+    expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout", mechanism: "notification" } });
   });
 });

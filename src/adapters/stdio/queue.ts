@@ -44,7 +44,7 @@ const ownWriteErrors = new WeakSet<object>();
 export class StdioQueue extends Layer {
   readonly #stdin: () => Stdin | undefined;
   readonly #waiting: Waiting[] = [];
-  /** Overdue cancels whose line waits one turn of the event loop (see `#defer`), by request id. */
+  /** Timer-fired cancels whose line waits for this turn's input to be read (see `#defer`), by request id. */
   readonly #deferred = new Map<RequestId, CancelRequest>();
   #deferring: ReturnType<typeof setImmediate> | undefined = undefined;
   /** The stdin whose `drain` and `close` the queue listens to, while anything waits. */
@@ -103,14 +103,15 @@ export class StdioQueue extends Layer {
       this.#listen(stdin);
       return "notification";
     }
-    if (request.overdue === true) return this.#defer(request);
+    if (request.byTimer === true) return this.#defer(request);
     return this.#line(request, stdin);
   }
 
   /**
-   * The call's limit fired late (a busy event loop held its timer up): the server's answer may be
-   * waiting unread in the pipe. The line waits one turn of the event loop (input is read before
-   * it); an answer read meanwhile means the request is over, and nothing is sent (rule 7).
+   * A timer fired the cancel: the server's answer may be waiting unread in the pipe (timers run
+   * before input is read, and a busy event loop lets answers pile up). The line waits for the
+   * check phase of this turn of the event loop (input is read before it); an answer read meanwhile
+   * means the request is over, and nothing is sent (rule 7).
    */
   #defer(request: CancelRequest): CancelMechanism {
     this.#deferred.set(request.requestId, request);
@@ -122,7 +123,7 @@ export class StdioQueue extends Layer {
     this.#deferring = undefined;
     const requests = [...this.#deferred.values()];
     this.#deferred.clear();
-    for (const request of requests) this.cancel({ ...request, overdue: false });
+    for (const request of requests) this.cancel({ ...request, byTimer: false });
   };
 
   override message(message: Message, extra?: MessageExtra): void {
@@ -139,6 +140,14 @@ export class StdioQueue extends Layer {
   override closed(): void {
     if (this.#deferring !== undefined) clearImmediate(this.#deferring);
     this.#deferring = undefined;
+    // Their lines were never written: the records say so (the 120 s soak found one that claimed a
+    // notification the dying server never got).
+    for (const request of this.#deferred.values()) {
+      request.delivery({
+        sent: "none",
+        failed: { mechanism: "notification", error: "not sent: the connection closed before the line was written" },
+      });
+    }
     this.#deferred.clear();
     this.up.closed();
   }

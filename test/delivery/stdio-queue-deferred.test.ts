@@ -1,0 +1,96 @@
+// The stdio queue's timer-fired cancels (byTimer): their line waits for the check phase of the
+// turn (input first, rule 7). A fake port and a fake stdin: what matters is the order of sends,
+// answers and closes, and that every deferred cancel's record is told what happened to its line.
+import { describe, expect, it, vi } from "vitest";
+import { StdioQueue } from "../../src/adapters/stdio/queue.js";
+import type { Stdin } from "../../src/adapters/stdio/queue.js";
+import type { CancelRequest } from "../../src/adapters/types.js";
+import type { Message } from "../../src/wire/messages.js";
+import type { Port, Up } from "../../src/wire/port.js";
+
+function harness() {
+  const sent: Message[] = [];
+  let up: Up | undefined;
+  const below: Port = {
+    send: async (message) => void sent.push(message),
+    start: async () => {},
+    close: async () => {},
+    cancel: () => "none",
+    setProtocolVersion: () => {},
+    connect: (layer) => void (up = layer),
+  };
+  const stdin = {
+    writable: true,
+    writableNeedDrain: false,
+    destroyed: false,
+    write: (_chunk: string, callback?: (error?: Error | null) => void) => {
+      queueMicrotask(() => callback?.(null));
+      return true;
+    },
+    once: () => stdin,
+    removeListener: () => stdin,
+  } as unknown as Stdin;
+  const queue = new StdioQueue(below, () => stdin);
+  const above: Up = { message: vi.fn(), fact: vi.fn(), closed: vi.fn(), error: vi.fn() };
+  queue.connect(above);
+  return { queue, sent, answer: (id: number) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message) };
+}
+
+function cancelRequest(requestId: number, byTimer: boolean) {
+  const delivery = vi.fn();
+  const request: CancelRequest = {
+    requestId,
+    reason: "Request timed out after 50 ms",
+    notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "Request timed out after 50 ms" } },
+    ...(byTimer ? { byTimer: true } : {}),
+    send: async () => {},
+    reportError: () => {},
+    delivery,
+  };
+  return { request, delivery };
+}
+
+const checkPhase = () => new Promise((resolve) => setImmediate(resolve));
+const cancels = (sent: Message[]) => sent.filter((m) => m.method === "notifications/cancelled").length;
+
+describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
+  it("a user's abort goes out at once; a timer's waits for the check phase, then goes", async () => {
+    const { queue, sent } = harness();
+    expect(queue.cancel(cancelRequest(1, false).request)).toBe("notification");
+    expect(cancels(sent)).toBe(1);
+    const timed = cancelRequest(2, true);
+    expect(queue.cancel(timed.request)).toBe("notification");
+    expect(cancels(sent)).toBe(1);
+    await checkPhase();
+    expect(cancels(sent)).toBe(2);
+    expect(timed.delivery).not.toHaveBeenCalled();
+  });
+
+  it("its answer read before the check phase: nothing is sent, the record says why (rule 7)", async () => {
+    const { queue, sent, answer } = harness();
+    const timed = cancelRequest(3, true);
+    queue.cancel(timed.request);
+    answer(3);
+    await checkPhase();
+    expect(cancels(sent)).toBe(0);
+    expect(timed.delivery).toHaveBeenCalledExactlyOnceWith({
+      sent: "none",
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+    });
+  });
+
+  it("the connection closed before the check phase: nothing is sent, and the record is told so (never a notification it never wrote)", async () => {
+    const { queue, sent } = harness();
+    const timed = [cancelRequest(4, true), cancelRequest(5, true)];
+    for (const { request } of timed) queue.cancel(request);
+    queue.closed();
+    await checkPhase();
+    expect(cancels(sent)).toBe(0);
+    for (const { delivery } of timed) {
+      expect(delivery).toHaveBeenCalledExactlyOnceWith({
+        sent: "none",
+        failed: { mechanism: "notification", error: "not sent: the connection closed before the line was written" },
+      });
+    }
+  });
+});
