@@ -34,6 +34,13 @@ export interface SdkServerLog {
 
 export interface SdkHttpServer {
   readonly url: URL;
+  /**
+   * POST exchanges the client closed that the SDK still holds, over the live sessions. In JSON
+   * mode the v1 SDK answers a POST only once every request in it has its response, and it never
+   * sends one for a cancelled request: each such exchange (its socket, request, response and
+   * promise, about 15 KB) stays until the session ends. Memory of the server, not of the client.
+   */
+  held(): number;
   /** A crash: every TCP connection destroyed and every session forgotten at once (a later request with one gets 404). */
   crash(): Promise<void>;
   stop(): Promise<void>;
@@ -114,6 +121,8 @@ type Message = { method?: string; id?: unknown; params?: { requestId?: unknown }
 /** Starts the server; `json` answers in JSON (`enableJsonResponse`), else in SSE. */
 export async function startSdkHttp({ json, log }: { json: boolean; log: SdkServerLog }): Promise<SdkHttpServer> {
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+  /** Per session transport: its exchanges the client closed before the SDK answered (see `held`). */
+  const held = new Map<StreamableHTTPServerTransport, number>();
   const connectionOf = (req: http.IncomingMessage): number => Number(req.headers[CONNECTION_HEADER] ?? -1);
 
   /** A new session for a client connection: the SDK's transport, its `onmessage` and `send` watched. */
@@ -170,7 +179,18 @@ export async function startSdkHttp({ json, log }: { json: boolean; log: SdkServe
         }
         transport = await open(connectionOf(req));
       }
+      const handled = transport;
+      let pending = true;
+      let counted = false;
+      res.on("close", () => {
+        if (pending && !res.writableFinished && message?.method === "tools/call") {
+          counted = true;
+          held.set(handled, (held.get(handled) ?? 0) + 1);
+        }
+      });
       await transport.handleRequest(req, res, parsed);
+      pending = false;
+      if (counted && held.has(handled)) held.set(handled, held.get(handled)! - 1);
     } catch (error) {
       if (!res.headersSent) res.writeHead(500).end(String(error));
     }
@@ -190,10 +210,12 @@ export async function startSdkHttp({ json, log }: { json: boolean; log: SdkServe
   const forget = async (): Promise<void> => {
     const all = [...sessions.values()];
     sessions.clear();
+    held.clear();
     for (const { server: mcp } of all) await mcp.close().catch(() => {});
   };
   return {
     url: new URL(`http://127.0.0.1:${port}/mcp`),
+    held: () => [...held.values()].reduce((sum, n) => sum + n, 0),
     async crash() {
       server.closeAllConnections();
       await forget();
