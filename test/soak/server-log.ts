@@ -325,8 +325,7 @@ export class ServerLog {
           // can see or prevent: counted, not failed, on every carrier. Sent after the response was
           // written (crossed) fails: the answer may have been there to read.
           const inFlight = this.#get(id, "clientCancelT") < this.#get(id, "answeredT");
-          if (!inFlight)
-            verdict.failures.push(`${this.#name(id)}: the notification arrived after the server had written the response`);
+          if (!inFlight) verdict.failures.push(`${this.#name(id)}: the notification arrived after the server had written the response`);
         }
         if (!hasRecord) fail(id, `the server got a notifications/cancelled for a request with no record (${this.#timeline(id)})`);
       }

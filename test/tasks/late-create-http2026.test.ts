@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isCallCancelledError } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { connectV2 } from "../http/clients.js";
-import { startRaw2026TaskServer } from "./servers.js";
+import { methods, startRaw2026TaskServer } from "./servers.js";
 import type { TaskServer } from "./servers.js";
 import { until } from "../helpers/timing.js";
 
@@ -21,7 +21,6 @@ afterEach(async () => {
   closeClient = undefined;
 });
 
-const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
 const latest = (records: RunRecord[]) => [...new Map(records.map((r) => [r.callId, r])).values()];
 
 describe("2026-07-28 Streamable HTTP: a task-augmented call cancelled before its task id was known", () => {

@@ -62,6 +62,7 @@ describe("2025-11-25, v1 SDK server with a task store over Streamable HTTP: call
       });
     }
     expect(server.statuses().filter((status) => status === "working")).toEqual([]);
+    expect(methods(server, "notifications/cancelled")).toHaveLength(0); // never for a task-augmented request (rules 2, 36)
     expect(peer.mcp.pendingCount).toBe(0);
   }, 20_000);
 });
