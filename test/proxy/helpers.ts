@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { JsonLineReader, MAX_MESSAGE_BYTES_LIMIT } from "../../src/cli/json-lines.js";
+import type { RunRecord } from "../../src/index.js";
 
 // The proxy as a real process, the way bin.test.ts runs the executable: `node --import tsx
 // src/cli/index.ts proxy ...` (dist/cli.js is the same module bundled).
@@ -44,12 +45,62 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** A run record of the proxy (a `--records` line, or an error's `data.record`): the library's record with the client's id of the request. */
+export type ProxyRecord = RunRecord & { clientRequestId?: string | number };
+
+/** The `data` of an error the proxy answers with (a timeout, a lost connection): the fields the tests read. */
+export interface ProxyErrorData {
+  code?: string;
+  trigger?: string;
+  limitMs?: number;
+  summary?: string;
+  record?: ProxyRecord | null;
+}
+
+/**
+ * A parsed JSON-RPC message (a request, a notification or a response, from either side): the
+ * fields the tests read, each present only in the messages that carry it.
+ */
+export interface RpcMessage {
+  jsonrpc?: unknown;
+  id?: string | number | null;
+  method?: string;
+  params?: {
+    name?: string;
+    requestId?: string | number;
+    progressToken?: string | number;
+    reason?: string;
+    _meta?: { progressToken?: string | number; [key: string]: unknown };
+    [key: string]: unknown;
+  };
+  result?: {
+    content?: Array<{ type: string; text: string }>;
+    tools?: Array<{ name: string }>;
+    [key: string]: unknown;
+  };
+  error?: { code: number; message: string; data?: ProxyErrorData };
+}
+
+/** A span of `--otel` with `OTEL_TRACES_EXPORTER=console` (one `mcp-cancellable proxy: span <json>` line on stderr): the fields the tests read. */
+export interface ConsoleSpan {
+  name: string;
+  /** SpanKind: 2 is CLIENT. */
+  kind: number;
+  /** In µs. */
+  duration: number;
+  attributes: Record<string, unknown>;
+  /** SpanStatusCode: 2 is ERROR. */
+  status: { code: number; message?: string };
+  events: Array<{ name: string; attributes?: Record<string, unknown> }>;
+  resource: { attributes: Record<string, unknown> };
+}
+
 /** The JSON-RPC lines the scripted server read (it echoes each as `RECV <json>` on stderr; the proxy passes its stderr through). */
-export function received(stderr: string): Array<Record<string, any>> {
+export function received(stderr: string): RpcMessage[] {
   return stderr
     .split("\n")
     .filter((line) => line.startsWith("RECV "))
-    .map((line) => JSON.parse(line.slice(5)) as Record<string, any>);
+    .map((line) => JSON.parse(line.slice(5)) as RpcMessage);
 }
 
 /** A temporary folder removed by `cleanup`. */
@@ -72,7 +123,7 @@ export const INITIALIZE = (id: string | number = "init") => ({
  */
 export class RawClient {
   readonly child: ChildProcessWithoutNullStreams;
-  readonly messages: Array<Record<string, any>> = [];
+  readonly messages: RpcMessage[] = [];
   readonly notJson: string[] = [];
   stderr = "";
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -84,10 +135,10 @@ export class RawClient {
     // The project's own line reader: linear in the bytes, so a 40 MB line costs the test nothing much.
     const reader = new JsonLineReader(
       {
-        message: (message) => this.messages.push(message as unknown as Record<string, any>),
+        message: (message) => this.messages.push(message as RpcMessage),
         invalid: (line, why, value) => {
           if (value === undefined) this.notJson.push(line);
-          else this.messages.push(value as Record<string, any>);
+          else this.messages.push(value as RpcMessage);
           void why;
         },
       },
@@ -110,7 +161,7 @@ export class RawClient {
   }
 
   /** The first message answering `id`, waited for at most `ms`. */
-  async answer(id: string | number, ms = 8_000): Promise<Record<string, any>> {
+  async answer(id: string | number, ms = 8_000): Promise<RpcMessage> {
     const found = await eventually(() => this.messages.some((m) => m.id === id && m.method === undefined), ms);
     if (!found)
       throw new Error(`no answer for ${JSON.stringify(id)} within ${ms} ms; got ${JSON.stringify(this.messages)}\n${this.stderr}`);
@@ -125,7 +176,7 @@ export class RawClient {
     this.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   }
 
-  answersTo(id: string | number): Array<Record<string, any>> {
+  answersTo(id: string | number): RpcMessage[] {
     return this.messages.filter((m) => m.id === id && m.method === undefined);
   }
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { STOP_BOUND_MS } from "../../src/cli/stdio-transport.js";
 import { alive, eventually, fixture, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
+import type { ProxyRecord } from "./helpers.js";
 
 // The proxy between a line-level client (the test, so every id and every line is visible) and
 // real stdio servers: the scripted one (echoes each line it reads as RECV on stderr, which the
@@ -43,7 +44,7 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     const seen = received(client.stderr);
     const upstream = seen.find((m) => m.method === "tools/call")!;
     expect(upstream.id).not.toBe("c-1");
-    expect(answer.result.content[0].text).toBe(`echo ${upstream.id}`);
+    expect(answer.result!.content![0]!.text).toBe(`echo ${upstream.id}`);
     expect(seen.find((m) => m.method === "initialize")!.params).toEqual(INITIALIZE().params);
     expect(client.notJson).toEqual([]);
   });
@@ -58,7 +59,7 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     client.send(call("after", "echo"));
     await client.answer("after");
     const seen = received(client.stderr);
-    const calls = seen.filter((m) => m.method === "tools/call" && m.params.name === "late");
+    const calls = seen.filter((m) => m.method === "tools/call" && m.params!.name === "late");
     expect(calls).toHaveLength(1);
     const cancels = seen.filter((m) => m.method === "notifications/cancelled");
     expect(cancels).toEqual([
@@ -87,15 +88,15 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     await client.initialize();
     client.send(call("quiet", "silent"));
     const answer = await client.answer("quiet");
-    expect(answer.error.code).toBe(-32001);
-    expect(answer.error.message).toMatch(/tools\/call "silent" timed out after 300 ms/);
-    expect(answer.error.data).toMatchObject({
+    expect(answer.error!.code).toBe(-32001);
+    expect(answer.error!.message).toMatch(/tools\/call "silent" timed out after 300 ms/);
+    expect(answer.error!.data).toMatchObject({
       code: "REQUEST_TIMEOUT",
       trigger: "timeout",
       limitMs: 300,
       summary: "cancelled (timeout), outcome unverified",
     });
-    expect(answer.error.data.record).toMatchObject({
+    expect(answer.error!.data!.record).toMatchObject({
       clientRequestId: "quiet",
       status: "cancelled",
       cancel: { mechanism: "notification" },
@@ -106,9 +107,9 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(
       received(client.stderr)
         .filter((m) => m.method === "notifications/cancelled")
-        .map((m) => m.params.requestId),
+        .map((m) => m.params!.requestId),
     ).toEqual([upstreamId]);
-    expect(answer.error.data.record.requestId).toBe(upstreamId);
+    expect(answer.error!.data!.record!.requestId).toBe(upstreamId);
   });
 
   it("C04 max total timeout holds while progress arrives: progress relayed under the client's token until then, none after", async () => {
@@ -118,17 +119,17 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     client.send(call("p", "progress", { every: 50 }, { progressToken: "client-token" }));
     const answer = await client.answer("p");
     const elapsed = performance.now() - sentAt;
-    expect(answer.error.code).toBe(-32001);
-    expect(answer.error.data).toMatchObject({ code: "MAX_TOTAL_TIMEOUT", trigger: "max-total-timeout", limitMs: 900 });
-    expect(answer.error.message).toMatch(/maximum total timeout of 900 ms/);
+    expect(answer.error!.code).toBe(-32001);
+    expect(answer.error!.data).toMatchObject({ code: "MAX_TOTAL_TIMEOUT", trigger: "max-total-timeout", limitMs: 900 });
+    expect(answer.error!.message).toMatch(/maximum total timeout of 900 ms/);
     expect(elapsed).toBeGreaterThanOrEqual(850); // the idle timeout (250) never fired: progress kept resetting it
     const progress = () => client.messages.filter((m) => m.method === "notifications/progress");
     expect(progress().length).toBeGreaterThan(2);
-    expect(new Set(progress().map((m) => m.params.progressToken))).toEqual(new Set(["client-token"]));
+    expect(new Set(progress().map((m) => m.params!.progressToken))).toEqual(new Set(["client-token"]));
     const atAnswer = progress().length;
     await sleep(400); // the server keeps sending progress after the cancel
     expect(progress().length).toBe(atAnswer);
-    const upstreamToken = received(client.stderr).find((m) => m.method === "tools/call")!.params._meta.progressToken;
+    const upstreamToken = received(client.stderr).find((m) => m.method === "tools/call")!.params!._meta!.progressToken;
     expect(upstreamToken).not.toBe("client-token");
   });
 
@@ -140,12 +141,12 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     client.send({ id: 9, method: "tools/list" }); // no "jsonrpc"
     client.send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
     const list = await client.answer("list");
-    expect(list.result.tools.map((t: { name: string }) => t.name)).toContain("count");
+    expect(list.result!.tools!.map((t: { name: string }) => t.name)).toContain("count");
     expect(client.messages.filter((m) => m.error?.code === -32700)).toEqual([
       { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: not JSON" } },
     ]);
-    expect(client.answersTo("no-method")[0]?.error.code).toBe(-32600);
-    expect(client.answersTo(9)[0]?.error.code).toBe(-32600);
+    expect(client.answersTo("no-method")[0]?.error?.code).toBe(-32600);
+    expect(client.answersTo(9)[0]?.error?.code).toBe(-32600);
     expect(client.notJson).toEqual([]);
     expect(client.stderr).toMatch(/the server wrote a malformed line \(not JSON\), dropped: raw-server starting/);
     const exit = await client.end();
@@ -160,9 +161,9 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     client.send(call("boom", "crash", { ms: 200 }));
     const [waiting, boom] = await Promise.all([client.answer("waiting"), client.answer("boom")]);
     for (const answer of [waiting, boom]) {
-      expect(answer.error.code).toBe(-32000);
-      expect(answer.error.message).toMatch(/connection to the server was lost/);
-      expect(answer.error.data.trigger).toBe("connection-closed");
+      expect(answer.error!.code).toBe(-32000);
+      expect(answer.error!.message).toMatch(/connection to the server was lost/);
+      expect(answer.error!.data!.trigger).toBe("connection-closed");
     }
     const exit = await client.exited;
     expect(exit.code).toBe(1);
@@ -179,7 +180,7 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(exit.code).toBe(0);
     const seen = received(client.stderr);
     const ids = seen.filter((m) => m.method === "tools/call").map((m) => m.id);
-    const cancelled = seen.filter((m) => m.method === "notifications/cancelled").map((m) => m.params.requestId);
+    const cancelled = seen.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId);
     expect(cancelled.sort()).toEqual(ids.sort());
   });
 
@@ -207,8 +208,8 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     client.send(call("dup", "echo"));
     await eventually(() => client.answersTo("dup").length === 2);
     const answers = client.answersTo("dup");
-    expect(answers[0]!.error.code).toBe(-32600);
-    expect(answers[1]!.result.content[0].text).toMatch(/^late /);
+    expect(answers[0]!.error!.code).toBe(-32600);
+    expect(answers[1]!.result!.content![0]!.text).toMatch(/^late /);
     expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1);
   });
 });
@@ -256,8 +257,8 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     client.send(call("s", "silent"));
     client.send(call("l", "late", { ms: 600 }));
     const [silent, late] = await Promise.all([client.answer("s"), client.answer("l")]);
-    expect(silent.error.data.limitMs).toBe(200);
-    expect(late.result.content[0].text).toMatch(/^late /); // 600 ms < the method's 4,000 ms
+    expect(silent.error!.data!.limitMs).toBe(200);
+    expect(late.result!.content![0]!.text).toMatch(/^late /); // 600 ms < the method's 4,000 ms
   });
 
   it("--records: one JSON Lines record per request (initialize excepted), the library's record with the client's id", async () => {
@@ -276,8 +277,8 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     const lines = readFileSync(file, "utf8")
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line) as Record<string, any>);
-    const last = new Map<number, Record<string, any>>();
+      .map((line) => JSON.parse(line) as ProxyRecord);
+    const last = new Map<number, ProxyRecord>();
     for (const line of lines) last.set(line.callId, line);
     expect(last.size).toBe(3);
     const byClient = Object.fromEntries([...last.values()].map((r) => [r.clientRequestId, r.summary]));

@@ -35,9 +35,9 @@ describe("mcp-cancellable proxy: large messages", () => {
     client.send(call("after", "echo"));
     client.send(call("big-first", "big-head", { bytes: 5_000_000 }));
     const [last, after, first] = await Promise.all([client.answer("big-last", 60_000), client.answer("after"), client.answer("big-first")]);
-    expect(last.result.content[0].text.length).toBe(40_000_000);
-    expect(first.result.content[0].text.length).toBe(5_000_000);
-    expect(after.result.content[0].text).toMatch(/^echo /);
+    expect(last.result!.content![0]!.text.length).toBe(40_000_000);
+    expect(first.result!.content![0]!.text.length).toBe(5_000_000);
+    expect(after.result!.content![0]!.text).toMatch(/^echo /);
     expect(client.notJson).toEqual([]);
   });
 
@@ -46,10 +46,10 @@ describe("mcp-cancellable proxy: large messages", () => {
     await client.initialize();
     client.send(call("too-big", "big", { bytes: 300_000 }));
     const answer = await client.answer("too-big");
-    expect(answer.error.code).toBe(-32603);
-    expect(answer.error.message).toMatch(/more than --max-message-bytes \(100000\); dropped\. Raise --max-message-bytes/);
+    expect(answer.error!.code).toBe(-32603);
+    expect(answer.error!.message).toMatch(/more than --max-message-bytes \(100000\); dropped\. Raise --max-message-bytes/);
     client.send(call("ok", "big", { bytes: 50_000 }));
-    expect((await client.answer("ok")).result.content[0].text.length).toBe(50_000);
+    expect((await client.answer("ok")).result!.content![0]!.text.length).toBe(50_000);
     expect(client.stderr).toMatch(/dropped a message of 300\d+ bytes from the server/);
   });
 
@@ -58,14 +58,14 @@ describe("mcp-cancellable proxy: large messages", () => {
     await client.initialize();
     client.send({ jsonrpc: "2.0", method: "tools/call", params: { name: "echo", arguments: { pad: "p".repeat(10_000) } }, id: "huge" });
     const answer = await client.answer("huge");
-    expect(answer.error.code).toBe(-32600);
-    expect(answer.error.message).toMatch(/a message of 10\d+ bytes, more than --max-message-bytes \(2048\)/);
+    expect(answer.error!.code).toBe(-32600);
+    expect(answer.error!.message).toMatch(/a message of 10\d+ bytes, more than --max-message-bytes \(2048\)/);
     client.send(call("small", "echo"));
     await client.answer("small");
     expect(
       received(client.stderr)
         .filter((m) => m.method === "tools/call")
-        .map((m) => m.params.name),
+        .map((m) => m.params!.name),
     ).toEqual(["echo"]);
   });
 

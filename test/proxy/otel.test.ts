@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, symlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fixture, INITIALIZE, RawClient, server, tempDir } from "./helpers.js";
+import type { ConsoleSpan } from "./helpers.js";
 
 // `--otel`: the library's OpenTelemetry recorder on every request the proxy runs, the exporter
 // chosen by OTEL_TRACES_EXPORTER. With `console`, each span is one JSON line on stderr (stdout
@@ -20,11 +21,11 @@ function start(proxyArgs: string[], env: Record<string, string> = {}): RawClient
   return client;
 }
 
-const spans = (stderr: string): Array<Record<string, any>> =>
+const spans = (stderr: string): ConsoleSpan[] =>
   stderr
     .split("\n")
     .filter((line) => line.startsWith("mcp-cancellable proxy: span "))
-    .map((line) => JSON.parse(line.slice("mcp-cancellable proxy: span ".length)) as Record<string, any>);
+    .map((line) => JSON.parse(line.slice("mcp-cancellable proxy: span ".length)) as ConsoleSpan);
 
 describe("proxy --otel", () => {
   it("console exporter: one CLIENT span per request (initialize excepted), error.type timeout for the timed-out call, none for the answered one; stdout stays protocol only", async () => {

@@ -5,6 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { proxyCommand, RawClient, tempDir } from "./helpers.js";
+import type { ProxyRecord } from "./helpers.js";
 import { startRestartable } from "./restartable-server.js";
 import type { RestartableServer } from "./restartable-server.js";
 
@@ -78,7 +79,7 @@ describe("proxy --url: a session the server lost is started anew", () => {
       const lines = readFileSync(records, "utf8")
         .trim()
         .split("\n")
-        .map((line) => JSON.parse(line) as Record<string, any>);
+        .map((line) => JSON.parse(line) as ProxyRecord);
       const lost = lines.filter((r) => r.status === "failed");
       expect(lost).toHaveLength(1);
       expect(lost[0]).toMatchObject({ method: "tools/call", name: "echo", cancel: null, error: { code: -32000 } });

@@ -7,6 +7,7 @@ import { SHUTDOWN_BOUND_MS } from "../../src/cli/proxy/session.js";
 import { closedUnfinished, seen, started, startV1 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
 import { alive, eventually, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
+import type { ConsoleSpan, ProxyRecord } from "./helpers.js";
 
 // Every way the proxy ends goes through one shutdown (issue 29, item 2): real signals to a real
 // proxy process (node running src/cli/index.ts), a real stdio server it started (the scripted
@@ -37,11 +38,11 @@ const call = (id: string, name: string, args: Record<string, unknown> = {}, meta
 /** Slack over the bound for a loaded machine (2 cores shared by several test runs). */
 const SLACK_MS = 2_500;
 
-const spans = (stderr: string): Array<Record<string, any>> =>
+const spans = (stderr: string): ConsoleSpan[] =>
   stderr
     .split("\n")
     .filter((line) => line.startsWith("mcp-cancellable proxy: span "))
-    .map((line) => JSON.parse(line.slice("mcp-cancellable proxy: span ".length)) as Record<string, any>);
+    .map((line) => JSON.parse(line.slice("mcp-cancellable proxy: span ".length)) as ConsoleSpan);
 
 describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
   for (const [signal, code] of [
@@ -67,9 +68,9 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
       expect(took).toBeLessThan(SHUTDOWN_BOUND_MS + SLACK_MS);
       const seenUpstream = received(client.stderr);
       const ids = seenUpstream.filter((m) => m.method === "tools/call").map((m) => m.id);
-      const cancelled = seenUpstream.filter((m) => m.method === "notifications/cancelled").map((m) => m.params.requestId);
+      const cancelled = seenUpstream.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId);
       expect(cancelled.sort()).toEqual(ids.sort());
-      expect(seenUpstream.find((m) => m.method === "notifications/cancelled")!.params.reason).toMatch(
+      expect(seenUpstream.find((m) => m.method === "notifications/cancelled")!.params!.reason).toMatch(
         new RegExp(`stopped \\(${signal}\\)`),
       );
       for (const id of ["a", "b"]) {
@@ -78,7 +79,7 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
       }
       expect(alive(pid)).toBe(false);
       const lines = readFileSync(records, "utf8").trim().split("\n");
-      const byClient = new Map(lines.map((line) => JSON.parse(line) as Record<string, any>).map((r) => [r.clientRequestId, r]));
+      const byClient = new Map(lines.map((line) => JSON.parse(line) as ProxyRecord).map((r) => [r.clientRequestId, r]));
       expect([...byClient.keys()].sort()).toEqual(["a", "b"]);
       for (const record of byClient.values()) expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "aborted" } });
       expect(client.stderr).toMatch(new RegExp(`the proxy was stopped \\(${signal}\\)`));
@@ -114,7 +115,7 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
     expect(
       received(client.stderr)
         .filter((m) => m.method === "notifications/cancelled")
-        .map((m) => m.params.requestId),
+        .map((m) => m.params!.requestId),
     ).toEqual([upstreamId]);
     expect(alive(pid)).toBe(false);
   });
@@ -163,8 +164,8 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
     const client = start(["--url", `http://127.0.0.1:${port}/mcp`]);
     client.send(INITIALIZE());
     const answer = await client.answer("init");
-    expect(answer.error.code).toBe(-32000);
-    expect(answer.error.message).toMatch(/cannot be reached/);
+    expect(answer.error!.code).toBe(-32000);
+    expect(answer.error!.message).toMatch(/cannot be reached/);
     const exit = await Promise.race([client.exited, sleep(8_000).then(() => "still running" as const)]);
     expect(exit).toMatchObject({ code: 1 });
     expect(client.stderr).toMatch(/the server cannot be reached: fetch failed/);

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { eventually, INITIALIZE, RawClient, received, server, sleep } from "./helpers.js";
+import type { RpcMessage } from "./helpers.js";
 
 // A bound on every wait (issue 29, item 5): initialize, the hold behind notifications/initialized,
 // no progress token the proxy does not need, subscriptions/listen left to the client and the session.
@@ -36,7 +37,7 @@ async function neverAcceptsInitialized(): Promise<{ url: string; posts: string[]
     }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const message = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id?: unknown; method?: string; params?: any };
+    const message = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RpcMessage;
     posts.push(message.method ?? "response");
     if (message.method === "notifications/initialized") {
       hung.push(res);
@@ -48,7 +49,7 @@ async function neverAcceptsInitialized(): Promise<{ url: string; posts: string[]
     }
     const result =
       message.method === "initialize"
-        ? { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "hangs", version: "1" } }
+        ? { protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "hangs", version: "1" } }
         : message.method === "tools/list"
           ? { tools: [] }
           : {};
@@ -74,7 +75,7 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     const answer = await client.answer("init");
     const took = performance.now() - sentAt;
     expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT", limitMs: 500 } });
-    expect(answer.error.message).toMatch(/initialize got no answer within 500 ms \(maxTotalTimeoutMs\); not cancelled/);
+    expect(answer.error!.message).toMatch(/initialize got no answer within 500 ms \(maxTotalTimeoutMs\); not cancelled/);
     expect(took).toBeGreaterThanOrEqual(480);
     expect(took).toBeLessThan(500 + SLACK_MS);
     await sleep(200);
@@ -94,7 +95,7 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     const took = performance.now() - sentAt;
     for (const answer of [list, ping]) {
       expect(answer.error).toMatchObject({ code: -32001, data: { code: "REQUEST_TIMEOUT", limitMs: 1000 } });
-      expect(answer.error.message).toMatch(/held waiting for notifications\/initialized to be accepted by the server, and never sent/);
+      expect(answer.error!.message).toMatch(/held waiting for notifications\/initialized to be accepted by the server, and never sent/);
     }
     expect(took).toBeGreaterThanOrEqual(950);
     expect(took).toBeLessThan(1_000 + SLACK_MS);
@@ -112,7 +113,7 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
         params: { name: "echo", arguments: {}, ...(meta ? { _meta: meta } : {}) },
       });
       await client.answer("e");
-      return received(client.stderr).find((m) => m.method === "tools/call")!.params._meta?.progressToken;
+      return received(client.stderr).find((m) => m.method === "tools/call")!.params!._meta?.progressToken;
     };
     expect(await tokens(["--timeout-ms", "none"])).toBeUndefined();
     expect(await tokens(["--no-reset-on-progress"])).toBeUndefined();

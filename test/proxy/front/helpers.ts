@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { proxyCommand } from "../helpers.js";
+import type { RpcMessage } from "../helpers.js";
 
 /** `mcp-cancellable proxy --listen 127.0.0.1:0 <args>` as a real process; resolves once it prints its URL. */
 export interface RunningFront {
@@ -93,11 +94,11 @@ export function post2026(
 }
 
 /** The JSON-RPC messages of a response body: a JSON body, or the `data:` lines of an SSE one. */
-export async function messagesOf(response: Response): Promise<Array<Record<string, any>>> {
+export async function messagesOf(response: Response): Promise<RpcMessage[]> {
   const text = await response.text();
   if ((response.headers.get("content-type") ?? "").includes("application/json")) return text === "" ? [] : [JSON.parse(text)];
   return text
     .split("\n")
     .filter((line) => line.startsWith("data: ") && line.length > 6)
-    .map((line) => JSON.parse(line.slice(6)) as Record<string, any>);
+    .map((line) => JSON.parse(line.slice(6)) as RpcMessage);
 }

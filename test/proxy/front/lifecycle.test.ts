@@ -49,7 +49,7 @@ describe("proxy --listen: life of the front", () => {
     expect(error.code).toBe(-32000);
     const answered = await messagesOf(await modern);
     expect(answered.at(-1)).toMatchObject({ id: "m", error: { code: -32000 } });
-    expect(answered.at(-1)!.error.message).toContain("--drain-ms");
+    expect(answered.at(-1)!.error!.message).toContain("--drain-ms");
     const exit = await front.exited;
     expect(exit.code).toBe(0);
     // Both long calls were cancelled upstream (their handlers' signals fired).
