@@ -5,7 +5,7 @@
 import { isCallTimeoutError, isConnectionClosedError } from "../errors/guards.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
-import type { RequestId } from "../core/cancellable-call.js";
+import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { RunRecord } from "../types/record.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, type Message } from "../wire/messages.js";
@@ -81,10 +81,16 @@ export interface MessageTransportInit {
   readonly respond?: ErrorResponder | undefined;
 }
 
+/** A request whose answer the client waits for: the call's invoke, and the call itself (for `cancel`). */
 interface Waiting {
   resolve(result: unknown): void;
   reject(error: unknown): void;
+  call: CancellableCall<unknown> | undefined;
+  /** `cancel` ended it: the client cancelled it itself and waits for no answer. */
+  byClient: boolean;
 }
+
+function unset(): void {}
 
 function isLibraryError(error: unknown): error is McpCancellableError {
   return error instanceof Error && typeof (error as Partial<McpCancellableError>).code === "string" && "record" in error;
@@ -189,40 +195,76 @@ export class MessageTransport<T extends TransportLike> {
         hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
       const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
-      const outcome = this.#runner.run(
-        { method, name: nameOf(params), params, options: callOptions, optionsFrom },
-        (marked, sdkOptions) => {
-          // Progress resets the idle timeout only for a request that carries a token: one is added
-          // when the options want it (the wire keeps its progress from the client).
-          const meta =
-            sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
-              ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
-              : undefined;
-          const answer = new Promise<unknown>((resolve, reject) => this.#waiting.set(id, { resolve, reject }));
-          handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
-            (error: unknown) => {
-              // The server answered its POST with an HTTP error: the request fails with the
-              // transport's error (the record has the status), and the client's send rejects
-              // with it, as it would without the library. Else the wire settled the call from
-              // its facts (connection-closed), and the client is answered with that.
-              if (this.#wire.sendFailed(id, error) !== "answered") return;
-              this.#waiting.get(id)?.reject(error);
-              throw error;
-            },
-          );
-          return answer;
-        },
-      );
-      outcome.then(
-        () => this.#waiting.delete(id),
-        // A request whose own signal fired (an abort, or a framework's timeout: a TimeoutError) was
-        // rejected by the client itself when it fired: it waits for no answer.
-        (error: unknown) => this.#settled(id, signal?.aborted === true ? undefined : error, wait),
-      );
+      const waiting: Waiting = { resolve: unset, reject: unset, call: undefined, byClient: false };
+      const call = this.#runner.start({ method, name: nameOf(params), params, options: callOptions, optionsFrom }, (marked, sdkOptions) => {
+        // Progress resets the idle timeout only for a request that carries a token: one is added
+        // when the options want it (the wire keeps its progress from the client).
+        const meta =
+          sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
+            ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
+            : undefined;
+        const answer = new Promise<unknown>((resolve, reject) => {
+          waiting.resolve = resolve;
+          waiting.reject = reject;
+          this.#waiting.set(id, waiting);
+        });
+        handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
+          (error: unknown) => {
+            // The server answered its POST with an HTTP error: the request fails with the
+            // transport's error (the record has the status), and the client's send rejects
+            // with it, as it would without the library. Else the wire settled the call from
+            // its facts (connection-closed), and the client is answered with that.
+            if (this.#wire.sendFailed(id, error) !== "answered") return;
+            this.#waiting.get(id)?.reject(error);
+            throw error;
+          },
+        );
+        return answer;
+      });
+      waiting.call = call;
+      this.#follow(call, id, waiting, signal, wait);
       return handed;
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Cancels a request in progress as an abort of its `signal` would: the adapter's cancel goes
+   * to the server (the request's own mechanism: rule 5 on stdio, the stream's close on HTTP), the
+   * record says `cancelled (aborted)` with `reason` (a string, as an abort's reason), and no
+   * response is delivered for it (the client cancelled it itself). For an entry point that
+   * tracks its requests by id (the proxy): no `AbortController` per request.
+   * Returns false when no request with that id is in progress (answered, settled, or `initialize`).
+   * @internal
+   */
+  cancel(id: RequestId, reason: string): boolean {
+    const waiting = this.#waiting.get(id);
+    const call = waiting?.call;
+    if (waiting === undefined || call === undefined || call.settled) return false;
+    waiting.byClient = true;
+    call.cancel("aborted", reason);
+    return true;
+  }
+
+  /**
+   * Answers the client once the call settles. Its own function, so the handlers' scope holds the
+   * id and the request's facts but not the message and its params (kept as long as the call
+   * pends, they would be about 300 bytes more per pending request).
+   */
+  #follow(
+    call: CancellableCall<unknown>,
+    id: RequestId,
+    waiting: Waiting,
+    signal: AbortSignal | undefined,
+    wait: AwaitVerification | undefined,
+  ): void {
+    call.promise.then(
+      () => this.#waiting.delete(id),
+      // A request whose own signal fired (an abort, or a framework's timeout: a TimeoutError), or
+      // that `cancel` ended, was rejected by the client itself: it waits for no answer.
+      (error: unknown) => this.#settled(id, signal?.aborted === true || waiting.byClient ? undefined : error, wait),
+    );
   }
 
   #forward(message: unknown, options: unknown): Promise<void> {

@@ -195,6 +195,17 @@ export class CallRunner {
    * was sent). Settles exactly once; every timer, listener and map entry is released.
    */
   run<R>(request: RunRequest, invoke: Invoke): Promise<R> {
+    return this.start<R>(request, invoke).promise;
+  }
+
+  /**
+   * Starts one request as {@link run} does and returns its call: `promise` settles as `run`'s
+   * would, and `cancel("aborted", reason)` cancels it as its signal's abort would, for an entry
+   * point that tracks its requests itself (the proxy) and so needs no `AbortController` per
+   * request (about 1 KB a pending call with its listener). Throws as `run` rejects for an invalid option.
+   * @internal
+   */
+  start<R>(request: RunRequest, invoke: Invoke): CancellableCall<R> {
     const { method, name, params, options, task: taskOptions } = request;
     const defaults = this.#defaults;
     // Options that hold only a signal share the defaults' resolved options; the signal goes on its own.
@@ -254,7 +265,7 @@ export class CallRunner {
     call.start();
     // The connection is gone (the server exited, the transport closed): say so, send nothing.
     if (wire === null || !wire.open) call.cancel("connection-closed");
-    if (call.settled || wire === null) return call.promise; // nothing was sent: aborted signal, or closed connection
+    if (call.settled || wire === null) return call; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key, task);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the
     // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
@@ -269,7 +280,7 @@ export class CallRunner {
       sent = Promise.reject(error);
     }
     follow(sent, call, observation);
-    return call.promise;
+    return call;
   }
 
   /** A call's options over the defaults; an invalid option from an option hook is also warned about and recorded. */

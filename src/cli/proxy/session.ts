@@ -189,8 +189,6 @@ export interface ProxyCounts {
 interface Pending {
   readonly clientId: Id;
   readonly method: string;
-  /** Aborted by the client's own cancel, or when the session ends. */
-  readonly controller: AbortController;
   /** The client's progress token, relayed back under it; `undefined` when the client asked for none. */
   readonly clientToken: Id | undefined;
   /** Progress was relayed for it (its answer then waits for that progress to reach the client). */
@@ -554,12 +552,10 @@ export class ProxySession<T extends TransportLike> {
       this.#version = version;
       this.#transport.setProtocolVersion(version);
     }
-    const controller = new AbortController();
     const now = performance.now();
     const pending: Pending = {
       clientId,
       method,
-      controller,
       clientToken,
       name: nameOf(isObject(params) ? params : {}),
       sentAt: now,
@@ -583,7 +579,8 @@ export class ProxySession<T extends TransportLike> {
     this.#byClientId.set(clientId, upstreamId);
     if (this.#records !== undefined) this.#clientIds.set(upstreamId, clientId);
     if (method === "initialize") this.#timeInitialize(upstreamId, pending);
-    this.#transport.send(forward, method === "initialize" ? undefined : { signal: controller.signal }).catch((error: unknown) => {
+    // No signal: the client's cancel ends it by id (`MessageTransport.cancel`), no AbortController per request.
+    this.#transport.send(forward).catch((error: unknown) => {
       // initialize (not a call: nothing answers it for us), or an option the runner refused.
       if (!this.#pending.has(upstreamId)) return;
       this.#forget(upstreamId);
@@ -667,7 +664,7 @@ export class ProxySession<T extends TransportLike> {
     this.counts.clientCancels++;
     this.#verbose("client->proxy", message, upstreamId, "cancelling upstream");
     this.#forget(upstreamId);
-    pending.controller.abort(reason);
+    this.#transport.cancel(upstreamId, reason);
   }
 
   /**
@@ -934,7 +931,7 @@ export class ProxySession<T extends TransportLike> {
         this.#forget(upstreamId);
         // An answer on its way to the client (written before its parse) is no request in progress.
         if (pending.early === true) continue;
-        if (pending.method !== "initialize") pending.controller.abort(upstreamReason);
+        if (pending.method !== "initialize") this.#transport.cancel(upstreamId, upstreamReason);
         if (clientThere) this.#answerLost(pending, why);
       }
       if (clientThere && held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);

@@ -90,7 +90,6 @@ interface Pending {
   readonly handle: ClientHandle;
   readonly clientId: Id;
   readonly method: string;
-  readonly controller: AbortController;
   readonly clientToken: Id | undefined;
 }
 
@@ -202,7 +201,6 @@ export class Relay<T extends TransportLike = TransportLike> {
       handle,
       clientId,
       method,
-      controller: new AbortController(),
       clientToken,
     };
     const forward: JsonRpcMessage = { ...message, id: upstreamId };
@@ -218,9 +216,8 @@ export class Relay<T extends TransportLike = TransportLike> {
       this.#remembered.set(upstreamId, { clientId, session: handle.facts.session });
     }
     const facts = { clientRequestId: clientId, clientSession: handle.facts.session, era: "2026-07-28" } as const;
-    const sent = withCallFacts(facts, () =>
-      this.#transport.send(forward, method === "initialize" ? undefined : { signal: pending.controller.signal }),
-    );
+    // No signal: a cancel ends it by id (`MessageTransport.cancel`), no AbortController per request.
+    const sent = withCallFacts(facts, () => this.#transport.send(forward));
     sent.catch((error: unknown) => {
       // initialize (not a call: nothing answers it for us), or an option the runner refused.
       if (!this.#pending.has(upstreamId)) return;
@@ -239,7 +236,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     });
   }
 
-  /** @internal Cancels one request upstream (its signal aborts: the library sends the upstream's cancel). Returns false when it is not in progress. */
+  /** @internal Cancels one request upstream (by id: the library sends the upstream's cancel). Returns false when it is not in progress. */
   cancel(upstreamId: Id, reason: string, answer?: (method: string) => LibraryErrorResponse): boolean {
     const pending = this.#pending.get(upstreamId);
     if (pending === undefined) return false;
@@ -247,7 +244,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#forget(upstreamId);
     if (answer !== undefined)
       pending.handle.port.deliver({ jsonrpc: "2.0", id: pending.clientId, error: answer(pending.method) }, pending.clientId);
-    pending.controller.abort(reason);
+    this.#transport.cancel(upstreamId, reason);
     return true;
   }
 
