@@ -19,6 +19,11 @@ describe("mcp-cancellable probe: a 120 MB result", () => {
       "--args",
       JSON.stringify({ bytes: BYTES }),
       "--allow-side-effects",
+      // The cancel goes before the result can have been read whole (120 MB take far longer than
+      // 20 ms to build, write and read), however fast the machine: with the default 300 ms a
+      // quick machine reads the whole result first, and the call ends before the cancel (SKIP).
+      "--cancel-after",
+      "20",
       "--timeout",
       "60000",
     ]);
