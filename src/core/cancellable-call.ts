@@ -37,6 +37,8 @@ export interface CallHooks {
    * revision when read, and keeps it). Called once, before `settled`.
    */
   keep?: ((settled: SettledRecord) => void) | undefined;
+  /** The result, while the call is still pending (an observer's span records it); must not throw. */
+  result?: ((value: unknown) => void) | undefined;
 }
 
 /** Everything a call is made of. The core does no I/O and imports no `node:` module. */
@@ -339,6 +341,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    */
   succeed(value: T): void {
     if (this.#state === "settled") return;
+    this.#hooks.result?.(value);
     const created = this.#task === undefined ? createdTask(value) : null;
     if (created !== null) this.#task = created;
     this.#finish(created === null ? "succeeded" : "task-created", "completed", null);

@@ -81,16 +81,12 @@ export interface MessageTransportInit {
   readonly respond?: ErrorResponder | undefined;
 }
 
-/** A request whose answer the client waits for: the call's invoke, and the call itself (for `cancel`). */
+/** A request whose answer the client waits for: its call (settled here from the server's answer, and by `cancel`). */
 interface Waiting {
-  resolve(result: unknown): void;
-  reject(error: unknown): void;
-  call: CancellableCall<unknown> | undefined;
+  readonly call: CancellableCall<unknown>;
   /** `cancel` ended it: the client cancelled it itself and waits for no answer. */
   byClient: boolean;
 }
-
-function unset(): void {}
 
 function isLibraryError(error: unknown): error is McpCancellableError {
   return error instanceof Error && typeof (error as Partial<McpCancellableError>).code === "string" && "record" in error;
@@ -195,19 +191,18 @@ export class MessageTransport<T extends TransportLike> {
         hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
       const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
-      const waiting: Waiting = { resolve: unset, reject: unset, call: undefined, byClient: false };
-      const call = this.#runner.start({ method, name: nameOf(params), params, options: callOptions, optionsFrom }, (marked, sdkOptions) => {
+      let waiting: Waiting | undefined;
+      const request = { method, name: nameOf(params), params, options: callOptions, optionsFrom };
+      const call = this.#runner.start(request, (marked, sdkOptions, call) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
         const meta =
           sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
             ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
             : undefined;
-        const answer = new Promise<unknown>((resolve, reject) => {
-          waiting.resolve = resolve;
-          waiting.reject = reject;
-          this.#waiting.set(id, waiting);
-        });
+        // The call is settled here from the server's answer (`#onmessage`): no promise per request.
+        waiting = { call, byClient: false };
+        this.#waiting.set(id, waiting);
         handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
           (error: unknown) => {
             // The server answered its POST with an HTTP error: the request fails with the
@@ -215,13 +210,12 @@ export class MessageTransport<T extends TransportLike> {
             // with it, as it would without the library. Else the wire settled the call from
             // its facts (connection-closed), and the client is answered with that.
             if (this.#wire.sendFailed(id, error) !== "answered") return;
-            this.#waiting.get(id)?.reject(error);
+            this.#waiting.get(id)?.call.fail(error);
             throw error;
           },
         );
-        return answer;
+        return undefined;
       });
-      waiting.call = call;
       this.#follow(call, id, waiting, signal, wait);
       return handed;
     } catch (error) {
@@ -240,10 +234,9 @@ export class MessageTransport<T extends TransportLike> {
    */
   cancel(id: RequestId, reason: string): boolean {
     const waiting = this.#waiting.get(id);
-    const call = waiting?.call;
-    if (waiting === undefined || call === undefined || call.settled) return false;
+    if (waiting === undefined || waiting.call.settled) return false;
     waiting.byClient = true;
-    call.cancel("aborted", reason);
+    waiting.call.cancel("aborted", reason);
     return true;
   }
 
@@ -255,16 +248,24 @@ export class MessageTransport<T extends TransportLike> {
   #follow(
     call: CancellableCall<unknown>,
     id: RequestId,
-    waiting: Waiting,
+    waiting: Waiting | undefined,
     signal: AbortSignal | undefined,
     wait: AwaitVerification | undefined,
   ): void {
     call.promise.then(
-      () => this.#waiting.delete(id),
+      () => this.#forget(id, call),
       // A request whose own signal fired (an abort, or a framework's timeout: a TimeoutError), or
       // that `cancel` ended, was rejected by the client itself: it waits for no answer.
-      (error: unknown) => this.#settled(id, signal?.aborted === true || waiting.byClient ? undefined : error, wait),
+      (error: unknown) => {
+        this.#forget(id, call);
+        this.#settled(id, signal?.aborted === true || waiting?.byClient === true ? undefined : error, wait);
+      },
     );
+  }
+
+  /** Drops the entry of `call` (not one a later request with the same id made meanwhile). */
+  #forget(id: RequestId, call: CancellableCall<unknown>): void {
+    if (this.#waiting.get(id)?.call === call) this.#waiting.delete(id);
   }
 
   #forward(message: unknown, options: unknown): Promise<void> {
@@ -277,7 +278,6 @@ export class MessageTransport<T extends TransportLike> {
    * signal fired, and it rejected the request itself).
    */
   #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined): void {
-    this.#waiting.delete(id);
     if (this.#closed || error === undefined) return;
     // The server's own error reached the client as its message already: only the library's are answered.
     if (!isLibraryError(error)) return;
@@ -322,8 +322,8 @@ export class MessageTransport<T extends TransportLike> {
         // The server's answer to a live call (the wire dropped any for a settled one): the call
         // settles with it, and the client gets the message as it came.
         this.#waiting.delete(message.id);
-        if ("error" in message) waiting.reject(message.error);
-        else waiting.resolve(message.result);
+        if ("error" in message) waiting.call.fail(message.error);
+        else waiting.call.succeed(message.result);
       }
     }
     this.#deliver(message as JsonRpcMessage);

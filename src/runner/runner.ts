@@ -89,7 +89,16 @@ export interface SdkRequestOptions {
  * marker (a symbol key, never serialised) that binds the request id to the call. The promise is
  * the answer: resolved with the result, rejected with the server's error or the send's failure.
  */
-export type Invoke = (params: Record<string, unknown>, sdkOptions: SdkRequestOptions) => Promise<unknown>;
+/**
+ * Sends the request: returns the client's promise of its answer, which settles the call; or
+ * `undefined` when the entry point settles `call` itself (`call.succeed` with the result,
+ * `call.fail` with the server's error or a send failure): no promise and handlers per pending call.
+ */
+export type Invoke = (
+  params: Record<string, unknown>,
+  sdkOptions: SdkRequestOptions,
+  call: CancellableCall<unknown>,
+) => Promise<unknown> | undefined;
 
 /** A record's error message is cut at this many characters (as the core cuts a server's). */
 const MAX_ERROR_MESSAGE_LENGTH = 1_000;
@@ -273,13 +282,13 @@ export class CallRunner {
     // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
     // Shared by every call (the SDK lines only read them): no object per pending call.
     const sdkOptions = resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
-    let sent: Promise<unknown>;
+    let sent: Promise<unknown> | undefined;
     try {
-      sent = invoke(marked(withMeta(params, observation), key), sdkOptions);
+      sent = invoke(marked(withMeta(params, observation), key), sdkOptions, call as CancellableCall<unknown>);
     } catch (error) {
       sent = Promise.reject(error);
     }
-    follow(sent, call, observation);
+    if (sent !== undefined) follow(sent, call);
     return call;
   }
 
@@ -356,6 +365,7 @@ export class CallRunner {
       // closure made there would keep that whole scope (params, call, controller) alive.
       record: this.#recorder(observation),
       keep: this.#keep,
+      result: observation === undefined ? undefined : (value) => observeResult(observation, value),
     };
   }
 
@@ -428,23 +438,13 @@ function sessionIdOf(wire: Wire): () => string | undefined {
 }
 
 /**
- * Settles the call from the entry point's answer. Outside `run`, so what a pending call holds for
- * it keeps only the call and its observation, not `run`'s whole scope. Without an observation the
- * two callbacks are bound functions of the call (no closure scope per call: 64 bytes less per
- * pending call than two closures and their context).
+ * Settles the call from the entry point's answer (an observation sees the result through the
+ * call's hooks). Outside `run`, so what a pending call holds for it keeps only the call, not
+ * `run`'s whole scope: the two callbacks are bound functions of the call (no closure scope per
+ * call: 64 bytes less per pending call than two closures and their context).
  */
-function follow<R>(sent: Promise<unknown>, call: CancellableCall<R>, observation: CallObservation | undefined): void {
-  if (observation === undefined) {
-    sent.then(succeedFrom.bind(call), failFrom.bind(call));
-    return;
-  }
-  sent.then(
-    (value) => {
-      if (!call.settled) observeResult(observation, value);
-      call.succeed(value as R);
-    },
-    (error: unknown) => failFrom.call(call, error),
-  );
+function follow<R>(sent: Promise<unknown>, call: CancellableCall<R>): void {
+  sent.then(succeedFrom.bind(call), failFrom.bind(call));
 }
 
 /** The entry point's answer: the result. */
