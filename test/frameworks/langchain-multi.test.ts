@@ -137,6 +137,7 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
       expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[0]), 3_000)).toBe(true);
       expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined, 3_000)).toBe(true);
       expect(calls(mcp)).toMatchObject([{ status: "cancelled", cancel: { trigger: "aborted", mechanism: "notification+stream-close" } }]);
+      expect(await eventually(() => seen(server, "notifications/cancelled").length > 0)).toBe(true); // its POST may land after the close
       expect(seen(server, "notifications/cancelled")).toHaveLength(1);
       await sleep(300);
       expect(seen(server, "tools/call")).toHaveLength(1);

@@ -72,6 +72,7 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     const [tool] = seen(server, "tools/call");
     expect(sawDisconnect(tool)).toBe(true);
     expect(tool!.close!.headersSent).toBe(true);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length > 0)).toBe(true); // its POST may land after the close
     expect(seen(server, "notifications/cancelled")).toHaveLength(1);
     expect(mcp.records()[0]!.cancel).toMatchObject({ reason: "Cancelled by the client", mechanism: "notification+stream-close" }); // the abort reason stays local
     expect(errors).toEqual([]);

@@ -177,6 +177,7 @@ describe("v2 SDK client 2025-era (its default)", () => {
     await expect(call).rejects.toBeInstanceOf(CallTimeoutError);
     expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined)).toBe(true);
     expect(sawDisconnect(seen(server, "tools/call")[0])).toBe(true);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length > 0)).toBe(true); // its POST may land after the close
     expect(seen(server, "notifications/cancelled")).toHaveLength(1);
     expect(mcp.records()[0]!.cancel!.mechanism).toBe("notification+stream-close");
     expect(errors).toEqual([]);

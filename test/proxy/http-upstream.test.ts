@@ -51,6 +51,7 @@ describe("proxy --url: Streamable HTTP upstream", () => {
     controller.abort("user gave up");
     await expect(call).rejects.toThrow();
     expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[1]))).toBe(true);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length > 0)).toBe(true); // its POST may land after the close
     const cancels = seen(server, "notifications/cancelled");
     expect(cancels).toHaveLength(1);
     expect(cancels[0]!.http).toMatchObject({ cancelOf: upstreamId, session: true });
@@ -99,6 +100,7 @@ describe("proxy --url: Streamable HTTP upstream", () => {
     controller.abort("user gave up");
     await expect(call).rejects.toThrow();
     expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[1]))).toBe(true);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length > 0)).toBe(true); // its POST may land after the close
     const cancels = seen(server, "notifications/cancelled");
     expect(cancels).toHaveLength(1);
     expect(cancels[0]!.http).toMatchObject({ cancelOf: upstreamId, session: true });
