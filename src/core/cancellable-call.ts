@@ -39,6 +39,12 @@ export interface CallHooks {
   keep?: ((settled: SettledRecord) => void) | undefined;
   /** The result, while the call is still pending (an observer's span records it); must not throw. */
   result?: ((value: unknown) => void) | undefined;
+  /**
+   * The call was rejected (cancelled, timed out, or the server's error), with what its promise
+   * rejects with: called once, after the settle. For an entry point that answers its client from
+   * the call itself, with no promise handlers per pending call. Must not throw.
+   */
+  rejected?: ((call: CancellableCall, error: unknown) => void) | undefined;
 }
 
 /** Everything a call is made of. The core does no I/O and imports no `node:` module. */
@@ -72,6 +78,14 @@ export interface CallInit {
    * is then not this call's). Default: `ids.callId`.
    */
   callId?: number;
+  /** What the entry point keeps with the call (read back in its hooks as `call.owner`). Default: undefined. */
+  owner?: unknown;
+  /**
+   * `false`: the call makes no promise (`promise` never settles): the entry point learns the
+   * outcome from what it settles itself (`succeed`, `fail`) and from `hooks.rejected`, with no
+   * promise, resolving functions or handlers per pending call. Default: true.
+   */
+  promise?: boolean | undefined;
 }
 
 /** The identity a run record carries (`callId`, `connectionId`, `sessionId`). */
@@ -105,6 +119,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   readonly name: string | null;
   /** The call's process-unique id (`ids.callId`, 0 without). */
   readonly callId: number;
+  /** The entry point's own object for this call (`CallInit.owner`), if any. */
+  readonly owner: unknown;
   /** Set when the request goes on the wire. */
   requestId: RequestId | null = null;
   /** The progress token the request carries, if any. */
@@ -149,11 +165,17 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     this.method = init.method;
     this.name = init.name;
     this.callId = init.callId ?? init.ids?.callId ?? 0;
-    // A module-level executor: no closure and scope made per call just to take the two functions.
-    this.promise = new Promise<T>(takeResolvers);
-    this.#resolve = takenResolve;
-    this.#reject = takenReject;
-    takenResolve = takenReject = noop; // nothing of this call stays in the module
+    this.owner = init.owner;
+    if (init.promise === false) {
+      this.promise = NEVER;
+      this.#resolve = this.#reject = noop;
+    } else {
+      // A module-level executor: no closure and scope made per call just to take the two functions.
+      this.promise = new Promise<T>(takeResolvers);
+      this.#resolve = takenResolve;
+      this.#reject = takenReject;
+      takenResolve = takenReject = noop; // nothing of this call stays in the module
+    }
     const now = init.clock();
     this.#startedAt = now;
     const sinceEpoch = Date.now() - WALL_EPOCH;
@@ -361,8 +383,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   fail(error: unknown): void {
     if (this.#state === "settled") return;
     this.#finish("failed", "error", describeError(error, this.#rare?.httpStatus));
+    const rejected = this.#hooks.rejected;
     this.#reject(error);
     this.#release();
+    rejected?.(this, error);
   }
 
   /**
@@ -406,8 +430,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       mechanism === "none" ? null : Date.now(),
     );
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    this.#reject(this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs));
+    const error = this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs);
+    const rejected = this.#hooks.rejected;
+    this.#reject(error);
     this.#release();
+    rejected?.(this, error);
   }
 
   /**
@@ -729,6 +756,9 @@ function isV1McpError(error: object): boolean {
 }
 
 function noop(): void {}
+
+/** The `promise` of a call made with `promise: false`: it never settles, and holds nothing. */
+const NEVER: Promise<never> = new Promise<never>(noop);
 
 /** The resolving functions of the promise being made (`takeResolvers` is its executor, which runs synchronously). */
 let takenResolve: (value: unknown) => void = noop;

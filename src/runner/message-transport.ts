@@ -81,9 +81,18 @@ export interface MessageTransportInit {
   readonly respond?: ErrorResponder | undefined;
 }
 
-/** A request whose answer the client waits for: its call (settled here from the server's answer, and by `cancel`). */
+/**
+ * A request in progress: its call's `owner`. The call makes no promise: it is settled here from
+ * the server's answer (`#onmessage`), and its rejection comes back through the runner's
+ * `rejected` hook (`#rejected`), so a pending request holds no promise, resolving functions or
+ * handlers.
+ */
 interface Waiting {
-  readonly call: CancellableCall<unknown>;
+  readonly id: RequestId;
+  /** Set once the request is handed to the wire (`undefined` for one settled before). */
+  call: CancellableCall<unknown> | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly wait: AwaitVerification | undefined;
   /** `cancel` ended it: the client cancelled it itself and waits for no answer. */
   byClient: boolean;
 }
@@ -124,7 +133,7 @@ export class MessageTransport<T extends TransportLike> {
     // Nothing above waits on its own: this transport answers from the call's outcome.
     const wire = openWire(adapter, defaults, { releaseWait: () => true });
     this.#wire = wire;
-    this.#runner = new CallRunner({ defaults, client: this, wire: () => wire });
+    this.#runner = new CallRunner({ defaults, client: this, wire: () => wire, rejected: this.#rejected });
     const down: TransportLike = wire.transport;
     down.onmessage = this.#onmessage as TransportLike["onmessage"];
     down.onclose = this.#onclose;
@@ -191,17 +200,16 @@ export class MessageTransport<T extends TransportLike> {
         hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
       let handed: Promise<void> = Promise.resolve();
       const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
-      let waiting: Waiting | undefined;
-      const request = { method, name: nameOf(params), params, options: callOptions, optionsFrom };
-      const call = this.#runner.start(request, (marked, sdkOptions, call) => {
+      const waiting: Waiting = { id, call: undefined, signal, wait, byClient: false };
+      const request = { method, name: nameOf(params), params, options: callOptions, optionsFrom, owner: waiting, promise: false } as const;
+      this.#runner.start(request, (marked, sdkOptions, call) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
         const meta =
           sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
             ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
             : undefined;
-        // The call is settled here from the server's answer (`#onmessage`): no promise per request.
-        waiting = { call, byClient: false };
+        waiting.call = call;
         this.#waiting.set(id, waiting);
         handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
           (error: unknown) => {
@@ -210,13 +218,12 @@ export class MessageTransport<T extends TransportLike> {
             // with it, as it would without the library. Else the wire settled the call from
             // its facts (connection-closed), and the client is answered with that.
             if (this.#wire.sendFailed(id, error) !== "answered") return;
-            this.#waiting.get(id)?.call.fail(error);
+            waiting.call?.fail(error);
             throw error;
           },
         );
         return undefined;
       });
-      this.#follow(call, id, waiting, signal, wait);
       return handed;
     } catch (error) {
       return Promise.reject(error);
@@ -234,39 +241,25 @@ export class MessageTransport<T extends TransportLike> {
    */
   cancel(id: RequestId, reason: string): boolean {
     const waiting = this.#waiting.get(id);
-    if (waiting === undefined || waiting.call.settled) return false;
+    const call = waiting?.call;
+    if (waiting === undefined || call === undefined || call.settled) return false;
     waiting.byClient = true;
-    waiting.call.cancel("aborted", reason);
+    call.cancel("aborted", reason);
     return true;
   }
 
   /**
-   * Answers the client once the call settles. Its own function, so the handlers' scope holds the
-   * id and the request's facts but not the message and its params (kept as long as the call
-   * pends, they would be about 300 bytes more per pending request).
+   * A call was rejected (the runner's `rejected` hook, after its settle): its entry goes, and
+   * the client is answered in a microtask, as a promise handler would (unless its own signal
+   * fired, or `cancel` ended it: an abort or a framework's timeout, a TimeoutError, that the
+   * client rejected itself and waits for no answer on).
    */
-  #follow(
-    call: CancellableCall<unknown>,
-    id: RequestId,
-    waiting: Waiting | undefined,
-    signal: AbortSignal | undefined,
-    wait: AwaitVerification | undefined,
-  ): void {
-    call.promise.then(
-      () => this.#forget(id, call),
-      // A request whose own signal fired (an abort, or a framework's timeout: a TimeoutError), or
-      // that `cancel` ended, was rejected by the client itself: it waits for no answer.
-      (error: unknown) => {
-        this.#forget(id, call);
-        this.#settled(id, signal?.aborted === true || waiting?.byClient === true ? undefined : error, wait);
-      },
-    );
-  }
-
-  /** Drops the entry of `call` (not one a later request with the same id made meanwhile). */
-  #forget(id: RequestId, call: CancellableCall<unknown>): void {
-    if (this.#waiting.get(id)?.call === call) this.#waiting.delete(id);
-  }
+  readonly #rejected = (call: CancellableCall, error: unknown): void => {
+    const waiting = call.owner as Waiting;
+    if (this.#waiting.get(waiting.id) === waiting) this.#waiting.delete(waiting.id);
+    if (waiting.signal?.aborted === true || waiting.byClient) return;
+    queueMicrotask(() => this.#settled(waiting.id, error, waiting.wait));
+  };
 
   #forward(message: unknown, options: unknown): Promise<void> {
     return (this.#wire.transport.send as (message: unknown, options?: unknown) => Promise<void>)(message, options);
@@ -317,13 +310,13 @@ export class MessageTransport<T extends TransportLike> {
       message.id !== undefined &&
       message.id !== null
     ) {
-      const waiting = this.#waiting.get(message.id);
-      if (waiting !== undefined) {
+      const call = this.#waiting.get(message.id)?.call;
+      if (call !== undefined) {
         // The server's answer to a live call (the wire dropped any for a settled one): the call
         // settles with it, and the client gets the message as it came.
         this.#waiting.delete(message.id);
-        if ("error" in message) waiting.call.fail(message.error);
-        else waiting.call.succeed(message.result);
+        if ("error" in message) call.fail(message.error);
+        else call.succeed(message.result);
       }
     }
     this.#deliver(message as JsonRpcMessage);

@@ -49,6 +49,8 @@ export interface RunnerInit {
    * call's rejection; nothing is sent).
    */
   wire(): WireChoice;
+  /** Every call's rejection, after its settle (`CallHooks.rejected`): for an entry point that answers from the call itself. */
+  readonly rejected?: ((call: CancellableCall, error: unknown) => void) | undefined;
 }
 
 /** One request to run: what it is, and the caller's options for it. */
@@ -70,6 +72,10 @@ export interface RunRequest {
    * recorded (status `failed`, outcome `not-sent`, error code `INVALID_OPTION`).
    */
   readonly optionsFrom?: string | undefined;
+  /** The entry point's own object for this call, as `call.owner` (see `RunnerInit.rejected`). */
+  readonly owner?: unknown;
+  /** `false`: the call makes no promise; the entry point answers from the call itself (`CallInit.promise`; `start` only). */
+  readonly promise?: false | undefined;
 }
 
 /**
@@ -183,7 +189,7 @@ export class CallRunner {
               // A throwing log hook must not change how a call settles.
             }
           };
-    this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep };
+    this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep, rejected: init.rejected };
     this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
   }
 
@@ -269,6 +275,8 @@ export class CallRunner {
       deadlines: this.#deadlines,
       ids: this.#ids,
       callId: key,
+      owner: request.owner,
+      promise: request.promise,
     });
     task?.attach(call);
     call.start();
@@ -346,6 +354,7 @@ export class CallRunner {
       settled: (call) => wire.settled(call, call.callId),
       record: this.#onRecord,
       keep: this.#keep,
+      rejected: this.#init.rejected,
     };
   }
 
@@ -366,6 +375,7 @@ export class CallRunner {
       record: this.#recorder(observation),
       keep: this.#keep,
       result: observation === undefined ? undefined : (value) => observeResult(observation, value),
+      rejected: this.#init.rejected,
     };
   }
 

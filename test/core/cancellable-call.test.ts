@@ -687,3 +687,57 @@ describe("CancellableCall: a response read after its limit passed is late (soak 
     expect(outcome).toMatchObject({ status: "fulfilled", value: "done" });
   });
 });
+
+describe("CancellableCall without a promise (an entry point that answers from the call itself)", () => {
+  function promiseless(options: CallOptions = {}) {
+    const rejections: Array<{ call: CancellableCall; error: unknown; settledThen: boolean }> = [];
+    const owner = { tag: "the entry point's own" };
+    const call = new CancellableCall<string>({
+      method: "tools/call",
+      name: "report",
+      options: resolveCallOptions({}, options),
+      clock: () => Date.now(),
+      timers: { setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as never) },
+      hooks: {
+        cancel: () => "notification",
+        settled: () => {},
+        rejected: (settledCall, error) => void rejections.push({ call: settledCall, error, settledThen: settledCall.settled }),
+      },
+      owner,
+      promise: false,
+    });
+    return { call, rejections, owner, outcome: settleOf(call.promise) };
+  }
+
+  it("a timeout reaches hooks.rejected once, after the settle, with the error a promise would carry; its promise never settles", async () => {
+    const { call, rejections, owner, outcome } = promiseless({ timeoutMs: 100 });
+    call.start();
+    call.bind(7);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(rejections).toHaveLength(1);
+    expect(rejections[0]!.call).toBe(call);
+    expect(rejections[0]!.call.owner).toBe(owner);
+    expect(rejections[0]!.settledThen).toBe(true);
+    expect(rejections[0]!.error).toBeInstanceOf(CallTimeoutError);
+    expect((rejections[0]!.error as CallTimeoutError).record).toMatchObject({ requestId: 7, status: "cancelled" });
+    call.cancel("aborted"); // settled already: nothing more
+    call.fail(new Error("late"));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(rejections).toHaveLength(1);
+    expect(outcome.status).toBe("pending");
+  });
+
+  it("the server's error reaches hooks.rejected as it came; a result reaches none", async () => {
+    const failed = promiseless({ timeoutMs: 100 });
+    failed.call.start();
+    const serverError = new McpError(-32602, "bad arguments");
+    failed.call.fail(serverError);
+    expect(failed.rejections.map((r) => r.error)).toEqual([serverError]);
+    const answered = promiseless({ timeoutMs: 100 });
+    answered.call.start();
+    answered.call.succeed("done");
+    await vi.advanceTimersByTimeAsync(200);
+    expect(answered.rejections).toEqual([]);
+    expect(answered.call.record).toMatchObject({ status: "succeeded" });
+  });
+});
