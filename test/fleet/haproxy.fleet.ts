@@ -75,7 +75,12 @@ describe.skipIf(binary === undefined)("a fleet behind HAProxy", () => {
     expect(failed).toHaveLength(onR1);
     expect(answered).toHaveLength(onR2);
     for (const o of failed) {
-      expect(isConnectionClosedError(o.error), String(o.error)).toBe(true);
+      // A lost connection (-32000); or, for a 2026-07-28 request the replica died on before its
+      // response headers reached the balancer, the balancer's own 502, which the v2 SDK raises as
+      // its HTTP error (docs/proxy.md, Limits). Either way at once, and never sent again.
+      const lost = isConnectionClosedError(o.error);
+      const balancer502 = o.replica === undefined && /\b502\b/.test(String(o.error));
+      expect(lost || balancer502, String(o.error)).toBe(true);
       expect(o.at - killedAt).toBeLessThan(CALL_MS / 2);
     }
     expect(outcomes.filter((o) => o.replica === "r1").every((o) => !o.ok)).toBe(true);

@@ -69,6 +69,20 @@ let loaded: Undici | undefined | null = null;
 const noop = (): void => {};
 
 /**
+ * Closes (or destroys) a dispatcher, best effort: Bun's `undici` module has `Agent`s without
+ * `destroy`, whose methods return no promise; a rejection is dropped.
+ */
+function end(dispatcher: object, how: "close" | "destroy"): void {
+  const methods = dispatcher as { close?: () => unknown; destroy?: () => unknown };
+  try {
+    const ended = how === "destroy" && typeof methods.destroy === "function" ? methods.destroy() : methods.close?.();
+    if (ended instanceof Promise) ended.catch(noop);
+  } catch {
+    // Closing is best effort: the transport has aborted every request already.
+  }
+}
+
+/**
  * The default fetch of one `cancellableFetch()`: undici's fetch with header and body timeouts
  * off, through a dispatcher of its own (made on first use, closed with the transport), so every
  * server address's connection pool goes with its transport; the global fetch where undici is
@@ -91,7 +105,7 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
       fresh.add(own);
       const done = (): void => {
         fresh.delete(own);
-        own.close().catch(noop);
+        end(own, "close");
       };
       const sent = lib.fetch(url, { ...(init as object), dispatcher: own } as Parameters<
         Undici["fetch"]
@@ -121,8 +135,8 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
       const closing = dispatcher;
       dispatcher = undefined;
       // The transport has aborted every request already: nothing is cut short.
-      closing?.destroy().catch(noop);
-      for (const own of fresh) own.destroy().catch(noop);
+      if (closing !== undefined) end(closing, "destroy");
+      for (const own of fresh) end(own, "destroy");
       fresh.clear();
     },
   };
