@@ -267,11 +267,10 @@ export class MessageTransport<T extends TransportLike> {
 
   /**
    * A call ended without the server's answer reaching the client: answer it (unless the
-   * connection closed: the client's onclose ends it; or `error` is undefined: the client's own
-   * signal fired, and it rejected the request itself).
+   * connection closed: the client's onclose ends it).
    */
   #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined): void {
-    if (this.#closed || error === undefined) return;
+    if (this.#closed) return;
     // The server's own error reached the client as its message already: only the library's are answered.
     if (!isLibraryError(error)) return;
     const response = this.#respond(error);
