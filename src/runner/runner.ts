@@ -92,13 +92,10 @@ export interface SdkRequestOptions {
 
 /**
  * Puts the request on the wire through the entry point's own client: `params` carry the call's
- * marker (a symbol key, never serialised) that binds the request id to the call. The promise is
- * the answer: resolved with the result, rejected with the server's error or the send's failure.
- */
-/**
- * Sends the request: returns the client's promise of its answer, which settles the call; or
- * `undefined` when the entry point settles `call` itself (`call.succeed` with the result,
- * `call.fail` with the server's error or a send failure): no promise and handlers per pending call.
+ * marker (a symbol key, never serialised) that binds the request id to the call. Returns the
+ * answer's promise (resolved with the result, rejected with the server's error or the send's
+ * failure), which settles the call; or `undefined` when the entry point settles `call` itself
+ * (`call.succeed`, `call.fail`): no promise and handlers per pending call.
  */
 export type Invoke = (
   params: Record<string, unknown>,
