@@ -163,14 +163,15 @@ export class SettledRecord implements LateSink {
    * only what went out, and the part that failed; a request that never reached the server is
    * `not-sent` (nothing to cancel).
    */
-  delivery({ sent, failed }: CancelDelivery): void {
+  delivery({ sent, failed, sentWall }: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
     const cancel = this.record.cancel;
     if (cancel === null) return;
     // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
     const kept = cancel.undelivered?.mechanism === "tasks/cancel" ? cancel.undelivered : null;
     const undelivered = failed === null ? kept : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
-    const next = { ...cancel, mechanism: sent, sentAt: sent === "none" ? null : cancel.sentAt, undelivered };
+    const sentAt = sent === "none" ? null : sentWall === undefined ? cancel.sentAt : isoTime(sentWall);
+    const next = { ...cancel, mechanism: sent, sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }
 

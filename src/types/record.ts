@@ -27,6 +27,11 @@ export interface CancelUndelivered {
 export interface CancelDelivery {
   sent: CancelMechanism;
   failed: CancelUndelivered | null;
+  /**
+   * When what was `sent` went out (`Date.now()`, ms), when that was later than the settle: the
+   * record's `cancel.sentAt` becomes this time. Absent: `sentAt` stays as it was.
+   */
+  sentWall?: number | undefined;
 }
 
 /** One `verify` read: when it started, in ms after the cancel (0.1 ms), and what it found (`failed`: threw, timed out, or answered something else). */

@@ -42,6 +42,9 @@ export class Slicer {
   readonly #budgetMs: number;
   #queue: (SliceWork | undefined)[] = [];
   #head = 0;
+  /** Work done only while `#queue` is empty (see `runAfter`), and the next of it. */
+  #after: (SliceWork | undefined)[] = [];
+  #afterHead = 0;
   /** Time spent on work since the last yield, ms. */
   #spent = 0;
   /** When the last slice ended (clock, ms). */
@@ -65,7 +68,7 @@ export class Slicer {
 
   /** Pieces of work waiting for a slice, and the one being done. */
   get pending(): number {
-    return this.#queue.length - this.#head;
+    return this.#queue.length - this.#head + this.#after.length - this.#afterHead;
   }
 
   /** How many times work yielded and went on in a later task. */
@@ -76,6 +79,20 @@ export class Slicer {
   /** Does `work`: now, in this task, when nothing waits and the budget allows; else in a later slice. */
   run(work: SliceWork): void {
     this.#queue.push(work);
+    this.#start();
+  }
+
+  /**
+   * Does `work` after every piece given to `run`, including those given while it is under way: a
+   * step of it is taken only while no other work waits (the sends that follow a mass settle go
+   * once every caller is released, and a later settle goes before the sends still left).
+   */
+  runAfter(work: SliceWork): void {
+    this.#after.push(work);
+    this.#start();
+  }
+
+  #start(): void {
     if (this.#running) return; // the loop that is running takes it in turn
     if (this.#waiting) {
       // A yield lost with the timers it was scheduled on (a test swapped fake timers out) would
@@ -106,21 +123,34 @@ export class Slicer {
     });
   }
 
+  /**
+   * The slicer whose work is being done right now (its `step` is on the stack), if any: work that
+   * a step brings about and that must come after the rest of that settling (a timer-fired cancel's
+   * notification, see `TransportPort`) joins this slicer's queue, whichever clock it runs on.
+   */
+  static get draining(): Slicer | undefined {
+    return draining;
+  }
+
   /** @param first the first item goes whatever the budget (see the class comment). */
   #drain(first: boolean): void {
+    const outer = draining;
+    draining = this;
     this.#running = true;
     const clock = this.#clock;
     const start = clock();
     const end = start + this.#budgetMs - this.#spent;
     let now = first ? Number.NEGATIVE_INFINITY : start;
     const queue = this.#queue;
+    const after = this.#after;
     try {
-      while (this.#head < queue.length) {
+      while (this.#head < queue.length || this.#afterHead < after.length) {
         if (now >= end) {
           this.#waiting = true;
           break;
         }
-        const work = queue[this.#head]!;
+        const first = this.#head < queue.length;
+        const work = first ? queue[this.#head]! : after[this.#afterHead]!;
         let more: boolean;
         try {
           more = work.step();
@@ -131,10 +161,14 @@ export class Slicer {
             throw error;
           });
         }
-        if (!more) queue[this.#head++] = undefined;
+        if (!more) {
+          if (first) queue[this.#head++] = undefined;
+          else after[this.#afterHead++] = undefined;
+        }
         now = clock();
       }
     } finally {
+      draining = outer;
       this.#running = false;
       this.#drainEnd = clock();
       this.#spent += this.#drainEnd - start;
@@ -144,6 +178,13 @@ export class Slicer {
       } else if (this.#head > 1_024 && this.#head * 2 > queue.length) {
         this.#queue = queue.slice(this.#head);
         this.#head = 0;
+      }
+      if (this.#afterHead === after.length) {
+        after.length = 0;
+        this.#afterHead = 0;
+      } else if (this.#afterHead > 1_024 && this.#afterHead * 2 > after.length) {
+        this.#after = after.slice(this.#afterHead);
+        this.#afterHead = 0;
       }
       if (
         this.#waiting
@@ -155,6 +196,9 @@ export class Slicer {
     }
   }
 }
+
+/** See `Slicer.draining`. */
+let draining: Slicer | undefined;
 
 /** A yield not run after this long (ms) is taken as lost (see `Slicer.run`). */
 const LOST_YIELD_MS = 1_000;

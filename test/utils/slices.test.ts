@@ -159,4 +159,46 @@ describe("Slicer", () => {
     expect(done.slice(-2)).toEqual(["b0", "c0"]);
     expect(m.slicer.pending).toBe(0);
   });
+
+  it("runAfter: its steps are taken only while no run() work waits, also work that came while it was under way", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    const arriving = work("c", 2, 1, m.advance, done);
+    let b = 0;
+    const later: SliceWork = {
+      step() {
+        done.push(`b${b}`);
+        if (b === 0) m.slicer.run(arriving);
+        return ++b < 3;
+      },
+    };
+    let a = 0;
+    m.slicer.run({
+      step() {
+        done.push(`a${a}`);
+        if (a === 0) m.slicer.runAfter(later);
+        return ++a < 2;
+      },
+    });
+    // b waited for a; c, given to run() during b's first step, went before b's second.
+    expect(done).toEqual(["a0", "a1", "b0", "c0", "c1", "b1", "b2"]);
+    expect(m.slicer.pending).toBe(0);
+    // Alone, runAfter work is done at once, in the caller's task.
+    m.slicer.runAfter(work("d", 2, 1, m.advance, done));
+    expect(done.slice(7)).toEqual(["d0", "d1"]);
+  });
+
+  it("runAfter work waits behind run() work across yields, and goes on in slices after it", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run(work("a", 6, 3, m.advance, done)); // 18 ms: two slices
+    m.slicer.runAfter(work("b", 2, 3, m.advance, done));
+    expect(done).toEqual(["a0", "a1", "a2", "a3"]);
+    m.slicer.run(work("c", 1, 3, m.advance, done)); // comes while a waits for its next slice
+    m.runYield();
+    expect(done).toEqual(["a0", "a1", "a2", "a3", "a4", "a5", "c0", "b0"]);
+    m.runYield();
+    expect(done.slice(8)).toEqual(["b1"]);
+    expect(m.slicer.pending).toBe(0);
+  });
 });

@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { RunRecord } from "../../src/index.js";
+import { connectPeer, flush, settleOf } from "../helpers/peer.js";
+import type { Message } from "../../src/wire/messages.js";
+
+// A timer-fired cancel on a transport whose cancel is a plain notification (the SDK's in-memory
+// transport, a custom one) goes out in the process's settle slices, behind the settling under way:
+// calls that time out together are all released first, then their notifications go (rule 6: the
+// caller's wait never blocks on the cancel). Rule 7: one whose response came meanwhile is not sent.
+
+type Event = `settled ${number}` | `cancel ${number}`;
+
+type Peer = Awaited<ReturnType<typeof connectPeer>>["peer"];
+
+/** Three calls with a 1,000 ms idle timeout, timed out together; `onSettle` runs as each settles (its record's first revision). */
+async function timedOutTogether(onSettle: (record: RunRecord, ids: readonly unknown[], peer: Peer) => void = () => {}) {
+  const events: Event[] = [];
+  const ids: unknown[] = [];
+  const { mcp, peer } = await connectPeer({
+    onRecord: (record) => {
+      if (record.revision !== 0) return;
+      events.push(`settled ${record.requestId as number}`);
+      onSettle(record, ids, peer);
+    },
+  });
+  peer.onRequest((message: Message) => {
+    if (message.method === "notifications/cancelled") events.push(`cancel ${(message.params as { requestId: number }).requestId}`);
+    else if (message.method === "tools/call") ids.push(message.id);
+  });
+  const calls = [0, 1, 2].map((i) => settleOf(mcp.callTool({ name: `t${i}`, arguments: {} }, { timeoutMs: 1_000 })));
+  await flush();
+  expect(ids).toHaveLength(3);
+  await vi.advanceTimersByTimeAsync(1_000);
+  // A settling that ran out of its slice goes on after a yield (a 1 ms step runs it).
+  for (let i = 0; i < 5 && events.length < 6; i++) await vi.advanceTimersByTimeAsync(1);
+  await flush();
+  return { events, ids, calls, mcp, peer };
+}
+
+describe("timer-fired cancels on a notification transport", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("calls that time out together are all settled before the first notifications/cancelled goes out, then one each, in order", async () => {
+    vi.useFakeTimers();
+    const { events, ids, calls, mcp } = await timedOutTogether();
+    expect(events).toEqual([...ids.map((id) => `settled ${id}`), ...ids.map((id) => `cancel ${id}`)]);
+    expect(calls.map((c) => c.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const id of ids) {
+      const record = mcp.records().find((r) => r.requestId === id)!;
+      expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "notification", undelivered: null });
+      // Sent within the settle's millisecond: the record was not revised.
+      expect(record.revision).toBe(0);
+    }
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("a call answered after its settle and before its notification went: no notification for it, and the record says why (rule 7)", async () => {
+    vi.useFakeTimers();
+    const { events, ids, mcp } = await timedOutTogether((record, seen, peer) => {
+      // The server's answer to the first call arrives while its cancel waits for the others' settles.
+      if (record.requestId === seen[0]) void peer.result(seen[0]);
+    });
+    expect(events.filter((e) => e.startsWith("cancel"))).toEqual([`cancel ${ids[1]}`, `cancel ${ids[2]}`]);
+    const first = mcp.records().find((r) => r.requestId === ids[0])!;
+    expect(first.status).toBe("cancelled");
+    expect(first.cancel?.mechanism).toBe("none");
+    expect(first.cancel?.sentAt).toBeNull();
+    expect(first.cancel?.undelivered).toEqual({ mechanism: "notification", error: "not sent: the response arrived first (rule 7)" });
+    expect(first.late.results).toBe(1);
+  });
+
+  it("a notification that went out a millisecond or more after the settle: the record's sentAt says when it went", async () => {
+    vi.useFakeTimers();
+    const { ids, mcp, events } = await timedOutTogether((record, seen) => {
+      // Settling the second call takes 7 ms of the clock: the first two notifications go after it.
+      if (record.requestId === seen[1]) vi.setSystemTime(Date.now() + 7);
+    });
+    expect(events).toEqual([...ids.map((id) => `settled ${id}`), ...ids.map((id) => `cancel ${id}`)]);
+    const [first, second, third] = ids.map((id) => mcp.records().find((r) => r.requestId === id)!);
+    for (const record of [first!, second!]) {
+      expect(record.revision).toBe(1);
+      expect(record.cancel?.mechanism).toBe("notification");
+      const late = Date.parse(record.cancel!.sentAt!) - Date.parse(first!.settledAt);
+      expect(late).toBeGreaterThanOrEqual(7);
+      expect(late).toBeLessThanOrEqual(7 + 5);
+    }
+    // Settled after the 7 ms and sent in the same millisecond: as the settle recorded it.
+    expect(third!.revision).toBe(0);
+    expect(third!.cancel?.sentAt).toBe(third!.settledAt);
+  });
+});
