@@ -13,14 +13,16 @@ type Event = `settled ${number}` | `cancel ${number}`;
 type Peer = Awaited<ReturnType<typeof connectPeer>>["peer"];
 
 /** Three calls with a 1,000 ms idle timeout, timed out together; `onSettle` runs as each settles (its record's first revision). */
-async function timedOutTogether(onSettle: (record: RunRecord, ids: readonly unknown[], peer: Peer) => void = () => {}) {
+type SdkClient = Awaited<ReturnType<typeof connectPeer>>["client"];
+
+async function timedOutTogether(onSettle: (record: RunRecord, ids: readonly unknown[], peer: Peer, client: SdkClient) => void = () => {}) {
   const events: Event[] = [];
   const ids: unknown[] = [];
-  const { mcp, peer } = await connectPeer({
+  const { mcp, peer, client } = await connectPeer({
     onRecord: (record) => {
       if (record.revision !== 0) return;
       events.push(`settled ${record.requestId as number}`);
-      onSettle(record, ids, peer);
+      onSettle(record, ids, peer, client);
     },
   });
   peer.onRequest((message: Message) => {
@@ -89,5 +91,21 @@ describe("timer-fired cancels on a notification transport", () => {
     // Settled after the 7 ms and sent in the same millisecond: as the settle recorded it.
     expect(third!.revision).toBe(0);
     expect(third!.cancel?.sentAt).toBe(third!.settledAt);
+  });
+
+  it("the client closing while notifications wait: they go out before the transport closes", async () => {
+    vi.useFakeTimers();
+    let closing: Promise<void> | undefined;
+    const { events, ids, mcp } = await timedOutTogether((record, seen, _peer, client) => {
+      // The bot closes its client as the last call settles, before any notification went.
+      if (record.requestId === seen[2]) closing = client.close();
+    });
+    expect(closing).toBeDefined();
+    await closing;
+    expect(events).toEqual([...ids.map((id) => `settled ${id}`), ...ids.map((id) => `cancel ${id}`)]);
+    for (const id of ids) {
+      const record = mcp.records().find((r) => r.requestId === id)!;
+      expect(record.cancel).toMatchObject({ mechanism: "notification", undelivered: null });
+    }
   });
 });
