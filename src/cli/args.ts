@@ -198,10 +198,32 @@ export function parseFlags<const O extends Flags>(
   explain: (message: string) => string = (message) => message,
 ): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>["values"] {
   try {
-    return parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+    return parseArgs({ args: negativeValuesJoined(argv, options), options, strict: true, allowPositionals: false }).values;
   } catch (error) {
     throw new UsageError(explain((error as Error).message));
   }
+}
+
+/**
+ * `--timeout-ms -5` as `--timeout-ms=-5`: `util.parseArgs` takes a value that starts with "-"
+ * for a flag ("argument is ambiguous"), so the flag's own check, which names the flag and the
+ * range it takes, would never see it. Only a negative number after a string flag is joined.
+ */
+function negativeValuesJoined(argv: readonly string[], options: Flags): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (arg === "--") return [...joined, ...argv.slice(i)];
+    const flag = arg.startsWith("--") && !arg.includes("=") ? options[arg.slice(2)] : undefined;
+    if (flag?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
 }
 
 /** `--env KEY=VALUE` (repeatable) and `--cwd <dir>` of a stdio server, checked. */

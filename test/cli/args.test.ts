@@ -117,6 +117,7 @@ describe("parseProbeArgs", () => {
     [["--stdio", "a", "--window", "0"], /--window: expected 1 to 2147483647 ms, got 0/],
     [["--stdio", "a", "--timeout", "1.5"], /--timeout: expected a whole number of milliseconds/],
     [["--stdio", "a", "--cancel-after=-1"], /--cancel-after: expected a whole number/],
+    [["--stdio", "a", "--cancel-after", "-1"], /--cancel-after: expected a whole number/],
     [["--stdio", "a", "--window", "2147483648"], /--window: expected 1 to 2147483647 ms/],
     [["--stdio", "a", "--window", "100", "--grace", "100"], /--grace: must be shorter than --window/],
     [["--stdio", "a", "--bogus"], /Unknown option '--bogus'/],

@@ -25,6 +25,7 @@ describe("mcp-cancellable proxy: command line", () => {
       [["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "node"], /give exactly one upstream/],
       [["proxy", "server.js"], /put the server's command after "--"/],
       [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms, got 0/],
+      [["proxy", "--timeout-ms", "-5", "--", "node"], /--timeout-ms: expected a whole number of milliseconds or "none", got "-5"/],
       [
         ["proxy", "--max-total-timeout-ms", "soon", "--", "node"],
         /--max-total-timeout-ms: expected a whole number of milliseconds or "none"/,
