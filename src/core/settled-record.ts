@@ -48,6 +48,8 @@ export interface SettledFacts {
   readonly progressCount: number;
   readonly lastProgress: Progress | null;
   readonly task: TaskInfo | undefined;
+  /** The record's revision when it is built from these facts (absent: 0, the settle's). */
+  readonly revision?: number;
 }
 
 /** The run record these facts make: the same content, field for field and in the same order, as it was built at the settle. */
@@ -81,10 +83,12 @@ export function buildRecord(facts: SettledFacts): RunRecord {
     late: facts.late ?? { results: 0, errors: 0, progress: 0 },
     progress: { count: facts.progressCount, last: facts.lastProgress },
     verification: null,
-    revision: 0,
+    revision: facts.revision ?? 0,
     summary: summarize(base),
   };
   if (facts.task !== undefined) record.task = facts.task;
+  // A later revision's summary reads the whole record, as `update` makes it.
+  if (facts.revision !== undefined) record.summary = summarize(record);
   return record;
 }
 
@@ -96,7 +100,9 @@ export function buildRecord(facts: SettledFacts): RunRecord {
  * hold only this, never the call with its options, hooks and result.
  */
 export class SettledRecord implements LateSink {
-  readonly #facts: SettledFacts;
+  #facts: SettledFacts;
+  /** The facts at the settle, kept when a later fact replaced them before any record was built (see `delivery`). */
+  #settledFacts: SettledFacts | null = null;
   /** The latest revision, once built (read, emitted, or updated). */
   #record: RunRecord | null = null;
   /** Revision 0, kept when the first update replaces it (an error's `record` is the record at the settle). */
@@ -124,7 +130,8 @@ export class SettledRecord implements LateSink {
 
   /** The run record as it was when the call settled (revision 0). */
   get initial(): RunRecord {
-    return this.#initial ?? this.record;
+    if (this.#initial !== null) return this.#initial;
+    return this.#settledFacts === null ? this.record : (this.#initial = buildRecord(this.#settledFacts));
   }
 
   get callId(): number {
@@ -165,6 +172,15 @@ export class SettledRecord implements LateSink {
    */
   delivery({ sent, failed, sentWall }: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
+    const onlyWhen = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
+    if (onlyWhen && this.#record === null && this.#emit === undefined) {
+      // Only the time it went out is new, and nobody has seen the record: the facts say it, as the
+      // next revision, and nothing is built (100,000 timed-out calls of a gateway would otherwise
+      // build as many records nobody reads). Read late, it equals what an `onRecord` saw last.
+      this.#settledFacts ??= this.#facts;
+      this.#facts = { ...this.#facts, sentWall, revision: (this.#facts.revision ?? 0) + 1 };
+      return;
+    }
     const cancel = this.record.cancel;
     if (cancel === null) return;
     // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
@@ -178,7 +194,7 @@ export class SettledRecord implements LateSink {
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
   update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
     const current = this.record;
-    this.#initial ??= current;
+    this.#initial ??= this.#settledFacts === null ? current : buildRecord(this.#settledFacts);
     const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
     if (
       outcome !== undefined &&

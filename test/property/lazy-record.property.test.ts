@@ -36,6 +36,8 @@ const event = fc.oneof(
       type: fc.constant("delivery" as const),
       sent: fc.constantFrom("none" as const, "stream-close" as const, "notification" as const),
       failed: fc.boolean(),
+      // Gone out this many ms after now (a timer-fired notification sent behind other settles).
+      laterMs: fc.option(fc.integer({ min: 1, max: 5_000 }), { nil: undefined }),
     }),
     weight: 1,
   },
@@ -147,6 +149,7 @@ describe("property: a record read late equals the one read at once", () => {
                 const report: CancelDelivery = {
                   sent: e.sent,
                   failed: e.failed ? { mechanism: "notification", error: "refused" } : null,
+                  ...(e.laterMs === undefined ? {} : { sentWall: Date.now() + e.laterMs }),
                 };
                 call.delivery(report);
                 break;
