@@ -172,20 +172,8 @@ export class Slicer {
       this.#running = false;
       this.#drainEnd = clock();
       this.#spent += this.#drainEnd - start;
-      if (this.#head === queue.length) {
-        queue.length = 0;
-        this.#head = 0;
-      } else if (this.#head > 1_024 && this.#head * 2 > queue.length) {
-        this.#queue = queue.slice(this.#head);
-        this.#head = 0;
-      }
-      if (this.#afterHead === after.length) {
-        after.length = 0;
-        this.#afterHead = 0;
-      } else if (this.#afterHead > 1_024 && this.#afterHead * 2 > after.length) {
-        this.#after = after.slice(this.#afterHead);
-        this.#afterHead = 0;
-      }
+      [this.#queue, this.#head] = compacted(queue, this.#head);
+      [this.#after, this.#afterHead] = compacted(after, this.#afterHead);
       if (
         this.#waiting
           ? !this.#scheduled || this.#clock() - this.#scheduledAt > LOST_YIELD_MS
@@ -195,6 +183,15 @@ export class Slicer {
       }
     }
   }
+}
+
+/** A queue and its head, with what is done dropped: emptied when all is done, sliced when more than half is. */
+function compacted(queue: (SliceWork | undefined)[], head: number): [(SliceWork | undefined)[], number] {
+  if (head === queue.length) {
+    queue.length = 0;
+    return [queue, 0];
+  }
+  return head > 1_024 && head * 2 > queue.length ? [queue.slice(head), 0] : [queue, head];
 }
 
 /** See `Slicer.draining`. */
