@@ -172,8 +172,8 @@ export class SettledRecord implements LateSink {
    */
   delivery({ sent, failed, sentWall }: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
-    const onlyWhen = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
-    if (onlyWhen && this.#record === null && this.#emit === undefined) {
+    const onlyTimeIsNew = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
+    if (onlyTimeIsNew && this.#record === null && this.#emit === undefined) {
       // Only the time it went out is new, and nobody has seen the record: the facts say it, as the
       // next revision, and nothing is built (100,000 timed-out calls of a gateway would otherwise
       // build as many records nobody reads). Read late, it equals what an `onRecord` saw last.

@@ -71,6 +71,7 @@ describe("timer-fired cancels on a notification transport", () => {
     expect(first.cancel?.sentAt).toBeNull();
     expect(first.cancel?.undelivered).toEqual({ mechanism: "notification", error: "not sent: the response arrived first (rule 7)" });
     expect(first.late.results).toBe(1);
+    expect(first.outcome).toBe("late-result-discarded");
   });
 
   it("a notification that went out a millisecond or more after the settle: the record's sentAt says when it went", async () => {
