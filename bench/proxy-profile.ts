@@ -4,8 +4,9 @@
  * bench's stdio server, N sequential `echo` calls, then the profile's self time per function
  * (µs per call, idle and the program's start excluded as far as the samples allow).
  *
- * Run: node --import tsx bench/proxy-profile.ts [calls] [--build]
- *   --build: build the proxy first (otherwise the last build of bench/proxy.ts is used).
+ * Run: node --import tsx bench/proxy-profile.ts [calls] [--build] [--concurrent]
+ *   --build: build the proxy first (otherwise the last build of bench/proxy.ts is used);
+ *   --concurrent: the calls go in batches of 1,000 in flight (bench/proxy.ts's concurrent row), not one by one.
  * The .cpuprofile goes to bench/.tmp/proxy-profile/ (open it in Chrome DevTools).
  */
 import { execFileSync } from "node:child_process";
@@ -65,9 +66,12 @@ await client.connect(
     stderr: "ignore",
   }),
 );
+const concurrent = process.argv.includes("--concurrent");
+const batch = (n: number) => Promise.all(Array.from({ length: n }, () => client.callTool({ name: "echo", arguments: {} })));
 for (let i = 0; i < 200; i++) await client.callTool({ name: "echo", arguments: {} });
 const started = performance.now();
-for (let i = 0; i < calls; i++) await client.callTool({ name: "echo", arguments: {} });
+if (concurrent) for (let done = 0; done < calls; done += 1_000) await batch(Math.min(1_000, calls - done));
+else for (let i = 0; i < calls; i++) await client.callTool({ name: "echo", arguments: {} });
 const wallUs = ((performance.now() - started) * 1_000) / calls;
 await client.close();
 for (let i = 0; i < 100 && readdirSync(profileDir).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -94,7 +98,7 @@ for (let i = 0; i < profile.samples.length; i++) {
 }
 const total = calls + 200;
 process.stdout.write(
-  `${calls} calls, ${wallUs.toFixed(1)} µs wall per call (client side); proxy busy ${(busy / total).toFixed(1)} µs per call (startup included)\n`,
+  `${calls} calls${concurrent ? " (1,000 in flight)" : ""}, ${wallUs.toFixed(1)} µs wall per call (client side); proxy busy ${(busy / total).toFixed(1)} µs per call (startup included)\n`,
 );
 for (const [key, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 40))
   process.stdout.write(`${(us / total).toFixed(2).padStart(8)} µs  ${key}\n`);
