@@ -3,10 +3,8 @@
 // transport's untyped shape enters at the two edges made here, and only here: the bottom port
 // (which calls the transport and sits in its callbacks) and the top view (what the SDK client is
 // connected through). Between them every layer speaks the typed port of ./port.ts.
-import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelMechanism } from "../types/record.js";
-import { Slicer, settleSlicer } from "../utils/slices.js";
-import type { SliceWork } from "../utils/slices.js";
+import { DeferredCancels } from "./deferred-cancels.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
@@ -89,13 +87,13 @@ class TransportPort implements Port {
     this.previous = { onmessage: transport.onmessage, onclose: transport.onclose, onerror: transport.onerror };
     transport.onmessage = (message, extra) => {
       if (typeof message === "object" && message !== null && !Array.isArray(message)) {
-        if (this.#deferred.size > 0) this.#answered(message);
+        this.#deferred.answered(message);
         this.#up?.message(message, extra);
       } else this.stray?.(message, extra);
     };
     // The SDK transport reports no facts of its own: the layers above it observe them.
     transport.onclose = () => {
-      this.#dropDeferred("not sent: the connection closed before the notification was sent");
+      this.#deferred.drop("not sent: the connection closed before the notification was sent");
       this.#up?.closed();
     };
     transport.onerror = (error) => this.#up?.error(error);
@@ -119,7 +117,7 @@ class TransportPort implements Port {
 
   close(): Promise<void> {
     // The client is closing: the cancels still waiting go out before the transport ends.
-    while (this.#deferred.size > 0) this.#flush.step();
+    this.#deferred.flush();
     return this.#transport.close();
   }
 
@@ -131,63 +129,13 @@ class TransportPort implements Port {
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
     if (request.awaitsTask !== undefined) return "none";
     if (request.byTimer !== true) return notify(this, request);
-    // A timer fired it: the notification goes in the settle slices, after the settling under way
-    // and any that comes while it waits (its slicer's `runAfter`; see #flush). A lone timeout's
-    // goes in this same task, right after its settle.
-    this.#deferred.set(request.requestId, { request, settledWall: Date.now() });
-    if (!this.#flushing) {
-      this.#flushing = true;
-      (Slicer.draining ?? settleSlicer).runAfter(this.#flush);
-    }
-    return "notification";
+    // A timer fired it: the notification goes after the settling under way (deferred-cancels.ts);
+    // a lone timeout's goes in this same task, right after its settle.
+    return this.#deferred.defer(request);
   }
 
-  /** Timer-fired cancels not sent yet, by request id, in the order they came (see `cancel`). */
-  readonly #deferred = new Map<RequestId, { request: CancelRequest; settledWall: number }>();
-  /** The flush is in the settle slicer's queue. */
-  #flushing = false;
-
-  /**
-   * Sends the deferred notifications, one per step of the settle slicer: callers whose calls
-   * timed out together are all released first, then their cancels go out (each a server's work,
-   * 20 to 35 µs a cancel for an in-process v2 server), in slices, with no event-loop block.
-   */
-  readonly #flush: SliceWork = {
-    step: (): boolean => {
-      const next = this.#deferred.entries().next();
-      if (next.done === true) {
-        this.#flushing = false;
-        return false;
-      }
-      const [id, { request, settledWall }] = next.value;
-      this.#deferred.delete(id);
-      const mechanism = notify(this, request);
-      const now = Date.now();
-      // Gone out later than the record says (a mass timeout's cancels wait for every settle): it says when.
-      if (mechanism !== "none" && now - settledWall >= 1) request.delivery({ sent: mechanism, failed: null, sentWall: now });
-      if (this.#deferred.size > 0) return true;
-      this.#flushing = false;
-      return false;
-    },
-  };
-
-  /** The server answered a request whose timer-fired cancel waits to be sent: it is over, nothing is sent (rule 7). */
-  #answered(message: Message): void {
-    const id = (message as { id?: unknown }).id;
-    if (message.method !== undefined || (typeof id !== "string" && typeof id !== "number")) return;
-    const waiting = this.#deferred.get(id);
-    if (waiting === undefined) return;
-    this.#deferred.delete(id);
-    waiting.request.delivery({
-      sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
-    });
-  }
-
-  #dropDeferred(error: string): void {
-    for (const { request } of this.#deferred.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
-    this.#deferred.clear();
-  }
+  /** Timer-fired cancels not sent yet (see `cancel`). */
+  readonly #deferred = new DeferredCancels({ send: (request) => notify(this, request) });
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
+import { DeferredCancels } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
@@ -44,9 +45,18 @@ const ownWriteErrors = new WeakSet<object>();
 export class StdioQueue extends Layer {
   readonly #stdin: () => Stdin | undefined;
   readonly #waiting: Waiting[] = [];
-  /** Timer-fired cancels whose line waits for this turn's input to be read (see `#defer`), by request id. */
-  readonly #deferred = new Map<RequestId, CancelRequest>();
-  #deferring: ReturnType<typeof setImmediate> | undefined = undefined;
+  /**
+   * Timer-fired cancels: the server's answer may be waiting unread in the pipe (timers run before
+   * input is read, and a busy event loop lets answers pile up). Their lines wait for the check
+   * phase of this turn (input is read before it), then go after the settling under way, in
+   * slices (deferred-cancels.ts); an answer read meanwhile means the request is over, and nothing
+   * is sent (rule 7).
+   */
+  readonly #deferred = new DeferredCancels({
+    send: (request) => this.cancel({ ...request, byTimer: false }),
+    hop: (next) => setImmediate(next),
+    unhop: (handle) => clearImmediate(handle as ReturnType<typeof setImmediate>),
+  });
   /** The stdin whose `drain` and `close` the queue listens to, while anything waits. */
   #listening: Stdin | undefined = undefined;
 
@@ -103,52 +113,19 @@ export class StdioQueue extends Layer {
       this.#listen(stdin);
       return "notification";
     }
-    if (request.byTimer === true) return this.#defer(request);
+    if (request.byTimer === true) return this.#deferred.defer(request);
     return this.#line(request, stdin);
   }
 
-  /**
-   * A timer fired the cancel: the server's answer may be waiting unread in the pipe (timers run
-   * before input is read, and a busy event loop lets answers pile up). The line waits for the
-   * check phase of this turn of the event loop (input is read before it); an answer read meanwhile
-   * means the request is over, and nothing is sent (rule 7).
-   */
-  #defer(request: CancelRequest): CancelMechanism {
-    this.#deferred.set(request.requestId, request);
-    this.#deferring ??= setImmediate(this.#sendDeferred);
-    return "notification";
-  }
-
-  readonly #sendDeferred = (): void => {
-    this.#deferring = undefined;
-    const requests = [...this.#deferred.values()];
-    this.#deferred.clear();
-    for (const request of requests) this.cancel({ ...request, byTimer: false });
-  };
-
   override message(message: Message, extra?: MessageExtra): void {
-    if (this.#deferred.size > 0 && message.method === undefined && (typeof message.id === "string" || typeof message.id === "number")) {
-      const request = this.#deferred.get(message.id);
-      if (request !== undefined) {
-        this.#deferred.delete(message.id);
-        request.delivery({ sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } });
-      }
-    }
+    this.#deferred.answered(message);
     this.up.message(message, extra);
   }
 
   override closed(): void {
-    if (this.#deferring !== undefined) clearImmediate(this.#deferring);
-    this.#deferring = undefined;
     // Their lines were never written: the records say so (the 120 s soak found one that claimed a
     // notification the dying server never got).
-    for (const request of this.#deferred.values()) {
-      request.delivery({
-        sent: "none",
-        failed: { mechanism: "notification", error: "not sent: the connection closed before the line was written" },
-      });
-    }
-    this.#deferred.clear();
+    this.#deferred.drop("not sent: the connection closed before the line was written");
     this.up.closed();
   }
 
@@ -159,10 +136,7 @@ export class StdioQueue extends Layer {
    * about to end).
    */
   override close(): Promise<void> {
-    if (this.#deferring !== undefined) {
-      clearImmediate(this.#deferring);
-      this.#sendDeferred();
-    }
+    this.#deferred.flush();
     this.#unlisten();
     const stdin = this.#stdin();
     for (const entry of this.#waiting.splice(0)) {

@@ -5,6 +5,7 @@
 // the stream close is the whole cancel (rules 6, 28): this layer passes it down untouched.
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
+import { ANSWERED_FIRST } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { WireFact } from "../../wire/port.js";
 import type { CancelRequest } from "../types.js";
@@ -170,7 +171,7 @@ export class LegacyDelivery extends Layer {
       if (stream.responded || stream.answeredInJson) {
         // Not closed: the answer is in its body, to be read (and dropped as late, and counted).
         if (stream.responded) this.#tracker.closeStream(stream);
-        request.delivery({ sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } });
+        request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
         return;
       }
     }

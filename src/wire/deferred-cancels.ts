@@ -1,0 +1,135 @@
+// Timer-fired cancels, sent after the settling under way. When a timer fires a cancel (an idle
+// timeout, a maximum total timeout, a deadline shared by many calls), the server's answer may be
+// waiting unread (timers run before input is read, and a busy event loop lets answers pile up),
+// and the callers whose calls timed out together should all be released before any of their
+// notifications is sent (each is a server's work). So the notification waits: it goes out in the
+// settle slicer's after-queue (`Slicer.runAfter`: a step only while no settle waits), one per
+// step, in slices; an answer read meanwhile means the request is over, and nothing is sent
+// (rule 7); a connection that closes first sends nothing, and the record says so.
+//
+// The one mechanism for both places a plain notification is the cancel: the bottom port of every
+// pipeline (a transport no layer took the cancel for) and the stdio write queue, which first lets
+// the check phase of the turn come (`hop`), so the input of the turn is read first.
+import type { RequestId } from "../core/cancellable-call.js";
+import type { CancelMechanism } from "../types/record.js";
+import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
+import type { SliceWork } from "../utils/slices.js";
+import type { Message } from "./messages.js";
+import type { CancelRequest } from "./types.js";
+
+/** The record's text for a timer-fired cancel whose response was read before it went (rule 7). */
+export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7)";
+
+/** How a {@link DeferredCancels} sends and waits. */
+export interface DeferredCancelsInit {
+  /** Sends one cancel now (its own mechanism, its own record of failures). */
+  readonly send: (request: CancelRequest) => CancelMechanism;
+  /**
+   * Runs `next` in a later phase before the cancels join the slicer (stdio: `setImmediate`, the
+   * check phase, after this turn's input was read); returns what `unhop` takes. Default: none
+   * (they join the slicer at once: a lone timeout's notification goes in the same task).
+   */
+  readonly hop?: ((next: () => void) => unknown) | undefined;
+  readonly unhop?: ((handle: unknown) => void) | undefined;
+}
+
+/**
+ * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). A
+ * notification that goes out 1 ms or more after it could have (its settle, or the end of the
+ * hop) tells its record when (`sentWall`), so `sentAt` stays true for a mass timeout.
+ * @internal
+ */
+export class DeferredCancels {
+  readonly #send: (request: CancelRequest) => CancelMechanism;
+  readonly #hop: DeferredCancelsInit["hop"];
+  readonly #unhop: DeferredCancelsInit["unhop"];
+  /** By request id; `since`: when the notification could have gone (`processClock`, ms; monotonic, so a wall-clock millisecond ticking over between the two is no delay). */
+  readonly #waiting = new Map<RequestId, { request: CancelRequest; since: number }>();
+  /** A hop under way (its handle), else `undefined`. */
+  #hopping: unknown = undefined;
+  /** The steps are in the settle slicer's after-queue. */
+  #queued = false;
+
+  constructor(init: DeferredCancelsInit) {
+    this.#send = init.send;
+    this.#hop = init.hop;
+    this.#unhop = init.unhop;
+  }
+
+  /** Cancels waiting (0 when none). */
+  get size(): number {
+    return this.#waiting.size;
+  }
+
+  /** Takes a timer-fired cancel; it goes out later (see the class comment). Returns its mechanism. */
+  defer(request: CancelRequest): CancelMechanism {
+    this.#waiting.set(request.requestId, { request, since: processClock() });
+    if (this.#queued || this.#hopping !== undefined) return "notification";
+    if (this.#hop === undefined) this.#queue();
+    else this.#hopping = this.#hop(this.#hopped) ?? true;
+    return "notification";
+  }
+
+  readonly #hopped = (): void => {
+    this.#hopping = undefined;
+    const now = processClock();
+    // The hop is no delay of the notification's: counted from its end.
+    for (const entry of this.#waiting.values()) entry.since = now;
+    if (this.#waiting.size > 0) this.#queue();
+  };
+
+  #queue(): void {
+    this.#queued = true;
+    // Joined on the slicer that is draining (a settle's step is on the stack; an injected clock's
+    // queue orders it too), else the process's own.
+    (Slicer.draining ?? settleSlicer).runAfter(this.#work);
+  }
+
+  /** One notification per step, callers first (see the class comment). */
+  readonly #work: SliceWork = {
+    step: (): boolean => {
+      const next = this.#waiting.entries().next();
+      if (next.done === true) {
+        this.#queued = false;
+        return false;
+      }
+      const [id, { request, since }] = next.value;
+      this.#waiting.delete(id);
+      const mechanism = this.#send(request);
+      if (mechanism !== "none" && processClock() - since >= 1) request.delivery({ sent: mechanism, failed: null, sentWall: Date.now() });
+      if (this.#waiting.size > 0) return true;
+      this.#queued = false;
+      return false;
+    },
+  };
+
+  /** A message from the server: an answer to a request whose cancel waits ends it, unsent (rule 7). */
+  answered(message: Message): void {
+    if (this.#waiting.size === 0 || message.method !== undefined) return;
+    const id = (message as { id?: unknown }).id;
+    if (typeof id !== "string" && typeof id !== "number") return;
+    const waiting = this.#waiting.get(id);
+    if (waiting === undefined) return;
+    this.#waiting.delete(id);
+    waiting.request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
+  }
+
+  /** The connection closed: nothing waiting is sent, and each record says so with `error`. */
+  drop(error: string): void {
+    this.#stopHop();
+    for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
+    this.#waiting.clear();
+  }
+
+  /** The client is closing: everything waiting goes now, before the transport ends. */
+  flush(): void {
+    this.#stopHop();
+    while (this.#waiting.size > 0) this.#work.step();
+  }
+
+  #stopHop(): void {
+    if (this.#hopping === undefined) return;
+    this.#unhop?.(this.#hopping);
+    this.#hopping = undefined;
+  }
+}
