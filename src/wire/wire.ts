@@ -1,7 +1,7 @@
 import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
-import { BoundedMap } from "../utils/bounded-map.js";
+import { BoundedIdMap } from "../utils/bounded-id-map.js";
 import { createdTask } from "../core/record.js";
 import type { CancelMechanism } from "../types/record.js";
 import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.js";
@@ -138,8 +138,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Settled requests: where their late messages go (the call between its response and its
    * settle, then only its small SettledRecord), or `null` for an SDK-owned request we saw cancelled.
    */
-  readonly #tombIds: BoundedMap<RequestId, LateSink | null>;
-  readonly #tombTokens: BoundedMap<string | number, LateSink | null>;
+  readonly #tombIds: BoundedIdMap<RequestId, LateSink | null>;
+  readonly #tombTokens: BoundedIdMap<string | number, LateSink | null>;
   /**
    * Requests the server sent the client, until the client answers them (so a cancel naming one
    * is not an anomaly), each with the calls whose idle timeout it pauses meanwhile (`clientWait`:
@@ -203,8 +203,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#dropSdkWait = options.releaseWait;
     this.#taskDriver = options.taskDriver;
     this.inputRequest = options.inputDispatcher;
-    this.#tombIds = new BoundedMap(maxTombstones);
-    this.#tombTokens = new BoundedMap(maxTombstones);
+    this.#tombIds = new BoundedIdMap(maxTombstones);
+    this.#tombTokens = new BoundedIdMap(maxTombstones);
     tasks.retireToken = (token) => {
       if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
     };
@@ -582,8 +582,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       }
       return true;
     }
-    if (this.#tombIds.has(id)) {
-      this.#tombIds.get(id)?.late("error" in message ? "error" : "result");
+    // A tombstone's value is its sink, or null (the SDK's own request): undefined only when absent.
+    const sink = this.#tombIds.get(id);
+    if (sink !== undefined) {
+      sink?.late("error" in message ? "error" : "result");
       return false;
     }
     return true;
@@ -666,8 +668,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       }
       return false;
     }
-    if (this.#tombTokens.has(token)) {
-      this.#tombTokens.get(token)?.late("progress");
+    const sink = this.#tombTokens.get(token);
+    if (sink !== undefined) {
+      sink?.late("progress");
       return false;
     }
     this.#anomaly({
