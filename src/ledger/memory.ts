@@ -1,5 +1,5 @@
 import type { RunRecord } from "../types/record.js";
-import { BoundedMap } from "../utils/bounded-map.js";
+import { BoundedIdMap } from "../utils/bounded-id-map.js";
 
 /** Where a call's latest record is read: a settled call's `SettledRecord` (built when read), or a record as it is. */
 export interface RecordSource {
@@ -12,10 +12,10 @@ export interface RecordSource {
  * and builds the records when they are listed; an update replaces the call's record in place.
  */
 export class MemoryLedger {
-  readonly #records: BoundedMap<number, RecordSource>;
+  readonly #records: BoundedIdMap<number, RecordSource>;
 
   constructor(max: number) {
-    this.#records = new BoundedMap(max);
+    this.#records = new BoundedIdMap(max);
   }
 
   put(key: number, source: RecordSource): void {

@@ -96,6 +96,13 @@ export class BoundedIdMap<K extends string | number, V> {
     return true;
   }
 
+  /** The values, oldest key first. */
+  *values(): IterableIterator<V> {
+    const order = this.#order;
+    const start = order.length < this.#capacity ? 0 : this.#next;
+    for (let i = 0; i < order.length; i++) yield this.get(order[(start + i) % order.length]!) as V;
+  }
+
   /** The key's slot in the table as it is now; -1 for a key that never goes in it. */
   #slotOf(key: K): number {
     return typeof key === "number" && (key | 0) === key && key >= 0 ? key & this.#mask : -1;

@@ -47,7 +47,8 @@ describe("BoundedIdMap", () => {
             expect(map.get(o.key)).toBe(model.get(o.key));
             expect(map.size).toBe(model.size);
           }
-          // Every key the model keeps, the map keeps with the same value, and no other.
+          expect([...map.values()]).toEqual([...model.values()]);
+        // Every key the model keeps, the map keeps with the same value, and no other.
           for (const k of [
             ...Array.from({ length: 301 }, (_, i) => i),
             -1,
