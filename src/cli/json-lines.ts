@@ -37,7 +37,10 @@ export interface TooLongLine {
 
 /** Where the reader hands what it read. */
 export interface JsonLineSink {
-  /** One JSON-RPC message (each element of a batch in turn). Its line's bytes are `rawLineOf(message)` (not for a batch's elements). */
+  /**
+   * One JSON-RPC message (each element of a batch in turn). While this call runs, its line's
+   * bytes are `rawLineOf(message)` and its arrival `arrivedAt(message)` (not for a batch's elements).
+   */
   message(message: Message): void;
   /**
    * A line, or one element of a batch, that is not a JSON-RPC message: `value` is what it parsed
@@ -61,27 +64,32 @@ export interface JsonLineSink {
   held?(holding: boolean): void;
 }
 
-/** The bytes of the line a message was read from (without its newline, in the pieces it came in), while the message lives. */
-const rawLines = new WeakMap<object, readonly Buffer[]>();
+// The message a reader is handing to its sink right now, with its line and arrival: a message is
+// read, relayed and written in one synchronous pass (the proxy's path in both directions, the
+// probe's recorder), so its line is known for as long as anyone asks, with no side table per
+// message (two WeakMap entries a line cost 1.5 µs of a 2.5 µs read). Saved and restored around
+// each hand-off, so a message handed over inside another's keeps the outer one's afterwards.
+let deliveringMessage: object | undefined;
+let deliveringRaw: readonly Buffer[] | undefined;
+let deliveringArrived = 0;
 
 /**
  * The bytes of the line `message` was parsed from by a `JsonLineReader` (a message alone on its
- * line), if it was: in order, in the pieces it was read in (a long line is never joined).
+ * line), while the reader hands it over (`JsonLineSink.message`, and everything it calls): in
+ * order, in the pieces it was read in (a long line is never joined). `undefined` afterwards, for
+ * a batch's element, and once `forgetRawLine` was called: the message is then serialised again.
  */
 export function rawLineOf(message: object): readonly Buffer[] | undefined {
-  return rawLines.get(message);
+  return message === deliveringMessage ? deliveringRaw : undefined;
 }
-
-/** When each message's line had come in whole (`performance.now()`, before it was parsed), while the message lives. */
-const arrivals = new WeakMap<object, number>();
 
 /**
  * When the line of `message` had come in whole (`performance.now()`), read before the line was
- * decoded and parsed: a message that follows a long one is timed by its arrival, not by how
- * long the reader took over the long one.
+ * decoded and parsed, while the reader hands it over (as `rawLineOf`): a message that follows a
+ * long one is timed by its arrival, not by how long the reader took over the long one.
  */
 export function arrivedAt(message: object): number | undefined {
-  return arrivals.get(message);
+  return message === deliveringMessage ? deliveringArrived : undefined;
 }
 
 /** The total length of a line's pieces, in bytes. */
@@ -93,7 +101,7 @@ export function lineLength(pieces: readonly Buffer[]): number {
 
 /** Forgets the line of `message` (it is about to be changed, so its line no longer says what it says). */
 export function forgetRawLine(message: object): void {
-  rawLines.delete(message);
+  if (message === deliveringMessage) deliveringRaw = undefined;
 }
 
 /** The bytes kept of a dropped line's end, to read the id it answers. */
@@ -283,11 +291,24 @@ export class JsonLineReader {
       return;
     }
     if (!Array.isArray(value)) {
-      if (notJsonRpc(value) === null) {
-        rawLines.set(value as object, raw);
-        arrivals.set(value as object, this.#arrived);
+      const why = notJsonRpc(value);
+      if (why !== null) {
+        this.#sink.invalid(text, why, value);
+        return;
       }
-      this.#one(text, value);
+      const message = deliveringMessage;
+      const line = deliveringRaw;
+      const arrived = deliveringArrived;
+      deliveringMessage = value as object;
+      deliveringRaw = raw;
+      deliveringArrived = this.#arrived;
+      try {
+        this.#sink.message(value as Message);
+      } finally {
+        deliveringMessage = message;
+        deliveringRaw = line;
+        deliveringArrived = arrived;
+      }
       return;
     }
     if (value.length === 0) this.#sink.invalid(text, "an empty batch", value);

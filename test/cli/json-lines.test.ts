@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { JsonLineReader, rawLineOf } from "../../src/cli/json-lines.js";
+import { arrivedAt, forgetRawLine, JsonLineReader, rawLineOf } from "../../src/cli/json-lines.js";
 import type { TooLongLine } from "../../src/cli/json-lines.js";
 
 // The CLI's one line reader (the proxy's stdin, a stdio server's stdout for the proxy and the
@@ -53,12 +53,32 @@ describe("JsonLineReader", () => {
     expect(scanned).toBeGreaterThanOrEqual(bytes.length - 1);
   });
 
-  it("keeps each message's own bytes (not a batch's elements)", () => {
-    const { reader, messages } = collect();
+  it("keeps each message's own bytes while it is handed over (not a batch's elements), and forgets them after, or when told", () => {
+    const seen: { raw: string | undefined; arrived: number | undefined }[] = [];
+    const messages: object[] = [];
+    const reader = new JsonLineReader({
+      message: (message) => {
+        messages.push(message as object);
+        const raw = rawLineOf(message as object);
+        seen.push({ raw: raw === undefined ? undefined : Buffer.concat(raw).toString("utf8"), arrived: arrivedAt(message as object) });
+        if (messages.length === 3) {
+          forgetRawLine(message as object);
+          seen.push({ raw: rawLineOf(message as object) === undefined ? undefined : "kept", arrived: undefined });
+        }
+      },
+      invalid: () => {},
+    });
     const text = '{"jsonrpc":"2.0", "id":3,"result":{"a" : 1}}';
-    reader.push(`${text}\n[{"jsonrpc":"2.0","method":"x"}]\n`);
-    expect(Buffer.concat(rawLineOf(messages[0] as object)!).toString("utf8")).toBe(text);
-    expect(rawLineOf(messages[1] as object)).toBeUndefined();
+    const before = performance.now();
+    reader.push(`${text}\n[{"jsonrpc":"2.0","method":"x"}]\n{"jsonrpc":"2.0","method":"y"}\n`);
+    expect(seen[0]!.raw).toBe(text);
+    expect(seen[0]!.arrived).toBeGreaterThanOrEqual(before);
+    expect(seen[1]).toEqual({ raw: undefined, arrived: undefined }); // a batch's element
+    expect(seen[2]!.raw).toBe('{"jsonrpc":"2.0","method":"y"}');
+    expect(seen[3]!.raw).toBeUndefined(); // forgotten
+    // Once handed over, a message's line is not kept.
+    expect(rawLineOf(messages[0]!)).toBeUndefined();
+    expect(arrivedAt(messages[0]!)).toBeUndefined();
   });
 
   it("a line past the bound: reported when it passes it and when it ends (with the id from its end); nothing past the bound is kept; the next line is read", () => {
