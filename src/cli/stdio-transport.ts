@@ -73,6 +73,11 @@ export class ChildStdioTransport {
    * `JsonLineSink.early`).
    */
   onlongline?: ((pieces: readonly Buffer[]) => Promise<void> | undefined) | undefined;
+  /**
+   * Runs each read of the server's output (`read`: one chunk, every message in it handed on):
+   * the proxy holds its writes around it, so what one chunk brings about is written at once.
+   */
+  onread?: ((read: () => void) => void) | undefined;
 
   /** How the process ended, once it has. */
   exit: ExitInfo | undefined;
@@ -158,7 +163,11 @@ export class ChildStdioTransport {
         this.#finish();
       });
       child.stdin!.on("error", (error) => this.onerror?.(error)); // EPIPE when the server is gone
-      child.stdout!.on("data", (chunk: Buffer) => this.#reader.push(chunk));
+      child.stdout!.on("data", (chunk: Buffer) => {
+        const around = this.onread;
+        if (around === undefined) this.#reader.push(chunk);
+        else around(() => this.#reader.push(chunk));
+      });
       if (child.stderr !== null) {
         child.stderr.setEncoding("utf8");
         child.stderr.on("data", (chunk: string) => {
@@ -190,6 +199,18 @@ export class ChildStdioTransport {
       stdin.write("\n", done);
       process.nextTick(() => stdin.uncork());
     });
+  }
+
+  /**
+   * Holds what is written to the server's stdin until `uncork` (nested: the last `uncork`
+   * writes), so the lines of one pass go out in one system call. No-op before the start.
+   */
+  cork(): void {
+    this.#child?.stdin?.cork();
+  }
+
+  uncork(): void {
+    this.#child?.stdin?.uncork();
   }
 
   /** True while the server's stdin holds more than its buffer's mark unwritten (a writer should wait for `"drain"`). */

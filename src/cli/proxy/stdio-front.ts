@@ -122,7 +122,22 @@ export class StdioFront implements ClientPort {
     input.once("error", this.#inputEnded);
   }
 
-  readonly #read = (chunk: Buffer | string): void => this.#reader.push(chunk);
+  readonly #read = (chunk: Buffer | string): void => {
+    const session = this.#session;
+    if (session === undefined) this.#reader.push(chunk);
+    else session.batch(() => this.#reader.push(chunk));
+  };
+
+  cork(): void {
+    this.#io.output.cork();
+  }
+
+  /** Writes what was held (the last of nested corks), then stops reading the server if the client does not keep up. */
+  uncork(): void {
+    const output = this.#io.output;
+    output.uncork();
+    if (output.writableCorked === 0 && output.writableLength > output.writableHighWaterMark) this.#pauseUpstream();
+  }
 
   readonly #inputEnded = (): void => {
     this.#reader.end();
@@ -186,10 +201,14 @@ export class StdioFront implements ClientPort {
       });
       return;
     }
-    if (!ok && !this.#paused) {
-      this.#paused = true;
-      this.#session?.pauseUpstream();
-    }
+    // Held (corked) for the pass: whether the client keeps up is known once it is written (`uncork`).
+    if (!ok && output.writableCorked === 0) this.#pauseUpstream();
+  }
+
+  #pauseUpstream(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#session?.pauseUpstream();
   }
 
   readonly #drained = (): void => {

@@ -42,6 +42,11 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
     onLongLine(handler) {
       child.onlongline = handler;
     },
+    onRead(around) {
+      child.onread = around;
+    },
+    cork: () => child.cork(),
+    uncork: () => child.uncork(),
     pause: () => child.pauseReading(),
     resume: () => child.resumeReading(),
     ended() {
