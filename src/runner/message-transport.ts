@@ -190,14 +190,21 @@ export class MessageTransport<T extends TransportLike> {
     try {
       const params = ((message as { params?: unknown }).params ?? {}) as Record<string, unknown> & { _meta?: Record<string, unknown> };
       const hooked = this.#callOptions?.(method, params);
-      const { awaitVerification, ...perCall } = hooked ?? {};
-      const wait =
-        method === "tools/call"
-          ? (checkAwaitVerification(awaitVerification, `${this.#name} callOptions("tools/call")`) ?? this.#awaitVerification)
-          : undefined;
       const signal = options?.signal;
-      const callOptions =
-        hooked === undefined ? (signal === undefined ? undefined : { signal }) : signal === undefined ? perCall : { ...perCall, signal };
+      let callOptions: CallOptions | undefined;
+      let wait: AwaitVerification | undefined;
+      if (hooked === undefined) {
+        // Most requests (no option of their own): nothing to copy or check.
+        callOptions = signal === undefined ? undefined : { signal };
+        wait = method === "tools/call" ? this.#awaitVerification : undefined;
+      } else {
+        const { awaitVerification, ...perCall } = hooked;
+        wait =
+          method === "tools/call"
+            ? (checkAwaitVerification(awaitVerification, `${this.#name} callOptions("tools/call")`) ?? this.#awaitVerification)
+            : undefined;
+        callOptions = signal === undefined ? perCall : { ...perCall, signal };
+      }
       let handed: Promise<void> = Promise.resolve();
       const optionsFrom = hooked === undefined ? undefined : `${this.#name} callOptions(${JSON.stringify(method)}, params)`;
       const waiting: Waiting = { id, call: undefined, signal, wait, byClient: false };

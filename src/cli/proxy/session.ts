@@ -749,8 +749,10 @@ export class ProxySession<T extends TransportLike> {
       // The server's own bytes with only the id changed, when the message is large (one pass less over it).
       const raw = rawLineOf(message);
       const line = raw !== undefined && lineLength(raw) >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
-      const answer = { ...message, id: pending.clientId };
-      this.#toClient(answer, { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true });
+      // The message is the proxy's own from here (parsed for it, or made by the library for it):
+      // it goes to the client under the client's id, with no copy.
+      message.id = pending.clientId;
+      this.#client.send({ message, line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true });
       return;
     }
     if (method === "notifications/cancelled") {
@@ -844,8 +846,8 @@ export class ProxySession<T extends TransportLike> {
     if (pending.clientToken !== undefined) this.#byToken.delete(proxyToken(upstreamId));
   }
 
-  #toClient(message: JsonRpcMessage | Record<string, unknown>, more: Omit<Outbound, "message"> = {}): void {
-    this.#client.send({ message: message as JsonRpcMessage, ...more });
+  #toClient(message: JsonRpcMessage | Record<string, unknown>, more?: Omit<Outbound, "message">): void {
+    this.#client.send(more === undefined ? { message: message as JsonRpcMessage } : { message: message as JsonRpcMessage, ...more });
   }
 
   // ---- a lost HTTP session ------------------------------------------------------------------

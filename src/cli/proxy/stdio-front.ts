@@ -162,10 +162,16 @@ export class StdioFront implements ClientPort {
   send(outbound: Outbound): void {
     const output = this.#io.output;
     if (output.destroyed || output.writableEnded) return;
+    const progress = outbound.message.method === "notifications/progress";
+    if (outbound.line === undefined && !this.#gap && outbound.followsProgress !== true && !progress) {
+      // Most messages: one string, written now (no gap to wait behind, no progress to time).
+      this.#write1(`${safeStringify(outbound.message)}\n`);
+      return;
+    }
     const line = outbound.line !== undefined ? [...outbound.line, "\n"] : [`${safeStringify(outbound.message)}\n`];
     const queued: Queued = {
       line,
-      progress: outbound.message.method === "notifications/progress",
+      progress,
       followsProgress: outbound.followsProgress === true,
     };
     if (this.#gap) this.#queue.push(queued);
@@ -184,6 +190,10 @@ export class StdioFront implements ClientPort {
   }
 
   #write(line: readonly (Buffer | string)[]): void {
+    if (line.length === 1) {
+      this.#write1(line[0]!);
+      return;
+    }
     const output = this.#io.output;
     let ok = true;
     try {
@@ -193,6 +203,23 @@ export class StdioFront implements ClientPort {
     } catch {
       return; // the 'error' event ends the session
     }
+    this.#afterWrite(ok);
+  }
+
+  /** Writes one piece (a whole line, with its newline). */
+  #write1(piece: Buffer | string): void {
+    let ok: boolean;
+    try {
+      ok = this.#io.output.write(piece);
+    } catch {
+      return; // the 'error' event ends the session
+    }
+    this.#afterWrite(ok);
+  }
+
+  /** After a write: a client that does not read is ended past the bound, and the server paused while it catches up. */
+  #afterWrite(ok: boolean): void {
+    const output = this.#io.output;
     if (output.writableLength > this.#bufferBytes && !this.#overflowed) {
       this.#overflowed = true;
       void this.#session?.end({
