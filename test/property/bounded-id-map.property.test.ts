@@ -48,7 +48,7 @@ describe("BoundedIdMap", () => {
             expect(map.size).toBe(model.size);
           }
           expect([...map.values()]).toEqual([...model.values()]);
-        // Every key the model keeps, the map keeps with the same value, and no other.
+          // Every key the model keeps, the map keeps with the same value, and no other.
           for (const k of [
             ...Array.from({ length: 301 }, (_, i) => i),
             -1,
