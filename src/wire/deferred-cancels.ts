@@ -9,7 +9,8 @@
 //
 // The one mechanism for both places a plain notification is the cancel: the bottom port of every
 // pipeline (a transport no layer took the cancel for) and the stdio write queue, which first lets
-// the check phase of the turn come (`hop`), so the input of the turn is read first.
+// the check phase of the turn come (`hop`), so the input of the turn is read first: each cancel
+// waits for the hop after it, also while earlier ones are still in the slices.
 import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelMechanism } from "../types/record.js";
 import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
@@ -45,6 +46,8 @@ export class DeferredCancels {
   readonly #unhop: DeferredCancelsInit["unhop"];
   /** By request id; `since`: when the notification could have gone (`processClock`, ms; monotonic, so a wall-clock millisecond ticking over between the two is no delay). */
   readonly #waiting = new Map<RequestId, { request: CancelRequest; since: number }>();
+  /** With a `hop`: the cancels that wait for it (each its own, even while earlier ones are in the slices). */
+  readonly #beforeHop = new Map<RequestId, CancelRequest>();
   /** A hop under way (its handle), else `undefined`. */
   #hopping: unknown = undefined;
   /** The steps are in the settle slicer's after-queue. */
@@ -58,27 +61,35 @@ export class DeferredCancels {
 
   /** Cancels waiting (0 when none). */
   get size(): number {
-    return this.#waiting.size;
+    return this.#waiting.size + this.#beforeHop.size;
   }
 
   /** Takes a timer-fired cancel; it goes out later (see the class comment). Returns its mechanism. */
   defer(request: CancelRequest): CancelMechanism {
-    this.#waiting.set(request.requestId, { request, since: processClock() });
-    if (this.#queued || this.#hopping !== undefined) return "notification";
-    if (this.#hop === undefined) this.#queue();
-    else this.#hopping = this.#hop(this.#hopped) ?? true;
+    if (this.#hop === undefined) {
+      this.#ready(request, processClock());
+      return "notification";
+    }
+    this.#beforeHop.set(request.requestId, request);
+    this.#hopping ??= this.#hop(this.#hopped) ?? true;
     return "notification";
   }
 
   readonly #hopped = (): void => {
     this.#hopping = undefined;
-    const now = processClock();
-    // The hop is no delay of the notification's: counted from its end.
-    for (const entry of this.#waiting.values()) entry.since = now;
-    if (this.#waiting.size > 0) this.#queue();
+    this.#afterHop();
   };
 
-  #queue(): void {
+  /** The hop is over (or cut short by a close): its cancels join the slices, their delay counted from now. */
+  #afterHop(): void {
+    const now = processClock();
+    for (const request of this.#beforeHop.values()) this.#ready(request, now);
+    this.#beforeHop.clear();
+  }
+
+  #ready(request: CancelRequest, since: number): void {
+    this.#waiting.set(request.requestId, { request, since });
+    if (this.#queued) return;
     this.#queued = true;
     // Joined on the slicer that is draining (a settle's step is on the stack; an injected clock's
     // queue orders it too), else the process's own.
@@ -105,25 +116,29 @@ export class DeferredCancels {
 
   /** A message from the server: an answer to a request whose cancel waits ends it, unsent (rule 7). */
   answered(message: Message): void {
-    if (this.#waiting.size === 0 || message.method !== undefined) return;
+    if (this.size === 0 || message.method !== undefined) return;
     const id = (message as { id?: unknown }).id;
     if (typeof id !== "string" && typeof id !== "number") return;
-    const waiting = this.#waiting.get(id);
-    if (waiting === undefined) return;
+    const request = this.#waiting.get(id)?.request ?? this.#beforeHop.get(id);
+    if (request === undefined) return;
     this.#waiting.delete(id);
-    waiting.request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
+    this.#beforeHop.delete(id);
+    request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
   }
 
   /** The connection closed: nothing waiting is sent, and each record says so with `error`. */
   drop(error: string): void {
     this.#stopHop();
+    for (const request of this.#beforeHop.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
+    this.#beforeHop.clear();
     this.#waiting.clear();
   }
 
   /** The client is closing: everything waiting goes now, before the transport ends. */
   flush(): void {
     this.#stopHop();
+    this.#afterHop();
     while (this.#waiting.size > 0) this.#work.step();
   }
 
