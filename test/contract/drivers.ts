@@ -15,6 +15,7 @@ import { attachCancellation, withCancellation } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
+import { asked } from "./asked.js";
 import { CancellableMCPServerStdio } from "../../src/integrations/openai-agents/index.js";
 import {
   NO_PER_CALL_VERIFY,
@@ -55,6 +56,7 @@ function closeOnThrow<T>(client: { close(): Promise<void> }, attach: () => T): T
 export const PERSON_MS = 600;
 
 const person = async () => {
+  asked.at = performance.now();
   await new Promise((resolve) => setTimeout(resolve, PERSON_MS));
   return { action: "accept" as const, content: { reply: "yes" } };
 };

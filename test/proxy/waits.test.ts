@@ -127,7 +127,7 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(await tokens(["--timeout-ms", "5000", "--max-total-timeout-ms", "5000"])).toBeUndefined();
     expect(await tokens([])).toEqual(expect.stringMatching(/^mcp-cancellable-/)); // the reset of the 60 s idle timeout
     expect(await tokens(["--timeout-ms", "none"], { progressToken: "mine" })).toEqual(expect.stringMatching(/^mcp-cancellable-proxy-/));
-  });
+  }, 90_000); // five proxies and five servers started one after another
 
   it("subscriptions/listen is not cut by the request limits; it ends with the client's cancel (one notifications/cancelled upstream)", async () => {
     const client = start(["--timeout-ms", "300", "--max-total-timeout-ms", "600", ...server(LINE)]);

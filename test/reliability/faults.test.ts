@@ -33,6 +33,19 @@ async function spawn() {
   return server;
 }
 
+/**
+ * When the server first logged a line that passes `test` (`performance.now()`, polled every 5 ms):
+ * a bound counted from there leaves out the request's trip to a child process on a loaded machine.
+ */
+async function seenAt(lines: string[], test: (line: string) => boolean, withinMs = 10_000): Promise<number> {
+  const deadline = performance.now() + withinMs;
+  while (!lines.some(test)) {
+    if (performance.now() > deadline) throw new Error(`no such line from the server within ${withinMs} ms`);
+    await sleep(5);
+  }
+  return performance.now();
+}
+
 /** After the connection died: the next call fails at once as connection-closed and is never sent; it never hangs. */
 async function nextCallFailsFast(mcp: Awaited<ReturnType<typeof spawn>>["mcp"]) {
   const next = await timed(mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 }));
@@ -85,15 +98,17 @@ describe("stdio server process faults", () => {
   });
 
   it("the server calls process.exit with stdin still open mid-call: pending calls settle as connection-closed at the exit", async () => {
-    const { mcp, errors } = await spawn();
+    const { mcp, errors, stderrLines } = await spawn();
     const started = performance.now();
     const pending = timed(mcp.callTool({ name: "silent" }, { timeoutMs: 5_000 }), started);
     const exiting = timed(mcp.callTool({ name: "exit", arguments: { ms: 150, code: 3 } }, { timeoutMs: 3_000 }), started);
+    const exitRead = seenAt(stderrLines, (line) => line.startsWith("RECV ") && line.includes('"exit"'));
     const outcomes = await Promise.all([pending, exiting]);
+    const exitReadAt = await exitRead;
     for (const outcome of outcomes) {
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
       expect(outcome.at).toBeGreaterThanOrEqual(150 - EARLY_MS);
-      expect(outcome.at).toBeLessThan(150 + SLACK_MS);
+      expect(started + outcome.at - exitReadAt).toBeLessThan(150 + SLACK_MS);
     }
     expect(mcp.records().every((r) => r.cancel?.trigger === "connection-closed")).toBe(true);
     expect(errors).toEqual([]);
@@ -143,14 +158,15 @@ describe("stdio server process faults", () => {
   });
 
   it("EPIPE on a write in flight: the server stops reading and exits while an 8 MB request is being written", async () => {
-    const { mcp, errors } = await spawn();
+    const { mcp, errors, stderrLines } = await spawn();
     const started = performance.now();
     const exiting = timed(mcp.callTool({ name: "exit", arguments: { ms: 150, pause: true } }, { timeoutMs: 3_000 }), started);
+    const exitReadAt = await seenAt(stderrLines, (line) => line.startsWith("RECV ") && line.includes('"exit"'));
     await sleep(50);
     const big = timed(mcp.callTool({ name: "echo", arguments: { big: "x".repeat(8 * 1024 * 1024) } }, { timeoutMs: 5_000 }), started);
     for (const outcome of await Promise.all([exiting, big])) {
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
-      expect(outcome.at).toBeLessThan(150 + SLACK_MS);
+      expect(started + outcome.at - exitReadAt).toBeLessThan(150 + SLACK_MS);
     }
     expect(errors.every((e) => /EPIPE/.test(e.message))).toBe(true);
     await nextCallFailsFast(mcp);

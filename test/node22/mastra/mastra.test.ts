@@ -162,8 +162,9 @@ describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
   it("attachMastra(mcp, { timeoutMs: 1_000 }) bounds a 3 s call at 1 s under Mastra's own 60 s timeout (the tighter one wins)", async () => {
     const { mcp } = stdioClient();
     const attached = await attachMastra(mcp, { timeoutMs: 1_000 });
+    const sleepTool = await tool(mcp, "reports_sleep"); // starts the server: not part of the bound
     const started = performance.now();
-    const outcome = await (await tool(mcp, "reports_sleep")).execute({ ms: 3_000 }).then(
+    const outcome = await sleepTool.execute({ ms: 3_000 }).then(
       () => undefined,
       (e: unknown) => e,
     );
