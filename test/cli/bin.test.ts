@@ -41,7 +41,7 @@ describe("the mcp-cancellable executable", () => {
     expect(crash.code).toBe(1);
     expect(crash.stderr).toMatch(/exited with code 3/);
     for (const out of [usage.stderr, crash.stderr]) expect(out).not.toMatch(/^\s+at /m);
-  });
+  }, 60_000); // two CLI processes through tsx, one after the other
 
   it("Ctrl-C (SIGINT) mid-probe ends the server it started, even one that ignores stdin EOF and SIGTERM", async () => {
     const pidfile = join(dir, "pid");

@@ -25,5 +25,5 @@ describe("entry-point contract: ids across entry points", () => {
     // One connection id per entry point's connection, the same for both of its calls.
     expect(records.map((r) => new Set(r.map((record) => record.connectionId)).size)).toEqual(drivers.map(() => 1));
     expect(new Set(records.map((r) => r[0]!.connectionId)).size).toBe(drivers.length);
-  });
+  }, 60_000); // every entry point's server started at once
 });
