@@ -22,7 +22,10 @@ export function sizeRows(info) {
     { label: "unpacked, everything", bytes: info.unpackedSize },
     { label: "the library (`dist/` without the CLI: ESM, CommonJS, type declarations)", bytes: sum((p) => p.startsWith("dist/") && p !== "dist/cli.js") },
     { label: "the `mcp-cancellable` command (`dist/cli.js`, one minified file with the v1 SDK client bundled)", bytes: sum((p) => p === "dist/cli.js") },
-    { label: "the documentation shipped (`docs/proxy.md`, `docs/probe.md`, `docs/spec-rules.md`), the README and the changelog", bytes: sum((p) => p.startsWith("docs/") || p === "README.md" || p === "CHANGELOG.md") },
+    {
+      label: "the documentation (`docs/`, `examples/`), the README and the changelog",
+      bytes: sum((p) => p.startsWith("docs/") || p.startsWith("examples/") || p === "README.md" || p === "CHANGELOG.md"),
+    },
   ];
 }
 

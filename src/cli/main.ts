@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { parseProbeArgs, PROBE_HELP, UsageError } from "./args.js";
+import { packageRoot } from "./package-root.js";
 import { probe } from "./probe.js";
 import { runProxyCommand } from "./proxy/command.js";
 import { Recorder } from "./recorder.js";
@@ -31,15 +31,7 @@ Options:
  * above this module (dist/cli.js in the package, src/cli/main.ts in a clone).
  */
 export function version(): string {
-  for (let up = "../"; up.length <= 12; up += "../") {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(`${up}package.json`, import.meta.url), "utf8")) as { name?: string; version?: string };
-      if (pkg.name === "mcp-cancellable" && typeof pkg.version === "string") return pkg.version;
-    } catch {
-      // not there: look one folder up
-    }
-  }
-  return "unknown";
+  return packageRoot()?.version ?? "unknown";
 }
 
 export type { Output } from "./output.js";

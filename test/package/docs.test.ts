@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { headingAnchors, relativeLinks } from "./links.js";
 
 // Words a user can look up (issue 13, item 2): every "rule N" cited anywhere in the project has
 // its entry in docs/spec-rules.md, with a source; no user-facing text says "seed".
@@ -89,5 +90,27 @@ describe("paths the docs cite", () => {
     expect(cited.size).toBeGreaterThan(20);
     const missing = [...cited].filter(([path]) => !existsSync(join(root, path))).map(([path, page]) => `${path} (cited in ${page})`);
     expect(missing).toEqual([]);
+  });
+});
+
+describe("links between the pages", () => {
+  it("every relative link of README.md, CHANGELOG.md and docs/ reaches a file of the repository, and its #anchor a heading there", () => {
+    const pages = ["README.md", "CHANGELOG.md", ...files("docs", /\.md$/)];
+    const links = pages.flatMap((page) => relativeLinks(page, read(page)));
+    expect(links.length).toBeGreaterThan(50);
+    const broken = links
+      .filter((link) => {
+        if (!existsSync(join(root, link.target))) return true;
+        return link.anchor !== undefined && link.target.endsWith(".md") && !headingAnchors(read(link.target)).has(link.anchor);
+      })
+      .map((link) => `${link.page}: ${link.href}`);
+    expect(broken).toEqual([]);
+  });
+
+  it("the anchors are GitHub's: punctuation dropped, spaces to hyphens, repeats numbered", () => {
+    const anchors = headingAnchors(
+      "# Writing your own adapter: `mcp-cancellable/core`\n## Install\n## Install\n```\n# not a heading\n```\n",
+    );
+    expect([...anchors]).toEqual(["writing-your-own-adapter-mcp-cancellablecore", "install", "install-1"]);
   });
 });

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { headingAnchors, relativeLinks } from "./links.js";
 
 // The package as installed (issue 4, item 6). The repository is copied to a staging folder
 // (so the working tree's dist/ is left alone), built there with tsup and packed with npm pack;
@@ -68,7 +69,10 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "mcp-cancellable-pack-"));
   // 1. Stage a copy of what the build needs, with the repository's node_modules linked in.
   stage = join(work, "stage");
-  for (const entry of ["package.json", "README.md", "CHANGELOG.md", "LICENSE", "tsup.config.ts", "tsconfig.json", "src", "docs"]) {
+  // The build's inputs, and what package.json's `files` ships beside dist/ (docs, examples, ...).
+  const shipped = (JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as { files: string[] }).files;
+  const entries = new Set(["package.json", "tsup.config.ts", "tsconfig.json", "src", ...shipped.filter((entry) => entry !== "dist")]);
+  for (const entry of entries) {
     if (existsSync(resolve(root, entry))) cpSync(resolve(root, entry), join(stage, entry), { recursive: true });
   }
   symlinkSync(resolve(root, "node_modules"), join(stage, "node_modules"), "dir");
@@ -151,7 +155,9 @@ describe("the package as installed", () => {
       `npm pack: ${kB(packInfo.size)} kB packed, ${kB(packInfo.unpackedSize)} kB unpacked; ` +
         `library files ${kB(library.reduce((n, f) => n + f.size, 0))} kB, CLI bundle ${kB(packInfo.files.find((f) => f.path === "dist/cli.js")!.size)} kB`,
     );
-    expect(packInfo.unpackedSize).toBeLessThan(1_500_000);
+    const code = packInfo.files.filter((f) => f.path.startsWith("dist/")).reduce((n, f) => n + f.size, 0);
+    expect(code).toBeLessThan(1_500_000);
+    expect(packInfo.unpackedSize).toBeLessThan(2_000_000);
   });
 
   it("the proxy runs as docs/proxy.md's desktop config lines say, with the v1 SDK client: from the clone (node /abs/dist/cli.js proxy) and from the tarball (npx --yes --package <tarball> mcp-cancellable proxy)", async (ctx) => {
@@ -185,6 +191,36 @@ describe("the package as installed", () => {
     const { staleRows } = await import("../../scripts/size-table.mjs");
     expect(staleRows(readFileSync(resolve(root, "docs/package.md"), "utf8"), packInfo), "run npm run size:table").toEqual([]);
     expect(packInfo.files.map((f) => f.path)).toEqual(expect.arrayContaining(["docs/proxy.md", "docs/probe.md"]));
+  });
+
+  it("the CLI, installed, names the proxy's documentation by its path in the installed package", async (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    const failed = await run(process.execPath, [join(installed, "dist/cli.js"), "proxy", "--timeout-ms", "0", "--", "node"]).then(
+      () => undefined,
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toContain(`see ${join(installed, "docs/proxy.md")}, or https://`);
+    expect(existsSync(join(installed, "docs/proxy.md"))).toBe(true);
+  });
+
+  it("the pages that ship link to pages and examples that ship (links into src/ and bench/ are the repository's, and say so in docs/package.md)", () => {
+    const shipped = new Set(packInfo.files.map((f) => f.path));
+    const pages = [...shipped].filter((path) => path.endsWith(".md"));
+    expect(pages).toEqual(expect.arrayContaining(["README.md", "CHANGELOG.md", "docs/api.md", "docs/proxy.md"]));
+    const links = pages.flatMap((page) => relativeLinks(page, readFileSync(resolve(root, page), "utf8")));
+    const broken = links
+      .filter((link) => !/^(src|bench)\//.test(link.target))
+      .filter((link) => {
+        if (!shipped.has(link.target)) return true;
+        return (
+          link.anchor !== undefined &&
+          link.target.endsWith(".md") &&
+          !headingAnchors(readFileSync(resolve(root, link.target), "utf8")).has(link.anchor)
+        );
+      })
+      .map((link) => `${link.page}: ${link.href}`);
+    expect(broken).toEqual([]);
   });
 
   it("one copy of the core per format: every entry of ESM, and every entry of CommonJS, shares it", (ctx) => {

@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { parseProxyArgs } from "../../src/cli/proxy/args.js";
@@ -41,6 +43,16 @@ describe("mcp-cancellable proxy: command line", () => {
       expect(result.stderr).toMatch(/Run mcp-cancellable proxy --help/);
       expect(result.stdout).toBe("");
     }
+  });
+
+  it("an error names the documentation by its path in the package that runs (here the clone's docs/proxy.md), and the project's page", async () => {
+    const { stderr } = await run(["proxy", "--timeout-ms", "0", "--", "node"]);
+    const path =
+      /see (\/\S+\/docs\/proxy\.md), or https:\/\/github\.com\/mcp-cancellable\/mcp-cancellable\/blob\/main\/docs\/proxy\.md/.exec(
+        stderr,
+      )?.[1];
+    expect(path, stderr).toBe(fileURLToPath(new URL("../../docs/proxy.md", import.meta.url)));
+    expect(existsSync(path!)).toBe(true);
   });
 
   it("everything after -- is the server's command, flags included; none is Infinity", () => {

@@ -3,6 +3,7 @@ import type { Era } from "../args.js";
 import { DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT } from "../json-lines.js";
 import { DEFAULT_PROXY_TIMEOUT_MS, SHUTDOWN_BOUND_MS } from "./config.js";
 import type { Limits } from "./config.js";
+import { docHint } from "../package-root.js";
 
 /** Which protocol era an HTTP upstream speaks: the 2025 `initialize` session (v1 SDK transport), or 2026-07-28 (v2). */
 export type HttpEra = Era;
@@ -26,9 +27,8 @@ export interface ProxyOptions {
   maxMessageBytes: number;
 }
 
-/** Where the documentation is, for the help and the errors: in the package (docs/) and on the project's page. */
-export const DOCS_HINT =
-  "docs/proxy.md in the package (node_modules/mcp-cancellable/docs/proxy.md), or https://github.com/mcp-cancellable/mcp-cancellable/blob/main/docs/proxy.md";
+/** Where the proxy's documentation is, for its errors: its path in the package that runs, and the project's page. */
+export const docsHint = (): string => docHint("proxy.md");
 
 export const PROXY_HELP = `Usage: mcp-cancellable proxy [options] -- <command> [args...]
        mcp-cancellable proxy [options] --url <url> [--header "Name: value"]...

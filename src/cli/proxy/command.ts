@@ -1,7 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
-import { DOCS_HINT, parseProxyArgs, PROXY_HELP } from "./args.js";
+import { docsHint, parseProxyArgs, PROXY_HELP } from "./args.js";
 import { LISTEN_HELP, splitListenArgs } from "./listen/args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
@@ -67,15 +67,15 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      out.stderr(`mcp-cancellable proxy: ${error.message}\nRun mcp-cancellable proxy --help for the options; see ${DOCS_HINT}\n`);
+      out.stderr(`mcp-cancellable proxy: ${error.message}\nRun mcp-cancellable proxy --help for the options; see ${docsHint()}\n`);
       return 2;
     }
     if (error instanceof ConfigError || error instanceof RecordsFileError || (error as { kind?: unknown }).kind === "missing-sdk") {
-      out.stderr(`mcp-cancellable proxy: ${(error as Error).message}\nSee ${DOCS_HINT}\n`);
+      out.stderr(`mcp-cancellable proxy: ${(error as Error).message}\nSee ${docsHint()}\n`);
       return 2;
     }
     const message = error instanceof Error ? error.message : String(error);
-    out.stderr(`mcp-cancellable proxy: the proxy itself failed: ${message}\nSee ${DOCS_HINT}\n`);
+    out.stderr(`mcp-cancellable proxy: the proxy itself failed: ${message}\nSee ${docsHint()}\n`);
     if (process.env.MCP_CANCELLABLE_DEBUG !== undefined && error instanceof Error) out.stderr(`${error.stack ?? ""}\n`);
     return 1;
   }
