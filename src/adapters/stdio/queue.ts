@@ -6,7 +6,7 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
-import { DeferredCancels } from "../../wire/deferred-cancels.js";
+import { ANSWERED_FIRST, DeferredCancels } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
@@ -59,6 +59,10 @@ export class StdioQueue extends Layer {
   });
   /** The stdin whose `drain` and `close` the queue listens to, while anything waits. */
   #listening: Stdin | undefined = undefined;
+  /** The check-phase hop between a `drain` (or `close`) and the writes of what waits (see `#drain`). */
+  #flushing: ReturnType<typeof setImmediate> | undefined = undefined;
+  /** Cancel lines among the waiting (most of the time 0: an answer then costs no scan). */
+  #waitingCancels = 0;
 
   /** @param stdin the server's stdin now (it changes when the transport is started again). */
   constructor(below: Port, stdin: () => Stdin | undefined) {
@@ -110,6 +114,7 @@ export class StdioQueue extends Layer {
         resolve: noop,
         reject: noop,
       });
+      this.#waitingCancels++;
       this.#listen(stdin);
       return "notification";
     }
@@ -119,7 +124,20 @@ export class StdioQueue extends Layer {
 
   override message(message: Message, extra?: MessageExtra): void {
     this.#deferred.answered(message);
+    if (this.#waitingCancels > 0 && message.method === undefined) this.#answeredWhileWaiting(message.id);
     this.up.message(message, extra);
+  }
+
+  /**
+   * An answer read while its request's cancel line still waits for the pipe: the request is over,
+   * so the line is never written (rule 7), and its record says why.
+   */
+  #answeredWhileWaiting(id: RequestId | null | undefined): void {
+    const at = this.#waiting.findIndex((entry) => entry.cancel?.requestId === id);
+    if (at < 0) return;
+    const [entry] = this.#waiting.splice(at, 1);
+    this.#waitingCancels--;
+    entry!.cancel!.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
   }
 
   override closed(): void {
@@ -138,6 +156,9 @@ export class StdioQueue extends Layer {
   override close(): Promise<void> {
     this.#deferred.flush();
     this.#unlisten();
+    if (this.#flushing !== undefined) clearImmediate(this.#flushing);
+    this.#flushing = undefined;
+    this.#waitingCancels = 0;
     const stdin = this.#stdin();
     for (const entry of this.#waiting.splice(0)) {
       if (stdin === undefined || !stdin.writable || !stdin.writableNeedDrain) this.#put(entry);
@@ -231,7 +252,7 @@ export class StdioQueue extends Layer {
   }
 
   #listen(stdin: Stdin): void {
-    if (this.#listening !== undefined) return;
+    if (this.#listening !== undefined || this.#flushing !== undefined) return;
     this.#listening = stdin;
     stdin.once("drain", this.#drain);
     // A pipe that closes (the server died) never drains: what waits is settled then.
@@ -244,11 +265,27 @@ export class StdioQueue extends Layer {
     this.#listening = undefined;
   }
 
+  /**
+   * The pipe drained (or closed): what waits is written at the check phase of this turn, not in
+   * the `drain` callback. The server's answers read by the same poll come first, so a cancel line
+   * whose request was answered meanwhile is dropped, not written after its response (rule 7): a
+   * server that stops reading stdin while it works lets both pile up, and its answer and the
+   * `drain` arrive together.
+   */
   readonly #drain = (): void => {
     const stdin = this.#listening;
     if (stdin === undefined) return;
     this.#unlisten();
-    while (this.#waiting.length > 0 && (!stdin.writable || !stdin.writableNeedDrain)) this.#put(this.#waiting.shift()!);
+    this.#flushing = setImmediate(this.#flush, stdin);
+  };
+
+  readonly #flush = (stdin: Stdin): void => {
+    this.#flushing = undefined;
+    while (this.#waiting.length > 0 && (!stdin.writable || !stdin.writableNeedDrain)) {
+      const entry = this.#waiting.shift()!;
+      if (entry.cancel !== undefined) this.#waitingCancels--;
+      this.#put(entry);
+    }
     if (this.#waiting.length > 0) this.#listen(stdin);
   };
 }

@@ -1,0 +1,153 @@
+// A cancel line waiting behind a full pipe whose request is answered meanwhile (rule 7): a server
+// that stops reading stdin while it works lets its answer and the pipe's `drain` reach the client
+// together. The line must then never be written: the answer ends the request. The queue writes what
+// waits at the check phase after the `drain`, so the answers read by the same poll come first, and
+// an answer drops its request's waiting line, with the record saying why. One fake stdin (the two
+// orders of `drain` and answer, driven by hand) and one real child process (the soak found the
+// crossing there: the notification written 0.4 to 7 ms after the server had written the response).
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { StdioQueue } from "../../src/adapters/stdio/queue.js";
+import type { Stdin } from "../../src/adapters/stdio/queue.js";
+import type { CancelRequest } from "../../src/adapters/types.js";
+import type { Message } from "../../src/wire/messages.js";
+import type { Port, Up } from "../../src/wire/port.js";
+import { CallCancelledError } from "../../src/index.js";
+import { spawnServer } from "../helpers/stdio.js";
+import { until } from "../helpers/timing.js";
+import { sleep } from "../helpers/reliability.js";
+
+const ANSWERED_FIRST = { sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } };
+
+/** A queue over a fake port and a stdin that is full until `drain()`, which emits its `drain`. */
+function fullPipe() {
+  const sent: Message[] = [];
+  let up: Up | undefined;
+  const below: Port = {
+    send: async (message) => void sent.push(message),
+    start: async () => {},
+    close: async () => {},
+    cancel: () => "none",
+    setProtocolVersion: () => {},
+    connect: (layer) => void (up = layer),
+  };
+  const listeners = new Map<string, () => void>();
+  const stdin = {
+    writable: true,
+    writableNeedDrain: true,
+    destroyed: false,
+    write: (_chunk: string, callback?: (error?: Error | null) => void) => {
+      queueMicrotask(() => callback?.(null));
+      return true;
+    },
+    once: (event: string, listener: () => void) => void listeners.set(event, listener),
+    removeListener: (event: string) => void listeners.delete(event),
+  } as unknown as Stdin;
+  const queue = new StdioQueue(below, () => stdin);
+  queue.connect({ message: vi.fn(), fact: vi.fn(), closed: vi.fn(), error: vi.fn() });
+  return {
+    queue,
+    sent,
+    answer: (id: number) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message),
+    drain: () => {
+      (stdin as { writableNeedDrain: boolean }).writableNeedDrain = false;
+      listeners.get("drain")?.();
+    },
+  };
+}
+
+function cancelRequest(requestId: number) {
+  const delivery = vi.fn();
+  const request: CancelRequest = {
+    requestId,
+    reason: "Cancelled by the client",
+    notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "Cancelled by the client" } },
+    send: async () => {},
+    reportError: () => {},
+    delivery,
+  };
+  return { request, delivery };
+}
+
+const checkPhase = () => new Promise((resolve) => setImmediate(resolve));
+const cancelled = (sent: Message[]) => sent.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId);
+
+describe("a waiting cancel line whose request is answered is never written (rule 7)", () => {
+  it("the answer read while the pipe is still full: the line goes, the other waiting line is written at the drain", async () => {
+    const { queue, sent, answer, drain } = fullPipe();
+    const one = cancelRequest(1);
+    const two = cancelRequest(2);
+    expect(queue.cancel(one.request)).toBe("notification");
+    expect(queue.cancel(two.request)).toBe("notification");
+    expect(queue.waiting).toBe(2);
+    answer(1);
+    expect(queue.waiting).toBe(1);
+    expect(one.delivery).toHaveBeenCalledExactlyOnceWith(ANSWERED_FIRST);
+    drain();
+    await checkPhase();
+    expect(cancelled(sent)).toEqual([2]);
+    expect(two.delivery).not.toHaveBeenCalled(); // written as planned: nothing to revise
+  });
+
+  it("the drain first and the answer after it in the same turn: the lines wait for the check phase, so the answer still drops its own", async () => {
+    const { queue, sent, answer, drain } = fullPipe();
+    const one = cancelRequest(1);
+    const two = cancelRequest(2);
+    queue.cancel(one.request);
+    queue.cancel(two.request);
+    drain(); // the poll's writable event before its readable one
+    expect(cancelled(sent)).toEqual([]); // not in the drain callback
+    answer(2);
+    await checkPhase();
+    expect(cancelled(sent)).toEqual([1]);
+    expect(two.delivery).toHaveBeenCalledExactlyOnceWith(ANSWERED_FIRST);
+    expect(queue.waiting).toBe(0);
+  });
+
+  it("closing while the lines wait for the check phase writes them at once, before the transport ends", async () => {
+    const { queue, sent, drain } = fullPipe();
+    queue.cancel(cancelRequest(1).request);
+    drain();
+    await queue.close();
+    expect(cancelled(sent)).toEqual([1]);
+    await checkPhase();
+    expect(cancelled(sent)).toEqual([1]); // once
+  });
+});
+
+describe("a real server that stops reading while it works", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+  });
+
+  it("a call aborted while its cancel line waits behind the full pipe, answered before the server reads again: the server never gets the line; the record says why", async () => {
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    const controller = new AbortController();
+    // Sent together, read together: the answer's 50 ms timer cannot fire before the 1,000 ms block ends.
+    const call = server.mcp.callTool({ name: "late", arguments: { ms: 50 } }, { signal: controller.signal, timeoutMs: 20_000 });
+    const settled = call.catch((error: unknown) => error);
+    void server.mcp.callTool({ name: "block", arguments: { ms: 1_000 } }, { timeoutMs: 20_000 }).catch(() => {});
+    await until(() => server.received().some((m) => m.params?.name === "block"));
+    // The server is blocked: a 256 KB request fills the pipe, then the abort's cancel line waits.
+    void server.mcp.callTool({ name: "silent", arguments: { pad: "x".repeat(256 * 1024) } }, { timeoutMs: 20_000 }).catch(() => {});
+    const stdin = (server.transport as unknown as { _process: { stdin: { writableNeedDrain: boolean } } })._process.stdin;
+    expect(stdin.writableNeedDrain).toBe(true);
+    controller.abort();
+    expect(await settled).toBeInstanceOf(CallCancelledError); // released at once, not after the pipe
+    const id = server.received().find((m) => m.params?.name === "late")!.id;
+    // The block ends: the server writes its answers (the late one's timer is overdue), then reads.
+    await until(() => server.mcp.records()[0]!.late.results === 1, 10_000);
+    await until(() => server.received().some((m) => m.params?.name === "silent"), 10_000);
+    await sleep(100);
+    expect(server.cancelsReceived().filter((m) => m.params?.requestId === id)).toEqual([]);
+    const record = server.mcp.records()[0]!;
+    expect(record.cancel).toMatchObject({
+      trigger: "aborted",
+      mechanism: "none",
+      sentAt: null,
+      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+    });
+    expect(record.outcome).toBe("late-result-discarded");
+  }, 30_000);
+});
