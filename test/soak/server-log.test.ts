@@ -76,26 +76,40 @@ describe("the soak's server-log check", () => {
     expect(orphan.judge(SSE).counts).toMatchObject({ overtakes: 1, orphans: 1 });
   });
 
-  it("a notification after its response: crossed (sent after the response was written) fails, in flight is counted, not failed; each with its timeline", () => {
+  it("a notification after its response: sent after the client had read the response fails (rule 7); crossed unread and in flight are counted, not failed; each with its timeline", () => {
     const log = new ServerLog("t#0");
+    // 1: crossed, and the client had read the response 0.5 ms before it sent the notification.
     request(log, 1, 0);
     log.took(1, 1);
     log.answered(1, 5);
+    log.clientRead({ id: 1 }, 5.5);
     notify(log, 1, 6);
     log.cancelled(1, 7);
     log.record(cancelled(1, "notification"));
+    // 2: in flight.
     request(log, 2, 0);
     log.took(2, 1);
     notify(log, 2, 4);
     log.answered(2, 5);
+    log.clientRead({ id: 2 }, 5.5);
     log.cancelled(2, 7);
     log.record(cancelled(2, "notification"));
+    // 3: crossed, the response not yet read when the notification went.
+    request(log, 3, 0);
+    log.took(3, 1);
+    log.answered(3, 5);
+    notify(log, 3, 6);
+    log.clientRead({ id: 3 }, 6.5);
+    log.cancelled(3, 7);
+    log.record(cancelled(3, "notification"));
     const verdict = log.judge(STDIO);
-    expect(verdict.counts).toMatchObject({ afterResponse: 2, crossed: 1 });
-    expect(verdict.failures).toHaveLength(1);
-    expect(verdict.failures[0]).toContain("t#0 id 1");
-    expect(verdict.afterResponse[0]).toContain("crossed: the response was written 1.0 ms before the client sent the notification");
+    expect(verdict.counts).toMatchObject({ afterResponse: 3, crossed: 2 });
+    expect(verdict.failures).toEqual(["t#0 id 1 (late): the client sent the notification after it had read the response (rule 7)"]);
+    expect(verdict.afterResponse[0]).toContain(
+      "crossed: the response was written 1.0 ms before the client sent the notification (read by the client 0.5 ms before it sent the notification)",
+    );
     expect(verdict.afterResponse[1]).toContain("in flight: the notification was on its way 1.0 ms when the server wrote the response");
+    expect(verdict.afterResponse[2]).toContain("(not yet read by the client, which read it 0.5 ms later)");
   });
 
   it("a record claiming a notification the server never got is a contradiction; on stdio a crash explains a line written after the last one read", () => {

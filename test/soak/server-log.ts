@@ -40,6 +40,8 @@ const COLUMNS = [
   "cancelSeq",
   "clientCancelT",
   "clientCancels",
+  /** When the client's transport handed up the request's response (the soak's wrapper on `onmessage`). */
+  "clientReadT",
   // the last revision of the record
   "mechanism",
   "sent",
@@ -214,6 +216,13 @@ export class ServerLog {
 
   // ---- what the client did -----------------------------------------------------------------------
 
+  /** The client's transport handed a message up (the soak's wrapper on `onmessage`): for a response, when the client could know its request was over. */
+  clientRead(message: { method?: unknown; id?: unknown }, t: number): void {
+    if (message.method !== undefined || message.id === undefined) return;
+    const row = this.#index(message.id);
+    if (row !== undefined) this.#first(row, "clientReadT", t);
+  }
+
   /** The client handed a message to its transport (the soak's wrapper on `send`). */
   clientSent(message: { method?: unknown; id?: unknown; params?: unknown }, t: number): void {
     const seq = this.#clientSeq++;
@@ -323,9 +332,13 @@ export class ServerLog {
           // In flight: the client sent it before the server wrote the response. The two crossed on
           // the wire (a server writes its answer before it reads what waits for it), which no client
           // can see or prevent: counted, not failed, on every carrier. Sent after the response was
-          // written (crossed) fails: the answer may have been there to read.
-          const inFlight = this.#get(id, "clientCancelT") < this.#get(id, "answeredT");
-          if (!inFlight) verdict.failures.push(`${this.#name(id)}: the notification arrived after the server had written the response`);
+          // written but before the client had read it (crossed): the answer was on its way, or came
+          // after the client's turn had read its input, which no client can see either (a timer
+          // held back by the soak's own full collections fires late, its response already
+          // written). Sent after the client had read the response fails: it knew (rule 7).
+          const readFirst = this.#get(id, "clientReadT") <= this.#get(id, "clientCancelT");
+          if (readFirst)
+            verdict.failures.push(`${this.#name(id)}: the client sent the notification after it had read the response (rule 7)`);
         }
         if (!hasRecord) fail(id, `the server got a notifications/cancelled for a request with no record (${this.#timeline(id)})`);
       }
@@ -373,8 +386,14 @@ export class ServerLog {
     const answered = this.#get(id, "answeredT");
     if (Number.isNaN(sent)) return "the client's send of it was not seen";
     const gap = Math.abs(answered - sent).toFixed(1);
+    const read = this.#get(id, "clientReadT");
+    const reading = Number.isNaN(read)
+      ? "never read by the client: the connection ended first"
+      : read <= sent
+        ? `read by the client ${(sent - read).toFixed(1)} ms before it sent the notification`
+        : `not yet read by the client, which read it ${(read - sent).toFixed(1)} ms later`;
     return sent >= answered
-      ? `crossed: the response was written ${gap} ms before the client sent the notification (not yet read by the client)`
+      ? `crossed: the response was written ${gap} ms before the client sent the notification (${reading})`
       : `in flight: the notification was on its way ${gap} ms when the server wrote the response, and reached the server after it`;
   }
 

@@ -145,6 +145,21 @@ function watchSend(transport: Sendable, log: ServerLog): void {
   };
 }
 
+type Receiving = { onmessage?: (message: { method?: unknown; id?: unknown }, extra?: unknown) => void };
+
+/**
+ * A wrapper on the transport's `onmessage` (set by the library when the client connected): tells
+ * `log` when each response reached the client, the earliest it could know its request was over.
+ */
+function watchReceive(transport: Receiving, log: ServerLog): void {
+  const deliver = transport.onmessage;
+  if (deliver === undefined) throw new Error("the soak's transport has no onmessage after connect");
+  transport.onmessage = (message, extra) => {
+    log.clientRead(message, performance.now());
+    deliver.call(transport, message, extra);
+  };
+}
+
 /**
  * stdio: the scripted server (test/fixtures/scripted-server.mjs, `--log-times`) logs each line it
  * reads (`RECV@<ms> <json>`) and each response it writes (`SENT@<ms> <id>`) on its stderr, in the
@@ -172,6 +187,7 @@ async function stdioPeer(): Promise<Peer> {
       });
       client.onerror = onError;
       await client.connect(mcp.transport);
+      watchReceive(transport as unknown as Receiving, log);
       const own = transport;
       return { mcp, client, log, logged: () => ended, crashed: false, close: () => own.close() };
     },
@@ -245,6 +261,7 @@ async function sdkHttpPeer(json: boolean): Promise<Peer> {
       const mcp = withCancellation(client, adapter, { onRecord: (r) => log.record(r), maxTombstones: CAP, maxRecords: CAP });
       client.onerror = onError;
       await client.connect(mcp.transport);
+      watchReceive(transport as unknown as Receiving, log);
       return { mcp, client, adapter, log, logged: async () => {}, crashed: false, close: () => client.close() };
     },
     crash: () => server.crash(),
@@ -280,6 +297,7 @@ async function modernPeer(): Promise<Peer> {
       const mcp = withCancellation(client, adapter, { onRecord: (r) => log.record(r), maxTombstones: CAP, maxRecords: CAP });
       client.onerror = onError;
       await client.connect(mcp.transport);
+      watchReceive(transport as unknown as Receiving, log);
       return { mcp, client, adapter, log, logged: async () => {}, crashed: false, close: () => client.close() };
     },
     crash: async () => server.crash(),
