@@ -6,54 +6,15 @@
 // orders of `drain` and answer, driven by hand) and one real child process (the soak found the
 // crossing there: the notification written 0.4 to 7 ms after the server had written the response).
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { StdioQueue } from "../../src/adapters/stdio/queue.js";
-import type { Stdin } from "../../src/adapters/stdio/queue.js";
 import type { CancelRequest } from "../../src/adapters/types.js";
 import type { Message } from "../../src/wire/messages.js";
-import type { Port, Up } from "../../src/wire/port.js";
+import { fakeStdioQueue } from "./fake-stdio.js";
 import { CallCancelledError } from "../../src/index.js";
 import { spawnServer } from "../helpers/stdio.js";
 import { until } from "../helpers/timing.js";
 import { sleep } from "../helpers/reliability.js";
 
 const ANSWERED_FIRST = { sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } };
-
-/** A queue over a fake port and a stdin that is full until `drain()`, which emits its `drain`. */
-function fullPipe() {
-  const sent: Message[] = [];
-  let up: Up | undefined;
-  const below: Port = {
-    send: async (message) => void sent.push(message),
-    start: async () => {},
-    close: async () => {},
-    cancel: () => "none",
-    setProtocolVersion: () => {},
-    connect: (layer) => void (up = layer),
-  };
-  const listeners = new Map<string, () => void>();
-  const stdin = {
-    writable: true,
-    writableNeedDrain: true,
-    destroyed: false,
-    write: (_chunk: string, callback?: (error?: Error | null) => void) => {
-      queueMicrotask(() => callback?.(null));
-      return true;
-    },
-    once: (event: string, listener: () => void) => void listeners.set(event, listener),
-    removeListener: (event: string) => void listeners.delete(event),
-  } as unknown as Stdin;
-  const queue = new StdioQueue(below, () => stdin);
-  queue.connect({ message: vi.fn(), fact: vi.fn(), closed: vi.fn(), error: vi.fn() });
-  return {
-    queue,
-    sent,
-    answer: (id: number) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message),
-    drain: () => {
-      (stdin as { writableNeedDrain: boolean }).writableNeedDrain = false;
-      listeners.get("drain")?.();
-    },
-  };
-}
 
 function cancelRequest(requestId: number) {
   const delivery = vi.fn();
@@ -73,7 +34,7 @@ const cancelled = (sent: Message[]) => sent.filter((m) => m.method === "notifica
 
 describe("a waiting cancel line whose request is answered is never written (rule 7)", () => {
   it("the answer read while the pipe is still full: the line goes, the other waiting line is written at the drain", async () => {
-    const { queue, sent, answer, drain } = fullPipe();
+    const { queue, sent, answer, drain } = fakeStdioQueue({ full: true });
     const one = cancelRequest(1);
     const two = cancelRequest(2);
     expect(queue.cancel(one.request)).toBe("notification");
@@ -89,7 +50,7 @@ describe("a waiting cancel line whose request is answered is never written (rule
   });
 
   it("the drain first and the answer after it in the same turn: the lines wait for the check phase, so the answer still drops its own", async () => {
-    const { queue, sent, answer, drain } = fullPipe();
+    const { queue, sent, answer, drain } = fakeStdioQueue({ full: true });
     const one = cancelRequest(1);
     const two = cancelRequest(2);
     queue.cancel(one.request);
@@ -104,7 +65,7 @@ describe("a waiting cancel line whose request is answered is never written (rule
   });
 
   it("closing while the lines wait for the check phase writes them at once, before the transport ends", async () => {
-    const { queue, sent, drain } = fullPipe();
+    const { queue, sent, drain } = fakeStdioQueue({ full: true });
     queue.cancel(cancelRequest(1).request);
     drain();
     await queue.close();

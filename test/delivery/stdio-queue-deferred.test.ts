@@ -2,39 +2,9 @@
 // turn (input first, rule 7), then goes with the rest of that turn's, at once. A fake port and a fake stdin: what matters is the order of sends,
 // answers and closes, and that every deferred cancel's record is told what happened to its line.
 import { describe, expect, it, vi } from "vitest";
-import { StdioQueue } from "../../src/adapters/stdio/queue.js";
-import type { Stdin } from "../../src/adapters/stdio/queue.js";
 import type { CancelRequest } from "../../src/adapters/types.js";
 import type { Message } from "../../src/wire/messages.js";
-import type { Port, Up } from "../../src/wire/port.js";
-
-function harness() {
-  const sent: Message[] = [];
-  let up: Up | undefined;
-  const below: Port = {
-    send: async (message) => void sent.push(message),
-    start: async () => {},
-    close: async () => {},
-    cancel: () => "none",
-    setProtocolVersion: () => {},
-    connect: (layer) => void (up = layer),
-  };
-  const stdin = {
-    writable: true,
-    writableNeedDrain: false,
-    destroyed: false,
-    write: (_chunk: string, callback?: (error?: Error | null) => void) => {
-      queueMicrotask(() => callback?.(null));
-      return true;
-    },
-    once: () => stdin,
-    removeListener: () => stdin,
-  } as unknown as Stdin;
-  const queue = new StdioQueue(below, () => stdin);
-  const above: Up = { message: vi.fn(), fact: vi.fn(), closed: vi.fn(), error: vi.fn() };
-  queue.connect(above);
-  return { queue, sent, answer: (id: number) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message) };
-}
+import { fakeStdioQueue } from "./fake-stdio.js";
 
 function cancelRequest(requestId: number, byTimer: boolean) {
   const delivery = vi.fn();
@@ -55,7 +25,7 @@ const cancels = (sent: Message[]) => sent.filter((m) => m.method === "notificati
 
 describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
   it("a user's abort goes out at once; a timer's waits for the check phase, then goes", async () => {
-    const { queue, sent } = harness();
+    const { queue, sent } = fakeStdioQueue();
     expect(queue.cancel(cancelRequest(1, false).request)).toBe("notification");
     expect(cancels(sent)).toBe(1);
     const timed = cancelRequest(2, true);
@@ -69,7 +39,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
   });
 
   it("its answer read before the check phase: nothing is sent, the record says why (rule 7)", async () => {
-    const { queue, sent, answer } = harness();
+    const { queue, sent, answer } = fakeStdioQueue();
     const timed = cancelRequest(3, true);
     queue.cancel(timed.request);
     answer(3);
@@ -82,7 +52,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
   });
 
   it("the connection closed before the check phase: nothing is sent, and the record is told so (never a notification it never wrote)", async () => {
-    const { queue, sent } = harness();
+    const { queue, sent } = fakeStdioQueue();
     const timed = [cancelRequest(4, true), cancelRequest(5, true)];
     for (const { request } of timed) queue.cancel(request);
     queue.closed();
@@ -97,7 +67,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
   });
 
   it("many at once: none before the check phase, then each once, in the order they came, in that check phase (deferred-cancels.ts)", async () => {
-    const { queue, sent, answer } = harness();
+    const { queue, sent, answer } = fakeStdioQueue();
     const timed = Array.from({ length: 2_000 }, (_, i) => cancelRequest(100 + i, true));
     for (const { request } of timed) queue.cancel(request);
     // An answer read in this turn: that one is not sent (rule 7).
