@@ -178,17 +178,19 @@ describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
   });
 
   it("Mastra's own timeout, when tighter than ours, stays the bound", async () => {
-    const { mcp } = stdioClient(300);
-    const attached = await attachMastra(mcp, { timeoutMs: 5_000 });
-    const outcome = await (await tool(mcp, "reports_sleep")).execute({ ms: 3_000 }).then(
+    // Mastra's timeout also bounds the stdio connect (the server's start and initialize): 5 s, not
+    // less, so a loaded machine still connects (300 ms did not, once).
+    const { mcp } = stdioClient(5_000);
+    const attached = await attachMastra(mcp, { timeoutMs: 30_000 });
+    const outcome = await (await tool(mcp, "reports_sleep")).execute({ ms: 20_000 }).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(outcome).toBeDefined();
     expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
-      { cancel: { trigger: "timeout", reason: "Request timed out after 300 ms" } },
+      { cancel: { trigger: "timeout", reason: "Request timed out after 5000 ms" } },
     ]);
-  });
+  }, 30_000);
 
   it("verifiers by tool name verify Mastra's own tool calls, no bypass; with awaitVerification its tool raises the verified outcome as its error", async () => {
     const { mcp } = stdioClient();
