@@ -26,8 +26,12 @@ export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7)";
 
 /** How a {@link DeferredCancels} sends and waits. */
 export interface DeferredCancelsInit {
-  /** Sends one cancel now (its own mechanism, its own record of failures). */
-  readonly send: (request: CancelRequest) => CancelMechanism;
+  /**
+   * Sends one cancel now (its own mechanism, its own record of failures). `since`: when it could
+   * have gone (`processClock`, ms); the sender tells the record when it really went, if that was
+   * 1 ms or more later ({@link sentLate}), once its line or notification leaves.
+   */
+  readonly send: (request: CancelRequest, since: number) => CancelMechanism;
   /**
    * Runs `next` in a later phase, where the cancels then go, all of them (stdio: `setImmediate`,
    * the check phase, after this turn's input was read); returns what `unhop` takes. Default: none
@@ -38,19 +42,31 @@ export interface DeferredCancelsInit {
 }
 
 /**
- * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). A
- * notification that goes out in the slices 1 ms or more after it could have (its settle) tells
- * its record when (`sentWall`), so `sentAt` stays true for a mass timeout.
+ * Tells a cancel's record when its notification really went out, if that was 1 ms or more after
+ * `since` (`processClock`, ms: when it could have gone, its settle): `sentAt` is then the time it
+ * left, not the settle's (a mass timeout's notifications go behind the settles; a stdio line may
+ * wait for its turn's check phase or for a full pipe to drain). Call it once the notification
+ * left (the transport took it).
+ * @internal
+ */
+export function sentLate(request: CancelRequest, since: number | undefined): void {
+  if (since !== undefined && processClock() - since >= 1) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+}
+
+/**
+ * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). Each is
+ * sent with the time it could have gone, so the sender tells its record when it really went
+ * ({@link sentLate}): `sentAt` stays true for a mass timeout.
  * @internal
  */
 export class DeferredCancels {
-  readonly #send: (request: CancelRequest) => CancelMechanism;
+  readonly #send: DeferredCancelsInit["send"];
   readonly #hop: DeferredCancelsInit["hop"];
   readonly #unhop: DeferredCancelsInit["unhop"];
   /** By request id; `since`: when the notification could have gone (`processClock`, ms; monotonic, so a wall-clock millisecond ticking over between the two is no delay). */
   readonly #waiting = new Map<RequestId, { request: CancelRequest; since: number }>();
-  /** With a `hop`: the cancels that wait for it. */
-  readonly #beforeHop = new Map<RequestId, CancelRequest>();
+  /** With a `hop`: the cancels that wait for it (`since` as in `#waiting`). */
+  readonly #beforeHop = new Map<RequestId, { request: CancelRequest; since: number }>();
   /** A hop under way (its handle), else `undefined`. */
   #hopping: unknown = undefined;
   /** The steps are in the settle slicer's after-queue. */
@@ -73,7 +89,7 @@ export class DeferredCancels {
       this.#ready(request, processClock());
       return "notification";
     }
-    this.#beforeHop.set(request.requestId, request);
+    this.#beforeHop.set(request.requestId, { request, since: processClock() });
     this.#hopping ??= this.#hop(this.#hopped) ?? true;
     return "notification";
   }
@@ -85,9 +101,9 @@ export class DeferredCancels {
 
   /** The hop is over (or cut short by a close): its cancels go now, in the order they came. */
   #afterHop(): void {
-    for (const [id, request] of this.#beforeHop) {
+    for (const [id, { request, since }] of this.#beforeHop) {
       this.#beforeHop.delete(id);
-      this.#send(request);
+      this.#send(request, since);
     }
   }
 
@@ -110,8 +126,7 @@ export class DeferredCancels {
       }
       const [id, { request, since }] = next.value;
       this.#waiting.delete(id);
-      const mechanism = this.#send(request);
-      if (mechanism !== "none" && processClock() - since >= 1) request.delivery({ sent: mechanism, failed: null, sentWall: Date.now() });
+      this.#send(request, since);
       if (this.#waiting.size > 0) return true;
       this.#queued = false;
       return false;
@@ -123,7 +138,7 @@ export class DeferredCancels {
     if (this.size === 0 || message.method !== undefined) return;
     const id = (message as { id?: unknown }).id;
     if (typeof id !== "string" && typeof id !== "number") return;
-    const request = this.#waiting.get(id)?.request ?? this.#beforeHop.get(id);
+    const request = (this.#waiting.get(id) ?? this.#beforeHop.get(id))?.request;
     if (request === undefined) return;
     this.#waiting.delete(id);
     this.#beforeHop.delete(id);
@@ -133,7 +148,7 @@ export class DeferredCancels {
   /** The connection closed: nothing waiting is sent, and each record says so with `error`. */
   drop(error: string): void {
     this.#stopHop();
-    for (const request of this.#beforeHop.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
+    for (const { request } of this.#beforeHop.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     this.#beforeHop.clear();
     this.#waiting.clear();

@@ -4,7 +4,7 @@
 // (which calls the transport and sits in its callbacks) and the top view (what the SDK client is
 // connected through). Between them every layer speaks the typed port of ./port.ts.
 import type { CancelMechanism } from "../types/record.js";
-import { DeferredCancels } from "./deferred-cancels.js";
+import { DeferredCancels, sentLate } from "./deferred-cancels.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
@@ -135,7 +135,13 @@ class TransportPort implements Port {
   }
 
   /** Timer-fired cancels not sent yet (see `cancel`). */
-  readonly #deferred = new DeferredCancels({ send: (request) => notify(this, request) });
+  readonly #deferred = new DeferredCancels({
+    send: (request, since) => {
+      const mechanism = notify(this, request);
+      if (mechanism !== "none") sentLate(request, since);
+      return mechanism;
+    },
+  });
 }
 
 /**

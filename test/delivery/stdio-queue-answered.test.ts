@@ -30,6 +30,11 @@ function cancelRequest(requestId: number) {
 }
 
 const checkPhase = () => new Promise((resolve) => setImmediate(resolve));
+/** Holds the thread `ms` or more (a busy event loop). */
+const busy = (ms: number) => {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+};
 const cancelled = (sent: Message[]) => sent.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId);
 
 describe("a waiting cancel line whose request is answered is never written (rule 7)", () => {
@@ -43,10 +48,14 @@ describe("a waiting cancel line whose request is answered is never written (rule
     answer(1);
     expect(queue.waiting).toBe(1);
     expect(one.delivery).toHaveBeenCalledExactlyOnceWith(ANSWERED_FIRST);
+    busy(2); // the pipe stays full 2 ms or more
+    const beforeDrain = Date.now();
     drain();
     await checkPhase();
     expect(cancelled(sent)).toEqual([2]);
-    expect(two.delivery).not.toHaveBeenCalled(); // written as planned: nothing to revise
+    // Written as planned; its record learns when the line left (at the drain, not the settle).
+    expect(two.delivery).toHaveBeenCalledExactlyOnceWith({ sent: "notification", failed: null, sentWall: expect.any(Number) });
+    expect(two.delivery.mock.calls[0]![0].sentWall).toBeGreaterThanOrEqual(beforeDrain);
   });
 
   it("the drain first and the answer after it in the same turn: the lines wait for the check phase, so the answer still drops its own", async () => {
@@ -80,6 +89,35 @@ describe("a real server that stops reading while it works", () => {
   afterEach(async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
   });
+
+  it("a call aborted while the pipe is full, its line written when the server reads again: the record's sentAt is when it left, between the drain and the server's read", async () => {
+    const server = await spawnServer("scripted-server.mjs", {}, ["--log-times"]);
+    cleanup.push(() => server.client.close());
+    const controller = new AbortController();
+    const call = server.mcp.callTool({ name: "silent", arguments: {} }, { signal: controller.signal, timeoutMs: 20_000 });
+    const settled = call.catch((error: unknown) => error);
+    void server.mcp.callTool({ name: "block", arguments: { ms: 600 } }, { timeoutMs: 20_000 }).catch(() => {});
+    await until(() => server.received().some((m) => m.params?.name === "block"));
+    void server.mcp.callTool({ name: "silent", arguments: { pad: "x".repeat(256 * 1024) } }, { timeoutMs: 20_000 }).catch(() => {});
+    const stdin = (server.transport as unknown as { _process: { stdin: { writableNeedDrain: boolean } } })._process.stdin;
+    expect(stdin.writableNeedDrain).toBe(true);
+    controller.abort();
+    expect(await settled).toBeInstanceOf(CallCancelledError);
+    const blockedAt = server.receivedAt().find((m) => m.message.params?.name === "block")!.at;
+    const id = server.received().find((m) => m.params?.name === "silent")!.id;
+    const cancelRead = () =>
+      server.receivedAt().filter((m) => m.message.method === "notifications/cancelled" && m.message.params?.requestId === id);
+    await until(() => cancelRead().length > 0, 10_000);
+    const record = server.mcp.records()[0]!;
+    expect(record.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification", undelivered: null });
+    const sentAt = Date.parse(record.cancel!.sentAt!);
+    // The pipe drained only once the 600 ms block was over; the server read the line after it left
+    // (ms: the record's time is whole milliseconds).
+    expect(sentAt).toBeGreaterThanOrEqual(Math.floor(blockedAt + 600) - 1);
+    expect(sentAt).toBeLessThanOrEqual(Math.ceil(cancelRead()[0]!.at) + 1);
+    expect(Date.parse(record.settledAt)).toBeLessThan(Math.floor(blockedAt + 600)); // released at the abort, not at the drain
+    expect(cancelRead()).toHaveLength(1);
+  }, 30_000);
 
   it("a call aborted while its cancel line waits behind the full pipe, answered before the server reads again: the server never gets the line; the record says why", async () => {
     const server = await spawnServer("scripted-server.mjs");

@@ -26,8 +26,10 @@ const cancels = (sent: Message[]) => sent.filter((m) => m.method === "notificati
 describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
   it("a user's abort goes out at once; a timer's waits for the check phase, then goes", async () => {
     const { queue, sent } = fakeStdioQueue();
-    expect(queue.cancel(cancelRequest(1, false).request)).toBe("notification");
+    const aborted = cancelRequest(1, false);
+    expect(queue.cancel(aborted.request)).toBe("notification");
     expect(cancels(sent)).toBe(1);
+    expect(aborted.delivery).not.toHaveBeenCalled(); // it went when it could: the settle's time is its own
     const timed = cancelRequest(2, true);
     expect(queue.cancel(timed.request)).toBe("notification");
     expect(cancels(sent)).toBe(1);
@@ -36,6 +38,19 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     // Nothing failed: at most the time it went, when that was 1 ms or more after the check phase.
     for (const [report] of timed.delivery.mock.calls)
       expect(report).toEqual({ sent: "notification", failed: null, sentWall: expect.any(Number) });
+  });
+
+  it("a busy turn: the line goes at the check phase 2 ms or more after its settle, and its record learns when it left", async () => {
+    const { queue, sent } = fakeStdioQueue();
+    const timed = cancelRequest(2, true);
+    queue.cancel(timed.request);
+    const end = performance.now() + 2;
+    while (performance.now() < end); // the rest of the turn holds the loop
+    const beforeCheck = Date.now();
+    await checkPhase();
+    expect(cancels(sent)).toBe(1);
+    expect(timed.delivery).toHaveBeenCalledExactlyOnceWith({ sent: "notification", failed: null, sentWall: expect.any(Number) });
+    expect(timed.delivery.mock.calls[0]![0].sentWall).toBeGreaterThanOrEqual(beforeCheck);
   });
 
   it("its answer read before the check phase: nothing is sent, the record says why (rule 7)", async () => {

@@ -10,9 +10,11 @@ export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtu
 /**
  * Spawns a stdio MCP server as a real child process and connects a v1 SDK client through the
  * library. `stderrLines` collects the server's stderr (fixtures log what they read and do there).
+ * `serverArgs`: after the script (the scripted server's `--log-times` makes `receivedAt` say when
+ * it read each line).
  */
-export async function spawnServer(script: string, options: CancellationOptions = {}) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [fixture(script)], stderr: "pipe" });
+export async function spawnServer(script: string, options: CancellationOptions = {}, serverArgs: string[] = []) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [fixture(script), ...serverArgs], stderr: "pipe" });
   const stderrLines: string[] = [];
   let buffer = "";
   transport.stderr?.on("data", (chunk: Buffer) => {
@@ -27,12 +29,18 @@ export async function spawnServer(script: string, options: CancellationOptions =
   const mcp = withCancellation(client, stdioCancellation(transport), options);
   await client.connect(mcp.transport);
   /** JSON-RPC messages the server read from its stdin (scripted server only). */
-  const received = () =>
+  const received = () => receivedAt().map(({ message }) => message);
+  /** The same, each with when the server read it (wall clock, ms; `NaN` without `--log-times`). */
+  const receivedAt = () =>
     stderrLines
-      .filter((l) => l.startsWith("RECV "))
-      .map((l) => JSON.parse(l.slice(5)) as { method?: string; id?: number; params?: Record<string, unknown> });
+      .map((l) => /^RECV(?:@([\d.]+))? (.*)$/.exec(l))
+      .filter((m) => m !== null)
+      .map((m) => ({
+        at: m[1] === undefined ? Number.NaN : Number(m[1]),
+        message: JSON.parse(m[2]!) as { method?: string; id?: number; params?: Record<string, unknown> },
+      }));
   const cancelsReceived = () => received().filter((m) => m.method === "notifications/cancelled");
-  return { client, transport, mcp, stderrLines, errors, received, cancelsReceived, pid: transport.pid };
+  return { client, transport, mcp, stderrLines, errors, received, receivedAt, cancelsReceived, pid: transport.pid };
 }
 
 /** Kept here too for the many tests that import it with this helper; defined in timing.ts. */

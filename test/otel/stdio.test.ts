@@ -7,6 +7,7 @@ import { SpanStatusCode, context, propagation, trace } from "@opentelemetry/api"
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { otelRecorder } from "../../src/otel/index.js";
 import { InvalidOptionError } from "../../src/index.js";
+import type { RunRecord } from "../../src/index.js";
 import type { OtelRecorderOptions } from "../../src/otel/index.js";
 import { eventually, spawnServer } from "../helpers/stdio.js";
 import { StackContextManager, otelHarness } from "./harness.js";
@@ -40,6 +41,15 @@ const tool = (name: string) => ({
   // initialize answer as it passed (the scripted server echoes the client's latest version).
   "mcp.protocol.version": "2025-11-25",
 });
+
+/**
+ * The record's changes before the one a span is for: 1 when its timer-fired stdio line left 1 ms
+ * or more after the settle (its check phase came late on a busy loop: `sentAt` was revised to when
+ * it left), else 0 (it left as the settle recorded it).
+ */
+function revisionsBefore(record: RunRecord): number {
+  return Date.parse(record.cancel!.sentAt!) > Date.parse(record.settledAt) ? 1 : 0;
+}
 
 describe("otel over stdio: one CLIENT span and one duration point per call", () => {
   it("a succeeded call: name, kind, attributes, status UNSET, no events; the point has no error.type", async () => {
@@ -131,12 +141,14 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     expect(await eventually(() => otel.spans().length === 2, 3_000)).toBe(true);
     const late = otel.spans()[1]!;
     expect(late).toMatchObject({ name: "late tools/call late", kind: "INTERNAL", traceId: span!.traceId, parentSpanId: span!.spanId });
+    const record = mcp.records()[0]!;
+    expect(record.revision).toBe(revisionsBefore(record) + 1);
     expect(late.attributes).toEqual({
       ...tool("late"),
       "jsonrpc.request.id": "1",
       "mcp_cancellable.call.status": "cancelled",
       "mcp_cancellable.call.outcome": "late-result-discarded",
-      "mcp_cancellable.record.revision": 1, // one change after the settle: a stdio timer-fired line adds no revision (it goes at the check phase)
+      "mcp_cancellable.record.revision": record.revision, // the record's own: the late result's change, after the line's
       "mcp_cancellable.late.results": 1,
       "mcp_cancellable.late.errors": 0,
       "mcp_cancellable.late.progress": 0,
@@ -206,6 +218,8 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     expect(otel.spans()).toHaveLength(1); // the call span ended when the caller was released
     await error.verification;
     const [span, verify] = otel.spans();
+    const record = mcp.records()[0]!;
+    expect(record.revision).toBe(revisionsBefore(record) + 1);
     expect(verify).toMatchObject({
       name: "verify tools/call silent",
       kind: "INTERNAL",
@@ -214,7 +228,7 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     });
     expect(verify!.attributes).toMatchObject({
       "mcp_cancellable.call.outcome": "verified-not-applied",
-      "mcp_cancellable.record.revision": 1, // one change after the settle: a stdio timer-fired line adds no revision (it goes at the check phase)
+      "mcp_cancellable.record.revision": record.revision, // the record's own: the verification's change, after the line's
     });
     expect(verify!.attributes).not.toHaveProperty("error.type");
     expect(verify!.status).toEqual({ code: SpanStatusCode.UNSET });

@@ -6,7 +6,7 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
-import { ANSWERED_FIRST, DeferredCancels } from "../../wire/deferred-cancels.js";
+import { ANSWERED_FIRST, DeferredCancels, sentLate } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
@@ -26,6 +26,8 @@ interface Waiting {
   readonly id: RequestId | undefined;
   /** The cancel line's request, for a `notifications/cancelled` of the library's own. */
   readonly cancel: CancelRequest | undefined;
+  /** A cancel line's: when it could have gone (`performance.now()`, ms); its record learns when it went (`sentLate`). */
+  readonly since: number | undefined;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -48,12 +50,12 @@ export class StdioQueue extends Layer {
   /**
    * Timer-fired cancels: the server's answer may be waiting unread in the pipe (timers run before
    * input is read, and a busy event loop lets answers pile up). Their lines wait for the check
-   * phase of this turn (input is read before it), then go after the settling under way, in
-   * slices (deferred-cancels.ts); an answer read meanwhile means the request is over, and nothing
-   * is sent (rule 7).
+   * phase of this turn (input is read before it), then go, all of that turn's together
+   * (deferred-cancels.ts); an answer read meanwhile means the request is over, and nothing is
+   * sent (rule 7).
    */
   readonly #deferred = new DeferredCancels({
-    send: (request) => this.cancel({ ...request, byTimer: false }),
+    send: (request, since) => this.#cancel(request, since),
     hop: (next) => setImmediate(next),
     unhop: (handle) => clearImmediate(handle as ReturnType<typeof setImmediate>),
   });
@@ -80,15 +82,24 @@ export class StdioQueue extends Layer {
     const id = message.method !== undefined ? message.id : undefined;
     if (stdin === undefined || !this.#busy(stdin)) return this.#write(message, options, id ?? undefined, stdin);
     return new Promise<void>((resolve, reject) => {
-      this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, resolve, reject });
+      this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, since: undefined, resolve, reject });
       this.#listen(stdin);
     });
   }
 
   override cancel(request: CancelRequest): CancelMechanism {
+    return this.#cancel(request, undefined);
+  }
+
+  /**
+   * @param since a line that could have gone before now (a timer-fired cancel after its check
+   * phase): when (`performance.now()`, ms). A line that leaves 1 ms or more after it could have
+   * (that, or waiting behind a full pipe) tells its record when it went (`sentLate`).
+   */
+  #cancel(request: CancelRequest, since: number | undefined): CancelMechanism {
     const stdin = this.#stdin();
     // A transport without a child's stdin (not started, or not the SDK's): its own send, not waited for.
-    if (stdin === undefined) return request.awaitsTask !== undefined ? "none" : this.#line(request, undefined);
+    if (stdin === undefined) return request.awaitsTask !== undefined ? "none" : this.#line(request, undefined, since);
     if (!stdin.writable) {
       queueMicrotask(() => request.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } }));
       return "none";
@@ -111,6 +122,7 @@ export class StdioQueue extends Layer {
         options: undefined,
         id: undefined,
         cancel: request,
+        since: since ?? performance.now(),
         resolve: noop,
         reject: noop,
       });
@@ -118,8 +130,8 @@ export class StdioQueue extends Layer {
       this.#listen(stdin);
       return "notification";
     }
-    if (request.byTimer === true) return this.#deferred.defer(request);
-    return this.#line(request, stdin);
+    if (request.byTimer === true && since === undefined) return this.#deferred.defer(request);
+    return this.#line(request, stdin, since);
   }
 
   override message(message: Message, extra?: MessageExtra): void {
@@ -176,6 +188,7 @@ export class StdioQueue extends Layer {
       cancel?.delivery({ sent: "none", failed: { mechanism: "notification", error: error.message } });
     });
     if (entry.id !== undefined) this.up.fact(entry.id, { kind: "written", at: performance.now() });
+    if (cancel !== undefined) sentLate(cancel, entry.since);
     entry.resolve();
   }
 
@@ -208,8 +221,11 @@ export class StdioQueue extends Layer {
     return sending;
   }
 
-  /** Puts one cancel line out through the transport's `send`; its record follows the line's own write. */
-  #line(request: CancelRequest, stdin: Stdin | undefined): CancelMechanism {
+  /**
+   * Puts one cancel line out through the transport's `send`; its record follows the line's own
+   * write (and learns when it went, for a line that could have gone 1 ms or more before: `since`).
+   */
+  #line(request: CancelRequest, stdin: Stdin | undefined, since: number | undefined): CancelMechanism {
     const undelivered = (error: unknown): void =>
       request.delivery({
         sent: "none",
@@ -222,6 +238,7 @@ export class StdioQueue extends Layer {
       queueMicrotask(() => undelivered(error));
       return "none";
     }
+    sentLate(request, since);
     if (stdin === undefined) {
       sending.catch(undelivered);
       return "notification";
@@ -245,7 +262,7 @@ export class StdioQueue extends Layer {
         entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } });
         return;
       }
-      this.#line(entry.cancel, stdin);
+      this.#line(entry.cancel, stdin, entry.since);
       return;
     }
     this.#write(entry.message, entry.options, entry.id, stdin).then(entry.resolve, entry.reject);
