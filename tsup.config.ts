@@ -46,7 +46,8 @@ export default defineConfig([
     sourcemap: false,
     minify: true,
     target: "node20",
-    noExternal: ["p-timeout", /^@modelcontextprotocol\/sdk(\/|$)/],
+    // leven: the "did you mean" of an unknown flag (src/cli/args.ts).
+    noExternal: ["p-timeout", "leven", /^@modelcontextprotocol\/sdk(\/|$)/],
     external: ["@modelcontextprotocol/client", "@modelcontextprotocol/server", "@modelcontextprotocol/node", "undici"],
   },
 ]);

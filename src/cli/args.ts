@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
+import leven from "leven";
 import type { ParseArgsConfig } from "node:util";
 import { shellWords, ShellWordsError } from "./shell-words.js";
 
@@ -190,18 +191,44 @@ export const SERVER_FLAGS = {
 
 /**
  * `util.parseArgs` over `argv`, strict, no positionals.
- * @throws {UsageError} with its message, through `explain` (to add a hint) if given.
+ * @param alsoKnown flags taken out of `argv` before (the HTTP front's), for the "did you mean".
+ * @throws {UsageError} with its message (an unknown flag close to a known one: "Did you mean
+ *   --x?"), through `explain` (to add a hint) if given.
  */
 export function parseFlags<const O extends Flags>(
   argv: readonly string[],
   options: O,
   explain: (message: string) => string = (message) => message,
+  alsoKnown: readonly string[] = [],
 ): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>["values"] {
   try {
     return parseArgs({ args: negativeValuesJoined(argv, options), options, strict: true, allowPositionals: false }).values;
   } catch (error) {
-    throw new UsageError(explain((error as Error).message));
+    throw new UsageError(explain(withSuggestion(error as Error & { code?: string }, [...Object.keys(options), ...alsoKnown])));
   }
+}
+
+/** `util.parseArgs`'s message, with "Did you mean --x?" after an unknown `--flag` close to a known one. */
+function withSuggestion(error: Error & { code?: string }, known: readonly string[]): string {
+  const unknown = error.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? /'--([^'=]+)/.exec(error.message)?.[1] : undefined;
+  const suggestion = unknown === undefined ? undefined : closestFlag(unknown, known);
+  return suggestion === undefined ? error.message : `${error.message}. Did you mean --${suggestion}?`;
+}
+
+/**
+ * The known flag closest to `unknown` (names without the dashes), if one is close: the same name
+ * but for a `-ms` suffix (the probe's `--timeout`, the proxy's `--timeout-ms`), or a few letters
+ * off (at most 2 edits, and at most a third of the name).
+ */
+export function closestFlag(unknown: string, known: readonly string[]): string | undefined {
+  const bare = (name: string): string => name.replace(/-ms$/, "");
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const name of known) {
+    const distance = leven(bare(unknown), bare(name));
+    if (distance < bestDistance) [best, bestDistance] = [name, distance];
+  }
+  return bestDistance <= Math.min(2, Math.floor(bare(unknown).length / 3)) ? best : undefined;
 }
 
 /**

@@ -120,7 +120,10 @@ describe("parseProbeArgs", () => {
     [["--stdio", "a", "--cancel-after", "-1"], /--cancel-after: expected a whole number/],
     [["--stdio", "a", "--window", "2147483648"], /--window: expected 1 to 2147483647 ms/],
     [["--stdio", "a", "--window", "100", "--grace", "100"], /--grace: must be shorter than --window/],
-    [["--stdio", "a", "--bogus"], /Unknown option '--bogus'/],
+    [["--stdio", "a", "--bogus"], /^Unknown option '--bogus'$/],
+    // Close to a known flag: the proxy's name of it, a typo.
+    [["--stdio", "a", "--timeout-ms", "500"], /^Unknown option '--timeout-ms'\. Did you mean --timeout\?$/],
+    [["--stdio", "a", "--windw", "500"], /Did you mean --window\?$/],
     [["--stdio", "a", "extra"], /positional/],
   ])("rejects %j", (argv, message) => {
     expect(() => parseProbeArgs(argv)).toThrow(UsageError);

@@ -36,6 +36,12 @@ describe("mcp-cancellable proxy: command line", () => {
       [["proxy", "--url", "http://x/mcp", "--header", "no colon"], /--header: expected "Name: value"/],
       [["proxy", "--header", "A: b", "--", "node"], /--header and --era are for --url/],
       [["proxy", "--", ""], /command after "--" is empty/],
+      // An unknown flag close to a known one: the probe's name of it, a typo, a front flag.
+      [["proxy", "--timeout", "500", "--", "node"], /Unknown option '--timeout'\. Did you mean --timeout-ms\?/],
+      [["proxy", "--max-total-timeout", "500", "--", "node"], /Did you mean --max-total-timeout-ms\?/],
+      [["proxy", "--heder", "A: b", "--url", "http://x/mcp"], /Unknown option '--heder'\. Did you mean --header\?/],
+      [["proxy", "--auth-token-fil", "t", "--", "node"], /Did you mean --auth-token-file\?/],
+      [["proxy", "--bogus", "--", "node"], /Unknown option '--bogus'\n/],
     ] as const) {
       const result = await run([...argv]);
       expect(result.code, argv.join(" ")).toBe(2);

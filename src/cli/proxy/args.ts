@@ -4,6 +4,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT } from "../json-line
 import { DEFAULT_PROXY_TIMEOUT_MS, SHUTDOWN_BOUND_MS } from "./config.js";
 import type { Limits } from "./config.js";
 import { docHint } from "../package-root.js";
+import { LISTEN_FLAG_NAMES } from "./listen/args.js";
 
 /** Which protocol era an HTTP upstream speaks: the 2025 `initialize` session (v1 SDK transport), or 2026-07-28 (v2). */
 export type HttpEra = Era;
@@ -134,6 +135,7 @@ export function parseProxyArgs(
       "max-message-bytes": { type: "string" },
     },
     (message) => (/positional/i.test(message) ? `${message}; put the server's command after "--"` : message),
+    LISTEN_FLAG_NAMES,
   );
   if (v.help === true) return "help";
 

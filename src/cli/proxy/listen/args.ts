@@ -85,6 +85,9 @@ const FLAGS = {
   "max-connections": { type: "string" },
 } as const;
 
+/** The HTTP front's flags (without the dashes), for the proxy's "did you mean". */
+export const LISTEN_FLAG_NAMES: readonly string[] = Object.keys(FLAGS);
+
 export const LISTEN_HELP = `
 HTTP front (--listen): serve Streamable HTTP to any number of clients instead of one on stdio.
   --listen <host:port>         Listen on host:port (port 0 picks a free one). Prints
