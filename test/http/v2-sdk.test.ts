@@ -144,6 +144,42 @@ describe("v2 SDK client pinned to 2026-07-28 against the v2 server", () => {
   });
 });
 
+describe("v2 SDK client pinned to 2026-07-28: a mass timeout", () => {
+  it("200 calls timing out together: each caller is released with its request's fetch already aborted (the stream close is the cancel, then the release), and the server sees every close", async () => {
+    const server = await startV2();
+    cleanup.push(() => server.stop());
+    // The fetch the transport was given: what the socket's own request sees (its signal aborts the socket).
+    const signals = new Map<number, AbortSignal>();
+    const fetch: typeof globalThis.fetch = (url, init) => {
+      const id = /"id":(\d+)/.exec(String(init?.body ?? ""))?.[1];
+      if (id !== undefined && init?.signal) signals.set(Number(id), init.signal);
+      return globalThis.fetch(url, init);
+    };
+    const { mcp, client, errors } = await connectV2(server.url, { pin: true, fetch });
+    cleanup.push(() => client.close());
+    const calls = 200;
+    const abortedAtRelease: boolean[] = [];
+    const settled = Array.from({ length: calls }, () =>
+      mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 300 }).then(
+        () => "answered",
+        (error: unknown) => {
+          const id = (error as CallTimeoutError).requestId as number;
+          abortedAtRelease.push(signals.get(id)?.aborted === true);
+          return error;
+        },
+      ),
+    );
+    const results = await Promise.all(settled);
+    expect(results.every((r) => r instanceof CallTimeoutError)).toBe(true);
+    expect(abortedAtRelease).toEqual(Array.from({ length: calls }, () => true));
+    const records = mcp.records();
+    expect(records.filter((r) => r.cancel?.mechanism === "stream-close")).toHaveLength(calls);
+    expect(await eventually(() => seen(server, "tools/call").filter(sawDisconnect).length === calls, 10_000)).toBe(true);
+    expect(server.events.filter((e) => e.kind === "http" && e.rpc === "notifications/cancelled")).toEqual([]);
+    expect(errors).toEqual([]);
+  }, 30_000);
+});
+
 describe("v2 SDK client 2025-era (its default)", () => {
   it("C12 (2025-era) against the stateful v1 server: one notification POST, answered 202, and the stream closed without waiting for that answer", async () => {
     const server = await startV1({ stateful: true, eventStore: true });

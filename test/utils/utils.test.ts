@@ -94,9 +94,7 @@ describe("onAbort: a signal shared by many subscribers settles them in slices", 
   /** Mocks the clock, then starts the slicer's count anew: a piece costing half the budget schedules the yield that does it. */
   async function freshBudget(): Promise<void> {
     vi.spyOn(performance, "now").mockImplementation(() => now);
-    const warm = new AbortController();
-    onAbort(warm.signal, () => void (now += 3));
-    warm.abort();
+    settleSlicer.run({ step: () => ((now += 3), false) });
     await nextTask();
   }
 
@@ -129,7 +127,7 @@ describe("onAbort: a signal shared by many subscribers settles them in slices", 
     expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
   });
 
-  it("a subscriber that unsubscribes before its turn is not called; one that subscribes to another signal meanwhile waits behind", async () => {
+  it("a subscriber that unsubscribes before its turn is not called; another shared signal's subscribers wait behind", async () => {
     await freshBudget();
     const first = new AbortController();
     const second = new AbortController();
@@ -143,17 +141,48 @@ describe("onAbort: a signal shared by many subscribers settles them in slices", 
         }),
       );
     }
-    onAbort(second.signal, () => void called.push("second"));
+    onAbort(second.signal, () => void called.push("second0"));
+    onAbort(second.signal, () => void called.push("second1"));
     first.abort();
     expect(called).toHaveLength(80);
     unsubscribe[150]!();
     expect(abortSubscribers(first.signal)).toBe(219);
     second.abort(); // waits behind the rest of the first signal's subscribers
     expect(called).toHaveLength(80);
-    for (let i = 0; i < 10 && !called.includes("second"); i++) await nextTask();
-    expect(called).toHaveLength(300);
+    for (let i = 0; i < 10 && !called.includes("second1"); i++) await nextTask();
+    expect(called).toHaveLength(301);
     expect(called).not.toContain("first150");
-    expect(called.at(-1)).toBe("second");
-    expect(new Set(called).size).toBe(300);
+    expect(called.slice(-2)).toEqual(["second0", "second1"]);
+    expect(new Set(called).size).toBe(301);
+  });
+
+  it("a signal with one subscriber (a request's stream, a call's own signal) reaches it at once, even in the middle of a settling: nothing to slice", async () => {
+    await freshBudget();
+    const shared = new AbortController();
+    const own = new AbortController();
+    const called: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      onAbort(shared.signal, () => {
+        now += 0.0625;
+        called.push(`shared${i}`);
+        // A mass timeout's settle closes its request's stream: the close is the cancel, now.
+        if (i === 10) {
+          own.abort();
+          expect(called.at(-1)).toBe("own");
+        }
+      });
+    }
+    onAbort(own.signal, () => void called.push("own"));
+    shared.abort();
+    expect(called.slice(0, 12)).toEqual([...Array.from({ length: 11 }, (_, i) => `shared${i}`), "own"]);
+    // Out of budget too: still at once.
+    const late = new AbortController();
+    onAbort(late.signal, () => void called.push("late"));
+    late.abort();
+    expect(called.at(-1)).toBe("late");
+    for (let i = 0; i < 10 && !called.includes("shared299"); i++) await nextTask();
+    expect(called).toHaveLength(302);
+    expect(abortSubscribers(own.signal)).toBe(0);
+    expect(getEventListeners(own.signal, "abort")).toHaveLength(0);
   });
 });
