@@ -50,9 +50,9 @@ describe("proxy --otel", () => {
     expect(exported.map((s) => s.name).sort()).toEqual(["tools/call sleep", "tools/call sleep", "tools/list"]);
     const byId = new Map(exported.map((s) => [s.attributes["jsonrpc.request.id"], s]));
     expect(byId.size).toBe(3);
-    // The upstream ids (the proxy's counter; initialize took 0).
-    const answered = byId.get("1")!;
-    const timedOut = byId.get("2")!;
+    // The upstream ids (the proxy's counter, from 1: initialize took 1).
+    const answered = byId.get("2")!;
+    const timedOut = byId.get("3")!;
     expect(answered.kind).toBe(2); // SpanKind.CLIENT
     expect(answered.attributes["error.type"]).toBeUndefined();
     expect(answered.status.code).not.toBe(2); // not ERROR
@@ -64,7 +64,7 @@ describe("proxy --otel", () => {
     expect(timedOut.attributes["mcp_cancellable.cancel.mechanism"]).toBe("notification");
     expect(timedOut.events.map((e: { name: string }) => e.name)).toContain("mcp_cancellable.cancel");
     expect(timedOut.duration).toBeGreaterThanOrEqual(300_000); // µs: the idle timeout elapsed first
-    expect(byId.get("3")!.attributes["error.type"]).toBeUndefined();
+    expect(byId.get("4")!.attributes["error.type"]).toBeUndefined();
     expect(answered.resource.attributes["service.name"]).toBe("proxy-under-test");
   });
 
@@ -108,7 +108,7 @@ describe("proxy --otel", () => {
     cpSync(resolve("src"), join(dir, "src"), { recursive: true });
     cpSync(resolve("package.json"), join(dir, "package.json"));
     mkdirSync(join(dir, "node_modules", "@modelcontextprotocol"), { recursive: true });
-    for (const name of ["zod", "undici", "tsx", "p-timeout"]) symlinkSync(resolve("node_modules", name), join(dir, "node_modules", name));
+    for (const name of ["zod", "undici", "tsx", "p-timeout", "leven"]) symlinkSync(resolve("node_modules", name), join(dir, "node_modules", name));
     symlinkSync(resolve("node_modules/@modelcontextprotocol/sdk"), join(dir, "node_modules/@modelcontextprotocol/sdk"));
     mkdirSync(join(dir, "node_modules", "@opentelemetry"));
     symlinkSync(resolve("node_modules/@opentelemetry/api"), join(dir, "node_modules/@opentelemetry/api"));

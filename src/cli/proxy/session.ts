@@ -273,7 +273,8 @@ export class ProxySession<T extends TransportLike> {
   readonly #byToken = new Map<string, Pending>();
   /** Upstream id -> client id, kept after the request settles for its record's later revisions (with `--records`). */
   readonly #clientIds = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
-  #nextId = 0;
+  /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
+  #nextId = 1;
   /** The protocol version last handed to the upstream transport. */
   #version: string | undefined;
   /** Whether the config file has entries per method or per tool (else most requests have the transport's defaults). */

@@ -39,7 +39,7 @@ describe("proxy --listen: SDK clients through the HTTP front", () => {
     controller.abort("user pressed stop");
     await expect(call).rejects.toThrow();
     expect(await eventually(() => lines(front.stderr(), "ABORTED").length === 1)).toBe(true);
-    // The server saw the cancel under the id it knows (its own second request: upstream id 2 after initialize 0, tools/list 1... ids are the relay's).
+    // The server saw the cancel under the id it knows (its own second request: upstream id 3 after initialize 1, tools/list 2: ids are the relay's, from 1).
     expect(lines(front.stderr(), "ABORTED")[0]).toContain('reason="user pressed stop"');
     await expect(client.callTool({ name: "sleep", arguments: { ms: 10 } })).resolves.toMatchObject({ content: [{ text: "slept 10" }] });
   });
@@ -106,6 +106,22 @@ describe("proxy --listen: SDK clients through the HTTP front", () => {
     const answered = await messagesOf(await second);
     expect(answered.at(-1)).toMatchObject({ id: 7, result: { content: [{ text: "slept 600" }] } });
     expect(lines(front.stderr(), "ABORTED")).toHaveLength(1);
+  });
+
+  it("the first request the front ever sends upstream (a 2026-07-28 tools/call to a v1 SDK stdio server) can be cancelled: its upstream id is never 0, which the v1 SDK's cancel handler ignores", async () => {
+    const front = await startFront(server(fixture("sdk-stdio-server.mjs")));
+    const a = new AbortController();
+    const first = post2026(
+      front.url,
+      { id: 1, method: "tools/call", params: { name: "sleep", arguments: { ms: 10_000 } } },
+      { signal: a.signal },
+    );
+    expect(await eventually(() => lines(front.stderr(), "STARTED").length === 1)).toBe(true);
+    expect(lines(front.stderr(), "STARTED")[0]).not.toBe("STARTED 0");
+    const body = first.then((response) => response.text()).catch((error: unknown) => error);
+    a.abort();
+    expect(await body).toBeInstanceOf(Error);
+    expect(await eventually(() => lines(front.stderr(), "ABORTED").length === 1)).toBe(true);
   });
 
   it.skipIf(!existsSync("/usr/bin/curl"))(

@@ -118,7 +118,8 @@ export class Relay<T extends TransportLike = TransportLike> {
   readonly #byToken = new Map<string, Pending>();
   readonly #remembered = new BoundedMap<Id, Remembered>(MAX_REMEMBERED);
   readonly #perRequestLimits: boolean;
-  #nextId = 0;
+  /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
+  #nextId = 1;
   #version: string | undefined;
   #closed = false;
   /** Counts for the end-of-life line. */
