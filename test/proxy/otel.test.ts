@@ -108,7 +108,8 @@ describe("proxy --otel", () => {
     cpSync(resolve("src"), join(dir, "src"), { recursive: true });
     cpSync(resolve("package.json"), join(dir, "package.json"));
     mkdirSync(join(dir, "node_modules", "@modelcontextprotocol"), { recursive: true });
-    for (const name of ["zod", "undici", "tsx", "p-timeout", "leven"]) symlinkSync(resolve("node_modules", name), join(dir, "node_modules", name));
+    for (const name of ["zod", "undici", "tsx", "p-timeout", "leven"])
+      symlinkSync(resolve("node_modules", name), join(dir, "node_modules", name));
     symlinkSync(resolve("node_modules/@modelcontextprotocol/sdk"), join(dir, "node_modules/@modelcontextprotocol/sdk"));
     mkdirSync(join(dir, "node_modules", "@opentelemetry"));
     symlinkSync(resolve("node_modules/@opentelemetry/api"), join(dir, "node_modules/@opentelemetry/api"));

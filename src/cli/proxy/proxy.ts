@@ -1,6 +1,7 @@
 // `mcp-cancellable proxy`: one more entry point of the one call path (docs/architecture.md).
 // A `ProxySession` (session.ts: one client session over one upstream) behind the stdio front
 // (stdio-front.ts: the client's JSON-RPC lines on stdin, only protocol messages on stdout).
+import { headerSecrets, redactor } from "./listen/guard.js";
 import { createWriteStream } from "node:fs";
 import type { WriteStream } from "node:fs";
 import type { TransportLike } from "../../adapters/types.js";
@@ -48,8 +49,10 @@ export async function runProxy<T extends TransportLike>(
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
   const records = options.records === undefined ? undefined : await openRecords(options.records);
   const upstream = await makeUpstream();
-  const front = new StdioFront(io, { maxMessageBytes: options.maxMessageBytes });
-  const session = new ProxySession({ options, config, upstream, records, extras, client: front, log: (text) => io.log(text) });
+  // An HTTP upstream's --header secrets never reach the client or the log, even echoed back by it.
+  const redact = redactor(options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : []);
+  const front = new StdioFront(io, { maxMessageBytes: options.maxMessageBytes, redact });
+  const session = new ProxySession({ options, config, upstream, records, extras, client: front, log: (text) => io.log(redact(text)) });
   if (!(await session.start())) return session.done;
   front.attach(session);
   // A signal runs the same shutdown; a second one while it runs ends the process at once.

@@ -5,6 +5,8 @@ import type { Readable, Writable } from "node:stream";
 import type { TransportLike } from "../../adapters/types.js";
 import type { JsonRpcMessage } from "../../runner/message-transport.js";
 import { JsonLineReader } from "../json-lines.js";
+import { redactMessage } from "./listen/guard.js";
+import type { Redact } from "./listen/guard.js";
 import type { TooLongLine } from "../json-lines.js";
 import { INVALID_REQUEST_CODE, isObject, PARSE_ERROR_CODE } from "./session.js";
 import type { ClientPort, Outbound, ProxySession } from "./session.js";
@@ -54,6 +56,8 @@ export interface StdioFrontIo {
 export interface StdioFrontOptions {
   /** The longest line read from the client, in bytes (`--max-message-bytes`). */
   readonly maxMessageBytes: number;
+  /** Takes the upstream's `--header` secrets out of every message for the client (an upstream may echo them). Default: none. */
+  readonly redact?: Redact | undefined;
 }
 
 /**
@@ -65,6 +69,7 @@ export interface StdioFrontOptions {
  */
 export class StdioFront implements ClientPort {
   readonly acceptsLines = true;
+  readonly #redact: Redact | undefined;
   readonly #io: StdioFrontIo;
   readonly #bufferBytes: number;
   #session: ProxySession<TransportLike> | undefined;
@@ -85,6 +90,7 @@ export class StdioFront implements ClientPort {
 
   constructor(io: StdioFrontIo, options: StdioFrontOptions) {
     this.#io = io;
+    this.#redact = options.redact;
     this.#bufferBytes = options.maxMessageBytes + CLIENT_BUFFER_SLACK_BYTES;
     this.#reader = new JsonLineReader(
       {
@@ -162,6 +168,7 @@ export class StdioFront implements ClientPort {
   send(outbound: Outbound): void {
     const output = this.#io.output;
     if (output.destroyed || output.writableEnded) return;
+    if (this.#redact?.active === true) outbound = redacted(outbound, this.#redact);
     const progress = outbound.message.method === "notifications/progress";
     if (outbound.line === undefined && !this.#gap && outbound.followsProgress !== true && !progress) {
       // Most messages: one string, written now (no gap to wait behind, no progress to time).
@@ -330,4 +337,15 @@ function safeStringify(message: JsonRpcMessage): string {
       error: { code: -32603, message: `mcp-cancellable proxy: could not serialise a message (${(error as Error).message})` },
     });
   }
+}
+
+/** A message for the client without the secrets: its kept line as text, or its message. */
+function redacted(outbound: Outbound, redact: Redact): Outbound {
+  if (outbound.line === undefined) {
+    const message = redactMessage(outbound.message, redact);
+    return message === outbound.message ? outbound : { ...outbound, message };
+  }
+  const text = Buffer.concat(outbound.line).toString("utf8");
+  const clean = redact(text);
+  return clean === text ? outbound : { ...outbound, line: [Buffer.from(clean, "utf8")] };
 }

@@ -35,7 +35,7 @@ import { ProxySession } from "../session.js";
 import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
-import { checkHost, checkOrigin, checkToken, redactor } from "./guard.js";
+import { checkHost, checkOrigin, checkToken, headerSecrets, redactMessage, redactor } from "./guard.js";
 import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
 import type { ClientHandle, Id } from "./relay.js";
@@ -112,10 +112,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
   const { v1, v2, node } = await loadSdks();
   const records = options.records === undefined ? undefined : await openRecords(options.records);
-  const upstreamSecrets =
-    options.upstream.kind === "http"
-      ? Object.values(options.upstream.headers).flatMap((value) => [value, value.split(/\s+/).pop() ?? ""])
-      : [];
+  const upstreamSecrets = options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : [];
   const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
   const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
   const inFlight = new InFlightGauge(Number.MAX_SAFE_INTEGER);
@@ -221,7 +218,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const handle = relay.open(
       {
         deliver: (out, related) =>
-          void transport.send(redactError(out, redact) as never, related === undefined ? undefined : { relatedRequestId: related }),
+          void transport.send(redactMessage(out, redact) as never, related === undefined ? undefined : { relatedRequestId: related }),
       },
       { session: null },
     );
@@ -338,7 +335,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
           send: (outbound) =>
             void transport
               .send(
-                redactError(outbound.message, redact) as never,
+                redactMessage(outbound.message, redact) as never,
                 outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
               )
               .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`)),
@@ -565,18 +562,6 @@ function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "hea
     return { status: 405, message: "Method not allowed.", headers: { allow: "GET, POST, DELETE" } };
   }
   return undefined;
-}
-
-/**
- * An error response with the secrets taken out of its text (an upstream may echo what it was
- * sent, the `--header` token included, in the error the proxy relays); anything else as it is.
- */
-export function redactError(message: JsonRpcMessage, redact: (text: string) => string): JsonRpcMessage {
-  const error = (message as { error?: unknown }).error;
-  if (typeof error !== "object" || error === null) return message;
-  const text = JSON.stringify(error);
-  const clean = redact(text);
-  return clean === text ? message : { ...message, error: JSON.parse(clean) as unknown };
 }
 
 /** A request body over `--max-body-bytes` (413, before anything is parsed). */

@@ -73,16 +73,39 @@ function digest(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }
 
+/** Takes the secrets out of a text; `active`: there are secrets to take out. */
+export type Redact = ((text: string) => string) & { readonly active: boolean };
+
 /**
  * A function removing each secret (the upstream's `--header` values, the front's token) from
  * text a client or a log may see, longest first.
  */
-export function redactor(secrets: readonly string[]): (text: string) => string {
+export function redactor(secrets: readonly string[]): Redact {
   const list = [...new Set(secrets.filter((secret) => secret.length >= 4))].sort((a, b) => b.length - a.length);
-  if (list.length === 0) return (text) => text;
-  return (text) => {
-    let out = text;
-    for (const secret of list) out = out.split(secret).join("[redacted]");
-    return out;
-  };
+  if (list.length === 0) return Object.assign((text: string) => text, { active: false });
+  return Object.assign(
+    (text: string) => {
+      let out = text;
+      for (const secret of list) out = out.split(secret).join("[redacted]");
+      return out;
+    },
+    { active: true },
+  );
+}
+
+/** The secrets of an HTTP upstream's `--header` values: each whole value, and its last word (a bearer token). */
+export function headerSecrets(headers: Readonly<Record<string, string>>): string[] {
+  return Object.values(headers).flatMap((value) => [value, value.split(/\s+/).pop() ?? ""]);
+}
+
+/**
+ * A message for a client with the secrets taken out of it, wherever they are: an upstream may
+ * echo what it was sent, the `--header` token included, in an error or in a tool's result. The
+ * same object when none is in it (or there are no secrets: nothing is serialised then).
+ */
+export function redactMessage<M>(message: M, redact: Redact): M {
+  if (!redact.active) return message;
+  const text = JSON.stringify(message);
+  const clean = redact(text);
+  return clean === text ? message : (JSON.parse(clean) as M);
 }
