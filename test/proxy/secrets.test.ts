@@ -45,7 +45,7 @@ async function echoingUpstream(): Promise<URL> {
       res.end(`refused: you sent authorization=${authorization}`);
       return;
     }
-    void handler(req, res);
+    void handler(req as never, res);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   open.push(() => new Promise<void>((resolve) => server.close(() => resolve())));

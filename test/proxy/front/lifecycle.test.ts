@@ -83,6 +83,20 @@ describe("proxy --listen: life of the front", () => {
     await third.text();
   });
 
+  it("--session-idle-ms counts from the session's last message: a call longer than the limit, then a request soon after its answer, keeps the session", async () => {
+    const front = await startFront(["--session-idle-ms", "1000", ...server(V2_STDIO)]);
+    const client = new Client({ name: "front-idle", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(front.url);
+    await client.connect(transport);
+    open.push(() => client.close());
+    await expect(client.callTool({ name: "sleep", arguments: { ms: 1_600 } })).resolves.toMatchObject({
+      content: [{ text: "slept 1600" }],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expect(client.listTools()).resolves.toMatchObject({ tools: expect.any(Array) });
+    expect(front.stderr()).not.toContain("--session-idle-ms");
+  });
+
   it("--max-session-requests: a request over the limit is answered -32000 (not sent) and reaches no server", async () => {
     const front = await startFront(["--max-session-requests", "1", ...server(V2_STDIO)]);
     const client = new Client({ name: "limits", version: "1.0.0" });

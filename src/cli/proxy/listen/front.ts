@@ -332,13 +332,16 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         extras: io.observer === undefined ? {} : { observer: io.observer },
         log: (text) => io.log(`[${listen.replica} ${facts.session ?? "new session"}] ${redact(text)}`),
         client: {
-          send: (outbound) =>
+          send: (outbound) => {
+            // An answer is activity too: the session is idle only from its last message either way.
+            made.lastActive = performance.now();
             void transport
               .send(
                 redactMessage(outbound.message, redact) as never,
                 outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
               )
-              .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`)),
+              .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`));
+          },
           stopReading: () => (made.reading = false),
           flush: async () => {},
         },
