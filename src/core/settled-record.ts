@@ -186,7 +186,7 @@ export class SettledRecord implements LateSink {
     // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
     const kept = cancel.undelivered?.mechanism === "tasks/cancel" ? cancel.undelivered : null;
     const undelivered = failed === null ? kept : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
-    const sentAt = sent === "none" ? null : sentWall === undefined ? cancel.sentAt : isoTime(sentWall);
+    const sentAt = sent === "none" || sentWall === null ? null : sentWall === undefined ? cancel.sentAt : isoTime(sentWall);
     const next = { ...cancel, mechanism: sent, sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }

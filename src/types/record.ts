@@ -29,9 +29,11 @@ export interface CancelDelivery {
   failed: CancelUndelivered | null;
   /**
    * When what was `sent` went out (`Date.now()`, ms), when that was later than the settle: the
-   * record's `cancel.sentAt` becomes this time. Absent: `sentAt` stays as it was.
+   * record's `cancel.sentAt` becomes this time. `null`: it has not gone out yet, it waits (a stdio
+   * line behind a full pipe); `sentAt` is `null` until a later report gives the time. Absent:
+   * `sentAt` stays as it was.
    */
-  sentWall?: number | undefined;
+  sentWall?: number | null | undefined;
 }
 
 /** One `verify` read: when it started, in ms after the cancel (0.1 ms), and what it found (`failed`: threw, timed out, or answered something else). */

@@ -26,8 +26,6 @@ interface Waiting {
   readonly id: RequestId | undefined;
   /** The cancel line's request, for a `notifications/cancelled` of the library's own. */
   readonly cancel: CancelRequest | undefined;
-  /** A cancel line's: when it could have gone (`performance.now()`, ms); its record learns when it went (`sentLate`). */
-  readonly since: number | undefined;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -82,7 +80,7 @@ export class StdioQueue extends Layer {
     const id = message.method !== undefined ? message.id : undefined;
     if (stdin === undefined || !this.#busy(stdin)) return this.#write(message, options, id ?? undefined, stdin);
     return new Promise<void>((resolve, reject) => {
-      this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, since: undefined, resolve, reject });
+      this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, resolve, reject });
       this.#listen(stdin);
     });
   }
@@ -93,8 +91,9 @@ export class StdioQueue extends Layer {
 
   /**
    * @param since a line that could have gone before now (a timer-fired cancel after its check
-   * phase): when (`performance.now()`, ms). A line that leaves 1 ms or more after it could have
-   * (that, or waiting behind a full pipe) tells its record when it went (`sentLate`).
+   * phase): when (`performance.now()`, ms). A line that leaves 1 ms or more after it tells its
+   * record when it went (`sentLate`). A line that must wait behind a full pipe tells its record
+   * it has not gone (`sentAt` null), then when it went.
    */
   #cancel(request: CancelRequest, since: number | undefined): CancelMechanism {
     const stdin = this.#stdin();
@@ -117,17 +116,22 @@ export class StdioQueue extends Layer {
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
     if (request.awaitsTask !== undefined) return "none";
     if (this.#busy(stdin)) {
-      this.#waiting.push({
+      const entry: Waiting = {
         message: request.notification,
         options: undefined,
         id: undefined,
         cancel: request,
-        since: since ?? performance.now(),
         resolve: noop,
         reject: noop,
-      });
+      };
+      this.#waiting.push(entry);
       this.#waitingCancels++;
       this.#listen(stdin);
+      // Not out yet: the record's sentAt is null until the line is written (then its time), unless
+      // it is settled otherwise first (its answer read, the connection closed).
+      queueMicrotask(() => {
+        if (this.#waiting.includes(entry)) request.delivery({ sent: "notification", failed: null, sentWall: null });
+      });
       return "notification";
     }
     if (request.byTimer === true && since === undefined) return this.#deferred.defer(request);
@@ -188,7 +192,7 @@ export class StdioQueue extends Layer {
       cancel?.delivery({ sent: "none", failed: { mechanism: "notification", error: error.message } });
     });
     if (entry.id !== undefined) this.up.fact(entry.id, { kind: "written", at: performance.now() });
-    if (cancel !== undefined) sentLate(cancel, entry.since);
+    if (cancel !== undefined) cancel.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
     entry.resolve();
   }
 
@@ -262,7 +266,9 @@ export class StdioQueue extends Layer {
         entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: goneText(stdin) } });
         return;
       }
-      this.#line(entry.cancel, stdin, entry.since);
+      // It waited: its record's sentAt (null meanwhile) is when it left.
+      if (this.#line(entry.cancel, stdin, undefined) !== "none")
+        entry.cancel.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
       return;
     }
     this.#write(entry.message, entry.options, entry.id, stdin).then(entry.resolve, entry.reject);
