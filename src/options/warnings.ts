@@ -9,9 +9,12 @@ const warned = new Set<string>();
 export function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs", value: number | undefined): void {
   if (value === undefined || value >= SHORT_DURATION_WARNING_MS || warned.has(option)) return;
   warned.add(option);
+  // The SDK's request options (`timeout`, `maxTotalTimeout`, as an attached client or a framework
+  // passes them) are mapped to these: the text names both, so it names what the caller wrote.
+  const sdk = option === "timeoutMs" ? "timeout" : "maxTotalTimeout";
   const text =
-    `${option} is ${value} ms. Durations are in milliseconds: for ${value} seconds write ${option}: ${value * 1000}. ` +
-    `(Shown once per option.)`;
+    `${option} is ${value} ms (given as ${option}, or as the SDK's request option ${sdk}). ` +
+    `Durations are in milliseconds: for ${value} seconds write ${value * 1000}. (Shown once per option.)`;
   emitWarning(text, "MCP_CANCELLABLE_SHORT_DURATION");
 }
 

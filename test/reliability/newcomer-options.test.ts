@@ -20,8 +20,8 @@ describe("durations given in seconds by mistake", () => {
     await mcp.callTool({ name: "x" }, { timeoutMs: 100, maxTotalTimeoutMs: 50 });
     await mcp.callTool({ name: "x" }, { timeoutMs: 30_000 });
     expect(warn.mock.calls.map((c) => c[0])).toEqual([
-      "timeoutMs is 30 ms. Durations are in milliseconds: for 30 seconds write timeoutMs: 30000. (Shown once per option.)",
-      "maxTotalTimeoutMs is 50 ms. Durations are in milliseconds: for 50 seconds write maxTotalTimeoutMs: 50000. (Shown once per option.)",
+      "timeoutMs is 30 ms (given as timeoutMs, or as the SDK's request option timeout). Durations are in milliseconds: for 30 seconds write 30000. (Shown once per option.)",
+      "maxTotalTimeoutMs is 50 ms (given as maxTotalTimeoutMs, or as the SDK's request option maxTotalTimeout). Durations are in milliseconds: for 50 seconds write 50000. (Shown once per option.)",
     ]);
     expect(warn.mock.calls[0]![1]).toMatchObject({ type: "McpCancellableWarning", code: "MCP_CANCELLABLE_SHORT_DURATION" });
   });
