@@ -44,9 +44,10 @@ export interface DeferredCancelsInit {
 /**
  * Tells a cancel's record when its notification really went out, if that was 1 ms or more after
  * `since` (`processClock`, ms: when it could have gone, its settle): `sentAt` is then the time it
- * left, not the settle's (a mass timeout's notifications go behind the settles; a stdio line may
- * wait for its turn's check phase or for a full pipe to drain). Call it once the notification
- * left (the transport took it).
+ * left, not the settle's (a mass timeout's notifications go behind the settles; a stdio line
+ * waits for its turn's check phase). Call it once the notification left (the transport took it).
+ * A stdio line that waits for a full pipe says so at once instead (`sentAt` null), and its time
+ * when written (stdio/queue.ts).
  * @internal
  */
 export function sentLate(request: CancelRequest, since: number | undefined): void {

@@ -87,7 +87,8 @@ describe("an upstream that echoes the --header secret", () => {
     const client = new Client({ name: "secrets", version: "1.0.0" });
     const error = await client.connect(transport).catch((e: unknown) => e);
     open.push(() => client.close());
-    expect(String((error as Error)?.message)).not.toContain(SECRET);
+    expect(error).toBeInstanceOf(Error); // the 401 ends the connect
+    expect(String((error as Error).message)).not.toContain(SECRET);
     expect(stderr).toContain("[redacted]");
     expect(stderr).not.toContain(SECRET);
   });
