@@ -67,9 +67,11 @@ export interface WireOptions {
    * Ends the entry point's own wait for a request the call already settled (for an SDK client:
    * `sdkWaitDropper`, its private maps). Returns false when it could not; the wire then hands
    * the layer above a local error response (never on the wire). An entry point that answers
-   * its caller from the call's outcome itself (the AI SDK transport) returns true.
+   * its caller from the call's outcome itself (the AI SDK transport) returns true. `settle`: the
+   * wait must end with a rejection, not only be dropped (a caller's promise follows it: see
+   * `CancellableCall.adopt`).
    */
-  readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
+  readonly releaseWait?: ((id: RequestId, settle: boolean) => boolean) | undefined;
   /**
    * Makes the task driver of a task-augmented request the library does not follow itself (the
    * SDK's own: through `attachCancellation`'s or `sdkClient`'s calls, or made on the SDK
@@ -162,7 +164,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #releaseFailedSends: boolean;
   /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
   readonly #forwardSdkReason: boolean;
-  readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
+  readonly #dropSdkWait: ((id: RequestId, settle: boolean) => boolean) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
@@ -290,7 +292,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const awaitsTask = this.#cancelledBeforeTask(id, entry);
     this.#forget(id, entry);
     const mechanism = this.#putCancel(id, reason, call, awaitsTask);
-    this.#releaseSdk(id);
+    this.#releaseSdk(id, call.follows);
     return mechanism;
   }
 
@@ -298,9 +300,11 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Ends the SDK's own wait for a request the call already settled: a local error response,
    * handed to the SDK only (never on the wire), so it drops its handler, progress handler and
    * timer for the id as for any answered request. The facade ignores the SDK's rejection.
+   * @param settle the SDK's promise must settle (a caller's promise follows it); else its wait
+   *   may simply be dropped, the cheaper end.
    */
-  #releaseSdk(id: RequestId): void {
-    if (this.#dropSdkWait?.(id) === true) return;
+  #releaseSdk(id: RequestId, settle = false): void {
+    if (this.#dropSdkWait?.(id, settle) === true) return;
     // The SDK turns this into an McpError that nobody sees: no stack to capture for it (about
     // 15-20 us per cancel on Node 20).
     const { stackTraceLimit } = Error;
@@ -432,7 +436,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (entry.status !== undefined && (entry.status < 200 || entry.status > 299)) return;
     const neverSent = (how === "refused" || how === "dropped") && entry.writtenAt === undefined;
     call.cancel("connection-closed", cause, neverSent);
-    this.#releaseSdk(requestId);
+    this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
   }
 
   /**
@@ -449,7 +453,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (entry.status !== undefined) return "answered";
     const neverSent = entry.writtenAt === undefined && entry.blind !== true;
     entry.call.cancel("connection-closed", cause, neverSent);
-    this.#releaseSdk(requestId);
+    this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
     return "settled";
   }
 
@@ -730,7 +734,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       const call = entry.call;
       this.#forget(requestId, entry);
       if (call.responded()) call.succeed({});
-      this.#releaseSdk(requestId);
+      this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
       return;
     }
     if (entry?.call) {
