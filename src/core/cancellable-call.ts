@@ -178,7 +178,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       this.#resolve = this.#reject = noop;
     } else if (init.promise === "adopt") {
       this.promise = NEVER;
-      this.#resolve = this.#reject = CancellableCall.#keep;
+      this.#resolve = this.#reject = this.#keep;
     } else {
       // A module-level executor: no closure and scope made per call just to take the two functions.
       this.promise = new Promise<T>(takeResolvers);
@@ -274,7 +274,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * settle it. Read while the call is pending, or from its `cancel` hook.
    */
   get follows(): boolean {
-    return this.#resolve === CancellableCall.#keep && this.promise !== NEVER;
+    return this.#resolve === this.#keep && this.promise !== NEVER;
   }
 
   /** The call settled and its promise rejects (not a result, not a created task). */
@@ -284,7 +284,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /** Before `adopt` (and for a promise that follows the send): keeps what the call settled with. */
-  static #keep(this: CancellableCall, outcome: unknown): void {
+  #keep(outcome: unknown): void {
     this.#outcome = outcome;
   }
 
