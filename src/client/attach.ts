@@ -36,11 +36,22 @@ export type SdkTimeoutRule =
 
 /** Each decorated transport's own `send`, bound to it. */
 const originalSends = new WeakMap<object, (message: Message, options?: SendOptions) => Promise<void>>();
+/** Each decorated transport's own `close`, bound to it. */
+const originalCloses = new WeakMap<object, () => Promise<void>>();
 
 /**
  * The transport's own send, even when an earlier attach already put a wire's there (the SDK
  * started the same transport object again): pipelines never stack.
  */
+function ownClose(target: TransportLike): () => Promise<void> {
+  let close = originalCloses.get(target);
+  if (close === undefined) {
+    close = (target.close as () => Promise<void>).bind(target);
+    originalCloses.set(target, close);
+  }
+  return close;
+}
+
 function ownSend(target: TransportLike): (message: Message, options?: SendOptions) => Promise<void> {
   let send = originalSends.get(target);
   if (send === undefined) {
@@ -131,9 +142,11 @@ export function attachWith<C extends ClientLike>(
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {
-    const wire = clientWire(adapterFor(target), client, defaults, { connected: true, send: ownSend(target) });
-    // In place: the SDK keeps calling target.send, which is now the wire's.
+    const wire = clientWire(adapterFor(target), client, defaults, { connected: true, send: ownSend(target), close: ownClose(target) });
+    // In place: the SDK keeps calling target.send and target.close, which are now the wire's (a
+    // close sends the cancels still waiting first: a timeout followed at once by client.close()).
     (target as { send: unknown }).send = wire.transport.send;
+    (target as { close: unknown }).close = wire.transport.close;
     decorated.add(target);
     return { target, wire, top: target.onmessage };
   };

@@ -408,6 +408,8 @@ export interface WireExtras {
   readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
   /** The transport's own `send` (attaching: the transport's member is about to become the wire's). */
   readonly send?: WireOptions["send"];
+  /** The transport's own `close` (attaching: the transport's member is about to become the wire's). */
+  readonly close?: WireOptions["close"];
 }
 
 /**
@@ -441,6 +443,7 @@ export function openWire<T extends TransportLike>(
       return driver;
     },
     send: extras.send,
+    close: extras.close,
   });
   return wire;
 }

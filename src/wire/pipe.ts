@@ -40,6 +40,12 @@ export interface PipeOptions {
    * every message).
    */
   readonly send?: ((message: Message, options?: SendOptions) => Promise<void>) | undefined;
+  /**
+   * The transport's own `close`, when its `close` member is about to be replaced by the view's
+   * (attaching to a connected client: the SDK's `client.close()` then closes through the layers,
+   * which send the cancels still waiting first). Default: the transport's `close`.
+   */
+  readonly close?: (() => Promise<void>) | undefined;
 }
 
 /** A built pipeline: the top port (the layer the SDK talks to), and the view to connect the SDK client through. */
@@ -57,7 +63,7 @@ export interface Pipeline<T extends TransportLike> {
  * that is already connected) becomes the view's, so nothing it sees changes.
  */
 export function pipe<T extends TransportLike>(transport: T, layers: readonly LayerFactory[], options: PipeOptions = {}): Pipeline<T> {
-  const bottom = new TransportPort(sdkShape(transport), options.send);
+  const bottom = new TransportPort(sdkShape(transport), options.send, options.close);
   let top: Port = bottom;
   for (const make of layers) top = make(top);
   const view = sdkView(transport, top, bottom);
@@ -78,12 +84,14 @@ class TransportPort implements Port {
   stray: ((value: unknown, extra?: MessageExtra) => void) | undefined;
   readonly #transport: SdkTransport;
   readonly #send: PipeOptions["send"];
+  readonly #close: PipeOptions["close"];
   /** The transport's handlers from before the pipe (a connected client's). */
   readonly previous: Pick<SdkTransport, "onmessage" | "onclose" | "onerror">;
 
-  constructor(transport: SdkTransport, send: PipeOptions["send"]) {
+  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"]) {
     this.#transport = transport;
     this.#send = send;
+    this.#close = close;
     this.previous = { onmessage: transport.onmessage, onclose: transport.onclose, onerror: transport.onerror };
     transport.onmessage = (message, extra) => {
       if (typeof message === "object" && message !== null && !Array.isArray(message)) {
@@ -118,7 +126,7 @@ class TransportPort implements Port {
   close(): Promise<void> {
     // The client is closing: the cancels still waiting go out before the transport ends.
     this.#deferred.flush();
-    return this.#transport.close();
+    return this.#close !== undefined ? this.#close() : this.#transport.close();
   }
 
   setProtocolVersion(version: string): void {

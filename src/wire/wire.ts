@@ -91,6 +91,8 @@ export interface WireOptions {
    * (attaching to a connected client). See `PipeOptions.send`.
    */
   readonly send?: ((message: Message, options?: SendOptions) => Promise<void>) | undefined;
+  /** The transport's own `close`, when its `close` member is about to be replaced by the wire's. See `PipeOptions.close`. */
+  readonly close?: (() => Promise<void>) | undefined;
 }
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
@@ -185,7 +187,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         (below) => (listens = new ListenTracker(below)),
         (below) => (wire = new Wire(below, tasks!, listens!, adapter.transport, options)),
       ],
-      { send: options.send },
+      { send: options.send, close: options.close },
     );
     wire!.#view = view;
     return wire!;

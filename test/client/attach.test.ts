@@ -212,6 +212,39 @@ describe("attachCancellation: Streamable HTTP", () => {
   }
 });
 
+describe("attachCancellation: a timeout followed at once by client.close() (the framework shutting down)", () => {
+  it("stdio: the timer-fired cancel line is written before stdin ends, and the server's handler stops on it", async () => {
+    const { client, stderr, errors } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client, { timeoutMs: 300 });
+    const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } });
+    expect(await eventually(() => /STARTED /.test(stderr()))).toBe(true); // its abort signal exists (rule 10)
+    const error = await call.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    await client.close(); // at once: the line was still waiting for its turn (the close used to end stdin first)
+    expect(await eventually(() => /ABORTED \d+/.test(stderr()))).toBe(true);
+    expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification", undelivered: null });
+    expect(mcp.records()[0]!.cancel!.sentAt).not.toBeNull();
+    expect(errors).toEqual([]);
+  });
+
+  it("2025-era HTTP: the POSTed notification is answered before the transport's fetches are aborted", async () => {
+    const s = await server(() => startV1({ stateful: true }));
+    const transport = new HttpV1(s.url);
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(transport);
+    cleanups.push(() => client.close());
+    const mcp = attachCancellation(client, { timeoutMs: 300 });
+    const call = client.callTool({ name: "slow", arguments: { ms: 5_000 } });
+    const error = await call.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    await client.close(); // at once
+    expect(await eventually(() => seen(s, "notifications/cancelled").length === 1)).toBe(true);
+    expect(seen(s, "notifications/cancelled")[0]!.close?.status).toBe(202); // the server read it before the client went
+    expect(await eventually(() => seen(s, "tools/call").at(-1)?.aborted !== undefined)).toBe(true);
+    expect(mcp.records()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+  });
+});
+
 describe("attachCancellation across a reconnect", () => {
   it("v1 stdio: after close and connect on a new transport, the next call attaches to it", async () => {
     const first = await v1Stdio("sdk-stdio-server.mjs");
