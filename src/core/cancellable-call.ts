@@ -346,6 +346,17 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /**
+   * The client itself waits `ms` before it next asks the server (a task's poll interval): the
+   * server cannot be silent meanwhile, so the idle timeout starts again `ms` from now, never
+   * sooner than it would have. The maximum total timeout is untouched (rule 17). A no-op once
+   * the call is no longer pending.
+   */
+  idleAfter(ms: number): void {
+    if (this.#state !== "pending") return;
+    this.#idleDeadline = Math.max(this.#idle(), this.#clock() + ms + this.#options.timeoutMs);
+  }
+
+  /**
    * The server sent the client a request (elicitation, sampling, roots) whose answer it now
    * waits for: that wait is not the server's silence. The idle timeout is paused, at most
    * `clientWaitTimeoutMs` from now; the maximum total timeout still holds. Counted: each call to

@@ -95,7 +95,9 @@ export interface TaskWire {
  * Once the task exists the idle timeout measures the server's silence (rule 37: the request's
  * own timeout ended with its `CreateTaskResult`): the `CreateTaskResult`, each answered
  * `tasks/get` whatever its status, and each status notification reset it (`call.alive()`; the
- * wire does the same for task progress). The maximum total timeout always holds.
+ * wire does the same for task progress), and the wait for the next poll after an answer is the
+ * client's own: the silence counts from the poll (`idleAfter`). The maximum total timeout always
+ * holds.
  */
 export class TaskDriver implements TaskFollower {
   readonly ttlMs: number | undefined;
@@ -300,9 +302,17 @@ export class TaskDriver implements TaskFollower {
     }
   }
 
-  #schedule(): void {
+  /**
+   * The next poll, an interval from now. `answered`: it follows a sign of life (the
+   * `CreateTaskResult`, an answered poll), so the wait until it is the client's own, not the
+   * server's silence: the idle timeout counts from the poll (a server suggesting 1 s polls ended
+   * calls with `timeoutMs` 300 before their first poll). After a poll that got no answer, the
+   * silence goes on counting.
+   */
+  #schedule(answered = true): void {
     // One poll chain: a poll answered after a cancel and the cancel's own answer both schedule.
     this.#stop();
+    if (answered && !this.#settled) this.#call?.idleAfter(this.#interval);
     this.#timer = this.timers.setTimeout(() => {
       this.#timer = undefined;
       void this.#poll();
@@ -344,7 +354,7 @@ export class TaskDriver implements TaskFollower {
       answer = await this.wire.taskRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
       if (this.#settled) return this.#conclude(undefined);
-      if (error instanceof TaskRequestTimeoutError) return this.#schedule(); // unanswered poll: poll again
+      if (error instanceof TaskRequestTimeoutError) return this.#schedule(false); // unanswered poll: poll again
       // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
       // with that error (a closed connection ends the call as connection-closed on its own).
       return this.#call!.fail(error);

@@ -104,7 +104,8 @@ describe("task driver", () => {
       if (m.method === "tasks/get") void peer.result(m.id, slow(status));
       if (m.method === "tasks/cancel") void peer.result(m.id, slow("working")); // not yet stopped
     });
-    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 20_000 }, timeoutMs: 100 }).catch((e: unknown) => e);
+    // The maximum total timeout: the idle timeout counts from the first poll, 10 s away.
+    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 20_000 }, maxTotalTimeoutMs: 100 }).catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => peer.requests("tasks/cancel").length === 1);
     await sleep(50);

@@ -47,7 +47,43 @@ describe("idle timeout of a task: answers keep it alive, silence cuts it, the ma
     await client.close();
   });
 
-  it("a server that stops answering polls is cut one idle timeout after its last answer, with one tasks/cancel", async () => {
+  it("a server suggesting polls 1 s apart, with a 300 ms idle timeout: the wait for the next poll is the client's own, so the task is polled and completes", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    const t0 = Date.now();
+    const polls: number[] = [];
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working", 1_000) });
+      if (m.method === "tasks/get") {
+        polls.push(Date.now() - t0);
+        void peer.result(m.id, task(Date.now() - t0 >= 3_000 ? "completed" : "working", 1_000));
+      }
+      if (m.method === "tasks/result") void peer.result(m.id, done);
+    });
+    const call = timed(mcp.callTool({ name: "report" }, { task: true, timeoutMs: 300, maxTotalTimeoutMs: 10_000 }));
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(call.state.status).toBe("fulfilled");
+    expect(polls).toEqual([1_000, 2_000, 3_000]);
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    await client.close();
+  });
+
+  it("a poll the server leaves unanswered is cut one idle timeout after it went, however long the poll interval", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    const t0 = Date.now();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working", 1_000) });
+      // tasks/get: never answered
+    });
+    const call = timed(mcp.callTool({ name: "report" }, { task: { watchMs: 200 }, timeoutMs: 300 }));
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(call.state.status).toBe("rejected");
+    expect(isCallTimeoutError(call.state.error)).toBe(true);
+    expect(call.at.ms - t0).toBe(1_300); // the first poll at 1,000 ms, silence from there
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    await client.close();
+  });
+
+  it("a server that stops answering polls is cut one idle timeout after the first poll it left unanswered, with one tasks/cancel", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     const t0 = Date.now();
     let lastAnswer = -1;
@@ -64,8 +100,9 @@ describe("idle timeout of a task: answers keep it alive, silence cuts it, the ma
     expect(call.state.status).toBe("rejected");
     expect(isCallTimeoutError(call.state.error)).toBe(true);
     expect(lastAnswer - t0).toBeGreaterThanOrEqual(350); // polls did answer until 400 ms
-    expect(call.at.ms - lastAnswer).toBeGreaterThanOrEqual(300);
-    expect(call.at.ms - lastAnswer).toBeLessThanOrEqual(310);
+    // The poll after the last answer went an interval (50 ms) later: the silence counts from it.
+    expect(call.at.ms - lastAnswer).toBeGreaterThanOrEqual(350);
+    expect(call.at.ms - lastAnswer).toBeLessThanOrEqual(360);
     expect(peer.requests("tasks/cancel")).toHaveLength(1);
     expect(records.at(-1)).toMatchObject({ cancel: { trigger: "timeout", mechanism: "tasks/cancel" }, outcome: "unverified" });
     await client.close();
@@ -85,42 +122,49 @@ describe("idle timeout of a task: answers keep it alive, silence cuts it, the ma
     },
   ];
   for (const sign of signs) {
-    it(`${sign.name} keep a task alive whose polls are 10 s apart; the end comes by notification`, async () => {
+    // Polls 10 s apart; the one at 10 s goes unanswered: from then on the server is silent, but
+    // for the signs of life.
+    it(`${sign.name} keep a task alive whose poll goes unanswered; the end comes with the poll's answer`, async () => {
       const { client, mcp, peer } = await connectPeer();
       let token: unknown;
+      const polls: Message[] = [];
       peer.onRequest((m: Message) => {
         if (m.method === "tools/call") {
           token = (m.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken;
           void peer.result(m.id, { task: task("working", 10_000) });
         }
-        if (m.method === "tasks/get") void peer.result(m.id, task("completed", 10_000));
+        if (m.method === "tasks/get") polls.push(m);
         if (m.method === "tasks/result") void peer.result(m.id, done);
       });
-      const call = timed(mcp.callTool({ name: "report" }, { task: true, timeoutMs: 300, resetTimeoutOnProgress: false, ...sign.options }));
-      await flush();
+      const call = timed(
+        mcp.callTool({ name: "report" }, { task: { watchMs: 5_000 }, timeoutMs: 300, resetTimeoutOnProgress: false, ...sign.options }),
+      );
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(polls).toHaveLength(1);
       for (let n = 1; n <= 5; n++) {
         await vi.advanceTimersByTimeAsync(200);
         await sign.tick(peer, token, n);
       }
-      expect(call.state.status).toBe("pending"); // 1,000 ms in, idle timeout 300 ms
-      await peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: task("completed", 10_000) });
+      expect(call.state.status).toBe("pending"); // 1,000 ms after the poll, idle timeout 300 ms
+      await peer.result(polls[0]!.id, task("completed", 10_000));
       await vi.advanceTimersByTimeAsync(10);
       expect(call.state.status).toBe("fulfilled");
-      expect(peer.requests("tasks/get")).toHaveLength(1);
       expect(peer.requests("tasks/cancel")).toHaveLength(0);
       await client.close();
     });
 
-    it(`without ${sign.name} the same task is cut at the idle timeout`, async () => {
+    it(`without ${sign.name} the same task is cut one idle timeout after the poll it left unanswered`, async () => {
       const { client, mcp, peer } = await connectPeer();
+      const t0 = Date.now();
       peer.onRequest((m: Message) => {
         if (m.method === "tools/call") void peer.result(m.id, { task: task("working", 10_000) });
         if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled", 10_000));
       });
-      const call = timed(mcp.callTool({ name: "report" }, { task: true, timeoutMs: 300, ...sign.options }));
-      await vi.advanceTimersByTimeAsync(1_000);
+      const call = timed(mcp.callTool({ name: "report" }, { task: { watchMs: 5_000 }, timeoutMs: 300, ...sign.options }));
+      await vi.advanceTimersByTimeAsync(11_000);
       expect(call.state.status).toBe("rejected");
       expect(isCallTimeoutError(call.state.error)).toBe(true);
+      expect(call.at.ms - t0).toBe(10_300);
       expect(peer.requests("tasks/cancel")).toHaveLength(1);
       await client.close();
     });
