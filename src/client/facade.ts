@@ -103,9 +103,10 @@ export interface ToolCallOptions extends CallOptions {
    * server's poll interval) and resolves with the final result; the idle timeout, the maximum
    * total timeout and `signal` apply to the whole task, and a cancel is the request
    * `tasks/cancel` (rules 35, 36). A server that answers at once is answered as usual.
-   * `true` takes every default. See docs/tasks.md.
+   * `true` takes every default; `false` is a plain call. See docs/tasks.md.
+   * @throws {InvalidOptionError} naming `task` or `task.<option>` when it is anything else.
    */
-  task?: TaskOptions | true;
+  task?: TaskOptions | boolean;
 }
 
 /**
@@ -224,7 +225,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
         // Options without `task` go on as they are (no copy per call); `task` is taken out of the rest.
         const task = plain ? callOptions.task : undefined;
-        if (task === undefined) {
+        if (task === undefined || task === false) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
           if (sdkRequiresToolTask(client, params.name)) {

@@ -110,10 +110,18 @@ export const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", 
  *   with the option meant where it is the SDK's name or differs only in case, such as
  *   `timeoutMS`), or a bad value (naming the option and its bounds).
  */
-export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: string, sdkNames?: Record<string, string>): T {
+export function parseOptions<T>(
+  schema: z.ZodType<T>,
+  options: unknown,
+  where: string,
+  sdkNames?: Record<string, string>,
+  /** The options' own name when they are one option of a larger set (`task`): errors name `task.ttlMs`. */
+  prefix?: string,
+): T {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError("options", `${where} must be an object`);
+    throw new InvalidOptionError(prefix ?? "options", `${where} must be an object`);
   }
+  const named = (name: string): string => (prefix === undefined ? name : `${prefix}.${name}`);
   const result = schema.safeParse(defined(options));
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -126,9 +134,9 @@ export function parseOptions<T>(schema: z.ZodType<T>, options: unknown, where: s
       return meant === undefined ? [] : [`"${meant}" (not "${key}")`];
     });
     const hint = hints.length > 0 ? `; use ${hints.join(", ")}` : "";
-    throw new InvalidOptionError(issue.keys[0]!, `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
+    throw new InvalidOptionError(named(issue.keys[0]!), `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
   }
-  const option = issue.path.length > 0 ? issue.path.join(".") : "options";
+  const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");
   throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
 }
 

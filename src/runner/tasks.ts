@@ -4,7 +4,8 @@ import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
 import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { msOption, parseOptions } from "../options/schemas.js";
+import { msOption, parseOptions, received } from "../options/schemas.js";
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
@@ -62,7 +63,13 @@ export interface ResolvedTaskOptions {
  * @throws {InvalidOptionError} naming the option at fault, such as `task.ttlMs`.
  */
 export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOptions {
-  const parsed = task === true ? {} : parseOptions(taskOptionsSchema, task, "call options: task");
+  if (task !== true && (typeof task !== "object" || task === null || Array.isArray(task))) {
+    throw new InvalidOptionError(
+      "task",
+      `call options: task must be true (every default), an object such as { ttlMs: 60_000 }, or false or undefined for a plain call; received ${Array.isArray(task) ? "an array" : received(task)}`,
+    );
+  }
+  const parsed = task === true ? {} : parseOptions(taskOptionsSchema, task, "call options: task", undefined, "task");
   return {
     ttlMs: parsed.ttlMs,
     pollIntervalMs: parsed.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS,

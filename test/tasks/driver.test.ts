@@ -4,7 +4,7 @@
 // answer is never cut by the idle timeout (test/tasks/idle.test.ts), so these cancel on the
 // maximum total timeout.
 import { describe, expect, it } from "vitest";
-import { isCallTimeoutError } from "../../src/index.js";
+import { isCallTimeoutError, isInvalidOptionError } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
 import { connectPeer } from "../helpers/peer.js";
 import { until } from "../helpers/timing.js";
@@ -133,6 +133,34 @@ describe("task driver", () => {
     expect(verified.outcome).toBe("verified-not-applied");
     await until(() => records.at(-1)?.task?.status === "cancelled");
     expect(records.at(-1)).toMatchObject({ outcome: "verified-not-applied", cancel: { mechanism: "tasks/cancel" } });
+    await client.close();
+  });
+});
+
+describe("the task option, refused when it is neither true, false nor an object of task options", () => {
+  it("names task, or task.<option>, and sends nothing; false is a plain call", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { content: [{ type: "text", text: "plain" }] });
+    });
+    const cases: Array<[unknown, string, RegExp]> = [
+      [5, "task", /task must be true \(every default\), an object such as \{ ttlMs: 60_000 \}, or false or undefined for a plain call; received 5/],
+      ["yes", "task", /received "yes"/],
+      [null, "task", /received null/],
+      [[], "task", /received an array/],
+      [{ bogus: 1 }, "task.bogus", /unknown option "bogus"/],
+      [{ pollIntervalMs: 5 }, "task.pollIntervalMs", /"task.pollIntervalMs" must be an integer number of ms from 10/],
+    ];
+    for (const [task, option, message] of cases) {
+      const error = await mcp.callTool({ name: "report" }, { task: task as never }).catch((e: unknown) => e);
+      expect(isInvalidOptionError(error), JSON.stringify(task)).toBe(true);
+      expect((error as { option: string }).option).toBe(option);
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(peer.requests("tools/call")).toHaveLength(0);
+    await expect(mcp.callTool({ name: "report" }, { task: false })).resolves.toMatchObject({ content: [{ text: "plain" }] });
+    expect(mcp.records().at(-1)).toMatchObject({ status: "succeeded" });
+    expect((peer.requests("tools/call")[0]!.params as { task?: unknown }).task).toBeUndefined();
     await client.close();
   });
 });
