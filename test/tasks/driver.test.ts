@@ -144,7 +144,11 @@ describe("the task option, refused when it is neither true, false nor an object 
       if (m.method === "tools/call") void peer.result(m.id, { content: [{ type: "text", text: "plain" }] });
     });
     const cases: Array<[unknown, string, RegExp]> = [
-      [5, "task", /task must be true \(every default\), an object such as \{ ttlMs: 60_000 \}, or false or undefined for a plain call; received 5/],
+      [
+        5,
+        "task",
+        /task must be true \(every default\), an object such as \{ ttlMs: 60_000 \}, or false or undefined for a plain call; received 5/,
+      ],
       ["yes", "task", /received "yes"/],
       [null, "task", /received null/],
       [[], "task", /received an array/],
