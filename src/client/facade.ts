@@ -4,7 +4,8 @@ import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { received } from "../options/schemas.js";
-import type { CallOptions } from "../types/options.js";
+import type { CallOptions, LimitNames } from "../types/options.js";
+import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
 import type { CallRunner, Invoke } from "../runner/runner.js";
 import { resolveTaskOptions } from "../runner/tasks.js";
@@ -326,11 +327,22 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
   if (timeout !== undefined) call.timeoutMs = timeout;
   const max = sdkDuration(source.maxTotalTimeout, "maxTotalTimeout", where);
   if (max !== undefined) call.maxTotalTimeoutMs = max;
+  // The timeout error names what the framework set, not an option its user never wrote.
+  if (timeout !== undefined || max !== undefined) {
+    (call as { [LIMIT_NAMES]?: LimitNames })[LIMIT_NAMES] = {
+      timeoutMs: timeout === undefined ? undefined : SDK_TIMEOUT_NAME,
+      maxTotalTimeoutMs: max === undefined ? undefined : SDK_MAX_TOTAL_NAME,
+    };
+  }
   if (source.resetTimeoutOnProgress !== undefined) call.resetTimeoutOnProgress = source.resetTimeoutOnProgress as boolean;
   if (source.signal !== undefined) call.signal = source.signal as AbortSignal;
   if (source.onprogress !== undefined) call.onprogress = source.onprogress as CallOptions["onprogress"] & {};
   return { call, extras };
 }
+
+/** How a timeout error names a limit that came from the SDK request options a framework passed. */
+const SDK_TIMEOUT_NAME = 'the SDK request option "timeout", as the framework set it';
+const SDK_MAX_TOTAL_NAME = 'the SDK request option "maxTotalTimeout", as the framework set it';
 
 function sdkDuration(value: unknown, option: string, where: string): number | undefined {
   if (value === undefined) return undefined;
@@ -388,8 +400,11 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
   const mapped = (options: unknown, what: string) => {
     const mapping = fromSdkOptions(options, what);
     const call = mapping.call;
-    if (defaultTimeoutMs !== undefined && call?.timeoutMs !== undefined && defaultTimeoutMs < call.timeoutMs)
+    if (defaultTimeoutMs !== undefined && call?.timeoutMs !== undefined && defaultTimeoutMs < call.timeoutMs) {
       call.timeoutMs = defaultTimeoutMs;
+      const names = (call as { [LIMIT_NAMES]?: LimitNames })[LIMIT_NAMES];
+      (call as { [LIMIT_NAMES]?: LimitNames })[LIMIT_NAMES] = { ...names, timeoutMs: undefined }; // the client-wide timeoutMs won
+    }
     return mapping;
   };
   const request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {

@@ -707,10 +707,24 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       case "timeout":
         // `limitMs`: how long the call had run (a caller's signal that timed out), or clientWaitTimeoutMs.
         return limitMs === undefined
-          ? new CallTimeoutError("REQUEST_TIMEOUT", this.#options.timeoutMs, record, verification)
+          ? new CallTimeoutError(
+              "REQUEST_TIMEOUT",
+              this.#options.timeoutMs,
+              record,
+              verification,
+              undefined,
+              this.#options.limitNames?.timeoutMs,
+            )
           : new CallTimeoutError("REQUEST_TIMEOUT", limitMs, record, verification, cause);
       case "max-total-timeout":
-        return new CallTimeoutError("MAX_TOTAL_TIMEOUT", this.#options.maxTotalTimeoutMs, record, verification);
+        return new CallTimeoutError(
+          "MAX_TOTAL_TIMEOUT",
+          this.#options.maxTotalTimeoutMs,
+          record,
+          verification,
+          undefined,
+          this.#options.limitNames?.maxTotalTimeoutMs,
+        );
       case "aborted":
         return new CallCancelledError(record, verification, cause);
       case "connection-closed":

@@ -20,6 +20,8 @@ export class CallTimeoutError extends McpCancellableError {
 
   /**
    * @param cause the caller's signal's reason when the signal timed out (a `TimeoutError`); else none.
+   * @param option the option the limit came from, as the message names it. Default: `timeoutMs`
+   *   or `maxTotalTimeoutMs` (an SDK request option a framework passed is named as such).
    */
   constructor(
     code: "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT",
@@ -27,13 +29,14 @@ export class CallTimeoutError extends McpCancellableError {
     record: RunRecord | RecordAtSettle,
     verification?: Promise<RunRecord>,
     cause?: unknown,
+    option?: string,
   ) {
     const id = `request id ${String(record.requestId)}`;
     super(
       (code === "MAX_TOTAL_TIMEOUT"
-        ? `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (maxTotalTimeoutMs; ${id}) and was cancelled`
+        ? `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (${option ?? "maxTotalTimeoutMs"}; ${id}) and was cancelled`
         : cause === undefined
-          ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, timeoutMs; ${id}) and was cancelled`
+          ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, ${option ?? "timeoutMs"}; ${id}) and was cancelled`
           : `${record.method} timed out after ${timeoutMs} ms (the caller's signal timed out: a TimeoutError, such as AbortSignal.timeout or a framework's own timeout; ${id}) and was cancelled`) +
         unknownOutcome(record),
       record,

@@ -1,4 +1,4 @@
-import type { CallOptions, CancellationOptions, ResolvedCallOptions } from "../types/options.js";
+import type { CallOptions, CancellationOptions, LimitNames, ResolvedCallOptions } from "../types/options.js";
 import {
   DEFAULT_CLIENT_WAIT_TIMEOUT_MS,
   DEFAULT_MAX_TOTAL_TIMEOUT_MS,
@@ -11,6 +11,12 @@ import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly,
 import { warnIfShort } from "./warnings.js";
 
 // Options at the boundary: the client-wide ones validated once, and each call's merged over them.
+
+/**
+ * On call options mapped from the SDK's request options: the names the limits came from (see
+ * `ResolvedCallOptions.limitNames`). A symbol key: never an option, never validated. @internal
+ */
+export const LIMIT_NAMES: unique symbol = Symbol("mcp-cancellable.limitNames");
 
 /**
  * Validates client-wide options once, at the boundary.
@@ -40,6 +46,7 @@ export function resolveCallOptions(defaults: CancellationOptions, options: CallO
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {
     timeoutMs,
+    limitNames: (options as { [LIMIT_NAMES]?: LimitNames } | undefined)?.[LIMIT_NAMES],
     maxTotalTimeoutMs: options?.maxTotalTimeoutMs ?? defaults.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_TIMEOUT_MS, timeoutMs),
     resetTimeoutOnProgress: options?.resetTimeoutOnProgress ?? defaults.resetTimeoutOnProgress ?? false,
     clientWaitTimeoutMs: options?.clientWaitTimeoutMs ?? defaults.clientWaitTimeoutMs ?? DEFAULT_CLIENT_WAIT_TIMEOUT_MS,

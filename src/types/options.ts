@@ -275,9 +275,21 @@ export interface CancellationOptions extends Omit<CallOptions, "signal" | "onpro
 }
 
 /** Per-call options after validation and merging over the client-wide defaults. */
+/** The names of the options a call's limits came from (see `ResolvedCallOptions.limitNames`). */
+export interface LimitNames {
+  readonly timeoutMs?: string | undefined;
+  readonly maxTotalTimeoutMs?: string | undefined;
+}
+
 export interface ResolvedCallOptions {
   timeoutMs: number;
   maxTotalTimeoutMs: number;
+  /**
+   * The options `timeoutMs` and `maxTotalTimeoutMs` came from, when not the library's own (the
+   * SDK request options `timeout` and `maxTotalTimeout` a framework passed, mapped by
+   * `attachCancellation` or `sdkClient`): the timeout error names them. Default: the library's names.
+   */
+  limitNames?: LimitNames | undefined;
   resetTimeoutOnProgress: boolean;
   clientWaitTimeoutMs: number;
   signal: AbortSignal | readonly AbortSignal[] | undefined;

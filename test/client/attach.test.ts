@@ -114,12 +114,17 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     const mappedMs = performance.now() - t0;
     expect(mapped).toBeInstanceOf(CallTimeoutError);
     expect((mapped as CallTimeoutError).timeoutMs).toBe(150);
+    // Named as the framework set it: its user never wrote timeoutMs 150.
+    expect((mapped as Error).message).toContain(
+      'timed out after 150 ms (the idle timeout, the SDK request option "timeout", as the framework set it;',
+    );
     expect(mappedMs).toBeGreaterThanOrEqual(145);
     const t1 = performance.now();
     const fallback = await client.callTool({ name: "sleep", arguments: { ms: 10_000 } }).catch((e: unknown) => e);
     expect(fallback).toBeInstanceOf(CallTimeoutError);
     expect((fallback as CallTimeoutError).code).toBe("REQUEST_TIMEOUT");
     expect((fallback as CallTimeoutError).timeoutMs).toBe(300);
+    expect((fallback as Error).message).toContain("(the idle timeout, timeoutMs;");
     expect(performance.now() - t1).toBeGreaterThanOrEqual(295);
     expect(performance.now() - t1).toBeLessThan(300 + SLACK_MS);
     expect(await eventually(() => (stderr().match(/ABORTED/g) ?? []).length === 2)).toBe(true);

@@ -158,6 +158,12 @@ describe("Mastra's reconnect-and-retry path", () => {
   });
 });
 
+/** The text of what a Mastra tool's execute rejected with (an Error, or its own error object). */
+function errorText(outcome: unknown): string {
+  if (outcome instanceof Error) return outcome.message;
+  return JSON.stringify(outcome);
+}
+
 describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
   it("attachMastra(mcp, { timeoutMs: 1_000 }) bounds a 3 s call at 1 s under Mastra's own 60 s timeout (the tighter one wins)", async () => {
     const { mcp } = stdioClient();
@@ -175,6 +181,7 @@ describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
     expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
       { status: "cancelled", cancel: { trigger: "timeout", reason: "Request timed out after 1000 ms" } },
     ]);
+    expect(errorText(outcome)).toContain("timed out after 1000 ms (the idle timeout, timeoutMs;");
   });
 
   it("Mastra's own timeout, when tighter than ours, stays the bound", async () => {
@@ -190,6 +197,10 @@ describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
     expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([
       { cancel: { trigger: "timeout", reason: "Request timed out after 5000 ms" } },
     ]);
+    // The error names Mastra's timeout (the SDK request option it passes), not our timeoutMs (30 s).
+    expect(errorText(outcome)).toContain(
+      'timed out after 5000 ms (the idle timeout, the SDK request option "timeout", as the framework set it;',
+    );
   }, 30_000);
 
   it("verifiers by tool name verify Mastra's own tool calls, no bypass; with awaitVerification its tool raises the verified outcome as its error", async () => {
