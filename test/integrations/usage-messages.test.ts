@@ -2,7 +2,11 @@ import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as V1Stdio } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { alive, eventually } from "../helpers/stdio.js";
 import { isInvalidOptionError } from "../../src/index.js";
 import { streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
@@ -76,5 +80,75 @@ describe("usage messages", () => {
     }
     const server = new CancellableMCPServerStdio({ command: "node", agents: { errorFunction: null } });
     expect((server as unknown as { errorFunction?: unknown }).errorFunction).toBeNull();
+  });
+});
+
+describe("Agents servers: options of the wrong type are refused at once, naming the option", () => {
+  const cases: Array<[string, () => unknown, RegExp]> = [
+    [
+      "args",
+      () => new CancellableMCPServerStdio({ command: "node", args: "server.js --flag" as never }),
+      /args must be an array of strings.*received the string "server.js --flag" \(one argument per element\)/,
+    ],
+    ["args", () => new CancellableMCPServerStdio({ command: "node", args: [1] as never }), /args must be an array of strings/],
+    ["env", () => new CancellableMCPServerStdio({ command: "node", env: 5 as never }), /env must be an object of strings/],
+    ["env", () => new CancellableMCPServerStdio({ command: "node", env: { A: 1 } as never }), /env must be an object of strings/],
+    ["cwd", () => new CancellableMCPServerStdio({ command: "node", cwd: 5 as never }), /cwd must be a string \(a directory\); received 5/],
+    [
+      "stderr",
+      () => new CancellableMCPServerStdio({ command: "node", stderr: "bogus" as never }),
+      /stderr must be "inherit", "pipe" or "ignore"; received "bogus"/,
+    ],
+    [
+      "cacheToolsList",
+      () => new CancellableMCPServerStdio({ command: "node", cacheToolsList: "yes" as never }),
+      /cacheToolsList must be true or false; received "yes"/,
+    ],
+    ["agents", () => new CancellableMCPServerStdio({ command: "node", agents: 5 as never }), /agents must be an object/],
+    ["name", () => new CancellableMCPServerStdio({ command: "node", name: 5 as never }), /name must be a non-empty string/],
+    [
+      "url",
+      () => new CancellableMCPServerStreamableHttp({ url: "not a url" }),
+      /url must be an absolute URL such as "http:\/\/127.0.0.1:3000\/mcp"; received "not a url"/,
+    ],
+    ["url", () => new CancellableMCPServerStreamableHttp({ url: "file:///etc/passwd" }), /url must be http: or https:/],
+    [
+      "requestInit",
+      () => new CancellableMCPServerStreamableHttp({ url: "http://127.0.0.1:1/mcp", requestInit: 5 as never }),
+      /requestInit must be an object/,
+    ],
+  ];
+  for (const [option, make, message] of cases) {
+    it(`${option}: ${message.source.slice(0, 60)}`, () => {
+      const refused = refusal(make);
+      expect(refused.option).toBe(option);
+      expect(refused.message).toMatch(message);
+    });
+  }
+});
+
+describe("Agents servers: connect() is bounded by timeoutMs", () => {
+  it("a stdio server that never answers initialize: connect() rejects after timeoutMs naming it, and the child is gone", async () => {
+    // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid.
+    const pidFile = join(mkdtempSync(join(tmpdir(), "agents-connect-")), "pid");
+    const server = new CancellableMCPServerStdio({
+      command: process.execPath,
+      args: [
+        "-e",
+        `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdin.resume(); setInterval(() => {}, 60_000)`,
+      ],
+      stderr: "ignore",
+      timeoutMs: 400,
+    });
+    const started = performance.now();
+    const error = await server.connect().catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/connect\(\) gave up after 400 ms: the server did not answer initialize within timeoutMs/);
+    expect(elapsed).toBeGreaterThanOrEqual(390);
+    expect(elapsed).toBeLessThan(400 + 5_000); // far under the SDK's own 60 s default
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    expect(await eventually(() => !alive(pid))).toBe(true);
+    await server.close();
   });
 });

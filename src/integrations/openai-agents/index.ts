@@ -15,6 +15,8 @@ import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js"
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
+import { DEFAULT_TIMEOUT_MS, MAX_TIMER_DELAY_MS } from "../../options/defaults.js";
+import { received } from "../../options/schemas.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "../../runner/verified-outcome.js";
@@ -170,6 +172,18 @@ export class CancellableMCPServer implements MCPServer {
     if (callOptions !== undefined && typeof callOptions !== "function") {
       throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
     }
+    if (cacheToolsList !== undefined && typeof cacheToolsList !== "boolean") {
+      throw new InvalidOptionError(
+        "cacheToolsList",
+        `CancellableMCPServer: cacheToolsList must be true or false; received ${received(cacheToolsList)}`,
+      );
+    }
+    if (agents !== undefined && (typeof agents !== "object" || agents === null || Array.isArray(agents))) {
+      throw new InvalidOptionError(
+        "agents",
+        "CancellableMCPServer: agents must be an object of Agents-side settings, such as { toolFilter }",
+      );
+    }
     this.#awaitVerification = checkAwaitVerification(awaitVerification, "CancellableMCPServer");
     this.#name = name;
     this.cacheToolsList = cacheToolsList ?? false;
@@ -204,16 +218,37 @@ export class CancellableMCPServer implements MCPServer {
 
   /**
    * Builds a client with `create()` and connects it through the library's decorated transport.
-   * A server already connected is closed first.
+   * A server already connected is closed first. The server's answer to `initialize` is awaited at
+   * most `timeoutMs` (the client-wide idle timeout, default 60_000 ms; the smaller
+   * `maxTotalTimeoutMs` when it is smaller), where the Agents runtime's own servers use
+   * `clientSessionTimeoutSeconds`; `initialize` itself is never cancelled (rule 39).
+   * @throws {Error} naming `timeoutMs` when the server did not answer in time; the SDK's error
+   *   when the connect failed otherwise. The transport (a spawned child) is closed either way.
    */
   async connect(): Promise<void> {
     if (this.#connected !== null) await this.close();
     const { client, transport } = await this.#create();
     const wire = clientWire(toAdapter(transport, "CancellableMCPServer create()"), client, this.#runner.defaults);
+    const defaults = this.#runner.defaults;
+    const boundMs = Math.min(
+      defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      defaults.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY,
+      MAX_TIMER_DELAY_MS,
+    );
     try {
-      await client.connect(wire.transport as never);
+      await (client as unknown as { connect(transport: never, options: { timeout: number }): Promise<void> }).connect(
+        wire.transport as never,
+        { timeout: boundMs },
+      );
     } catch (error) {
       await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
+      // The only request of a connect is initialize, under this bound: its timeout is ours.
+      if (isSdkTimeout(error)) {
+        throw new Error(
+          `${this.#name}: connect() gave up after ${boundMs} ms: the server did not answer initialize within timeoutMs (the client-wide idle timeout); raise timeoutMs if it starts slowly`,
+          { cause: error },
+        );
+      }
       throw error;
     }
     const own = sdkCallsOf(client);
@@ -360,6 +395,12 @@ export interface ConvenienceServerOptions extends Omit<CancellableMCPServerOptio
   clientOptions?: Record<string, unknown>;
 }
 
+/** An SDK request timeout (v1 `McpError` -32001, v2 `SdkError` `REQUEST_TIMEOUT`). */
+function isSdkTimeout(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === -32001 || code === "REQUEST_TIMEOUT";
+}
+
 /** Options of `CancellableMCPServerStdio`: the command to spawn, plus the server options. */
 export interface CancellableMCPServerStdioOptions extends ConvenienceServerOptions {
   command: string;
@@ -382,6 +423,9 @@ function splitConvenience<T extends ConvenienceServerOptions>(options: T, what: 
     throw new InvalidOptionError("options", `${what}: options must be an object`);
   }
   const { clientOptions, name, ...rest } = options;
+  if (name !== undefined && (typeof name !== "string" || name === "")) {
+    throw new InvalidOptionError("name", `${what}: name must be a non-empty string`);
+  }
   if (clientOptions !== undefined && (typeof clientOptions !== "object" || clientOptions === null)) {
     throw new InvalidOptionError("clientOptions", `${what}: clientOptions must be an object`);
   }
@@ -446,8 +490,24 @@ export class CancellableMCPServerStdio extends CancellableMCPServer {
     const { clientOptions, name, rest } = splitConvenience(options, "CancellableMCPServerStdio");
     refuseAgentsOptions(rest, "CancellableMCPServerStdio");
     const { command, args, env, cwd, stderr, ...server } = rest;
+    const what = "CancellableMCPServerStdio";
     if (typeof command !== "string" || command === "") {
-      throw new InvalidOptionError("command", "CancellableMCPServerStdio: command must be a non-empty string");
+      throw new InvalidOptionError("command", `${what}: command must be a non-empty string`);
+    }
+    if (args !== undefined && (!Array.isArray(args) || !args.every((arg) => typeof arg === "string"))) {
+      throw new InvalidOptionError(
+        "args",
+        `${what}: args must be an array of strings, such as ["report-server.js", "--flag"]; received ${typeof args === "string" ? `the string ${received(args)} (one argument per element)` : received(args)}`,
+      );
+    }
+    if (env !== undefined && (typeof env !== "object" || env === null || !Object.values(env).every((value) => typeof value === "string"))) {
+      throw new InvalidOptionError("env", `${what}: env must be an object of strings (variable name to value)`);
+    }
+    if (cwd !== undefined && typeof cwd !== "string") {
+      throw new InvalidOptionError("cwd", `${what}: cwd must be a string (a directory); received ${received(cwd)}`);
+    }
+    if (stderr !== undefined && stderr !== "inherit" && stderr !== "pipe" && stderr !== "ignore") {
+      throw new InvalidOptionError("stderr", `${what}: stderr must be "inherit", "pipe" or "ignore"; received ${received(stderr)}`);
     }
     const serverName = name ?? `stdio: ${command}`;
     super({
@@ -487,7 +547,27 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
     if (typeof url !== "string" && !(url instanceof URL)) {
       throw new InvalidOptionError("url", "CancellableMCPServerStreamableHttp: url must be a string or a URL");
     }
-    const endpoint = new URL(url);
+    let endpoint: URL;
+    try {
+      endpoint = new URL(url);
+    } catch {
+      throw new InvalidOptionError(
+        "url",
+        `CancellableMCPServerStreamableHttp: url must be an absolute URL such as "http://127.0.0.1:3000/mcp"; received ${received(String(url))}`,
+      );
+    }
+    if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") {
+      throw new InvalidOptionError(
+        "url",
+        `CancellableMCPServerStreamableHttp: url must be http: or https:; received ${received(endpoint.href)}`,
+      );
+    }
+    if (requestInit !== undefined && (typeof requestInit !== "object" || requestInit === null)) {
+      throw new InvalidOptionError(
+        "requestInit",
+        "CancellableMCPServerStreamableHttp: requestInit must be an object (fetch's RequestInit: headers, ...)",
+      );
+    }
     super({
       ...server,
       name: name ?? endpoint.href,
