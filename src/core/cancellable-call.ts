@@ -154,14 +154,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   #idleDeadline: number | undefined = undefined;
   /** The queue that holds the call's deadline; the call's clock and timers are the queue's. */
   readonly #deadlines: DeadlineQueue;
-  /** Subscribed to the caller's signal(s) (released at the settle). */
-  #linked = false;
   /** Progress received while live: `null` before the first (most calls). */
   #progress: ProgressSeen | null = null;
   /** What few calls have: late messages before the settle, an HTTP error status, waits for the client's answers. `null` for none. */
   #rare: RareFacts | null = null;
   #settled: SettledRecord | null = null;
-  #task: TaskInfo | undefined = undefined;
 
   constructor(init: CallInit) {
     super();
@@ -200,7 +197,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   #rareFacts(): RareFacts {
-    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false });
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false, task: undefined });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -305,7 +302,6 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       // alive as long as the session's signal lives.
       if (isSignal(signal)) linkAbort(signal, this);
       else for (const each of signal) linkAbort(each, this);
-      this.#linked = true;
     }
     this.#arm();
   }
@@ -426,7 +422,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * terminal or the call is cancelled.
    */
   setTask(task: TaskInfo): void {
-    this.#task = task;
+    this.#rareFacts().task = task;
   }
 
   /** The task this call follows, if any. */
@@ -440,7 +436,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   get task(): TaskInfo | undefined {
-    return this.#task;
+    return this.#rare?.task;
   }
 
   /**
@@ -450,8 +446,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   succeed(value: T): void {
     if (this.#state === "settled") return;
     this.#hooks.result?.(value);
-    const created = this.#task === undefined ? createdTask(value) : null;
-    if (created !== null) this.#task = created;
+    const created = this.#rare?.task === undefined ? createdTask(value) : null;
+    if (created !== null) this.#rareFacts().task = created;
     this.#finish(created === null ? "succeeded" : "task-created", "completed", null);
     this.#resolve(value);
     this.#release();
@@ -590,11 +586,13 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     this.#deadlines.schedule(this, deadline);
   }
 
-  /** Releases the queued deadline and the signal subscription. Idempotent. */
+  /**
+   * Releases the queued deadline and the signal subscription. Idempotent: unsubscribing a call
+   * that is not subscribed (any more, or ever: its signal had aborted at the start) is a no-op,
+   * so no field says whether it is (8 bytes a pending call).
+   */
   #dispose(): void {
     this.#deadlines.remove(this);
-    if (!this.#linked) return;
-    this.#linked = false;
     const signal = this.#signal();
     if (signal === undefined) return;
     if (isSignal(signal)) offAbort(signal, this);
@@ -639,7 +637,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       late: this.#rare?.late ?? null,
       progressCount: this.#progress?.count ?? 0,
       lastProgress: this.#progress?.last ?? null,
-      task: this.#task,
+      task: this.#rare?.task,
     };
     const hooks = this.#hooks;
     const settled = new SettledRecord(facts, hooks.record);
@@ -934,4 +932,6 @@ interface RareFacts {
   clientWaits: number;
   /** A timer cancelled it (see `byTimer`). */
   byTimer: boolean;
+  /** The task a task-augmented call follows, or its status as last seen (see `setTask`). */
+  task: TaskInfo | undefined;
 }
