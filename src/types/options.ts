@@ -274,13 +274,13 @@ export interface CancellationOptions extends Omit<CallOptions, "signal" | "onpro
   timers?: Timers;
 }
 
-/** Per-call options after validation and merging over the client-wide defaults. */
 /** The names of the options a call's limits came from (see `ResolvedCallOptions.limitNames`). */
 export interface LimitNames {
   readonly timeoutMs?: string | undefined;
   readonly maxTotalTimeoutMs?: string | undefined;
 }
 
+/** Per-call options after validation and merging over the client-wide defaults. */
 export interface ResolvedCallOptions {
   timeoutMs: number;
   maxTotalTimeoutMs: number;

@@ -2,7 +2,7 @@ import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as V1Stdio } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -129,13 +129,14 @@ describe("Agents servers: options of the wrong type are refused at once, naming 
 
 describe("Agents servers: connect() is bounded by timeoutMs", () => {
   it("a stdio server that never answers initialize: connect() rejects after timeoutMs naming it, and the child is gone", async () => {
-    // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid.
+    // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid,
+    // and exits when its stdin ends (the transport's close).
     const pidFile = join(mkdtempSync(join(tmpdir(), "agents-connect-")), "pid");
     const server = new CancellableMCPServerStdio({
       command: process.execPath,
       args: [
         "-e",
-        `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdin.resume(); setInterval(() => {}, 60_000)`,
+        `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdin.resume(); process.stdin.on("end", () => process.exit(0)); setInterval(() => {}, 60_000)`,
       ],
       stderr: "ignore",
       timeoutMs: 400,
@@ -147,6 +148,7 @@ describe("Agents servers: connect() is bounded by timeoutMs", () => {
     expect((error as Error).message).toMatch(/connect\(\) gave up after 400 ms: the server did not answer initialize within timeoutMs/);
     expect(elapsed).toBeGreaterThanOrEqual(390);
     expect(elapsed).toBeLessThan(400 + 5_000); // far under the SDK's own 60 s default
+    expect(await eventually(() => existsSync(pidFile))).toBe(true); // a slow start: written by now
     const pid = Number(readFileSync(pidFile, "utf8"));
     expect(await eventually(() => !alive(pid))).toBe(true);
     await server.close();
