@@ -43,6 +43,18 @@ const originalCloses = new WeakMap<object, () => Promise<void>>();
  * The transport's own send, even when an earlier attach already put a wire's there (the SDK
  * started the same transport object again): pipelines never stack.
  */
+/** Whether `object[key] = value` would take (an own or inherited writable field or a setter, or a new own field). */
+function assignable(object: object, key: string): boolean {
+  for (let at: object | null = object; at !== null; at = Object.getPrototypeOf(at) as object | null) {
+    const descriptor = Object.getOwnPropertyDescriptor(at, key);
+    if (descriptor === undefined) continue;
+    // An inherited field is shadowed by a new own one: the object must take new fields.
+    if ("value" in descriptor) return descriptor.writable === true && (at === object || Object.isExtensible(object));
+    return descriptor.set !== undefined;
+  }
+  return Object.isExtensible(object);
+}
+
 function ownClose(target: TransportLike): () => Promise<void> {
   let close = originalCloses.get(target);
   if (close === undefined) {
@@ -142,11 +154,18 @@ export function attachWith<C extends ClientLike>(
   let current: Attached | undefined;
 
   const attachTo = (target: TransportLike): Attached => {
-    const wire = clientWire(adapterFor(target), client, defaults, { connected: true, send: ownSend(target), close: ownClose(target) });
+    // A transport whose close cannot be replaced (a getter without a setter, a frozen object) keeps
+    // its own: checked before anything is changed, so a refusal never leaves it half decorated.
+    const closeToo = assignable(target, "close");
+    const wire = clientWire(adapterFor(target), client, defaults, {
+      connected: true,
+      send: ownSend(target),
+      close: closeToo ? ownClose(target) : undefined,
+    });
     // In place: the SDK keeps calling target.send and target.close, which are now the wire's (a
     // close sends the cancels still waiting first: a timeout followed at once by client.close()).
     (target as { send: unknown }).send = wire.transport.send;
-    (target as { close: unknown }).close = wire.transport.close;
+    if (closeToo) (target as { close: unknown }).close = wire.transport.close;
     decorated.add(target);
     return { target, wire, top: target.onmessage };
   };

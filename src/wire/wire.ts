@@ -751,9 +751,18 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   override closed(): void {
     this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
-    for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
+    // Callers whose promise follows the SDK's (`CancellableCall.adopt`): their waits are ended
+    // here, not left to the SDK's own close handling, which v1 stops at a client `onclose` hook
+    // that throws (1.32.2 protocol.js `_onclose` calls it before rejecting its handlers).
+    const followed: RequestId[] = [];
+    for (const [id, entry] of this.#pending) {
+      if (entry.call === null) continue;
+      calls.push(entry.call);
+      if (entry.call.follows) followed.push(id);
+    }
     this.#tasks.drainCalls(calls);
     for (const call of calls) call.cancel("connection-closed");
+    for (const id of followed) this.#releaseSdk(id, true);
     this.#unbound.clear();
     this.#pending.clear();
     this.#tokens.clear();

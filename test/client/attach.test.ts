@@ -310,6 +310,34 @@ describe("attachCancellation: usage", () => {
     expect((error as Error).message).toContain("withCancellation");
   });
 
+  it("a transport whose close cannot be replaced (a getter) keeps its own: the attach works and its calls get the library", async () => {
+    const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+    const server = new McpServer({ name: "s", version: "1" });
+    server.registerTool("hang", {}, () => new Promise<never>(() => {}));
+    await server.connect(serverSide);
+    // A wrapper whose close is an accessor without a setter (send is a plain method).
+    const wrapper = {
+      onmessage: undefined as ((message: unknown) => void) | undefined,
+      onclose: undefined as (() => void) | undefined,
+      onerror: undefined as ((error: Error) => void) | undefined,
+      start: () => clientSide.start(),
+      send: (message: never) => clientSide.send(message),
+      get close() {
+        return () => clientSide.close();
+      },
+    };
+    clientSide.onmessage = (message) => wrapper.onmessage?.(message);
+    clientSide.onclose = () => wrapper.onclose?.();
+    const client = new ClientV1({ name: "b", version: "1" });
+    await client.connect(wrapper as never);
+    const mcp = attachCancellation(client, { timeoutMs: 200 });
+    const error = await client.callTool({ name: "hang", arguments: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(mcp.records()).toMatchObject([{ status: "cancelled", cancel: { trigger: "timeout", mechanism: "notification" } }]);
+    await client.close(); // its own close
+    expect(mcp.pendingCount).toBe(0);
+  });
+
   it("refuses a client connected through withCancellation's transport (it would be decorated twice)", async () => {
     const transport = new StdioV1({ command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" });
     const client = new ClientV1({ name: "b", version: "1" });

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CancellableCall } from "../../src/core.js";
-import { CallTimeoutError } from "../../src/index.js";
+import { CallTimeoutError, isConnectionClosedError } from "../../src/index.js";
 import { resolveCallOptions } from "../../src/options/resolve.js";
-import { flush, settleOf } from "../helpers/peer.js";
+import { connectPeer, flush, settleOf } from "../helpers/peer.js";
 
 // `promise: "adopt"` (src/core/cancellable-call.ts): a call whose request went out within the
 // entry point's send has no promise of its own; the caller's follows the SDK's, whose wait every
@@ -116,5 +116,27 @@ describe("CancellableCall.adopt: the caller's promise follows the SDK's once the
     await flush();
     expect(outcome.status).toBe("rejected");
     expect((outcome.error as { record: { summary: string } }).record.summary).toContain("never sent");
+  });
+});
+
+describe("a v1 caller whose promise follows the SDK's, when the connection closes", () => {
+  it("is released with ConnectionClosedError though the client's onclose hook throws (v1 then never rejects its own waits)", async () => {
+    vi.useRealTimers();
+    const { client, mcp, peer } = await connectPeer({ timeoutMs: 60_000 });
+    client.onclose = () => {
+      throw new Error("the bot's onclose hook failed");
+    };
+    peer.onRequest(() => {}); // never answers
+    const calls = [0, 1, 2].map(() => settleOf(mcp.callTool({ name: "slow" })));
+    await flush();
+    expect(peer.requests("tools/call")).toHaveLength(3);
+    await peer.close().catch(() => {}); // the hook's error surfaces here
+    await flush();
+    expect(calls.map((c) => c.status)).toEqual(["rejected", "rejected", "rejected"]);
+    for (const call of calls) expect(isConnectionClosedError(call.error)).toBe(true);
+    expect(mcp.pendingCount).toBe(0);
+    const handlers = (client as unknown as { _responseHandlers: Map<unknown, unknown> })._responseHandlers;
+    expect(handlers.size).toBe(0);
+    vi.useFakeTimers(); // afterEach expects them
   });
 });
