@@ -27,17 +27,14 @@ export const cancelledParamsSchema = z.looseObject({
 
 /**
  * A JSON-RPC response the SDK will accept: `jsonrpc: "2.0"`, an id, and exactly one of a result
- * object or an error `{code, message}`. Anything else never settles the SDK's request, so it
- * must not settle ours either.
+ * object or an error `{code, message}`, and no other member (the v1 SDK's envelopes are strict:
+ * 1.32.2 types.js:135, :175; a response with one more member never reaches its handler). Anything
+ * else never settles the SDK's request, so it must not settle ours either: the call keeps its
+ * timers, and an SDK that does accept it settles the call through its own answer.
  */
 export const responseSchema = z.union([
-  z.looseObject({ jsonrpc: z.literal("2.0"), id: requestIdSchema, result: z.looseObject({}), error: z.never().optional() }),
-  z.looseObject({
-    jsonrpc: z.literal("2.0"),
-    id: requestIdSchema,
-    error: z.looseObject({ code: z.number().int(), message: z.string() }),
-    result: z.never().optional(),
-  }),
+  z.strictObject({ jsonrpc: z.literal("2.0"), id: requestIdSchema, result: z.looseObject({}) }),
+  z.strictObject({ jsonrpc: z.literal("2.0"), id: requestIdSchema, error: z.looseObject({ code: z.number().int(), message: z.string() }) }),
 ]);
 
 /**
@@ -54,12 +51,19 @@ export function isRequestId(id: unknown): id is string | number {
  * "malformed": the caller then asks `responseSchema`, which stays the judge of every odd shape.
  */
 export function isPlainResponse(message: { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: unknown }): boolean {
-  if (message.jsonrpc !== "2.0" || !isRequestId(message.id)) return false;
+  if (message.jsonrpc !== "2.0" || !isRequestId(message.id) || !threeMembers(message)) return false;
   const { result, error } = message;
   if (error === undefined) return isRecord(result);
   if (result !== undefined || !isRecord(error)) return false;
   const { code, message: text } = error as { code?: unknown; message?: unknown };
   return Number.isSafeInteger(code) && typeof text === "string";
+}
+
+/** Exactly three own enumerable members (`jsonrpc`, `id`, and `result` or `error`), counted without allocating. */
+function threeMembers(message: object): boolean {
+  let count = 0;
+  for (const key in message) if (Object.hasOwn(message, key) && ++count > 3) return false;
+  return count === 3;
 }
 
 function isRecord(value: unknown): boolean {

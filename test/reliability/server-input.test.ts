@@ -223,6 +223,21 @@ describe("bad input over a transport that validates nothing (in-memory)", () => 
     expect(mcp.records()[0]!.error!.message.length).toBeLessThanOrEqual(1_000); // the record's copy is cut too
   });
 
+  it("a response with one member more (the v1 SDK's strict envelope drops it): the call ends by its timeout, never hangs", async () => {
+    const anomalies: Anomaly[] = [];
+    const { mcp, peer } = await connectPeer({ onAnomaly: (a) => anomalies.push(a), timeoutMs: 300 });
+    peer.onRequest((m) => {
+      if (m.id !== undefined) void peer.send({ jsonrpc: "2.0", id: m.id, result: { content: [] }, extra: 1 });
+    });
+    const started = performance.now();
+    const error = await mcp.callTool({ name: "odd" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(performance.now() - started).toBeLessThan(300 + SLACK_MS);
+    expect(anomalies.map((a) => a.kind)).toEqual(["invalid-message"]);
+    expect(mcp.records()).toMatchObject([{ status: "cancelled", cancel: { trigger: "timeout" } }]);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
   it("a 10,000-level object (never serialised) as a result, in a progress message field and in an error's data", async () => {
     let deep: unknown = [];
     for (let i = 1; i < 10_000; i++) deep = [deep];

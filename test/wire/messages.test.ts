@@ -15,6 +15,8 @@ const response = fc.record(
     jsonrpc: fc.oneof(fc.constant("2.0"), fc.constant("1.0"), fc.anything()),
     id,
     result: loose,
+    // A member more: the v1 SDK's envelopes are strict, so such a response never reaches its handler.
+    extra: fc.anything(),
     error: fc.oneof(
       loose,
       fc.record(
@@ -25,6 +27,30 @@ const response = fc.record(
   },
   { requiredKeys: [] },
 );
+
+/** Responses one step from well-formed (a member more, or not): the edge the checks must get right. */
+const nearlyWellFormed = fc.oneof(
+  fc.record(
+    {
+      jsonrpc: fc.constant("2.0"),
+      id: fc.oneof(fc.integer(), fc.string()),
+      result: fc.dictionary(fc.string(), fc.anything()),
+      extra: fc.anything(),
+    },
+    { requiredKeys: ["jsonrpc", "id", "result"] },
+  ),
+  fc.record(
+    {
+      jsonrpc: fc.constant("2.0"),
+      id: fc.oneof(fc.integer(), fc.string()),
+      error: fc.record({ code: fc.integer(), message: fc.string(), data: fc.anything() }, { requiredKeys: ["code", "message"] }),
+      result: fc.constant(undefined),
+      extra: fc.anything(),
+    },
+    { requiredKeys: ["jsonrpc", "id", "error"] },
+  ),
+);
+const anyResponse = fc.oneof(response, nearlyWellFormed);
 
 describe("fast response checks agree with the zod schemas", () => {
   it(`isRequestId is requestIdSchema (${RUNS} runs)`, () => {
@@ -39,7 +65,7 @@ describe("fast response checks agree with the zod schemas", () => {
   it(`isPlainResponse(m) implies responseSchema accepts m (${RUNS} runs)`, () => {
     let plain = 0;
     fc.assert(
-      fc.property(response, (message) => {
+      fc.property(anyResponse, (message) => {
         if (isPlainResponse(message)) {
           plain++;
           expect(responseSchema.safeParse(message).success).toBe(true);
@@ -50,7 +76,24 @@ describe("fast response checks agree with the zod schemas", () => {
     expect(plain).toBeGreaterThan(0);
   });
 
+  it(`responseSchema accepts m only when the v1 SDK's JSONRPCResponseSchema does (${RUNS} runs): the wire never takes a response the SDK drops`, async () => {
+    const { JSONRPCResponseSchema } = await import("@modelcontextprotocol/sdk/types.js");
+    let accepted = 0;
+    fc.assert(
+      fc.property(anyResponse, (message) => {
+        if (responseSchema.safeParse(message).success) {
+          accepted++;
+          expect(JSONRPCResponseSchema.safeParse(message).success).toBe(true);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+    expect(accepted).toBeGreaterThan(0);
+  });
+
   it("recognises the shapes SDKs send, and leaves odd ones to zod", () => {
+    expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: { content: [] }, extra: 1 } as never)).toBe(false);
+    expect(responseSchema.safeParse({ jsonrpc: "2.0", id: 1, result: { content: [] }, extra: 1 }).success).toBe(false);
     expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: { content: [] } })).toBe(true);
     expect(isPlainResponse({ jsonrpc: "2.0", id: "a", error: { code: -32602, message: "Invalid params", data: 1 } })).toBe(true);
     expect(isPlainResponse({ jsonrpc: "2.0", id: 1, result: [] })).toBe(false);
