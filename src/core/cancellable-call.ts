@@ -83,10 +83,9 @@ export interface CallInit {
   /**
    * `false`: the call makes no promise (`promise` never settles): the entry point learns the
    * outcome from what it settles itself (`succeed`, `fail`) and from `hooks.rejected`, with no
-   * promise, resolving functions or handlers per pending call. `"adopt"`: the promise is made
-   * once the entry point's send returned, by {@link CancellableCall.adopt}. Default: true.
+   * promise, resolving functions or handlers per pending call. Default: true.
    */
-  promise?: boolean | "adopt" | undefined;
+  promise?: boolean | undefined;
 }
 
 /** The identity a run record carries (`callId`, `connectionId`, `sessionId`). */
@@ -114,11 +113,8 @@ type State = "pending" | "responded" | "settled";
  * firing early or late never settles it before its time, nor settles another call.
  */
 export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
-  /**
-   * Settles exactly once: the result, the server's error untouched, or one of the library's
-   * errors. A call made with `promise: "adopt"` has it once `adopt` ran.
-   */
-  promise: Promise<T>;
+  /** Settles exactly once: the result, the server's error untouched, or one of the library's errors. */
+  readonly promise: Promise<T>;
   readonly method: string;
   readonly name: string | null;
   /** The call's process-unique id (`ids.callId`, 0 without). */
@@ -132,11 +128,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   #state: State = "pending";
   // Typed `unknown` so a CancellableCall<T> is a CancellableCall<unknown> (T stays covariant).
-  // Called as methods of the call: before `adopt`, they keep the outcome (`#keep`).
-  #resolve!: (this: CancellableCall, value: unknown) => void;
-  #reject!: (this: CancellableCall, error: unknown) => void;
-  /** `promise: "adopt"`: what the call settled with before its promise was made, or before the answer it follows came. */
-  #outcome: unknown = undefined;
+  #resolve!: (value: unknown) => void;
+  #reject!: (error: unknown) => void;
   // What the call needs of its CallInit, kept field by field (the CallInit itself is not kept).
   // Options, signal, hooks and ids are replaced when the call settles, so nothing the caller
   // passed in (signal, callbacks) nor the entry point's per-call hooks outlives the call.
@@ -173,9 +166,6 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     if (init.promise === false) {
       this.promise = NEVER;
       this.#resolve = this.#reject = noop;
-    } else if (init.promise === "adopt") {
-      this.promise = NEVER;
-      this.#resolve = this.#reject = this.#keep;
     } else {
       // A module-level executor: no closure and scope made per call just to take the two functions.
       this.promise = new Promise<T>(takeResolvers);
@@ -218,71 +208,6 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /** Once settled: the small object that keeps the record up to date (what tombstones hold). */
   get settledRecord(): SettledRecord | null {
     return this.#settled;
-  }
-
-  /**
-   * `promise: "adopt"`: makes the caller's promise once the entry point's send returned `sent`
-   * (the SDK's promise for the request, or `undefined`). When the request went on the wire within
-   * that send (the v1 SDK's calls: its `request()` sends synchronously), the promise follows
-   * `sent`: no promise or resolving functions of the call's own (about 200 bytes a pending call).
-   * Every way such a call settles ends `sent` too: the answer is `sent`'s own, and a cancel or a
-   * closed connection ends the SDK's wait with a rejection (the wire's `releaseSdk`, or the SDK's
-   * own close); the caller then gets what the call settled with, whatever `sent` says. Otherwise
-   * (nothing was sent yet: the v2 SDK's `callTool` awaits its caches first) the call makes its own
-   * promise, which a cancel settles at once. Returns true when the promise follows `sent`: the
-   * entry point attaches nothing more to it.
-   */
-  adopt(sent: Promise<unknown> | undefined): boolean {
-    if (this.#state === "settled") {
-      const outcome = this.#outcome;
-      this.#outcome = undefined;
-      this.promise = this.#rejected() ? Promise.reject(outcome) : Promise.resolve(outcome as T);
-      return false;
-    }
-    if (sent !== undefined && this.requestId !== null) {
-      this.promise = sent.then(answerOf.bind(this), failureOf.bind(this)) as Promise<T>;
-      return true;
-    }
-    this.promise = new Promise<T>(takeResolvers);
-    this.#resolve = takenResolve;
-    this.#reject = takenReject;
-    takenResolve = takenReject = noop;
-    return false;
-  }
-
-  /**
-   * The answer of the entry point's send reached a call whose promise follows it (`adopt`):
-   * settles the call with it if nothing settled it before, and returns what the call settled with
-   * (or throws it: a cancel's error wins over the SDK's rejection of the wait it ended). @internal
-   */
-  answered(answer: unknown, failed: boolean): unknown {
-    if (this.#state !== "settled") {
-      if (failed) this.fail(answer);
-      else this.succeed(answer as T);
-    }
-    const outcome = this.#outcome;
-    this.#outcome = undefined;
-    if (this.#rejected()) throw outcome;
-    return outcome;
-  }
-
-  /**
-   * The caller's promise follows the entry point's send (`adopt`): ending the SDK's wait must
-   * settle it. Read while the call is pending, or from its `cancel` hook.
-   */
-  get follows(): boolean {
-    return this.#resolve === this.#keep && this.promise !== NEVER;
-  }
-
-  /** The call settled and its promise rejects (not a result, not a created task). */
-  #rejected(): boolean {
-    const status = this.#settled?.status;
-    return status === "failed" || status === "cancelled";
-  }
-
-  /** Before `adopt` (and for a promise that follows the send): keeps what the call settled with. */
-  #keep(outcome: unknown): void {
-    this.#outcome = outcome;
   }
 
   /**
@@ -857,16 +782,6 @@ function isV1McpError(error: object): boolean {
 }
 
 function noop(): void {}
-
-/** A followed send's answer (see `adopt`): bound to the call, no closure scope per call. */
-function answerOf(this: CancellableCall, value: unknown): unknown {
-  return this.answered(value, false);
-}
-
-/** A followed send's rejection (see `adopt`). */
-function failureOf(this: CancellableCall, error: unknown): unknown {
-  return this.answered(error, true);
-}
 
 /** The `promise` of a call made with `promise: false`: it never settles, and holds nothing. */
 const NEVER: Promise<never> = new Promise<never>(noop);

@@ -273,18 +273,13 @@ export class CallRunner {
       ids: this.#ids,
       callId: key,
       owner: request.owner,
-      // A task's driver settles the call, not the SDK's answer: the call's own promise.
-      promise: request.promise ?? (task === undefined ? "adopt" : true),
+      promise: request.promise,
     });
     task?.attach(call);
     call.start();
     // The connection is gone (the server exited, the transport closed): say so, send nothing.
     if (wire === null || !wire.open) call.cancel("connection-closed");
-    if (call.settled || wire === null) {
-      // Nothing was sent: an aborted signal, or a closed connection.
-      if (request.promise === undefined && task === undefined) call.adopt(undefined);
-      return call;
-    }
+    if (call.settled || wire === null) return call; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key, task);
     // No signal for the SDK: an AbortController per call would cost more than the rest of the
     // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
@@ -298,9 +293,7 @@ export class CallRunner {
     } catch (error) {
       sent = Promise.reject(error);
     }
-    // The caller's promise follows the SDK's when the request went out within the send (see `adopt`).
-    const follows = request.promise === undefined && task === undefined && call.adopt(sent);
-    if (sent !== undefined && !follows) follow(sent, call);
+    if (sent !== undefined) follow(sent, call);
     return call;
   }
 

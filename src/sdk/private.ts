@@ -85,35 +85,19 @@ function protocolWaitParts(client: object): { [K in keyof ProtocolWaitState]: Pr
  * Fallback: the shape is checked on every use; a client without these maps and method (another
  * SDK version) gets `false`, and the wire falls back to the local error response.
  */
-export function sdkWaitDropper(client: object): (id: string | number, settle?: boolean) => boolean {
-  return (id, settle = false) => {
+export function sdkWaitDropper(client: object): (id: string | number) => boolean {
+  return (id) => {
     const state = protocolWaitState(client);
     if (state === undefined) return false;
     // The SDKs key their maps by Number(id), as their _onresponse does.
     const key = Number(id);
-    const handler = state.responses.get(key);
-    if (handler === undefined) return false;
+    if (!state.responses.has(key)) return false;
     state.responses.delete(key);
     state.progress.delete(key);
     state.cleanupTimeout(key);
-    // A caller's promise follows the SDK's (`CancellableCall.adopt`): it must settle. Both lines'
-    // handlers reject with an `Error` they are given as it is, before any schema (v1 1.32.2
-    // protocol.js:720, v2 2.4.0 src-CeKsbNLO.mjs:6222); the caller gets the call's own outcome.
-    if (settle && typeof handler === "function") handler(RELEASED);
     return true;
   };
 }
-
-/** What a released SDK wait rejects with: never seen by a caller (the call's outcome wins); no stack. */
-const RELEASED: Error = (() => {
-  const { stackTraceLimit } = Error;
-  Error.stackTraceLimit = 0;
-  try {
-    return new Error("Request settled by mcp-cancellable (local, not from the server)");
-  } finally {
-    Error.stackTraceLimit = stackTraceLimit;
-  }
-})();
 
 /**
  * Whether the v1 client refuses `callTool` for this tool because its `execution.taskSupport` is

@@ -67,11 +67,9 @@ export interface WireOptions {
    * Ends the entry point's own wait for a request the call already settled (for an SDK client:
    * `sdkWaitDropper`, its private maps). Returns false when it could not; the wire then hands
    * the layer above a local error response (never on the wire). An entry point that answers
-   * its caller from the call's outcome itself (the AI SDK transport) returns true. `settle`: the
-   * wait must end with a rejection, not only be dropped (a caller's promise follows it: see
-   * `CancellableCall.adopt`).
+   * its caller from the call's outcome itself (the AI SDK transport) returns true.
    */
-  readonly releaseWait?: ((id: RequestId, settle: boolean) => boolean) | undefined;
+  readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
   /**
    * Makes the task driver of a task-augmented request the library does not follow itself (the
    * SDK's own: through `attachCancellation`'s or `sdkClient`'s calls, or made on the SDK
@@ -166,7 +164,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #releaseFailedSends: boolean;
   /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
   readonly #forwardSdkReason: boolean;
-  readonly #dropSdkWait: ((id: RequestId, settle: boolean) => boolean) | undefined;
+  readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
@@ -294,7 +292,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const awaitsTask = this.#cancelledBeforeTask(id, entry);
     this.#forget(id, entry);
     const mechanism = this.#putCancel(id, reason, call, awaitsTask);
-    this.#releaseSdk(id, call.follows);
+    this.#releaseSdk(id);
     return mechanism;
   }
 
@@ -302,11 +300,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Ends the SDK's own wait for a request the call already settled: a local error response,
    * handed to the SDK only (never on the wire), so it drops its handler, progress handler and
    * timer for the id as for any answered request. The facade ignores the SDK's rejection.
-   * @param settle the SDK's promise must settle (a caller's promise follows it); else its wait
-   *   may simply be dropped, the cheaper end.
    */
-  #releaseSdk(id: RequestId, settle = false): void {
-    if (this.#dropSdkWait?.(id, settle) === true) return;
+  #releaseSdk(id: RequestId): void {
+    if (this.#dropSdkWait?.(id) === true) return;
     // The SDK turns this into an McpError that nobody sees: no stack to capture for it (about
     // 15-20 us per cancel on Node 20).
     const { stackTraceLimit } = Error;
@@ -438,7 +434,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (entry.status !== undefined && (entry.status < 200 || entry.status > 299)) return;
     const neverSent = (how === "refused" || how === "dropped") && entry.writtenAt === undefined;
     call.cancel("connection-closed", cause, neverSent);
-    this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
+    this.#releaseSdk(requestId);
   }
 
   /**
@@ -455,7 +451,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (entry.status !== undefined) return "answered";
     const neverSent = entry.writtenAt === undefined && entry.blind !== true;
     entry.call.cancel("connection-closed", cause, neverSent);
-    this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
+    this.#releaseSdk(requestId);
     return "settled";
   }
 
@@ -736,7 +732,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       const call = entry.call;
       this.#forget(requestId, entry);
       if (call.responded()) call.succeed({});
-      this.#releaseSdk(requestId, true); // rare: a caller's promise may follow the SDK's
+      this.#releaseSdk(requestId);
       return;
     }
     if (entry?.call) {
@@ -751,18 +747,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   override closed(): void {
     this.#open = false;
     const calls: CancellableCall[] = [...this.#unbound.values()];
-    // Callers whose promise follows the SDK's (`CancellableCall.adopt`): their waits are ended
-    // here, not left to the SDK's own close handling, which v1 stops at a client `onclose` hook
-    // that throws (1.32.2 protocol.js `_onclose` calls it before rejecting its handlers).
-    const followed: RequestId[] = [];
-    for (const [id, entry] of this.#pending) {
-      if (entry.call === null) continue;
-      calls.push(entry.call);
-      if (entry.call.follows) followed.push(id);
-    }
+    for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
     this.#tasks.drainCalls(calls);
     for (const call of calls) call.cancel("connection-closed");
-    for (const id of followed) this.#releaseSdk(id, true);
     this.#unbound.clear();
     this.#pending.clear();
     this.#tokens.clear();
