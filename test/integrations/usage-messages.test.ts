@@ -67,6 +67,7 @@ describe("usage messages", () => {
       expect(option).toBe("clientSessionTimeoutSeconds");
       expect(message).toContain('"clientSessionTimeoutSeconds" is the Agents runtime\'s MCPServer option (seconds');
       expect(message).toContain("clientSessionTimeoutSeconds: 5 is timeoutMs: 5_000");
+      expect(message).toContain("connectTimeoutMs for connect()'s initialize");
     }
   });
 
@@ -113,6 +114,11 @@ describe("Agents servers: options of the wrong type are refused at once, naming 
     ],
     ["url", () => new CancellableMCPServerStreamableHttp({ url: "file:///etc/passwd" }), /url must be http: or https:/],
     [
+      "connectTimeoutMs",
+      () => new CancellableMCPServerStdio({ command: "node", connectTimeoutMs: 0 }),
+      /connectTimeoutMs must be an integer number of ms from 1 to 2147483647; received 0/,
+    ],
+    [
       "requestInit",
       () => new CancellableMCPServerStreamableHttp({ url: "http://127.0.0.1:1/mcp", requestInit: 5 as never }),
       /requestInit must be an object/,
@@ -127,8 +133,8 @@ describe("Agents servers: options of the wrong type are refused at once, naming 
   }
 });
 
-describe("Agents servers: connect() is bounded by timeoutMs", () => {
-  it("a stdio server that never answers initialize: connect() rejects after timeoutMs naming it, and the child is gone", async () => {
+describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
+  it("a stdio server that never answers initialize: connect() rejects after connectTimeoutMs naming it, and the child is gone", async () => {
     // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid,
     // and exits when its stdin ends (the transport's close).
     const pidFile = join(mkdtempSync(join(tmpdir(), "agents-connect-")), "pid");
@@ -139,13 +145,16 @@ describe("Agents servers: connect() is bounded by timeoutMs", () => {
         `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdin.resume(); process.stdin.on("end", () => process.exit(0)); setInterval(() => {}, 60_000)`,
       ],
       stderr: "ignore",
-      timeoutMs: 400,
+      connectTimeoutMs: 400,
+      timeoutMs: 100, // the calls' idle timeout, not the connect's
     });
     const started = performance.now();
     const error = await server.connect().catch((e: unknown) => e);
     const elapsed = performance.now() - started;
     expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).toMatch(/connect\(\) gave up after 400 ms: the server did not answer initialize within timeoutMs/);
+    expect((error as Error).message).toMatch(
+      /connect\(\) gave up after 400 ms: the server did not answer initialize within connectTimeoutMs/,
+    );
     expect(elapsed).toBeGreaterThanOrEqual(390);
     expect(elapsed).toBeLessThan(400 + 5_000); // far under the SDK's own 60 s default
     expect(await eventually(() => existsSync(pidFile))).toBe(true); // a slow start: written by now

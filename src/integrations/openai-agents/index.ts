@@ -15,7 +15,7 @@ import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js"
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
-import { DEFAULT_TIMEOUT_MS, MAX_TIMER_DELAY_MS } from "../../options/defaults.js";
+import { MAX_TIMER_DELAY_MS } from "../../options/defaults.js";
 import { received } from "../../options/schemas.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
@@ -88,6 +88,13 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
    * @default false
    */
   awaitVerification?: AwaitVerification;
+  /**
+   * How long `connect()` waits for the server's answer to `initialize`, in ms (the Agents
+   * runtime's own servers: `clientSessionTimeoutSeconds`, default 5 s). Integer from 1 to
+   * 2_147_483_647. `initialize` itself is never cancelled (rule 39).
+   * @default 60_000 (the SDK's own request timeout)
+   */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -97,7 +104,7 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
 const AGENTS_OPTION_ADVICE: Record<string, string> = {
   clientSessionTimeoutSeconds:
     "is the Agents runtime's MCPServer option (seconds, the SDK's request timeout); here use timeoutMs, the idle timeout " +
-    "per request in ms (clientSessionTimeoutSeconds: 5 is timeoutMs: 5_000), and maxTotalTimeoutMs for a hard cap",
+    "per request in ms (clientSessionTimeoutSeconds: 5 is timeoutMs: 5_000), maxTotalTimeoutMs for a hard cap, and connectTimeoutMs for connect()'s initialize",
   fullCommand:
     "is not supported (the Agents runtime's MCPServerStdio splits it on spaces, which breaks quoted arguments): pass " +
     'command and args, such as { command: "node", args: ["report-server.js"] }',
@@ -153,6 +160,7 @@ export class CancellableMCPServer implements MCPServer {
   readonly #create: CancellableMCPServerOptions["create"];
   readonly #callOptions: CancellableMCPServerOptions["callOptions"];
   readonly #awaitVerification: AwaitVerification | undefined;
+  readonly #connectTimeoutMs: number;
   readonly #runner: CallRunner;
   #connected: Connected | null = null;
   #tools: AgentsTool[] | null = null;
@@ -161,7 +169,7 @@ export class CancellableMCPServer implements MCPServer {
     if (typeof options !== "object" || options === null) {
       throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
     }
-    const { name, create, cacheToolsList, callOptions, agents, awaitVerification, ...defaults } = options;
+    const { name, create, cacheToolsList, callOptions, agents, awaitVerification, connectTimeoutMs, ...defaults } = options;
     refuseAgentsOptions(defaults, "CancellableMCPServer");
     if (typeof name !== "string" || name === "") {
       throw new InvalidOptionError("name", "CancellableMCPServer: name must be a non-empty string");
@@ -172,6 +180,19 @@ export class CancellableMCPServer implements MCPServer {
     if (callOptions !== undefined && typeof callOptions !== "function") {
       throw new InvalidOptionError("callOptions", "CancellableMCPServer: callOptions must be a function");
     }
+    if (
+      connectTimeoutMs !== undefined &&
+      (typeof connectTimeoutMs !== "number" ||
+        !Number.isInteger(connectTimeoutMs) ||
+        connectTimeoutMs < 1 ||
+        connectTimeoutMs > MAX_TIMER_DELAY_MS)
+    ) {
+      throw new InvalidOptionError(
+        "connectTimeoutMs",
+        `CancellableMCPServer: connectTimeoutMs must be an integer number of ms from 1 to ${MAX_TIMER_DELAY_MS}; received ${received(connectTimeoutMs)}`,
+      );
+    }
+    this.#connectTimeoutMs = connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     if (cacheToolsList !== undefined && typeof cacheToolsList !== "boolean") {
       throw new InvalidOptionError(
         "cacheToolsList",
@@ -219,22 +240,15 @@ export class CancellableMCPServer implements MCPServer {
   /**
    * Builds a client with `create()` and connects it through the library's decorated transport.
    * A server already connected is closed first. The server's answer to `initialize` is awaited at
-   * most `timeoutMs` (the client-wide idle timeout, default 60_000 ms; the smaller
-   * `maxTotalTimeoutMs` when it is smaller), where the Agents runtime's own servers use
-   * `clientSessionTimeoutSeconds`; `initialize` itself is never cancelled (rule 39).
-   * @throws {Error} naming `timeoutMs` when the server did not answer in time; the SDK's error
-   *   when the connect failed otherwise. The transport (a spawned child) is closed either way.
+   * most `connectTimeoutMs` (default 60_000 ms); `initialize` itself is never cancelled (rule 39).
+   * @throws {Error} naming `connectTimeoutMs` when the server did not answer in time; the SDK's
+   *   error when the connect failed otherwise. The transport (a spawned child) is closed either way.
    */
   async connect(): Promise<void> {
     if (this.#connected !== null) await this.close();
     const { client, transport } = await this.#create();
     const wire = clientWire(toAdapter(transport, "CancellableMCPServer create()"), client, this.#runner.defaults);
-    const defaults = this.#runner.defaults;
-    const boundMs = Math.min(
-      defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      defaults.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY,
-      MAX_TIMER_DELAY_MS,
-    );
+    const boundMs = this.#connectTimeoutMs;
     try {
       await (client as unknown as { connect(transport: never, options: { timeout: number }): Promise<void> }).connect(
         wire.transport as never,
@@ -245,7 +259,7 @@ export class CancellableMCPServer implements MCPServer {
       // The only request of a connect is initialize, under this bound: its timeout is ours.
       if (isSdkTimeout(error)) {
         throw new Error(
-          `${this.#name}: connect() gave up after ${boundMs} ms: the server did not answer initialize within timeoutMs (the client-wide idle timeout); raise timeoutMs if it starts slowly`,
+          `${this.#name}: connect() gave up after ${boundMs} ms: the server did not answer initialize within connectTimeoutMs; raise connectTimeoutMs if it starts slowly`,
           { cause: error },
         );
       }
@@ -394,6 +408,9 @@ export interface ConvenienceServerOptions extends Omit<CancellableMCPServerOptio
   /** The second argument of the SDK's `new Client(info, options)` (capabilities; with the v2 client `versionNegotiation`, ...). */
   clientOptions?: Record<string, unknown>;
 }
+
+/** `connectTimeoutMs`'s default: the SDK's own request timeout, ms. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 60_000;
 
 /** An SDK request timeout (v1 `McpError` -32001, v2 `SdkError` `REQUEST_TIMEOUT`). */
 function isSdkTimeout(error: unknown): boolean {
