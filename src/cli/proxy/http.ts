@@ -51,7 +51,8 @@ export async function httpUpstream(
 
   const fetch: FetchLike = async (input, init) => {
     const method = (init?.method ?? "GET").toUpperCase();
-    const session = new Headers(init?.headers).get("mcp-session-id") ?? undefined;
+    // 2026-07-28 has no sessions (rule 26): no headers object to read for each request.
+    const session = legacy ? (new Headers(init?.headers).get("mcp-session-id") ?? undefined) : undefined;
     if (method === "DELETE" && session !== undefined && lost.has(session)) return new Response(null, { status: 200 });
     let response: Response;
     try {

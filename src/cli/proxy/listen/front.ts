@@ -8,11 +8,12 @@
 //   `route`: about 7 KB less per request in flight);
 // - `classifyInboundRequest` (@modelcontextprotocol/server, the predicate behind
 //   `createMcpHandler` and `isLegacyRequest`) decides the era;
-// - 2026-07-28: `PerRequestHTTPServerTransport` (the v2 server's single-exchange transport, the
-//   one `createMcpHandler` connects a server to), here connected to the relay instead of an
-//   `McpServer`: `createMcpHandler` itself cannot be used, since it builds a server instance per
-//   request from a factory and answers `server/discover` from that instance's own capabilities,
-//   where a proxy must relay the upstream's answer as it is;
+// - 2026-07-28: the v2 server decides and checks (`classifyInboundRequest`), and the exchange is
+//   written as its single-exchange `PerRequestHTTPServerTransport` writes one in its "sse" mode,
+//   by `SseExchange` (exchange.ts) straight to the node response: that transport's web
+//   `Response`, stream and timer held 6.6 KB of each request in flight (bench/front.ts). `createMcpHandler` itself cannot be used, since it builds a server
+//   instance per request from a factory and answers `server/discover` from that instance's own
+//   capabilities, where a proxy must relay the upstream's answer as it is;
 // - 2025-era: the v1 SDK's `WebStandardStreamableHTTPServerTransport` (what its Node
 //   `StreamableHTTPServerTransport` wraps), one per session, with sessions, GET streams, DELETE
 //   and `Last-Event-ID` resumption from a bounded event store.
@@ -35,6 +36,7 @@ import { ProxySession } from "../session.js";
 import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
+import { SseExchange } from "./exchange.js";
 import { checkHost, checkOrigin, checkToken, headerSecrets, redactMessage, redactor } from "./guard.js";
 import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
@@ -131,8 +133,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
 
   const sessions = new Map<string, Session>();
   let opening = 0;
-  /** 2026-07-28 exchanges in flight (their handles), for the drain. */
-  const exchanges = new Set<ClientHandle>();
+  /** 2026-07-28 exchanges in flight (their handles), for the drain and the keep-alive frames. */
+  const exchanges = new Map<ClientHandle, SseExchange>();
   let shared: Promise<Relay> | undefined;
   let draining = false;
   let drained: Promise<void> | undefined;
@@ -163,7 +165,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
 
   // ---- 2026-07-28 ---------------------------------------------------------------------------------
 
-  async function serveModern(route: ModernRoute, request: Request): Promise<Response> {
+  async function serveModern(route: ModernRoute, request: Request, res: http.ServerResponse): Promise<Response | undefined> {
     if (route.messageKind === "notification") {
       // 2026-07-28 defines no client-to-server notifications over Streamable HTTP (rule 28): accepted and dropped.
       return new Response(null, { status: 202 });
@@ -213,35 +215,20 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     // mid-call is then a response stream broken before its answer, which a client reads as the
     // request lost (rule 27; the library: connection closed, -32000), where a load balancer
     // would otherwise answer a request whose headers never came with its own 502 page.
-    const transport = new v2.PerRequestHTTPServerTransport({ classification: route.classification, responseMode: "sse" });
-    await transport.start();
-    const handle = relay.open(
-      {
-        deliver: (out, related) =>
-          void transport.send(redactMessage(out, redact) as never, related === undefined ? undefined : { relatedRequestId: related }),
-      },
-      { session: null },
-    );
-    exchanges.add(handle);
-    transport.onmessage = (inbound) => handle.fromClient(inbound as JsonRpcMessage);
+    if (res.destroyed) return undefined;
+    const exchange = new SseExchange(res, message.id);
+    const handle = relay.open({ deliver: (out, related) => exchange.send(redactMessage(out, redact), related) }, { session: null });
+    exchanges.set(handle, exchange);
     // The exchange ended: after its answer (nothing left in flight), or because the client closed
     // its response stream, which on 2026-07-28 is its cancel (rule 6): carried upstream by the
     // upstream's own mechanism, under the upstream id.
-    transport.onclose = () => {
+    exchange.onend = (byClient) => {
       exchanges.delete(handle);
-      handle.close(STREAM_CLOSED_REASON);
+      if (byClient) handle.close(STREAM_CLOSED_REASON);
     };
-    try {
-      const response = transport.handleMessage(message as never, { request });
-      // A comment frame (ignored by clients, rule 29) puts the stream's headers on the wire now.
-      transport.writeCommentFrame("mcp-cancellable proxy");
-      return await response;
-    } catch {
-      // Closed before a response existed: the client is gone, nothing to write.
-      exchanges.delete(handle);
-      handle.close(STREAM_CLOSED_REASON);
-      return new Response(null, { status: 499 });
-    }
+    exchange.open();
+    handle.fromClient(message);
+    return undefined;
   }
 
   // ---- 2025-era sessions ------------------------------------------------------------------------
@@ -387,6 +374,12 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     Math.max(50, Math.min(30_000, Math.floor(listen.sessionIdleMs / 4))),
   );
   sweep.unref();
+  // Keep-alive comment frames on open 2026-07-28 streams, as often as the v2 server's transport
+  // sends them (its DEFAULT_SSE_KEEP_ALIVE_MS), from one timer rather than one per request.
+  const keepAlive = setInterval(() => {
+    for (const exchange of exchanges.values()) exchange.keepAlive();
+  }, 15_000);
+  keepAlive.unref();
 
   // ---- HTTP -------------------------------------------------------------------------------------
 
@@ -397,7 +390,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
    * `Request` with its headers and body stream is about 7 KB a request). A 2025-era request gets
    * its `Request` from the SDK's own `toWebRequest`, for the v1 transport.
    */
-  async function route(req: http.IncomingMessage, signal: AbortSignal): Promise<Response> {
+  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<Response | undefined> {
     const header = (name: string): string | undefined => {
       const value = req.headers[name];
       return Array.isArray(value) ? value[0] : value;
@@ -423,23 +416,23 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     });
     if (outcome.kind === "reject") return rpcError(outcome.httpStatus, outcome.code, outcome.message, echoId(body), outcome.data);
     if (outcome.kind === "modern") {
-      const lite = { signal, headers: { get: (name: string) => header(name) ?? null } } as unknown as Request;
-      return serveModern(outcome as unknown as ModernRoute, lite);
+      const lite = { headers: { get: (name: string) => header(name) ?? null } } as unknown as Request;
+      return serveModern(outcome as unknown as ModernRoute, lite, res);
     }
-    const request = await node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal });
-    return serveLegacy(request, body);
+    // The v1 transport reads the client's going from the request's signal.
+    const abort = new AbortController();
+    if (res.destroyed) abort.abort();
+    else res.on("close", () => !res.writableFinished && abort.abort());
+    const request = await node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal: abort.signal });
+    await writeResponse(res, await serveLegacy(request, body), abort.signal);
+    return undefined;
   }
 
   /** Serves one request on the MCP path and writes its response (as `toNodeHandler` writes it: backpressure honoured, the stream cancelled when the client goes). */
   async function serveMcp(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const abort = new AbortController();
-    let finished = false;
-    res.on("close", () => {
-      if (!finished) abort.abort();
-    });
-    let response: Response;
+    let response: Response | undefined;
     try {
-      response = await route(req, abort.signal);
+      response = await route(req, res);
     } catch (error) {
       if (error instanceof BodyTooLargeError) {
         response = rpcError(413, -32000, error.message, null, undefined, { connection: "close" });
@@ -448,8 +441,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         response = rpcError(500, -32603, "Internal error", null);
       }
     }
-    await writeResponse(res, response, abort.signal);
-    finished = true;
+    if (response !== undefined && !res.headersSent) await writeResponse(res, response);
   }
 
   const server = http.createServer(
@@ -519,8 +511,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
       data: { code: "CONNECTION_CLOSED", record: null },
     });
-    for (const handle of [...exchanges]) handle.close(DRAIN_REASON, answer);
+    for (const handle of [...exchanges.keys()]) handle.close(DRAIN_REASON, answer);
     clearInterval(sweep);
+    clearInterval(keepAlive);
     server.close();
     server.closeIdleConnections();
     await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")));
@@ -573,21 +566,30 @@ class BodyTooLargeError extends Error {
 }
 
 /** The request body as text, at most `max` bytes (a declared `Content-Length` over it is refused unread). @throws {BodyTooLargeError} */
-async function readBody(req: http.IncomingMessage, max: number): Promise<string> {
+function readBody(req: http.IncomingMessage, max: number): Promise<string> {
   const tooLarge = () => new BodyTooLargeError(`Payload Too Large: the request body must not exceed ${max} bytes (--max-body-bytes)`);
-  if (Number(req.headers["content-length"]) > max) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) throw tooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  return chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+  if (Number(req.headers["content-length"]) > max) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= max) {
+        chunks.push(chunk);
+        return;
+      }
+      req.removeListener("data", onData);
+      reject(tooLarge());
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")));
+    // The client went before its body was whole: nothing to answer.
+    req.once("close", () => req.complete || reject(new Error("the client closed the connection before its request body was read")));
+  });
 }
 
 /** Writes a web `Response` to a node response: status and headers, then the body, waiting for `drain`, stopping when the client is gone. */
-async function writeResponse(res: http.ServerResponse, response: Response, signal: AbortSignal): Promise<void> {
+async function writeResponse(res: http.ServerResponse, response: Response, signal?: AbortSignal): Promise<void> {
   const headers: Record<string, string> = {};
   for (const [name, value] of response.headers as unknown as Iterable<[string, string]>) headers[name] = value;
   res.writeHead(response.status, headers);
@@ -598,10 +600,10 @@ async function writeResponse(res: http.ServerResponse, response: Response, signa
   let drained: (() => void) | undefined;
   const onDrain = (): void => drained?.();
   res.on("drain", onDrain);
-  const gone = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+  const gone = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      if (signal.aborted) break;
+      if (signal?.aborted) break;
       if (!res.write(chunk)) await Promise.race([new Promise<void>((resolve) => (drained = resolve)), gone]);
     }
   } catch {
