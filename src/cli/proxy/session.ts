@@ -1046,17 +1046,21 @@ export class ProxySession<T extends TransportLike> {
   }
 
   #verbose(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): void {
-    if (!this.#options.verbose) return;
-    const { method, id } = message as { method?: unknown; id?: unknown };
-    const what = typeof method === "string" ? method : "error" in message ? "error" : "result";
-    const ids =
-      id === undefined
-        ? ""
-        : upstreamId === undefined
-          ? ` id ${JSON.stringify(id)}`
-          : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
-    this.#log(`${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`);
+    if (this.#options.verbose) this.#log(verboseLine(direction, message, upstreamId, note));
   }
+}
+
+/** `--verbose`'s line for one relayed message: direction, method (or result, error), the id as the client knows it and the upstream's, a note. */
+export function verboseLine(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): string {
+  const { method, id } = message as { method?: unknown; id?: unknown };
+  const what = typeof method === "string" ? method : "error" in message ? "error" : "result";
+  const ids =
+    id === undefined
+      ? ""
+      : upstreamId === undefined
+        ? ` id ${JSON.stringify(id)}`
+        : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
+  return `${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -166,4 +166,28 @@ describe("proxy --listen: SDK clients through the HTTP front", () => {
       expect(modern.text).toContain('"slept 10"');
     },
   );
+  it("--verbose logs each relayed message of a 2026-07-28 request (the client's id beside the upstream's) and its cancel, as the stdio proxy does", async () => {
+    const front = await startFront(["--verbose", ...server(V2_STDIO)]);
+    const client = new ClientV2({ name: "front-verbose", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    await client.connect(new TransportV2(front.url));
+    open.push(() => client.close());
+    await expect(client.callTool({ name: "sleep", arguments: { ms: 5 } })).resolves.toMatchObject({ content: [{ text: "slept 5" }] });
+    const controller = new AbortController();
+    const call = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, { signal: controller.signal });
+    expect(await eventually(() => lines(front.stderr(), "STARTED").length === 2)).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    expect(await eventually(() => front.stderr().includes("client->proxy cancel of tools/call"))).toBe(true);
+    const logged = front
+      .stderr()
+      .split("\n")
+      .filter((line) => /client->|server->/.test(line));
+    const calls = logged.filter((line) => line.includes("client->server tools/call"));
+    expect(calls).toHaveLength(2);
+    // Each line names the client's id and the relay's own upstream id.
+    expect(calls[0]).toMatch(/client->server tools\/call id \S+ \(upstream \d+\)/);
+    expect(logged.filter((line) => /server->client result id \S+ \(upstream \d+\)/.test(line)).length).toBeGreaterThanOrEqual(2);
+    expect(logged.filter((line) => line.includes("client->proxy cancel of tools/call"))).toHaveLength(1);
+    expect(logged.find((line) => line.includes("client->proxy cancel"))).toContain("The client closed its response stream");
+  });
 });

@@ -19,7 +19,7 @@ import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
 import { baseLimits, entryLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
-import { proxyToken, requestMeta } from "../session.js";
+import { proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
 import { withCallFacts } from "./spans.js";
 
@@ -216,6 +216,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     if (this.#init.records !== undefined || this.#init.observer !== undefined) {
       this.#remembered.set(upstreamId, { clientId, session: handle.facts.session });
     }
+    this.#verbose("client->server", message, upstreamId);
     const facts = { clientRequestId: clientId, clientSession: handle.facts.session, era: "2026-07-28" } as const;
     // No signal: a cancel ends it by id (`MessageTransport.cancel`), no AbortController per request.
     const sent = withCallFacts(facts, () => this.#transport.send(forward));
@@ -245,12 +246,17 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#forget(upstreamId);
     if (answer !== undefined)
       pending.handle.port.deliver({ jsonrpc: "2.0", id: pending.clientId, error: answer(pending.method) }, pending.clientId);
+    if (this.#init.options.verbose)
+      this.#init.log(
+        `client->proxy cancel of ${pending.method} id ${JSON.stringify(pending.clientId)} (upstream ${upstreamId}): ${reason}`,
+      );
     this.#transport.cancel(upstreamId, reason);
     return true;
   }
 
   /** @internal A notification, or an answer to the server's own request: as it is (ids in the server's space). */
   forward(message: JsonRpcMessage): Promise<void> {
+    this.#verbose("client->server", message);
     return this.#transport.send(message).catch((error: unknown) => {
       const method = (message as { method?: unknown }).method;
       this.#init.log(`could not relay a ${String(method ?? "response")} to the server: ${this.#init.redact((error as Error).message)}`);
@@ -268,6 +274,7 @@ export class Relay<T extends TransportLike = TransportLike> {
         this.#init.log(`the server answered id ${JSON.stringify(id)}, which is no request in progress: dropped`);
         return;
       }
+      this.#verbose("server->client", { ...message, id: pending.clientId }, id);
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
       pending.handle.port.deliver({ ...message, id: pending.clientId }, pending.clientId);
@@ -280,6 +287,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     const subscription = meta?.[SUBSCRIPTION_META];
     const listen = typeof subscription === "string" || typeof subscription === "number" ? this.#pending.get(subscription) : undefined;
     if (listen !== undefined) {
+      this.#verbose("server->client", message, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
       listen.handle.port.deliver(
         { ...message, params: { ...(params as Record<string, unknown>), _meta: { ...meta, [SUBSCRIPTION_META]: listen.clientId } } },
         listen.clientId,
@@ -301,6 +309,10 @@ export class Relay<T extends TransportLike = TransportLike> {
     if (this.#init.options.verbose) this.#init.log(`server->nobody ${String(method)}: no client stream for it, dropped`);
   }
 
+  #verbose(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): void {
+    if (this.#init.options.verbose) this.#init.log(verboseLine(direction, message, upstreamId, note));
+  }
+
   #noteVersion(message: JsonRpcMessage): void {
     const result = (message as { result?: unknown }).result;
     if (isObject(result) && typeof result.protocolVersion === "string") {
@@ -318,11 +330,15 @@ export class Relay<T extends TransportLike = TransportLike> {
     const clientToken = pending.clientToken!;
     return {
       ...limits,
-      onprogress: (progress: Progress) =>
-        pending.handle.port.deliver(
-          { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: clientToken, ...progress } },
-          pending.clientId,
-        ),
+      onprogress: (progress: Progress) => {
+        const message: JsonRpcMessage = {
+          jsonrpc: "2.0",
+          method: "notifications/progress",
+          params: { progressToken: clientToken, ...progress },
+        };
+        this.#verbose("server->client", message, undefined, `for id ${JSON.stringify(pending.clientId)}`);
+        pending.handle.port.deliver(message, pending.clientId);
+      },
     };
   }
 
