@@ -429,7 +429,7 @@ export function frontTargets(r: FrontResult): Target[] {
     {
       name: `front: ${p.clients.toLocaleString("en-US")} clients with a call each in flight through one replica`,
       target: "every call settled once; heap per pending call ≤ 1 KB above the upstream connection's own",
-      value: `${p.answeredOnce}/${p.clients} answered exactly once (${p.answeredOther} otherwise); ${p.frontBytesPerCall} B per pending call in the front, the upstream connection's own ${p.upstreamOwnBytesPerCall} B, +${p.aboveUpstreamBytesPerCall} B above it (a bare node:http server holding as many requests: ${p.httpFloorBytesPerCall} B)`,
+      value: `${p.answeredOnce}/${p.clients} answered exactly once (${p.answeredOther} otherwise); ${p.frontBytesPerCall} B per pending call in the front, the upstream connection's own ${p.upstreamOwnBytesPerCall} B, +${p.aboveUpstreamBytesPerCall} B above it (a bare node:http server holding as many requests: ${p.httpFloorBytesPerCall} B; the front's own above that floor and the upstream connection's own: ${p.frontBytesPerCall - p.httpFloorBytesPerCall - p.upstreamOwnBytesPerCall} B)`,
       met: p.answeredOnce === p.clients && p.aboveUpstreamBytesPerCall <= 1_024,
       raw: `${p.upstreamOwnBytesPerCall} B`,
       wrapped: `${p.frontBytesPerCall} B`,

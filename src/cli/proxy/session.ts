@@ -367,6 +367,11 @@ export class ProxySession<T extends TransportLike> {
     return this.#pending.size;
   }
 
+  /** Whether the client's request `clientId` is in progress (rule 1: a second request may not use its id; rule 7: a cancel may name it). */
+  inProgress(clientId: Id): boolean {
+    return this.#byClientId.has(clientId);
+  }
+
   /**
    * Whether the client answers a `ping` from this side: a 2025-era client does (rule 39: either
    * side may ping); on 2026-07-28 there is no ping (rule 38), and a client may drop it.

@@ -32,7 +32,7 @@ import { loadConfig, NO_CONFIG } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
-import { ProxySession } from "../session.js";
+import { INVALID_REQUEST_CODE, ProxySession } from "../session.js";
 import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
@@ -84,6 +84,10 @@ interface Session {
   closed: boolean;
   /** Stop passing the client's messages on (the session is ending). */
   reading: boolean;
+  /** The session's events kept for resumption, when `--events-per-session` is above 0. */
+  events: SessionEventStore | undefined;
+  /** Streams the front ended after their request's cancel: a resume of one gets 204, nothing to replay (newest 1,024). */
+  ended: Set<string>;
 }
 
 async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }> {
@@ -240,6 +244,30 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
       session.lastActive = performance.now();
       if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
+      const id = isRequest(body) ? echoId(body) : null;
+      if (id !== null && session.proxy?.inProgress(id) === true) {
+        // Rule 1. Answered here, not by the session: the v1 transport maps a request id to one
+        // response stream, so a second request under the same id would take the first one's
+        // stream, and the first request's answer would then have nowhere to go.
+        return Response.json(
+          {
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: INVALID_REQUEST_CODE,
+              message: `Invalid Request: id ${JSON.stringify(id)} is already used by a request in progress`,
+            },
+          },
+          { headers: { "mcp-session-id": sid } },
+        );
+      }
+      const resumed = request.method === "GET" ? request.headers.get("last-event-id") : null;
+      if (resumed !== null && session.ended.size > 0) {
+        const stream = await session.events?.getStreamIdForEventId(resumed);
+        // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
+        if (stream !== undefined && session.ended.has(stream))
+          return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
+      }
       return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
     }
     if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
@@ -282,7 +310,34 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     if (typeof id === "string" || typeof id === "number") {
       const proxy = session.proxy;
       withCallFacts({ clientRequestId: id, clientSession: session.id ?? null, era: "2025" }, () => proxy.receive(message));
-    } else session.proxy.receive(message);
+      return;
+    }
+    const cancelled = method === "notifications/cancelled" ? requestIdOf(message) : undefined;
+    const ending = cancelled !== undefined && session.proxy.inProgress(cancelled);
+    session.proxy.receive(message);
+    if (ending) endCancelledStream(session, cancelled);
+  }
+
+  /**
+   * A 2025-era request the client cancelled gets no answer (rule 11), so the v1 transport would
+   * hold its response stream, and the connection under it, until the session ends (the v1 SDK's
+   * own server does the same): a client aborting calls one after another would fill
+   * `--max-connections`. The stream is ended here when that request is the only one on it (a
+   * batch's other requests still answer on theirs), and a resume of it (GET with
+   * `Last-Event-ID`, which an SDK client sends when a stream with event ids ends) gets 204.
+   * The transport's map of request id to stream is not public API: read guarded, and without
+   * it the stream is left as the SDK leaves it.
+   */
+  function endCancelledStream(session: Session, requestId: Id): void {
+    const streams = (session.transport as unknown as { _requestToStreamMapping?: unknown })._requestToStreamMapping;
+    if (!(streams instanceof Map)) return;
+    const stream = streams.get(requestId) as string | undefined;
+    if (stream === undefined) return;
+    for (const [other, on] of streams) if (on === stream && other !== requestId) return;
+    session.ended.add(stream);
+    if (session.ended.size > 1_024) session.ended.delete(session.ended.values().next().value!);
+    session.transport.closeSSEStream(requestId as never);
+    streams.delete(requestId);
   }
 
   async function newSession(request: Request, body: unknown): Promise<Response> {
@@ -293,6 +348,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     opening++;
     try {
       const facts: { session: string | null } = { session: null };
+      const events = listen.eventsPerSession > 0 ? new SessionEventStore(listen.eventsPerSession) : undefined;
       let session: Session | undefined;
       const transport: LegacyTransport = new v1.WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `${listen.replica}.${randomUUID()}`,
@@ -306,9 +362,18 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         onsessionclosed: () => {
           if (session !== undefined) void closeSession(session, "the client ended it (DELETE)");
         },
-        ...(listen.eventsPerSession > 0 ? { eventStore: new SessionEventStore(listen.eventsPerSession) } : {}),
+        ...(events === undefined ? {} : { eventStore: events }),
       });
-      const made: Session = { id: undefined, transport, proxy: undefined, lastActive: performance.now(), closed: false, reading: true };
+      const made: Session = {
+        id: undefined,
+        transport,
+        proxy: undefined,
+        lastActive: performance.now(),
+        closed: false,
+        reading: true,
+        events,
+        ended: new Set(),
+      };
       session = made;
       const upstream = await io.makeUpstream("legacy")!;
       const proxy = new ProxySession({
@@ -597,6 +662,9 @@ async function writeResponse(res: http.ServerResponse, response: Response, signa
     res.end();
     return;
   }
+  // An SSE stream's headers go out now, not with its first event: a 2025-06-18 request gets no
+  // priming event, and its client would otherwise see no response at all until the answer.
+  if (headers["content-type"]?.startsWith("text/event-stream") === true) res.flushHeaders();
   let drained: (() => void) | undefined;
   const onDrain = (): void => drained?.();
   res.on("drain", onDrain);
@@ -641,6 +709,13 @@ function notSent(id: Id | null, text: string): Response {
 function echoId(body: unknown): Id | null {
   const id = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
   return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** The `requestId` a `notifications/cancelled` names, when it is one. */
+function requestIdOf(message: JsonRpcMessage): Id | undefined {
+  const params = (message as { params?: unknown }).params;
+  const id = typeof params === "object" && params !== null ? (params as { requestId?: unknown }).requestId : undefined;
+  return typeof id === "string" || typeof id === "number" ? id : undefined;
 }
 
 function isRequest(body: unknown): boolean {

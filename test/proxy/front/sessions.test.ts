@@ -1,0 +1,119 @@
+// 2025-era sessions of the HTTP front, where the v1 SDK server transport (one response stream per
+// request id) needs the front's help: a cancelled request's stream, and a request id used twice.
+// Real fronts on 127.0.0.1 over the scripted stdio server (it echoes each line it reads as
+// "RECV <json>"), raw fetch and the v1 SDK client.
+import { afterEach, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { eventually, fixture, received, server } from "../helpers.js";
+import { startFront, stopFronts } from "./helpers.js";
+
+const SCRIPTED = fixture("scripted-server.mjs");
+const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const open: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close().catch(() => {});
+  await stopFronts();
+});
+
+/** A 2025-era session by hand; `post` sends one message in it. */
+async function session(url: URL, version: string) {
+  const init = await fetch(url, {
+    method: "POST",
+    headers: HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "sessions-test", version: "1" } },
+    }),
+  });
+  await init.text();
+  const headers = { ...HEADERS, "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": version };
+  const post = (body: unknown) => fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
+  await (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).text();
+  return { headers, post };
+}
+
+/** Reads an SSE body as it comes; `done` once it ends. */
+function reader(response: Response) {
+  let text = "";
+  let ended = false;
+  const done = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+    ended = true;
+  })().catch(() => {
+    ended = true;
+  });
+  return { text: () => text, ended: () => ended, done };
+}
+
+describe("proxy --listen: 2025-era sessions", () => {
+  it("a cancelled request's response stream is ended (no answer, rule 11) and a resume of it gets 204; with 2025-06-18 (no event ids) the stream ends the same way", async () => {
+    const front = await startFront(server(SCRIPTED));
+    for (const version of ["2025-11-25", "2025-06-18"]) {
+      const { headers, post } = await session(front.url, version);
+      const id = `call-${version}`;
+      const calls = received(front.stderr()).filter((m) => m.method === "tools/call").length;
+      const stream = reader(await post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "late", arguments: { ms: 4_000 } } }));
+      expect(await eventually(() => received(front.stderr()).filter((m) => m.method === "tools/call").length === calls + 1)).toBe(true);
+      const before = received(front.stderr()).filter((m) => m.method === "notifications/cancelled").length;
+      const cancel = await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "stop" } });
+      expect(cancel.status).toBe(202);
+      // The stream ends well before the late answer (4,000 ms) would have come, and carries no answer.
+      expect(await eventually(() => stream.ended(), 2_000)).toBe(true);
+      expect(stream.text()).not.toContain('"result"');
+      expect(
+        await eventually(() => received(front.stderr()).filter((m) => m.method === "notifications/cancelled").length === before + 1),
+      ).toBe(true);
+      const eventId = /^id: (\S+)$/m.exec(stream.text())?.[1];
+      if (version === "2025-11-25") {
+        // The priming event gave the stream an id: a client resumes it, and is told there is nothing to resume.
+        expect(eventId).toBeDefined();
+        const resume = await fetch(front.url, {
+          method: "GET",
+          headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+        });
+        expect(resume.status).toBe(204);
+        expect(await resume.text()).toBe("");
+      } else expect(eventId).toBeUndefined();
+    }
+  });
+
+  it("the v1 SDK client aborting calls one after another does not fill --max-connections: a new client still connects and is answered", async () => {
+    const front = await startFront(["--max-connections", "6", ...server(SCRIPTED)]);
+    const client = new Client({ name: "aborts", version: "1" });
+    await client.connect(new StreamableHTTPClientTransport(front.url));
+    open.push(() => client.close());
+    for (let i = 0; i < 10; i++) {
+      const controller = new AbortController();
+      const call = client.callTool({ name: "late", arguments: { ms: 5_000 } }, undefined, { signal: controller.signal });
+      const calls = i + 1;
+      expect(await eventually(() => received(front.stderr()).filter((m) => m.method === "tools/call").length === calls)).toBe(true);
+      controller.abort("stop");
+      await expect(call).rejects.toThrow();
+    }
+    expect(await eventually(() => received(front.stderr()).filter((m) => m.method === "notifications/cancelled").length === 10)).toBe(true);
+    const second = new Client({ name: "after", version: "1" });
+    await second.connect(new StreamableHTTPClientTransport(front.url));
+    open.push(() => second.close());
+    await expect(second.callTool({ name: "echo", arguments: { text: "still here" } })).resolves.toBeDefined();
+  });
+
+  it("a request under the id of one in progress gets -32600 at once and reaches no server; the first still gets its answer on its own stream", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { post } = await session(front.url, "2025-06-18");
+    const first = post({ jsonrpc: "2.0", id: 20, method: "tools/call", params: { name: "late", arguments: { ms: 700 } } });
+    expect(await eventually(() => received(front.stderr()).some((m) => m.method === "tools/call"))).toBe(true);
+    const second = await post({ jsonrpc: "2.0", id: 20, method: "tools/call", params: { name: "echo", arguments: { text: "second" } } });
+    const refusal = JSON.parse(await second.text()) as { id: unknown; error: { code: number; message: string } };
+    expect(refusal.id).toBe(20);
+    expect(refusal.error.code).toBe(-32600);
+    expect(refusal.error.message).toContain("already used by a request in progress");
+    const answer = await (await first).text();
+    expect(answer).toContain('"id":20');
+    expect(answer).toContain('"result"');
+    expect(received(front.stderr()).filter((m) => m.method === "tools/call")).toHaveLength(1);
+  });
+});
