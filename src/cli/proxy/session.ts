@@ -1057,7 +1057,9 @@ export class ProxySession<T extends TransportLike> {
 
 /** `--verbose`'s line for one relayed message: direction, method (or result, error), the id as the client knows it and the upstream's, a note. */
 export function verboseLine(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): string {
-  const { method, id } = message as { method?: unknown; id?: unknown };
+  const { method, params } = message as { method?: unknown; params?: unknown };
+  // A cancel is named by the request it cancels.
+  const id = method === "notifications/cancelled" && isObject(params) ? params.requestId : (message as { id?: unknown }).id;
   const what = typeof method === "string" ? method : "error" in message ? "error" : "result";
   const ids =
     id === undefined

@@ -116,4 +116,36 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(answer).toContain('"result"');
     expect(received(front.stderr()).filter((m) => m.method === "tools/call")).toHaveLength(1);
   });
+  it("a cancel whose POST overtook its request's (HTTP reorders; stdio cannot) follows the request when it comes: the tool is cancelled, not run to its end; a cancel of an answered id does not touch a later request reusing it", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { post } = await session(front.url, "2025-06-18");
+    const cancels = () => received(front.stderr()).filter((m) => m.method === "notifications/cancelled");
+    // The cancel first, then its request.
+    expect((await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "x", reason: "stop" } })).status).toBe(
+      202,
+    );
+    const stream = reader(
+      await post({ jsonrpc: "2.0", id: "x", method: "tools/call", params: { name: "late", arguments: { ms: 3_000 } } }),
+    );
+    expect(await eventually(() => stream.ended(), 2_000)).toBe(true);
+    expect(stream.text()).not.toContain('"result"');
+    // Sent and cancelled at once, or never sent: either way the server does not run it to its end unasked.
+    const calls = received(front.stderr()).filter((m) => m.method === "tools/call");
+    expect(cancels()).toHaveLength(calls.length);
+    // An answered request's id: a late cancel for it (rule 9) is ignored, and a new request reusing the id is answered.
+    expect(
+      await (await post({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { text: "one" } } })).text(),
+    ).toContain('"result"');
+    expect((await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7, reason: "too late" } })).status).toBe(
+      202,
+    );
+    expect(
+      await (await post({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo", arguments: { text: "two" } } })).text(),
+    ).toContain('"result"');
+    expect(cancels()).toHaveLength(calls.length);
+    // A cancel whose request never comes reaches nothing.
+    await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "never", reason: "stop" } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(cancels()).toHaveLength(calls.length);
+  });
 });

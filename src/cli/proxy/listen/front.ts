@@ -88,6 +88,23 @@ interface Session {
   events: SessionEventStore | undefined;
   /** Streams the front ended after their request's cancel: a resume of one gets 204, nothing to replay (newest 1,024). */
   ended: Set<string>;
+  /** The ids of the client's latest requests (`SEEN_IDS`): a cancel naming one is not early. */
+  seen: Set<Id>;
+  /** Cancels that came before their request (`EARLY_CANCEL_MS`, at most `EARLY_CANCELS`). */
+  early: Map<Id, { message: JsonRpcMessage; at: number }>;
+}
+
+/** How long a 2025-era cancel that overtook its request waits for it, in ms. */
+const EARLY_CANCEL_MS = 5_000;
+/** At most this many such cancels wait in a session (the oldest goes first). */
+const EARLY_CANCELS = 256;
+/** Request ids a session remembers as seen. */
+const SEEN_IDS = 1_024;
+
+/** Adds `value` to `set`, dropping the oldest beyond `max`. */
+function bounded<T>(set: Set<T>, value: T, max: number): void {
+  set.add(value);
+  if (set.size > max) set.delete(set.values().next().value!);
 }
 
 async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }> {
@@ -310,9 +327,25 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     if (typeof id === "string" || typeof id === "number") {
       const proxy = session.proxy;
       withCallFacts({ clientRequestId: id, clientSession: session.id ?? null, era: "2025" }, () => proxy.receive(message));
+      if (typeof method !== "string") return;
+      bounded(session.seen, id, SEEN_IDS);
+      const early = session.early.get(id);
+      if (early === undefined) return;
+      session.early.delete(id);
+      // Its cancel came first (see below): it goes now, right behind the request.
+      if (performance.now() - early.at <= EARLY_CANCEL_MS) fromSessionClient(session, early.message);
       return;
     }
     const cancelled = method === "notifications/cancelled" ? requestIdOf(message) : undefined;
+    if (cancelled !== undefined && !session.proxy.inProgress(cancelled) && !session.seen.has(cancelled)) {
+      // A cancel for a request this session has not seen yet. On stdio that cannot be (rule 7),
+      // but each 2025-era HTTP message is a POST of its own, and under load the cancel's POST can
+      // overtake its request's (another connection, a slower one): ignored (rule 10), the tool
+      // would run to its end. Kept for EARLY_CANCEL_MS, it follows its request if that comes.
+      session.early.set(cancelled, { message, at: performance.now() });
+      if (session.early.size > EARLY_CANCELS) session.early.delete(session.early.keys().next().value!);
+      return;
+    }
     const ending = cancelled !== undefined && session.proxy.inProgress(cancelled);
     session.proxy.receive(message);
     if (ending) endCancelledStream(session, cancelled);
@@ -334,8 +367,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const stream = streams.get(requestId) as string | undefined;
     if (stream === undefined) return;
     for (const [other, on] of streams) if (on === stream && other !== requestId) return;
-    session.ended.add(stream);
-    if (session.ended.size > 1_024) session.ended.delete(session.ended.values().next().value!);
+    bounded(session.ended, stream, 1_024);
     session.transport.closeSSEStream(requestId as never);
     streams.delete(requestId);
   }
@@ -373,6 +405,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         reading: true,
         events,
         ended: new Set(),
+        seen: new Set(),
+        early: new Map(),
       };
       session = made;
       const upstream = await io.makeUpstream("legacy")!;
