@@ -69,6 +69,19 @@ describe("mcp-cancellable proxy: large messages", () => {
     ).toEqual(["echo"]);
   });
 
+  it("a request whose id is null, an object or not an integer: -32600 with id null naming rule 1; nothing goes upstream; the proxy goes on", async () => {
+    const client = start(server(LINE));
+    await client.initialize();
+    for (const id of [null, { a: 1 }, 1.5])
+      client.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: {} } });
+    client.send(call("after", "echo"));
+    await client.answer("after");
+    const refusals = client.messages.filter((m) => m.id === null && m.method === undefined);
+    expect(refusals.map((m) => m.error?.code)).toEqual([-32600, -32600, -32600]);
+    expect(refusals[0]!.error!.message).toContain("is not a string or an integer (rule 1)");
+    expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1);
+  });
+
   it("a client that does not read: past --max-message-bytes plus 16 MiB unread, the proxy ends (exit 1) saying so, instead of holding it all", async () => {
     const http = await startRestartable();
     closers.push(() => http.stop());

@@ -89,7 +89,7 @@ Records:
                           -grpc by OTEL_EXPORTER_OTLP_PROTOCOL), console (JSON lines on stderr)
                           or none; OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_ENDPOINT and the rest.
                           Needs @opentelemetry/api and @opentelemetry/sdk-trace-base installed.
-  --verbose               Log every relayed message (direction, method, id) on stderr.
+  --verbose               Log every relayed message (direction, method, ids) on stderr.
   -h, --help              Print this help.
 
 Exit status: 0 the client closed its end (stdin, or its stdout went away), or the server exited
@@ -97,7 +97,7 @@ with status 0; 1 the server could not be started, exited with another status or 
 HTTP server could not be reached, it lost the session and refused a new one, or the client did
 not read its stdout; 2 usage error, a bad --config file or --records file, or a package that
 --era 2026-07-28 or --otel needs is not installed; 129, 130, 143 stopped by SIGHUP, SIGINT,
-SIGTERM. However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
+SIGTERM (with --listen: 0 after the drain, see below). However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
 in flight is cancelled upstream by the upstream's mechanism, an HTTP session is deleted, the
 records and spans are written, and a stdio server is stopped (stdin closed, then SIGTERM, then
 SIGKILL to its process group).

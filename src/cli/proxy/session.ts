@@ -425,6 +425,18 @@ export class ProxySession<T extends TransportLike> {
    */
   receive(message: JsonRpcMessage): void {
     if (this.#ending !== undefined) return;
+    const { method: named, id: given } = message as { method?: unknown; id?: unknown };
+    if (typeof named === "string" && "id" in message && !isRequestId(given)) {
+      // Rule 1: a request's id is a string or an integer, never null. Such a request would go
+      // upstream with no id of the proxy's, no limits and no record: answered here instead.
+      this.malformed(
+        null,
+        `the ${named} request's id ${JSON.stringify(given) ?? String(given)} is not a string or an integer (rule 1)`,
+        INVALID_REQUEST_CODE,
+        "Invalid Request",
+      );
+      return;
+    }
     const held = this.#held;
     if (held === undefined) {
       this.#fromClient(message);
@@ -1068,6 +1080,11 @@ export function verboseLine(direction: string, message: JsonRpcMessage, upstream
         ? ` id ${JSON.stringify(id)}`
         : ` id ${JSON.stringify(id)} (upstream ${JSON.stringify(upstreamId)})`;
   return `${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`;
+}
+
+/** A JSON-RPC request id as MCP allows it (rule 1): a string or an integer. */
+export function isRequestId(value: unknown): value is Id {
+  return typeof value === "string" || (typeof value === "number" && Number.isInteger(value));
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -148,4 +148,24 @@ describe("proxy --listen: 2025-era sessions", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(cancels()).toHaveLength(calls.length);
   });
+  it("initialize inside a JSON-RPC batch is refused naming that (not a missing session header); nothing is started", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const response = await fetch(front.url, {
+      method: "POST",
+      headers: HEADERS,
+      body: JSON.stringify([
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "batch", version: "1" } },
+        },
+      ]),
+    });
+    expect(response.status).toBe(400);
+    const answer = (await response.json()) as { error: { code: number; message: string } };
+    expect(answer.error.code).toBe(-32600);
+    expect(answer.error.message).toContain("initialize must be sent alone");
+    expect(received(front.stderr()).filter((m) => m.method === "initialize")).toEqual([]);
+  });
 });

@@ -117,6 +117,8 @@ HTTP front (--listen): serve Streamable HTTP to any number of clients instead of
   --events-per-session <n>     Events kept per session for Last-Event-ID resumption (0: none).
                                Default: ${FRONT_DEFAULTS.eventsPerSession}.
   --max-connections <n>        Open connections at once. Default: ${FRONT_DEFAULTS.maxConnections}.
+  With --listen, SIGTERM, SIGINT and SIGHUP drain the replica and it exits 0 (a graceful stop,
+  what a load balancer or Kubernetes expects); a second signal during the drain exits 1 at once.
 `;
 
 /**

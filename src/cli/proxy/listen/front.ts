@@ -289,6 +289,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     }
     if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
     if (request.method !== "POST") return rpcError(405, -32000, "Method not allowed.", null, undefined, { allow: "POST" });
+    if (Array.isArray(body) && body.some((message) => v2.isInitializeRequest(message as never))) {
+      // The 2025-03-26 lifecycle (the one revision with batches): initialize MUST NOT be part of one.
+      return rpcError(400, INVALID_REQUEST_CODE, "Invalid Request: initialize must be sent alone, not in a JSON-RPC batch", null);
+    }
     return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", echoId(body));
   }
 
