@@ -265,6 +265,26 @@ export function streamableHttpUrl(transport: object): URL | undefined {
   return url instanceof URL ? url : undefined;
 }
 
+// ---- v1 server transport (the proxy's HTTP front, 2025-era sessions) ---------------------------
+
+/**
+ * The v1 server's `WebStandardStreamableHTTPServerTransport` map of request id to the id of the
+ * response stream that carries its answer: `_requestToStreamMapping` (declared `private`), a
+ * `Map<RequestId, string>`. The front reads it to end a cancelled request's stream (rule 11: no
+ * answer will come on it) when no other request is on that stream, and deletes the request's
+ * entry after `closeSSEStream` (public).
+ *
+ * - v1 1.32.2: dist/esm/server/webStandardStreamableHttp.js (the constructor's field list; set in
+ *   `handlePostRequest`, read by `closeSSEStream` and `send`).
+ *
+ * Fallback: `undefined`: the front leaves a cancelled request's stream open until the session
+ * ends, as the v1 SDK's own server does.
+ */
+export function serverRequestStreams(transport: object): Map<unknown, unknown> | undefined {
+  const streams = (transport as { _requestToStreamMapping?: unknown })._requestToStreamMapping;
+  return streams instanceof Map ? streams : undefined;
+}
+
 // ---- The canary -------------------------------------------------------------------------------
 
 /** One shape the library reads, as `probeSdkShapes` found it on a real instance. */
@@ -299,6 +319,8 @@ export interface SdkInstances {
   readonly httpFetch?: unknown;
   /** The URL passed to `http`'s constructor. */
   readonly httpUrl?: URL;
+  /** A v1 `WebStandardStreamableHTTPServerTransport` (v1 only). */
+  readonly legacyServer?: object;
 }
 
 /**
@@ -358,6 +380,14 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
       "v1 path: cancellableFetch() required",
     );
     add("StreamableHTTPClientTransport (Streamable HTTP marker)", true, isStreamableHttpTransport(http), "treated as a message transport");
+  }
+  if (instances.legacyServer !== undefined) {
+    add(
+      "WebStandardStreamableHTTPServerTransport._requestToStreamMapping",
+      true,
+      serverRequestStreams(instances.legacyServer) !== undefined,
+      "a cancelled request's stream left open until its session ends",
+    );
   }
   const moved = checks.filter((check) => check.found !== check.expected).map((check) => `${line} ${check.field}`);
   return { line, checks, moved };

@@ -35,6 +35,8 @@ export interface SdkPackage {
   readonly Client: Ctor;
   readonly StdioClientTransport: Ctor<TransportObject>;
   readonly StreamableHTTPClientTransport: Ctor<TransportObject>;
+  /** v1 only: the server's `WebStandardStreamableHTTPServerTransport` (the proxy's HTTP front uses it). */
+  readonly WebStandardServerTransport?: Ctor<TransportObject>;
 }
 
 /** The version of the package `name` that the module at `resolved` (a path or file URL) belongs to. */
@@ -206,6 +208,13 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         expect(hasFetchSlot(plain), `${label}: StreamableHTTPClientTransport._fetch is not assigned without a fetch option`).toBe(true);
         expect(transportFetch(plain)).toBeUndefined();
       });
+
+      if (sdk.WebStandardServerTransport !== undefined) {
+        const Server = sdk.WebStandardServerTransport;
+        it("WebStandardStreamableHTTPServerTransport: the map of request id to response stream", () => {
+          expectShapes(probeSdkShapes(sdk.line, { legacyServer: new Server({ sessionIdGenerator: () => "s" } as never) }));
+        });
+      }
 
       it("Client: a request in flight is under Number(id) in _responseHandlers, and the dropper removes it once", async () => {
         const transport = stdio();

@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport as ServerV1 } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import { defineSdkCanaries, versionAt } from "./canaries.suite.js";
@@ -18,6 +19,7 @@ defineSdkCanaries([
     Client: ClientV1 as never,
     StdioClientTransport: StdioV1 as never,
     StreamableHTTPClientTransport: HttpV1 as never,
+    WebStandardServerTransport: ServerV1 as never,
   },
   {
     line: "v2",

@@ -8,6 +8,7 @@ import { expect, it } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport as ServerV1 } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import { defineSdkCanaries, versionAt } from "../../sdk/canaries.suite.js";
@@ -22,6 +23,7 @@ defineSdkCanaries([
     Client: ClientV1 as never,
     StdioClientTransport: StdioV1 as never,
     StreamableHTTPClientTransport: HttpV1 as never,
+    WebStandardServerTransport: ServerV1 as never,
   },
   {
     line: "v2",

@@ -30,6 +30,7 @@ import type { CallObserver } from "../../../types/options.js";
 import type { ProxyOptions } from "../args.js";
 import { loadConfig, NO_CONFIG } from "../config.js";
 import type { ProxyConfig } from "../config.js";
+import { serverRequestStreams } from "../../../sdk/private.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
 import { INVALID_REQUEST_CODE, ProxySession } from "../session.js";
@@ -362,14 +363,13 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
    * `--max-connections`. The stream is ended here when that request is the only one on it (a
    * batch's other requests still answer on theirs), and a resume of it (GET with
    * `Last-Event-ID`, which an SDK client sends when a stream with event ids ends) gets 204.
-   * The transport's map of request id to stream is not public API: read guarded, and without
-   * it the stream is left as the SDK leaves it.
+   * The transport's map of request id to stream is not public API (`serverRequestStreams`,
+   * src/sdk/private.ts): without it the stream is left as the SDK leaves it.
    */
   function endCancelledStream(session: Session, requestId: Id): void {
-    const streams = (session.transport as unknown as { _requestToStreamMapping?: unknown })._requestToStreamMapping;
-    if (!(streams instanceof Map)) return;
-    const stream = streams.get(requestId) as string | undefined;
-    if (stream === undefined) return;
+    const streams = serverRequestStreams(session.transport);
+    const stream = streams?.get(requestId);
+    if (streams === undefined || typeof stream !== "string") return;
     for (const [other, on] of streams) if (on === stream && other !== requestId) return;
     bounded(session.ended, stream, 1_024);
     session.transport.closeSSEStream(requestId as never);
