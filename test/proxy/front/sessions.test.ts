@@ -168,4 +168,22 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(answer.error.message).toContain("initialize must be sent alone");
     expect(received(front.stderr()).filter((m) => m.method === "initialize")).toEqual([]);
   });
+  it("a batch (2025-03-26) with one request cancelled: its stream still carries the other's answer, then ends", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { post } = await session(front.url, "2025-03-26");
+    const calls = received(front.stderr()).filter((m) => m.method === "tools/call").length;
+    const stream = reader(
+      await post([
+        { jsonrpc: "2.0", id: "a", method: "tools/call", params: { name: "late", arguments: { ms: 5_000 } } },
+        { jsonrpc: "2.0", id: "b", method: "tools/call", params: { name: "late", arguments: { ms: 800 } } },
+      ]),
+    );
+    expect(await eventually(() => received(front.stderr()).filter((m) => m.method === "tools/call").length === calls + 2)).toBe(true);
+    expect((await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "a", reason: "stop" } })).status).toBe(
+      202,
+    );
+    expect(await eventually(() => stream.ended(), 3_000)).toBe(true);
+    expect(stream.text()).toContain('"id":"b","result"');
+    expect(stream.text()).not.toContain('"id":"a"');
+  });
 });

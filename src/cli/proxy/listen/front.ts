@@ -351,7 +351,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       if (session.early.size > EARLY_CANCELS) session.early.delete(session.early.keys().next().value!);
       return;
     }
-    const ending = cancelled !== undefined && session.proxy.inProgress(cancelled);
+    // In progress, or held by the session (never to be sent now): either way no answer will come.
+    const ending = cancelled !== undefined && (session.proxy.inProgress(cancelled) || session.seen.has(cancelled));
     session.proxy.receive(message);
     if (ending) endCancelledStream(session, cancelled);
   }
@@ -361,7 +362,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
    * hold its response stream, and the connection under it, until the session ends (the v1 SDK's
    * own server does the same): a client aborting calls one after another would fill
    * `--max-connections`. The stream is ended here when that request is the only one on it (a
-   * batch's other requests still answer on theirs), and a resume of it (GET with
+   * batch's stream ends with its other requests' answers), and a resume of it (GET with
    * `Last-Event-ID`, which an SDK client sends when a stream with event ids ends) gets 204.
    * The transport's map of request id to stream is not public API (`serverRequestStreams`,
    * src/sdk/private.ts): without it the stream is left as the SDK leaves it.
@@ -370,9 +371,13 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const streams = serverRequestStreams(session.transport);
     const stream = streams?.get(requestId);
     if (streams === undefined || typeof stream !== "string") return;
-    for (const [other, on] of streams) if (on === stream && other !== requestId) return;
-    bounded(session.ended, stream, 1_024);
-    session.transport.closeSSEStream(requestId as never);
+    let shared = false;
+    for (const [other, on] of streams) if (on === stream && other !== requestId) shared = true;
+    if (!shared) {
+      bounded(session.ended, stream, 1_024);
+      session.transport.closeSSEStream(requestId as never);
+    }
+    // A batch's stream ends once its requests are answered: this one no longer counts among them.
     streams.delete(requestId);
   }
 
