@@ -69,16 +69,18 @@ describe("mcp-cancellable proxy: large messages", () => {
     ).toEqual(["echo"]);
   });
 
-  it("a request whose id is null, an object or not an integer: -32600 with id null naming rule 1; nothing goes upstream; the proxy goes on", async () => {
+  it("a request whose id is null, an object, not an integer or past 2^53: -32600 with id null naming rule 1; nothing goes upstream; the proxy goes on", async () => {
     const client = start(server(LINE));
     await client.initialize();
     for (const id of [null, { a: 1 }, 1.5])
       client.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: {} } });
+    // An integer past 2^53: a JSON number cannot carry it exactly, so relaying it would answer another id.
+    client.send('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo","arguments":{}}}');
     client.send(call("after", "echo"));
     await client.answer("after");
     const refusals = client.messages.filter((m) => m.id === null && m.method === undefined);
-    expect(refusals.map((m) => m.error?.code)).toEqual([-32600, -32600, -32600]);
-    expect(refusals[0]!.error!.message).toContain("is not a string or an integer (rule 1)");
+    expect(refusals.map((m) => m.error?.code)).toEqual([-32600, -32600, -32600, -32600]);
+    expect(refusals[0]!.error!.message).toContain("is not a string or an integer JSON carries exactly (rule 1)");
     expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1);
   });
 

@@ -431,7 +431,7 @@ export class ProxySession<T extends TransportLike> {
       // upstream with no id of the proxy's, no limits and no record: answered here instead.
       this.malformed(
         null,
-        `the ${named} request's id ${JSON.stringify(given) ?? String(given)} is not a string or an integer (rule 1)`,
+        `the ${named} request's id ${JSON.stringify(given) ?? String(given)} is not a string or an integer JSON carries exactly (rule 1)`,
         INVALID_REQUEST_CODE,
         "Invalid Request",
       );
@@ -712,7 +712,7 @@ export class ProxySession<T extends TransportLike> {
       return;
     }
     this.counts.clientCancels++;
-    this.#verbose("client->proxy", message, upstreamId, "cancelling upstream");
+    this.#verbose("client->proxy", message, upstreamId, `cancelling upstream: ${reasonOf(message)}`);
     this.#forget(upstreamId);
     this.#transport.cancel(upstreamId, reason);
   }
@@ -760,7 +760,12 @@ export class ProxySession<T extends TransportLike> {
       }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
-      this.#verbose("server->client", message, id, pending.early === true ? "written as it came, before it was parsed" : undefined);
+      this.#verbose(
+        "server->client",
+        { ...message, id: pending.clientId } as JsonRpcMessage,
+        id,
+        pending.early === true ? "written as it came, before it was parsed" : undefined,
+      );
       // Written already, as it came (a message the library made, such as a timeout's -32001 for a
       // line that then was not JSON, has no line of its own and is written).
       if (pending.early === true && rawLineOf(message) !== undefined) return;
@@ -1082,9 +1087,15 @@ export function verboseLine(direction: string, message: JsonRpcMessage, upstream
   return `${direction} ${what}${ids}${note === undefined ? "" : `: ${note}`}`;
 }
 
-/** A JSON-RPC request id as MCP allows it (rule 1): a string or an integer. */
+/** A JSON-RPC request id as MCP allows it (rule 1): a string or an integer, one JSON numbers carry exactly (a safe integer). */
 export function isRequestId(value: unknown): value is Id {
-  return typeof value === "string" || (typeof value === "number" && Number.isInteger(value));
+  return typeof value === "string" || Number.isSafeInteger(value);
+}
+
+/** The reason a `notifications/cancelled` gives, or "no reason given". */
+export function reasonOf(message: JsonRpcMessage): string {
+  const params = (message as { params?: unknown }).params;
+  return isObject(params) && typeof params.reason === "string" && params.reason !== "" ? params.reason : "no reason given";
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { eventually, fixture, received, server } from "../helpers.js";
-import { startFront, stopFronts } from "./helpers.js";
+import { messagesOf, post2026, startFront, stopFronts } from "./helpers.js";
 
 const SCRIPTED = fixture("scripted-server.mjs");
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -185,5 +185,73 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(await eventually(() => stream.ended(), 3_000)).toBe(true);
     expect(stream.text()).toContain('"id":"b","result"');
     expect(stream.text()).not.toContain('"id":"a"');
+  });
+  it("a batch naming an id in progress, or one id twice, is refused whole (400, -32600) and none of it is sent; the request in progress still gets its answer", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { post } = await session(front.url, "2025-03-26");
+    const calls = () => received(front.stderr()).filter((m) => m.method === "tools/call").length;
+    const first = post({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "late", arguments: { ms: 800 } } });
+    expect(await eventually(() => calls() === 1)).toBe(true);
+    const echo = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "echo", arguments: {} } });
+    for (const batch of [
+      [echo(3), echo(4)],
+      [echo(9), echo(9)],
+    ]) {
+      const refused = await post(batch);
+      expect(refused.status).toBe(400);
+      const answer = (await refused.json()) as { error: { code: number; message: string } };
+      expect(answer.error.code).toBe(-32600);
+      expect(answer.error.message).toContain("no request of the batch was sent");
+    }
+    const text = await (await first).text();
+    expect(text).toContain('"id":3,"result"');
+    expect(calls()).toBe(1);
+  });
+
+  it("a resume of a cancelled request's stream gets 204 even after the session's event store dropped its events", async () => {
+    const front = await startFront(["--events-per-session", "4", ...server(SCRIPTED)]);
+    const { headers, post } = await session(front.url, "2025-11-25");
+    const calls = () => received(front.stderr()).filter((m) => m.method === "tools/call").length;
+    const stream = reader(
+      await post({ jsonrpc: "2.0", id: "c", method: "tools/call", params: { name: "late", arguments: { ms: 5_000 } } }),
+    );
+    expect(await eventually(() => calls() === 1)).toBe(true);
+    await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "c", reason: "stop" } });
+    expect(await eventually(() => stream.ended(), 2_000)).toBe(true);
+    const eventId = /^id: (\S+)$/m.exec(stream.text())?.[1];
+    expect(eventId).toBeDefined();
+    // Six more events (a priming event and an answer each) push the cancelled stream's out of the store's 4.
+    for (let i = 0; i < 3; i++)
+      await (await post({ jsonrpc: "2.0", id: `e${i}`, method: "tools/call", params: { name: "echo", arguments: {} } })).text();
+    const resume = await fetch(front.url, {
+      method: "GET",
+      headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+    });
+    expect(resume.status).toBe(204);
+  });
+
+  it("a 2026-07-28 request whose id is not an integer is refused with id null, not its id echoed", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const response = await post2026(front.url, { id: 1.5, method: "tools/list" });
+    expect(response.status).toBe(400);
+    const [answer] = await messagesOf(response);
+    expect(answer!.id).toBeNull();
+    expect(answer!.error?.code).toBe(-32600);
+  });
+  it("--verbose in a session: an answer is logged under the client's id beside the upstream's, and a cancel with its reason", async () => {
+    const front = await startFront(["--verbose", ...server(SCRIPTED)]);
+    const { post } = await session(front.url, "2025-06-18");
+    await (await post({ jsonrpc: "2.0", id: "answered", method: "tools/call", params: { name: "echo", arguments: {} } })).text();
+    const stream = reader(
+      await post({ jsonrpc: "2.0", id: "v1", method: "tools/call", params: { name: "late", arguments: { ms: 5_000 } } }),
+    );
+    expect(await eventually(() => received(front.stderr()).some((m) => m.method === "tools/call"))).toBe(true);
+    await post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "v1", reason: "the user pressed stop" } });
+    expect(await eventually(() => stream.ended(), 2_000)).toBe(true);
+    expect(front.stderr()).toContain('server->client result id "answered" (upstream 2)');
+    expect(front.stderr()).toContain('client->server tools/call id "v1" (upstream 3)');
+    expect(front.stderr()).toContain(
+      'client->proxy notifications/cancelled id "v1" (upstream 3): cancelling upstream: the user pressed stop',
+    );
   });
 });

@@ -43,6 +43,13 @@ export class SessionEventStore implements SessionEventStoreShape {
     return streamId;
   }
 
+  /** The ids of the events still kept for `streamId`, oldest first. */
+  eventIdsOf(streamId: string): string[] {
+    const ids: string[] = [];
+    for (const [id, event] of this.#events) if (event.streamId === streamId) ids.push(String(id));
+    return ids;
+  }
+
   get size(): number {
     return this.#events.size;
   }

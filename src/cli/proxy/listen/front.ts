@@ -33,7 +33,7 @@ import type { ProxyConfig } from "../config.js";
 import { serverRequestStreams } from "../../../sdk/private.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
-import { INVALID_REQUEST_CODE, ProxySession } from "../session.js";
+import { INVALID_REQUEST_CODE, isRequestId, ProxySession } from "../session.js";
 import type { Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
@@ -87,7 +87,7 @@ interface Session {
   reading: boolean;
   /** The session's events kept for resumption, when `--events-per-session` is above 0. */
   events: SessionEventStore | undefined;
-  /** Streams the front ended after their request's cancel: a resume of one gets 204, nothing to replay (newest 1,024). */
+  /** The event ids of the streams the front ended after their request's cancel: a resume from one gets 204, nothing to replay (newest 4,096). */
   ended: Set<string>;
   /** The ids of the client's latest requests (`SEEN_IDS`): a cancel naming one is not early. */
   seen: Set<Id>;
@@ -262,30 +262,24 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
       session.lastActive = performance.now();
       if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
-      const id = isRequest(body) ? echoId(body) : null;
-      if (id !== null && session.proxy?.inProgress(id) === true) {
-        // Rule 1. Answered here, not by the session: the v1 transport maps a request id to one
-        // response stream, so a second request under the same id would take the first one's
-        // stream, and the first request's answer would then have nowhere to go.
-        return Response.json(
-          {
-            jsonrpc: "2.0",
-            id,
-            error: {
-              code: INVALID_REQUEST_CODE,
-              message: `Invalid Request: id ${JSON.stringify(id)} is already used by a request in progress`,
-            },
-          },
-          { headers: { "mcp-session-id": sid } },
-        );
+      // Rule 1. Answered here, not by the session: the v1 transport maps a request id to one
+      // response stream, so a second request under the same id would take the first one's
+      // stream, and the first request's answer would then have nowhere to go.
+      const reused = reusedId(body, (id) => session.proxy?.inProgress(id) === true);
+      if (reused !== undefined) {
+        const message = `Invalid Request: id ${JSON.stringify(reused)} is already used by a request in progress`;
+        if (!Array.isArray(body)) {
+          return Response.json(
+            { jsonrpc: "2.0", id: reused, error: { code: INVALID_REQUEST_CODE, message } },
+            { headers: { "mcp-session-id": sid } },
+          );
+        }
+        // A batch is refused whole: none of it is sent.
+        return rpcError(400, INVALID_REQUEST_CODE, `${message} (or twice in this batch): no request of the batch was sent`, null);
       }
       const resumed = request.method === "GET" ? request.headers.get("last-event-id") : null;
-      if (resumed !== null && session.ended.size > 0) {
-        const stream = await session.events?.getStreamIdForEventId(resumed);
-        // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
-        if (stream !== undefined && session.ended.has(stream))
-          return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
-      }
+      // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
+      if (resumed !== null && session.ended.has(resumed)) return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
       return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
     }
     if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
@@ -374,7 +368,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     let shared = false;
     for (const [other, on] of streams) if (on === stream && other !== requestId) shared = true;
     if (!shared) {
-      bounded(session.ended, stream, 1_024);
+      // A client resumes from the last event it read on the stream: its ids are kept, since the
+      // event store may drop the events themselves before the resume comes.
+      for (const eventId of session.events?.eventIdsOf(stream) ?? []) bounded(session.ended, eventId, 4_096);
       session.transport.closeSSEStream(requestId as never);
     }
     // A batch's stream ends once its requests are answered: this one no longer counts among them.
@@ -751,7 +747,20 @@ function notSent(id: Id | null, text: string): Response {
 
 function echoId(body: unknown): Id | null {
   const id = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
-  return typeof id === "string" || typeof id === "number" ? id : null;
+  return isRequestId(id) ? id : null;
+}
+
+/** A request id of `body` (a message or a batch) that is in progress, or used twice in the batch. */
+function reusedId(body: unknown, inProgress: (id: Id) => boolean): Id | undefined {
+  const seen = new Set<Id>();
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isRequest(message)) continue;
+    const id = (message as { id?: unknown }).id;
+    if (!isRequestId(id)) continue;
+    if (inProgress(id) || seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
 }
 
 /** The `requestId` a `notifications/cancelled` names, when it is one. */

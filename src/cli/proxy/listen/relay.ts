@@ -336,7 +336,12 @@ export class Relay<T extends TransportLike = TransportLike> {
           method: "notifications/progress",
           params: { progressToken: clientToken, ...progress },
         };
-        this.#verbose("server->client", message, undefined, `for id ${JSON.stringify(pending.clientId)}`);
+        this.#verbose(
+          "server->client",
+          message,
+          undefined,
+          `for id ${JSON.stringify(pending.clientId)} (upstream progress token ${JSON.stringify(token)})`,
+        );
         pending.handle.port.deliver(message, pending.clientId);
       },
     };
