@@ -372,6 +372,12 @@ export class ProxySession<T extends TransportLike> {
     return this.#byClientId.has(clientId);
   }
 
+  /** The method of the client's request `clientId` in progress, if it is. */
+  methodInProgress(clientId: Id): string | undefined {
+    const upstreamId = this.#byClientId.get(clientId);
+    return upstreamId === undefined ? undefined : this.#pending.get(upstreamId)?.method;
+  }
+
   /**
    * Whether the client answers a `ping` from this side: a 2025-era client does (rule 39: either
    * side may ping); on 2026-07-28 there is no ping (rule 38), and a client may drop it.
@@ -712,7 +718,7 @@ export class ProxySession<T extends TransportLike> {
       return;
     }
     this.counts.clientCancels++;
-    this.#verbose("client->proxy", message, upstreamId, `cancelling upstream: ${reasonOf(message)}`);
+    if (this.#options.verbose) this.#verbose("client->proxy", message, upstreamId, `cancelling upstream: ${reasonOf(message)}`);
     this.#forget(upstreamId);
     this.#transport.cancel(upstreamId, reason);
   }
@@ -760,12 +766,13 @@ export class ProxySession<T extends TransportLike> {
       }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
-      this.#verbose(
-        "server->client",
-        { ...message, id: pending.clientId } as JsonRpcMessage,
-        id,
-        pending.early === true ? "written as it came, before it was parsed" : undefined,
-      );
+      if (this.#options.verbose)
+        this.#verbose(
+          "server->client",
+          { ...message, id: pending.clientId } as JsonRpcMessage,
+          id,
+          pending.early === true ? "written as it came, before it was parsed" : undefined,
+        );
       // Written already, as it came (a message the library made, such as a timeout's -32001 for a
       // line that then was not JSON, has no line of its own and is written).
       if (pending.early === true && rawLineOf(message) !== undefined) return;

@@ -11,9 +11,10 @@
 // - 2026-07-28: the v2 server decides and checks (`classifyInboundRequest`), and the exchange is
 //   written as its single-exchange `PerRequestHTTPServerTransport` writes one in its "sse" mode,
 //   by `SseExchange` (exchange.ts) straight to the node response: that transport's web
-//   `Response`, stream and timer held 6.6 KB of each request in flight (bench/front.ts). `createMcpHandler` itself cannot be used, since it builds a server
-//   instance per request from a factory and answers `server/discover` from that instance's own
-//   capabilities, where a proxy must relay the upstream's answer as it is;
+//   `Response`, stream and timer held 6.6 KB of each request in flight (bench/front.ts).
+//   `createMcpHandler` itself cannot be used, since it builds a server instance per request from
+//   a factory and answers `server/discover` from that instance's own capabilities, where a proxy
+//   must relay the upstream's answer as it is;
 // - 2025-era: the v1 SDK's `WebStandardStreamableHTTPServerTransport` (what its Node
 //   `StreamableHTTPServerTransport` wraps), one per session, with sessions, GET streams, DELETE
 //   and `Last-Event-ID` resumption from a bounded event store.
@@ -326,7 +327,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     if (typeof id === "string" || typeof id === "number") {
       const proxy = session.proxy;
       withCallFacts({ clientRequestId: id, clientSession: session.id ?? null, era: "2025" }, () => proxy.receive(message));
-      if (typeof method !== "string") return;
+      if (typeof method !== "string" || method === "initialize") return;
       bounded(session.seen, id, SEEN_IDS);
       const early = session.early.get(id);
       if (early === undefined) return;
@@ -345,8 +346,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       if (session.early.size > EARLY_CANCELS) session.early.delete(session.early.keys().next().value!);
       return;
     }
-    // In progress, or held by the session (never to be sent now): either way no answer will come.
-    const ending = cancelled !== undefined && (session.proxy.inProgress(cancelled) || session.seen.has(cancelled));
+    // In progress (initialize excepted: never cancelled, rule 39), or seen and held by the session
+    // (never to be sent now): either way no answer will come. An answered one has no stream left.
+    const running = cancelled === undefined ? undefined : session.proxy.methodInProgress(cancelled);
+    const ending = cancelled !== undefined && (running === undefined ? session.seen.has(cancelled) : running !== "initialize");
     session.proxy.receive(message);
     if (ending) endCancelledStream(session, cancelled);
   }

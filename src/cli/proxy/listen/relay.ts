@@ -274,7 +274,7 @@ export class Relay<T extends TransportLike = TransportLike> {
         this.#init.log(`the server answered id ${JSON.stringify(id)}, which is no request in progress: dropped`);
         return;
       }
-      this.#verbose("server->client", { ...message, id: pending.clientId }, id);
+      if (this.#init.options.verbose) this.#verbose("server->client", { ...message, id: pending.clientId }, id);
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
       pending.handle.port.deliver({ ...message, id: pending.clientId }, pending.clientId);
@@ -287,7 +287,8 @@ export class Relay<T extends TransportLike = TransportLike> {
     const subscription = meta?.[SUBSCRIPTION_META];
     const listen = typeof subscription === "string" || typeof subscription === "number" ? this.#pending.get(subscription) : undefined;
     if (listen !== undefined) {
-      this.#verbose("server->client", message, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
+      if (this.#init.options.verbose)
+        this.#verbose("server->client", message, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
       listen.handle.port.deliver(
         { ...message, params: { ...(params as Record<string, unknown>), _meta: { ...meta, [SUBSCRIPTION_META]: listen.clientId } } },
         listen.clientId,
@@ -336,12 +337,13 @@ export class Relay<T extends TransportLike = TransportLike> {
           method: "notifications/progress",
           params: { progressToken: clientToken, ...progress },
         };
-        this.#verbose(
-          "server->client",
-          message,
-          undefined,
-          `for id ${JSON.stringify(pending.clientId)} (upstream progress token ${JSON.stringify(token)})`,
-        );
+        if (this.#init.options.verbose)
+          this.#verbose(
+            "server->client",
+            message,
+            undefined,
+            `for id ${JSON.stringify(pending.clientId)} (upstream progress token ${JSON.stringify(token)})`,
+          );
         pending.handle.port.deliver(message, pending.clientId);
       },
     };
