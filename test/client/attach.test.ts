@@ -292,6 +292,7 @@ describe("attachCancellation across a reconnect", () => {
     expect(
       await eventually(
         () => started(s, record.requestId) && sawDisconnect(seen(s, "tools/call").find((c) => c.http.id === record.requestId)),
+        15_000,
       ),
     ).toBe(true);
   });

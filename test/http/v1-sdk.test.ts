@@ -171,8 +171,10 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
       await close();
       expect(performance.now() - closing).toBeLessThan(FLUSH_MS);
       expect(adapter.stats().flushing).toBe(0);
-      expect(flushTimers).toHaveLength(1); // the close's bound
-      expect(flushTimers[0]!._destroyed).toBe(true); // not left to fire 5 s later
+      // The close's bound, and on a loaded machine the bound of a retried notification POST too:
+      // each cleared, none left to fire 4 s later.
+      expect(flushTimers.length).toBeGreaterThanOrEqual(1);
+      expect(flushTimers.map((timer) => timer._destroyed)).toEqual(flushTimers.map(() => true));
     } finally {
       spy.mockRestore();
     }
