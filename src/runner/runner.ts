@@ -29,7 +29,7 @@ import type { WireOptions } from "../wire/wire.js";
 import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
-import { isV2Client, sdkInputDispatcher, sdkWaitDropper } from "../sdk/private.js";
+import { isV2Client, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
 
 /** The wire a call goes through, chosen when the call is made. */
 export type WireChoice =
@@ -426,6 +426,8 @@ export function openWire<T extends TransportLike>(
     connected: extras.connected ?? false,
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: extras.releaseWait ?? (client === undefined ? undefined : sdkWaitDropper(client)),
+    // The SDK's own timer of each call's request (the longest delay: it never decides) is dropped as the request goes out.
+    dropTimer: client === undefined ? undefined : sdkTimerDropper(client),
     // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
     inputDispatcher: client === undefined ? undefined : sdkInputDispatcher(client),
     // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to

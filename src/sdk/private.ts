@@ -100,6 +100,27 @@ export function sdkWaitDropper(client: object): (id: string | number) => boolean
 }
 
 /**
+ * Drops the SDK's own timer for a request of a call as the request goes out: the SDK's
+ * `Protocol._cleanupTimeout(messageId)` (see `protocolWaitState`), which clears the timer the
+ * SDK's `request()` set up just before its `send` (v1 1.32.2 dist/esm/shared/protocol.js:742-772,
+ * v2 2.4.0 client/dist/src-CeKsbNLO.mjs:6255-6256) and forgets its entry. The library gives that
+ * timer the longest delay (it must never decide a call's fate, the call's deadlines do), so all
+ * it does while the request is pending is hold a `Timeout`, its handler closure and the SDK's
+ * entry: about 300 bytes per pending call (heap snapshot, v1). What the SDK does later for that
+ * id (its `_onresponse`, its progress handling, its `finally`) finds no entry, as it expects
+ * of an id without one.
+ *
+ * Fallback: `undefined` when the client has no `_cleanupTimeout` (another SDK version): the
+ * SDK's timer stays, as without the library, and is dropped when the request ends.
+ */
+export function sdkTimerDropper(client: object): ((id: string | number) => void) | undefined {
+  const cleanup = (client as { _cleanupTimeout?: unknown })._cleanupTimeout;
+  if (typeof cleanup !== "function") return undefined;
+  // The SDKs key their maps by Number(id), as their _onresponse does.
+  return (id) => void cleanup.call(client, Number(id));
+}
+
+/**
  * Whether the v1 client refuses `callTool` for this tool because its `execution.taskSupport` is
  * `"required"`: v1's `Client.isToolTaskRequired(name)` (declared `private`; 1.32.2
  * dist/esm/client/index.js:521, called by its `callTool` at :481). v2 2.4.0 has no such check.

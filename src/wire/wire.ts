@@ -71,6 +71,14 @@ export interface WireOptions {
    */
   readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
   /**
+   * Drops the entry point's own timer for a request of a call, as the request goes out (for an
+   * SDK client: `sdkTimerDropper`, its `_cleanupTimeout`). The call's deadlines are the
+   * request's limits; the SDK's timer, set to the longest delay so that it never decides, would
+   * only hold memory while the request is pending (a `Timeout`, its handler and the SDK's entry
+   * for it: about 300 bytes a pending call).
+   */
+  readonly dropTimer?: ((id: RequestId) => void) | undefined;
+  /**
    * Makes the task driver of a task-augmented request the library does not follow itself (the
    * SDK's own: through `attachCancellation`'s or `sdkClient`'s calls, or made on the SDK
    * directly), for the call it belongs to (`null`: the SDK's own request). Used only when such
@@ -165,6 +173,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** The SDK's own cancels keep the SDK's reason text (`forwardAbortReason: true`). */
   readonly #forwardSdkReason: boolean;
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
+  readonly #dropSdkTimer: ((id: RequestId) => void) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
@@ -203,6 +212,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#started = this.#open;
     this.#forwardSdkReason = options.forwardSdkReason ?? false;
     this.#dropSdkWait = options.releaseWait;
+    this.#dropSdkTimer = options.dropTimer;
     this.#taskDriver = options.taskDriver;
     this.inputRequest = options.inputDispatcher;
     this.#tombIds = new BoundedIdMap(maxTombstones);
@@ -501,7 +511,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       }
     }
     const token = message.params?._meta?.progressToken as string | number | undefined;
-    call?.bind(id, token);
+    if (call !== null) {
+      call.bind(id, token);
+      this.#dropSdkTimer?.(id);
+    }
     const entry: Entry = { call, token };
     if (call !== null && method === "subscriptions/listen") entry.listen = true;
     if (follower !== undefined) {

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { CallCancelledError, InvalidOptionError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
-import { hasFetchSlot, probeSdkShapes, sdkWaitDropper, stdioChildStdin, transportFetch } from "../../src/sdk/private.js";
+import { hasFetchSlot, probeSdkShapes, sdkTimerDropper, sdkWaitDropper, stdioChildStdin, transportFetch } from "../../src/sdk/private.js";
 import type { SdkLine } from "../../src/sdk/private.js";
 
 type Ctor<T = object> = new (first?: unknown, second?: unknown) => T;
@@ -240,6 +240,32 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         const drop = sdkWaitDropper(client);
         expect(drop(String(id)), `${label}: Client._responseHandlers has no entry under Number(id) for a request in flight`).toBe(true);
         expect(drop(id), `${label}: the dropper removed nothing the first time`).toBe(false);
+      });
+
+      it("Client: a request's timer is set up by the time it is sent, and _cleanupTimeout(Number(id)) clears it (sdkTimerDropper)", async () => {
+        const transport = stdio();
+        const client = new sdk.Client(CLIENT_INFO as never) as {
+          connect(t: unknown): Promise<void>;
+          callTool(...args: unknown[]): Promise<unknown>;
+          close(): Promise<void>;
+          _timeoutInfo?: Map<unknown, unknown>;
+        };
+        const atSend: Array<{ id: unknown; timer: boolean }> = [];
+        const send = transport.send.bind(transport);
+        transport.send = (message, options) => {
+          const id = (message as { id?: unknown }).id;
+          atSend.push({ id, timer: client._timeoutInfo?.has(id) === true });
+          return send(message, options);
+        };
+        await client.connect(transport);
+        cleanups.push(() => client.close());
+        const before = atSend.length;
+        client.callTool({ name: "silent", arguments: {} }).catch(() => undefined);
+        expect(await until(() => atSend.length > before), `${label}: tools/call was not sent`).toBe(true);
+        const { id, timer } = atSend.at(-1)!;
+        expect(timer, `${label}: Client._timeoutInfo had no timer under the id when the request was sent`).toBe(true);
+        sdkTimerDropper(client)!(String(id));
+        expect(client._timeoutInfo?.has(id), `${label}: _cleanupTimeout(Number(id)) left the timer`).toBe(false);
       });
     });
 

@@ -7,7 +7,7 @@ import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMem
 import { Client as ClientV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/client";
 import { McpServer as McpServerV2 } from "@modelcontextprotocol/server";
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../src/index.js";
-import { sdkWaitDropper } from "../../src/sdk/private.js";
+import { sdkTimerDropper, sdkWaitDropper } from "../../src/sdk/private.js";
 
 // A settled call's SDK-side wait is ended by dropping the SDK's per-request state directly
 // (no local error response through the SDK's zod checks); a client without that state gets
@@ -46,6 +46,22 @@ describe("sdkWaitDropper", () => {
   it("answers false for a client without that state (another SDK version)", () => {
     expect(sdkWaitDropper({})("1")).toBe(false);
     expect(sdkWaitDropper({ _responseHandlers: {}, _progressHandlers: new Map(), _cleanupTimeout() {} })(1)).toBe(false);
+  });
+});
+
+describe("sdkTimerDropper", () => {
+  it("clears the SDK's timer for the id (keyed by Number(id)); undefined for a client without _cleanupTimeout", () => {
+    const cleaned: number[] = [];
+    const drop = sdkTimerDropper({
+      _cleanupTimeout(id: number) {
+        cleaned.push(id);
+      },
+    });
+    drop!("7");
+    drop!(8);
+    expect(cleaned).toEqual([7, 8]);
+    expect(sdkTimerDropper({})).toBeUndefined();
+    expect(sdkTimerDropper({ _cleanupTimeout: 1 })).toBeUndefined();
   });
 });
 
@@ -99,6 +115,45 @@ describe("a cancelled or timed-out call ends the SDK's wait without a message th
       expect(errors).toEqual([]);
       expect(mcp.pendingCount).toBe(0);
       await client.close();
+    });
+  }
+});
+
+// Issue 30 (heap per pending call): the SDK's own timer of a call's request, set to the longest
+// delay so that it never decides, is dropped as the request goes out; the call's deadlines are
+// its limits. The SDK's progress and response handling find no entry, as for any id without one.
+describe("a pending call holds no SDK timer: its own deadlines are its limits", () => {
+  for (const [line, open] of [
+    ["v1", silentV1],
+    ["v2", silentV2],
+  ] as const) {
+    it(`${line}: the SDK's timer map is empty while calls are pending, its handlers are not, and the calls still time out`, async () => {
+      const { client, transport } = await open();
+      const errors: Error[] = [];
+      client.onerror = (error) => void errors.push(error);
+      const mcp = withCancellation(client as never, transport as never);
+      await client.connect(mcp.transport as never);
+      const before = sizes(client).timeouts; // what the SDK's own requests (initialize) left: none
+      expect(before).toBe(0);
+      const calls = Array.from({ length: 5 }, (_, i) =>
+        mcp.callTool({ name: "never", arguments: {} }, { timeoutMs: 400 + i }).then(
+          () => null,
+          (error: unknown) => error,
+        ),
+      );
+      await vi.waitFor(() => expect(sizes(client).responses).toBe(5), { interval: 5 });
+      expect(sizes(client).timeouts).toBe(before);
+      for (const call of calls) expect(await call).toBeInstanceOf(CallTimeoutError);
+      expect(sizes(client)).toEqual({ responses: 0, progress: 0, timeouts: 0 });
+      expect(mcp.pendingCount).toBe(0);
+      if (line === "v1") {
+        // A request made on the SDK directly (the silent peer never answers it) keeps its timer: the library drops only its calls'.
+        const direct = (client as unknown as ClientV1).listTools(undefined, { timeout: 60_000 }).catch(() => undefined);
+        await vi.waitFor(() => expect(sizes(client).timeouts).toBe(1), { interval: 5 });
+        await client.close();
+        await direct;
+      } else await client.close();
+      expect(errors).toEqual([]);
     });
   }
 });
