@@ -39,6 +39,9 @@ export function taskStatus(status: unknown): TaskStatus {
   return status === "input_required" || status === "completed" || status === "failed" || status === "cancelled" ? status : "working";
 }
 
+/** The record's text for a cancel notification not sent because its request's response was read first (rule 7). */
+export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7)";
+
 /** The longest server text a summary quotes, in characters. */
 const SUMMARY_TEXT_LENGTH = 200;
 
@@ -80,7 +83,9 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
       let line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
       const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);
       if (lateResponses > 0 && record.outcome !== "late-result-discarded") line = `${line}, late result discarded`;
-      if (record.cancel?.undelivered) line = `${line}, cancel ${record.cancel.undelivered.mechanism} not delivered`;
+      // A notification not sent because the response came first (rule 7) is no failed delivery: the late result says it.
+      const undelivered = record.cancel?.undelivered;
+      if (undelivered && undelivered.error !== ANSWERED_FIRST) line = `${line}, cancel ${undelivered.mechanism} not delivered`;
       return line;
     }
   }

@@ -21,8 +21,9 @@ import type { SliceWork } from "../utils/slices.js";
 import type { Message } from "./messages.js";
 import type { CancelRequest } from "./types.js";
 
-/** The record's text for a timer-fired cancel whose response was read before it went (rule 7). */
-export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7)";
+import { ANSWERED_FIRST } from "../core/record.js";
+
+export { ANSWERED_FIRST };
 
 /** How a {@link DeferredCancels} sends and waits. */
 export interface DeferredCancelsInit {

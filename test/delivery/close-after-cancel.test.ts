@@ -57,6 +57,30 @@ describe("a cancel followed at once by client.close()", () => {
     });
   }
 
+  // The v2 server's stateless 2025 fallback holds a request's response head until its first
+  // event: the notification waits up to flushTimeoutMs for the request to reach the server. The
+  // close ends that wait (the body was written: the notification goes at once), else its own
+  // bound ran out as the notification's wait did and aborted it as it started (0 POSTs).
+  for (const [sdk, connect] of [
+    ["v1", (url: URL) => connectV1(url)],
+    ["v2 (2025 era)", (url: URL) => connectV2(url)],
+  ] as const) {
+    it(`${sdk}, the v2 server's 2025 fallback (no head before the first event): the notification still reaches it within flushTimeoutMs; the record says what went`, async () => {
+      const server = await startV2({ responseMode: "sse" });
+      cleanup.push(() => server.stop());
+      const client = await connect(server.url);
+      cleanup.push(() => client.close());
+      const { releasedAfter, closedAfter } = await abortThenClose(server, client);
+      expect(releasedAfter).toBeLessThan(SLACK_MS);
+      expect(closedAfter).toBeLessThan(250 + SLACK_MS);
+      expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
+      const record = client.mcp.records()[0]!;
+      expect(record.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(record.summary).toBe("cancelled (aborted), outcome unverified");
+      expect(client.errors.map((e) => e.message)).toEqual([]);
+    });
+  }
+
   it("v2 pinned to 2026-07-28: the stream close is the cancel; the server sees it, no notification, onerror stays empty", async () => {
     const server = await startV2({ responseMode: "sse" });
     cleanup.push(() => server.stop());

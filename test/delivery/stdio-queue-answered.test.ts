@@ -153,5 +153,7 @@ describe("a real server that stops reading while it works", () => {
       undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
     });
     expect(record.outcome).toBe("late-result-discarded");
+    // Not sent by choice (rule 7), not a failed delivery: the summary says the late result, no "not delivered".
+    expect(record.summary).toBe("cancelled (aborted), late result discarded");
   }, 30_000);
 });

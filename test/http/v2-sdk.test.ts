@@ -219,6 +219,23 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("against the v2 server's 2025 fallback (its head held until the first event) the notification waits flushTimeoutMs, and the record's sentAt says when it went, not the settle", async () => {
+    const server = await startV2({ responseMode: "sse" });
+    const { mcp, errors } = await setup(server, false);
+    const controller = new AbortController();
+    const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
+    expect(await eventually(() => seen(server, "tools/call").length === 1)).toBe(true);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
+    expect(await eventually(() => mcp.records()[0]!.revision > 0)).toBe(true);
+    const record = mcp.records()[0]!;
+    expect(record.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+    // The wait is a 250 ms timer from the cancel: the notification cannot have gone earlier.
+    expect(Date.parse(record.cancel!.sentAt!) - Date.parse(record.settledAt)).toBeGreaterThanOrEqual(240);
+    expect(errors).toEqual([]);
+  });
+
   it("a v2 transport created with cancellableFetch() (for its timeouts) cancels the same way", async () => {
     const server = await startV1({ stateful: false, json: true });
     cleanup.push(() => server.stop());

@@ -6,6 +6,7 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { ANSWERED_FIRST } from "../../wire/deferred-cancels.js";
+import { processClock } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { WireFact } from "../../wire/port.js";
 import type { CancelRequest } from "../types.js";
@@ -57,6 +58,8 @@ export class LegacyDelivery extends Layer {
   readonly #deliveries = new Set<Delivery>();
   /** The server has answered a POST with an SSE stream: its response head comes as it starts a request. */
   #sse = false;
+  /** `close()` was called: no notification waits any more for its request to reach the server. */
+  #closing = false;
 
   constructor(below: StreamTracker, flushTimeoutMs: number, observesBody: boolean) {
     super(below);
@@ -85,7 +88,7 @@ export class LegacyDelivery extends Layer {
     if (stream !== undefined) stream.cancelled = true;
     const delivery: Delivery = { timer: undefined, wake: undefined, done: Promise.resolve() };
     this.#deliveries.add(delivery);
-    delivery.done = this.#deliver(request, stream, delivery).finally(() => {
+    delivery.done = this.#deliver(request, stream, delivery, processClock()).finally(() => {
       clearTimeout(delivery.timer);
       this.#deliveries.delete(delivery);
     });
@@ -99,6 +102,12 @@ export class LegacyDelivery extends Layer {
    */
   override async close(): Promise<void> {
     if (this.#deliveries.size > 0) {
+      // A notification still waiting for its request to reach the server (a server that holds its
+      // head until its first event makes it wait up to flushTimeoutMs) goes now, if its request's
+      // body was written, or is given up, if not: else its own wait would take the whole bound
+      // given here, and the close would abort it as it starts.
+      this.#closing = true;
+      for (const delivery of this.#deliveries) delivery.wake?.();
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         Promise.all([...this.#deliveries].map((delivery) => delivery.done)),
@@ -124,7 +133,8 @@ export class LegacyDelivery extends Layer {
     return stream.written && !this.#sse;
   }
 
-  async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery): Promise<void> {
+  /** @param since when the cancel was made (`processClock`, ms): a notification POSTed 1 ms or more later revises the record's `sentAt`. */
+  async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery, since: number): Promise<void> {
     if (stream !== undefined && !this.#decided(stream)) {
       await this.#bounded(
         delivery,
@@ -178,18 +188,31 @@ export class LegacyDelivery extends Layer {
     if (stream?.status !== undefined) this.#tracker.allowPooled(request.requestId);
     // The stream closes now, and the notification goes: its answer is not waited for.
     if (stream !== undefined) this.#tracker.closeStream(stream);
-    const sending = this.#sendNotification(request);
-    const failure = await sending;
-    if (failure === undefined) return;
+    const attempt = { at: since, wall: 0 };
+    const failure = await this.#sendNotification(request, attempt);
+    if (failure === undefined) {
+      // It went 1 ms or more after the cancel (it waited for the request to reach the server: the
+      // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent
+      // again after a dropped connection): the record's sentAt says when the one delivered went.
+      if (attempt.at - since >= 1) {
+        request.delivery({ sent: stream === undefined ? "notification" : "notification+stream-close", failed: null, sentWall: attempt.wall });
+      }
+      return;
+    }
     // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).
     const error = failure instanceof Error ? failure : new Error(String(failure));
     request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
   }
 
-  /** Sends the notification; resolves `undefined` once the server answered it, else the failure. Never rejects. */
-  async #sendNotification(request: CancelRequest): Promise<unknown> {
+  /**
+   * Sends the notification; resolves `undefined` once the server answered it, else the failure.
+   * Never rejects. `last` gets when the last attempt started (`processClock` and `Date.now()`).
+   */
+  async #sendNotification(request: CancelRequest, last: { at: number; wall: number }): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       try {
+        last.at = processClock();
+        last.wall = Date.now();
         this.#tracker.refusal(request.requestId);
         await this.below.send(request.notification);
         const status = this.#tracker.refusal(request.requestId);
@@ -206,7 +229,7 @@ export class LegacyDelivery extends Layer {
 
   /** Waits for `promise`, at most flushTimeoutMs (the timer is the delivery's, cleared with it). */
   #bounded(delivery: Delivery, promise: Promise<unknown>): Promise<unknown> {
-    if (this.#tracker.closedDown) return Promise.resolve(TIMED_OUT);
+    if (this.#tracker.closedDown || this.#closing) return Promise.resolve(TIMED_OUT);
     return new Promise((resolve) => {
       delivery.timer = setTimeout(resolve, this.#flushTimeoutMs, TIMED_OUT);
       delivery.wake = () => resolve(TIMED_OUT);
