@@ -386,10 +386,15 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     this.#rareFacts().httpStatus = status;
   }
 
-  /** The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation error. Passed on untouched. */
+  /**
+   * The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation
+   * error. Passed on untouched. A call whose request never reached the wire (the SDK refused it
+   * before its `send`, as the v1 SDK refuses a tool whose `taskSupport` is `"required"` called
+   * without a task) is recorded `not-sent` ("never sent"): no server answered it.
+   */
   fail(error: unknown): void {
     if (this.#state === "settled") return;
-    this.#finish("failed", "error", describeError(error, this.#rare?.httpStatus));
+    this.#finish("failed", this.requestId === null ? "not-sent" : "error", describeError(error, this.#rare?.httpStatus));
     const rejected = this.#hooks.rejected;
     this.#reject(error);
     this.#release();

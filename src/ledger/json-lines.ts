@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { RunRecord } from "../types/record.js";
 import { parseOptions } from "../options/schemas.js";
 import { BoundedMap } from "../utils/bounded-map.js";
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 
 /** Options of `jsonLines`. */
 export interface JsonLinesOptions {
@@ -46,9 +47,15 @@ const optionsSchema = z
  *
  * @param write receives one line per record written, ending in `\n`.
  * @param options `revisions` (`"changed"` by default, or `"all"`) and `maxCalls`.
- * @throws {InvalidOptionError} an option is invalid, naming it.
+ * @throws {InvalidOptionError} `write` is not a function, or an option is invalid, naming it.
  */
 export function jsonLines(write: (line: string) => void, options: JsonLinesOptions = {}): (record: RunRecord) => void {
+  if (typeof write !== "function") {
+    throw new InvalidOptionError(
+      "write",
+      `jsonLines: write must be a function that takes each line (a string ending in \\n), such as (line) => process.stdout.write(line); got ${write === null ? "null" : typeof write}`,
+    );
+  }
   const { revisions = "changed", maxCalls = DEFAULT_JSON_LINES_MAX_CALLS } = parseOptions(optionsSchema, options, "jsonLines options");
   if (revisions === "all") return (record) => write(`${JSON.stringify(record)}\n`);
   const written = new BoundedMap<number, string>(maxCalls);

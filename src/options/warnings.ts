@@ -35,6 +35,19 @@ export function warnMistakeOnce(text: string): boolean {
   return true;
 }
 
+/**
+ * Warns once per distinct text and process (`McpCancellableWarning`, with `code`), bounded as the
+ * mistakes are: `MCP_CANCELLABLE_UNPROTECTED` for calls that will not go through the library (a
+ * framework's server it could not attach to), `MCP_CANCELLABLE_HOOK_THREW` for a throwing
+ * `onRecord` (its records are lost; the calls settle as they would). Returns whether it warned.
+ */
+export function warnOnce(text: string, code: "MCP_CANCELLABLE_UNPROTECTED" | "MCP_CANCELLABLE_HOOK_THREW"): boolean {
+  if (mistakes.has(text) || mistakes.size >= MAX_MISTAKES_WARNED) return false;
+  mistakes.add(text);
+  emitWarning(text, code);
+  return true;
+}
+
 function emitWarning(text: string, code: string): void {
   const proc = (globalThis as { process?: { emitWarning?: (text: string, options: { type: string; code: string }) => void } }).process;
   if (typeof proc?.emitWarning === "function") {

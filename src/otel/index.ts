@@ -240,7 +240,11 @@ class CallTrace implements CallObservation {
     };
     if (record.requestId !== null) outcome[ATTR_JSONRPC_REQUEST_ID] = String(record.requestId);
     if (errorType !== undefined) outcome[ATTR_ERROR_TYPE] = errorType;
-    const code = record.status === "failed" && typeof record.error?.code === "number" ? String(record.error.code) : undefined;
+    // A JSON-RPC error code is a response's only when the request went out: a call the SDK refused before sending (outcome `not-sent`) has none.
+    const code =
+      record.status === "failed" && record.outcome !== "not-sent" && typeof record.error?.code === "number"
+        ? String(record.error.code)
+        : undefined;
     if (code !== undefined) outcome[ATTR_RPC_RESPONSE_STATUS_CODE] = code;
     span.setAttributes(outcome);
     const cancel = record.cancel;

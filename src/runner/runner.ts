@@ -10,7 +10,7 @@ import { processClock } from "../utils/slices.js";
 import { summarize } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { isoTime } from "../utils/iso.js";
-import { warnMistakeOnce } from "../options/warnings.js";
+import { warnMistakeOnce, warnOnce } from "../options/warnings.js";
 import type { RunRecord } from "../types/record.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
@@ -182,8 +182,12 @@ export class CallRunner {
         : (record) => {
             try {
               onRecord(record);
-            } catch {
-              // A throwing log hook must not change how a call settles.
+            } catch (error) {
+              // A throwing log hook must not change how a call settles; it is said once per distinct error.
+              warnOnce(
+                `onRecord threw, so this record was not logged (the call settled as it would): ${error instanceof Error ? error.message : String(error)}`,
+                "MCP_CANCELLABLE_HOOK_THREW",
+              );
             }
           };
     this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep, rejected: init.rejected };

@@ -72,4 +72,45 @@ describe("jsonLines", () => {
     expect(() => jsonLines(() => {}, { revisions: "some" as never })).toThrow(InvalidOptionError);
     expect(() => jsonLines(() => {}, { maxCalls: 0 })).toThrow(/"maxCalls"/);
   });
+
+  it("a write that is not a function is refused at once, named (else every line would be lost without a trace)", () => {
+    for (const write of [undefined, null, "stdout", { write() {} }]) {
+      const error = (() => {
+        try {
+          jsonLines(write as never);
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option: "write" });
+      expect((error as Error).message).toMatch(/write must be a function .*got (undefined|null|string|object)$/);
+    }
+  });
+
+  it("an onRecord that throws: the call settles as it would, and the error is warned about once per distinct message", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => void warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      let thrown = 0;
+      const { mcp, peer } = await connectPeer({
+        onRecord: () => {
+          thrown++;
+          throw new Error("disk full (json-lines test)");
+        },
+      });
+      peer.onRequest((m) => void peer.result(m.id, { content: [] }));
+      await expect(mcp.callTool({ name: "a" })).resolves.toEqual({ content: [] });
+      await expect(mcp.callTool({ name: "b" })).resolves.toEqual({ content: [] });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(thrown).toBe(2);
+    } finally {
+      process.off("warning", onWarning);
+    }
+    const ours = warnings.filter((w) => w.name === "McpCancellableWarning" && /disk full \(json-lines test\)/.test(w.message));
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toMatchObject({ code: "MCP_CANCELLABLE_HOOK_THREW" });
+  });
 });

@@ -10,6 +10,8 @@ import { connectV1, connectV2 } from "../http/clients.js";
 import { startRaw2026TaskServer, startV1TaskServer, methods } from "./servers.js";
 import type { TaskServer } from "./servers.js";
 import { until } from "../helpers/timing.js";
+import { otelRecorder } from "../../src/otel/index.js";
+import { otelHarness } from "../otel/harness.js";
 
 let server: TaskServer | undefined;
 let closeClient: (() => Promise<void>) | undefined;
@@ -132,6 +134,31 @@ describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task
     expect(isInvalidOptionError(error)).toBe(true);
     expect(String((error as Error).message)).toMatch(/requires task-augmented execution.*task option/);
     expect(methods(server, "tools/call")).toHaveLength(0);
+  });
+
+  it("the same call through the SDK's own callTool (sdkClient, what LangChain calls) is refused by the SDK: recorded never sent, not as a server's error", async () => {
+    server = await startV1TaskServer();
+    const records: RunRecord[] = [];
+    const otel = otelHarness();
+    const peer = await connectV1(server.url, {
+      onRecord: (r) => records.push(r),
+      observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }),
+    });
+    closeClient = async () => {
+      await peer.close();
+      await otel.shutdown();
+    };
+    await peer.client.listTools();
+    const error = await peer.mcp.sdkClient.callTool({ name: "report", arguments: { ms: 10 } }).catch((e: unknown) => e);
+    expect((error as { code?: unknown }).code).toBe(-32600); // the SDK's own McpError, untouched
+    expect(methods(server, "tools/call")).toHaveLength(0);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ status: "failed", outcome: "not-sent", requestId: null, error: { code: -32600 } });
+    // The span: no request id, and no rpc.response.status_code (no server answered).
+    const span = otel.spans().find((s) => s.name === "tools/call report")!;
+    expect(span.attributes).toMatchObject({ "mcp_cancellable.call.outcome": "not-sent", "error.type": "-32600" });
+    expect(span.attributes).not.toHaveProperty("rpc.response.status_code");
+    expect(span.attributes).not.toHaveProperty("jsonrpc.request.id");
   });
 });
 

@@ -12,6 +12,7 @@ import type { TransportLike } from "../../adapters/types.js";
 import type { RunRecord } from "../../types/record.js";
 import type { CancellationOptions } from "../../types/options.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
+import { warnOnce } from "../../options/warnings.js";
 
 /** The part of Mastra's `MCPClient` this module uses in public: `listTools()` connects every server. */
 export interface MastraMCPClientLike {
@@ -22,6 +23,14 @@ export interface MastraMCPClientLike {
 export interface MastraAttached {
   /** By server name (the keys of `new MCPClient({ servers })`): the handle `attachCancellation` returned. */
   readonly servers: ReadonlyMap<string, CancellableClient<TransportLike, ClientLike>>;
+  /**
+   * The servers of `new MCPClient({ servers })` that had no connected client when `attachMastra`
+   * ran (their connect failed, e.g. Mastra's own `timeout` on a slow `initialize`): their tool
+   * calls do not go through the library until `attachMastra` is called again after Mastra
+   * connected them. Each is also warned about once (`McpCancellableWarning`, code
+   * `MCP_CANCELLABLE_UNPROTECTED`). Empty when every server is attached.
+   */
+  readonly unattached: readonly string[];
   /** The run records of every server's calls, oldest first within each server. */
   records(): RunRecord[];
 }
@@ -101,10 +110,30 @@ export async function attachMastra(mcp: MastraMCPClientLike, options?: Cancellat
   const servers = new Map<string, CancellableClient<TransportLike, ClientLike>>();
   for (const [name, client] of mastraServerClients(mcp)) servers.set(name, attachWith(client, chosen, "attachMastra", "tighter"));
   if (!firstOptions.has(mcp)) firstOptions.set(mcp, options);
+  const unattached = configuredServers(mcp).filter((name) => !servers.has(name));
+  for (const name of unattached) {
+    warnOnce(
+      `attachMastra: server ${JSON.stringify(name)} has no connected client (its connect failed or has not happened), ` +
+        "so its tool calls do not go through mcp-cancellable (no timeouts, cancels or records of ours): " +
+        "call attachMastra again once Mastra has connected it",
+      "MCP_CANCELLABLE_UNPROTECTED",
+    );
+  }
   return {
     servers,
+    unattached,
     records: () => [...servers.values()].flatMap((server) => server.records()),
   };
+}
+
+/**
+ * The server names a Mastra `MCPClient` was made with: `MCPClient.serverConfigs` (the `servers`
+ * option; @mastra/mcp 2.0.0 dist/index.js: `this.serverConfigs = args.servers`). Fallback: none
+ * known (`[]`) when it is not an object: then no server is reported unattached.
+ */
+function configuredServers(mcp: object): string[] {
+  const configs = (mcp as { serverConfigs?: unknown }).serverConfigs;
+  return typeof configs === "object" && configs !== null ? Object.keys(configs) : [];
 }
 
 /**

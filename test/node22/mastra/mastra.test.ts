@@ -117,6 +117,33 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
     });
   }
 
+  it("a server whose connect failed is named in unattached and warned about once (its calls would bypass the library), also on a second attachMastra", async () => {
+    const mcp = new MCPClient({
+      id: `mastra-unattached-${++ids}`,
+      servers: {
+        reports: { command: process.execPath, args: [fixture("sdk-stdio-server.mjs")], stderr: "pipe" },
+        broken: { command: process.execPath, args: ["-e", "process.exit(3)"], stderr: "pipe" },
+      },
+    });
+    open.push(() => mcp.disconnect());
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => void warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const attached = await attachMastra(mcp);
+      expect([...attached.servers.keys()]).toEqual(["reports"]);
+      expect(attached.unattached).toEqual(["broken"]);
+      await attachMastra(mcp); // the same server still down: the same warning, not twice
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    const ours = warnings.filter((w) => w.name === "McpCancellableWarning");
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toMatchObject({ code: "MCP_CANCELLABLE_UNPROTECTED" });
+    expect(ours[0]!.message).toMatch(/server "broken" has no connected client.*attachMastra again/);
+  });
+
   it("refuses what is not a Mastra MCPClient, and a shape it does not know, naming the version tested", async () => {
     await expect(attachMastra({} as never)).rejects.toSatisfy(isInvalidOptionError);
     const error = await attachMastra({ listTools: async () => ({}) }).then(
