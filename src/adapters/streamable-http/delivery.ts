@@ -195,7 +195,11 @@ export class LegacyDelivery extends Layer {
       // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent
       // again after a dropped connection): the record's sentAt says when the one delivered went.
       if (attempt.at - since >= 1) {
-        request.delivery({ sent: stream === undefined ? "notification" : "notification+stream-close", failed: null, sentWall: attempt.wall });
+        request.delivery({
+          sent: stream === undefined ? "notification" : "notification+stream-close",
+          failed: null,
+          sentWall: attempt.wall,
+        });
       }
       return;
     }
