@@ -226,10 +226,13 @@ function silentAfterCancel(run: ProbeRun): Check {
     );
   }
   const closed = within(run, cancelAt, end).find((event) => event.kind === "closed");
+  // A connection that closed ends the watch: nothing more could come after it.
+  const watched =
+    closed === undefined ? `in the ${Math.round(end - cancelAt)} ms` : `until the connection closed (${rel(closed.at, cancelAt)})`;
   return make(
     "silent-after-cancel",
     "PASS",
-    `no result, error or progress for ${idLabel(id)} in the ${Math.round(end - cancelAt)} ms after the server had read the cancel`,
+    `no result, error or progress for ${idLabel(id)} ${watched} after the server had read the cancel`,
     [boundary.how, ...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
   );
 }
@@ -323,16 +326,19 @@ function workStops(run: ProbeRun): Check {
       crossed.length === 0
         ? ""
         : `, ${crossed.length} right after it that crossed it on the wire (before the server showed it had read it)`;
+    const closedAt = run.closedAt !== undefined && run.closedAt > cancelAt && run.closedAt < end ? run.closedAt : undefined;
     const said =
       `${before.length} progress notification(s) before the cancel${crossing}, none after the server had read it ` +
-      `(watched to ${rel(end, cancelAt)}): the server stopped reporting progress`;
+      `(watched ${closedAt === undefined ? `to ${rel(end, cancelAt)}` : `until the connection closed, ${rel(closedAt, cancelAt)}`}): the server stopped reporting progress`;
     if (cpu?.busy === true) return busyWarn(said);
+    const unwatched =
+      run.transport === "http"
+        ? "silence alone does not show that the work stopped; the probe sees no process of an HTTP server"
+        : "silence alone does not show that the work stopped; its processes' CPU could not be read";
     return make(
       "work-stops",
       "PASS",
-      cpu === undefined
-        ? `${said} (silence alone does not show that the work stopped; the probe sees no process of an HTTP server)`
-        : `${said}, and its processes used little CPU after it`,
+      cpu === undefined ? `${said} (${unwatched})` : `${said}, and its processes used little CPU after it`,
       [...lines(before.slice(-3), cancelAt), ...cpuLines],
     );
   }

@@ -212,8 +212,10 @@ export function chooseTool(
       throw new UsageError(`the server has no tool named ${JSON.stringify(options.tool)}; its tools: ${list}`);
     }
     const a = tool.annotations ?? {};
-    const destructive = a.readOnlyHint !== true && a.destructiveHint !== false;
-    if (destructive && !options.allowSideEffects) {
+    // Free of side effects only by its own claim of readOnlyHint, and no claim of destructiveHint
+    // (a tool that is not read-only may add or change data even when it is "not destructive").
+    const sideEffects = a.readOnlyHint !== true || a.destructiveHint === true;
+    if (sideEffects && !options.allowSideEffects) {
       throw new UsageError(
         `${JSON.stringify(tool.name)} may have side effects (its annotations do not say readOnlyHint, or say destructiveHint): ` +
           "a cancel does not undo them. Pass --allow-side-effects to probe it anyway (only on a test server).",

@@ -382,6 +382,16 @@ function startupError(
             : "";
       return new StartupError(`${who} answered ${handshake} with HTTP ${last.status}${hint} (${last.text ?? ""})`, "http", extra);
     }
+    // An answer with a success status but not an MCP one (a web page, a proxy's login form): it
+    // was reached, and the status says so.
+    const reached = recorder.events.filter((event) => event.kind === "http" && event.status !== undefined).at(-1);
+    if (reached?.status !== undefined) {
+      return new StartupError(
+        `${who} answered ${handshake} with HTTP ${reached.status}, but not as an MCP server: ${truncate(last?.text ?? reached.text ?? message, 300)}`,
+        "http",
+        extra,
+      );
+    }
     return new StartupError(`could not reach ${who}: ${last?.text ?? message}`, "http", extra);
   }
   if (timedOut || /timed? ?out/i.test(message)) {

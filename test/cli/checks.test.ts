@@ -107,6 +107,26 @@ describe("checks on synthetic timelines", () => {
     expect(checks["work-stops"]!.status).toBe("PASS");
   });
 
+  it("a stdio server that exits as it reads the cancel: the verdicts say the watch ended with the connection, and name no HTTP server", () => {
+    const events = timeline([
+      [10, "client", call],
+      [200, "server", progress(1)],
+      [300, "server", progress(2)],
+      [500, "client", cancel],
+    ]);
+    events.push({ seq: events.length, at: 531, from: "server", kind: "closed", text: "connection closed" });
+    const r = run(events);
+    r.closedAt = 531;
+    const checks = byId(evaluate(r));
+    expect(checks["silent-after-cancel"]!.status).toBe("PASS");
+    expect(checks["silent-after-cancel"]!.summary).toMatch(
+      /no result, error or progress for #2 until the connection closed \(\+31 ms\) after the server had read the cancel/,
+    );
+    expect(checks["work-stops"]!.status).toBe("PASS");
+    expect(checks["work-stops"]!.summary).toMatch(/watched until the connection closed, \+31 ms/);
+    expect(checks["work-stops"]!.summary).not.toMatch(/HTTP server/);
+  });
+
   it("progress slower than the window: WARN that the window was too short to judge, not a PASS", () => {
     // progress every 1,500 ms before the cancel; only 1,000 ms watched after it
     const slow = run(
@@ -547,6 +567,27 @@ describe("tool choice: annotations printed as the server's claim", () => {
     const bare = chooseTool(tools, undefined, { tool: "plain", toolArgs: {}, allowSideEffects: true });
     expect(bare.why).toBe("given with --tool; the server gives no annotations");
   });
+});
+
+describe("tool choice: --tool refuses a tool that may have side effects without --allow-side-effects", () => {
+  const cases: Array<[string, Record<string, boolean> | undefined, boolean]> = [
+    ["no annotations", undefined, true],
+    ["readOnlyHint false", { readOnlyHint: false }, true],
+    // Not destructive, but not read-only either (server-memory's create_entities): it writes.
+    ["readOnlyHint false, destructiveHint false", { readOnlyHint: false, destructiveHint: false }, true],
+    ["readOnlyHint true, destructiveHint true", { readOnlyHint: true, destructiveHint: true }, true],
+    ["readOnlyHint true", { readOnlyHint: true }, false],
+    ["readOnlyHint true, destructiveHint false", { readOnlyHint: true, destructiveHint: false }, false],
+  ];
+  for (const [label, annotations, refused] of cases) {
+    it(`${label}: ${refused ? "refused" : "probed"}; with --allow-side-effects always probed`, () => {
+      const tools = [{ name: "t", ...(annotations === undefined ? {} : { annotations }) }];
+      const pick = () => chooseTool(tools, undefined, { tool: "t", toolArgs: {}, allowSideEffects: false });
+      if (refused) expect(pick).toThrow(/may have side effects.*--allow-side-effects/);
+      else expect(pick().name).toBe("t");
+      expect(chooseTool(tools, undefined, { tool: "t", toolArgs: {}, allowSideEffects: true }).name).toBe("t");
+    });
+  }
 });
 
 // Issue 24 item 5: a verdict never contradicts the timeline it prints.

@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 // @ts-expect-error: a plain .mjs fixture without types
 import { startHttpServer } from "../fixtures/probe/http-server.mjs";
 import { check, cli, FAST, why, probeJson, statuses } from "./helpers.js";
@@ -117,6 +119,28 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
       /^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered server\/discover \(2026-07-28\) with HTTP 400: it does not speak 2026-07-28 \(a 2025-era server\? try --era legacy\)/,
     );
     expect(stderr).not.toMatch(/could not reach/);
+  });
+
+  it("an endpoint that answers 200 with a web page: it was reached, and the message says what it answered (never 'could not reach')", async () => {
+    const page = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end("<html><body>a login page</body></html>");
+    });
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}/mcp`;
+      for (const era of ["legacy", "2026-07-28"]) {
+        const { code, stderr } = await cli(["probe", "--url", url, "--era", era, "--timeout", "3000"]);
+        expect(code).toBe(1);
+        expect(stderr).toMatch(
+          /^mcp-cancellable probe: http:\/\/127\.0\.0\.1:\d+\/mcp answered (initialize|server\/discover \(2026-07-28\)) with HTTP 200, but not as an MCP server/,
+        );
+        expect(stderr).not.toMatch(/could not reach/);
+      }
+    } finally {
+      page.closeAllConnections();
+      await new Promise((resolve) => page.close(resolve));
+    }
   });
 
   it("an endpoint nobody listens on: a clear message, exit 1, no stack trace", async () => {

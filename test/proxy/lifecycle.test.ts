@@ -133,6 +133,17 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(upstreamToken).not.toBe("client-token");
   });
 
+  it("--verbose logs each progress notification relayed to the client, under the client's request id", async () => {
+    const client = start(["--verbose", "--timeout-ms", "250", "--max-total-timeout-ms", "400", ...server(SCRIPTED, "--list-all")]);
+    await client.initialize();
+    client.send(call("p", "progress", { every: 50 }, { progressToken: "client-token" }));
+    await client.answer("p");
+    const relayed = client.messages.filter((m) => m.method === "notifications/progress").length;
+    expect(relayed).toBeGreaterThan(2);
+    const logged = client.stderr.split("\n").filter((line) => /server->client notifications\/progress: \d+(\/\d+)? for "p"$/.test(line));
+    expect(logged).toHaveLength(relayed);
+  });
+
   it("a malformed line from the client gets the spec's error and from the server is dropped and counted; the proxy stays up", async () => {
     const client = start(server(fixture("probe/raw-server.mjs"), "--banner"));
     await client.initialize();
@@ -288,5 +299,10 @@ describe("mcp-cancellable proxy: --config and --records", () => {
       timeout: "cancelled (timeout), outcome unverified",
     });
     expect(lines.every((r) => r.method === "tools/call")).toBe(true);
+    // Each line names the proxy process that wrote it (callId is unique within one process), the same on every line here.
+    const pids = new Set(lines.map((r) => (r as ProxyRecord & { proxyPid?: unknown }).proxyPid));
+    expect(pids.size).toBe(1);
+    expect(Number.isInteger([...pids][0])).toBe(true);
+    expect([...pids][0]).not.toBe(process.pid);
   });
 });

@@ -117,6 +117,13 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
         .filter((m) => m.method === "notifications/cancelled")
         .map((m) => m.params!.requestId),
     ).toEqual([upstreamId]);
+    // The reason says what happened: its stdout failed (its stdin is still open).
+    const reasons = received(client.stderr)
+      .filter((m) => m.method === "notifications/cancelled")
+      .map((m) => m.params!.reason);
+    expect(reasons).toEqual([
+      expect.stringMatching(/^The client went away \(mcp-cancellable proxy: the client's end of stdout failed \(EPIPE\)\)$/),
+    ]);
     expect(alive(pid)).toBe(false);
   });
 

@@ -100,7 +100,8 @@ not read its stdout; 2 usage error, a bad --config file or --records file, or a 
 SIGTERM (with --listen: 0 after the drain, see below). However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
 in flight is cancelled upstream by the upstream's mechanism, an HTTP session is deleted, the
 records and spans are written, and a stdio server is stopped (stdin closed, then SIGTERM, then
-SIGKILL to its process group).
+SIGKILL to its process group). SIGKILL of the proxy itself runs none of this: the server only
+sees its stdin end (docs/proxy.md).
 
 Examples:
   mcp-cancellable proxy --timeout-ms 30000 --max-total-timeout-ms 300000 -- \\

@@ -327,7 +327,11 @@ export class ProxySession<T extends TransportLike> {
       // Records go to the file, not to memory.
       maxRecords: 0,
       onAnomaly: (anomaly) => this.#log(`anomaly: ${anomaly.message}`),
-      ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => writeLine(this.#withClientId(record)) }),
+      // proxyPid: callId is unique within one process, and several proxies may append to one file
+      // (a client that starts the proxy twice: the v2 SDK client pinned to 2026-07-28 does).
+      ...(writeLine === undefined
+        ? {}
+        : { onRecord: (record: RunRecord) => writeLine({ ...this.#withClientId(record), proxyPid: process.pid } as RunRecord) }),
       ...(observer === undefined ? {} : { observer }),
     };
     this.#transport = new MessageTransport(this.#upstream.adapter, {
@@ -645,7 +649,7 @@ export class ProxySession<T extends TransportLike> {
         id: clientId,
         error: {
           code: CONNECTION_CLOSED_ERROR_CODE,
-          message: `mcp-cancellable proxy: ${method} could not be sent to the server (${(error as Error).message})`,
+          message: `mcp-cancellable proxy: ${method} failed between the proxy and the server (${(error as Error).message})`,
         },
       });
     });
@@ -743,10 +747,16 @@ export class ProxySession<T extends TransportLike> {
   #relayProgress(pending: Pending, clientToken: Id, progress: Progress): void {
     pending.progressed = true;
     pending.activeAt = performance.now();
-    this.#toClient(
-      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: clientToken, ...progress } },
-      { clientRequestId: pending.clientId },
-    );
+    const message: JsonRpcMessage = {
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: clientToken, ...progress },
+    };
+    if (this.#options.verbose) {
+      const of = progress.total === undefined ? `${progress.progress}` : `${progress.progress}/${progress.total}`;
+      this.#verbose("server->client", message, undefined, `${of} for ${JSON.stringify(pending.clientId)}`);
+    }
+    this.#toClient(message, { clientRequestId: pending.clientId });
   }
 
   // ---- server -> client ---------------------------------------------------------------------
@@ -990,7 +1000,11 @@ export class ProxySession<T extends TransportLike> {
     if (reason.kind !== "upstream-closed") {
       // Every request in flight is cancelled upstream, each by the upstream's mechanism.
       const upstreamReason =
-        reason.kind === "client-closed" || reason.kind === "client-gone" ? CLIENT_GONE_REASON : `mcp-cancellable proxy: ${why}`;
+        reason.kind === "client-closed"
+          ? CLIENT_GONE_REASON
+          : reason.kind === "client-gone"
+            ? `The client went away (mcp-cancellable proxy: ${why})`
+            : `mcp-cancellable proxy: ${why}`;
       for (const [upstreamId, pending] of [...this.#pending]) {
         this.#forget(upstreamId);
         // An answer on its way to the client (written before its parse) is no request in progress.

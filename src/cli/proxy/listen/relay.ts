@@ -230,7 +230,7 @@ export class Relay<T extends TransportLike = TransportLike> {
           id: clientId,
           error: {
             code: CONNECTION_CLOSED_ERROR_CODE,
-            message: `mcp-cancellable proxy: ${method} could not be sent to the server (${this.#init.redact((error as Error).message)})`,
+            message: `mcp-cancellable proxy: ${method} failed between the proxy and the server (${this.#init.redact((error as Error).message)})`,
           },
         },
         clientId,
