@@ -18,7 +18,7 @@ export function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs", value: nu
   emitWarning(text, "MCP_CANCELLABLE_SHORT_DURATION");
 }
 
-/** Distinct usage mistakes warned about so far (bounded: past it, new ones are still thrown and recorded, no longer warned). */
+/** Distinct warnings given so far, usage mistakes and the rest (bounded: past it, mistakes are still thrown and recorded, no longer warned). */
 const mistakes = new Set<string>();
 const MAX_MISTAKES_WARNED = 1_000;
 
@@ -29,19 +29,20 @@ const MAX_MISTAKES_WARNED = 1_000;
  * their terminal too. Returns whether it warned.
  */
 export function warnMistakeOnce(text: string): boolean {
-  if (mistakes.has(text) || mistakes.size >= MAX_MISTAKES_WARNED) return false;
-  mistakes.add(text);
-  emitWarning(text, "MCP_CANCELLABLE_INVALID_OPTION");
-  return true;
+  return warnOnce(text, "MCP_CANCELLABLE_INVALID_OPTION");
 }
 
 /**
  * Warns once per distinct text and process (`McpCancellableWarning`, with `code`), bounded as the
- * mistakes are: `MCP_CANCELLABLE_UNPROTECTED` for calls that will not go through the library (a
- * framework's server it could not attach to), `MCP_CANCELLABLE_HOOK_THREW` for a throwing
- * `onRecord` (its records are lost; the calls settle as they would). Returns whether it warned.
+ * mistakes are: `MCP_CANCELLABLE_INVALID_OPTION` (`warnMistakeOnce`), `MCP_CANCELLABLE_UNPROTECTED`
+ * for calls that will not go through the library (a framework's server it could not attach to),
+ * `MCP_CANCELLABLE_HOOK_THREW` for a throwing `onRecord` (its records are lost; the calls settle
+ * as they would). Returns whether it warned.
  */
-export function warnOnce(text: string, code: "MCP_CANCELLABLE_UNPROTECTED" | "MCP_CANCELLABLE_HOOK_THREW"): boolean {
+export function warnOnce(
+  text: string,
+  code: "MCP_CANCELLABLE_INVALID_OPTION" | "MCP_CANCELLABLE_UNPROTECTED" | "MCP_CANCELLABLE_HOOK_THREW",
+): boolean {
   if (mistakes.has(text) || mistakes.size >= MAX_MISTAKES_WARNED) return false;
   mistakes.add(text);
   emitWarning(text, code);
