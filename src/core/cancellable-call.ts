@@ -365,6 +365,16 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /**
+   * The call has a limit of its own: a finite idle or maximum total timeout. Without one (both
+   * `Infinity`, asked for), the SDK's own timer of its request (the longest delay Node allows,
+   * about 24.8 days) is kept as the last word.
+   */
+  get limited(): boolean {
+    const options = this.#options;
+    return options.timeoutMs !== Number.POSITIVE_INFINITY || options.maxTotalTimeoutMs !== Number.POSITIVE_INFINITY;
+  }
+
+  /**
    * The SDK delivered the result. A `CreateTaskResult` for a call that does not follow its task
    * is recorded as `task-created`, never `succeeded`: nothing has finished.
    */

@@ -72,10 +72,11 @@ export interface WireOptions {
   readonly releaseWait?: ((id: RequestId) => boolean) | undefined;
   /**
    * Drops the entry point's own timer for a request of a call, as the request goes out (for an
-   * SDK client: `sdkTimerDropper`, its `_cleanupTimeout`). The call's deadlines are the
-   * request's limits; the SDK's timer, set to the longest delay so that it never decides, would
-   * only hold memory while the request is pending (a `Timeout`, its handler and the SDK's entry
-   * for it: about 300 bytes a pending call).
+   * SDK client: `sdkTimerDropper`, its `_cleanupTimeout`), when the call has a limit of its own
+   * (`CancellableCall.limited`). The call's deadlines are then the request's limits; the SDK's
+   * timer, set to the longest delay so that it never decides, would only hold memory while the
+   * request is pending (a `Timeout`, its handler and the SDK's entry for it: about 300 bytes a
+   * pending call). A call without limits (both `Infinity`) keeps it as the last word.
    */
   readonly dropTimer?: ((id: RequestId) => void) | undefined;
   /**
@@ -513,7 +514,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const token = message.params?._meta?.progressToken as string | number | undefined;
     if (call !== null) {
       call.bind(id, token);
-      this.#dropSdkTimer?.(id);
+      // The SDK's own timer is dropped where the call's deadlines are the request's limits.
+      if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }
     const entry: Entry = { call, token };
     if (call !== null && method === "subscriptions/listen") entry.listen = true;

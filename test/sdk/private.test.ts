@@ -146,13 +146,26 @@ describe("a pending call holds no SDK timer: its own deadlines are its limits", 
       for (const call of calls) expect(await call).toBeInstanceOf(CallTimeoutError);
       expect(sizes(client)).toEqual({ responses: 0, progress: 0, timeouts: 0 });
       expect(mcp.pendingCount).toBe(0);
+      // A call with no limit of its own (both Infinity, asked for) keeps the SDK's timer as the last word.
+      const unlimited = mcp
+        .callTool({ name: "never", arguments: {} }, { timeoutMs: Number.POSITIVE_INFINITY, maxTotalTimeoutMs: Number.POSITIVE_INFINITY })
+        .catch(() => undefined);
+      await vi.waitFor(() => expect(sizes(client).responses).toBe(1), { interval: 5 });
+      expect(sizes(client).timeouts).toBe(1);
+      const cancelled = new AbortController();
+      const limited = mcp.callTool({ name: "never", arguments: {} }, { signal: cancelled.signal }).catch(() => undefined);
+      await vi.waitFor(() => expect(sizes(client).responses).toBe(2), { interval: 5 });
+      expect(sizes(client).timeouts).toBe(1); // the default timeoutMs is a limit: dropped
+      cancelled.abort();
+      await limited;
       if (line === "v1") {
         // A request made on the SDK directly (the silent peer never answers it) keeps its timer: the library drops only its calls'.
         const direct = (client as unknown as ClientV1).listTools(undefined, { timeout: 60_000 }).catch(() => undefined);
-        await vi.waitFor(() => expect(sizes(client).timeouts).toBe(1), { interval: 5 });
+        await vi.waitFor(() => expect(sizes(client).timeouts).toBe(2), { interval: 5 });
         await client.close();
         await direct;
       } else await client.close();
+      await unlimited;
       expect(errors).toEqual([]);
     });
   }
