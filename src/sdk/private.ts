@@ -106,7 +106,7 @@ export function sdkWaitDropper(client: object): (id: string | number) => boolean
  * v2 2.4.0 client/dist/src-CeKsbNLO.mjs:6255-6256) and forgets its entry. The library gives that
  * timer the longest delay (it must never decide a call's fate, the call's deadlines do), so all
  * it does while the request is pending is hold a `Timeout`, its handler closure and the SDK's
- * entry: about 300 bytes per pending call (heap snapshot, v1). What the SDK does later for that
+ * entry: about 340 bytes per pending call (heap snapshot, v1). What the SDK does later for that
  * id (its `_onresponse`, its progress handling, its `finally`) finds no entry, as it expects
  * of an id without one.
  *

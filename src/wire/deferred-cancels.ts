@@ -20,10 +20,7 @@ import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
 import type { SliceWork } from "../utils/slices.js";
 import type { Message } from "./messages.js";
 import type { CancelRequest } from "./types.js";
-
 import { ANSWERED_FIRST } from "../core/record.js";
-
-export { ANSWERED_FIRST };
 
 /** How a {@link DeferredCancels} sends and waits. */
 export interface DeferredCancelsInit {

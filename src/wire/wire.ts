@@ -75,7 +75,7 @@ export interface WireOptions {
    * SDK client: `sdkTimerDropper`, its `_cleanupTimeout`), when the call has a limit of its own
    * (`CancellableCall.limited`). The call's deadlines are then the request's limits; the SDK's
    * timer, set to the longest delay so that it never decides, would only hold memory while the
-   * request is pending (a `Timeout`, its handler and the SDK's entry for it: about 300 bytes a
+   * request is pending (a `Timeout`, its handler and the SDK's entry for it: about 340 bytes a
    * pending call). A call without limits (both `Infinity`) keeps it as the last word.
    */
   readonly dropTimer?: ((id: RequestId) => void) | undefined;

@@ -6,7 +6,8 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
-import { ANSWERED_FIRST, DeferredCancels, sentLate } from "../../wire/deferred-cancels.js";
+import { ANSWERED_FIRST } from "../../core/record.js";
+import { DeferredCancels, sentLate } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";

@@ -5,7 +5,7 @@
 // the stream close is the whole cancel (rules 6, 28): this layer passes it down untouched.
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
-import { ANSWERED_FIRST } from "../../wire/deferred-cancels.js";
+import { ANSWERED_FIRST } from "../../core/record.js";
 import { processClock } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { WireFact } from "../../wire/port.js";
