@@ -418,6 +418,21 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    *   name that did not resolve): the outcome is `not-sent` ("never sent"), not `unverified`.
    */
   cancel(trigger: CancelTrigger, cause?: unknown, neverSent = false): void {
+    this.#cancel(trigger, cause, neverSent, trigger !== "connection-closed");
+  }
+
+  /**
+   * The client is closing the connection (`client.close()`) while this call is pending: the
+   * cancel goes out by the transport's mechanism before the close (the server may run the work
+   * to its end otherwise: a 2025-era session outlives a closed stream, rule 40), and the call
+   * settles `connection-closed` as it did, now with the mechanism on its record. A no-op once
+   * the response arrived.
+   */
+  closing(): void {
+    this.#cancel("connection-closed", undefined, false, true, CLIENT_CLOSED_REASON);
+  }
+
+  #cancel(trigger: CancelTrigger, cause: unknown, neverSent: boolean, onWire: boolean, why?: string): void {
     if (this.#state !== "pending") return;
     // Settled from here on (a re-entrant cancel, answer or failure is a no-op); its timer entry and
     // signal link are dropped by #finish, after the cancel is on the wire: the cancel's path from
@@ -432,13 +447,14 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       trigger === "timeout" && ranMs === undefined && (this.#rare?.clientWaits ?? 0) > 0 ? this.#options.clientWaitTimeoutMs : undefined;
     const reason = truncate(
       this.#options.reason ??
+        why ??
         (clientWaitMs === undefined
           ? defaultReason(trigger, this.#options, cause, ranMs)
           : `The client's answer to the server's request did not come within clientWaitTimeoutMs (${clientWaitMs} ms)`),
     );
     let mechanism: CancelMechanism = "none";
     if (trigger === "timeout" || trigger === "max-total-timeout") this.#rareFacts().byTimer = true;
-    if (trigger !== "connection-closed") {
+    if (onWire) {
       try {
         mechanism = this.#hooks.cancel(this, reason);
       } catch {
@@ -745,6 +761,9 @@ function defaultReason(trigger: CancelTrigger, options: ResolvedCallOptions, cau
       return options.forwardAbortReason ? abortReasonText(cause) : ABORTED_REASON;
   }
 }
+
+/** The reason sent for a call still pending when the client closes its connection (`closing`). */
+export const CLIENT_CLOSED_REASON = "The client closed the connection";
 
 /** The default reason of an abort: names the trigger, nothing else. */
 export const ABORTED_REASON = "Cancelled by the client";

@@ -478,7 +478,22 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.up.error(new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }));
   };
 
+  /**
+   * The client closes the connection: each of its calls still pending is cancelled first, by the
+   * transport's mechanism (rules 6, 31, 40: a closed 2025-era stream is not a cancel, and its
+   * session may run the tool to its end), then the layers below flush those cancels and close.
+   * Each call settles `connection-closed`, its record naming the mechanism. Not cancelled here:
+   * the SDK's own requests, a task-augmented request (its task outlives the connection) and a
+   * listen (the close ends it).
+   */
   override close(): Promise<void> {
+    if (this.#open) {
+      const calls: CancellableCall[] = [];
+      for (const entry of this.#pending.values()) {
+        if (entry.call !== null && entry.augmented !== true && entry.listen !== true) calls.push(entry.call);
+      }
+      for (const call of calls) call.closing();
+    }
     return this.below.close();
   }
 

@@ -144,14 +144,18 @@ describe.each([
     expect(verify!.attributes).toMatchObject({ ...tool("slow"), "mcp_cancellable.call.outcome": "verified-applied" });
   });
 
-  it("the connection closing under a call: connection_closed, mechanism none", async () => {
+  it("client.close() under a call: connection_closed, the call cancelled by the era's mechanism first", async () => {
     const { mcp, otel, client } = await setUp(pin);
     const call = mcp.callTool({ name: "slow", arguments: { ms: 3_000 } });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await client.close();
     await expect(call).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
     const [span] = otel.spans();
-    expect(span!.attributes).toMatchObject({ "error.type": "connection_closed", "mcp_cancellable.cancel.mechanism": "none" });
+    expect(span!.attributes).toMatchObject({
+      "error.type": "connection_closed",
+      "mcp_cancellable.cancel.trigger": "connection-closed",
+      "mcp_cancellable.cancel.mechanism": mechanism,
+    });
     expect((await otel.duration()).points.map((p) => p.attributes["error.type"])).toEqual(["connection_closed"]);
   });
 

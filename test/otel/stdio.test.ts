@@ -195,7 +195,7 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     expect(span!.attributes).not.toHaveProperty("jsonrpc.request.id");
   });
 
-  it("the connection closing: error.type connection_closed, mechanism none", async () => {
+  it("client.close() under a call: error.type connection_closed, the call cancelled with a notification first", async () => {
     const { mcp, otel, client } = await setUp();
     const call = mcp.callTool({ name: "silent" });
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -205,9 +205,24 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
     expect(span!.attributes).toMatchObject({
       "error.type": "connection_closed",
       "mcp_cancellable.cancel.trigger": "connection-closed",
-      "mcp_cancellable.cancel.mechanism": "none",
+      "mcp_cancellable.cancel.mechanism": "notification",
     });
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it("the server going away under a call: error.type connection_closed, mechanism none (nothing left to send on)", async () => {
+    const { mcp, otel } = await setUp();
+    const call = mcp.callTool({ name: "silent" });
+    call.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await mcp.callTool({ name: "crash" }).catch(() => {});
+    await expect(call).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
+    const span = otel.spans().find((s) => s.attributes["gen_ai.tool.name"] === "silent");
+    expect(span!.attributes).toMatchObject({
+      "error.type": "connection_closed",
+      "mcp_cancellable.cancel.trigger": "connection-closed",
+      "mcp_cancellable.cancel.mechanism": "none",
+    });
   });
 
   it("a verification that lands after the span ended: a `verify` follow-up span covering the read, with the new outcome", async () => {
