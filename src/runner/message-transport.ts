@@ -50,6 +50,14 @@ export interface LibraryErrorResponse {
   data: { code: string; record: RunRecord | null };
 }
 
+/** The answers the library made itself (a timeout's, a lost connection's), as delivered: for logs that name who answered. */
+const localAnswers = new WeakSet<object>();
+
+/** True for a message the library made itself to answer a request it settled (never the server's). @internal */
+export function isLocalAnswer(message: object): boolean {
+  return localAnswers.has(message);
+}
+
 /** How one settled request is answered to the message-level client, or `undefined` for no answer. */
 export type ErrorResponder = (error: McpCancellableError) => LibraryErrorResponse | undefined;
 
@@ -300,7 +308,8 @@ export class MessageTransport<T extends TransportLike> {
       });
   }
 
-  #deliver(message: JsonRpcMessage): void {
+  #deliver(message: JsonRpcMessage, local = true): void {
+    if (local) localAnswers.add(message);
     try {
       this.onmessage?.(message);
     } catch (error) {
@@ -325,7 +334,7 @@ export class MessageTransport<T extends TransportLike> {
         else call.succeed(message.result);
       }
     }
-    this.#deliver(message as JsonRpcMessage);
+    this.#deliver(message as JsonRpcMessage, false);
   };
 
   readonly #onclose = (): void => {

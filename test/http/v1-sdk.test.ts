@@ -38,7 +38,7 @@ async function inFlight(server: TestServer, mcp: Awaited<ReturnType<typeof setup
 }
 
 describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
-  it("C12 (2025-era), stateful server: exactly one notification POST, answered 202, and the stream closed (not held for that answer); the handler stops", async () => {
+  it("C12 (2025-era), stateful server: exactly one notification POST, answered 202, and then the stream closed; the caller not held for any of it; the handler stops", async () => {
     const { server, mcp, adapter, errors } = await setup({ stateful: true });
     const { call, controller } = await inFlight(server, mcp, 1);
     const abortedAt = performance.now();
@@ -54,6 +54,9 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(cancels[0]!.http.cancelOf).toBe(tool!.http.id);
     expect(cancels[0]!.http).toMatchObject({ session: true, pv: "2025-11-25" });
     expect(cancels[0]!.close!.status).toBe(202);
+    // Rule 40 and C12's order: the server got the POST and answered it 202 before the stream closed.
+    expect(cancels[0]!.http.t).toBeLessThan(tool!.close!.t);
+    expect(cancels[0]!.close!.t).toBeLessThanOrEqual(tool!.close!.t);
     expect(tool!.aborted).toBeDefined(); // a stateful v1 server stops on the notification
     expect(mcp.records()[0]!.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification+stream-close" });
     // the record names the MCP session the server gave (Mcp-Session-Id), as the transport has it
@@ -125,7 +128,7 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
-  it("a notification the server is slow to answer holds nothing: the stream closes at the abort, the caller is released at once", async () => {
+  it("a notification the server is slow to answer holds nothing: the caller is released at once, the notification arrives first, the stream closes at most flushTimeoutMs after it", async () => {
     const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
     cleanup.push(() => server.stop());
     const { mcp, adapter, errors, close } = await connectV1(server.url, {}, { flushTimeoutMs: 150 });
@@ -137,10 +140,12 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     await expect(call).rejects.toBeInstanceOf(CallCancelledError);
     expect(performance.now() - abortedAt).toBeLessThan(SLACK_MS);
     expect(await eventually(() => sawDisconnect(seen(server, "tools/call")[0]))).toBe(true);
-    // The stream closed without waiting for the notification's answer (1 s away), nor flushTimeoutMs.
-    const closedAfter = seen(server, "tools/call")[0]!.close!.t - abortedOnServerClock;
-    expect(closedAfter).toBeLessThan(150);
-    expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
+    // Rule 40: the POSTed cancel, then the close. The stream closed without waiting for the
+    // notification's answer (1 s away), at flushTimeoutMs (150) at most.
+    const closedAt = seen(server, "tools/call")[0]!.close!.t;
+    expect(closedAt - abortedOnServerClock).toBeLessThan(150 + SLACK_MS);
+    expect(seen(server, "notifications/cancelled")).toHaveLength(1);
+    expect(seen(server, "notifications/cancelled")[0]!.http.t).toBeLessThan(closedAt);
     expect(seen(server, "notifications/cancelled")[0]!.close).toBeUndefined(); // still unanswered
     expect(adapter.stats().flushing).toBe(1); // the notification is still on its way
     expect(await eventually(() => seen(server, "notifications/cancelled")[0]!.close?.status === 202, 1_000 + SLACK_MS)).toBe(true);

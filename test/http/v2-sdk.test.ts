@@ -185,7 +185,7 @@ describe("v2 SDK client pinned to 2026-07-28: a mass timeout", () => {
 });
 
 describe("v2 SDK client 2025-era (its default)", () => {
-  it("C12 (2025-era) against the stateful v1 server: one notification POST, answered 202, and the stream closed without waiting for that answer", async () => {
+  it("C12 (2025-era) against the stateful v1 server: one notification POST, answered 202, and then the stream closed", async () => {
     const server = await startV1({ stateful: true, eventStore: true });
     const { mcp, adapter, client, errors } = await setup(server, false);
     expect(client.getProtocolEra()).toBe("legacy");
@@ -203,6 +203,8 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(cancels).toHaveLength(1);
     expect(cancels[0]!.http).toMatchObject({ cancelOf: tool!.http.id, session: true, pv: "2025-11-25" });
     expect(cancels[0]!.close!.status).toBe(202);
+    expect(cancels[0]!.http.t).toBeLessThan(tool!.close!.t); // the POST, then the close (rule 40)
+    expect(cancels[0]!.close!.t).toBeLessThanOrEqual(tool!.close!.t);
     expect(tool!.aborted).toBeDefined();
     expect(server.events.filter((e) => e.kind === "http" && e.lastEventId !== undefined)).toEqual([]);
     expect(mcp.records()[0]!.cancel!.mechanism).toBe("notification+stream-close");

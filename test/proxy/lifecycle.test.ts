@@ -144,6 +144,19 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(logged).toHaveLength(relayed);
   });
 
+  it("--verbose logs the proxy's own timeout as its answer, with the cancel it sent upstream (not as the server's error)", async () => {
+    const client = start(["--verbose", "--timeout-ms", "250", ...server(SCRIPTED, "--list-all")]);
+    await client.initialize();
+    client.send(call("quiet", "silent"));
+    expect((await client.answer("quiet")).error!.code).toBe(-32001);
+    const lines = client.stderr.split("\n");
+    expect(lines.filter((l) => l.includes('error id "quiet"'))).toEqual([
+      expect.stringMatching(
+        /proxy->client error id "quiet" \(upstream \d+\): the proxy's own answer \(REQUEST_TIMEOUT\); cancelled upstream \(notification\): Request timed out after 250 ms$/,
+      ),
+    ]);
+  });
+
   it("a malformed line from the client gets the spec's error and from the server is dropped and counted; the proxy stays up", async () => {
     const client = start(server(fixture("probe/raw-server.mjs"), "--banner"));
     await client.initialize();

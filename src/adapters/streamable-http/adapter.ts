@@ -30,8 +30,8 @@ export interface StreamableHttpCancellationOptions {
    * In ms, 0 to 10_000. On a 2025-era connection (2025-03-26 to 2025-11-25, rule 40) the cancel
    * POSTs `notifications/cancelled` once the request is known to have reached the server (its
    * response head arrived; or, on a server that answers in JSON, its body was fully written, which
-   * the library's own fetch reports), and closes the request's stream right after it, without
-   * waiting for the notification's answer. Where neither fact can be observed yet, it waits at
+   * the library's own fetch reports), and closes the request's stream once the server answered it
+   * (or its send failed), at most this long after it went. Where neither fact can be observed yet, it waits at
    * most this long for one. A `close()` of the transport right after a cancel waits at most this
    * long for those notifications before closing. On a 2026-07-28 connection, the stream of a task-augmented
    * request cancelled before its task id was known stays open at most this long (or until its

@@ -43,8 +43,8 @@ const TIMED_OUT = Symbol("timed out");
  *   body written with no head yet (an SSE server may hold its head until its first event) gets
  *   the notification at the bound.
  *
- * The request's stream is closed as the notification goes (right before it is handed to the
- * transport), without waiting for the server's answer to it. A notification that fails is retried once after a
+ * The request's stream is closed once the server answered the notification (or its send failed),
+ * at most flushTimeoutMs after it went: the server gets the cancel before the stream goes. A notification that fails is retried once after a
  * connection-level failure (a duplicate is harmless, rule 10) and then recorded on the call
  * (`cancel.undelivered`), never reported to `onerror`. The caller of the cancelled call never
  * waits for any of it.
@@ -186,10 +186,20 @@ export class LegacyDelivery extends Layer {
       }
     }
     if (stream?.status !== undefined) this.#tracker.allowPooled(request.requestId);
-    // The stream closes now, and the notification goes: its answer is not waited for.
-    if (stream !== undefined) this.#tracker.closeStream(stream);
+    // The notification goes first; the stream closes once the server answered it (or its send
+    // failed), at most flushTimeoutMs later (rule 40: the POSTed cancel, then the close). The
+    // caller settled long ago; a result on the stream meanwhile is late and dropped.
     const attempt = { at: since, wall: 0 };
-    const failure = await this.#sendNotification(request, attempt);
+    const sending = this.#sendNotification(request, attempt);
+    if (stream !== undefined) {
+      const close = (): void => {
+        clearTimeout(timer);
+        this.#tracker.closeStream(stream);
+      };
+      const timer = setTimeout(close, this.#flushTimeoutMs);
+      void sending.then(close);
+    }
+    const failure = await sending;
     if (failure === undefined) {
       // It went 1 ms or more after the cancel (it waited for the request to reach the server: the
       // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent

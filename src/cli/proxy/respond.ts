@@ -2,9 +2,27 @@
 // text for every front (the stdio session and the HTTP front's relay).
 import { isCallTimeoutError, isConnectionClosedError } from "../../errors/guards.js";
 import type { McpCancellableError } from "../../errors/McpCancellableError.js";
-import { CONNECTION_CLOSED_ERROR_CODE, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
+import { CONNECTION_CLOSED_ERROR_CODE, TIMEOUT_ERROR_CODE, isLocalAnswer } from "../../runner/message-transport.js";
 import type { LibraryErrorResponse } from "../../runner/message-transport.js";
 import type { RunRecord } from "../../types/record.js";
+
+/**
+ * For `--verbose`: the note of an answer the proxy made itself (the library settled the request:
+ * a timeout, a lost connection), naming its code and the cancel that went upstream; `undefined`
+ * for the server's own answer.
+ */
+export function ownAnswerNote(message: object): string | undefined {
+  if (!isLocalAnswer(message)) return undefined;
+  const data = (message as { error?: { data?: { code?: unknown; record?: RunRecord | null } } }).error?.data;
+  const cancel = data?.record?.cancel;
+  const upstream =
+    cancel === undefined || cancel === null
+      ? ""
+      : cancel.mechanism === "none"
+        ? "; nothing sent upstream"
+        : `; cancelled upstream (${cancel.mechanism}): ${cancel.reason}`;
+  return `the proxy's own answer (${String(data?.code ?? "error")})${upstream}`;
+}
 
 /**
  * A timeout is -32001 naming the limit (the idle timeout, `timeoutMs`, or the maximum total

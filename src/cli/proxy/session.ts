@@ -10,7 +10,7 @@
 // the upstream's, the client's own cancel turned into that call's signal, the answers, the waits
 // the library does not see (initialize, the hold behind notifications/initialized), a lost HTTP
 // session started anew, and the end.
-import { proxyErrorResponse } from "./respond.js";
+import { ownAnswerNote, proxyErrorResponse } from "./respond.js";
 import type { WriteStream } from "node:fs";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
 import { jsonLines } from "../../ledger/json-lines.js";
@@ -776,13 +776,15 @@ export class ProxySession<T extends TransportLike> {
       }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
-      if (this.#options.verbose)
+      if (this.#options.verbose) {
+        const own = ownAnswerNote(message);
         this.#verbose(
-          "server->client",
+          own === undefined ? "server->client" : "proxy->client",
           { ...message, id: pending.clientId } as JsonRpcMessage,
           id,
-          pending.early === true ? "written as it came, before it was parsed" : undefined,
+          own ?? (pending.early === true ? "written as it came, before it was parsed" : undefined),
         );
+      }
       // Written already, as it came (a message the library made, such as a timeout's -32001 for a
       // line that then was not JSON, has no line of its own and is written).
       if (pending.early === true && rawLineOf(message) !== undefined) return;

@@ -84,6 +84,38 @@ describe("proxy --listen: safe to expose", () => {
     expect((await rawRequest(front.url, { origin: "https://app.example.com" })).status).toBe(200);
   });
 
+  it("CORS: an admitted Origin's preflight gets 204 without a token and its answers name it (a browser page can read the session id and a 401); a refused Origin gets no CORS header", async () => {
+    const front = await startFront(["--allow-origin", "https://app.example.com", ...server(SCRIPTED)], {
+      env: { MCP_CANCELLABLE_PROXY_TOKEN: TOKEN },
+    });
+    const preflight = (origin: string) =>
+      fetch(front.url, {
+        method: "OPTIONS",
+        headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type, authorization" },
+      });
+    for (const origin of ["https://app.example.com", "http://localhost:5173"]) {
+      const answer = await preflight(origin);
+      expect(answer.status, origin).toBe(204);
+      expect(answer.headers.get("access-control-allow-origin")).toBe(origin);
+      expect(answer.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE");
+      expect(answer.headers.get("access-control-allow-headers")).toContain("authorization");
+      expect(answer.headers.get("access-control-allow-headers")).toContain("mcp-session-id");
+    }
+    const foreign = await preflight("https://evil.example");
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+    const noToken = await rawRequest(front.url, { origin: "https://app.example.com" });
+    expect(noToken.status).toBe(401); // the preflight let no request through without its token
+    expect(noToken.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    const served = await rawRequest(front.url, { origin: "https://app.example.com", authorization: `Bearer ${TOKEN}` });
+    expect(served.status).toBe(200);
+    expect(served.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(served.headers.get("access-control-expose-headers")).toContain("mcp-session-id");
+    expect(served.headers.get("mcp-session-id")).toMatch(/\S/);
+    expect((await rawRequest(front.url, { authorization: `Bearer ${TOKEN}` })).headers.get("access-control-allow-origin")).toBeNull();
+    expect(received(front.stderr()).filter((m) => m.method === "initialize")).toHaveLength(2); // the two served, not the refused
+  });
+
   it("Host (DNS rebinding) on a loopback bind: a page's own host name gets 403; localhost names are served", async () => {
     const front = await startFront(server(SCRIPTED));
     const status = (host: string) =>

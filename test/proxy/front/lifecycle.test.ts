@@ -111,7 +111,7 @@ describe("proxy --listen: life of the front", () => {
     expect(lines(front.stderr(), "STARTED")).toHaveLength(1);
   });
 
-  it("--records: one JSON line per request naming the replica, the client's id and session, and the upstream id", async () => {
+  it("--records: one JSON line per request naming the replica, the process (proxyPid), the client's id and session, and the upstream id", async () => {
     const dir = tempDir();
     open.push(async () => dir.cleanup());
     const file = join(dir.dir, "records.jsonl");
@@ -132,7 +132,10 @@ describe("proxy --listen: life of the front", () => {
       .map((line) => JSON.parse(line) as Record<string, unknown>);
     const calls = records.filter((r) => r.method === "tools/call");
     expect(calls).toHaveLength(2);
-    for (const record of calls) expect(record).toMatchObject({ replica: "rep-a", status: "succeeded", requestId: expect.anything() });
+    for (const record of calls) {
+      // Both eras: a request is proxyPid and callId together (docs/proxy.md, Records).
+      expect(record).toMatchObject({ replica: "rep-a", proxyPid: front.child.pid, status: "succeeded", requestId: expect.anything() });
+    }
     expect(calls.find((r) => r.clientRequestId === "z")).toMatchObject({ clientSessionId: null });
     expect(calls.find((r) => r.clientRequestId !== "z")).toMatchObject({ clientSessionId: transport.sessionId });
   });

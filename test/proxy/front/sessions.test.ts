@@ -254,4 +254,27 @@ describe("proxy --listen: 2025-era sessions", () => {
       'client->proxy notifications/cancelled id "v1" (upstream 3): cancelling upstream: the user pressed stop',
     );
   });
+
+  it("--verbose: the proxy's own timeout is logged as the proxy's answer with the cancel it sent upstream, in both eras, never as the server's", async () => {
+    const front = await startFront(["--verbose", "--timeout-ms", "300", ...server(SCRIPTED)]);
+    const { post } = await session(front.url, "2025-11-25");
+    const [legacy] = await messagesOf(
+      await post({ jsonrpc: "2.0", id: "t1", method: "tools/call", params: { name: "silent", arguments: {} } }),
+    );
+    expect(legacy!.error?.code).toBe(-32001);
+    const [modern] = await messagesOf(
+      await post2026(front.url, { id: "t2", method: "tools/call", params: { name: "silent", arguments: {} } }),
+    );
+    expect(modern!.error?.code).toBe(-32001);
+    const lines = front.stderr().split("\n");
+    for (const id of ["t1", "t2"]) {
+      const line = lines.find((l) => l.includes(`error id "${id}"`));
+      expect(line).toMatch(
+        new RegExp(
+          `: proxy->client error id "${id}" \\(upstream \\d+\\): the proxy's own answer \\(REQUEST_TIMEOUT\\); cancelled upstream \\(notification\\): Request timed out after 300 ms$`,
+        ),
+      );
+    }
+    expect(lines.filter((l) => l.includes("server->client error"))).toEqual([]);
+  });
 });

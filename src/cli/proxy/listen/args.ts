@@ -100,7 +100,7 @@ HTTP front (--listen): serve Streamable HTTP to any number of clients instead of
   --auth-token-file <file>     Clients must send "Authorization: Bearer <token>" (the file's
                                content, trimmed; or the ${AUTH_TOKEN_ENV} variable).
                                Required when --listen is not a loopback address.
-  --allow-origin <origin>      A browser Origin allowed besides localhost ones. Repeatable.
+  --allow-origin <origin>      A browser Origin allowed besides localhost ones (its page gets CORS answers). Repeatable.
   --allow-host <name>          A Host header allowed on a loopback bind besides localhost. Repeatable.
   --replica <name>             This replica's name (records, spans, session id prefix).
                                Default: the host name.

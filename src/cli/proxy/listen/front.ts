@@ -560,9 +560,14 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       maxHeaderSize: 16_384,
     },
     (req, res) => {
-      const refusal = admit(req, listen);
+      const refusal = admit(req, listen, res);
       if (refusal === "health") {
         writeJson(res, 200, { status: "ok", replica: listen.replica });
+        return;
+      }
+      if (refusal === "preflight") {
+        res.writeHead(204, PREFLIGHT_HEADERS);
+        res.end();
         return;
       }
       if (refusal === "ready") {
@@ -648,8 +653,26 @@ interface ModernRoute {
   classification: { era: "modern" | "legacy"; revision?: string };
 }
 
-/** Health, readiness, and the guards in order: path, Host, Origin, token, method. */
-function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "health" | "ready" | undefined {
+/**
+ * CORS for a browser page whose Origin the front admits (a localhost one or an `--allow-origin`):
+ * its preflight is answered without a token (a browser sends none with it), and every answer
+ * carries the origin, so the page can read it and the session id. An Origin the front refuses
+ * gets no CORS header at all (its request is refused 403 anyway).
+ */
+const PREFLIGHT_HEADERS = {
+  "access-control-allow-methods": "GET, POST, DELETE",
+  "access-control-allow-headers":
+    "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name",
+  "access-control-max-age": "600",
+} as const;
+const EXPOSED_HEADERS = "mcp-session-id, mcp-protocol-version, www-authenticate, retry-after";
+
+/** Health, readiness, a browser's preflight, and the guards in order: path, Host, Origin, token, method. */
+function admit(
+  req: http.IncomingMessage,
+  listen: ListenOptions,
+  res: http.ServerResponse,
+): Refusal | "health" | "ready" | "preflight" | undefined {
   const path = (req.url ?? "/").split("?")[0];
   if (req.method === "GET" && path === "/healthz") return "health";
   if (req.method === "GET" && path === "/readyz") return "ready";
@@ -658,8 +681,16 @@ function admit(req: http.IncomingMessage, listen: ListenOptions): Refusal | "hea
     const value = req.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
-  const refusal =
-    checkHost(header("host"), listen) ?? checkOrigin(header("origin"), listen) ?? checkToken(header("authorization"), listen.token);
+  const origin = header("origin");
+  const placeRefusal = checkHost(header("host"), listen) ?? checkOrigin(origin, listen);
+  if (placeRefusal !== undefined) return placeRefusal;
+  if (origin !== undefined && origin !== "") {
+    res.setHeader("access-control-allow-origin", origin);
+    res.setHeader("vary", "Origin");
+    res.setHeader("access-control-expose-headers", EXPOSED_HEADERS);
+    if (req.method === "OPTIONS" && header("access-control-request-method") !== undefined) return "preflight";
+  }
+  const refusal = checkToken(header("authorization"), listen.token);
   if (refusal !== undefined) return refusal;
   if (req.method !== "POST" && req.method !== "GET" && req.method !== "DELETE") {
     return { status: 405, message: "Method not allowed.", headers: { allow: "GET, POST, DELETE" } };

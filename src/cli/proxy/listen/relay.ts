@@ -6,7 +6,7 @@
 // edge: a client id and progress token mapped to an upstream id and token of the relay's own (so
 // no client can name, cancel or receive another's request, progress or late result), and answers
 // routed back to the handle that asked.
-import { proxyErrorResponse } from "../respond.js";
+import { ownAnswerNote, proxyErrorResponse } from "../respond.js";
 import type { WriteStream } from "node:fs";
 import type { TransportLike } from "../../../adapters/types.js";
 import { jsonLines } from "../../../ledger/json-lines.js";
@@ -137,7 +137,9 @@ export class Relay<T extends TransportLike = TransportLike> {
       forwardAbortReason: true,
       maxRecords: 0,
       onAnomaly: (anomaly) => init.log(`anomaly: ${anomaly.message}`),
-      ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => writeLine(this.#withClient(record)) }),
+      ...(writeLine === undefined
+        ? {}
+        : { onRecord: (record: RunRecord) => writeLine({ ...this.#withClient(record), proxyPid: process.pid } as RunRecord) }),
       ...(init.observer === undefined ? {} : { observer: init.observer }),
     };
     this.#transport = new MessageTransport(upstream.adapter, {
@@ -274,7 +276,10 @@ export class Relay<T extends TransportLike = TransportLike> {
         this.#init.log(`the server answered id ${JSON.stringify(id)}, which is no request in progress: dropped`);
         return;
       }
-      if (this.#init.options.verbose) this.#verbose("server->client", { ...message, id: pending.clientId }, id);
+      if (this.#init.options.verbose) {
+        const own = ownAnswerNote(message);
+        this.#verbose(own === undefined ? "server->client" : "proxy->client", { ...message, id: pending.clientId }, id, own);
+      }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
       pending.handle.port.deliver({ ...message, id: pending.clientId }, pending.clientId);
