@@ -493,6 +493,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         if (entry.call !== null && entry.augmented !== true && entry.listen !== true) calls.push(entry.call);
       }
       for (const call of calls) call.closing();
+      // Closing from here on: a call made while the cancels flush is never sent (it would reach a
+      // session nobody cancels it in, rule 40); it settles `connection-closed`, never sent.
+      this.#open = false;
     }
     return this.below.close();
   }
@@ -520,6 +523,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       call = this.#unbound.get(key) ?? null;
       this.#unbound.delete(key);
       follower = this.#tasks.take(key);
+      if (call !== null && !call.settled && !this.#open) call.cancel("connection-closed", undefined, true); // the client is closing
       if (call === null || call.settled) {
         // Settled before the SDK got to send it: it must never go out, and the SDK must not wait.
         queueMicrotask(() => this.#releaseSdk(id));

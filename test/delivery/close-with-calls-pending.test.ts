@@ -3,7 +3,7 @@ import { ConnectionClosedError } from "../../src/index.js";
 import { SLACK_MS } from "../helpers/timing.js";
 import { spawnServer } from "../helpers/stdio.js";
 import { connectV1, connectV2 } from "../http/clients.js";
-import { eventually, seen, startV1, startV2 } from "../http/servers.js";
+import { eventually, seen, sleep, startV1, startV2 } from "../http/servers.js";
 
 // client.close() while calls are pending: the client gives those calls up, so each one is
 // cancelled by the transport's own mechanism before the transport ends (rules 6, 31; rule 40: a
@@ -88,6 +88,60 @@ describe("client.close() with calls pending", () => {
         undelivered: null,
       });
       expect(client.errors.map((e) => e.message)).toEqual([]);
+    });
+  }
+
+  for (const [sdk, connect] of [
+    ["v1", (url: URL) => connectV1(url)],
+    ["v2 (2025 era)", (url: URL) => connectV2(url)],
+  ] as const) {
+    it(`${sdk}, 2025-era: a call made while the close flushes its cancels is never sent (no session would cancel it)`, async () => {
+      const server = await startV1({ stateful: true, holdCancelMs: 200 });
+      cleanup.push(() => server.stop());
+      const client = await connect(server.url);
+      cleanup.push(() => client.close());
+      const first = client.mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 20_000 });
+      first.catch(() => {});
+      expect(await eventually(() => server.events.some((e) => e.kind === "handler-start"))).toBe(true);
+      const closing = client.client.close(); // waits for the first call's notification (held 200 ms)
+      const during = client.mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 20_000 });
+      await expect(during).rejects.toBeInstanceOf(ConnectionClosedError);
+      await closing;
+      await expect(first).rejects.toBeInstanceOf(ConnectionClosedError);
+      await sleep(100);
+      expect(seen(server, "tools/call")).toHaveLength(1); // only the first reached the server
+      const records = client.mcp.records();
+      expect(records).toHaveLength(2);
+      expect(records[1]).toMatchObject({
+        outcome: "not-sent",
+        requestId: null,
+        cancel: { trigger: "connection-closed", mechanism: "none" },
+      });
+    });
+
+    it(`${sdk}, 2025-era: many calls pending at the close, their notifications written but not answered within flushTimeoutMs: each record says the notification went out, with no answer`, async () => {
+      const server = await startV1({ stateful: true, holdCancelMs: 1_000 });
+      cleanup.push(() => server.stop());
+      const client = await connect(server.url);
+      cleanup.push(() => client.close());
+      const CALLS = 20;
+      const calls = Array.from({ length: CALLS }, () =>
+        client.mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeoutMs: 20_000 }),
+      );
+      for (const call of calls) call.catch(() => {});
+      expect(await eventually(() => server.events.filter((e) => e.kind === "handler-start").length === CALLS)).toBe(true);
+      await client.client.close(); // 250 ms for the notifications, each answered 1 s later
+      for (const call of calls) await expect(call).rejects.toBeInstanceOf(ConnectionClosedError);
+      expect(await eventually(() => seen(server, "notifications/cancelled").length === CALLS)).toBe(true);
+      expect(await eventually(() => client.mcp.records().every((r) => r.revision > 0), 2_000)).toBe(true);
+      for (const record of client.mcp.records()) {
+        expect(record.cancel).toMatchObject({
+          trigger: "connection-closed",
+          mechanism: "notification+stream-close",
+          undelivered: { mechanism: "notification", error: expect.stringMatching(/^sent \(its body written\), but no answer came: /) },
+        });
+      }
+      expect(new Set(seen(server, "notifications/cancelled").map((c) => c.http.cancelOf)).size).toBe(CALLS); // one each
     });
   }
 

@@ -223,6 +223,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     resume: (token) => this.#tracker?.port.resume(token),
     ended: (id, how, cause, resumed) => this.#tracker?.port.ended(id, how, cause, resumed),
     refused: (id, status) => this.#tracker?.port.refused(id, status),
+    cancelSent: (id) => this.#tracker?.port.cancelSent(id),
     sent: (id) => this.#tracker?.port.sent(id),
     answered: (id, status, contentType) => this.#tracker?.port.answered(id, status, contentType),
     blind: (id) => this.#tracker?.port.blind(id),

@@ -107,7 +107,7 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
         fresh.delete(own);
         end(own, "close");
       };
-      const sent = lib.fetch(url, { ...(init as object), dispatcher: own } as Parameters<
+      const sent = lib.fetch(url, { ...(init as object), dispatcher: onBodySent === undefined ? own : tap(own, onBodySent) } as Parameters<
         Undici["fetch"]
       >[1]) as unknown as Promise<Response>;
       sent.then(done, done);

@@ -173,7 +173,11 @@ export class LegacyDelivery extends Layer {
           sent: "stream-close",
           failed: {
             mechanism: "notification",
-            error: `not sent: the request had not reached the server (its body not written) within flushTimeoutMs (${this.#flushTimeoutMs} ms)`,
+            error: `not sent: the request had not reached the server (its body not written) ${
+              this.#closing || this.#tracker.closedDown
+                ? "before the client closed the connection"
+                : `within flushTimeoutMs (${this.#flushTimeoutMs} ms)`
+            }`,
           },
         });
         return;
@@ -215,6 +219,15 @@ export class LegacyDelivery extends Layer {
     }
     // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).
     const error = failure instanceof Error ? failure : new Error(String(failure));
+    if (this.#tracker.cancelWritten(request.requestId)) {
+      // Its body was written (the server may well have it): it went out, its answer did not come
+      // (the close cut it short, most often). The record says so, not that it never left.
+      request.delivery({
+        sent: stream === undefined ? "notification" : "notification+stream-close",
+        failed: { mechanism: "notification", error: `sent (its body written), but no answer came: ${error.message}` },
+      });
+      return;
+    }
     request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
   }
 
@@ -228,7 +241,10 @@ export class LegacyDelivery extends Layer {
         last.at = processClock();
         last.wall = Date.now();
         this.#tracker.refusal(request.requestId);
+        this.#tracker.expectCancel(request.requestId);
         await this.below.send(request.notification);
+        // Answered: whether its body was seen written no longer matters (read, so forgotten).
+        this.#tracker.cancelWritten(request.requestId);
         const status = this.#tracker.refusal(request.requestId);
         if (status === undefined) return undefined;
         // The server read it and said no: not retried (a duplicate would be refused too).

@@ -33,6 +33,11 @@ export interface FetchPort {
    * (rule 10). Called only by a fetch that can tell (`observesBody`), at most once per request.
    */
   sent(id: RequestId): void;
+  /**
+   * The body of the `notifications/cancelled` POST for this request was fully written (undici's
+   * `onRequestSent`): it went out, whatever becomes of its answer. Only a fetch that can tell.
+   */
+  cancelSent(id: RequestId): void;
   /** The response head of a request's own POST arrived, with this status (any: the server received it). */
   answered(id: RequestId, status: number, contentType: string | null): void;
   /** This fetch cannot report a request's body fully written (not `observesBody`): that fact is unknown. */
@@ -129,6 +134,12 @@ function cancelledIdOf(body: unknown): RequestId | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What reports a cancel body's notification written (see `FetchPort.cancelSent`). */
+function cancelSentReporter(port: FetchPort | undefined, body: unknown): (() => void) | undefined {
+  const id = cancelledIdOf(body);
+  return port === undefined || id === undefined ? undefined : () => port.cancelSent(id);
 }
 
 /** Whether a cancel body's notification must take a connection of its own (see `FetchPort.fresh`). */
@@ -234,8 +245,13 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     const sendInit =
       onBodySent !== undefined
         ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent }
-        : cancel && registry.observesBody && freshFor(port, init.body)
-          ? { ...init, signal: controller.signal, [FRESH_CONNECTION]: true }
+        : cancel && registry.observesBody
+          ? {
+              ...init,
+              signal: controller.signal,
+              [ON_BODY_SENT]: cancelSentReporter(port, init.body),
+              ...(freshFor(port, init.body) ? { [FRESH_CONNECTION]: true } : {}),
+            }
           : { ...init, signal: controller.signal };
     response = await base(url, sendInit as RequestInit);
   } catch (error) {

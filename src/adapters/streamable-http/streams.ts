@@ -106,6 +106,11 @@ export class StreamTracker extends Layer {
   #resumesRefused = 0;
   /** Requests whose `notifications/cancelled` the server answered with an HTTP error (the status), until the delivery reads it. */
   readonly #refusals = new Map<RequestId, number>();
+  /**
+   * The `notifications/cancelled` POSTs the delivery is sending, by request: true once the body
+   * was fully written. Entries are the delivery's (it reads each at its end, even after a close).
+   */
+  readonly #cancelsSent = new Map<RequestId, boolean>();
   /** Requests whose `notifications/cancelled` may take a pooled connection (the server answered their head). */
   readonly #pooled = new Set<RequestId>();
   #version: string | undefined;
@@ -140,6 +145,18 @@ export class StreamTracker extends Layer {
       resumesRefused: this.#resumesRefused,
       holding: this.#holds.size,
     };
+  }
+
+  /** The delivery is about to send this request's `notifications/cancelled`: watch for its body written. */
+  expectCancel(id: RequestId): void {
+    this.#cancelsSent.set(id, false);
+  }
+
+  /** True when this request's `notifications/cancelled` body was fully written; forgets it (read once). */
+  cancelWritten(id: RequestId): boolean {
+    const written = this.#cancelsSent.get(id) === true;
+    this.#cancelsSent.delete(id);
+    return written;
   }
 
   /** The HTTP error the server answered this request's `notifications/cancelled` with, if it did (read once). */
@@ -470,6 +487,9 @@ export class StreamTracker extends Layer {
       this.#checks.add(timer);
     },
     refused: (id, status) => this.#refusals.set(id, status),
+    cancelSent: (id) => {
+      if (this.#cancelsSent.has(id)) this.#cancelsSent.set(id, true);
+    },
     sent: (id) => {
       const stream = this.#streams.get(id);
       if (stream !== undefined && !stream.written) {
