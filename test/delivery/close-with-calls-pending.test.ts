@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ConnectionClosedError } from "../../src/index.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ConnectionClosedError, attachCancellation } from "../../src/index.js";
 import { SLACK_MS } from "../helpers/timing.js";
-import { spawnServer } from "../helpers/stdio.js";
+import { fixture, spawnServer } from "../helpers/stdio.js";
 import { connectV1, connectV2 } from "../http/clients.js";
 import { eventually, seen, sleep, startV1, startV2 } from "../http/servers.js";
 
@@ -59,6 +61,39 @@ describe("client.close() with calls pending", () => {
     expect(await eventually(() => server.cancelsReceived().length === 1)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(server.cancelsReceived().map((m) => m.params!.reason)).toEqual(["Cancelled by the client"]);
+  });
+
+  it("attachCancellation on a transport whose close cannot be replaced: the close is the transport's own, so no cancel goes (mechanism none, as docs/delivery.md says); a shared signal aborted first does cancel", async () => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [fixture("scripted-server.mjs")], stderr: "pipe" });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const ownClose = transport.close.bind(transport);
+    Object.defineProperty(transport, "close", { value: ownClose, writable: false, configurable: false });
+    const client = new Client({ name: "frozen-close", version: "1.0.0" });
+    await client.connect(transport);
+    cleanup.push(() => client.close());
+    const mcp = attachCancellation(client);
+    const controller = new AbortController();
+    const calls = [
+      mcp.callTool({ name: "silent" }, { timeoutMs: 20_000 }),
+      client.callTool({ name: "silent" }, undefined, { signal: controller.signal }),
+    ];
+    for (const call of calls) call.catch(() => {});
+    const cancels = () => stderr.split("\n").filter((l) => l.startsWith("RECV ") && l.includes("notifications/cancelled"));
+    const calledTwice = () => stderr.split("\n").filter((l) => l.startsWith("RECV ") && l.includes('"tools/call"')).length === 2;
+    expect(await eventually(calledTwice)).toBe(true);
+    expect(transport.close).toBe(ownClose); // not replaced
+    controller.abort(); // the way the docs give: abort first
+    expect(await eventually(() => cancels().length === 1)).toBe(true);
+    await client.close();
+    await expect(calls[0]).rejects.toBeInstanceOf(ConnectionClosedError);
+    await expect(calls[1]).rejects.toThrow();
+    await sleep(100);
+    expect(cancels()).toHaveLength(1); // the close sent none for the first call
+    expect(mcp.records().map((r) => [r.requestId, r.cancel?.trigger, r.cancel?.mechanism])).toEqual([
+      [2, "aborted", "notification"], // records in settle order
+      [1, "connection-closed", "none"],
+    ]);
   });
 
   for (const [sdk, connect] of [
