@@ -154,6 +154,35 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("a notification the server never answers is given up after notificationTimeoutMs: its POST aborted, the record says sent with no answer, nothing left held", async () => {
+    const server = await startV1({ stateful: false, holdCancelMs: 20_000 });
+    cleanup.push(() => server.stop());
+    const { mcp, adapter, errors, close } = await connectV1(server.url, {}, { flushTimeoutMs: 100, notificationTimeoutMs: 400 });
+    cleanup.push(close);
+    const { call, controller } = await inFlight(server, mcp, 1);
+    const abortedAt = performance.now();
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
+    expect(mcp.records().at(-1)!.cancel!.undelivered).toBeNull(); // not answered yet, not given up yet
+    expect(adapter.stats().flushing).toBe(1);
+    expect(await eventually(() => adapter.stats().flushing === 0, 400 + SLACK_MS)).toBe(true);
+    expect(performance.now() - abortedAt).toBeGreaterThanOrEqual(400 - 5); // not before the bound
+    const record = mcp.records().at(-1)!;
+    expect(record.cancel).toMatchObject({
+      mechanism: "notification+stream-close",
+      undelivered: {
+        mechanism: "notification",
+        error: "sent (its body written), but no answer came within notificationTimeoutMs (400 ms)",
+      },
+    });
+    expect(record.summary).toMatch(/cancel notification not delivered$/);
+    // The POST was given up: the server saw its connection close without an answer.
+    expect(await eventually(() => closedUnfinished(seen(server, "notifications/cancelled")[0]))).toBe(true);
+    expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, flushing: 0, checks: 0 });
+    expect(errors).toEqual([]);
+  });
+
   it("closing the client while a notification is unanswered waits at most flushTimeoutMs, and clears that wait's timer", async () => {
     // A value no other timer in the process uses (the server in this process, the test runner).
     const FLUSH_MS = 4_321;

@@ -50,6 +50,11 @@ describe("the HTTP helpers check their options like the rest of the library", ()
         () => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { flushTimeoutMs: 20_000 }),
         "flushTimeoutMs",
       ],
+      [
+        () =>
+          streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: cancellableFetch() }), { notificationTimeoutMs: 0 }),
+        "notificationTimeoutMs",
+      ],
       [() => cancellableFetch({ typo: 1 } as never), "typo"],
       [() => cancellableFetch({ fetch: 5 } as never), "fetch"],
     ];

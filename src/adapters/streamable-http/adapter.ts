@@ -23,6 +23,8 @@ export { STREAM_CLOSE_PROTOCOL_VERSION, neverLeft } from "./streams.js";
 
 /** How long a 2025-era cancel waits for a fact that says the server has the request, at most, in ms. */
 export const DEFAULT_FLUSH_TIMEOUT_MS = 250;
+/** How long a 2025-era `notifications/cancelled` POST waits for its answer by default, in ms (see `notificationTimeoutMs`). */
+export const DEFAULT_NOTIFICATION_TIMEOUT_MS = 10_000;
 
 /** Options of `streamableHttpCancellation`. */
 export interface StreamableHttpCancellationOptions {
@@ -40,6 +42,16 @@ export interface StreamableHttpCancellationOptions {
    * @default 250 (`DEFAULT_FLUSH_TIMEOUT_MS`)
    */
   flushTimeoutMs?: number;
+  /**
+   * In ms, 1 to 120_000. On a 2025-era connection: the longest a POSTed `notifications/cancelled`
+   * waits for the server's answer (a 202). Then it is given up: its POST is aborted (its socket
+   * released, when the fetch is `cancellableFetch()`'s) and the record's `cancel.undelivered`
+   * says `sent (its body written), but no answer came within notificationTimeoutMs (…)` (rule 40:
+   * a notification the server never answered is not known to be delivered). The caller of the
+   * cancelled call never waits for it.
+   * @default 10_000 (`DEFAULT_NOTIFICATION_TIMEOUT_MS`)
+   */
+  notificationTimeoutMs?: number;
   /**
    * For a v1 `StreamableHTTPClientTransport`: the `cancellableFetch()` it was created with. Found
    * on the transport by itself; needed only when the transport wraps its fetch (v1
@@ -100,7 +112,7 @@ export interface StreamableHttpAdapter<T extends TransportLike> extends Cancella
  *   (`@modelcontextprotocol/sdk`) created with `{ fetch: cancellableFetch() }`.
  * @returns the adapter for `withCancellation`; its `.transport` is `transport` itself.
  * @throws {InvalidOptionError} a v1 transport created without `cancellableFetch()`, a fetch
- *   already bound to another transport, or `flushTimeoutMs` out of range.
+ *   already bound to another transport, or `flushTimeoutMs` or `notificationTimeoutMs` out of range.
  */
 export function streamableHttpCancellation<T extends TransportLike>(
   transport: T,
@@ -109,7 +121,9 @@ export function streamableHttpCancellation<T extends TransportLike>(
   return new StreamableHttpAdapterImpl(transport, options);
 }
 
-const adapterOptionsSchema = z.strictObject({ flushTimeoutMs: msOption(0, 10_000, false), fetch: fnOption }).partial();
+const adapterOptionsSchema = z
+  .strictObject({ flushTimeoutMs: msOption(0, 10_000, false), notificationTimeoutMs: msOption(1, 120_000, false), fetch: fnOption })
+  .partial();
 
 const NO_STATS: StreamableHttpStats = {
   streams: 0,
@@ -128,6 +142,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #fetch: unknown;
   readonly #observesBody: boolean;
   readonly #flushTimeoutMs: number;
+  readonly #notificationTimeoutMs: number;
   /** The layers of the pipeline the adapter is in (the newest, if it is piped again). */
   #tracker: StreamTracker | undefined;
   #delivery: LegacyDelivery | undefined;
@@ -140,6 +155,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     }
     parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
     this.#flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
+    this.#notificationTimeoutMs = options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS;
     this.transport = transport;
     // The transport's private `_fetch` and the v2 marker: src/sdk/private.ts.
     this.#v2 = hasPerRequestStream(transport);
@@ -192,7 +208,12 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
         });
         return this.#tracker;
       },
-      () => (this.#delivery = new LegacyDelivery(this.#tracker!, this.#flushTimeoutMs, this.#observesBody)),
+      () =>
+        (this.#delivery = new LegacyDelivery(this.#tracker!, {
+          flushTimeoutMs: this.#flushTimeoutMs,
+          notificationTimeoutMs: this.#notificationTimeoutMs,
+          observesBody: this.#observesBody,
+        })),
     ];
   }
 
@@ -224,6 +245,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     ended: (id, how, cause, resumed) => this.#tracker?.port.ended(id, how, cause, resumed),
     refused: (id, status) => this.#tracker?.port.refused(id, status),
     cancelSent: (id) => this.#tracker?.port.cancelSent(id),
+    cancelSignal: (id) => this.#tracker?.port.cancelSignal(id),
     sent: (id) => this.#tracker?.port.sent(id),
     answered: (id, status, contentType) => this.#tracker?.port.answered(id, status, contentType),
     blind: (id) => this.#tracker?.port.blind(id),

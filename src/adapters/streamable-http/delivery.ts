@@ -19,6 +19,8 @@ interface Delivery {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Ends the current wait at once (the transport closed). */
   wake: (() => void) | undefined;
+  /** The notification went: the wait is for its answer (neither a close nor the transport's end wakes it: its fetch settles). */
+  sending: boolean;
   done: Promise<void>;
 }
 
@@ -44,7 +46,9 @@ const TIMED_OUT = Symbol("timed out");
  *   the notification at the bound.
  *
  * The request's stream is closed once the server answered the notification (or its send failed),
- * at most flushTimeoutMs after it went: the server gets the cancel before the stream goes. A notification that fails is retried once after a
+ * at most flushTimeoutMs after it went: the server gets the cancel before the stream goes. A
+ * notification not answered within notificationTimeoutMs is given up (its POST aborted) and
+ * recorded as sent with no answer. A notification that fails is retried once after a
  * connection-level failure (a duplicate is harmless, rule 10) and then recorded on the call
  * (`cancel.undelivered`), never reported to `onerror`. The caller of the cancelled call never
  * waits for any of it.
@@ -52,6 +56,8 @@ const TIMED_OUT = Symbol("timed out");
 export class LegacyDelivery extends Layer {
   readonly #tracker: StreamTracker;
   readonly #flushTimeoutMs: number;
+  /** How long a notification waits for its answer before it is given up, ms. */
+  readonly #notificationTimeoutMs: number;
   /** The fetch reports each request's body fully written (else `written` is unknown). */
   readonly #observesBody: boolean;
   /** Notifications on their way, each with its current `flushTimeoutMs` timer. */
@@ -61,11 +67,12 @@ export class LegacyDelivery extends Layer {
   /** `close()` was called: no notification waits any more for its request to reach the server. */
   #closing = false;
 
-  constructor(below: StreamTracker, flushTimeoutMs: number, observesBody: boolean) {
+  constructor(below: StreamTracker, init: { flushTimeoutMs: number; notificationTimeoutMs: number; observesBody: boolean }) {
     super(below);
     this.#tracker = below;
-    this.#flushTimeoutMs = flushTimeoutMs;
-    this.#observesBody = observesBody;
+    this.#flushTimeoutMs = init.flushTimeoutMs;
+    this.#notificationTimeoutMs = init.notificationTimeoutMs;
+    this.#observesBody = init.observesBody;
   }
 
   /** 2025-era cancels whose notification is not delivered yet. */
@@ -86,7 +93,7 @@ export class LegacyDelivery extends Layer {
     // once the request reached the server, and the stream closes. Nothing here holds the caller.
     const stream = this.#tracker.stream(request.requestId);
     if (stream !== undefined) stream.cancelled = true;
-    const delivery: Delivery = { timer: undefined, wake: undefined, done: Promise.resolve() };
+    const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, done: Promise.resolve() };
     this.#deliveries.add(delivery);
     delivery.done = this.#deliver(request, stream, delivery, processClock()).finally(() => {
       clearTimeout(delivery.timer);
@@ -107,7 +114,7 @@ export class LegacyDelivery extends Layer {
       // body was written, or is given up, if not: else its own wait would take the whole bound
       // given here, and the close would abort it as it starts.
       this.#closing = true;
-      for (const delivery of this.#deliveries) delivery.wake?.();
+      for (const delivery of this.#deliveries) if (!delivery.sending) delivery.wake?.();
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         Promise.all([...this.#deliveries].map((delivery) => delivery.done)),
@@ -120,7 +127,9 @@ export class LegacyDelivery extends Layer {
 
   override closed(): void {
     // The transport aborted every fetch: no delivery waits any more (their sends reject).
+    // A notification waiting for its answer keeps its bound: its aborted fetch settles it.
     for (const delivery of this.#deliveries) {
+      if (delivery.sending) continue;
       clearTimeout(delivery.timer);
       delivery.wake?.();
     }
@@ -193,6 +202,8 @@ export class LegacyDelivery extends Layer {
     // The notification goes first; the stream closes once the server answered it (or its send
     // failed), at most flushTimeoutMs later (rule 40: the POSTed cancel, then the close). The
     // caller settled long ago; a result on the stream meanwhile is late and dropped.
+    // A notification whose answer does not come within that bound is given up (its POST aborted,
+    // its socket released), and the record says so: no wait, and no record, stays open on it.
     const attempt = { at: since, wall: 0 };
     const sending = this.#sendNotification(request, attempt);
     if (stream !== undefined) {
@@ -203,7 +214,16 @@ export class LegacyDelivery extends Layer {
       const timer = setTimeout(close, this.#flushTimeoutMs);
       void sending.then(close);
     }
-    const failure = await sending;
+    let failure = await this.#bounded(delivery, sending, this.#notificationTimeoutMs);
+    let unanswered: string | undefined;
+    if (failure === TIMED_OUT) {
+      unanswered = this.#tracker.closedDown
+        ? "before the client closed the connection"
+        : `within notificationTimeoutMs (${this.#notificationTimeoutMs} ms)`;
+      const giveUp = new Error(`no answer came ${unanswered}`);
+      // A fetch of ours aborts the POST, which then settles; any other fetch's goes on unheard.
+      failure = this.#tracker.giveUpCancel(request.requestId, giveUp) ? await sending : giveUp;
+    }
     if (failure === undefined) {
       // It went 1 ms or more after the cancel (it waited for the request to reach the server: the
       // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent
@@ -224,11 +244,17 @@ export class LegacyDelivery extends Layer {
       // (the close cut it short, most often). The record says so, not that it never left.
       request.delivery({
         sent: stream === undefined ? "notification" : "notification+stream-close",
-        failed: { mechanism: "notification", error: `sent (its body written), but no answer came: ${error.message}` },
+        failed: {
+          mechanism: "notification",
+          error: `sent (its body written), but no answer came${unanswered === undefined ? `: ${error.message}` : ` ${unanswered}`}`,
+        },
       });
       return;
     }
-    request.delivery({ sent: stream === undefined ? "none" : "stream-close", failed: { mechanism: "notification", error: error.message } });
+    request.delivery({
+      sent: stream === undefined ? "none" : "stream-close",
+      failed: { mechanism: "notification", error: unanswered === undefined ? error.message : `no answer came ${unanswered}` },
+    });
   }
 
   /**
@@ -257,11 +283,18 @@ export class LegacyDelivery extends Layer {
     }
   }
 
-  /** Waits for `promise`, at most flushTimeoutMs (the timer is the delivery's, cleared with it). */
-  #bounded(delivery: Delivery, promise: Promise<unknown>): Promise<unknown> {
-    if (this.#tracker.closedDown || this.#closing) return Promise.resolve(TIMED_OUT);
-    return new Promise((resolve) => {
-      delivery.timer = setTimeout(resolve, this.#flushTimeoutMs, TIMED_OUT);
+  /**
+   * Waits for `promise`, at most `boundMs` (the timer is the delivery's, cleared with it); ends at
+   * once when the transport closes. Without `boundMs`: the wait for the request to reach the
+   * server, flushTimeoutMs, over at once once a close began. With it: the wait for the
+   * notification's answer, which a close gives its own bound, then ends by aborting every fetch.
+   */
+  #bounded<T>(delivery: Delivery, promise: Promise<T>, boundMs?: number): Promise<T | typeof TIMED_OUT> {
+    const answer = boundMs !== undefined;
+    if (!answer && (this.#tracker.closedDown || this.#closing)) return Promise.resolve(TIMED_OUT);
+    delivery.sending = answer;
+    return new Promise<T | typeof TIMED_OUT>((resolve) => {
+      delivery.timer = setTimeout(resolve, boundMs ?? this.#flushTimeoutMs, TIMED_OUT);
       delivery.wake = () => resolve(TIMED_OUT);
       promise.then(resolve, resolve);
     }).finally(() => {

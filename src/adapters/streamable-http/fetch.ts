@@ -38,6 +38,11 @@ export interface FetchPort {
    * `onRequestSent`): it went out, whatever becomes of its answer. Only a fetch that can tell.
    */
   cancelSent(id: RequestId): void;
+  /**
+   * The signal that gives up the `notifications/cancelled` POST for this request (the delivery
+   * aborts it when no answer came within `flushTimeoutMs`), if the delivery is sending one.
+   */
+  cancelSignal(id: RequestId): AbortSignal | undefined;
   /** The response head of a request's own POST arrived, with this status (any: the server received it). */
   answered(id: RequestId, status: number, contentType: string | null): void;
   /** This fetch cannot report a request's body fully written (not `observesBody`): that fact is unknown. */
@@ -142,6 +147,12 @@ function cancelSentReporter(port: FetchPort | undefined, body: unknown): (() => 
   return port === undefined || id === undefined ? undefined : () => port.cancelSent(id);
 }
 
+/** The signal that gives up a cancel body's POST (see `FetchPort.cancelSignal`). */
+function cancelSignalFor(port: FetchPort | undefined, body: unknown): AbortSignal | undefined {
+  const id = cancelledIdOf(body);
+  return port === undefined || id === undefined ? undefined : port.cancelSignal(id);
+}
+
 /** Whether a cancel body's notification must take a connection of its own (see `FetchPort.fresh`). */
 function freshFor(port: FetchPort | undefined, body: unknown): boolean {
   const id = cancelledIdOf(body);
@@ -227,7 +238,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   }
   const controller = new AbortController();
   const unlinkTransport = link(init.signal ?? undefined, controller);
-  const unlinkRequest = link(id === undefined ? undefined : port?.signalFor(id), controller);
+  const unlinkRequest = link(id !== undefined ? port?.signalFor(id) : cancel ? cancelSignalFor(port, init.body) : undefined, controller);
   let released = false;
   const release = (how?: "eof" | "error" | "failed", cause?: unknown): void => {
     if (released) return;

@@ -2,6 +2,7 @@
 // response stream (rules 6, 24-30, 40).
 export {
   DEFAULT_FLUSH_TIMEOUT_MS,
+  DEFAULT_NOTIFICATION_TIMEOUT_MS,
   STREAM_CLOSE_PROTOCOL_VERSION,
   streamableHttpCancellation,
 } from "./adapter.js";

@@ -107,10 +107,11 @@ export class StreamTracker extends Layer {
   /** Requests whose `notifications/cancelled` the server answered with an HTTP error (the status), until the delivery reads it. */
   readonly #refusals = new Map<RequestId, number>();
   /**
-   * The `notifications/cancelled` POSTs the delivery is sending, by request: true once the body
-   * was fully written. Entries are the delivery's (it reads each at its end, even after a close).
+   * The `notifications/cancelled` POSTs the delivery is sending, by request: whether the body was
+   * fully written, and what gives the POST up (made when a fetch of ours asks for it). Entries
+   * are the delivery's (it reads each at its end, even after a close).
    */
-  readonly #cancelsSent = new Map<RequestId, boolean>();
+  readonly #cancelsSent = new Map<RequestId, { written: boolean; giveUp: AbortController | undefined }>();
   /** Requests whose `notifications/cancelled` may take a pooled connection (the server answered their head). */
   readonly #pooled = new Set<RequestId>();
   #version: string | undefined;
@@ -149,14 +150,27 @@ export class StreamTracker extends Layer {
 
   /** The delivery is about to send this request's `notifications/cancelled`: watch for its body written. */
   expectCancel(id: RequestId): void {
-    this.#cancelsSent.set(id, false);
+    const entry = this.#cancelsSent.get(id);
+    if (entry === undefined) this.#cancelsSent.set(id, { written: false, giveUp: undefined });
+    else entry.written = false; // sent again (after a dropped connection)
   }
 
   /** True when this request's `notifications/cancelled` body was fully written; forgets it (read once). */
   cancelWritten(id: RequestId): boolean {
-    const written = this.#cancelsSent.get(id) === true;
+    const written = this.#cancelsSent.get(id)?.written === true;
     this.#cancelsSent.delete(id);
     return written;
+  }
+
+  /**
+   * Gives up this request's `notifications/cancelled` POST (its answer did not come in time):
+   * aborts it with `reason`, so its socket is released. False when no fetch of ours sends it
+   * (a fetch that is not `cancellableFetch()` cannot be reached: its POST goes on by itself).
+   */
+  giveUpCancel(id: RequestId, reason: Error): boolean {
+    const giveUp = this.#cancelsSent.get(id)?.giveUp;
+    giveUp?.abort(reason);
+    return giveUp !== undefined;
   }
 
   /** The HTTP error the server answered this request's `notifications/cancelled` with, if it did (read once). */
@@ -488,7 +502,14 @@ export class StreamTracker extends Layer {
     },
     refused: (id, status) => this.#refusals.set(id, status),
     cancelSent: (id) => {
-      if (this.#cancelsSent.has(id)) this.#cancelsSent.set(id, true);
+      const entry = this.#cancelsSent.get(id);
+      if (entry !== undefined) entry.written = true;
+    },
+    cancelSignal: (id) => {
+      const entry = this.#cancelsSent.get(id);
+      if (entry === undefined) return undefined;
+      entry.giveUp ??= new AbortController();
+      return entry.giveUp.signal;
     },
     sent: (id) => {
       const stream = this.#streams.get(id);
