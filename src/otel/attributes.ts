@@ -63,6 +63,15 @@ export const EVENT_CANCEL = "mcp_cancellable.cancel";
 export const EVENT_LATE_MESSAGE = "mcp_cancellable.late_message";
 /** Event on a follow-up span: a verification's answer. */
 export const EVENT_VERIFICATION = "mcp_cancellable.verification";
+/** Event on a `task` follow-up span: what became of the task behind a cancelled call. */
+export const EVENT_TASK = "mcp_cancellable.task";
+/** Event on a `cancel` follow-up span: the adapter learned how the cancel was delivered. */
+export const EVENT_CANCEL_DELIVERY = "mcp_cancellable.cancel_delivery";
+/** The task's id and its last status seen (task-augmented calls). */
+export const ATTR_TASK_ID = "mcp_cancellable.task.id";
+export const ATTR_TASK_STATUS = "mcp_cancellable.task.status";
+/** The part of a cancel that did not reach the server: its mechanism and why. */
+export const ATTR_CANCEL_UNDELIVERED = "mcp_cancellable.cancel.undelivered";
 
 /** `error.type` of each cancel trigger. */
 export const CANCEL_ERROR_TYPE = {

@@ -15,6 +15,7 @@ import {
   ATTR_CANCEL_MECHANISM,
   ATTR_CANCEL_REASON,
   ATTR_CANCEL_TRIGGER,
+  ATTR_CANCEL_UNDELIVERED,
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROMPT_NAME,
@@ -37,12 +38,16 @@ import {
   ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
+  ATTR_TASK_ID,
+  ATTR_TASK_STATUS,
   CANCEL_ERROR_TYPE,
   ERROR_TYPE_OTHER,
   ERROR_TYPE_TOOL_ERROR,
   ERROR_TYPE_VERIFY_FAILED,
   EVENT_CANCEL,
+  EVENT_CANCEL_DELIVERY,
   EVENT_LATE_MESSAGE,
+  EVENT_TASK,
   EVENT_VERIFICATION,
   GEN_AI_OPERATION_EXECUTE_TOOL,
   MCP_DURATION_BUCKETS_S,
@@ -117,9 +122,10 @@ const SCOPE = "mcp-cancellable";
  *   code for a server error;
  * - a `mcp_cancellable.cancel` event with the trigger, the mechanism and the reason;
  * - the record's status and outcome as `mcp_cancellable.call.status` / `.outcome`;
- * - what lands after the call span ended (a discarded late message, a verification's answer):
- *   one short follow-up span each, a child of the call span (same trace), carrying the new
- *   outcome and an event (`mcp_cancellable.late_message`, `mcp_cancellable.verification`).
+ * - what lands after the call span ended (a discarded late message, a verification's answer,
+ *   what became of a cancelled call's task, how its cancel was delivered): one short follow-up
+ *   span each, a child of the call span (same trace), carrying the new outcome and an event
+ *   (`mcp_cancellable.late_message`, `.verification`, `.task`, `.cancel_delivery`).
  *
  * Arguments and results stay out of spans unless `captureArguments` / `captureResults` are set;
  * trace context goes into `params._meta` only with `propagateContext`.
@@ -278,7 +284,8 @@ class CallTrace implements CallObservation {
   }
 
   /**
-   * A revision after the settle: a discarded late message or a verification's answer. The call
+   * A revision after the settle: a discarded late message, a verification's answer, what became
+   * of the task, or how the cancel was delivered. The call
    * span has ended (its duration is what the caller waited), so each lands on a short follow-up
    * span, a child of the call span: it shows under the call in any trace view, without relying
    * on a backend's support for links, and carries the call's new outcome as an attribute.
@@ -295,6 +302,8 @@ class CallTrace implements CallObservation {
       [ATTR_LATE_PROGRESS]: record.late.progress,
     };
     if (record.requestId !== null) attributes[ATTR_JSONRPC_REQUEST_ID] = String(record.requestId);
+    const cancel = record.cancel;
+    if (cancel !== null) attributes[ATTR_CANCEL_MECHANISM] = cancel.mechanism;
     const verification = record.verification;
     if (verification?.settledAt != null && previous.verification?.settledAt !== verification.settledAt) {
       const failed = record.outcome === "verify-failed";
@@ -314,10 +323,46 @@ class CallTrace implements CallObservation {
       return;
     }
     const kinds = lateKinds(previous.late, record.late);
-    if (kinds.length === 0) return;
-    const span = this.#settings.tracer.startSpan(`late ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
-    for (const kind of kinds) span.addEvent(EVENT_LATE_MESSAGE, { [ATTR_LATE_KIND]: kind });
-    span.end();
+    if (kinds.length > 0) {
+      const span = this.#settings.tracer.startSpan(`late ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+      for (const kind of kinds) span.addEvent(EVENT_LATE_MESSAGE, { [ATTR_LATE_KIND]: kind });
+      span.end();
+      return;
+    }
+    // What became of a task-augmented call's task (its `tasks/cancel` answered, a late
+    // `CreateTaskResult` cancelled, the task seen completed anyway or failed).
+    const task = record.task;
+    if (
+      task !== undefined &&
+      (task.status !== previous.task?.status || record.outcome !== previous.outcome || cancel?.mechanism !== previous.cancel?.mechanism)
+    ) {
+      attributes[ATTR_TASK_ID] = task.taskId;
+      attributes[ATTR_TASK_STATUS] = task.status;
+      const span = this.#settings.tracer.startSpan(`task ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+      span.addEvent(EVENT_TASK, { [ATTR_CALL_OUTCOME]: record.outcome, [ATTR_TASK_STATUS]: task.status });
+      span.end();
+      return;
+    }
+    // The adapter learned after the settle how the cancel was delivered: what did not get through,
+    // or what went instead (a `tasks/cancel`). A later `sentAt` alone adds no span.
+    const before = previous.cancel;
+    if (
+      cancel !== null &&
+      (cancel.mechanism !== before?.mechanism ||
+        cancel.undelivered?.mechanism !== before?.undelivered?.mechanism ||
+        cancel.undelivered?.error !== before?.undelivered?.error)
+    ) {
+      const undelivered = cancel.undelivered;
+      if (undelivered !== null) attributes[ATTR_CANCEL_UNDELIVERED] = `${undelivered.mechanism}: ${undelivered.error}`;
+      const span = this.#settings.tracer.startSpan(`cancel ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+      span.addEvent(
+        EVENT_CANCEL_DELIVERY,
+        { [ATTR_CANCEL_MECHANISM]: cancel.mechanism, ...(undelivered === null ? {} : { [ATTR_CANCEL_UNDELIVERED]: undelivered.error }) },
+        cancel.sentAt === null ? undefined : new Date(cancel.sentAt),
+      );
+      if (undelivered !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: `cancel not delivered: ${undelivered.error}` });
+      span.end();
+    }
   }
 
   #errorType(record: RunRecord): string | undefined {

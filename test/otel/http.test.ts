@@ -4,7 +4,8 @@
 import { afterEach, beforeAll, afterAll, describe, expect, it } from "vitest";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { otelRecorder } from "../../src/otel/index.js";
-import { connectV2 } from "../http/clients.js";
+import { connectV1, connectV2 } from "../http/clients.js";
+import { startV1 } from "../http/servers.js";
 import { eventually } from "../helpers/stdio.js";
 // @ts-expect-error: a plain .mjs fixture without types
 import { startServer } from "../fixtures/runtime/server.mjs";
@@ -199,5 +200,49 @@ describe("otel over Streamable HTTP with the v1 client (a stateful 2025 server w
       await otel.shutdown();
       await v1.stop();
     }
+  });
+});
+
+describe("otel over Streamable HTTP, 2025-era: what the adapter learns after the span ended", () => {
+  it("a notification the server never answers: a `cancel` follow-up span, status ERROR, naming what did not get through", async () => {
+    const v1 = await startV1({ stateful: false, holdCancelMs: 20_000 });
+    const otel = otelHarness();
+    const { mcp, close } = await connectV1(
+      v1.url,
+      { observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }) },
+      { notificationTimeoutMs: 300 },
+    );
+    toClose.push(async () => {
+      await close();
+      await otel.shutdown();
+      await v1.stop();
+    });
+    const controller = new AbortController();
+    const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
+    call.catch(() => {});
+    expect(await eventually(() => v1.events.some((e) => e.kind === "handler-start"))).toBe(true);
+    controller.abort();
+    await call.catch(() => {});
+    expect(await eventually(() => mcp.records().at(-1)!.cancel!.undelivered !== null, 2_000)).toBe(true);
+    const spans = otel.spans();
+    const callSpan = spans.find((s) => s.name === "tools/call slow")!;
+    expect(callSpan.attributes["mcp_cancellable.cancel.mechanism"]).toBe("notification+stream-close");
+    const followUps = spans.filter((s) => s.name === "cancel tools/call slow");
+    expect(followUps).toHaveLength(1);
+    const [span] = followUps;
+    const error = "sent (its body written), but no answer came within notificationTimeoutMs (300 ms)";
+    expect(span!.parentSpanId).toBe(callSpan.spanId);
+    expect(span!.attributes).toMatchObject({
+      "mcp_cancellable.cancel.mechanism": "notification+stream-close",
+      "mcp_cancellable.cancel.undelivered": `notification: ${error}`,
+      "mcp_cancellable.record.revision": mcp.records().at(-1)!.revision,
+    });
+    expect(span!.events).toEqual([
+      {
+        name: "mcp_cancellable.cancel_delivery",
+        attributes: { "mcp_cancellable.cancel.mechanism": "notification+stream-close", "mcp_cancellable.cancel.undelivered": error },
+      },
+    ]);
+    expect(span!.status).toEqual({ code: SpanStatusCode.ERROR, message: `cancel not delivered: ${error}` });
   });
 });

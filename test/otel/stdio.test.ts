@@ -148,6 +148,7 @@ describe("otel over stdio: one CLIENT span and one duration point per call", () 
       "jsonrpc.request.id": "1",
       "mcp_cancellable.call.status": "cancelled",
       "mcp_cancellable.call.outcome": "late-result-discarded",
+      "mcp_cancellable.cancel.mechanism": "notification", // what went out, as the record says now
       "mcp_cancellable.record.revision": record.revision, // the record's own: the late result's change, after the line's
       "mcp_cancellable.late.results": 1,
       "mcp_cancellable.late.errors": 0,

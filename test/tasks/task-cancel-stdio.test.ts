@@ -12,6 +12,8 @@ import { isCallCancelledError, withCancellation } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { until } from "../helpers/timing.js";
+import { otelRecorder } from "../../src/otel/index.js";
+import { otelHarness } from "../otel/harness.js";
 
 const script = new URL("../fixtures/tasks/v1-stdio-task-server.mjs", import.meta.url).pathname;
 let closeClient: (() => Promise<void>) | undefined;
@@ -70,5 +72,51 @@ describe("2025-11-25, the v1 SDK's own stdio server with a task store: calls can
     // those records say the task was cancelled after it was created.
     expect(last.filter((r) => r.task?.createdAfterCancel === true).length).toBeGreaterThan(0);
     expect(mcp.pendingCount).toBe(0);
+  }, 30_000);
+
+  it("OpenTelemetry: the call span ends at the abort; a `task` follow-up span says what became of the task (outcome task-cancelled, mechanism tasks/cancel, the task id)", async () => {
+    const otel = otelHarness();
+    const transport = new StdioClientTransport({ command: process.execPath, args: [script], stderr: "pipe" });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const client = new Client({ name: "task-otel", version: "1.0.0" });
+    const records: RunRecord[] = [];
+    const mcp = withCancellation(client, stdioCancellation(transport), {
+      onRecord: (r) => records.push(r),
+      observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }),
+    });
+    await client.connect(mcp.transport);
+    closeClient = async () => {
+      await client.close();
+      await otel.shutdown();
+    };
+    const controller = new AbortController();
+    const call = mcp.callTool({ name: "report", arguments: { ms: 1_000 } }, { task: true, signal: controller.signal });
+    setImmediate(() => controller.abort()); // before the CreateTaskResult: the task id is not known yet
+    expect(isCallCancelledError(await call.catch((error: unknown) => error))).toBe(true);
+    await until(() => records.at(-1)?.outcome === "task-cancelled", 5_000);
+    const last = records.at(-1)!;
+    const spans = otel.spans();
+    const callSpan = spans.find((s) => s.name === "tools/call report")!;
+    expect(callSpan.attributes).toMatchObject({
+      "mcp_cancellable.call.outcome": "unverified",
+      "mcp_cancellable.cancel.trigger": "aborted",
+    });
+    const taskSpans = spans.filter((s) => s.name === "task tools/call report");
+    expect(taskSpans.length).toBeGreaterThanOrEqual(1);
+    const final = taskSpans.at(-1)!;
+    expect(final.parentSpanId).toBe(callSpan.spanId);
+    expect(final.attributes).toMatchObject({
+      "mcp_cancellable.call.outcome": "task-cancelled",
+      "mcp_cancellable.cancel.mechanism": "tasks/cancel",
+      "mcp_cancellable.task.id": last.task!.taskId,
+      "mcp_cancellable.task.status": "cancelled",
+      "mcp_cancellable.record.revision": last.revision,
+    });
+    expect(final.events.map((e) => [e.name, e.attributes])).toEqual([
+      ["mcp_cancellable.task", { "mcp_cancellable.call.outcome": "task-cancelled", "mcp_cancellable.task.status": "cancelled" }],
+    ]);
+    // One follow-up span per revision after the settle, none for the settle itself.
+    expect(spans.filter((s) => s.parentSpanId === callSpan.spanId)).toHaveLength(last.revision);
   }, 30_000);
 });
