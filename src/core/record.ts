@@ -69,7 +69,12 @@ const OUTCOME_WORDS: Record<CallOutcome, string> = {
  * The record's one human line. When a verification settled the outcome and a late result also
  * arrived, both facts are said: `cancelled (timeout), verified applied, late result discarded`.
  */
-export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome" | "error"> & { late?: RunRecord["late"] }): string {
+export function summarize(
+  record: Pick<RunRecord, "status" | "cancel" | "outcome" | "error"> & {
+    late?: RunRecord["late"];
+    verification?: RunRecord["verification"];
+  },
+): string {
   switch (record.status) {
     case "succeeded":
       return "succeeded";
@@ -81,6 +86,10 @@ export function summarize(record: Pick<RunRecord, "status" | "cancel" | "outcome
         : `failed (${record.error.code === null ? "" : `${record.error.code} `}${oneLine(record.error.message)})`;
     case "cancelled": {
       let line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
+      // A verification found it not applied, then a successful late result said it ran.
+      if (record.outcome === "late-result-discarded" && record.verification?.reads.at(-1)?.found === "not-applied") {
+        line = `${line}: it ran after all (a verification had found it not applied)`;
+      }
       const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);
       if (lateResponses > 0 && record.outcome !== "late-result-discarded") line = `${line}, late result discarded`;
       // A notification not sent because the response came first (rule 7) is no failed delivery: the late result says it.

@@ -15,8 +15,11 @@ export function countLate(late: RunRecord["late"], kind: "result" | "error" | "p
 
 /** Where messages for a request that already settled go (rules 8, 11). */
 export interface LateSink {
-  /** A message for this request arrived after it settled and was dropped before the SDK saw it. */
-  late(kind: "result" | "error" | "progress"): void;
+  /**
+   * A message for this request arrived after it settled and was dropped before the SDK saw it.
+   * `ran`: a result that says the work was done (not a tool result with `isError: true`).
+   */
+  late(kind: "result" | "error" | "progress", ran?: boolean): void;
 }
 
 /**
@@ -160,9 +163,18 @@ export class SettledRecord implements LateSink {
     return this.#facts.outcome;
   }
 
-  /** Counts a late message; a late result or error of a cancelled call is `late-result-discarded`. */
-  late(kind: "result" | "error" | "progress"): void {
-    this.update({ late: countLate(this.record.late, kind) }, kind === "progress" ? undefined : "late-result-discarded");
+  /**
+   * Counts a late message; a late result or error of a cancelled call is `late-result-discarded`.
+   * A late result that says the work was done (`ran`) overrides a verification that found it not
+   * applied (the read came before the work ended): the latest evidence is that it ran.
+   */
+  late(kind: "result" | "error" | "progress", ran = false): void {
+    const late = countLate(this.record.late, kind);
+    if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
+      this.update({ late, outcome: "late-result-discarded" });
+      return;
+    }
+    this.update({ late }, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   /**

@@ -614,14 +614,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         // turn in a mass settle) is cancelled by responded() with nothing sent, and the response
         // is late (rule 8). The SDK still gets it and ends its own wait; the call ignores that.
         this.#forget(id, entry);
-        if (!call.responded()) call.late("error" in message ? "error" : "result");
+        if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message));
       }
       return true;
     }
     // A tombstone's value is its sink, or null (the SDK's own request): undefined only when absent.
     const sink = this.#tombIds.get(id);
     if (sink !== undefined) {
-      sink?.late("error" in message ? "error" : "result");
+      sink?.late("error" in message ? "error" : "result", ranBy(message));
       return false;
     }
     return true;
@@ -871,4 +871,9 @@ class AdapterLayer extends Layer {
     if (this.#adapter.isOwnCancelError?.(error) === true) return;
     this.up.error(error);
   }
+}
+
+/** A response that says the work was done: a result, and not a tool result with `isError: true`. */
+function ranBy(message: { result?: unknown; error?: unknown }): boolean {
+  return "result" in message && (message.result as { isError?: unknown } | null)?.isError !== true;
 }

@@ -418,17 +418,46 @@ describe("CancellableCall: verification (the worked example's second rule)", () 
     });
   });
 
-  it("a late result after verification does not overrule it", async () => {
+  it("a late result that does not say the work was done (a tool error) after verification does not overrule it", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "not-applied" });
     call.start();
     call.bind(1);
     await vi.advanceTimersByTimeAsync(50);
     await (outcome.error as CallTimeoutError).verification;
-    call.late("result");
+    call.late("result", false);
     expect(call.record).toMatchObject({
       outcome: "verified-not-applied",
       late: { results: 1 },
       summary: "cancelled (timeout), verified not applied, late result discarded", // both facts
+    });
+  });
+
+  it("a late result that says the work was done overrules a verification that found it not applied (the read came too early)", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "not-applied" });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    await (outcome.error as CallTimeoutError).verification;
+    expect(call.record?.outcome).toBe("verified-not-applied");
+    call.late("result", true);
+    expect(call.record).toMatchObject({
+      outcome: "late-result-discarded",
+      late: { results: 1 },
+      verification: { reads: [{ found: "not-applied" }] }, // the read is kept, as it was
+      summary: "cancelled (timeout), late result discarded: it ran after all (a verification had found it not applied)",
+    });
+  });
+
+  it("a late result that says the work was done does not overrule a verification that found it applied", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "applied" });
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(50);
+    await (outcome.error as CallTimeoutError).verification;
+    call.late("result", true);
+    expect(call.record).toMatchObject({
+      outcome: "verified-applied",
+      summary: "cancelled (timeout), verified applied, late result discarded",
     });
   });
 

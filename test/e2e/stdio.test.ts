@@ -35,6 +35,19 @@ describe("stdio adapter against a scripted server", () => {
     await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ text: "echo 2" }] });
   });
 
+  it("a verification that found the work not applied, then a successful late result: the record says it ran after all", async () => {
+    const { mcp } = await spawn("scripted-server.mjs");
+    const verify = (): "not-applied" => "not-applied"; // read at once: before the work ended
+    const error = await mcp.callTool({ name: "late", arguments: { ms: 250 } }, { timeoutMs: 40, verify }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect((await (error as CallTimeoutError).verification).outcome).toBe("verified-not-applied");
+    expect(await eventually(() => mcp.records()[0]!.late.results === 1, 250 + SLACK_MS * 2)).toBe(true);
+    expect(mcp.records()[0]).toMatchObject({
+      outcome: "late-result-discarded",
+      summary: "cancelled (timeout), late result discarded: it ran after all (a verification had found it not applied)",
+    });
+  });
+
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
     const { mcp, errors } = await spawn("scripted-server.mjs");
     await expect(mcp.callTool({ name: "late-error", arguments: { ms: 200 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(CallTimeoutError);
