@@ -3,7 +3,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { received } from "../options/schemas.js";
+import { callOptionsSchema, received } from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -322,7 +322,12 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
   const source = options as Record<string, unknown>;
   const call: CallOptions = {};
   const extras: Record<string, unknown> = {};
-  for (const key of Object.keys(source)) if (!MAPPED.has(key)) extras[key] = source[key];
+  for (const key of Object.keys(source)) {
+    if (MAPPED.has(key)) continue;
+    // The library's own call option where the SDK's request options go: the SDK would ignore it.
+    if (Object.hasOwn(callOptionsSchema.shape, key)) throw new InvalidOptionError(key, libraryNameHere(key, where));
+    extras[key] = source[key];
+  }
   const timeout = sdkDuration(source.timeout, "timeout", where);
   if (timeout !== undefined) call.timeoutMs = timeout;
   const max = sdkDuration(source.maxTotalTimeout, "maxTotalTimeout", where);
@@ -338,6 +343,18 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
   if (source.signal !== undefined) call.signal = source.signal as AbortSignal;
   if (source.onprogress !== undefined) call.onprogress = source.onprogress as CallOptions["onprogress"] & {};
   return { call, extras };
+}
+
+/** The error for one of the library's call options given among the SDK's request options. */
+function libraryNameHere(key: string, where: string): string {
+  const sdkName = key === "timeoutMs" ? "timeout" : key === "maxTotalTimeoutMs" ? "maxTotalTimeout" : undefined;
+  if (sdkName !== undefined) {
+    return `${where}: "${key}" is the library's call option; the SDK's request options take "${sdkName}" (ms), which the library reads as the same limit`;
+  }
+  if (key.startsWith("verify")) {
+    return `${where}: "${key}" is a per-call option of the library's own callTool (mcp.callTool); calls made through the SDK's methods are verified by the client-wide "verifiers" option (withCancellation or attachCancellation options)`;
+  }
+  return `${where}: "${key}" is the library's call option, not one of the SDK's request options (the SDK would ignore it): pass it to the library's own callTool (mcp.callTool), or set it client-wide (withCancellation or attachCancellation options)`;
 }
 
 /** How a timeout error names a limit that came from the SDK request options a framework passed. */

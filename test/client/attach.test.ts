@@ -144,6 +144,26 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
       ),
     });
   });
+
+  it("the library's own call options among the SDK's request options are refused, naming the SDK's name or where they belong; nothing is sent", async () => {
+    const { client, stderr } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client);
+    const sleep = { name: "sleep", arguments: { ms: 1 } };
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ timeoutMs: 300 }, "timeoutMs", /"timeoutMs" is the library's call option; the SDK's request options take "timeout" \(ms\)/],
+      [{ maxTotalTimeoutMs: 900 }, "maxTotalTimeoutMs", /take "maxTotalTimeout" \(ms\)/],
+      [{ verify: () => "applied" }, "verify", /verified by the client-wide "verifiers" option/],
+      [{ reason: "no longer needed" }, "reason", /"reason" is the library's call option, not one of the SDK's request options/],
+    ];
+    for (const [options, option, message] of cases) {
+      await expect(client.callTool(sleep, undefined, options)).rejects.toMatchObject({ name: "InvalidOptionError", option, message });
+      await expect(mcp.sdkClient.callTool(sleep, undefined, options)).rejects.toMatchObject({ name: "InvalidOptionError", option });
+    }
+    // The SDK's own names still work, and what the SDK takes is passed through.
+    await expect(client.callTool(sleep, undefined, { timeout: 5_000, resetTimeoutOnProgress: true })).resolves.toBeDefined();
+    expect(stderr().match(/STARTED/g)).toHaveLength(1); // only that call reached the tool
+    expect(mcp.records().map((r) => r.status)).toEqual(["succeeded"]); // the refused calls are usage errors: no record
+  });
 });
 
 describe("attachCancellation: late results over stdio (a raw server that ignores cancels)", () => {
