@@ -159,6 +159,69 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       }
     });
 
+    it("callOptions returning null or undefined means no options of the request's own: tools() and the tool's execute work, each recorded", async () => {
+      for (const none of [null, undefined]) {
+        const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+        const { transport, tool, uncaught } = await connect(server.adapter, { timeoutMs: 5_000, callOptions: () => none as never });
+        await expect(tool("echo")({ text: "hi" }, opts())).resolves.toMatchObject({
+          content: [{ type: "text", text: expect.stringMatching(/^echo \d+$/) }],
+        });
+        expect(transport.records().map((r) => [r.method, r.status])).toEqual([
+          ["tools/list", "succeeded"],
+          ["tools/call", "succeeded"],
+        ]);
+        // the server's stderr (what it read) may come after its answer
+        expect(await eventually(() => server.received().filter((m) => m.method === "tools/call").length === 1, 3_000)).toBe(true);
+        expect(uncaught).toEqual([]);
+      }
+    });
+
+    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) rejects the tool's execute with an InvalidOptionError naming callOptions and what it returned, warned once each; nothing sent", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      let returned: unknown;
+      try {
+        const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+        const { transport, tool, uncaught } = await connect(server.adapter, {
+          callOptions: (method) => (method === "tools/call" ? (returned as never) : undefined),
+        });
+        const table: Array<[unknown, string]> = [
+          ["30s", 'a string ("30s")'],
+          [5, "a number (5)"],
+          [true, "a boolean (true)"],
+          [[], "an array"],
+          [Promise.resolve({ timeoutMs: 1_000 }), "a Promise (callOptions must not be async)"],
+          [new Map(), "an instance of Map"],
+        ];
+        for (const [value, what] of table) {
+          returned = value;
+          for (let call = 0; call < 2; call++) {
+            const error = await tool("echo")({ text: "hi" }, opts()).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "callOptions" });
+            expect((error as Error).message).toBe(
+              `cancellableTransport callOptions("tools/call", params) returned ${what}, so tools/call "echo" was not sent: callOptions must return an object of call options, or null/undefined`,
+            );
+          }
+        }
+        await sleep(50); // warnings are emitted on the next tick
+        const ours = warnings.filter(
+          (w) =>
+            (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" &&
+            w.message.includes("must return an object of call options"),
+        );
+        expect(ours.map((w) => w.message)).toEqual(table.map(([, what]) => expect.stringContaining(`returned ${what}, so`)));
+        expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+        expect(uncaught).toEqual([]);
+        expect(transport.pendingCount).toBe(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
     // The per-tool maximum total timeout, the idle timeout over HTTP, the abort with the v2 transport
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
     // v1 transport under the AI SDK, and close() must leave no stream open.

@@ -62,7 +62,32 @@ class ScriptedModel {
   toolOutput(): string {
     return JSON.stringify(this.requests.at(-1)?.input ?? "");
   }
+  /** The text of the tool's result item only (`function_call_result`), as the model reads it. */
+  toolResultText(): string {
+    const input = this.requests.at(-1)?.input;
+    const item = Array.isArray(input) ? input.find((i: { type?: string }) => i.type === "function_call_result") : undefined;
+    const output = (item as { output?: unknown } | undefined)?.output;
+    return typeof output === "string" ? output : String((output as { text?: unknown } | undefined)?.text);
+  }
 }
+
+/** What the Agents runtime's own default tool error function tells the model (0.20; 0.14 appended the error). */
+const AGENTS_DEFAULT_TEXT = "An error occurred while running the tool. Please try again.";
+
+/**
+ * A stdio MCP server whose one tool, `lookup`, answers a JSON-RPC error whose message carries what
+ * a model must never read (an internal connection string with its password).
+ */
+const LEAKY_SERVER = `
+const write = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
+require("node:readline").createInterface({ input: process.stdin }).on("line", (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === "initialize") write({ jsonrpc: "2.0", id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "leaky", version: "1.0.0" } } });
+  else if (method === "tools/list") write({ jsonrpc: "2.0", id, result: { tools: [{ name: "lookup", inputSchema: { type: "object" } }] } });
+  else if (method === "tools/call") write({ jsonrpc: "2.0", id, error: { code: -32603, message: "db connect failed: postgres://admin:hunter2@10.0.0.5/prod" } });
+  else write({ jsonrpc: "2.0", id, result: {} });
+});`;
 
 export function defineAgentsSuite(agents: AgentsModule, label: string): void {
   const open: Array<() => Promise<void>> = [];
@@ -251,6 +276,104 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
           });
           expect(call.summary).toMatch(/^failed \(INVALID_OPTION CancellableMCPServer /);
         }
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
+    it("a server's JSON-RPC error reaches the model as Agents' own default text only: none of its message (a connection string with its password), no 'Error: ...' appended", async () => {
+      const server = new CancellableMCPServerStdio({ name: `leaky-${label}`, command: process.execPath, args: ["-e", LEAKY_SERVER] });
+      await server.connect();
+      open.push(() => server.close());
+      const m = model("lookup", {});
+      const result = await runner().run(agentWith(server, m), "go");
+      expect(result.finalOutput).toBe("done");
+      expect(m.toolResultText()).toBe(AGENTS_DEFAULT_TEXT);
+      expect(m.toolOutput()).not.toMatch(/hunter2|postgres|db connect failed|-32603|Error:/);
+      // The developer still has the server's error, on the record.
+      expect(server.records().find((r) => r.method === "tools/call")).toMatchObject({
+        status: "failed",
+        error: { message: expect.stringContaining("db connect failed") },
+      });
+    });
+
+    it("an invalid option from callOptions: the model reads Agents' own default text, none of the option's details; the developer gets the warning and the record", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const { server, received } = await scripted({
+          name: `agents-mistake-text-${label}`,
+          callOptions: () => ({ maxTotalTimeout: 2 }) as never,
+        });
+        const m = model("echo", { text: "hi" });
+        const result = await runner().run(agentWith(server, m), "go");
+        expect(result.finalOutput).toBe("done");
+        expect(m.toolResultText()).toBe(AGENTS_DEFAULT_TEXT);
+        expect(m.toolOutput()).not.toMatch(/maxTotalTimeout|InvalidOptionError|callOptions|unknown option/);
+        await sleep(50); // warnings are emitted on the next tick
+        expect(
+          warnings.filter(
+            (w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes("maxTotalTimeout"),
+          ),
+        ).toHaveLength(1);
+        expect(server.records().filter((r) => r.method === "tools/call")).toMatchObject([
+          { status: "failed", outcome: "not-sent", error: { code: "INVALID_OPTION" } },
+        ]);
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
+    it("callOptions returning null or undefined means no options of the call's own: the call goes out with the server's", async () => {
+      for (const none of [null, undefined]) {
+        const { server, received } = await scripted({ timeoutMs: 5_000, callOptions: () => none as never });
+        const content = await server.callTool("echo", { text: "hi" });
+        expect(content).toMatchObject([{ type: "text", text: expect.stringMatching(/^echo \d+$/) }]);
+        expect(server.records().filter((r) => r.method === "tools/call")).toMatchObject([{ status: "succeeded" }]);
+        // the server's stderr (what it read) may come after its answer
+        expect(await eventually(() => received().filter((r) => r.method === "tools/call").length === 1, 3_000)).toBe(true);
+      }
+    });
+
+    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) is refused naming callOptions and what it returned, warned once each; nothing sent; the model reads Agents' own text", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      let returned: unknown;
+      try {
+        const name = `agents-hook-return-${label}`;
+        const { server, received } = await scripted({ name, callOptions: () => returned as never });
+        const table: Array<[unknown, string]> = [
+          ["30s", 'a string ("30s")'],
+          [5, "a number (5)"],
+          [true, "a boolean (true)"],
+          [[], "an array"],
+          [Promise.resolve({ timeoutMs: 1_000 }), "a Promise (callOptions must not be async)"],
+          [new Map(), "an instance of Map"],
+        ];
+        for (const [value, what] of table) {
+          returned = value;
+          for (let call = 0; call < 2; call++) {
+            const error = await server.callTool("echo", { text: "hi" }).then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "callOptions" });
+            expect((error as Error).message).toBe(
+              `CancellableMCPServer "${name}" callOptions("echo", args) returned ${what}, so tools/call "echo" was not sent: callOptions must return an object of call options, or null/undefined`,
+            );
+          }
+        }
+        returned = 5;
+        const m = model("echo", { text: "hi" });
+        expect((await runner().run(agentWith(server, m), "go")).finalOutput).toBe("done");
+        expect(m.toolResultText()).toBe(AGENTS_DEFAULT_TEXT);
+        await sleep(50); // warnings are emitted on the next tick
+        const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes(name));
+        expect(ours.map((w) => w.message)).toEqual(table.map(([, what]) => expect.stringContaining(`returned ${what}, so`)));
         expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
       } finally {
         process.off("warning", onWarning);

@@ -10,7 +10,9 @@ import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";
+import { nameOf } from "../../runner/runner.js";
 import { checkAwaitVerification } from "../../runner/verified-outcome.js";
+import { hookedCallOptions } from "../call-options.js";
 import type { AwaitVerification } from "../../runner/verified-outcome.js";
 
 export type { JsonRpcMessage };
@@ -54,12 +56,17 @@ export interface CancellableTransportOptions extends CancellationOptions {
   /**
    * Per-request options by method and params (for a tool: `params.name`), merged over the
    * client-wide defaults: a longer idle timeout for one slow tool, a `verify` read. The AI
-   * SDK's signal for the request is always used.
+   * SDK's signal for the request is always used. `null` or `undefined`: none of the request's
+   * own. Called synchronously for each request but `initialize`.
+   * @throws {InvalidOptionError} (as that request's rejection: a tool's `execute`, or `tools()`;
+   *   nothing sent) naming `callOptions` when it returns anything but an object or
+   *   `null`/`undefined` (a string, a number, an array, a Promise), and naming the option when an
+   *   option in the object is invalid. Either is also warned about once (`MCP_CANCELLABLE_INVALID_OPTION`).
    */
   callOptions?: (
     method: string,
     params: Record<string, unknown>,
-  ) => (Omit<CallOptions, "signal"> & { awaitVerification?: AwaitVerification }) | undefined;
+  ) => (Omit<CallOptions, "signal"> & { awaitVerification?: AwaitVerification }) | null | undefined;
   /**
    * When a `tools/call` is cancelled by a limit (a timeout, the connection lost) and has a `verify`
    * read, wait for the read and answer the AI SDK with a tool result (`isError: true`) that says
@@ -107,7 +114,18 @@ export function cancellableTransport(transport: AdapterOrTransport, options: Can
   const defaults = parseCancellationOptions(rest, "cancellableTransport options");
   return new MessageTransport(toAdapter(transport, "cancellableTransport"), {
     defaults,
-    callOptions,
+    // `null` is no options, as `undefined`; a value that is no object is refused, naming the hook.
+    callOptions:
+      callOptions === undefined
+        ? undefined
+        : (method, params) => {
+            const name = nameOf(params);
+            return hookedCallOptions(
+              callOptions(method, params),
+              `cancellableTransport callOptions(${JSON.stringify(method)}, params)`,
+              name === null ? method : `${method} "${name}"`,
+            );
+          },
     name: "cancellableTransport",
     awaitVerification: checkAwaitVerification(awaitVerification, "cancellableTransport"),
   });

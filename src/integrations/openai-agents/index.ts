@@ -11,6 +11,7 @@ import type { Facade } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
 import { callErrorOf, isCallCancelledError, isCallTimeoutError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import { hookedCallOptions } from "../call-options.js";
 import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
@@ -75,8 +76,14 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
   /**
    * Per-call options for a tool call, by tool name: a different idle or maximum total timeout,
    * a reason, a `verify` read. Merged over the client-wide defaults; the run's signal is added.
+   * `null` or `undefined`: none of the call's own. Called synchronously for each call.
+   * @throws {InvalidOptionError} (as the tool call's failure, nothing sent) naming `callOptions`
+   *   when it returns anything but an object or `null`/`undefined` (a string, a number, an array,
+   *   a Promise), and naming the option when an option in the object is invalid. Either is also
+   *   warned about once (`MCP_CANCELLABLE_INVALID_OPTION`); the model is only told what Agents' own
+   *   error text says (see `errorFunction`).
    */
-  callOptions?: (toolName: string, args: Record<string, unknown>) => ToolCallOptions | undefined;
+  callOptions?: (toolName: string, args: Record<string, unknown>) => ToolCallOptions | null | undefined;
   /** Agents-side settings passed through unchanged (`toolFilter`, `toolMetaResolver`, `errorFunction`, ...). */
   agents?: AgentsServerSettings;
   /**
@@ -332,15 +339,21 @@ export class CancellableMCPServer implements MCPServer {
     const { calls } = this.#calls();
     const signal = options?.signal;
     const callArgs = args ?? {};
-    const { awaitVerification, ...perCall } = this.#callOptions?.(toolName, callArgs) ?? {};
-    const hooked = this.#callOptions !== undefined;
+    const hook =
+      this.#callOptions === undefined
+        ? undefined
+        : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`;
+    const { awaitVerification, ...perCall } =
+      hook === undefined
+        ? {}
+        : (hookedCallOptions<ToolCallOptions>(this.#callOptions?.(toolName, callArgs), hook, `tools/call "${toolName}"`) ?? {});
     try {
       const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
         { ...perCall, ...(signal === undefined ? {} : { signal }) },
         // The Agents runtime hands a tool's error to the model as text: an invalid option from the
         // hook is also warned about and recorded (the runner does both).
-        !hooked ? undefined : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`,
+        hook,
       );
       return { ...result, content: (result.content ?? []) as AgentsContent } as AgentsResult;
     } catch (error) {
@@ -388,17 +401,26 @@ export class CancellableMCPServer implements MCPServer {
 }
 
 /**
+ * What the Agents runtime's own default tool error function tells the model (0.20: its whole
+ * text, "without inspecting the exception"; 0.14 appended `Error: ${error}`). Agents exports no
+ * such function to delegate to, so the text is here.
+ */
+const AGENTS_DEFAULT_TOOL_ERROR_TEXT = "An error occurred while running the tool. Please try again.";
+
+/**
  * The server's default `errorFunction`: for the library's errors (found through `cause` too), the
  * error's message, which says what happened and whether the call ran (`tools/call timed out after
  * 30000 ms (the idle timeout, timeoutMs; request id 3) and was cancelled; whether it ran is unknown
- * (outcome unverified): check before calling it again`); for any other error, the Agents
- * runtime's own default text.
+ * (outcome unverified): check before calling it again`); for any other error (the server's
+ * JSON-RPC error, an invalid option from `callOptions`), the Agents runtime's own default text
+ * and nothing of the error: its message may carry what the model must not read (a connection
+ * string in a server's error), and an invalid option is the developer's to fix (it is warned
+ * about and recorded).
  */
 function toolErrorFunction({ error }: { error: unknown }): string {
   const ours = callErrorOf(error);
   if (ours !== undefined) return `The tool call did not complete: ${ours.message}.`;
-  const details = error instanceof Error ? error.toString() : String(error);
-  return `An error occurred while running the tool. Please try again. Error: ${details}`;
+  return AGENTS_DEFAULT_TOOL_ERROR_TEXT;
 }
 
 /** Options shared by the stdio and Streamable HTTP servers: everything but `create`; `name` optional. */
