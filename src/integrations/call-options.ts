@@ -1,33 +1,27 @@
 // What a framework shell's `callOptions` hook returned (the OpenAI Agents server's
-// `callOptions(tool, args)`, the AI SDK transport's `callOptions(method, params)`), checked once
+// `callOptions(tool, args)`, the AI SDK transport's `callOptions(method, params)`), sorted once
 // here for both: `null` and `undefined` are "no options of this call's own"; a plain object goes
-// on to the runner, which validates each option in it; anything else is refused here, since a
-// spread would turn a string into options "0", "1", ... and a number, `true`, an array or a
-// Promise into no options at all, silently.
-import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import { warnMistakeOnce } from "../options/warnings.js";
+// on to the runner, which validates each option in it; anything else goes on as a refusal the
+// runner turns into an `InvalidOptionError` naming `callOptions`, warned once and recorded, like
+// an invalid option from the hook: a spread would turn a string into options "0", "1", ... and a
+// number, `true`, an array or a Promise into no options at all, silently.
+import { REFUSED_HOOK_VALUE } from "../runner/runner.js";
 
 /**
  * The per-call options a `callOptions` hook returned: `undefined` for `null` or `undefined` (no
  * options of the call's own), the object itself for a plain object (its options are validated
- * by the runner, as ever).
+ * by the runner, as ever), and for anything else (a string, a number, a boolean, an array, a
+ * function, a Promise, a class instance) options that carry the refusal to the runner: the call
+ * then rejects with an `InvalidOptionError` naming `callOptions` and saying what it returned
+ * (`... returned a string ("30s"), so tools/call "echo" was not sent: callOptions must return an
+ * object of call options, or null/undefined`), warned once (`MCP_CANCELLABLE_INVALID_OPTION`)
+ * and recorded (`failed`, outcome `not-sent`).
  * @param returned what the hook returned.
- * @param hook the hook as the developer knows it, such as `cancellableTransport callOptions("tools/call", params)`.
- * @param what the request that is not sent when the value is refused, such as `tools/call "echo"`.
- * @throws {InvalidOptionError} naming `callOptions` for anything else (a string, a number, a
- *   boolean, an array, a function, a Promise, a class instance), saying what it returned; the
- *   mistake is also warned about once (`MCP_CANCELLABLE_INVALID_OPTION`), since a framework may
- *   hand the error to its model as tool text only.
  */
-export function hookedCallOptions<T extends object>(returned: unknown, hook: string, what: string): T | undefined {
+export function hookedCallOptions<T extends object>(returned: unknown): T | undefined {
   if (returned === null || returned === undefined) return undefined;
   if (isPlainObject(returned)) return returned as T;
-  const mistake = new InvalidOptionError(
-    "callOptions",
-    `${hook} returned ${described(returned)}, so ${what} was not sent: callOptions must return an object of call options, or null/undefined`,
-  );
-  warnMistakeOnce(mistake.message);
-  throw mistake;
+  return { [REFUSED_HOOK_VALUE]: described(returned) } as unknown as T;
 }
 
 /** An object literal's kind: its prototype is (some realm's) `Object.prototype`, or `null`. */

@@ -53,6 +53,13 @@ export interface RunnerInit {
   readonly rejected?: ((call: CancellableCall, error: unknown) => void) | undefined;
 }
 
+/**
+ * The key under which an option hook's value that is no options object (a string, a number, an
+ * array, a Promise) reaches `start`, described (`a string ("30s")`): the call is then refused
+ * and recorded as any invalid option from the hook is (see `RunRequest.optionsFrom`). @internal
+ */
+export const REFUSED_HOOK_VALUE: unique symbol = Symbol("mcp-cancellable.refusedHookValue");
+
 /** One request to run: what it is, and the caller's options for it. */
 export interface RunRequest {
   readonly method: string;
@@ -228,7 +235,7 @@ export class CallRunner {
     let signal: CallOptions["signal"];
     let resolved = this.#plainOptions;
     if (options !== undefined) {
-      if (isSignalOnly(options)) signal = options.signal;
+      if (isSignalOnly(options) && !(REFUSED_HOOK_VALUE in options)) signal = options.signal;
       else resolved = this.#resolve(request, options);
     }
     // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any.
@@ -303,14 +310,18 @@ export class CallRunner {
 
   /** A call's options over the defaults; an invalid option from an option hook is also warned about and recorded. */
   #resolve(request: RunRequest, options: CallOptions): ReturnType<typeof resolveCallOptions> {
+    const returned = (options as { [REFUSED_HOOK_VALUE]?: string })[REFUSED_HOOK_VALUE];
     try {
+      if (returned !== undefined) throw new InvalidOptionError("callOptions", returned);
       return resolveCallOptions(this.#defaults, options);
     } catch (error) {
       if (request.optionsFrom === undefined || !(error instanceof InvalidOptionError)) throw error;
       const what = request.name === null ? request.method : `${request.method} "${request.name}"`;
       const mistake = new InvalidOptionError(
         error.option,
-        `${request.optionsFrom} returned an invalid option, so ${what} was not sent: ${error.message}`,
+        returned === undefined
+          ? `${request.optionsFrom} returned an invalid option, so ${what} was not sent: ${error.message}`
+          : `${request.optionsFrom} returned ${returned}, so ${what} was not sent: callOptions must return an object of call options, or null/undefined`,
       );
       warnMistakeOnce(mistake.message);
       const now = isoTime(Date.now());

@@ -176,7 +176,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       }
     });
 
-    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) rejects the tool's execute with an InvalidOptionError naming callOptions and what it returned, warned once each; nothing sent", async () => {
+    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) rejects the tool's execute with an InvalidOptionError naming callOptions and what it returned, warned once each and recorded; nothing sent", async () => {
       const warnings: Error[] = [];
       const onWarning = (warning: Error) => warnings.push(warning);
       process.on("warning", onWarning);
@@ -215,6 +215,17 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         );
         expect(ours.map((w) => w.message)).toEqual(table.map(([, what]) => expect.stringContaining(`returned ${what}, so`)));
         expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+        // Each refused call is recorded, as an invalid option from the hook is: failed, not sent.
+        const refused = (what: string) =>
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            requestId: null,
+            error: expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining(`returned ${what}, so`) }),
+          });
+        expect(transport.records().filter((r) => r.method === "tools/call")).toEqual(
+          table.flatMap(([, what]) => [refused(what), refused(what)]),
+        );
         expect(uncaught).toEqual([]);
         expect(transport.pendingCount).toBe(0);
       } finally {

@@ -338,7 +338,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       }
     });
 
-    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) is refused naming callOptions and what it returned, warned once each; nothing sent; the model reads Agents' own text", async () => {
+    it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) is refused naming callOptions and what it returned, warned once each and recorded; nothing sent; the model reads Agents' own text", async () => {
       const warnings: Error[] = [];
       const onWarning = (warning: Error) => warnings.push(warning);
       process.on("warning", onWarning);
@@ -375,6 +375,17 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
         const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes(name));
         expect(ours.map((w) => w.message)).toEqual(table.map(([, what]) => expect.stringContaining(`returned ${what}, so`)));
         expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+        // Each refused call is recorded (the model's run too), as an invalid option from the hook is.
+        const refused = (what: string) =>
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            error: expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining(`returned ${what}, so`) }),
+          });
+        expect(server.records().filter((r) => r.method === "tools/call")).toEqual([
+          ...table.flatMap(([, what]) => [refused(what), refused(what)]),
+          refused("a number (5)"),
+        ]);
       } finally {
         process.off("warning", onWarning);
       }

@@ -10,7 +10,6 @@ import { parseCancellationOptions } from "../../options/resolve.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";
-import { nameOf } from "../../runner/runner.js";
 import { checkAwaitVerification } from "../../runner/verified-outcome.js";
 import { hookedCallOptions } from "../call-options.js";
 import type { AwaitVerification } from "../../runner/verified-outcome.js";
@@ -115,17 +114,7 @@ export function cancellableTransport(transport: AdapterOrTransport, options: Can
   return new MessageTransport(toAdapter(transport, "cancellableTransport"), {
     defaults,
     // `null` is no options, as `undefined`; a value that is no object is refused, naming the hook.
-    callOptions:
-      callOptions === undefined
-        ? undefined
-        : (method, params) => {
-            const name = nameOf(params);
-            return hookedCallOptions(
-              callOptions(method, params),
-              `cancellableTransport callOptions(${JSON.stringify(method)}, params)`,
-              name === null ? method : `${method} "${name}"`,
-            );
-          },
+    callOptions: callOptions === undefined ? undefined : (method, params) => hookedCallOptions(callOptions(method, params)),
     name: "cancellableTransport",
     awaitVerification: checkAwaitVerification(awaitVerification, "cancellableTransport"),
   });

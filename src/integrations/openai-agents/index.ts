@@ -344,9 +344,7 @@ export class CancellableMCPServer implements MCPServer {
         ? undefined
         : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`;
     const { awaitVerification, ...perCall } =
-      hook === undefined
-        ? {}
-        : (hookedCallOptions<ToolCallOptions>(this.#callOptions?.(toolName, callArgs), hook, `tools/call "${toolName}"`) ?? {});
+      hook === undefined ? {} : (hookedCallOptions<ToolCallOptions>(this.#callOptions?.(toolName, callArgs)) ?? {});
     try {
       const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
