@@ -310,7 +310,7 @@ export class CallRunner {
 
   /** A call's options over the defaults; an invalid option from an option hook is also warned about and recorded. */
   #resolve(request: RunRequest, options: CallOptions): ReturnType<typeof resolveCallOptions> {
-    const returned = (options as { [REFUSED_HOOK_VALUE]?: string })[REFUSED_HOOK_VALUE];
+    const returned = (options as { [REFUSED_HOOK_VALUE]?: string } | null)?.[REFUSED_HOOK_VALUE];
     try {
       if (returned !== undefined) throw new InvalidOptionError("callOptions", returned);
       return resolveCallOptions(this.#defaults, options);
