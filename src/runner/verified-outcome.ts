@@ -35,8 +35,18 @@ export function verifiedOutcomeText(record: RunRecord): string {
     case "verified-not-applied":
       return `${head}; a check afterwards found that its effect was not applied (${summary}): nothing was done.`;
     default:
-      return `${head}; the check afterwards could not tell whether its effect was applied (${record.verification?.error ?? summary}). Check before calling it again.`;
+      return `${head}; the check afterwards could not tell whether its effect was applied (${ownVerifyError(record.verification?.error) ?? summary}). Check before calling it again.`;
   }
+}
+
+/**
+ * A failed read's error as the model may read it: the library's own words (`verify did not
+ * answer within 5000 ms`, `verify must answer "applied" or "not-applied", ...`); not what the
+ * `verify` function threw, which may carry what a server said (a connection string with its
+ * password): the summary (`read failed at 0.2 s`) stands for it, and the record keeps the text.
+ */
+function ownVerifyError(error: string | null | undefined): string | undefined {
+  return error != null && /^verify (did not answer within \d+ ms|must answer )/.test(error) ? error : undefined;
 }
 
 /**

@@ -110,6 +110,38 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
     });
   }
 
+  for (const [how, verify, says] of [
+    [
+      "throws with a server's error text",
+      () => {
+        throw new Error("db connect failed: postgres://admin:hunter2@10.0.0.5/prod");
+      },
+      /could not tell whether its effect was applied \(read failed at 0\.\d s\)\. Check before calling it again\./,
+    ],
+    [
+      "does not answer",
+      () => new Promise<never>(() => {}),
+      /could not tell whether its effect was applied \(verify did not answer within 200 ms\)\. Check before calling it again\./,
+    ],
+  ] as const) {
+    it(`awaitVerification, a verify read that ${how}: the model reads the library's own words, never the read's error text; the record keeps it`, async () => {
+      const { transport, tools } = await connect({
+        timeoutMs: 300,
+        awaitVerification: true,
+        callOptions: (method) => (method === "tools/call" ? { verify, verifyTimeoutMs: 200 } : undefined),
+      });
+      const model = scriptedModel("silent", {}, () => {});
+      await generateText({ model, tools: tools as unknown as ToolSet, prompt: "go", stopWhen: stepCountIs(3) });
+      expect(toolMessage(model)).toMatch(says);
+      expect(toolMessage(model)).not.toMatch(/hunter2|postgres|db connect/);
+      const record = transport.records().find((r) => r.method === "tools/call")!;
+      expect(record.outcome).toBe("verify-failed");
+      expect(record.verification!.error).toBe(
+        how === "does not answer" ? "verify did not answer within 200 ms" : "db connect failed: postgres://admin:hunter2@10.0.0.5/prod",
+      );
+    });
+  }
+
   it("without awaitVerification the model's next turn gets the timeout as a tool error, before the read", async () => {
     const { transport, tools } = await connect({
       timeoutMs: 300,
