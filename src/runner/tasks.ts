@@ -414,9 +414,22 @@ export class TaskDriver implements TaskFollower {
     }
     this.#resultInFlight = false;
     if (this.#settled) return;
+    // tasks/result answers with a result once the task is terminal: `completed`, or `failed` with
+    // a result that says so (`isError: true`); only the task's status tells the two apart.
+    let status: TaskStatus = "completed";
+    if (result.isError === true) {
+      status =
+        this.#terminal?.task.status ??
+        (await this.wire.taskRequest("tasks/get", this.#params(task), this.options.watchMs, this.timers).then(
+          (answer) => (answer.status === "failed" ? "failed" : "completed"),
+          () => "completed" as const, // nothing more can be learned: the result stands as it came
+        ));
+      if (this.#settled) return;
+    }
     this.#stop();
-    this.#see("completed"); // tasks/result answers with a result once the task completed
-    this.#call!.succeed(result);
+    const seen = this.#see(status);
+    if (status === "failed") this.#call!.fail(failedTask(seen, result));
+    else this.#call!.succeed(result);
   }
 
   /**
@@ -487,9 +500,13 @@ export class TaskDriver implements TaskFollower {
     if (task.status === "cancelled") {
       return call.fail(new TaskRequestError("tools/call", null, `task ${task.taskId} was cancelled by the server`));
     }
-    // 2025-11-25: the result (or the original error) comes from tasks/result.
+    // 2025-11-25: the result (or the original error) comes from tasks/result. A task that
+    // ended `failed` may answer it with a result (`isError: true`, as the SDK's servers store a
+    // failure): the call still fails, with that result as the error's data.
     try {
-      call.succeed(await this.wire.taskRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers));
+      const result = await this.wire.taskRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers);
+      if (task.status === "failed") call.fail(failedTask(task, result));
+      else call.succeed(result);
     } catch (error) {
       call.fail(error);
     }
@@ -530,4 +547,21 @@ export class TaskDriver implements TaskFollower {
             : undefined;
     settled.update({ task: this.#task }, outcome);
   }
+}
+
+/**
+ * A task that ended `failed` whose `tasks/result` answered with a result (not a JSON-RPC error):
+ * the call fails with a `TaskRequestError` (code `null`) whose message is the result's first text
+ * (at most 500 characters) and whose `data` is the result itself.
+ */
+function failedTask(task: TaskInfo, result: Record<string, unknown>): TaskRequestError {
+  const content = (result as { content?: unknown }).content;
+  const first = Array.isArray(content) ? (content as Array<{ type?: unknown; text?: unknown }>).find((c) => c?.type === "text") : undefined;
+  const text = typeof first?.text === "string" ? first.text.slice(0, 500) : undefined;
+  return new TaskRequestError(
+    "tools/call",
+    null,
+    text === undefined ? `task ${task.taskId} failed` : `task ${task.taskId} failed: ${text}`,
+    result,
+  );
 }

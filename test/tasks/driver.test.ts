@@ -5,6 +5,7 @@
 // maximum total timeout.
 import { describe, expect, it } from "vitest";
 import { isCallTimeoutError, isInvalidOptionError } from "../../src/index.js";
+import { TaskRequestError } from "../../src/errors/TaskRequestError.js";
 import type { Message } from "../../src/core.js";
 import { connectPeer } from "../helpers/peer.js";
 import { until } from "../helpers/timing.js";
@@ -61,6 +62,27 @@ describe("task driver", () => {
     const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
     expect((error as { code?: unknown }).code).toBe(-32603);
     expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "failed" } });
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    await client.close();
+  });
+
+  it("a task that fails with a result (isError), its tasks/result sent early on input_required: the call fails with a TaskRequestError carrying that result, after one tasks/get tells failed from completed", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    let status = "input_required";
+    const failure = { content: [{ type: "text", text: "the person declined" }], isError: true };
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task(status));
+      if (m.method === "tasks/result") {
+        status = "failed";
+        void peer.result(m.id, failure);
+      }
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskRequestError);
+    expect(error).toMatchObject({ code: null, message: expect.stringMatching(/ failed: the person declined$/), data: failure });
+    expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "failed" } });
+    expect(peer.requests("tasks/result")).toHaveLength(1);
     expect(peer.requests("tasks/cancel")).toHaveLength(0);
     await client.close();
   });

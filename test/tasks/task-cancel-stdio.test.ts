@@ -8,7 +8,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { isCallCancelledError, withCancellation } from "../../src/index.js";
+import { TaskRequestError, isCallCancelledError, withCancellation } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { until } from "../helpers/timing.js";
@@ -72,6 +72,33 @@ describe("2025-11-25, the v1 SDK's own stdio server with a task store: calls can
     // those records say the task was cancelled after it was created.
     expect(last.filter((r) => r.task?.createdAfterCancel === true).length).toBeGreaterThan(0);
     expect(mcp.pendingCount).toBe(0);
+  }, 30_000);
+
+  it("a task that ends failed, its tasks/result a result with isError (as the SDK's servers store a failure): the call rejects with a TaskRequestError carrying that result, recorded failed", async () => {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [script], stderr: "pipe" });
+    const client = new Client({ name: "task-failed", version: "1.0.0" });
+    const mcp = withCancellation(client, stdioCancellation(transport));
+    await client.connect(mcp.transport);
+    closeClient = () => client.close();
+    const error = await mcp.callTool({ name: "report", arguments: { ms: 100, fail: true } }, { task: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskRequestError);
+    const taskId = mcp.records().at(-1)!.task!.taskId;
+    expect(error).toMatchObject({
+      method: "tools/call",
+      code: null,
+      message: `task ${taskId} failed: report generator crashed`,
+      data: { content: [{ type: "text", text: "report generator crashed" }], isError: true },
+    });
+    expect(mcp.records().at(-1)).toMatchObject({
+      status: "failed",
+      outcome: "error",
+      task: { status: "failed" },
+      error: { message: `task ${taskId} failed: report generator crashed` },
+    });
+    // The same tool ending well still resolves with its result.
+    const ok = await mcp.callTool({ name: "report", arguments: { ms: 100 } }, { task: true });
+    expect(ok).toMatchObject({ content: [{ type: "text", text: "report done in 100 ms" }] });
+    expect(mcp.records().at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" } });
   }, 30_000);
 
   it("OpenTelemetry: the call span ends at the abort; a `task` follow-up span says what became of the task (outcome task-cancelled, mechanism tasks/cancel, the task id)", async () => {
