@@ -14,6 +14,7 @@ import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters
 import { closedUnfinished, eventually, seen, sleep, startV1, type TestServer } from "../http/servers.js";
 import { fixture } from "../helpers/stdio.js";
 import { SLACK_MS } from "../helpers/timing.js";
+import { notOptions } from "../helpers/hook-values.js";
 
 type Execute = (
   args: Record<string, unknown>,
@@ -186,14 +187,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         const { transport, tool, uncaught } = await connect(server.adapter, {
           callOptions: (method) => (method === "tools/call" ? (returned as never) : undefined),
         });
-        const table: Array<[unknown, string]> = [
-          ["30s", 'a string ("30s")'],
-          [5, "a number (5)"],
-          [true, "a boolean (true)"],
-          [[], "an array"],
-          [Promise.resolve({ timeoutMs: 1_000 }), "a Promise (callOptions must not be async)"],
-          [new Map(), "an instance of Map"],
-        ];
+        const table = notOptions();
         for (const [value, what] of table) {
           returned = value;
           for (let call = 0; call < 2; call++) {

@@ -18,6 +18,7 @@ import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { eventually, seen, sleep, startV1, type TestServer } from "../http/servers.js";
 import { fixture } from "../helpers/stdio.js";
 import { SLACK_MS } from "../helpers/timing.js";
+import { notOptions } from "../helpers/hook-values.js";
 
 /** The parts of `@openai/agents` the suite uses (0.14 and 0.20 alike). */
 export interface AgentsModule {
@@ -346,14 +347,7 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       try {
         const name = `agents-hook-return-${label}`;
         const { server, received } = await scripted({ name, callOptions: () => returned as never });
-        const table: Array<[unknown, string]> = [
-          ["30s", 'a string ("30s")'],
-          [5, "a number (5)"],
-          [true, "a boolean (true)"],
-          [[], "an array"],
-          [Promise.resolve({ timeoutMs: 1_000 }), "a Promise (callOptions must not be async)"],
-          [new Map(), "an instance of Map"],
-        ];
+        const table = notOptions();
         for (const [value, what] of table) {
           returned = value;
           for (let call = 0; call < 2; call++) {
