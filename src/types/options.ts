@@ -52,7 +52,7 @@ export type Verifiers = Readonly<Record<string, ToolVerifier>>;
  * (`isError: true`: `content` holds one text) instead of rejecting with the library's error:
  *
  * - `true`: the library's text, such as `The tool call "generate_quarterly_summary" was cancelled
- *   after 30000 ms (timed out); a check afterwards found that its effect was applied (applied at
+ *   after 30.0 s (timed out); a check afterwards found that its effect was applied (applied at
  *   2.0 s). Do not call it again to repeat it.`
  * - a function of the final run record: your own text.
  * - `false` (the default): the error at once; the verification goes on after (`error.verification`).
@@ -153,7 +153,7 @@ export interface CallOptions {
   verifyTimeoutMs?: number;
   /**
    * Wait before the `verify` read starts, in ms, so a server that cannot stop has time to
-   * finish what it was doing. Integer from 0 to 2_147_483_647.
+   * finish what it was doing. Integer from 0 to 2_147_483_647; no `Infinity`.
    * @default 0
    */
   verifyDelayMs?: number;
@@ -171,7 +171,8 @@ export interface CallOptions {
   verifyWindowMs?: number;
   /**
    * Within `verifyWindowMs`, the time from the start of one `verify` read to the start of the
-   * next, in ms (a read that takes longer is followed at once). Integer from 1 to 2_147_483_647.
+   * next, in ms (a read that takes longer is followed at once). Integer from 1 to 2_147_483_647;
+   * no `Infinity`.
    * Throws `InvalidOptionError` (option `verifyIntervalMs`) otherwise.
    * @default 1_000 (`DEFAULT_VERIFY_INTERVAL_MS`)
    */

@@ -154,7 +154,8 @@ export interface RunRecord {
   /**
    * Verification of a cancelled call's side effect, when a `verify` read was given: when it
    * started and ended, the error of its last read if that failed, each read (`reads`), and one
-   * line for people (`summary`, such as `"not applied as of 2.0 s; applied at 4.1 s"`).
+   * line for people (`summary`, such as `"not applied as of 0.4 s (2 reads from 0.0 s); applied at
+   * 0.8 s"` or `"not applied as of 0.0 s"`).
    */
   verification: {
     startedAt: string;

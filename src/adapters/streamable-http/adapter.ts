@@ -35,10 +35,11 @@ export interface StreamableHttpCancellationOptions {
    * the library's own fetch reports), and closes the request's stream once the server answered it
    * (or its send failed), at most this long after it went. Where neither fact can be observed yet, it waits at
    * most this long for one. A `close()` of the transport right after a cancel waits at most this
-   * long for those notifications before closing. On a 2026-07-28 connection, the stream of a task-augmented
-   * request cancelled before its task id was known stays open at most this long (or until its
-   * response arrives), so its `CreateTaskResult` is not lost and the task gets its `tasks/cancel`;
-   * 0 closes it at once. The caller of the cancelled call never waits for any of it.
+   * long for those notifications before closing. This option does not bound the stream of a
+   * task-augmented request cancelled before its task id was known (any era): it stays open until
+   * its response arrives, at most the task's `watchMs` (10_000 ms by default), so its
+   * `CreateTaskResult` is not lost and the task gets its `tasks/cancel` (see
+   * `StreamableHttpStats.holding`). The caller of the cancelled call never waits for any of it.
    * @default 250 (`DEFAULT_FLUSH_TIMEOUT_MS`)
    */
   flushTimeoutMs?: number;
@@ -78,8 +79,9 @@ export interface StreamableHttpStats {
   /** Resumes (`GET` with `Last-Event-ID`) of closed streams refused so far (cumulative). */
   resumesRefused: number;
   /**
-   * 2026-07-28: streams of cancelled task-augmented requests kept open (at most `flushTimeoutMs`)
-   * so a `CreateTaskResult` already on its way is not lost with them.
+   * Streams of task-augmented requests cancelled before their task id was known, kept open (at
+   * most the task's `watchMs`, or until their response arrives) so a `CreateTaskResult` already
+   * on its way is not lost with them.
    */
   holding: number;
 }
