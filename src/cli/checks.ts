@@ -1,5 +1,6 @@
 import { describeMessage, idLabel } from "./describe.js";
-import type { ProbeRun, RawCancel } from "./run.js";
+import type { ProbeRun, RawCancel, SessionsRun } from "./run.js";
+import { CLOSED_BEFORE_HEADERS } from "./recorder.js";
 import type { WireEvent } from "./recorder.js";
 
 /** A check's verdict. */
@@ -169,21 +170,65 @@ function mainSkip(run: ProbeRun): string | undefined {
 /**
  * The moment after which the server had provably read the cancel: the answer to the fence (the
  * request sent right after the cancel on the same connection, rule 9). Without that answer, the
- * cancel plus `--grace`.
+ * cancel plus `--grace`. `kind` says what the moment shows: `fence`, the server read the cancel
+ * by then (it reads its input in order: stdio, and 2025-era HTTP once the cancel's POST was
+ * answered); `fence-2026`, the server answered the fence, which on 2026-07-28 HTTP is another
+ * request and does not show it had noticed the closed stream; `grace`, the fence got no answer.
  */
-function readCancelBy(run: ProbeRun): { at: number; how: string } {
+interface ReadBy {
+  at: number;
+  how: string;
+  kind: "fence" | "fence-2026" | "grace";
+}
+
+function readCancelBy(run: ProbeRun): ReadBy {
   const main = run.main!;
   const fence = main.fence;
   if (fence?.answeredAt !== undefined) {
-    return {
-      at: fence.answeredAt,
-      how: `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}`,
-    };
+    const answered = `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}`;
+    if (run.transport === "http" && run.era !== "legacy") {
+      return {
+        at: fence.answeredAt,
+        how: `${answered} (on 2026-07-28 Streamable HTTP that is another request: it does not show the server had noticed the closed stream)`,
+        kind: "fence-2026",
+      };
+    }
+    return { at: fence.answeredAt, how: answered, kind: "fence" };
   }
   return {
     at: main.cancelAt! + run.options.graceMs,
     how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies`,
+    kind: "grace",
   };
+}
+
+/**
+ * Since when a PASS says nothing came, in words that claim only what was seen: "after the server
+ * had read the cancel" only when the fence showed it; "after the cancel" when nothing came after
+ * the cancel at all (`crossed` 0).
+ */
+function sincePhrase(run: ProbeRun, boundary: ReadBy, crossed: number): string {
+  const cancelAt = run.main!.cancelAt!;
+  if (boundary.kind === "fence") {
+    return `after the server had read the cancel (by ${rel(boundary.at, cancelAt)}: it answered the request sent right after it)`;
+  }
+  if (crossed === 0) return "after the cancel";
+  return boundary.kind === "fence-2026"
+    ? `after the server answered the request sent right after the cancel (${rel(boundary.at, cancelAt)})`
+    : `more than the ${run.options.graceMs} ms --grace after the cancel`;
+}
+
+/** What the fence could not show of when the server read the cancel, for a PASS ("" when it showed it). */
+function readNote(run: ProbeRun, boundary: ReadBy): string {
+  const main = run.main!;
+  switch (boundary.kind) {
+    case "fence":
+      return "";
+    case "fence-2026":
+      return `on 2026-07-28 the cancel closed the response stream of ${idLabel(main.id)}, so nothing for it could come on that stream; when the server noticed the close is not visible (the request sent right after the cancel is another request)`;
+    case "grace":
+      return "the request sent right after the cancel got no answer, so whether, and when, the server read the cancel is not known";
+  }
 }
 
 function silentAfterCancel(run: ProbeRun): Check {
@@ -228,11 +273,12 @@ function silentAfterCancel(run: ProbeRun): Check {
   const closed = within(run, cancelAt, end).find((event) => event.kind === "closed");
   // A connection that closed ends the watch: nothing more could come after it.
   const watched =
-    closed === undefined ? `in the ${Math.round(end - cancelAt)} ms` : `until the connection closed (${rel(closed.at, cancelAt)})`;
+    closed === undefined ? `watched to ${rel(end, cancelAt)}` : `watched until the connection closed, ${rel(closed.at, cancelAt)}`;
   return make(
     "silent-after-cancel",
     "PASS",
-    `no result, error or progress for ${idLabel(id)} ${watched} after the server had read the cancel`,
+    `no result, error or progress for ${idLabel(id)} ${sincePhrase(run, boundary, crossed.length)}, ${watched}` +
+      (boundary.kind === "fence" ? "" : `: ${readNote(run, boundary)}`),
     [boundary.how, ...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
   );
 }
@@ -288,30 +334,45 @@ function workStops(run: ProbeRun): Check {
       after,
     );
   }
-  // Progress after the cancel but before the server showed it had read it: a crossing (rule 9)
-  // when it is a few messages right after the cancel; when it runs on past --grace (a server
-  // that reads the cancel only once the work is done, so its answer to the fence came after it),
-  // the work did not stop at the cancel, whatever the boundary says.
+  // Progress after the cancel but before the server showed it had read it (the fence's answer)
+  // was sent before the server read the cancel: it crossed the cancel on the wire (rule 9), and
+  // is not work after the cancel, however late a slow link delivers it. Only progress that came
+  // more than a round trip (plus --grace) after the cancel was sent when the cancel had had time
+  // to reach the server: a server that went on working and reporting, and answered the fence only
+  // after (one that reads its input only between calls), did not stop at the cancel.
   const crossed = progress.filter((event) => event.at > cancelAt && event.at <= boundary.at);
+  const trip = roundTrip(run);
+  const reachedBy = cancelAt + (trip?.ms ?? 0) + run.options.graceMs;
+  const wentOn = crossed.filter((event) => event.at > reachedBy);
   const result = run.events.find((event) => event.at > cancelAt && isResponse(event) && event.message!.id === main.id);
-  if (crossed.length > 0 && crossed.at(-1)!.at - cancelAt > run.options.graceMs) {
-    const values = crossed.map(progressValue);
+  const tripText = trip === undefined ? "" : `a round trip of ${Math.round(trip.ms)} ms, ${trip.how}, plus `;
+  if (wentOn.length > 0) {
+    const values = wentOn.map(progressValue);
     return make(
       "work-stops",
       "WARN",
-      `the work went on after the cancel: ${crossed.length} progress notification(s) (${values[0]} … ${values.at(-1)}), the last at ${rel(crossed.at(-1)!.at, cancelAt)}` +
+      `the work went on after the cancel had had time to reach the server: ${wentOn.length} progress notification(s) (${values[0]} … ${values.at(-1)}) ` +
+        `came from ${rel(wentOn[0]!.at, cancelAt)} to ${rel(wentOn.at(-1)!.at, cancelAt)} after the cancel, later than ${tripText}the ${run.options.graceMs} ms --grace` +
         `${result === undefined ? "" : `, then its ${result.message!.error === undefined ? "result" : "error"} at ${rel(result.at, cancelAt)}`}; ` +
-        `the server showed it had read the cancel only after that (${boundary.how}): it reads a cancel only once the work is done, so a cancel does not stop it (rule 11)`,
-      [`${before.length} progress notification(s) before the cancel`, ...lines(crossed, cancelAt), ...cpuLines],
-      crossed,
+        `${boundary.how}, only after them: it did not stop at the cancel (rule 11: the server SHOULD stop as soon as practical)`,
+      [
+        `${before.length} progress notification(s) before the cancel`,
+        ...(crossed.length > wentOn.length
+          ? [`${crossed.length - wentOn.length} within ${tripText}the --grace (they may have crossed the cancel)`]
+          : []),
+        ...lines(wentOn, cancelAt),
+        ...cpuLines,
+      ],
+      wentOn,
     );
   }
-  if (before.length > 0) {
+  const seen = [...before, ...crossed];
+  if (seen.length > 0) {
     // Silence proves nothing if the tool's own pace is slower than the watch: progress that
-    // came every 3 s cannot be missed in a 2 s window. The longest gap seen before the cancel
-    // (from the call, for a single notification) is the tool's pace.
-    const gaps = [main.sentAt, ...before.map((event) => event.at)].map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!));
-    const pace = Math.max(...(before.length > 1 ? gaps.slice(2) : gaps));
+    // came every 3 s cannot be missed in a 2 s window. The longest gap seen before the server
+    // read the cancel (from the call, for a single notification) is the tool's pace.
+    const gaps = [main.sentAt, ...seen.map((event) => event.at)].map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!));
+    const pace = Math.max(...(seen.length > 1 ? gaps.slice(2) : gaps));
     const watched = end - cancelAt;
     if (watched <= pace) {
       return make(
@@ -319,27 +380,29 @@ function workStops(run: ProbeRun): Check {
         "WARN",
         `the window was too short to judge: progress came every ${Math.round(pace)} ms before the cancel, and only ${Math.round(watched)} ms were watched after it; ` +
           `run again with --window ${Math.ceil((pace * 2) / 1000) * 1000} or more`,
-        lines(before.slice(-3), cancelAt),
+        lines(seen.slice(-3), cancelAt),
       );
     }
     const crossing =
       crossed.length === 0
         ? ""
-        : `, ${crossed.length} right after it that crossed it on the wire (before the server showed it had read it)`;
+        : `, ${crossed.length} after it that crossed it on the wire (within ${tripText}the ${run.options.graceMs} ms --grace, before the server showed it had read it)`;
     const closedAt = run.closedAt !== undefined && run.closedAt > cancelAt && run.closedAt < end ? run.closedAt : undefined;
     const said =
-      `${before.length} progress notification(s) before the cancel${crossing}, none after the server had read it ` +
-      `(watched ${closedAt === undefined ? `to ${rel(end, cancelAt)}` : `until the connection closed, ${rel(closedAt, cancelAt)}`}): the server stopped reporting progress`;
+      `${before.length} progress notification(s) before the cancel${crossing}, none ${sincePhrase(run, boundary, crossed.length)}` +
+      `, watched ${closedAt === undefined ? `to ${rel(end, cancelAt)}` : `until the connection closed, ${rel(closedAt, cancelAt)}`}: the server stopped reporting progress`;
     if (cpu?.busy === true) return busyWarn(said);
     const unwatched =
       run.transport === "http"
         ? "silence alone does not show that the work stopped; the probe sees no process of an HTTP server"
         : "silence alone does not show that the work stopped; its processes' CPU could not be read";
+    const note = readNote(run, boundary);
+    const known = note === "" ? "" : `; ${note}`;
     return make(
       "work-stops",
       "PASS",
-      cpu === undefined ? `${said} (${unwatched})` : `${said}, and its processes used little CPU after it`,
-      [...lines(before.slice(-3), cancelAt), ...cpuLines],
+      cpu === undefined ? `${said} (${unwatched})${known}` : `${said}, and its processes used little CPU after it${known}`,
+      [...lines(seen.slice(-3), cancelAt), ...cpuLines],
     );
   }
   if (cpu?.busy === true) return busyWarn("the tool sent no progress");
@@ -349,6 +412,30 @@ function workStops(run: ProbeRun): Check {
     "the tool sent no progress, so the wire cannot show whether the work stopped (try a later --cancel-after, or a tool that reports progress)",
     cpuLines,
   );
+}
+
+/**
+ * The longest a message the server sent before it had the cancel can arrive after the cancel:
+ * one round trip, the latency of the `tools/list` before the call (the faster of two) or, on
+ * 2025-era HTTP, the time the cancel's own POST took to be answered, whichever is longer.
+ */
+function roundTrip(run: ProbeRun): { ms: number; how: string } | undefined {
+  const main = run.main!;
+  const trips: Array<{ ms: number; how: string }> = [];
+  if (run.baseline?.outcome === "result")
+    trips.push({ ms: ms(run.baseline), how: `the latency of ${run.baseline.method} before the call` });
+  if (run.transport === "http" && run.era === "legacy") {
+    const post = run.events.find(
+      (event) =>
+        event.kind === "http" &&
+        event.from === "server" &&
+        event.status !== undefined &&
+        event.at >= main.cancelAt! &&
+        (event.text ?? "").startsWith(`POST notifications/cancelled ${idLabel(main.id)}`),
+    );
+    if (post !== undefined) trips.push({ ms: post.at - main.cancelAt!, how: "the time the cancel's POST took to be answered" });
+  }
+  return trips.sort((x, y) => y.ms - x.ms)[0];
 }
 
 function connectionSurvives(run: ProbeRun): Check {
@@ -625,13 +712,18 @@ function httpCancelMechanism(run: ProbeRun): Check {
     return make(
       "http-cancel-mechanism",
       "FAIL",
-      `the response stream of ${label} was not closed (2026-07-28: closing it is the cancel, rule 6)`,
+      `the client closed neither the response stream of ${label} nor its request before the response headers (2026-07-28: closing it is the cancel, rule 6)`,
     );
   }
+  // A server that holds its response head until its first event (the v2 SDK's createMcpHandler,
+  // when the tool sent nothing yet) is cancelled before the headers: the request itself closes.
+  const closed = (closedStream.text ?? "").startsWith(CLOSED_BEFORE_HEADERS)
+    ? `the client closed the request of ${label} before its response headers came (closing the request closes its stream too)`
+    : `the client closed the response stream of ${label}`;
   return make(
     "http-cancel-mechanism",
     survived ? "PASS" : "FAIL",
-    `the client closed the response stream of ${label} and sent no notification, ${then}`,
+    `${closed} and sent no notification, ${then}`,
     lines([closedStream], cancelAt),
   );
 }
@@ -768,6 +860,14 @@ function sessionsIsolated(run: ProbeRun): Check {
   if (sessions.skipped !== undefined) return make("sessions-isolated", "SKIP", sessions.skipped);
   const evidence: string[] = [];
   let wrong = 0;
+  // A session's own messages: progress on its token, an answer for the id its call used.
+  const own = (session: SessionsRun["sessions"][number]): number =>
+    session.received.filter(
+      (entry) =>
+        (entry.message.method === undefined && entry.message.id === sessions.requestId) ||
+        (entry.message.method === "notifications/progress" &&
+          (entry.message.params as { progressToken?: unknown } | undefined)?.progressToken === session.progressToken),
+    ).length;
   for (const session of sessions.sessions) {
     const others = sessions.sessions.filter((other) => other !== session).map((other) => other.progressToken);
     const foreign = session.received.filter((entry) => {
@@ -789,6 +889,17 @@ function sessionsIsolated(run: ProbeRun): Check {
       `${wrong} message(s) of one session reached the other (both used request id ${sessions.requestId}; session A's was cancelled): ` +
         `a server routes each message to its own session, or a cancelled call's result lands in another session's pending call with the same id`,
       evidence,
+    );
+  }
+  // Isolation is shown only by a message one session received and the other did not: with none
+  // of its own call's messages in either session, there is nothing to compare.
+  if (sessions.sessions.every((session) => own(session) === 0)) {
+    return make(
+      "sessions-isolated",
+      "SKIP",
+      `no evidence either way: sessions A and B both called with request id ${sessions.requestId}, and neither received progress on its token or an answer for its id ` +
+        `in the ${Math.round(sessions.windowEnd - sessions.cancelAt)} ms watched after session A's cancel (${counts}). ` +
+        "A PASS needs a message of one session's call that the other did not get: try a tool that reports progress, or a longer --window",
     );
   }
   return make(

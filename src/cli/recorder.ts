@@ -33,6 +33,12 @@ export interface WireEvent {
   status?: number;
 }
 
+/**
+ * How an `http` event of the client's begins when it closed a POST before the response headers
+ * came (`closed the request of POST tools/call #3 before its response headers came`).
+ */
+export const CLOSED_BEFORE_HEADERS = "closed the request of";
+
 /** The most events one run keeps; later ones are counted, not stored (a flooding server cannot exhaust memory). */
 export const MAX_EVENTS = 20_000;
 

@@ -9,6 +9,7 @@ import type { CancellableClient, ClientLike } from "../client/with-cancellation.
 import type { Message } from "../wire/messages.js";
 import { withLayersBelow } from "../wire/wire.js";
 import type { Era, ProbeOptions } from "./args.js";
+import { CLOSED_BEFORE_HEADERS } from "./recorder.js";
 import type { Recorder } from "./recorder.js";
 import { ChildStdioTransport } from "./stdio-transport.js";
 import { describeRequest, displayUrl, truncate } from "./describe.js";
@@ -274,9 +275,11 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
 
 /**
  * A `fetch` that records each HTTP exchange: the method and the JSON-RPC message it carried, the
- * status, and the client closing a POST's response stream. The abort listener is added before
- * the request starts, so it runs before the fetch implementation's own (which does its work
- * synchronously) and the recorded time is the moment of the abort.
+ * status, and the client closing a POST: its response stream, or the request itself before the
+ * response headers came (a server that holds its response head until its first event, as the v2
+ * SDK's `createMcpHandler` does, is cancelled that way; it sees the request close unfinished). The
+ * abort listener is added before the request starts, so it runs before the fetch implementation's
+ * own (which does its work synchronously) and the recorded time is the moment of the abort.
  */
 export function recordingFetch(recorder: Recorder, base: typeof fetch = globalThis.fetch): typeof fetch {
   return async (input, init) => {
@@ -284,9 +287,14 @@ export function recordingFetch(recorder: Recorder, base: typeof fetch = globalTh
     const what = describeBody(init?.body);
     const signal = init?.signal ?? undefined;
     let stage: "headers" | "body" | "ended" = "headers";
+    let abortedBeforeHeaders = false;
     const onAbort = (): void => {
-      if (stage === "body" && method === "POST")
-        recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
+      if (method !== "POST") return;
+      if (stage === "body") recorder.add({ from: "client", kind: "http", text: `closed the response stream of POST ${what}` });
+      else if (stage === "headers") {
+        abortedBeforeHeaders = true;
+        recorder.add({ from: "client", kind: "http", text: `${CLOSED_BEFORE_HEADERS} POST ${what} before its response headers came` });
+      }
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = (): void => {
@@ -299,6 +307,8 @@ export function recordingFetch(recorder: Recorder, base: typeof fetch = globalTh
     } catch (error) {
       done();
       const aborted = signal?.aborted === true;
+      // Recorded already, by the client, at the moment of the abort.
+      if (aborted && abortedBeforeHeaders) throw error;
       recorder.add({
         from: "server",
         kind: "http",
@@ -369,9 +379,26 @@ function startupError(
   }
   const http = recorder.events.filter((event) => event.kind === "http" && (event.status === undefined || event.status >= 400));
   const message = failure instanceof Error ? failure.message : String(failure);
+  const timeout = `did not answer ${handshake} within --timeout (${options.timeoutMs} ms)`;
+  const gaveUp = timedOut || /timed? ?out/i.test(message);
   if (target.kind === "http" && (http.length > 0 || !answered)) {
     const last = http.at(-1);
     const extra = [...details, ...sdkErrors.slice(0, 3)];
+    // The probe gave up waiting (its --timeout) and closed the request itself: the server was
+    // reached, or at least not refused, and did not answer in time. Not "could not reach".
+    const closedByUs =
+      last?.from === "client" || (last !== undefined && (last.text ?? "").includes("aborted by the client before the response headers"));
+    const head = recorder.events.filter((event) => event.kind === "http" && event.status !== undefined).at(-1);
+    // A head that came with an MCP content type and no answer in it in time is a slow answer too;
+    // one with another type (a web page) was answered, not as an MCP server (below).
+    const mcpHead = head === undefined || /→ 2\d\d \((text\/event-stream|application\/json)/.test(head.text ?? "");
+    if (last?.status === undefined && (closedByUs || gaveUp) && mcpHead) {
+      return new StartupError(
+        `${who} ${timeout}${head === undefined ? " (no response headers came)" : ` (${head.text ?? ""}, but no answer in it)`}`,
+        "timeout",
+        extra,
+      );
+    }
     if (last?.status !== undefined) {
       // The server answered: say what it answered, never "could not reach".
       const hint =
@@ -384,7 +411,7 @@ function startupError(
     }
     // An answer with a success status but not an MCP one (a web page, a proxy's login form): it
     // was reached, and the status says so.
-    const reached = recorder.events.filter((event) => event.kind === "http" && event.status !== undefined).at(-1);
+    const reached = head;
     if (reached?.status !== undefined) {
       return new StartupError(
         `${who} answered ${handshake} with HTTP ${reached.status}, but not as an MCP server: ${truncate(last?.text ?? reached.text ?? message, 300)}`,
@@ -394,9 +421,7 @@ function startupError(
     }
     return new StartupError(`could not reach ${who}: ${last?.text ?? message}`, "http", extra);
   }
-  if (timedOut || /timed? ?out/i.test(message)) {
-    return new StartupError(`the server did not answer ${handshake} within ${options.timeoutMs} ms`, "timeout", details);
-  }
+  if (gaveUp) return new StartupError(`the server ${timeout}`, "timeout", details);
   const hint = options.era === "legacy" ? "" : " (a 2025-era server? try --era legacy)";
   return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}${hint}`, "initialize-error", details);
 }

@@ -72,6 +72,22 @@ describe("probe: a misbehaving stdio server for each FAIL path", () => {
     expect(check(json, "connection-survives").evidence.join("\n")).toMatch(/exited with code 5/);
     expect(statuses(json)["cancel-unknown-ignored"]).toBe("SKIP");
   });
+
+  // Tester I item 5: the server exited as it read the cancel, so the fence got no answer.
+  it("dies when a request is cancelled: silent-after-cancel and work-stops PASS by what was seen, never 'after the server had read the cancel'", async () => {
+    const json = await expectFails("--die-on-cancel", ["connection-survives"]);
+    for (const id of ["silent-after-cancel", "work-stops"] as const) {
+      const verdict = check(json, id);
+      expect(verdict.status, why(json)).toBe("PASS");
+      expect(verdict.summary).not.toMatch(/after the server had read/);
+      expect(verdict.summary).toMatch(
+        /the request sent right after the cancel got no answer, so whether, and when, the server read the cancel is not known/,
+      );
+    }
+    expect(check(json, "silent-after-cancel").summary).toMatch(
+      /^no result, error or progress for #\d+ after the cancel, watched until the connection closed, \+\d+ ms/,
+    );
+  });
 });
 
 // Issue 15: servers that behave like real frameworks did (raw fixtures reproducing them: fastmcp

@@ -146,7 +146,7 @@ describe("probe over stdio: servers that cannot be probed", () => {
     const { code, json, stderr, ms } = await probeJson(["--stdio", rawServer("--no-init"), "--timeout", "800"]);
     expect(code).toBe(1);
     expect(json.error?.kind).toBe("timeout");
-    expect(stderr).toMatch(/did not answer initialize within 800 ms/);
+    expect(stderr).toMatch(/did not answer initialize within --timeout \(800 ms\)/);
     expect(ms).toBeLessThan(800 + 4_000);
     noStack(stderr);
   });
