@@ -40,7 +40,7 @@ export interface FetchPort {
   cancelSent(id: RequestId): void;
   /**
    * The signal that gives up the `notifications/cancelled` POST for this request (the delivery
-   * aborts it when no answer came within `flushTimeoutMs`), if the delivery is sending one.
+   * aborts it when no answer came within `notificationTimeoutMs`), if the delivery is sending one.
    */
   cancelSignal(id: RequestId): AbortSignal | undefined;
   /** The response head of a request's own POST arrived, with this status (any: the server received it). */
