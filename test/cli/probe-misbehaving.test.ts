@@ -84,8 +84,9 @@ describe("probe: a misbehaving stdio server for each FAIL path", () => {
         /the request sent right after the cancel got no answer, so whether, and when, the server read the cancel is not known/,
       );
     }
+    // "after the cancel", or past the --grace when progress sent before the cancel crossed it on the wire (timing).
     expect(check(json, "silent-after-cancel").summary).toMatch(
-      /^no result, error or progress for #\d+ after the cancel, watched until the connection closed, \+\d+ ms/,
+      /^no result, error or progress for #\d+ (after the cancel|more than the \d+ ms --grace after the cancel), watched until the connection closed, \+\d+ ms/,
     );
   });
 });
