@@ -411,10 +411,9 @@ function startupError(
     }
     // An answer with a success status but not an MCP one (a web page, a proxy's login form): it
     // was reached, and the status says so.
-    const reached = head;
-    if (reached?.status !== undefined) {
+    if (head?.status !== undefined) {
       return new StartupError(
-        `${who} answered ${handshake} with HTTP ${reached.status}, but not as an MCP server: ${truncate(last?.text ?? reached.text ?? message, 300)}`,
+        `${who} answered ${handshake} with HTTP ${head.status}, but not as an MCP server: ${truncate(last?.text ?? head.text ?? message, 300)}`,
         "http",
         extra,
       );

@@ -13,9 +13,14 @@ export type CancelTrigger = "timeout" | "max-total-timeout" | "aborted" | "conne
  */
 export type CancelMechanism = "notification" | "stream-close" | "notification+stream-close" | "tasks/cancel" | "none";
 
-/** The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`). */
+/**
+ * The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`): a
+ * `notifications/cancelled` that did not get through or was not sent, or a `tasks/cancel` that
+ * could not be sent (no `CreateTaskResult` came within `watchMs`). A stream close cannot fail
+ * to be delivered: the socket is gone either way.
+ */
 export interface CancelUndelivered {
-  mechanism: "notification" | "stream-close" | "tasks/cancel";
+  mechanism: "notification" | "tasks/cancel";
   error: string;
 }
 
