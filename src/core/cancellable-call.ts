@@ -10,7 +10,16 @@ import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/o
 import { DeadlineQueue } from "./deadlines.js";
 import { Wakeable } from "../utils/wakeable.js";
 import { createdTask } from "./record.js";
-import type { CallOutcome, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo, VerifyRead } from "../types/record.js";
+import type {
+  CallOutcome,
+  CancelDelivery,
+  CancelMechanism,
+  CancelTrigger,
+  CancelUndelivered,
+  RunRecord,
+  TaskInfo,
+  VerifyRead,
+} from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink, SettledFacts } from "./settled-record.js";
 
@@ -187,7 +196,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   #rareFacts(): RareFacts {
-    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false, task: undefined });
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false, task: undefined, early: undefined });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -461,17 +470,21 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
         // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
       }
     }
-    const settled = this.#finish(
-      "cancelled",
-      this.requestId === null || neverSent ? "not-sent" : "unverified",
-      null,
-      trigger,
-      reason,
-      mechanism,
-      mechanism === "none" ? null : Date.now(),
-    );
+    const early = this.#rare?.early;
+    let sentWall: number | null = mechanism === "none" ? null : Date.now();
+    let undelivered: CancelUndelivered | null = null;
+    let outcome: CallOutcome = this.requestId === null || neverSent ? "not-sent" : "unverified";
+    if (early !== undefined) {
+      this.#rare!.early = undefined;
+      mechanism = early.sent;
+      sentWall = early.sent === "none" ? null : (early.sentWall ?? sentWall ?? Date.now());
+      undelivered =
+        early.failed === null ? null : { mechanism: early.failed.mechanism, error: early.failed.error.slice(0, MAX_REASON_LENGTH) };
+      if (early.sent === "none" && early.failed === null) outcome = "not-sent";
+    }
+    const settled = this.#finish("cancelled", outcome, null, trigger, reason, mechanism, sentWall, undelivered);
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    const error = this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs);
+    const error = this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs, why === CLIENT_CLOSED_REASON);
     const rejected = this.#hooks.rejected;
     this.#reject(error);
     this.#release();
@@ -495,7 +508,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
   delivery(report: CancelDelivery): void {
-    this.#settled?.delivery(report);
+    if (this.#settled !== null) this.#settled.delivery(report);
+    // Told during the cancel itself (a layer that knew at once: the response was in, the request
+    // never left): the settle takes it, so the first record says what happened, not what was tried.
+    else if (this.#state === "settled") this.#rareFacts().early = report;
   }
 
   /** The caller's signal(s), if any. */
@@ -568,11 +584,12 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     reason = "",
     mechanism: CancelMechanism = "none",
     sentWall: number | null = null,
+    undelivered: CancelUndelivered | null = null,
   ): SettledRecord {
     this.#state = "settled";
     this.#dispose();
     const ids = this.#ids;
-    const facts: SettledFacts = {
+    let facts: SettledFacts = {
       callId: this.callId,
       connectionId: ids?.connectionId ?? 0,
       sessionId: ids?.sessionId() ?? null,
@@ -595,6 +612,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       lastProgress: this.#progress?.last ?? null,
       task: this.#rare?.task,
     };
+    if (undelivered !== null) facts = { ...facts, undelivered };
     const hooks = this.#hooks;
     const settled = new SettledRecord(facts, hooks.record);
     this.#settled = settled;
@@ -656,6 +674,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     verification: Promise<RunRecord> | undefined,
     cause: unknown,
     limitMs: number | undefined,
+    byClient: boolean,
   ): McpCancellableError {
     switch (trigger) {
       case "timeout":
@@ -682,7 +701,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       case "aborted":
         return new CallCancelledError(record, verification, cause);
       case "connection-closed":
-        return new ConnectionClosedError(record, verification, cause);
+        return new ConnectionClosedError(record, verification, cause, byClient);
     }
   }
 }
@@ -883,4 +902,6 @@ interface RareFacts {
   byTimer: boolean;
   /** The task a task-augmented call follows, or its status as last seen (see `setTask`). */
   task: TaskInfo | undefined;
+  /** A delivery report that came during the cancel, before the settle existed (see `delivery`). */
+  early: CancelDelivery | undefined;
 }

@@ -1,5 +1,14 @@
 import { OUTCOME_RANK, summarize } from "./record.js";
-import type { CallOutcome, CallStatus, CancelDelivery, CancelMechanism, CancelTrigger, RunRecord, TaskInfo } from "../types/record.js";
+import type {
+  CallOutcome,
+  CallStatus,
+  CancelDelivery,
+  CancelMechanism,
+  CancelTrigger,
+  CancelUndelivered,
+  RunRecord,
+  TaskInfo,
+} from "../types/record.js";
 import type { Progress } from "../types/options.js";
 import { MAX_REASON_LENGTH } from "../options/defaults.js";
 import { isoTime } from "../utils/iso.js";
@@ -51,6 +60,8 @@ export interface SettledFacts {
   readonly progressCount: number;
   readonly lastProgress: Progress | null;
   readonly task: TaskInfo | undefined;
+  /** What of the cancel did not reach the server, when that was known at the settle (absent: nothing known). */
+  readonly undelivered?: CancelUndelivered | null;
   /** The record's revision when it is built from these facts (absent: 0, the settle's). */
   readonly revision?: number;
 }
@@ -67,7 +78,7 @@ export function buildRecord(facts: SettledFacts): RunRecord {
             reason: facts.reason,
             mechanism: facts.mechanism,
             sentAt: facts.sentWall === null ? null : isoTime(facts.sentWall),
-            undelivered: null,
+            undelivered: facts.undelivered ?? null,
           },
     outcome: facts.outcome,
     error: facts.error,

@@ -21,7 +21,8 @@ export class ConnectionClosedError extends McpCancellableError {
   override readonly name = "ConnectionClosedError" as const;
   readonly code = "CONNECTION_CLOSED" as const;
 
-  constructor(record: RunRecord | RecordAtSettle, verification?: Promise<RunRecord>, cause?: unknown) {
+  /** @param byClient the client's own `close()` ended the connection (not a lost one): the message says so. */
+  constructor(record: RunRecord | RecordAtSettle, verification?: Promise<RunRecord>, cause?: unknown, byClient = false) {
     super(
       record.requestId === null
         ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`
@@ -29,7 +30,7 @@ export class ConnectionClosedError extends McpCancellableError {
           ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
           : // Not "connection closed": frameworks (Mastra's MCPClient) reconnect and send a call again
             // when an error says so, and this call may have been done (its outcome is unverified).
-            `${record.method} (request id ${String(record.requestId)}) was pending when its connection was lost and was not retried${unknownOutcome(record) || "; it may have run"}`,
+            `${record.method} (request id ${String(record.requestId)}) was pending when ${byClient ? "the client closed its connection" : "its connection was lost"} and was not retried${unknownOutcome(record) || "; it may have run"}`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

@@ -770,3 +770,78 @@ describe("CancellableCall without a promise (an entry point that answers from th
     expect(answered.call.record).toMatchObject({ status: "succeeded" });
   });
 });
+
+describe("CancellableCall: what a layer knew during the cancel itself", () => {
+  function callTellingAtOnce(report: Parameters<CancellableCall<string>["delivery"]>[0]) {
+    const records: RunRecord[] = [];
+    const call: CancellableCall<string> = new CancellableCall<string>({
+      method: "tools/call",
+      name: "report",
+      options: resolveCallOptions({}, { timeoutMs: 100 }),
+      clock: () => Date.now(),
+      timers: { setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as never) },
+      hooks: {
+        cancel: (cancelled) => {
+          // The layer decided before the settle existed (its delivery was known at once).
+          cancelled.delivery(report);
+          return "notification+stream-close";
+        },
+        settled: () => {},
+        record: (record) => void records.push(record),
+      },
+    });
+    const outcome = settleOf(call.promise);
+    call.start();
+    call.bind(7);
+    return { call, records, outcome };
+  }
+
+  it("a notification not sent because the answer came first: the first record says so (revision 0), not what cancel() returned", async () => {
+    const { records, outcome } = callTellingAtOnce({
+      sent: "none",
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+    });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(outcome.status).toBe("rejected");
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      revision: 0,
+      outcome: "unverified",
+      cancel: {
+        mechanism: "none",
+        sentAt: null,
+        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      },
+    });
+    expect((outcome.error as CallTimeoutError).record).toEqual(records[0]);
+  });
+
+  it("a request that provably never reached the server: not-sent at the settle", async () => {
+    const { records } = callTellingAtOnce({ sent: "none", failed: null });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ revision: 0, outcome: "not-sent", cancel: { mechanism: "none", sentAt: null, undelivered: null } });
+  });
+});
+
+describe("CancellableCall: a connection the client closed is not a lost one", () => {
+  it("client.close() (closing): the error says the client closed it; a dropped connection says it was lost; neither says 'connection closed'", async () => {
+    const closed = makeCall({ timeoutMs: 1_000 });
+    closed.call.start();
+    closed.call.bind(1);
+    closed.call.closing();
+    const lost = makeCall({ timeoutMs: 1_000 });
+    lost.call.start();
+    lost.call.bind(2);
+    lost.call.cancel("connection-closed");
+    await vi.advanceTimersByTimeAsync(0);
+    const byClient = closed.outcome.error as ConnectionClosedError;
+    const dropped = lost.outcome.error as ConnectionClosedError;
+    expect(byClient).toBeInstanceOf(ConnectionClosedError);
+    expect(byClient.message).toMatch(/^tools\/call \(request id 1\) was pending when the client closed its connection and was not retried/);
+    expect(dropped.message).toMatch(/^tools\/call \(request id 2\) was pending when its connection was lost and was not retried/);
+    // Frameworks (Mastra's MCPClient) send a call again when an error says "connection closed".
+    expect([byClient.message, dropped.message].some((message) => /connection closed/i.test(message))).toBe(false);
+    expect(byClient.record.cancel).toMatchObject({ trigger: "connection-closed", reason: "The client closed the connection" });
+  });
+});

@@ -192,8 +192,10 @@ export class LegacyDelivery extends Layer {
         return;
       }
       if (stream.responded || stream.answeredInJson) {
-        // Not closed: the answer is in its body, to be read (and dropped as late, and counted).
+        // Not closed at once: the answer is in its body, to be read (and dropped as late, and
+        // counted), within flushTimeoutMs.
         if (stream.responded) this.#tracker.closeStream(stream);
+        else this.#tracker.drain(stream, this.#flushTimeoutMs);
         request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
         return;
       }

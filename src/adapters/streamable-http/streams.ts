@@ -395,6 +395,22 @@ export class StreamTracker extends Layer {
   }
 
   /**
+   * A cancelled request whose answer is coming in its JSON body (the head said so: rule 7, the
+   * request is answered): the body is read, so its late result is seen and counted, but at most
+   * `ms` more; then the stream is closed (a body that stalls holds nothing past it).
+   */
+  drain(stream: Stream, ms: number): void {
+    if (stream.check !== undefined || this.#streams.get(stream.id) !== stream) return;
+    const timer = setTimeout(() => {
+      this.#checks.delete(timer);
+      stream.check = undefined;
+      if (this.#streams.get(stream.id) === stream) this.closeStream(stream);
+    }, ms);
+    stream.check = timer;
+    this.#checks.add(timer);
+  }
+
+  /**
    * The stream ended or broke without its response: reported as the `ended` fact (the call
    * settles `connection-closed`). `refused` only when the request's own first POST failed before
    * any byte left (a resume's failure, or a stream the server had answered on, proves nothing of
@@ -471,9 +487,12 @@ export class StreamTracker extends Layer {
       return stream.id;
     },
     ended: (id, how, cause, resumed) => {
-      if (this.#config.v2) return;
       const stream = this.#streams.get(id);
       if (stream === undefined) return;
+      // v2 tells the end of an SSE stream itself (`onRequestStreamEnd`, after any resume), never
+      // that of a plain JSON answer: a JSON body that ended without the request's response (an
+      // answer for another id) is ours to see, as on v1.
+      if (this.#config.v2 && !(how === "eof" && stream.answeredInJson)) return;
       if (stream.cancelled) {
         this.#lost(stream, "eof", cause);
         return;

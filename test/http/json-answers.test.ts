@@ -1,0 +1,193 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { ConnectionClosedError, CallTimeoutError } from "../../src/index.js";
+import type { RunRecord } from "../../src/index.js";
+import { ANSWERED_FIRST } from "../../src/core/record.js";
+import { connectV1, connectV2 } from "./clients.js";
+import { eventually, sleep } from "./servers.js";
+
+// A server that answers a request's POST with plain JSON (no event stream) that is not the
+// request's response: an answer for another id, the id as a string, or a body that stalls after
+// its head. Found from outside (an adversarial raw server): v2 never tells a JSON body's end
+// (`onRequestStreamEnd` is for event streams), so the call waited for its whole timeout, its
+// stream stayed counted after it settled, and a cancel decided at once (the head said the answer
+// follows) was lost from the record, which named a notification that was never sent.
+// A raw node:http server on 127.0.0.1, in both eras.
+
+interface Raw {
+  url: URL;
+  /** The JSON-RPC methods POSTed to it, in order. */
+  methods: string[];
+  stop: () => Promise<void>;
+}
+
+async function rawServer(era: "2025" | "2026"): Promise<Raw> {
+  const methods: string[] = [];
+  const open = new Set<http.ServerResponse>();
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      if (req.method !== "POST") {
+        res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+        return;
+      }
+      const message = JSON.parse(body) as { id?: number; method: string; params?: Record<string, unknown> };
+      methods.push(message.method);
+      const json = (payload: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(200, { "content-type": "application/json", ...headers });
+        res.end(JSON.stringify(payload));
+      };
+      const { id, method } = message;
+      if (era === "2026" && method === "server/discover") {
+        json({
+          jsonrpc: "2.0",
+          id,
+          result: {
+            supportedVersions: ["2026-07-28"],
+            capabilities: { tools: {} },
+            resultType: "complete",
+            ttlMs: 0,
+            cacheScope: "private",
+            _meta: { "io.modelcontextprotocol/serverInfo": { name: "raw", version: "1" } },
+          },
+        });
+      } else if (method === "initialize") {
+        json(
+          {
+            jsonrpc: "2.0",
+            id,
+            result: {
+              protocolVersion: message.params?.protocolVersion,
+              capabilities: { tools: {} },
+              serverInfo: { name: "raw", version: "1" },
+            },
+          },
+          { "mcp-session-id": "raw-session" },
+        );
+      } else if (id === undefined) {
+        res.writeHead(202).end();
+      } else if (method === "tools/call") {
+        const complete = era === "2026" ? { resultType: "complete" } : {};
+        const result = { content: [{ type: "text", text: "done" }], ...complete };
+        const name = message.params?.name;
+        if (name === "other-id") json({ jsonrpc: "2.0", id: 99_999, result });
+        else if (name === "string-id") json({ jsonrpc: "2.0", id: String(id), result });
+        else {
+          // "stall": the head says JSON follows, then the body stops halfway.
+          open.add(res);
+          res.writeHead(200, { "content-type": "application/json" });
+          res.write('{"jsonrpc":"2.0",');
+        }
+      } else {
+        json({ jsonrpc: "2.0", id, error: { code: -32601, message: "not here" } });
+      }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
+    methods,
+    stop: async () => {
+      for (const res of open) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+});
+
+const clients = [
+  ["v1 client", "2025", (url: URL) => connectV1(url)],
+  ["v2 client (2025-era)", "2025", (url: URL) => connectV2(url)],
+  ["v2 client (2026-07-28)", "2026", (url: URL) => connectV2(url, { pin: true })],
+] as const;
+
+const failure = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+
+describe("a plain JSON answer that is not the request's response", () => {
+  for (const [name, era, connect] of clients) {
+    it(`${name}: an answer for another id settles the call connection-closed at once, and nothing stays counted`, async () => {
+      const server = await rawServer(era);
+      cleanup.push(server.stop);
+      const { mcp, adapter, close } = await connect(server.url);
+      cleanup.push(close);
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        const error = await failure(mcp.callTool({ name: "other-id", arguments: {} }, { timeoutMs: 5_000 }));
+        // The body ended without the response: not the 5 s timeout (rule 7 cannot hold for an answer that never comes).
+        expect(performance.now() - started).toBeLessThan(2_500);
+        expect(error).toBeInstanceOf(ConnectionClosedError);
+        expect((error as ConnectionClosedError).record).toMatchObject({
+          status: "cancelled",
+          outcome: "unverified",
+          cancel: { trigger: "connection-closed", mechanism: "none" },
+        });
+        expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, checks: 0, flushing: 0 });
+      }
+      // The request ended with its body: nothing to cancel, so no notification was POSTed.
+      expect(server.methods.filter((method) => method === "notifications/cancelled")).toEqual([]);
+      expect(mcp.pendingCount).toBe(0);
+    });
+  }
+
+  for (const [name, era, connect] of clients.slice(1)) {
+    it(`${name}: the id as a string is the SDK's match (its result), and its stream is not left counted`, async () => {
+      const server = await rawServer(era);
+      cleanup.push(server.stop);
+      const { mcp, adapter, close } = await connect(server.url);
+      cleanup.push(close);
+      for (let i = 0; i < 3; i++) {
+        const outcome = await mcp.callTool({ name: "string-id", arguments: {} }, { timeoutMs: 5_000 }).then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        );
+        // Whatever the SDK made of it, the call settled once and nothing of it stays.
+        expect(outcome).toBeDefined();
+        expect(await eventually(() => adapter.stats().streams === 0 && adapter.stats().checks === 0)).toBe(true);
+      }
+      expect(mcp.pendingCount).toBe(0);
+    });
+  }
+
+  for (const [name, connect] of [
+    ["v1 client", connectV1],
+    ["v2 client (2025-era)", connectV2],
+  ] as const) {
+    it(`${name}: a cancel decided at once (the head said the answer follows) is in the record at the settle, and the stalled body is closed within flushTimeoutMs`, async () => {
+      const server = await rawServer("2025");
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const { mcp, adapter, close } = await connect(server.url, { onRecord: (record) => records.push(structuredClone(record)) });
+      cleanup.push(close);
+      const error = await failure(mcp.callTool({ name: "stall", arguments: {} }, { timeoutMs: 300 }));
+      expect(error).toBeInstanceOf(CallTimeoutError);
+      // The first record already says it: no notification went (rule 7: the head said the answer follows).
+      expect(records[0]).toMatchObject({
+        status: "cancelled",
+        revision: 0,
+        cancel: { trigger: "timeout", mechanism: "none", sentAt: null, undelivered: { mechanism: "notification", error: ANSWERED_FIRST } },
+      });
+      expect((error as CallTimeoutError).record.cancel?.mechanism).toBe("none");
+      // The body that stalled is read no longer than flushTimeoutMs (250 ms by default), then closed.
+      expect(
+        await eventually(() => adapter.stats().streams === 0 && adapter.stats().checks === 0 && adapter.stats().flushing === 0, 2_000),
+      ).toBe(true);
+      await sleep(50);
+      expect(server.methods.filter((method) => method === "notifications/cancelled")).toEqual([]);
+      expect(records).toHaveLength(1);
+    });
+  }
+});
