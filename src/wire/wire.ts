@@ -591,9 +591,16 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
 
   /** Returns false when the response must not reach the SDK. */
   #onResponse(message: Message): boolean {
-    const id = message.id;
-    if (!isRequestId(id)) return true; // id null or malformed: the SDK reports it
-    const entry = this.#pending.get(id);
+    const given = message.id;
+    if (!isRequestId(given)) return true; // id null or malformed: the SDK reports it
+    let id = given;
+    let entry = this.#pending.get(id);
+    if (entry === undefined && typeof given === "string" && !this.#tombIds.has(given)) {
+      // Matched as the SDK matches it (`Number(response.id)`): what it takes as a request's
+      // response is that request's here too, live or late.
+      id = asSdkMatches(given);
+      entry = this.#pending.get(id);
+    }
     if (entry !== undefined) {
       // The common well-formed shape is recognised without zod; anything else is judged by it.
       if (entry.call !== null && !isPlainResponse(message) && !responseSchema.safeParse(message).success) {
@@ -679,8 +686,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       this.#anomaly({ kind: "invalid-message", message: "notifications/progress with malformed params, dropped" });
       return false;
     }
-    const { progressToken: token, progress, total, message: text } = parsed.data;
-    const entry = this.#tokens.get(token);
+    const { progressToken: given, progress, total, message: text } = parsed.data;
+    let token = given;
+    let entry = this.#tokens.get(token);
+    if (entry === undefined && typeof given === "string" && !this.#tombTokens.has(given)) {
+      // As the SDK matches it (`Number(progressToken)`), like a response's id.
+      token = asSdkMatches(given);
+      entry = this.#tokens.get(token);
+    }
     if (entry?.call === null) return true; // a request the SDK made on its own: its business
     if (entry !== undefined) {
       // Delivered here, in wire order, and not through the SDK: the SDK handles progress a
@@ -876,4 +889,15 @@ class AdapterLayer extends Layer {
 /** A response that says the work was done: a result, and not a tool result with `isError: true`. */
 function ranBy(message: { result?: unknown; error?: unknown }): boolean {
   return "result" in message && (message.result as { isError?: unknown } | null)?.isError !== true;
+}
+
+/**
+ * The id (or progress token) the SDKs would match a string to: both look a response up by
+ * `Number(response.id)` and progress by `Number(progressToken)`, so `"10"` answers request 10.
+ * Tried only when the value as it came matches nothing.
+ */
+function asSdkMatches(value: RequestId): RequestId {
+  if (typeof value !== "string") return value;
+  const number = Number(value);
+  return Number.isSafeInteger(number) ? number : value;
 }
