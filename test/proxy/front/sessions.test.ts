@@ -81,6 +81,46 @@ describe("proxy --listen: 2025-era sessions", () => {
     }
   });
 
+  it("a client that drops a request's stream resumes it at once (GET with Last-Event-ID): the stream is released when the client goes, not at its next event; the answer comes on the resumed stream", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { headers } = await session(front.url, "2025-11-25");
+    const dropped = new AbortController();
+    const response = await fetch(front.url, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "late", arguments: { ms: 1_500 } } }),
+      signal: dropped.signal,
+    });
+    // Read up to the priming event's id, then drop the stream (a dropped stream is not a cancel).
+    const decoder = new TextDecoder();
+    let text = "";
+    const body = response.body!.getReader();
+    while (!/^id: \S+$/m.test(text)) {
+      const { done, value } = await body.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const eventId = /^id: (\S+)$/m.exec(text)?.[1];
+    expect(eventId).toBeDefined();
+    dropped.abort();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Well before the tool's answer (1,500 ms), the only event still to come.
+    const resumed = await fetch(front.url, {
+      method: "GET",
+      headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+    });
+    expect(resumed.status).toBe(200);
+    const answer = reader(resumed);
+    expect(await eventually(() => answer.text().includes('"result"'), 4_000)).toBe(true);
+    const events = answer
+      .text()
+      .split("\n")
+      .filter((line) => line.startsWith("data: ") && line.length > 6)
+      .map((line) => JSON.parse(line.slice(6)) as { id?: unknown; result?: unknown });
+    expect(events.filter((event) => event.id === 41 && event.result !== undefined)).toHaveLength(1);
+    expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+
   it("the v1 SDK client aborting calls one after another does not fill --max-connections: a new client still connects and is answered", async () => {
     const front = await startFront(["--max-connections", "6", ...server(SCRIPTED)]);
     const client = new Client({ name: "aborts", version: "1" });

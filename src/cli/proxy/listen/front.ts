@@ -741,14 +741,26 @@ async function writeResponse(res: http.ServerResponse, response: Response, signa
   let drained: (() => void) | undefined;
   const onDrain = (): void => drained?.();
   res.on("drain", onDrain);
-  const gone = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }));
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  // The client went: the stream is cancelled at once, not when its next event comes (a 2025-era
+  // session's SDK transport keeps a stream "active" until then, and refuses its resume with 409).
+  const gone = (): void => {
+    drained?.();
+    reader.cancel().catch(() => {});
+  };
+  if (signal?.aborted) gone();
+  else signal?.addEventListener("abort", gone, { once: true });
   try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      if (signal?.aborted) break;
-      if (!res.write(chunk)) await Promise.race([new Promise<void>((resolve) => (drained = resolve)), gone]);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || signal?.aborted === true) break;
+      if (!res.write(value)) await new Promise<void>((resolve) => (drained = resolve));
+      drained = undefined;
     }
   } catch {
     // The stream failed or was cancelled: end what was written.
+  } finally {
+    signal?.removeEventListener("abort", gone);
   }
   res.removeListener("drain", onDrain);
   res.end();
