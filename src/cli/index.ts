@@ -1,4 +1,5 @@
 import { main } from "./main.js";
+import { EXIT_FLUSH_MS } from "./proxy/config.js";
 
 /**
  * The `mcp-cancellable` executable (`bin`). Runs the command, flushes its output, and exits
@@ -11,8 +12,12 @@ if (process.argv[2] !== "proxy") {
   process.once("SIGTERM", () => process.exit(143));
 }
 
-/** The longest the executable waits for its stdout and stderr to flush before it exits, in ms (a reader that stopped reading cannot hold it). */
-const FLUSH_BOUND_MS = 500;
+/**
+ * The longest the executable waits for its stdout and stderr to flush before it exits, in ms (a
+ * reader that stopped reading cannot hold it). The proxy flushed to its client within its own
+ * shutdown bound already, which keeps `EXIT_RESERVE_MS` of it for this and the exit.
+ */
+const FLUSH_BOUND_MS = process.argv[2] === "proxy" ? EXIT_FLUSH_MS : 500;
 
 const code = await main(process.argv.slice(2), {
   stdout: (text) => void process.stdout.write(text),

@@ -484,7 +484,15 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     }
     const settled = this.#finish("cancelled", outcome, null, trigger, reason, mechanism, sentWall, undelivered);
     const verification = this.#options.verify !== undefined && settled.outcome !== "not-sent" ? this.#verify(settled) : undefined;
-    const error = this.#error(trigger, settled, verification, cause, ranMs ?? clientWaitMs, why === CLIENT_CLOSED_REASON);
+    const error = this.#error(
+      trigger,
+      settled,
+      verification,
+      cause,
+      ranMs ?? clientWaitMs,
+      why === CLIENT_CLOSED_REASON,
+      clientWaitMs !== undefined,
+    );
     const rejected = this.#hooks.rejected;
     this.#reject(error);
     this.#release();
@@ -675,10 +683,12 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     cause: unknown,
     limitMs: number | undefined,
     byClient: boolean,
+    clientWait: boolean,
   ): McpCancellableError {
     switch (trigger) {
       case "timeout":
         // `limitMs`: how long the call had run (a caller's signal that timed out), or clientWaitTimeoutMs.
+        if (clientWait) return new CallTimeoutError("REQUEST_TIMEOUT", limitMs!, record, verification, undefined, "clientWaitTimeoutMs");
         return limitMs === undefined
           ? new CallTimeoutError(
               "REQUEST_TIMEOUT",

@@ -17,11 +17,19 @@ export class CallTimeoutError extends McpCancellableError {
    * had run when it fired, in whole ms.
    */
   readonly timeoutMs: number;
+  /**
+   * The option the expired limit came from, as the message names it: `timeoutMs`,
+   * `maxTotalTimeoutMs`, `clientWaitTimeoutMs` (the idle timeout was paused while the client's
+   * own answer to the server's request was awaited, and that wait ran out), the SDK request
+   * option a framework passed, or `signal` (the caller's signal timed out).
+   */
+  readonly limitName: string;
 
   /**
    * @param cause the caller's signal's reason when the signal timed out (a `TimeoutError`); else none.
    * @param option the option the limit came from, as the message names it. Default: `timeoutMs`
-   *   or `maxTotalTimeoutMs` (an SDK request option a framework passed is named as such).
+   *   or `maxTotalTimeoutMs` (an SDK request option a framework passed is named as such);
+   *   `clientWaitTimeoutMs`: the idle timeout was paused while the client's answer was awaited.
    */
   constructor(
     code: "REQUEST_TIMEOUT" | "MAX_TOTAL_TIMEOUT",
@@ -35,9 +43,11 @@ export class CallTimeoutError extends McpCancellableError {
     super(
       (code === "MAX_TOTAL_TIMEOUT"
         ? `${record.method} exceeded its maximum total timeout of ${timeoutMs} ms (${option ?? "maxTotalTimeoutMs"}; ${id}) and was cancelled`
-        : cause === undefined
-          ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, ${option ?? "timeoutMs"}; ${id}) and was cancelled`
-          : `${record.method} timed out after ${timeoutMs} ms (the caller's signal timed out: a TimeoutError, such as AbortSignal.timeout or a framework's own timeout; ${id}) and was cancelled`) +
+        : option === "clientWaitTimeoutMs"
+          ? `${record.method} timed out after ${timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs; ${id}) and was cancelled`
+          : cause === undefined
+            ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, ${option ?? "timeoutMs"}; ${id}) and was cancelled`
+            : `${record.method} timed out after ${timeoutMs} ms (the caller's signal timed out: a TimeoutError, such as AbortSignal.timeout or a framework's own timeout; ${id}) and was cancelled`) +
         unknownOutcome(record),
       record,
       verification,
@@ -45,5 +55,9 @@ export class CallTimeoutError extends McpCancellableError {
     );
     this.code = code;
     this.timeoutMs = timeoutMs;
+    this.limitName =
+      code === "REQUEST_TIMEOUT" && cause !== undefined
+        ? "signal"
+        : (option ?? (code === "MAX_TOTAL_TIMEOUT" ? "maxTotalTimeoutMs" : "timeoutMs"));
   }
 }

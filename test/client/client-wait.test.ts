@@ -80,7 +80,11 @@ describe("waiting on the client pauses the idle timeout (issue 29, item 4)", () 
     const { mcp, asked } = await connect(5_000, { clientWaitTimeoutMs: 500 });
     const outcome = await timed(mcp.callTool({ name: "ask", arguments: { question: "Still there?" } }, { timeoutMs: 200 }));
     expect(isCallTimeoutError(outcome.error)).toBe(true);
-    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", timeoutMs: 500 });
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", timeoutMs: 500, limitName: "clientWaitTimeoutMs" });
+    // The error names the limit that ran out, not the idle timeout (200 ms) it paused.
+    expect((outcome.error as Error).message).toMatch(
+      /^tools\/call timed out after 500 ms waiting for the client's answer to the server's request \(clientWaitTimeoutMs; request id \d+\) and was cancelled/,
+    );
     expect(outcome.settledAt - asked()).toBeGreaterThanOrEqual(500 - EARLY_MS);
     expect(outcome.settledAt - asked()).toBeLessThan(500 + SLACK_MS);
     expect(mcp.records()[0]!.cancel).toMatchObject({

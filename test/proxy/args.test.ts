@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { parseProxyArgs } from "../../src/cli/proxy/args.js";
+import { dashesBeforeCommand, parseProxyArgs, PROXY_VALUE_FLAGS } from "../../src/cli/proxy/args.js";
+import { LISTEN_FLAG_NAMES } from "../../src/cli/proxy/listen/args.js";
 import { limitsFor, parseConfig } from "../../src/cli/proxy/config.js";
 
 async function run(argv: string[]) {
@@ -25,7 +26,7 @@ describe("mcp-cancellable proxy: command line", () => {
     for (const [argv, message] of [
       [["proxy"], /give exactly one upstream/],
       [["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "node"], /give exactly one upstream/],
-      [["proxy", "server.js"], /put the server's command after "--"/],
+      [["proxy", "--url", "http://127.0.0.1:1/mcp", "server.js"], /give exactly one upstream/],
       [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms, got 0/],
       [["proxy", "--timeout-ms", "-5", "--", "node"], /--timeout-ms: expected a whole number of milliseconds or "none", got "-5"/],
       [
@@ -67,6 +68,52 @@ describe("mcp-cancellable proxy: command line", () => {
       upstream: { kind: "stdio", command: "node", args: ["server.js", "--timeout-ms", "5"], env: { A: "1" } },
       limits: { timeoutMs: Infinity },
     });
+  });
+
+  it("the server's command may come without --: it starts at the first argument that is not a flag or a flag's value (the MCP Inspector's CLI keeps every --)", () => {
+    const split = (argv: string[]) => dashesBeforeCommand(argv, [...PROXY_VALUE_FLAGS, ...LISTEN_FLAG_NAMES]);
+    expect(split(["--timeout-ms", "500", "--verbose", "node", "server.js", "--timeout-ms", "5"])).toEqual([
+      "--timeout-ms",
+      "500",
+      "--verbose",
+      "--",
+      "node",
+      "server.js",
+      "--timeout-ms",
+      "5",
+    ]);
+    expect(split(["--timeout-ms=500", "--listen", "127.0.0.1:0", "npx", "-y", "srv"])).toEqual([
+      "--timeout-ms=500",
+      "--listen",
+      "127.0.0.1:0",
+      "--",
+      "npx",
+      "-y",
+      "srv",
+    ]);
+    // With "--", the list is as it was; with only flags, too.
+    expect(split(["--verbose", "--", "node", "--inspect"])).toEqual(["--verbose", "--", "node", "--inspect"]);
+    expect(split(["--url", "http://127.0.0.1:1/mcp", "--verbose"])).toEqual(["--url", "http://127.0.0.1:1/mcp", "--verbose"]);
+    const options = parseProxyArgs(split(["--timeout-ms", "none", "--env", "A=1", "node", "server.js", "--verbose"]));
+    expect(options).toMatchObject({
+      upstream: { kind: "stdio", command: "node", args: ["server.js", "--verbose"], env: { A: "1" } },
+      limits: { timeoutMs: Infinity },
+      verbose: false,
+    });
+  });
+
+  it("--client-wait-timeout-ms and the config file's clientWaitTimeoutMs: a limit of its own, none is Infinity, checked as the others", async () => {
+    expect(parseProxyArgs(["--client-wait-timeout-ms", "1500", "--", "node"])).toMatchObject({ limits: { clientWaitTimeoutMs: 1_500 } });
+    expect(parseProxyArgs(["--client-wait-timeout-ms", "none", "--", "node"])).toMatchObject({ limits: { clientWaitTimeoutMs: Infinity } });
+    const bad = await run(["proxy", "--client-wait-timeout-ms", "0", "--", "node"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--client-wait-timeout-ms: expected 1 to 2147483647 ms, got 0/);
+    const config = parseConfig({ defaults: { clientWaitTimeoutMs: 900 }, tools: { form: { clientWaitTimeoutMs: null } } }, "c.json");
+    expect(limitsFor(config, {}, "tools/call", "other")).toMatchObject({ clientWaitTimeoutMs: 900 });
+    expect(limitsFor(config, {}, "tools/call", "form")).toMatchObject({ clientWaitTimeoutMs: Infinity });
+    expect(() => parseConfig({ defaults: { clientWaitTimeoutMS: 1 } }, "c.json")).toThrow(
+      /unknown key "defaults.clientWaitTimeoutMS" \(expected .*"clientWaitTimeoutMs"\)/,
+    );
   });
 
   it("limits: tool over method over the command line over the file's defaults over the built-in ones; null is no limit", () => {

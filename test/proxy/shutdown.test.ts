@@ -152,6 +152,87 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
     expect(client.answersTo("s")[0]!.error).toMatchObject({ code: -32000 });
   });
 
+  it("a client that stopped reading its stdout holds the shutdown no longer than its bound (its unread answers are given up)", async () => {
+    const client = start(server(LINE));
+    await client.initialize();
+    client.child.stdout.pause(); // the client reads no more: the pipe fills
+    for (const id of ["b1", "b2", "b3"]) client.send(call(id, "big", { bytes: 3_000_000 }));
+    client.send(call("s", "silent"));
+    expect(await eventually(() => received(client.stderr).filter((m) => m.method === "tools/call").length === 4, 5_000)).toBe(true);
+    await sleep(300); // the answers are written as far as the pipe takes them
+    const signalled = performance.now();
+    client.child.kill("SIGTERM");
+    const exit = await client.exited;
+    const tookMs = performance.now() - signalled;
+    expect(exit.code).toBe(143);
+    // The whole shutdown, the executable's last flush included, is within SHUTDOWN_BOUND_MS (it
+    // waited the bound for the client, then 500 ms more: about 2,300 ms). Slack for a loaded machine.
+    expect(tookMs).toBeLessThan(SHUTDOWN_BOUND_MS + 400);
+  });
+
+  it("--url to a server that answers neither the POSTed cancels nor the DELETE: the DELETE follows the cancels within flushTimeoutMs (250 ms), and the shutdown keeps its bound", async () => {
+    const events: Array<{ what: string; at: number }> = [];
+    const hung = new Set<import("node:http").ServerResponse>();
+    const http = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+      req.on("end", () => {
+        if (req.method === "GET") return void res.writeHead(405).end();
+        if (req.method === "DELETE") {
+          events.push({ what: "DELETE", at: performance.now() });
+          hung.add(res); // never answered
+          return;
+        }
+        const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+        events.push({ what: message.method, at: performance.now() });
+        if (message.method === "initialize") {
+          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "hung-session" });
+          res.end(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: message.id,
+              result: {
+                protocolVersion: message.params?.protocolVersion,
+                capabilities: { tools: {} },
+                serverInfo: { name: "hung", version: "1" },
+              },
+            }),
+          );
+        } else if (message.method === "tools/call") {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.flushHeaders();
+          hung.add(res); // works on, never answers
+        } else if (message.method === "notifications/cancelled") {
+          hung.add(res); // read, never answered
+        } else res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    try {
+      const client = start(["--url", `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`]);
+      await client.initialize();
+      client.send(call("a", "slow"));
+      client.send(call("b", "slow"));
+      expect(await eventually(() => events.filter((e) => e.what === "tools/call").length === 2)).toBe(true);
+      const signalled = performance.now();
+      client.child.kill("SIGTERM");
+      expect((await client.exited).code).toBe(143);
+      const tookMs = performance.now() - signalled;
+      const cancels = events.filter((e) => e.what === "notifications/cancelled");
+      const deletes = events.filter((e) => e.what === "DELETE");
+      expect(cancels).toHaveLength(2);
+      expect(deletes).toHaveLength(1);
+      // The DELETE waits for the notifications' answers at most flushTimeoutMs (before: nearly the
+      // whole bound, about 1,690 ms, leaving the DELETE 20 ms and the exit past the bound).
+      expect(deletes[0]!.at - Math.max(...cancels.map((e) => e.at))).toBeLessThan(1_000);
+      expect(tookMs).toBeLessThan(SHUTDOWN_BOUND_MS + 400);
+    } finally {
+      for (const res of hung) res.destroy();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  });
+
   it("--url, the client closes stdin: the session is DELETEd too; exit 0", async () => {
     const http = await startV1({ stateful: true });
     servers.push(http);

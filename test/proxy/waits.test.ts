@@ -159,3 +159,49 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(client.answersTo("L")).toEqual([]);
   });
 });
+
+describe("proxy: waiting on the client is not the server's silence (issue 29, item 4)", () => {
+  const SCRIPTED = new URL("../fixtures/scripted-server.mjs", import.meta.url).pathname;
+  const ask = { jsonrpc: "2.0", id: "q", method: "tools/call", params: { name: "ask", arguments: {} } };
+
+  it("an elicitation the person answers after the idle timeout: the call is not cut meanwhile, and gets the server's answer", async () => {
+    const client = start(["--timeout-ms", "300", ...server(SCRIPTED)]);
+    await client.initialize();
+    client.send(ask);
+    expect(await eventually(() => client.messages.some((m) => m.method === "elicitation/create"))).toBe(true);
+    const question = client.messages.find((m) => m.method === "elicitation/create")!;
+    await sleep(900); // three idle timeouts: the person is still reading the form
+    expect(client.answersTo("q")).toEqual([]);
+    client.send({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { reply: "yes" } } });
+    const answer = await client.answer("q");
+    expect(answer.result).toBeDefined();
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+
+  for (const [how, args] of [
+    ["--client-wait-timeout-ms", ["--client-wait-timeout-ms", "600"]],
+    ["the config file's clientWaitTimeoutMs", ["--config", "CONFIG"]],
+  ] as const) {
+    it(`${how} bounds the wait for the person: past it the call is answered -32001 naming clientWaitTimeoutMs, and cancelled upstream`, async () => {
+      let flags: string[] = [...args];
+      if (flags[1] === "CONFIG") {
+        const { dir, cleanup } = (await import("./helpers.js")).tempDir();
+        closers.push(async () => cleanup());
+        const file = `${dir}/limits.json`;
+        (await import("node:fs")).writeFileSync(file, JSON.stringify({ defaults: { clientWaitTimeoutMs: 600 } }));
+        flags = ["--config", file];
+      }
+      const client = start(["--timeout-ms", "300", ...flags, ...server(SCRIPTED)]);
+      await client.initialize();
+      client.send(ask);
+      expect(await eventually(() => client.messages.some((m) => m.method === "elicitation/create"))).toBe(true);
+      const asked = performance.now();
+      const answer = await client.answer("q");
+      expect(performance.now() - asked).toBeGreaterThanOrEqual(600 - 50); // not the idle timeout's 300 ms
+      expect(answer.error).toMatchObject({ code: -32001 });
+      expect(answer.error!.message).toMatch(/clientWaitTimeoutMs/);
+      expect(answer.error!.message).not.toMatch(/the idle timeout, timeoutMs/);
+      expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"))).toBe(true);
+    });
+  }
+});

@@ -45,7 +45,10 @@ package, or https://github.com/mcp-cancellable/mcp-cancellable/blob/main/docs/pr
 
 Upstream (exactly one):
   -- <command> [args...]  Run a stdio server: the program and its arguments, after "--" (no
-                          shell). Started in its own process group, stopped with it.
+                          shell). Started in its own process group, stopped with it. The "--"
+                          may be left out (for a host that keeps it, such as the MCP
+                          Inspector's CLI): the command then starts at the first argument
+                          that is not one of these options or its value.
   --env KEY=VALUE         Environment variable for the stdio server. Repeatable.
   --cwd <dir>             Working directory for the stdio server. Default: the current one.
   --url <url>             A Streamable HTTP server (http:// or https://).
@@ -64,6 +67,11 @@ Limits (milliseconds; "none" for no limit):
   --max-total-timeout-ms <ms>  Maximum total time of each request from its send; progress never
                                extends it. Default: max(600000, --timeout-ms).
   --no-reset-on-progress       Progress does not restart the idle timeout.
+  --client-wait-timeout-ms <ms>
+                               While the server waits for the client's answer to a request of
+                               its own (elicitation: a person filling a form; sampling; roots),
+                               the idle timeout is paused, at most this long; the maximum total
+                               timeout still holds. Default: 300000.
   --config <file>              JSON file with "defaults", and overrides per method ("methods")
                                and per tool ("tools"). The most specific entry wins; the command
                                line wins over the file's defaults.
@@ -110,6 +118,43 @@ Examples:
     --header 'Authorization: Bearer \${MCP_TOKEN}'
 `;
 
+/** The proxy's own flags (the HTTP front's are taken out before: `splitListenArgs`). */
+const PROXY_FLAGS = {
+  ...SERVER_FLAGS,
+  "timeout-ms": { type: "string" },
+  "max-total-timeout-ms": { type: "string" },
+  "no-reset-on-progress": { type: "boolean" },
+  "client-wait-timeout-ms": { type: "string" },
+  config: { type: "string" },
+  records: { type: "string" },
+  verbose: { type: "boolean" },
+  otel: { type: "boolean" },
+  "max-message-bytes": { type: "string" },
+} as const;
+
+/**
+ * The arguments with `--` before the server's command when it has none: the command may follow
+ * the proxy's flags directly (`proxy --timeout-ms 30000 node server.js`), because a host that
+ * splits its own arguments at the first `--` (the MCP Inspector's CLI does) cannot pass one
+ * through. The command starts at the first argument that is neither a flag nor a flag's value
+ * (`valueFlags`: the flags, without dashes, that take a value). An argument list with `--` is
+ * returned as it is.
+ */
+export function dashesBeforeCommand(argv: readonly string[], valueFlags: readonly string[]): string[] {
+  if (argv.includes("--")) return [...argv];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("-") || arg === "-") return [...argv.slice(0, i), "--", ...argv.slice(i)];
+    if (arg.startsWith("--") && !arg.includes("=") && valueFlags.includes(arg.slice(2))) i++;
+  }
+  return [...argv];
+}
+
+/** The proxy's flags that take a value (without dashes). */
+export const PROXY_VALUE_FLAGS: readonly string[] = Object.entries(PROXY_FLAGS)
+  .filter(([, flag]) => flag.type === "string")
+  .map(([name]) => name);
+
 /**
  * Parses and validates the arguments that follow `proxy`.
  * @returns the options, or `"help"` when help was asked for.
@@ -124,17 +169,7 @@ export function parseProxyArgs(
   const command = dashes === -1 ? [] : argv.slice(dashes + 1);
   const v = parseFlags(
     own,
-    {
-      ...SERVER_FLAGS,
-      "timeout-ms": { type: "string" },
-      "max-total-timeout-ms": { type: "string" },
-      "no-reset-on-progress": { type: "boolean" },
-      config: { type: "string" },
-      records: { type: "string" },
-      verbose: { type: "boolean" },
-      otel: { type: "boolean" },
-      "max-message-bytes": { type: "string" },
-    },
+    PROXY_FLAGS,
     (message) => (/positional/i.test(message) ? `${message}; put the server's command after "--"` : message),
     LISTEN_FLAG_NAMES,
   );
@@ -162,6 +197,8 @@ export function parseProxyArgs(
   const maxTotalTimeoutMs = msFlag("--max-total-timeout-ms", v["max-total-timeout-ms"], { min: 1, none: true });
   if (maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = maxTotalTimeoutMs;
   if (v["no-reset-on-progress"] === true) limits.resetTimeoutOnProgress = false;
+  const clientWaitTimeoutMs = msFlag("--client-wait-timeout-ms", v["client-wait-timeout-ms"], { min: 1, none: true });
+  if (clientWaitTimeoutMs !== undefined) limits.clientWaitTimeoutMs = clientWaitTimeoutMs;
   return {
     upstream,
     limits,

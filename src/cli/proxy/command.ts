@@ -1,8 +1,8 @@
 import type { Readable, Writable } from "node:stream";
 import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
-import { docsHint, parseProxyArgs, PROXY_HELP } from "./args.js";
-import { LISTEN_HELP, splitListenArgs } from "./listen/args.js";
+import { dashesBeforeCommand, docsHint, parseProxyArgs, PROXY_HELP, PROXY_VALUE_FLAGS } from "./args.js";
+import { LISTEN_FLAG_NAMES, LISTEN_HELP, splitListenArgs } from "./listen/args.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
 import type { EndSignal } from "./session.js";
@@ -32,7 +32,7 @@ function processSignals(handler: (signal: EndSignal) => void): () => void {
  */
 export async function runProxyCommand(argv: string[], out: Output, streams: ProxyStreams = {}): Promise<number> {
   try {
-    const { listen, rest } = splitListenArgs(argv);
+    const { listen, rest } = splitListenArgs(dashesBeforeCommand(argv, [...PROXY_VALUE_FLAGS, ...LISTEN_FLAG_NAMES]));
     const options = parseProxyArgs(rest);
     if (options === "help") {
       out.stdout(PROXY_HELP + LISTEN_HELP);

@@ -14,6 +14,12 @@ export const MAX_PROXY_MS = MAX_MS;
  */
 export const SHUTDOWN_BOUND_MS = 1_800;
 
+/** How long the executable waits at its end for its stdout and stderr to flush, in ms (a client that stopped reading cannot hold it). */
+export const EXIT_FLUSH_MS = 50;
+
+/** The last part of `SHUTDOWN_BOUND_MS` kept for the executable's end (`EXIT_FLUSH_MS`, then the exit itself), in ms: the shutdown's flush to the client ends this long before the bound. */
+export const EXIT_RESERVE_MS = 150;
+
 /** The proxy's default idle timeout, in ms (reset by progress). */
 export const DEFAULT_PROXY_TIMEOUT_MS = 60_000;
 
@@ -28,6 +34,13 @@ export interface Limits {
   maxTotalTimeoutMs?: number;
   /** Whether progress restarts the idle timeout. */
   resetTimeoutOnProgress?: boolean;
+  /**
+   * How long a request's idle timeout stays paused while a request of the server's (elicitation,
+   * sampling, roots: a person answering a form) waits for the client's answer, in ms; then the
+   * request times out naming it. The maximum total timeout holds throughout. Default: the
+   * library's, 300,000 ms.
+   */
+  clientWaitTimeoutMs?: number;
 }
 
 /** The config file, validated: defaults, then overrides per method and per tool (most specific wins). */
@@ -50,6 +63,7 @@ const limitsSchema = z
     timeoutMs: ms,
     maxTotalTimeoutMs: ms,
     resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
+    clientWaitTimeoutMs: ms,
   })
   .partial();
 const configSchema = z
@@ -69,6 +83,7 @@ function limitsOf(raw: RawLimits | undefined): Limits {
   if (raw.timeoutMs !== undefined) limits.timeoutMs = raw.timeoutMs ?? Infinity;
   if (raw.maxTotalTimeoutMs !== undefined) limits.maxTotalTimeoutMs = raw.maxTotalTimeoutMs ?? Infinity;
   if (raw.resetTimeoutOnProgress !== undefined) limits.resetTimeoutOnProgress = raw.resetTimeoutOnProgress;
+  if (raw.clientWaitTimeoutMs !== undefined) limits.clientWaitTimeoutMs = raw.clientWaitTimeoutMs ?? Infinity;
   return limits;
 }
 
@@ -106,7 +121,10 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
     const at = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
       const key = [...at, issue.keys[0]!].join(".");
-      const known = at.length === 0 ? '"defaults", "methods", "tools"' : '"timeoutMs", "maxTotalTimeoutMs", "resetTimeoutOnProgress"';
+      const known =
+        at.length === 0
+          ? '"defaults", "methods", "tools"'
+          : '"timeoutMs", "maxTotalTimeoutMs", "resetTimeoutOnProgress", "clientWaitTimeoutMs"';
       throw new ConfigError(`--config ${file}: unknown key "${key}" (expected ${known})`);
     }
     const key = at.join(".");

@@ -9,7 +9,7 @@
 // server ever answered means it cannot be reached.
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { TransportLike } from "../../adapters/types.js";
-import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
+import { DEFAULT_FLUSH_TIMEOUT_MS, cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import type { ProxyOptions } from "./args.js";
 import type { Upstream } from "./session.js";
 
@@ -111,11 +111,15 @@ export async function httpUpstream(
     },
     async beforeClose(budgetMs) {
       const deadline = performance.now() + Math.max(0, budgetMs);
-      // The cancels on their way (2025-era: POSTed notifications) go first: the DELETE must not overtake them.
-      while (adapter.stats().flushing > 0 && performance.now() < deadline - 20) await sleep(5);
+      // The cancels on their way (2025-era: POSTed notifications) go first: the DELETE must not
+      // overtake them. They are given flushTimeoutMs (250 ms), as the close gives them.
+      const answered = Math.min(deadline - 20, performance.now() + DEFAULT_FLUSH_TIMEOUT_MS);
+      while (adapter.stats().flushing > 0 && performance.now() < answered) await sleep(5);
       const session = transport.sessionId;
       if (!legacy || session === undefined || lost.has(session) || transport.terminateSession === undefined) return;
-      const left = deadline - performance.now();
+      // The close that follows waits for notifications still unanswered (at most flushTimeoutMs):
+      // the DELETE leaves it that much of the budget.
+      const left = deadline - performance.now() - (adapter.stats().flushing > 0 ? DEFAULT_FLUSH_TIMEOUT_MS : 0);
       if (left <= 0) return;
       // Rule 40 (2025-era): a client that no longer needs its session SHOULD DELETE it.
       const deleted = transport.terminateSession().then(

@@ -25,8 +25,8 @@ export function ownAnswerNote(message: object): string | undefined {
 }
 
 /**
- * A timeout is -32001 naming the limit (the idle timeout, `timeoutMs`, or the maximum total
- * timeout, `maxTotalTimeoutMs`); a lost connection -32000 (never retried); a client's own cancel
+ * A timeout is -32001 naming the limit (the idle timeout, `timeoutMs`, the maximum total
+ * timeout, `maxTotalTimeoutMs`, or the wait for the client's own answer, `clientWaitTimeoutMs`); a lost connection -32000 (never retried); a client's own cancel
  * gets nothing (`undefined`). `data` carries the stable code, the trigger, the limit, the summary
  * and the record as `withClient` completes it (the client's id of its request, ...).
  */
@@ -38,9 +38,11 @@ export function proxyErrorResponse(
   const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
   if (isCallTimeoutError(error)) {
     const idle = error.code === "REQUEST_TIMEOUT";
-    const message = idle
-      ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`
-      : `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`;
+    const message = !idle
+      ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`
+      : error.limitName === "clientWaitTimeoutMs"
+        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs, --client-wait-timeout-ms); cancelled upstream`
+        : `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`;
     const data = {
       code: error.code,
       trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),

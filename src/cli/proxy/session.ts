@@ -29,6 +29,7 @@ import {
   hasOverrides,
   limitsFor,
   SHUTDOWN_BOUND_MS,
+  EXIT_RESERVE_MS,
   totalLimitMs,
   waitLimitMs,
 } from "./config.js";
@@ -1042,7 +1043,7 @@ export class ProxySession<T extends TransportLike> {
       `done: ${c.requests} request${c.requests === 1 ? "" : "s"}, ${c.clientCancels} cancelled by the client, ${c.ignoredCancels} cancel${c.ignoredCancels === 1 ? "" : "s"} ignored, ` +
         `${c.malformedFromClient} malformed line${c.malformedFromClient === 1 ? "" : "s"} from the client and ${c.malformedFromServer} from the server dropped, ${c.unknownResponses} unknown response${c.unknownResponses === 1 ? "" : "s"} dropped`,
     );
-    await this.#client.flush(deadline);
+    await this.#client.flush(deadline - EXIT_RESERVE_MS);
     return code;
   }
 

@@ -85,7 +85,7 @@ const FLAGS = {
   "max-connections": { type: "string" },
 } as const;
 
-/** The HTTP front's flags (without the dashes), for the proxy's "did you mean". */
+/** The HTTP front's flags (without the dashes), for the proxy's "did you mean"; each takes a value. */
 export const LISTEN_FLAG_NAMES: readonly string[] = Object.keys(FLAGS);
 
 export const LISTEN_HELP = `
