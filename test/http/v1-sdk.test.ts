@@ -242,7 +242,8 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     for (let i = 0; i < 50; i++) {
       const controller = new AbortController();
       const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, timeoutMs: 5_000 });
-      // Half are cancelled once the server runs them, half as soon as they are sent.
+      // Half are cancelled once the server runs them, half at once: their POST has not left the
+      // process yet (the SDK's send awaits its headers before its fetch), so it never does.
       if (i % 2 === 0) await eventually(() => started(server, i + 1));
       controller.abort();
       await expect(call).rejects.toBeInstanceOf(CallCancelledError);
@@ -258,8 +259,11 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0, blockedTokens: 0 });
     expect(getEventListeners(signal, "abort").length).toBe(listenersBefore);
     expect(linkedCount(signal)).toBe(linkedBefore);
-    expect(seen(server, "notifications/cancelled").length).toBe(50);
-    expect(mcp.records().every((r) => r.cancel?.mechanism === "notification+stream-close")).toBe(true);
+    expect(seen(server, "notifications/cancelled").length).toBe(25);
+    expect(seen(server, "tools/call").length).toBe(25);
+    const records = mcp.records();
+    expect(records.filter((r) => r.cancel?.mechanism === "notification+stream-close" && r.outcome === "unverified")).toHaveLength(25);
+    expect(records.filter((r) => r.cancel?.mechanism === "none" && r.outcome === "not-sent")).toHaveLength(25);
     expect(errors).toEqual([]);
   });
 });

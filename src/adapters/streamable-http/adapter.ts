@@ -143,6 +143,8 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #v2: boolean;
   readonly #fetch: unknown;
   readonly #observesBody: boolean;
+  /** The fetch is bound to this adapter (the library's own): it reports each request's dispatch. */
+  readonly #bound: boolean;
   readonly #flushTimeoutMs: number;
   readonly #notificationTimeoutMs: number;
   /** The layers of the pipeline the adapter is in (the newest, if it is piped again). */
@@ -177,6 +179,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     } catch (error) {
       throw new InvalidOptionError("fetch", `streamableHttpCancellation: ${(error as Error).message}`);
     }
+    this.#bound = bound;
     if (bound || this.#v2) return;
     if (!isStreamableHttpTransport(transport)) {
       // A stdio (or other) transport handed to the HTTP adapter: the v1 fetch advice does not apply.
@@ -207,6 +210,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
           flushTimeoutMs: this.#flushTimeoutMs,
           closedDown: this.#closedDown,
           observesBody: this.#observesBody,
+          observesDispatch: this.#bound,
         });
         return this.#tracker;
       },
@@ -251,6 +255,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     sent: (id) => this.#tracker?.port.sent(id),
     answered: (id, status, contentType) => this.#tracker?.port.answered(id, status, contentType),
     blind: (id) => this.#tracker?.port.blind(id),
+    dispatched: (id) => this.#tracker?.port.dispatched(id),
     fresh: (id) => this.#tracker?.port.fresh(id) ?? true,
   };
 }

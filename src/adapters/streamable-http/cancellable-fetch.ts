@@ -2,7 +2,7 @@
 // Apart from fetch.ts so that the root entry, which reaches the adapter, never pulls in undici.
 import { z } from "zod";
 import { fnOption, parseOptions } from "../../options/schemas.js";
-import { FRESH_CONNECTION, ON_BODY_SENT, perRequestFetch } from "./fetch.js";
+import { FRESH_CONNECTION, ON_BODY_SENT, ON_DISPATCH, perRequestFetch } from "./fetch.js";
 import type { FetchLike, ObservingFetch } from "./fetch.js";
 
 const fetchOptionsSchema = z.strictObject({ fetch: fnOption }).partial();
@@ -66,6 +66,21 @@ let undici: Promise<Undici | undefined> | undefined;
 /** What `undici` resolved to (`undefined`: not loadable here), or `null` before it settled. */
 let loaded: Undici | undefined | null = null;
 
+/** Starts loading undici once per process (the global `fetch` where it cannot be loaded). */
+function loadUndici(): Promise<Undici | undefined> {
+  undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
+    ({ Agent, fetch }): Undici => {
+      loaded = { Agent, fetch };
+      return loaded;
+    },
+    () => {
+      loaded = undefined;
+      return undefined;
+    },
+  );
+  return undici;
+}
+
 const noop = (): void => {};
 
 /**
@@ -93,8 +108,10 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
   /** One-connection dispatchers of notifications on their way (closed when answered, destroyed with the transport). */
   const fresh = new Set<InstanceType<Undici["Agent"]>>();
   const send = (lib: Undici | undefined, url: string | URL, init: RequestInit | undefined): Promise<Response> => {
-    const marks = init as { [ON_BODY_SENT]?: () => void; [FRESH_CONNECTION]?: true } | undefined;
+    const marks = init as { [ON_BODY_SENT]?: () => void; [ON_DISPATCH]?: () => void; [FRESH_CONNECTION]?: true } | undefined;
     const onBodySent = marks?.[ON_BODY_SENT];
+    // Handed to the network now (a cancel before this stopped it here: its signal is aborted).
+    marks?.[ON_DISPATCH]?.();
     if (lib === undefined) {
       // No undici (a browser): no way to see the body written; the adapter waits for the headers.
       return globalThis.fetch(url, init);
@@ -117,16 +134,12 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
     const through = onBodySent === undefined ? dispatcher : tap(dispatcher, onBodySent);
     return lib.fetch(url, { ...(init as object), dispatcher: through } as Parameters<Undici["fetch"]>[1]) as unknown as Promise<Response>;
   };
+  // Loaded now, not on the first request: a first call made at once would otherwise spend its
+  // own timeout (tens of ms) waiting for the module, with its request still in this process.
+  const loading = loadUndici();
   const fetch: FetchLike = (url, init) => {
     if (loaded !== null) return send(loaded, url, init);
-    undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
-      ({ Agent, fetch }): Undici => ({ Agent, fetch }),
-      () => undefined,
-    );
-    return undici.then((lib) => {
-      loaded = lib;
-      return send(lib, url, init);
-    });
+    return loading.then((lib) => send(lib, url, init));
   };
   return {
     // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.

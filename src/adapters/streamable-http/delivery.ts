@@ -92,6 +92,8 @@ export class LegacyDelivery extends Layer {
     // Rule 40: the notification (the transport adds the session and protocol-version headers),
     // once the request reached the server, and the stream closes. Nothing here holds the caller.
     const stream = this.#tracker.stream(request.requestId);
+    // Still in this process: it never leaves, and nothing is POSTed for it.
+    if (stream !== undefined && this.#tracker.stopUndispatched(stream, request)) return "none";
     if (stream !== undefined) stream.cancelled = true;
     const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, done: Promise.resolve() };
     this.#deliveries.add(delivery);
@@ -177,6 +179,8 @@ export class LegacyDelivery extends Layer {
       // leave the request to run once it arrives: it is not sent; the stream is closed (the
       // request goes with it), and the record says what was not done.
       if (this.#observesBody && !stream.written && stream.status === undefined && stream.settled === "pending" && !stream.responded) {
+        // Its POST then fails with the body never written: it never reached the server (not-sent).
+        stream.onUnsent = () => request.delivery({ sent: "none", failed: null });
         this.#tracker.closeStream(stream);
         request.delivery({
           sent: "stream-close",

@@ -48,6 +48,12 @@ export interface FetchPort {
   /** This fetch cannot report a request's body fully written (not `observesBody`): that fact is unknown. */
   blind(id: RequestId): void;
   /**
+   * The request's POST is handed to the network now (its fetch called). Until then it is still
+   * in this process (the default fetch loading undici on its first use): a cancel then stops it
+   * there, and it never leaves. A fetch that cannot tell reports it as it is called.
+   */
+  dispatched(id: RequestId): void;
+  /**
    * Must the `notifications/cancelled` for this request go on a connection of its own, opened
    * after the request's (`true`: only its body is known written), or may it take a pooled one
    * (`false`: the server answered the request's head, so it has the request)?
@@ -70,7 +76,14 @@ export const ON_BODY_SENT: unique symbol = Symbol("mcp-cancellable.onBodySent");
  */
 export const FRESH_CONNECTION: unique symbol = Symbol("mcp-cancellable.freshConnection");
 
-/** A base fetch that reports the body fully written when asked (`ON_BODY_SENT`). @internal */
+/**
+ * The init key under which the per-request fetch asks its base fetch to report the moment it
+ * hands the request to the network (`() => void`): `cancellableFetch()`'s default fetch calls it
+ * when undici's fetch is called, which on first use waits for undici to load. @internal
+ */
+export const ON_DISPATCH: unique symbol = Symbol("mcp-cancellable.onDispatch");
+
+/** A base fetch that reports the body fully written when asked (`ON_BODY_SENT`), and the dispatch (`ON_DISPATCH`). @internal */
 export type ObservingFetch = FetchLike & { readonly observesBody?: true };
 
 /** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
@@ -250,12 +263,15 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
   // A request's own POST: the base fetch (undici) says when its body is fully written.
   const requestId = method === "POST" ? id : undefined;
   const onBodySent = requestId === undefined || !registry.observesBody ? undefined : () => port?.sent(requestId);
-  if (requestId !== undefined && !registry.observesBody) port?.blind(requestId);
+  if (requestId !== undefined && !registry.observesBody) {
+    port?.blind(requestId);
+    port?.dispatched(requestId);
+  }
   let response: Response;
   try {
     const sendInit =
       onBodySent !== undefined
-        ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent }
+        ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent, [ON_DISPATCH]: () => port?.dispatched(requestId!) }
         : cancel && registry.observesBody
           ? {
               ...init,

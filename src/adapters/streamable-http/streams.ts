@@ -39,6 +39,8 @@ export interface TrackerConfig {
    * failed before that was never whole at the server (it cannot have run), whatever the failure.
    */
   readonly observesBody: boolean;
+  /** The fetch is the library's own (bound to the adapter): it reports when each request is handed to the network. */
+  readonly observesDispatch: boolean;
 }
 
 /** One request's response stream. */
@@ -65,6 +67,10 @@ export interface Stream {
   failure?: unknown;
   /** Its response arrived after it was cancelled (a notification not yet sent is dropped, rule 7). */
   responded: boolean;
+  /** Its POST was handed to the network (see `FetchPort.dispatched`); until then it is still in this process. */
+  dispatched: boolean;
+  /** Cancelled by its stream close (2026-07-28): told if its POST then failed with its body never written (it never reached the server). */
+  onUnsent?: (() => void) | undefined;
   /** Told once whenever a fact arrives (the 2025-era delivery waits on it). */
   onFact: (() => void) | undefined;
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
@@ -205,13 +211,28 @@ export class StreamTracker extends Layer {
   override cancel(request: CancelRequest): CancelMechanism {
     const stream = this.#streams.get(request.requestId);
     if (stream === undefined) return "none";
+    if (this.stopUndispatched(stream, request)) return "none";
     stream.cancelled = true;
     if (request.awaitsTask !== undefined && request.awaitsTask > 0) {
       this.#hold(stream, request);
       return "none";
     }
+    stream.onUnsent = () => request.delivery({ sent: "none", failed: null });
     this.closeStream(stream);
     return "stream-close";
+  }
+
+  /**
+   * A request cancelled while its POST is still in this process (not yet handed to the network:
+   * the default fetch loading undici on its first use) is stopped here: its stream is closed, so
+   * the POST never leaves, and the cancel is reported as nothing sent (the request never reached
+   * the server: `not-sent`). False for a request already on its way.
+   */
+  stopUndispatched(stream: Stream, request: CancelRequest): boolean {
+    if (stream.dispatched || stream.settled !== "pending") return false;
+    this.closeStream(stream);
+    request.delivery({ sent: "none", failed: null });
+    return true;
   }
 
   override close(): Promise<void> {
@@ -247,6 +268,7 @@ export class StreamTracker extends Layer {
       answeredInJson: false,
       settled: "pending",
       responded: false,
+      dispatched: !this.#config.observesDispatch,
       onFact: undefined,
     };
     this.#forgetStream(this.#streams.get(id));
@@ -280,6 +302,11 @@ export class StreamTracker extends Layer {
       () => settle("yes"),
       (error: unknown) => {
         settle("failed", error);
+        // Its stream close (the cancel) failed the POST before its body was written: it never
+        // reached the server, and the record says so.
+        const unsent = stream.onUnsent;
+        stream.onUnsent = undefined;
+        if (unsent !== undefined && this.#unsent(stream, error)) unsent();
         if (this.#streams.get(id) === stream && !stream.cancelled) {
           // The request's own POST failed: a connect-phase failure proves it never left; an HTTP
           // status means the server got it (the `answered` fact says so; the SDK fails the call).
@@ -548,6 +575,10 @@ export class StreamTracker extends Layer {
       this.up.fact(id, { kind: "answered", status, contentType, at: performance.now() });
     },
     blind: (id) => this.up.fact(id, { kind: "unobservable", fact: "written" }),
+    dispatched: (id) => {
+      const stream = this.#streams.get(id);
+      if (stream !== undefined) stream.dispatched = true;
+    },
     fresh: (id) => !this.#pooled.delete(id),
   };
 }
