@@ -22,6 +22,7 @@ import type {
 } from "../types/record.js";
 import { SettledRecord, countLate } from "./settled-record.js";
 import type { LateSink, SettledFacts } from "./settled-record.js";
+import { textOf } from "../utils/hooks.js";
 
 /** A JSON-RPC request id (rule 1). */
 export type RequestId = string | number;
@@ -438,6 +439,14 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * the response arrived.
    */
   closing(): void {
+    // Its signal aborted already (a shared signal's abort settles its calls in slices, and the
+    // close came in the same tick): the abort came first, and it is what the call settles as.
+    const signal = this.#callerSignal;
+    const aborted = signal === undefined ? undefined : firstAborted(signal);
+    if (aborted !== undefined) {
+      this.cancel(abortTrigger(aborted.reason), aborted.reason);
+      return;
+    }
     this.#cancel("connection-closed", undefined, false, true, CLIENT_CLOSED_REASON);
   }
 
@@ -654,17 +663,23 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
     if (verifyDelayMs > 0) await wait(verifyDelayMs);
     const startedAt = new Date().toISOString();
-    const windowEnd = clock() + verifyWindowMs;
+    const windowStart = clock();
+    const windowEnd = windowStart + verifyWindowMs;
     const reads: VerifyRead[] = [];
-    for (;;) {
+    /** This read is the one planned at the window's end. */
+    let final = false;
+    for (let planned = 1; ; planned++) {
       const at = clock();
       const read = await readOnce(verify!, settled.record, verifyTimeoutMs, timers);
       reads.push({ atMs: Math.max(0, Math.round((at - cancelledAt) * 10) / 10), ...read });
-      // The window ends with a read that started at its end or later, never with one that started before.
-      if (read.found === "applied" || at >= windowEnd) break;
+      // The window ends with the read planned at its end (even if its timer fired a little early
+      // by the clock), or one that started there or later; never with one that started before.
+      if (read.found === "applied" || final || at >= windowEnd) break;
       const now = clock();
-      // The next read starts an interval after this one started, and never after the window's end.
-      const next = Math.min(at + verifyIntervalMs, windowEnd);
+      // The next read starts on the window's grid (every verifyIntervalMs from its start: a timer
+      // that fires early or late does not move the later ones), and never after its end.
+      const next = Math.min(windowStart + planned * verifyIntervalMs, windowEnd);
+      final = next >= windowEnd;
       if (next > now) await wait(next - now);
     }
     const last = reads.at(-1)!;
@@ -740,7 +755,7 @@ async function readOnce(
     throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);
   } catch (failure) {
     controller.abort(failure);
-    return { found: "failed", error: truncate(failure instanceof Error ? failure.message : String(failure)) };
+    return { found: "failed", error: truncate(textOf(failure)) };
   }
 }
 
@@ -804,7 +819,8 @@ export const ABORTED_REASON = "Cancelled by the client";
  */
 function abortReasonText(cause: unknown): string {
   if (typeof cause === "string" && cause.length > 0) return cause;
-  if (cause instanceof Error && cause.name !== "AbortError" && cause.message.length > 0) return cause.message;
+  if (cause instanceof Error && cause.name !== "AbortError" && typeof cause.message === "string" && cause.message.length > 0)
+    return cause.message;
   return ABORTED_REASON;
 }
 
@@ -823,9 +839,9 @@ function describeError(error: unknown, httpStatus?: number): RunRecord["error"] 
     const text = described!.message.includes(String(httpStatus)) ? described!.message : `HTTP ${httpStatus}: ${described!.message}`;
     return { ...described!, message: truncate(text), httpStatus };
   }
-  if (typeof error !== "object" || error === null) return { code: null, message: truncate(String(error)) };
+  if (typeof error !== "object" || error === null) return { code: null, message: truncate(textOf(error)) };
   const { code, message } = error as { code?: unknown; message?: unknown };
-  const text = typeof message === "string" ? message : String(error);
+  const text = typeof message === "string" ? message : textOf(error);
   const numeric = typeof code === "number" || typeof code === "string" ? code : null;
   // Only the v1 SDK's McpError puts "MCP error <code>: " in front of the server's text; the v2
   // SDK's ProtocolError keeps the text as sent. Strip that one prefix, and only from a v1 McpError,

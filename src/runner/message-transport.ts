@@ -13,6 +13,7 @@ import type { Wire } from "../wire/wire.js";
 import { CallRunner, nameOf, openWire } from "./runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
 import type { AwaitVerification } from "./verified-outcome.js";
+import { textOf } from "../utils/hooks.js";
 
 /**
  * The JSON-RPC error code of the local error response for a request the library timed out (idle
@@ -313,7 +314,7 @@ export class MessageTransport<T extends TransportLike> {
     try {
       this.onmessage?.(message);
     } catch (error) {
-      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      this.onerror?.(error instanceof Error ? error : new Error(textOf(error)));
     }
   }
 

@@ -30,6 +30,7 @@ import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { isV2Client, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
+import { callHook, textOf } from "../utils/hooks.js";
 
 /** The wire a call goes through, chosen when the call is made. */
 export type WireChoice =
@@ -186,17 +187,14 @@ export class CallRunner {
     this.#onRecord =
       onRecord === undefined
         ? undefined
-        : (record) => {
-            try {
-              onRecord(record);
-            } catch (error) {
-              // A throwing log hook must not change how a call settles; it is said once per distinct error.
+        : (record) =>
+            // A throwing (or rejecting) log hook must not change how a call settles; it is said once per distinct error.
+            callHook(onRecord, record, (error) =>
               warnOnce(
-                `onRecord threw, so this record was not logged (the call settled as it would): ${error instanceof Error ? error.message : String(error)}`,
+                `onRecord threw, so this record was not logged (the call settled as it would): ${textOf(error)}`,
                 "MCP_CANCELLABLE_HOOK_THREW",
-              );
-            }
-          };
+              ),
+            );
     this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep, rejected: init.rejected };
     this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
   }

@@ -8,6 +8,7 @@ import { DeferredCancels, sentLate } from "./deferred-cancels.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
+import { textOf } from "../utils/hooks.js";
 
 /** The SDK `Transport` as the two edges touch it: the members both SDK lines define. */
 interface SdkTransport {
@@ -161,7 +162,7 @@ export function notify(port: Pick<Port, "send">, request: CancelRequest): Cancel
   const undelivered = (error: unknown): void =>
     request.delivery({
       sent: "none",
-      failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) },
+      failed: { mechanism: "notification", error: textOf(error) },
     });
   try {
     port.send(request.notification).catch(undelivered);

@@ -22,6 +22,7 @@ import { ListenTracker } from "./listens.js";
 import { ADAPTER_LAYERS, Layer } from "./port.js";
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
+import { callHook, textOf } from "../utils/hooks.js";
 
 /**
  * An outbound request awaiting its response: the facade's call, or `null` for a request the SDK
@@ -474,7 +475,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #belowSend = (message: Message): Promise<void> => this.below.send(message);
 
   readonly #reportError = (error: unknown): void => {
-    const wrapped = error instanceof Error ? error : new Error(String(error));
+    const wrapped = error instanceof Error ? error : new Error(textOf(error));
     this.up.error(new Error(`Failed to send cancellation: ${wrapped.message}`, { cause: error }));
   };
 
@@ -706,7 +707,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         if (call.task !== undefined) call.alive();
         increased = call.progress(text === undefined ? value : { ...value, message: text });
       } catch (error) {
-        this.up.error(new Error(`onprogress threw: ${String(error)}`, { cause: error }));
+        this.up.error(new Error(`onprogress threw: ${textOf(error)}`, { cause: error }));
       }
       if (!increased) {
         this.#anomaly({
@@ -807,15 +808,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   #anomaly(anomaly: Anomaly): void {
-    try {
-      this.#onAnomaly?.(anomaly);
-    } catch {
-      // A throwing hook must not break the wire.
-    }
+    // A throwing (or rejecting) hook must not break the wire.
+    if (this.#onAnomaly !== undefined) callHook(this.#onAnomaly, anomaly, ignoreHookError);
   }
 }
 
 function ignoreDelivery(): void {}
+
+function ignoreHookError(): void {}
 
 /**
  * The reason sent for a cancel the SDK made on its own. Both SDK lines send `String(reason)` of

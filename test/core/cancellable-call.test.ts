@@ -845,3 +845,75 @@ describe("CancellableCall: a connection the client closed is not a lost one", ()
     expect(byClient.record.cancel).toMatchObject({ trigger: "connection-closed", reason: "The client closed the connection" });
   });
 });
+
+describe("CancellableCall: values the library did not make (found from outside)", () => {
+  it("a signal that aborted before a close reached the call: the close settles it as aborted (its cause kept), not connection-closed", async () => {
+    const controller = new AbortController();
+    const { call, outcome, cancels } = makeCall({ timeoutMs: 1_000, signal: controller.signal });
+    call.bind(1); // not started: the abort's fan-out has not reached it (a shared signal settles in slices)
+    const reason = new Error("user stop");
+    controller.abort(reason);
+    call.closing(); // client.close() in the same tick
+    await vi.advanceTimersByTimeAsync(0);
+    expect(outcome.error).toBeInstanceOf(CallCancelledError);
+    expect((outcome.error as CallCancelledError).cause).toBe(reason);
+    expect((outcome.error as CallCancelledError).record.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification" });
+    expect(cancels).toHaveLength(1); // the cancel still goes before the close
+  });
+
+  for (const [name, thrown] of [
+    ["an object with no prototype", () => Object.create(null) as unknown],
+    ["an Error whose message is not a string", () => Object.assign(new Error(), { message: undefined })],
+  ] as const) {
+    it(`a verify that throws ${name}: verify-failed, and its verification never rejects`, async () => {
+      const { call, outcome } = makeCall({
+        timeoutMs: 50,
+        verify: () => {
+          throw thrown();
+        },
+      });
+      call.start();
+      call.bind(1);
+      await vi.advanceTimersByTimeAsync(50);
+      const record = await (outcome.error as CallTimeoutError).verification;
+      expect(record.outcome).toBe("verify-failed");
+      expect(typeof record.verification!.error).toBe("string");
+    });
+  }
+
+  it("timers that fire a little early by the clock: the window still ends with the read planned at its end (6 reads for 1,000 ms every 200 ms)", async () => {
+    const reads: number[] = [];
+    const start = Date.now();
+    const call = new CancellableCall<string>({
+      method: "tools/call",
+      name: "report",
+      options: resolveCallOptions(
+        {},
+        {
+          timeoutMs: 50,
+          verifyWindowMs: 1_000,
+          verifyIntervalMs: 200,
+          verify: () => {
+            reads.push(Date.now() - start - 50);
+            return "not-applied";
+          },
+        },
+      ),
+      clock: () => Date.now(),
+      // Each timer fires 2 ms before its time, as real timers may against performance.now().
+      timers: {
+        setTimeout: (callback, ms) => setTimeout(callback, Math.max(0, ms - 2)),
+        clearTimeout: (handle) => clearTimeout(handle as never),
+      },
+      hooks: { cancel: () => "notification", settled: () => {} },
+    });
+    const outcome = settleOf(call.promise);
+    call.start();
+    call.bind(1);
+    await vi.advanceTimersByTimeAsync(60);
+    const verification = settleOf((outcome.error as CallTimeoutError).verification);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(verification.status).toBe("fulfilled");
+    expect(reads).toHaveLength(6);
+  });
+});

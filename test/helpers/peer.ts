@@ -40,7 +40,8 @@ export async function connectPeer(options: CancellationOptions = {}) {
     ...options,
     onRecord: (record) => {
       records.push(record);
-      options.onRecord?.(record);
+      // What the hook returns goes back to the library (an async hook's promise is the library's to handle).
+      return options.onRecord?.(record);
     },
   });
   await client.connect(mcp.transport);

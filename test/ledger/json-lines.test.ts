@@ -113,4 +113,49 @@ describe("jsonLines", () => {
     expect(ours).toHaveLength(1);
     expect(ours[0]).toMatchObject({ code: "MCP_CANCELLABLE_HOOK_THREW" });
   });
+
+  for (const [name, hooks] of [
+    [
+      "an onRecord that throws an object with no prototype",
+      {
+        onRecord: () => {
+          throw Object.create(null);
+        },
+      },
+    ],
+    [
+      "an async onRecord that rejects (a database write that fails)",
+      { onRecord: async () => Promise.reject(new Error("db down (hooks test)")) },
+    ],
+    ["an async onAnomaly that rejects", { onAnomaly: async () => Promise.reject(new Error("alerting down (hooks test)")) }],
+  ] as const) {
+    it(`${name}: every call still settles, and nothing is left unhandled`, async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on("unhandledRejection", onUnhandled);
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => void warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const { mcp, peer } = await connectPeer(hooks);
+        // A stray progress token makes an anomaly; each call then gets its answer.
+        peer.onRequest((m) => {
+          if (m.method !== "tools/call") return;
+          void peer.progress("no-such-token", 1);
+          void peer.result(m.id, { content: [] });
+        });
+        await expect(mcp.callTool({ name: "a" })).resolves.toEqual({ content: [] });
+        await expect(mcp.callTool({ name: "b" })).resolves.toEqual({ content: [] });
+        expect(mcp.pendingCount).toBe(0);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      } finally {
+        process.off("unhandledRejection", onUnhandled);
+        process.off("warning", onWarning);
+      }
+      expect(unhandled).toEqual([]);
+      if ("onRecord" in hooks) {
+        expect(warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_HOOK_THREW")).toHaveLength(1);
+      }
+    });
+  }
 });

@@ -51,3 +51,25 @@ describe("a response that overtakes its call's abort in a mass settle", () => {
     expect(mcp.pendingCount).toBe(0);
   });
 });
+
+describe("a shared signal aborted, then client.close() in the same tick (found from outside)", () => {
+  it("every call settles as aborted with the signal's reason, also those the sliced abort had not reached when the close came", async () => {
+    const { client, mcp, peer } = await connectPeer({ clock: undefined });
+    peer.onRequest(() => {}); // never answers
+    const shared = new AbortController();
+    const calls = Array.from({ length: 3_000 }, (_, i) =>
+      mcp.callTool({ name: `t${i}`, arguments: {} }, { signal: shared.signal, timeoutMs: 60_000 }).then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50)); // every request on the wire
+    const reason = new Error("user stop");
+    shared.abort(reason);
+    void client.close();
+    const errors = await Promise.all(calls);
+    const wrong = errors.filter((error) => !isCallCancelledError(error) || (error as Error).cause !== reason);
+    expect(wrong).toHaveLength(0);
+    expect(mcp.pendingCount).toBe(0);
+  });
+});

@@ -12,6 +12,7 @@ import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
+import { textOf } from "../../utils/hooks.js";
 
 /** The part of the server's stdin the queue watches. */
 export interface Stdin extends ChildStdin {
@@ -234,7 +235,7 @@ export class StdioQueue extends Layer {
     const undelivered = (error: unknown): void =>
       request.delivery({
         sent: "none",
-        failed: { mechanism: "notification", error: error instanceof Error ? error.message : String(error) },
+        failed: { mechanism: "notification", error: textOf(error) },
       });
     let sending: Promise<void>;
     try {

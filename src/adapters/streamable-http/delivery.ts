@@ -13,6 +13,7 @@ import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure } from "./fetch.js";
 import { isNetworkError, neverLeft } from "./streams.js";
 import type { Stream, StreamTracker } from "./streams.js";
+import { textOf } from "../../utils/hooks.js";
 
 /** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
 interface Delivery {
@@ -244,7 +245,7 @@ export class LegacyDelivery extends Layer {
       return;
     }
     // Recorded once, on the call; never reported to onerror (the SDK's echo of it is swallowed too).
-    const error = failure instanceof Error ? failure : new Error(String(failure));
+    const error = failure instanceof Error ? failure : new Error(textOf(failure));
     if (this.#tracker.cancelWritten(request.requestId)) {
       // Its body was written (the server may well have it): it went out, its answer did not come
       // (the close cut it short, most often). The record says so, not that it never left.
