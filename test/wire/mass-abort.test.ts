@@ -54,7 +54,7 @@ describe("a response that overtakes its call's abort in a mass settle", () => {
 
 describe("a shared signal aborted, then client.close() in the same tick (found from outside)", () => {
   it("every call settles as aborted with the signal's reason, also those the sliced abort had not reached when the close came", async () => {
-    const { client, mcp, peer } = await connectPeer({ clock: undefined });
+    const { client, mcp, peer } = await connectPeer();
     peer.onRequest(() => {}); // never answers
     const shared = new AbortController();
     const calls = Array.from({ length: 3_000 }, (_, i) =>
