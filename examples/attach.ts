@@ -23,3 +23,4 @@ try {
   if (isCallTimeoutError(error)) console.log(error.record.cancel?.mechanism); // "notification+stream-close"
 }
 console.log(mcp.records().length);
+await client.close();

@@ -17,4 +17,11 @@ const mcp = attachCancellation(client, {
   verifyDelayMs: 2_000, // the same window options as verify: verifyTimeoutMs, verifyWindowMs, verifyIntervalMs
   awaitVerification: true, // the framework's tool gets the verified outcome instead of the timeout
 });
-console.log(mcp.records().map((record) => record.outcome)); // "verified-applied", ...
+// The framework calls the tool as it would; a timeout is verified before the framework sees it.
+try {
+  await client.callTool({ name: "generate_quarterly_summary", arguments: { quarter: "Q3" } });
+} catch {
+  // awaitVerification: true gives agent frameworks the verified outcome as the tool's result
+}
+console.log(mcp.records().map((record) => record.outcome)); // ["completed"], or ["verified-applied"] after a timeout
+await client.close();

@@ -20,7 +20,7 @@ import type {
   TaskInfo,
   VerifyRead,
 } from "../types/record.js";
-import { SettledRecord, countLate } from "./settled-record.js";
+import { SettledRecord, countLate, undeliveredOf } from "./settled-record.js";
 import type { LateSink, SettledFacts } from "./settled-record.js";
 import { textOf } from "../utils/hooks.js";
 
@@ -487,8 +487,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       this.#rare!.early = undefined;
       mechanism = early.sent;
       sentWall = early.sent === "none" ? null : (early.sentWall ?? sentWall ?? Date.now());
-      undelivered =
-        early.failed === null ? null : { mechanism: early.failed.mechanism, error: early.failed.error.slice(0, MAX_REASON_LENGTH) };
+      undelivered = early.failed === null ? null : undeliveredOf(early.failed);
       if (early.sent === "none" && early.failed === null) outcome = "not-sent";
     }
     const settled = this.#finish("cancelled", outcome, null, trigger, reason, mechanism, sentWall, undelivered);

@@ -208,7 +208,7 @@ export class SettledRecord implements LateSink {
     if (cancel === null) return;
     // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
     const kept = cancel.undelivered?.mechanism === "tasks/cancel" ? cancel.undelivered : null;
-    const undelivered = failed === null ? kept : { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+    const undelivered = failed === null ? kept : undeliveredOf(failed);
     const sentAt = sent === "none" || sentWall === null ? null : sentWall === undefined ? cancel.sentAt : isoTime(sentWall);
     const next = { ...cancel, mechanism: sent, sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
@@ -231,4 +231,9 @@ export class SettledRecord implements LateSink {
     this.#emit?.(next);
     return next;
   }
+}
+
+/** What of a cancel did not get through, as the record keeps it (its error cut to `MAX_REASON_LENGTH`). */
+export function undeliveredOf(failed: CancelUndelivered): CancelUndelivered {
+  return { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
 }

@@ -248,7 +248,7 @@ export class MessageTransport<T extends TransportLike> {
 
   /**
    * Cancels a request in progress as an abort of its `signal` would: the adapter's cancel goes
-   * to the server (the request's own mechanism: rule 5 on stdio, the stream's close on HTTP), the
+   * to the server (the request's own mechanism: rules 6 and 31 on stdio, the stream's close on HTTP), the
    * record says `cancelled (aborted)` with `reason` (a string, as an abort's reason), and no
    * response is delivered for it (the client cancelled it itself). For an entry point that
    * tracks its requests by id (the proxy): no `AbortController` per request.

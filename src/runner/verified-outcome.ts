@@ -33,7 +33,8 @@ export function verifiedOutcomeText(record: RunRecord): string {
     case "verified-applied":
       return `${head}; a check afterwards found that its effect was applied (${summary}). Do not call it again to repeat it.`;
     case "verified-not-applied":
-      return `${head}; a check afterwards found that its effect was not applied (${summary}): nothing was done.`;
+      // "As of" its reads only: a server that did not stop the work may still apply it later.
+      return `${head}; a check afterwards found that its effect was not applied (${summary}), though a server that goes on with the work could still apply it: check again before calling it again.`;
     default:
       return `${head}; the check afterwards could not tell whether its effect was applied (${ownVerifyError(record.verification?.error) ?? summary}). Check before calling it again.`;
   }

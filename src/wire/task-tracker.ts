@@ -30,7 +30,7 @@ export type RetireToken = (token: string | number) => void;
  * - task id → the driver following it, for status notifications (bounded by `maxTombstones`,
  *   released on a terminal status, at the driver's end, on close);
  * - the SDK's own task-augmented requests whose task is not terminal yet: task id → progress
- *   token, kept live until a terminal status passes by (rule 23; bounded the same way);
+ *   token, kept live until a terminal status passes by (the 2025-11-25 Tasks specification; bounded the same way);
  * - the task-augmented requests cancelled before their `CreateTaskResult` arrived: request id →
  *   the driver that cancels the task a late `CreateTaskResult` names (bounded the same way);
  * - the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`), answered here.
@@ -205,7 +205,7 @@ export class TaskTracker extends Layer {
   /**
    * One of the SDK's own requests was answered. True when the answer is a `CreateTaskResult` for
    * a task that is not terminal and the request had a progress token: the token stays live
-   * until the task is terminal (rule 23; the v1 SDK keeps its handler on purpose), so the wire
+   * until the task is terminal (the 2025-11-25 Tasks specification; the v1 SDK keeps its handler on purpose), so the wire
    * must not forget it with the request.
    */
   keepToken(token: string | number | undefined, result: unknown): boolean {

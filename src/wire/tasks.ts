@@ -33,7 +33,7 @@ export interface TaskFollower {
   /**
    * The server answered the `tools/call` with a `CreateTaskResult`. The wire did not hand it
    * to the SDK (v2 refuses `resultType: "task"`) and ended the SDK's wait locally; the
-   * progress token stays live until the task is terminal (rule 23).
+   * progress token stays live until the task is terminal (the 2025-11-25 Tasks specification).
    *
    * Also called with the late `CreateTaskResult` of a request cancelled before its task id was
    * known (the reply crossed the cancel, or the server ignored it, rule 10): the follower then

@@ -353,7 +353,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (!this.#tombIds.replace(id, call, sink) && !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
     const token = call.progressToken;
     if (token === undefined) return;
-    // A task-augmented call kept its token live past its CreateTaskResult (rule 23).
+    // A task-augmented call kept its token live past its CreateTaskResult (the 2025-11-25 Tasks specification).
     if (this.#tokens.get(token)?.call === call) this.#tokens.delete(token);
     if (this.#tombTokens.get(token) === call || (call.task !== undefined && !this.#tombTokens.has(token))) {
       this.#tombTokens.set(token, sink);
@@ -637,7 +637,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
 
   /**
    * A task-augmented call's `CreateTaskResult`: the call lives on (its timers, its signal, its
-   * progress token: rule 23), the driver polls the task, and the SDK's wait ends locally (the v2
+   * progress token, as the 2025-11-25 Tasks specification keeps it), the driver polls the task, and the SDK's wait ends locally (the v2
    * SDK refuses `resultType: "task"` on 2026-07-28). False for any other answer.
    */
   #taskCreated(id: RequestId, entry: Entry, result: unknown): boolean {

@@ -23,7 +23,7 @@ afterEach(async () => {
 });
 
 describe("2025-11-25 core tasks: v1 SDK client and the v1 SDK server with a task store (Streamable HTTP)", () => {
-  it("polls the task to its end and resolves with the final result; task progress keeps it alive (rule 23)", async () => {
+  it("polls the task to its end and resolves with the final result; task progress keeps it alive (the 2025-11-25 Tasks specification)", async () => {
     server = await startV1TaskServer();
     const records: RunRecord[] = [];
     const peer = await connectV1(server.url, { onRecord: (r) => records.push(r) });

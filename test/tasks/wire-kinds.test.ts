@@ -1,5 +1,5 @@
 // The three wire faults of issue 10, fixed as kinds, on the v1 SDK client against a scripted
-// in-memory peer: a task's progress token lives until its task is terminal (rule 23); a
+// in-memory peer: a task's progress token lives until its task is terminal (the 2025-11-25 Tasks specification); a
 // CreateTaskResult is never recorded as succeeded; every subscriptions/listen entry is released
 // however the listen ends (server cancel naming it, listen result, stream end), and a server's
 // notifications/cancelled ends only the listen it names (rule 12).
@@ -14,7 +14,7 @@ import { connectPeer, flush } from "../helpers/peer.js";
 
 const anySchema = z.looseObject({});
 
-describe("a task's progress token (rule 23)", () => {
+describe("a task's progress token (2025-11-25 Tasks)", () => {
   it("stays valid for the SDK's own task-augmented call until a terminal status passes by", async () => {
     const anomalies: Anomaly[] = [];
     const { client, peer } = await connectPeer({ onAnomaly: (a) => anomalies.push(a) });

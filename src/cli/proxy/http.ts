@@ -121,7 +121,7 @@ export async function httpUpstream(
       // the DELETE leaves it that much of the budget.
       const left = deadline - performance.now() - (adapter.stats().flushing > 0 ? DEFAULT_FLUSH_TIMEOUT_MS : 0);
       if (left <= 0) return;
-      // Rule 40 (2025-era): a client that no longer needs its session SHOULD DELETE it.
+      // The 2025-era Session Management: a client that no longer needs its session SHOULD DELETE it.
       const deleted = transport.terminateSession().then(
         () => log(`mcp-cancellable proxy: deleted the session at ${url.origin}\n`),
         (error: unknown) => log(`mcp-cancellable proxy: deleting the session failed: ${(error as Error).message}\n`),
