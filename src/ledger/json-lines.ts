@@ -49,7 +49,7 @@ const optionsSchema = z
  * @param options `revisions` (`"changed"` by default, or `"all"`) and `maxCalls`.
  * @throws {InvalidOptionError} `write` is not a function, or an option is invalid, naming it.
  */
-export function jsonLines(write: (line: string) => void, options: JsonLinesOptions = {}): (record: RunRecord) => void {
+export function jsonLines(write: (line: string) => unknown, options: JsonLinesOptions = {}): (record: RunRecord) => unknown {
   if (typeof write !== "function") {
     throw new InvalidOptionError(
       "write",
@@ -59,9 +59,11 @@ export function jsonLines(write: (line: string) => void, options: JsonLinesOptio
   const { revisions = "changed", maxCalls = DEFAULT_JSON_LINES_MAX_CALLS } = parseOptions(optionsSchema, options, "jsonLines options");
   if (revisions === "all") return (record) => write(`${JSON.stringify(record)}\n`);
   const written = new BoundedMap<number, string>(maxCalls);
+  // What `write` returns goes back to the caller (`onRecord`): an async write's rejection is the
+  // library's to handle (warned about once), never an unhandled one.
   return (record) => {
-    if (record.revision > 0 && written.get(record.callId) === record.summary) return;
+    if (record.revision > 0 && written.get(record.callId) === record.summary) return undefined;
     written.set(record.callId, record.summary);
-    write(`${JSON.stringify(record)}\n`);
+    return write(`${JSON.stringify(record)}\n`);
   };
 }

@@ -1,5 +1,6 @@
 import type { RunRecord } from "../types/record.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
+import { callHook } from "../utils/hooks.js";
 
 /**
  * Starts an observer's watch of one call (the `observer` option). Never throws: a throwing
@@ -7,7 +8,13 @@ import type { CallObservation, CallObserver, ObservedCall } from "../types/optio
  */
 export function observe(observer: CallObserver, call: ObservedCall): CallObservation | undefined {
   try {
-    return observer.start(call) ?? undefined;
+    const observation: unknown = observer.start(call);
+    // An async `start` (a promise) watches nothing either; its rejection is swallowed too.
+    if (typeof (observation as PromiseLike<unknown> | null | undefined)?.then === "function") {
+      (observation as PromiseLike<unknown>).then(undefined, ignore);
+      return undefined;
+    }
+    return (observation as CallObservation | null | undefined) ?? undefined;
   } catch {
     return undefined;
   }
@@ -20,20 +27,17 @@ export function withMeta<P extends { _meta?: Record<string, unknown> }>(params: 
   return { ...params, _meta: { ...params._meta, ...meta } };
 }
 
-/** Hands the SDK's result to the observation; its errors are swallowed. */
+/** Hands the SDK's result to the observation; its errors (a throw, an async method's rejection) are swallowed. */
 export function observeResult(observation: CallObservation | undefined, value: unknown): void {
-  try {
-    observation?.result?.(value);
-  } catch {
-    // An observer must not change how a call settles.
-  }
+  // An observer must not change how a call settles.
+  const result = observation?.result;
+  if (result !== undefined) callHook((v: unknown) => result.call(observation, v), value, ignore);
 }
 
-/** Hands a run record revision to the observation; its errors are swallowed. */
+/** Hands a run record revision to the observation; its errors (a throw, an async method's rejection) are swallowed. */
 export function observeRecord(observation: CallObservation | undefined, record: RunRecord): void {
-  try {
-    observation?.record?.(record);
-  } catch {
-    // An observer must not change how a call settles.
-  }
+  const onRecord = observation?.record;
+  if (onRecord !== undefined) callHook((r: RunRecord) => onRecord.call(observation, r), record, ignore);
 }
+
+function ignore(): void {}

@@ -4,14 +4,20 @@
 /**
  * The text of anything thrown or given as a reason, never throwing: an `Error`'s message, else
  * `String(value)`; a value `String` cannot convert (an object with no prototype, a `toString`
- * that throws) is `Object.prototype.toString`'s `[object Object]`.
+ * that throws) is `Object.prototype.toString`'s `[object Object]`, and one that answers nothing
+ * (a revoked Proxy) is "a value that cannot be read".
  */
 export function textOf(value: unknown): string {
-  if (value instanceof Error && typeof value.message === "string") return value.message;
   try {
+    if (value instanceof Error && typeof value.message === "string") return value.message;
     return String(value);
   } catch {
-    return Object.prototype.toString.call(value);
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      // A revoked Proxy answers nothing, not even its tag.
+      return "a value that cannot be read";
+    }
   }
 }
 

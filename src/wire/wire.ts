@@ -578,7 +578,16 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
-        if ("id" in message && !this.#onResponse(message)) return;
+        const pass = !("id" in message) || this.#onResponse(message);
+        const matched = this.#matchedId;
+        this.#matchedId = undefined;
+        if (!pass) return;
+        if (matched !== undefined) {
+          // Answered under its id written as a string ("2" for 2): the layers above (and a
+          // proxy's client) get it under the request's own id, as the SDK takes it.
+          this.up.message({ ...message, id: matched }, extra);
+          return;
+        }
       } else if (method === "notifications/progress") {
         if (!this.#onProgress(message)) return;
       } else if (method === "notifications/cancelled") {
@@ -589,6 +598,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     this.up.message(message, extra);
   }
+
+  /** The request id a response written under its id as a string was matched to (see `#onResponse`), for `message` to pass it up under. */
+  #matchedId: RequestId | undefined;
 
   /** Returns false when the response must not reach the SDK. */
   #onResponse(message: Message): boolean {
@@ -601,6 +613,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       // response is that request's here too, live or late.
       id = asSdkMatches(given);
       entry = this.#pending.get(id);
+      if (entry !== undefined) this.#matchedId = id;
     }
     if (entry !== undefined) {
       // The common well-formed shape is recognised without zod; anything else is judged by it.

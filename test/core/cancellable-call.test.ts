@@ -864,6 +864,14 @@ describe("CancellableCall: values the library did not make (found from outside)"
   for (const [name, thrown] of [
     ["an object with no prototype", () => Object.create(null) as unknown],
     ["an Error whose message is not a string", () => Object.assign(new Error(), { message: undefined })],
+    [
+      "a revoked Proxy",
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        return proxy;
+      },
+    ],
   ] as const) {
     it(`a verify that throws ${name}: verify-failed, and its verification never rejects`, async () => {
       const { call, outcome } = makeCall({

@@ -22,7 +22,7 @@ afterEach(async () => {
 
 describe("a request cancelled before its POST left the process", () => {
   for (const era of ["2025-11-25", "2026-07-28"] as const) {
-    it(`${era}: the first attached call, timed out at 1 ms, never reaches the server and is recorded not-sent (mechanism none)`, async () => {
+    it(`${era}: the first attached call, aborted while its POST waits in the fetch (undici loading), never reaches the server and is recorded not-sent (mechanism none)`, async () => {
       const server = await startRawHttp({ era });
       servers.push(server);
       const { stdout } = await promisify(execFile)(
@@ -31,11 +31,11 @@ describe("a request cancelled before its POST left the process", () => {
         { timeout: 20_000 },
       );
       const { error, record } = JSON.parse(stdout.trim().split("\n").at(-1)!) as { error: string; record: RunRecord };
-      expect(error).toBe("CallTimeoutError");
+      expect(error).toBe("CallCancelledError");
       expect(record).toMatchObject({
         status: "cancelled",
         outcome: "not-sent",
-        cancel: { trigger: "timeout", mechanism: "none", sentAt: null, undelivered: null },
+        cancel: { trigger: "aborted", mechanism: "none", sentAt: null, undelivered: null },
       });
       const seen = server.events.filter((event) => event.kind === "request").map((event) => event.rpc);
       expect(seen).not.toContain("tools/call");

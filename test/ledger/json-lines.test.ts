@@ -128,6 +128,35 @@ describe("jsonLines", () => {
       { onRecord: async () => Promise.reject(new Error("db down (hooks test)")) },
     ],
     ["an async onAnomaly that rejects", { onAnomaly: async () => Promise.reject(new Error("alerting down (hooks test)")) }],
+    [
+      "an onRecord that throws a revoked Proxy (it answers nothing, not even its tag)",
+      {
+        onRecord: () => {
+          const { proxy, revoke } = Proxy.revocable({}, {});
+          revoke();
+          throw proxy;
+        },
+      },
+    ],
+    [
+      "jsonLines over an async write that fails (fs.promises.appendFile to a missing directory)",
+      { onRecord: jsonLines(async () => Promise.reject(Object.assign(new Error("ENOENT (hooks test)"), { code: "ENOENT" }))) },
+    ],
+    [
+      "an observer whose record and result methods are async and reject",
+      {
+        observer: {
+          start: () => ({
+            record: async () => Promise.reject(new Error("sink down (hooks test)")),
+            result: async () => Promise.reject(new Error("sink down (hooks test)")),
+          }),
+        },
+      },
+    ],
+    [
+      "an observer whose start is async and rejects",
+      { observer: { start: (async () => Promise.reject(new Error("no tracer"))) as never } },
+    ],
   ] as const) {
     it(`${name}: every call still settles, and nothing is left unhandled`, async () => {
       const unhandled: unknown[] = [];

@@ -91,6 +91,17 @@ describe("mcp-cancellable proxy: command line", () => {
       "-y",
       "srv",
     ]);
+    // A "--" among the server's own arguments stays theirs.
+    expect(split(["--timeout-ms", "30000", "node", "s.js", "--stdio", "--", "extra"])).toEqual([
+      "--timeout-ms",
+      "30000",
+      "--",
+      "node",
+      "s.js",
+      "--stdio",
+      "--",
+      "extra",
+    ]);
     // With "--", the list is as it was; with only flags, too.
     expect(split(["--verbose", "--", "node", "--inspect"])).toEqual(["--verbose", "--", "node", "--inspect"]);
     expect(split(["--url", "http://127.0.0.1:1/mcp", "--verbose"])).toEqual(["--url", "http://127.0.0.1:1/mcp", "--verbose"]);

@@ -149,3 +149,14 @@ describe("mcp-cancellable proxy: options", () => {
     expect(new Set(posts.map((s) => s.headers["x-token"]))).toEqual(new Set(["from-the-env"]));
   });
 });
+
+describe("mcp-cancellable proxy: a server that writes the request's id as a string", () => {
+  it('an answer under "2" for the request it sent as 2 reaches the client under the client\'s own id, as the SDKs take it (it was dropped, and the client hung)', async () => {
+    const client = start(["--timeout-ms", "5000", ...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "mine", method: "tools/call", params: { name: "string-id", arguments: {} } });
+    const answer = await client.answer("mine", 4_000);
+    expect(answer.result).toMatchObject({ content: [{ type: "text", text: expect.stringMatching(/^string-id \d+$/) }] });
+    expect(client.stderr).not.toMatch(/which is no request in progress/);
+  });
+});

@@ -199,9 +199,10 @@ export class LegacyDelivery extends Layer {
       if (stream.responded || stream.answeredInJson) {
         // Not closed at once: the answer is in its body, to be read (and dropped as late, and
         // counted), within flushTimeoutMs.
+        const answeredFirst = { mechanism: "notification", error: ANSWERED_FIRST } as const;
         if (stream.responded) this.#tracker.closeStream(stream);
-        else this.#tracker.drain(stream, this.#flushTimeoutMs);
-        request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
+        else this.#tracker.drain(stream, this.#flushTimeoutMs, () => request.delivery({ sent: "stream-close", failed: answeredFirst }));
+        request.delivery({ sent: "none", failed: answeredFirst });
         return;
       }
     }

@@ -424,14 +424,17 @@ export class StreamTracker extends Layer {
   /**
    * A cancelled request whose answer is coming in its JSON body (the head said so: rule 7, the
    * request is answered): the body is read, so its late result is seen and counted, but at most
-   * `ms` more; then the stream is closed (a body that stalls holds nothing past it).
+   * `ms` more; then the stream is closed (a body that stalls holds nothing past it), and `closed`
+   * is told (the record then names the close that went out).
    */
-  drain(stream: Stream, ms: number): void {
+  drain(stream: Stream, ms: number, closed: () => void): void {
     if (stream.check !== undefined || this.#streams.get(stream.id) !== stream) return;
     const timer = setTimeout(() => {
       this.#checks.delete(timer);
       stream.check = undefined;
-      if (this.#streams.get(stream.id) === stream) this.closeStream(stream);
+      if (this.#streams.get(stream.id) !== stream) return;
+      this.closeStream(stream);
+      closed();
     }, ms);
     stream.check = timer;
     this.#checks.add(timer);

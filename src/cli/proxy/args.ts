@@ -137,13 +137,15 @@ const PROXY_FLAGS = {
  * the proxy's flags directly (`proxy --timeout-ms 30000 node server.js`), because a host that
  * splits its own arguments at the first `--` (the MCP Inspector's CLI does) cannot pass one
  * through. The command starts at the first argument that is neither a flag nor a flag's value
- * (`valueFlags`: the flags, without dashes, that take a value). An argument list with `--` is
- * returned as it is.
+ * (`valueFlags`: the flags, without dashes, that take a value). An argument list whose `--`
+ * comes before any command is returned as it is (a `--` among the server's own arguments stays
+ * theirs: `node server.js --stdio -- extra`).
  */
 export function dashesBeforeCommand(argv: readonly string[], valueFlags: readonly string[]): string[] {
-  if (argv.includes("--")) return [...argv];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
+    // "--" before any command: the command follows it (a later "--" is the server's own).
+    if (arg === "--") return [...argv];
     if (!arg.startsWith("-") || arg === "-") return [...argv.slice(0, i), "--", ...argv.slice(i)];
     if (arg.startsWith("--") && !arg.includes("=") && valueFlags.includes(arg.slice(2))) i++;
   }

@@ -41,7 +41,7 @@ export function proxyErrorResponse(
     const message = !idle
       ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`
       : error.limitName === "clientWaitTimeoutMs"
-        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs, --client-wait-timeout-ms); cancelled upstream`
+        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs); cancelled upstream`
         : `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`;
     const data = {
       code: error.code,
