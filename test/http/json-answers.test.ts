@@ -1,11 +1,11 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConnectionClosedError, CallTimeoutError } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { ANSWERED_FIRST } from "../../src/core/record.js";
 import { connectV1, connectV2 } from "./clients.js";
 import { eventually, sleep } from "./servers.js";
+import { startRawHttp } from "../fixtures/reliability/raw-http-server.js";
+import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
 
 // A server that answers a request's POST with plain JSON (no event stream) that is not the
 // request's response: an answer for another id, the id as a string, or a body that stalls after
@@ -13,97 +13,20 @@ import { eventually, sleep } from "./servers.js";
 // (`onRequestStreamEnd` is for event streams), so the call waited for its whole timeout, its
 // stream stayed counted after it settled, and a cancel decided at once (the head said the answer
 // follows) was lost from the record, which named a notification that was never sent.
-// A raw node:http server on 127.0.0.1, in both eras.
-
-interface Raw {
-  url: URL;
-  /** The JSON-RPC methods POSTed to it, in order. */
-  methods: string[];
-  stop: () => Promise<void>;
-}
-
-async function rawServer(era: "2025" | "2026"): Promise<Raw> {
-  const methods: string[] = [];
-  const open = new Set<http.ServerResponse>();
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (req.method !== "POST") {
-        res.writeHead(req.method === "DELETE" ? 200 : 405).end();
-        return;
-      }
-      const message = JSON.parse(body) as { id?: number; method: string; params?: Record<string, unknown> };
-      methods.push(message.method);
-      const json = (payload: unknown, headers: Record<string, string> = {}) => {
-        res.writeHead(200, { "content-type": "application/json", ...headers });
-        res.end(JSON.stringify(payload));
-      };
-      const { id, method } = message;
-      if (era === "2026" && method === "server/discover") {
-        json({
-          jsonrpc: "2.0",
-          id,
-          result: {
-            supportedVersions: ["2026-07-28"],
-            capabilities: { tools: {} },
-            resultType: "complete",
-            ttlMs: 0,
-            cacheScope: "private",
-            _meta: { "io.modelcontextprotocol/serverInfo": { name: "raw", version: "1" } },
-          },
-        });
-      } else if (method === "initialize") {
-        json(
-          {
-            jsonrpc: "2.0",
-            id,
-            result: {
-              protocolVersion: message.params?.protocolVersion,
-              capabilities: { tools: {} },
-              serverInfo: { name: "raw", version: "1" },
-            },
-          },
-          { "mcp-session-id": "raw-session" },
-        );
-      } else if (id === undefined) {
-        res.writeHead(202).end();
-      } else if (method === "tools/call") {
-        const complete = era === "2026" ? { resultType: "complete" } : {};
-        const result = { content: [{ type: "text", text: "done" }], ...complete };
-        const name = message.params?.name;
-        if (name === "other-id") json({ jsonrpc: "2.0", id: 99_999, result });
-        else if (name === "string-id") json({ jsonrpc: "2.0", id: String(id), result });
-        else {
-          // "stall": the head says JSON follows, then the body stops halfway.
-          open.add(res);
-          res.writeHead(200, { "content-type": "application/json" });
-          res.write('{"jsonrpc":"2.0",');
-        }
-      } else {
-        json({ jsonrpc: "2.0", id, error: { code: -32601, message: "not here" } });
-      }
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: new URL(`http://127.0.0.1:${port}/mcp`),
-    methods,
-    stop: async () => {
-      for (const res of open) res.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
+// The reliability tests' raw node:http server on 127.0.0.1, in both eras.
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
 });
+
+/** The raw server of the reliability tests, in either era, stopped after the test; `cancels()`: the notifications/cancelled it was POSTed. */
+async function rawServer(era: "2025" | "2026"): Promise<RawHttpServer & { cancels: () => number }> {
+  const server = await startRawHttp({ era: era === "2026" ? "2026-07-28" : "2025-11-25" });
+  cleanup.push(server.stop);
+  const cancels = () => server.events.filter((event) => event.kind === "request" && event.rpc === "notifications/cancelled").length;
+  return Object.assign(server, { cancels });
+}
 
 const clients = [
   ["v1 client", "2025", (url: URL) => connectV1(url)],
@@ -121,7 +44,6 @@ describe("a plain JSON answer that is not the request's response", () => {
   for (const [name, era, connect] of clients) {
     it(`${name}: an answer for another id settles the call connection-closed at once, and nothing stays counted`, async () => {
       const server = await rawServer(era);
-      cleanup.push(server.stop);
       const { mcp, adapter, close } = await connect(server.url);
       cleanup.push(close);
       for (let i = 0; i < 3; i++) {
@@ -138,7 +60,7 @@ describe("a plain JSON answer that is not the request's response", () => {
         expect(adapter.stats()).toMatchObject({ streams: 0, sending: 0, checks: 0, flushing: 0 });
       }
       // The request ended with its body: nothing to cancel, so no notification was POSTed.
-      expect(server.methods.filter((method) => method === "notifications/cancelled")).toEqual([]);
+      expect(server.cancels()).toBe(0);
       expect(mcp.pendingCount).toBe(0);
     });
   }
@@ -146,7 +68,6 @@ describe("a plain JSON answer that is not the request's response", () => {
   for (const [name, era, connect] of clients.slice(1)) {
     it(`${name}: the id as a string is the SDK's match (its result), and its stream is not left counted`, async () => {
       const server = await rawServer(era);
-      cleanup.push(server.stop);
       const { mcp, adapter, close } = await connect(server.url);
       cleanup.push(close);
       for (let i = 0; i < 3; i++) {
@@ -168,11 +89,10 @@ describe("a plain JSON answer that is not the request's response", () => {
   ] as const) {
     it(`${name}: a cancel decided at once (the head said the answer follows) is in the record at the settle, and the stalled body is closed within flushTimeoutMs`, async () => {
       const server = await rawServer("2025");
-      cleanup.push(server.stop);
       const records: RunRecord[] = [];
       const { mcp, adapter, close } = await connect(server.url, { onRecord: (record) => records.push(structuredClone(record)) });
       cleanup.push(close);
-      const error = await failure(mcp.callTool({ name: "stall", arguments: {} }, { timeoutMs: 300 }));
+      const error = await failure(mcp.callTool({ name: "json-stall", arguments: {} }, { timeoutMs: 300 }));
       expect(error).toBeInstanceOf(CallTimeoutError);
       // The first record already says it: no notification went (rule 7: the head said the answer follows).
       expect(records[0]).toMatchObject({
@@ -186,7 +106,7 @@ describe("a plain JSON answer that is not the request's response", () => {
         await eventually(() => adapter.stats().streams === 0 && adapter.stats().checks === 0 && adapter.stats().flushing === 0, 2_000),
       ).toBe(true);
       await sleep(50);
-      expect(server.methods.filter((method) => method === "notifications/cancelled")).toEqual([]);
+      expect(server.cancels()).toBe(0);
       // Then the record names the close that went out (still no notification).
       expect(records).toHaveLength(2);
       expect(records[1]).toMatchObject({
