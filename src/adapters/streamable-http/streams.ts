@@ -299,7 +299,16 @@ export class StreamTracker extends Layer {
       stream.onFact?.();
     };
     return this.below.send(message, next).then(
-      () => settle("yes"),
+      () => {
+        settle("yes");
+        // v2 resolves the send of a request answered with JSON once it has handed on the body's
+        // messages (it never tells a JSON body's end): a stream still here was answered with JSON
+        // that did not carry its response (an answer for another id). Not a timer: in a browser
+        // the body's end and its parse are tasks apart.
+        if (v2 && stream.answeredInJson && !stream.cancelled && this.#streams.get(id) === stream) {
+          this.#lost(stream, "eof", new Error("The request's response stream ended without its response"));
+        }
+      },
       (error: unknown) => {
         settle("failed", error);
         // Its stream close (the cancel) failed the POST before its body was written: it never
@@ -517,12 +526,11 @@ export class StreamTracker extends Layer {
       return stream.id;
     },
     ended: (id, how, cause, resumed) => {
+      // v2 tells the end of an SSE stream itself (`onRequestStreamEnd`, after any resume); a plain
+      // JSON answer's end is seen when its send resolves (see `send`).
+      if (this.#config.v2) return;
       const stream = this.#streams.get(id);
       if (stream === undefined) return;
-      // v2 tells the end of an SSE stream itself (`onRequestStreamEnd`, after any resume), never
-      // that of a plain JSON answer: a JSON body that ended without the request's response (an
-      // answer for another id) is ours to see, as on v1.
-      if (this.#config.v2 && !(how === "eof" && stream.answeredInJson)) return;
       if (stream.cancelled) {
         this.#lost(stream, "eof", cause);
         return;
