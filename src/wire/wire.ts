@@ -578,14 +578,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
-        const pass = !("id" in message) || this.#onResponse(message);
-        const matched = this.#matchedId;
-        this.#matchedId = undefined;
-        if (!pass) return;
-        if (matched !== undefined) {
+        const verdict = "id" in message ? this.#onResponse(message) : true;
+        if (verdict === false) return;
+        if (verdict !== true) {
           // Answered under its id written as a string ("2" for 2): the layers above (and a
           // proxy's client) get it under the request's own id, as the SDK takes it.
-          this.up.message({ ...message, id: matched }, extra);
+          this.up.message({ ...message, id: verdict }, extra);
           return;
         }
       } else if (method === "notifications/progress") {
@@ -599,11 +597,11 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.up.message(message, extra);
   }
 
-  /** The request id a response written under its id as a string was matched to (see `#onResponse`), for `message` to pass it up under. */
-  #matchedId: RequestId | undefined;
-
-  /** Returns false when the response must not reach the SDK. */
-  #onResponse(message: Message): boolean {
+  /**
+   * Returns false when the response must not reach the SDK, true when it goes on as it is, or the
+   * request id it goes on under (an id written as a string that matched a pending request).
+   */
+  #onResponse(message: Message): boolean | RequestId {
     const given = message.id;
     if (!isRequestId(given)) return true; // id null or malformed: the SDK reports it
     let id = given;
@@ -613,8 +611,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       // response is that request's here too, live or late.
       id = asSdkMatches(given);
       entry = this.#pending.get(id);
-      if (entry !== undefined) this.#matchedId = id;
     }
+    const under = id === given ? true : id;
     if (entry !== undefined) {
       // The common well-formed shape is recognised without zod; anything else is judged by it.
       if (entry.call !== null && !isPlainResponse(message) && !responseSchema.safeParse(message).success) {
@@ -637,7 +635,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         this.#forget(id, entry);
         if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message));
       }
-      return true;
+      return under;
     }
     // A tombstone's value is its sink, or null (the SDK's own request): undefined only when absent.
     const sink = this.#tombIds.get(id);
