@@ -4,6 +4,9 @@ import { SLICE_BUDGET_MS, Slicer, processClock, settleSlicer, yieldTask } from "
 import type { SliceWork } from "../utils/slices.js";
 import { Wakeable } from "../utils/wakeable.js";
 
+/** A next deadline this close (ms) holds the settling's `runAfter` work for it (see `DeadlineQueue.step`). */
+const HOLD_AHEAD_MS = 1;
+
 /**
  * A {@link DeadlineQueue} entry around a callback (a pending call is its own entry: it extends
  * `Wakeable`). Reused for every deadline its owner schedules.
@@ -40,7 +43,12 @@ export class DeadlineSlot extends Wakeable {
  * settling runs in slices (`Slicer`, shared by the process's queues and abort fan-outs): when
  * 10,000 calls are due at once, the queue settles as many as fit in the slice's budget, yields to
  * the event loop, and goes on in the next task, so a mass timeout never holds the loop longer
- * than one slice. A slot is never woken before its deadline: only a later one. Node may fire a
+ * than one slice. When the settling ends with the next deadline a millisecond away (10,000 calls
+ * made in a loop time out over as long as the loop took), what it brought after it (the cancels'
+ * notifications) is held for that one's settle too (`Slicer.hold`, at most `MAX_HOLD_MS`): the
+ * callers of a burst are released before the server's work on their notifications, which in the
+ * same process (an in-memory transport) would otherwise delay the settles still due. A slot is
+ * never woken before its deadline: only a later one. Node may fire a
  * timer up to ~1 ms before its delay by `performance.now()`; nothing is due then, and the queue
  * re-arms for the rest.
  * @internal
@@ -140,7 +148,13 @@ export class DeadlineQueue implements SliceWork {
     if (next !== undefined && this.#due(next)) return true;
     this.#settling = false;
     if (next === undefined) this.#park();
-    else if (Wakeable.at(next) < this.#armedFor) this.#arm(Wakeable.at(next));
+    else {
+      const at = Wakeable.at(next);
+      if (at < this.#armedFor) this.#arm(at);
+      // The next deadline is a moment away: what the settling brought after it (the timer-fired
+      // cancels' notifications) waits for that one's settle too (`Slicer.hold`).
+      if (at - this.clock() <= HOLD_AHEAD_MS) this.#slicer.hold(at + HOLD_AHEAD_MS);
+    }
     return false;
   }
 

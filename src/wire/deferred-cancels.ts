@@ -9,7 +9,9 @@
 // The one mechanism for both places a plain notification is the cancel, in two modes:
 // - the bottom port of every pipeline (a transport no layer took the cancel for): the
 //   notifications go in the settle slicer's after-queue (`Slicer.runAfter`: a step only while no
-//   settle waits), one per step, in slices;
+//   settle waits, nor one is a millisecond away: a burst of deadlines over several timer fires
+//   is released whole first, holding its notifications at most `MAX_HOLD_MS`), one per step, in
+//   slices;
 // - the stdio write queue (`hop`): the turn's cancels wait for its check phase, so the input of the
 //   turn is read first, and then go, all of them, in that check phase. Not in the slices: under a
 //   steady stream of settles (200 calls in flight, a timeout every few ms) the after-queue waited

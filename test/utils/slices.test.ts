@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Slicer } from "../../src/utils/slices.js";
+import { MAX_HOLD_MS, Slicer } from "../../src/utils/slices.js";
 import type { SliceWork } from "../../src/utils/slices.js";
 
 // The slicer under the library's mass settles (a deadline queue's fire, a shared signal's abort):
@@ -10,9 +10,24 @@ import type { SliceWork } from "../../src/utils/slices.js";
 function manual(budgetMs = 10) {
   let now = 0;
   const yields: Array<() => void> = [];
-  const slicer = new Slicer({ clock: () => now, defer: (next) => void yields.push(next), budgetMs });
+  const laters: Array<{ next: () => void; at: number }> = [];
+  const slicer = new Slicer({
+    clock: () => now,
+    defer: (next) => void yields.push(next),
+    budgetMs,
+    later: (next, ms) => void laters.push({ next, at: now + ms }),
+  });
   return {
     slicer,
+    /** Wake-ups scheduled with `later` (a hold's end) and not run yet, with the clock time each is for. */
+    laters,
+    /** Moves the clock to the oldest wake-up's time and runs it. */
+    runLater: () => {
+      const wake = laters.shift();
+      if (wake === undefined) throw new Error("no wake-up scheduled");
+      now = Math.max(now, wake.at);
+      wake.next();
+    },
     advance: (ms: number) => void (now += ms),
     /** Yields scheduled and not run yet. */
     yields,
@@ -199,6 +214,54 @@ describe("Slicer", () => {
     expect(done).toEqual(["a0", "a1", "a2", "a3", "a4", "a5", "c0", "b0"]);
     m.runYield();
     expect(done.slice(8)).toEqual(["b1"]);
+    expect(m.slicer.pending).toBe(0);
+  });
+
+  it("hold: runAfter work waits for the run() work about to come, then goes on by itself when the hold ends", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.run({
+      step() {
+        done.push("a0");
+        m.slicer.runAfter(work("n", 2, 0, m.advance, done)); // the notifications of a's settle
+        m.slicer.hold(1); // the next deadline is 1 ms away
+        return false;
+      },
+    });
+    expect(done).toEqual(["a0"]); // n waits for the next settle
+    expect(m.laters.map((l) => l.at)).toEqual([1]);
+    m.advance(1);
+    m.slicer.run(work("b", 1, 0, m.advance, done)); // the next deadline's settle
+    expect(done).toEqual(["a0", "b0", "n0", "n1"]); // the hold ended with it: n goes right after b
+    m.runLater(); // the wake-up finds nothing left
+    expect(done).toHaveLength(4);
+    expect(m.slicer.pending).toBe(0);
+  });
+
+  it("hold: held work goes when the hold ends with no more run() work, and waits no longer than MAX_HOLD_MS however long the holds go on", () => {
+    const m = manual(10);
+    const done: string[] = [];
+    m.slicer.hold(5);
+    m.slicer.runAfter(work("n", 1, 0, m.advance, done));
+    expect(done).toEqual([]);
+    expect(m.laters.map((l) => l.at)).toEqual([5]);
+    m.runLater(); // at 5 ms: the hold is over, n goes without any run() work
+    expect(done).toEqual(["n0"]);
+    // A burst of settles one every millisecond, each holding for the next: p came at 5 ms and
+    // goes in the first task at or after 5 + MAX_HOLD_MS, between two settles of the burst.
+    let now = 5;
+    m.slicer.hold(now + 1);
+    m.slicer.runAfter(work("p", 1, 0, m.advance, done));
+    const ranAt = new Map<string, number>();
+    for (let i = 0; i < MAX_HOLD_MS + 50 && !done.includes("p0"); i++) {
+      m.advance(1);
+      now++;
+      m.slicer.hold(now + 1);
+      m.slicer.run(work(`r${now}:`, 1, 0, m.advance, done));
+      if (done.includes("p0")) ranAt.set("p0", now);
+    }
+    expect(ranAt.get("p0")).toBe(5 + MAX_HOLD_MS);
+    expect(done.at(-2)).toBe(`r${5 + MAX_HOLD_MS}:0`); // behind that task's settle, still first in line after it
     expect(m.slicer.pending).toBe(0);
   });
 });

@@ -109,4 +109,36 @@ describe("timer-fired cancels on a notification transport", () => {
       expect(record.cancel).toMatchObject({ mechanism: "notification", undelivered: null });
     }
   });
+
+  it("calls whose deadlines come a millisecond apart (a burst over several timer fires) are all settled before the first notification; each record's sentAt says when it went", async () => {
+    vi.useFakeTimers();
+    const events: Event[] = [];
+    const ids: number[] = [];
+    const { mcp, peer } = await connectPeer({
+      onRecord: (record) => {
+        if (record.revision === 0) events.push(`settled ${record.requestId as number}`);
+      },
+    });
+    peer.onRequest((message: Message) => {
+      if (message.method === "notifications/cancelled") events.push(`cancel ${(message.params as { requestId: number }).requestId}`);
+      else if (message.method === "tools/call") ids.push(message.id as number);
+    });
+    const calls: ReturnType<typeof settleOf>[] = [];
+    for (let i = 0; i < 3; i++) {
+      calls.push(settleOf(mcp.callTool({ name: `t${i}`, arguments: {} }, { timeoutMs: 1_000 })));
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    expect(ids).toHaveLength(3);
+    // Three fires, 1 ms apart: each settle holds the notifications for the next one (Slicer.hold).
+    for (let i = 0; i < 1_010 && events.length < 6; i++) await vi.advanceTimersByTimeAsync(1);
+    await flush();
+    expect(events).toEqual([...ids.map((id) => `settled ${id}`), ...ids.map((id) => `cancel ${id}`)]);
+    expect(calls.map((c) => c.status)).toEqual(["rejected", "rejected", "rejected"]);
+    const records = ids.map((id) => mcp.records().find((r) => r.requestId === id)!);
+    // The first waited for the last settle (2 ms): its record is revised to when it went.
+    expect(records[0]!.revision).toBe(1);
+    expect(Date.parse(records[0]!.cancel!.sentAt!) - Date.parse(records[0]!.settledAt)).toBeGreaterThanOrEqual(2);
+    for (const record of records) expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "notification", undelivered: null });
+    expect(mcp.pendingCount).toBe(0);
+  });
 });
