@@ -121,6 +121,41 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 
+  it("a client that drops a request's stream and resumes it in the same moment (no pause) gets it, every time: a resume that finds the dropped stream not yet released waits for its release, not 409", async () => {
+    const front = await startFront(server(SCRIPTED));
+    const { headers } = await session(front.url, "2025-11-25");
+    for (let round = 0; round < 6; round++) {
+      const dropped = new AbortController();
+      const id = 100 + round;
+      const response = await fetch(front.url, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "late", arguments: { ms: 600 } } }),
+        signal: dropped.signal,
+      });
+      const decoder = new TextDecoder();
+      let text = "";
+      const body = response.body!.getReader();
+      while (!/^id: \S+$/m.test(text)) {
+        const { done, value } = await body.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      const eventId = /^id: (\S+)$/m.exec(text)?.[1];
+      expect(eventId).toBeDefined();
+      dropped.abort();
+      const resumed = await fetch(front.url, {
+        method: "GET",
+        headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+      });
+      expect(resumed.status, `round ${round}`).toBe(200);
+      const answer = reader(resumed);
+      expect(await eventually(() => answer.text().includes('"result"'), 4_000)).toBe(true);
+      await answer.done;
+    }
+    expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+
   it("the v1 SDK client aborting calls one after another does not fill --max-connections: a new client still connects and is answered", async () => {
     const front = await startFront(["--max-connections", "6", ...server(SCRIPTED)]);
     const client = new Client({ name: "aborts", version: "1" });

@@ -530,9 +530,46 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const abort = new AbortController();
     if (res.destroyed) abort.abort();
     else res.on("close", () => !res.writableFinished && abort.abort());
-    const request = await node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal: abort.signal });
-    await writeResponse(res, await serveLegacy(request, body), abort.signal);
+    const webRequest = () => node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal: abort.signal });
+    let response = await serveLegacy(await webRequest(), body);
+    const sessionId = header("mcp-session-id");
+    if (sessionId !== undefined) {
+      // A GET refused 409 (the stream it resumes, or the session's standalone stream, is still
+      // held): a client that dropped it and came back at once may be here before its old
+      // connection's close is read. Wait for the session's streams to be released, then again.
+      const until = performance.now() + RELEASE_WAIT_MS;
+      while (response.status === 409 && req.method === "GET" && !abort.signal.aborted) {
+        const releasing = [...(openStreams.get(sessionId) ?? [])];
+        const left = until - performance.now();
+        if (releasing.length === 0 || left <= 0) break;
+        await response.body?.cancel().catch(() => {});
+        await Promise.race([...releasing, new Promise((resolve) => setTimeout(resolve, left))]);
+        // The old stream's reader is cancelled on its close; the transport forgets it in its own
+        // callbacks, before the next turn.
+        await new Promise((resolve) => setImmediate(resolve));
+        response = await serveLegacy(await webRequest(), body);
+      }
+      if (response.headers.get("content-type")?.startsWith("text/event-stream") === true) trackStream(sessionId, res);
+    }
+    await writeResponse(res, response, abort.signal);
     return undefined;
+  }
+
+  /** The 2025-era response streams open per session: a promise each, settled when its client's connection closes. */
+  const openStreams = new Map<string, Set<Promise<void>>>();
+  function trackStream(sessionId: string, res: http.ServerResponse): void {
+    let streams = openStreams.get(sessionId);
+    if (streams === undefined) openStreams.set(sessionId, (streams = new Set()));
+    const closed = new Promise<void>((resolve) => {
+      const done = (): void => {
+        streams.delete(closed);
+        if (streams.size === 0 && openStreams.get(sessionId) === streams) openStreams.delete(sessionId);
+        resolve();
+      };
+      if (res.destroyed) queueMicrotask(done);
+      else res.once("close", done);
+    });
+    streams.add(closed);
   }
 
   /** Serves one request on the MCP path and writes its response (as `toNodeHandler` writes it: backpressure honoured, the stream cancelled when the client goes). */
@@ -697,6 +734,13 @@ function admit(
   }
   return undefined;
 }
+
+/**
+ * How long a 2025-era GET refused 409 (its stream still held) waits for the session's streams to
+ * be released before the 409 stands, ms: a client that drops a stream and resumes it at once is
+ * often here before its old connection's close is read.
+ */
+const RELEASE_WAIT_MS = 1_000;
 
 /** A request body over `--max-body-bytes` (413, before anything is parsed). */
 class BodyTooLargeError extends Error {
