@@ -116,3 +116,43 @@ describe.skipIf(binary === undefined)("a fleet behind HAProxy", () => {
     expect(await eventually(() => aborted() === before + 1, 5_000)).toBe(true);
   }, 30_000);
 });
+
+describe.skipIf(binary === undefined)("a fleet behind HAProxy: a replica drained", () => {
+  let drainFleet: Fleet;
+  beforeAll(async () => {
+    drainFleet = await startFleet(["d1", "d2"], server(V2_STDIO), binary!);
+  }, 60_000);
+  afterAll(async () => {
+    for (const close of closers.splice(0)) await close().catch(() => {});
+    await drainFleet?.stop();
+  }, 30_000);
+
+  it("SIGTERM to a replica with a call in flight: requests that reach it while it drains get its 503 (not sent) and HAProxy sends them to the other (retry-on 503): every one is answered, none runs twice; the call in flight finishes", async () => {
+    const d1 = drainFleet.replicas.get("d1")!;
+    const d2 = drainFleet.replicas.get("d2")!;
+    const modern = await connectV2(drainFleet.url, { pin: true });
+    closers.push(modern.close);
+    // A call in flight on d1 keeps it draining (--drain-ms, 10 s by default).
+    const before = startedOn(d1);
+    let inFlight: Promise<unknown> | undefined;
+    for (let i = 0; i < 4 && startedOn(d1) === before; i++) {
+      const call = modern.mcp.callTool({ name: "sleep", arguments: { ms: 2_500 } });
+      call.catch(() => {}); // judged below
+      if (await eventually(() => startedOn(d1) > before, 2_000)) inFlight = call;
+      else await call;
+    }
+    expect(inFlight).toBeDefined();
+    const started = startedOn(d1) + startedOn(d2);
+    d1.child.kill("SIGTERM");
+    expect(await eventually(() => d1.stderr().includes("drain"), 5_000)).toBe(true);
+    // Round robin sends half of these to d1 while HAProxy still has it up (its check: 300 ms, fall 2).
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => modern.mcp.callTool({ name: "sleep", arguments: { ms: 10 + i } })),
+    );
+    expect(results.map((r) => (r.status === "fulfilled" ? "fulfilled" : String(r.reason)))).toEqual(Array(8).fill("fulfilled"));
+    // Each ran once, all on d2: d1 refused before sending anything upstream.
+    expect(startedOn(d1) + startedOn(d2) - started).toBe(8);
+    await expect(inFlight).resolves.toBeDefined();
+    expect((await d1.exited).code).toBe(0);
+  }, 40_000);
+});

@@ -42,9 +42,11 @@ defaults
   timeout http-request 10s
   # A client that goes away aborts its request on the replica too (the 2026-07-28 cancel).
   option abortonclose
-  # Never send a request again once a replica has it: a tool call is not idempotent.
-  retry-on conn-failure
+  # Never send a request again once a replica has it: a tool call is not idempotent. The
+  # front's 503 is "not sent" (a draining replica's refusal): safe to send to another.
+  retry-on conn-failure 503
   retries 1
+  option redispatch 1
 
 frontend mcp
   bind 127.0.0.1:${bind}

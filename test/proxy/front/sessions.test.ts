@@ -156,6 +156,22 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 
+  it("a 2025-era stream silent for --sse-keep-alive-ms gets comment frames between its events (a load balancer's read timeout must not cut a silent call); the answer still comes once", async () => {
+    const front = await startFront(["--sse-keep-alive-ms", "200", ...server(SCRIPTED)]);
+    const { post } = await session(front.url, "2025-11-25");
+    const stream = reader(await post({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "late", arguments: { ms: 1_200 } } }));
+    await stream.done;
+    const text = stream.text();
+    const frames = text.split("\n\n").filter((frame) => frame !== "");
+    // Each frame is whole: an event or a comment, never a comment inside an event.
+    const comments = frames.filter((frame) => frame === ": keep-alive");
+    expect(comments.length).toBeGreaterThanOrEqual(2);
+    for (const frame of frames) expect(frame === ": keep-alive" || /^(event|id|data|retry): /m.test(frame)).toBe(true);
+    expect(frames.filter((frame) => frame.includes('"result"') && frame.includes('"id":7'))).toHaveLength(1);
+    // None after the answer: the stream ended with it.
+    expect(frames.at(-1)).toContain('"result"');
+  });
+
   it("the v1 SDK client aborting calls one after another does not fill --max-connections: a new client still connects and is answered", async () => {
     const front = await startFront(["--max-connections", "6", ...server(SCRIPTED)]);
     const client = new Client({ name: "aborts", version: "1" });

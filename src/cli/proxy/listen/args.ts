@@ -32,6 +32,8 @@ export const FRONT_DEFAULTS = {
   drainMs: 10_000,
   /** Events kept per 2025-era session for resumption with `Last-Event-ID`. */
   eventsPerSession: 256,
+  /** A comment frame on a response stream silent this long, in ms (a load balancer's read timeout must be longer). */
+  sseKeepAliveMs: 15_000,
   /** Open TCP connections at once (further ones are refused by the kernel's backlog / closed). */
   maxConnections: 8_192,
 } as const;
@@ -62,6 +64,8 @@ export interface ListenOptions {
   keepAliveMs: number;
   drainMs: number;
   eventsPerSession: number;
+  /** See `FRONT_DEFAULTS.sseKeepAliveMs`. */
+  sseKeepAliveMs: number;
   maxConnections: number;
 }
 
@@ -82,6 +86,7 @@ const FLAGS = {
   "keep-alive-ms": { type: "string" },
   "drain-ms": { type: "string" },
   "events-per-session": { type: "string" },
+  "sse-keep-alive-ms": { type: "string" },
   "max-connections": { type: "string" },
 } as const;
 
@@ -116,6 +121,8 @@ HTTP front (--listen): serve Streamable HTTP to any number of clients instead of
                                upstream. Default: ${FRONT_DEFAULTS.drainMs}.
   --events-per-session <n>     Events kept per session for Last-Event-ID resumption (0: none).
                                Default: ${FRONT_DEFAULTS.eventsPerSession}.
+  --sse-keep-alive-ms <ms>     A comment frame on a response stream (both eras) silent this long;
+                               a load balancer's read timeout must be longer. Default: ${FRONT_DEFAULTS.sseKeepAliveMs}.
   --max-connections <n>        Open connections at once. Default: ${FRONT_DEFAULTS.maxConnections}.
   With --listen, SIGTERM, SIGINT and SIGHUP drain the replica and it exits 0 (a graceful stop,
   what a load balancer or Kubernetes expects); a second signal during the drain exits 1 at once.
@@ -208,6 +215,7 @@ export function splitListenArgs(
       keepAliveMs: ms("keep-alive-ms", FRONT_DEFAULTS.keepAliveMs),
       drainMs: ms("drain-ms", FRONT_DEFAULTS.drainMs),
       eventsPerSession: count("events-per-session", FRONT_DEFAULTS.eventsPerSession, 0),
+      sseKeepAliveMs: ms("sse-keep-alive-ms", FRONT_DEFAULTS.sseKeepAliveMs),
       maxConnections: count("max-connections", FRONT_DEFAULTS.maxConnections),
     },
     rest,

@@ -482,11 +482,24 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   );
   sweep.unref();
   // Keep-alive comment frames on open 2026-07-28 streams, as often as the v2 server's transport
-  // sends them (its DEFAULT_SSE_KEEP_ALIVE_MS), from one timer rather than one per request.
+  // sends them (its DEFAULT_SSE_KEEP_ALIVE_MS, 15 s: `--sse-keep-alive-ms`), from one timer rather
+  // than one per request; and on 2025-era streams silent half that long or more (between two
+  // events only), so a load balancer's read timeout longer than `--sse-keep-alive-ms` never cuts
+  // a silent call (the SDK's own transport sends none: its resume then found the stream held).
   const keepAlive = setInterval(() => {
     for (const exchange of exchanges.values()) exchange.keepAlive();
-  }, 15_000);
+  }, listen.sseKeepAliveMs);
   keepAlive.unref();
+  const legacyStreams = new Set<SseWriter>();
+  const legacyKeepAlive = setInterval(() => {
+    const now = performance.now();
+    for (const stream of legacyStreams) {
+      if (now - stream.lastWrite < listen.sseKeepAliveMs / 2 || !stream.atBoundary || stream.res.writableNeedDrain) continue;
+      stream.res.write(": keep-alive\n\n");
+      stream.lastWrite = now;
+    }
+  }, listen.sseKeepAliveMs / 2);
+  legacyKeepAlive.unref();
 
   // ---- HTTP -------------------------------------------------------------------------------------
 
@@ -551,7 +564,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       }
       if (response.headers.get("content-type")?.startsWith("text/event-stream") === true) trackStream(sessionId, res);
     }
-    await writeResponse(res, response, abort.signal);
+    await writeResponse(res, response, abort.signal, legacyStreams);
     return undefined;
   }
 
@@ -663,6 +676,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     for (const handle of [...exchanges.keys()]) handle.close(DRAIN_REASON, answer);
     clearInterval(sweep);
     clearInterval(keepAlive);
+    clearInterval(legacyKeepAlive);
     server.close();
     server.closeIdleConnections();
     await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")));
@@ -770,8 +784,23 @@ function readBody(req: http.IncomingMessage, max: number): Promise<string> {
   });
 }
 
-/** Writes a web `Response` to a node response: status and headers, then the body, waiting for `drain`, stopping when the client is gone. */
-async function writeResponse(res: http.ServerResponse, response: Response, signal?: AbortSignal): Promise<void> {
+/** An SSE response being written, for the keep-alive frames: when it last wrote, and whether that ended an event. */
+interface SseWriter {
+  readonly res: http.ServerResponse;
+  lastWrite: number;
+  atBoundary: boolean;
+}
+
+/**
+ * Writes a web `Response` to a node response: status and headers, then the body, waiting for `drain`, stopping when the client is gone.
+ * @param keepAlive where an SSE body's writer is kept while it is written (the front's keep-alive frames).
+ */
+async function writeResponse(
+  res: http.ServerResponse,
+  response: Response,
+  signal?: AbortSignal,
+  keepAlive?: Set<SseWriter>,
+): Promise<void> {
   const headers: Record<string, string> = {};
   for (const [name, value] of response.headers as unknown as Iterable<[string, string]>) headers[name] = value;
   res.writeHead(response.status, headers);
@@ -794,10 +823,20 @@ async function writeResponse(res: http.ServerResponse, response: Response, signa
   };
   if (signal?.aborted) gone();
   else signal?.addEventListener("abort", gone, { once: true });
+  const writer: SseWriter | undefined =
+    keepAlive !== undefined && headers["content-type"]?.startsWith("text/event-stream") === true
+      ? { res, lastWrite: performance.now(), atBoundary: true }
+      : undefined;
+  if (writer !== undefined) keepAlive!.add(writer);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || signal?.aborted === true) break;
+      if (writer !== undefined) {
+        writer.lastWrite = performance.now();
+        // The SDK writes each event whole; a comment frame goes only where one ended.
+        writer.atBoundary = value.length >= 2 && value[value.length - 1] === 10 && value[value.length - 2] === 10;
+      }
       if (!res.write(value)) await new Promise<void>((resolve) => (drained = resolve));
       drained = undefined;
     }
@@ -805,6 +844,7 @@ async function writeResponse(res: http.ServerResponse, response: Response, signa
     // The stream failed or was cancelled: end what was written.
   } finally {
     signal?.removeEventListener("abort", gone);
+    if (writer !== undefined) keepAlive!.delete(writer);
   }
   res.removeListener("drain", onDrain);
   res.end();
