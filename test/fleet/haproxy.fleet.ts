@@ -89,7 +89,7 @@ describe.skipIf(binary === undefined)("a fleet behind HAProxy", () => {
     expect(startedOn(r2) - start.r2).toBe(onR2);
 
     // A new session lands on the survivor (HAProxy marked r1 down), and works.
-    expect(await eventually(() => /r1 is DOWN/.test(fleet.haproxyLog()), 5_000)).toBe(true);
+    expect(await eventually(() => /r1 is DOWN/.test(fleet.balancerLog()), 5_000)).toBe(true);
     const fresh = await connectV1(fleet.url);
     closers.push(fresh.close);
     expect(fresh.transport.sessionId!.startsWith("r2.")).toBe(true);

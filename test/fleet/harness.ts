@@ -5,12 +5,20 @@
 // learnt from the initialize response), /readyz health checks, no retry of a request once sent.
 import { spawn, spawnSync } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFront } from "../proxy/front/helpers.js";
 import type { RunningFront } from "../proxy/front/helpers.js";
+
+/** The nginx binary, or `undefined` when it is not installed. */
+export function nginxBinary(): string | undefined {
+  for (const candidate of ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]) {
+    if (spawnSync(candidate, ["-v"], { stdio: "ignore" }).status === 0) return candidate;
+  }
+  return undefined;
+}
 
 /** The HAProxy binary, or `undefined` when it is not installed. */
 export function haproxyBinary(): string | undefined {
@@ -72,8 +80,9 @@ ${replicas.map((r) => `  server ${r.name} 127.0.0.1:${r.port} check`).join("\n")
 export interface Fleet {
   readonly url: URL;
   readonly replicas: Map<string, RunningFront>;
-  readonly haproxy: ChildProcess;
-  haproxyLog(): string;
+  /** The load balancer's process (HAProxy or nginx). */
+  readonly balancer: ChildProcess;
+  balancerLog(): string;
   stop(): Promise<void>;
 }
 
@@ -110,8 +119,8 @@ export async function startFleet(names: string[], args: string[], binary: string
   return {
     url,
     replicas,
-    haproxy,
-    haproxyLog: () => log,
+    balancer: haproxy,
+    balancerLog: () => log,
     async stop() {
       haproxy.kill("SIGTERM");
       if (haproxy.exitCode === null) await new Promise((r) => haproxy.once("exit", r));
@@ -127,3 +136,91 @@ export const startedOn = (front: RunningFront): number =>
     .stderr()
     .split("\n")
     .filter((l) => l.startsWith("STARTED")).length;
+
+/**
+ * docs/proxy.md's nginx configuration, for replicas on 127.0.0.1 at their ports (each `upstream`
+ * block named as the replica, with the others as its backups), and what nginx needs to run in
+ * `dir` (its pid, logs and temp paths) as a user's process.
+ */
+export function nginxConfig(bind: number, replicas: Array<{ name: string; port: number }>, dir: string): string {
+  const all = replicas.map((r) => `server 127.0.0.1:${r.port};`).join(" ");
+  const own = replicas
+    .map((r) => {
+      const backups = replicas.filter((o) => o !== r).map((o) => `server 127.0.0.1:${o.port} backup;`);
+      return `  upstream ${r.name} { server 127.0.0.1:${r.port}; ${backups.join(" ")} }`;
+    })
+    .join("\n");
+  return `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log info;
+daemon off;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream replicas { ${all} }
+${own}
+  map $http_mcp_session_id $mcp_upstream {
+    ~^(?<replica>r[0-9]+)\\.  $replica;
+    default                  replicas;
+  }
+  server {
+    listen 127.0.0.1:${bind};
+    location /mcp {
+      proxy_pass http://$mcp_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_buffering off;
+      proxy_read_timeout 3600s;
+      proxy_next_upstream error timeout;
+    }
+    location ~ ^/(healthz|readyz)$ { proxy_pass http://replicas; }
+  }
+}
+`;
+}
+
+/** Starts replicas named `names` (each `--replica <name>`, as the recipe needs) with `args` and nginx in front; resolves once nginx answers. */
+export async function startNginxFleet(names: string[], args: string[], binary: string): Promise<Fleet> {
+  const replicas = new Map<string, RunningFront>();
+  for (const name of names) replicas.set(name, await startFront(["--replica", name, ...args]));
+  const bind = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "mcp-fleet-nginx-"));
+  chmodSync(dir, 0o777); // nginx's worker (nobody, when started as root) writes its temp files here
+  const config = join(dir, "nginx.conf");
+  writeFileSync(
+    config,
+    nginxConfig(
+      bind,
+      [...replicas].map(([name, front]) => ({ name, port: Number(front.url.port) })),
+      dir,
+    ),
+  );
+  const nginx = spawn(binary, ["-p", dir, "-c", config], { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  nginx.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+  nginx.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+  const url = new URL(`http://127.0.0.1:${bind}/mcp`);
+  const end = performance.now() + 15_000;
+  for (;;) {
+    const ok = await fetch(new URL("/healthz", url))
+      .then((r) => r.ok)
+      .catch(() => false);
+    if (ok) break;
+    if (performance.now() > end || nginx.exitCode !== null) throw new Error(`nginx did not start:\n${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    replicas,
+    balancer: nginx,
+    balancerLog: () => log,
+    async stop() {
+      nginx.kill("SIGTERM");
+      if (nginx.exitCode === null) await new Promise((r) => nginx.once("exit", r));
+      await Promise.all([...replicas.values()].map((front) => front.stop("SIGKILL", 5_000)));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
