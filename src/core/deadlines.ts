@@ -81,12 +81,17 @@ export class DeadlineQueue implements SliceWork {
    * @param timers where the one timer comes from (injectable for fake timers).
    * @param slicer where a fire's settling runs. Default: on the process's clock (`processClock`),
    *   the process's slicer, shared by every such queue and every abort fan-out; on another clock
-   *   (injected, fake), a slicer of the queue's own that measures its slices on that clock.
+   *   (injected, fake), a slicer of the queue's own that measures its slices on that clock and
+   *   ends its holds on `timers`.
    */
   constructor(clock: () => number, timers: Timers, slicer?: Slicer) {
     this.clock = clock;
     this.timers = timers;
-    this.#slicer = slicer ?? (clock === processClock ? settleSlicer : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS }));
+    this.#slicer =
+      slicer ??
+      (clock === processClock
+        ? settleSlicer
+        : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS, later: (next, ms) => timers.setTimeout(next, ms) }));
   }
 
   /** Slots waiting for their deadline. */

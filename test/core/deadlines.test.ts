@@ -88,6 +88,44 @@ describe("DeadlineQueue", () => {
     expect(t.armedCount()).toBe(0);
   });
 
+  it("deadlines a millisecond apart: what each settle brings after it (runAfter) waits for the next, and goes when the last is settled, woken on the queue's own timers", () => {
+    let now = 0;
+    const armed = new Map<number, { at: number; callback: () => void }>();
+    let handles = 0;
+    const timers: Timers = {
+      setTimeout: (callback, ms) => (armed.set(++handles, { at: now + ms, callback }), handles),
+      clearTimeout: (handle) => void armed.delete(handle as number),
+    };
+    /** Moves the clock to `at`, firing each timer due by then, earliest first. */
+    const runUntil = (at: number) => {
+      for (;;) {
+        const due = [...armed].filter(([, t]) => t.at <= at).sort((a, b) => a[1].at - b[1].at)[0];
+        if (due === undefined) break;
+        armed.delete(due[0]);
+        now = Math.max(now, due[1].at);
+        due[1].callback();
+      }
+      now = at;
+    };
+    const queue = new DeadlineQueue(() => now, timers);
+    const done: string[] = [];
+    const slots = [0, 1, 2].map(
+      (i) =>
+        new DeadlineSlot(() => {
+          done.push(`settled ${i}`);
+          Slicer.draining!.runAfter({ step: () => (done.push(`sent ${i}`), false) });
+        }),
+    );
+    for (const [i, slot] of slots.entries()) queue.schedule(slot, 1_000 + i);
+    runUntil(1_002);
+    expect(done).toEqual(["settled 0", "settled 1", "settled 2"]);
+    // The hold's end is a timer of the queue's own (an injected clock never mixes with real timers).
+    expect(armed.size).toBe(1);
+    runUntil(1_003);
+    expect(done).toEqual(["settled 0", "settled 1", "settled 2", "sent 0", "sent 1", "sent 2"]);
+    expect(armed.size).toBe(0);
+  });
+
   it(`property: any schedule, move, remove and fire at any moment wakes exactly the due slots (${RUNS} runs)`, () => {
     const op = fc.oneof(
       fc.record({ type: fc.constant("schedule" as const), slot: fc.nat(15), at: fc.integer({ min: 0, max: 200 }) }),
