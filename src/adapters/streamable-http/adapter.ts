@@ -256,6 +256,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     answered: (id, status, contentType) => this.#tracker?.port.answered(id, status, contentType),
     blind: (id) => this.#tracker?.port.blind(id),
     dispatched: (id) => this.#tracker?.port.dispatched(id),
+    bodyStarted: (id) => this.#tracker?.port.bodyStarted(id),
     fresh: (id) => this.#tracker?.port.fresh(id) ?? true,
   };
 }

@@ -6,7 +6,7 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { ANSWERED_FIRST } from "../../core/record.js";
-import { processClock } from "../../utils/slices.js";
+import { processClock, yieldTask } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { WireFact } from "../../wire/port.js";
 import type { CancelRequest } from "../types.js";
@@ -26,6 +26,13 @@ interface Delivery {
 }
 
 const TIMED_OUT = Symbol("timed out");
+
+/**
+ * How long a notification whose request's head came while it waited waits for the body's first
+ * bytes, ms: bytes sent with the head (a held head and its first event) arrive within it; a
+ * head sent alone as the server started is not followed by them, and the notification goes.
+ */
+const WITH_HEAD_MS = 5;
 
 /**
  * The 2025-era delivery (see the file comment). When the notification goes, from the facts the
@@ -139,6 +146,26 @@ export class LegacyDelivery extends Layer {
     this.up.closed();
   }
 
+  /**
+   * Waits until what arrived with a request's response head has reached the SDK: its body's
+   * first bytes (if they come within {@link WITH_HEAD_MS}: sent with the head, not later), then
+   * the task they are parsed in. Ends early on the response itself, or the stream's end.
+   */
+  async #withHead(stream: Stream): Promise<void> {
+    if (!stream.bodyStarted) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        stream.onFact = () => {
+          if (stream.bodyStarted || stream.responded || stream.settled === "failed" || this.#tracker.closedDown) resolve();
+        };
+        timer = setTimeout(resolve, WITH_HEAD_MS);
+      });
+      clearTimeout(timer);
+      stream.onFact = undefined;
+    }
+    if (stream.bodyStarted && !stream.responded) await new Promise<void>((resolve) => yieldTask(resolve));
+  }
+
   /** The server has the request (see the class comment), or nothing more can be learned of it. */
   #decided(stream: Stream): boolean {
     if (stream.responded || stream.settled !== "pending" || stream.status !== undefined || this.#tracker.closedDown) return true;
@@ -157,6 +184,10 @@ export class LegacyDelivery extends Layer {
         }),
       );
       stream.onFact = undefined;
+      // Its head came while the notification waited: a server that holds its head until its
+      // first event sends that event with it, and it may be the answer (rule 7). What came with
+      // the head is read first.
+      if (stream.status !== undefined && !stream.responded && !stream.answeredInJson && !this.#closing) await this.#withHead(stream);
     }
     if (stream !== undefined) {
       // A request that provably never reached the server: nothing to cancel. Its body was never

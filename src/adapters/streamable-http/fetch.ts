@@ -54,6 +54,11 @@ export interface FetchPort {
    */
   dispatched(id: RequestId): void;
   /**
+   * The first bytes of the body of a request's own 2xx response arrived (they are handed to the
+   * SDK now: what they carry reaches it within the next task). At most once per request.
+   */
+  bodyStarted(id: RequestId): void;
+  /**
    * Must the `notifications/cancelled` for this request go on a connection of its own, opened
    * after the request's (`true`: only its body is known written), or may it take a pooled one
    * (`false`: the server answered the request's head, so it has the request)?
@@ -302,16 +307,19 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     release(tracked ? "eof" : undefined);
     return response;
   }
-  const body = watch(response.body, (how, cause) => release(tracked && how !== "cancel" ? how : undefined, cause));
+  const started = tracked && requestId !== undefined ? () => port?.bodyStarted(requestId) : undefined;
+  const body = watch(response.body, (how, cause) => release(tracked && how !== "cancel" ? how : undefined, cause), started);
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-/** A pass-through body that reports once how it ended. */
+/** A pass-through body that reports once how it ended, and (`onStart`) its first chunk. */
 function watch(
   body: ReadableStream<Uint8Array>,
   onEnd: (how: "eof" | "error" | "cancel", cause?: unknown) => void,
+  onStart?: () => void,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
+  let onFirst = onStart;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
@@ -327,6 +335,11 @@ function watch(
         controller.close();
       } else {
         controller.enqueue(chunk.value);
+        if (onFirst !== undefined) {
+          const first = onFirst;
+          onFirst = undefined;
+          first();
+        }
       }
     },
     cancel(reason) {

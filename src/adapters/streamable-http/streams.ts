@@ -69,6 +69,8 @@ export interface Stream {
   responded: boolean;
   /** Its POST was handed to the network (see `FetchPort.dispatched`); until then it is still in this process. */
   dispatched: boolean;
+  /** The first bytes of its response body arrived (see `FetchPort.bodyStarted`). */
+  bodyStarted: boolean;
   /** Cancelled by its stream close (2026-07-28): told if its POST then failed with its body never written (it never reached the server). */
   onUnsent?: (() => void) | undefined;
   /** Told once whenever a fact arrives (the 2025-era delivery waits on it). */
@@ -269,6 +271,7 @@ export class StreamTracker extends Layer {
       settled: "pending",
       responded: false,
       dispatched: !this.#config.observesDispatch,
+      bodyStarted: false,
       onFact: undefined,
     };
     this.#forgetStream(this.#streams.get(id));
@@ -589,6 +592,12 @@ export class StreamTracker extends Layer {
     dispatched: (id) => {
       const stream = this.#streams.get(id);
       if (stream !== undefined) stream.dispatched = true;
+    },
+    bodyStarted: (id) => {
+      const stream = this.#streams.get(id);
+      if (stream === undefined) return;
+      stream.bodyStarted = true;
+      stream.onFact?.();
     },
     fresh: (id) => !this.#pooled.delete(id),
   };

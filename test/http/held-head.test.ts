@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { RunRecord } from "../../src/index.js";
+import { ANSWERED_FIRST } from "../../src/core/record.js";
+import { connectV1, connectV2 } from "./clients.js";
+import { eventually, sleep } from "./servers.js";
+import { startRawHttp } from "../fixtures/reliability/raw-http-server.js";
+
+// A 2025-era SSE server that holds a request's response head until its first event (as the v2
+// SDK's server does): a cancel made before it waits for the head (rule 40: the notification must
+// not overtake its request), and when the head comes, the event that came with it may be the
+// answer. Found from outside (a rule-by-rule audit): the notification was POSTed after the answer,
+// and the record named a notification and a stream close that the finished answer made moot.
+// Rule 7: a cancel never names a request that already has its response. The reliability tests'
+// raw node:http server on 127.0.0.1 (`late` and `progress` write their head with their first event).
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+});
+
+const clients = [
+  ["v1 client", (url: URL, onRecord: (r: RunRecord) => void) => connectV1(url, { onRecord })],
+  ["v2 client (2025-era)", (url: URL, onRecord: (r: RunRecord) => void) => connectV2(url, { onRecord })],
+] as const;
+
+describe("2025-era: a cancel that waits for a held response head", () => {
+  for (const [name, connect] of clients) {
+    it(`${name}: the head comes with the answer: no notification is POSTed (rule 7), and the record says the response came first`, async () => {
+      const server = await startRawHttp({ era: "2025-11-25" });
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const { mcp, close } = await connect(server.url, (record) => records.push(record));
+      cleanup.push(close);
+      // The server is known to answer in SSE (the delivery then waits for a head).
+      await mcp.callTool({ name: "sse-echo", arguments: {} });
+      const controller = new AbortController();
+      const call = mcp.callTool({ name: "late", arguments: { ms: 150 } }, { signal: controller.signal });
+      call.catch(() => {});
+      await sleep(60); // its body is written; its head is held until the answer
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      const id = records.find((r) => r.name === "late")!.requestId;
+      const last = () => records.filter((r) => r.requestId === id).at(-1)!;
+      expect(await eventually(() => last().late.results === 1, 2_000)).toBe(true);
+      await sleep(300); // past flushTimeoutMs (250 ms): a notification that was to go has gone
+      const cancels = server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled");
+      expect(cancels).toEqual([]);
+      expect(last()).toMatchObject({
+        status: "cancelled",
+        outcome: "late-result-discarded",
+        cancel: { mechanism: "none", sentAt: null, undelivered: { mechanism: "notification", error: ANSWERED_FIRST } },
+      });
+    });
+
+    it(`${name}: the head comes with a progress event: the notification goes then (the request is in progress)`, async () => {
+      const server = await startRawHttp({ era: "2025-11-25" });
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const { mcp, close } = await connect(server.url, (record) => records.push(record));
+      cleanup.push(close);
+      await mcp.callTool({ name: "sse-echo", arguments: {} });
+      const controller = new AbortController();
+      const call = mcp.callTool({ name: "progress", arguments: { every: 150, steps: 20 } }, { signal: controller.signal });
+      call.catch(() => {});
+      await sleep(60);
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      const id = records.find((r) => r.name === "progress")!.requestId;
+      const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);
+      expect(await eventually(() => cancels().length === 1, 2_000)).toBe(true);
+      const last = records.filter((r) => r.requestId === id).at(-1)!;
+      expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(last.cancel!.sentAt).not.toBeNull();
+    });
+  }
+});
