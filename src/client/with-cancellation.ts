@@ -56,7 +56,13 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = isV2Client(client);
-  const wire = clientWire(adapter, client, defaults);
+  // The transport's own close is the wire's too (as on an attached client): a bot that closes the
+  // transport it gave, not the client, still gets the cancels of the calls pending first, and
+  // their records say the client closed the connection, not that it was lost.
+  const target = adapter.transport as TransportLike;
+  const closeToo = typeof target.close === "function" && assignable(target, "close");
+  const wire = clientWire(adapter, client, defaults, closeToo ? { close: ownClose(target) } : {});
+  if (closeToo) (target as { close: unknown }).close = wire.transport.close;
   const runner = new CallRunner({
     defaults,
     client,
@@ -139,4 +145,28 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
     );
   }
   return notificationCancellation(transport as T);
+}
+
+const originalCloses = new WeakMap<object, () => Promise<void>>();
+
+/** Whether `object[key] = value` would take (an own or inherited writable field or a setter, or a new own field). @internal */
+export function assignable(object: object, key: string): boolean {
+  for (let at: object | null = object; at !== null; at = Object.getPrototypeOf(at) as object | null) {
+    const descriptor = Object.getOwnPropertyDescriptor(at, key);
+    if (descriptor === undefined) continue;
+    // An inherited field is shadowed by a new own one: the object must take new fields.
+    if ("value" in descriptor) return descriptor.writable === true && (at === object || Object.isExtensible(object));
+    return descriptor.set !== undefined;
+  }
+  return Object.isExtensible(object);
+}
+
+/** The transport's own close, even once a wire's was put in its place: pipelines never stack. @internal */
+export function ownClose(target: TransportLike): () => Promise<void> {
+  let close = originalCloses.get(target);
+  if (close === undefined) {
+    close = (target.close as () => Promise<void>).bind(target);
+    originalCloses.set(target, close);
+  }
+  return close;
 }
