@@ -22,7 +22,7 @@ import type {
 } from "../types/record.js";
 import { SettledRecord, countLate, undeliveredOf } from "./settled-record.js";
 import type { LateSink, SettledFacts } from "./settled-record.js";
-import { textOf } from "../utils/hooks.js";
+import { noop, textOf } from "../utils/hooks.js";
 
 /** A JSON-RPC request id (rule 1). */
 export type RequestId = string | number;
@@ -858,8 +858,6 @@ function isV1McpError(error: object): boolean {
   }
   return false;
 }
-
-function noop(): void {}
 
 /** The `promise` of a call made with `promise: false`: it never settles, and holds nothing. */
 const NEVER: Promise<never> = new Promise<never>(noop);

@@ -1,6 +1,6 @@
 import type { RunRecord } from "../types/record.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
-import { callHook } from "../utils/hooks.js";
+import { callHook, noop } from "../utils/hooks.js";
 
 /**
  * Starts an observer's watch of one call (the `observer` option). Never throws: a throwing
@@ -11,7 +11,7 @@ export function observe(observer: CallObserver, call: ObservedCall): CallObserva
     const observation: unknown = observer.start(call);
     // An async `start` (a promise) watches nothing either; its rejection is swallowed too.
     if (typeof (observation as PromiseLike<unknown> | null | undefined)?.then === "function") {
-      (observation as PromiseLike<unknown>).then(undefined, ignore);
+      (observation as PromiseLike<unknown>).then(undefined, noop);
       return undefined;
     }
     return (observation as CallObservation | null | undefined) ?? undefined;
@@ -31,13 +31,11 @@ export function withMeta<P extends { _meta?: Record<string, unknown> }>(params: 
 export function observeResult(observation: CallObservation | undefined, value: unknown): void {
   // An observer must not change how a call settles.
   const result = observation?.result;
-  if (result !== undefined) callHook((v: unknown) => result.call(observation, v), value, ignore);
+  if (result !== undefined) callHook((v: unknown) => result.call(observation, v), value, noop);
 }
 
 /** Hands a run record revision to the observation; its errors (a throw, an async method's rejection) are swallowed. */
 export function observeRecord(observation: CallObservation | undefined, record: RunRecord): void {
   const onRecord = observation?.record;
-  if (onRecord !== undefined) callHook((r: RunRecord) => onRecord.call(observation, r), record, ignore);
+  if (onRecord !== undefined) callHook((r: RunRecord) => onRecord.call(observation, r), record, noop);
 }
-
-function ignore(): void {}

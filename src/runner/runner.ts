@@ -30,7 +30,7 @@ import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
 import { isV2Client, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
-import { callHook, textOf } from "../utils/hooks.js";
+import { callHook, noop, textOf } from "../utils/hooks.js";
 
 /** The wire a call goes through, chosen when the call is made. */
 export type WireChoice =
@@ -130,13 +130,11 @@ const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, res
 const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({
   timeout: SDK_TIMEOUT,
   resetTimeoutOnProgress: false as const,
-  onprogress: ignore,
+  onprogress: noop,
 });
 
 /** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
 const cancelNone: CallHooks["cancel"] = () => "none";
-
-function ignore(): void {}
 
 /**
  * Runs calls over one connection (one entry point's wire, or the wires it moves to after a
@@ -195,7 +193,7 @@ export class CallRunner {
                 "MCP_CANCELLABLE_HOOK_THREW",
               ),
             );
-    this.#noWireHooks = { cancel: cancelNone, settled: ignore, record: this.#onRecord, keep: this.#keep, rejected: init.rejected };
+    this.#noWireHooks = { cancel: cancelNone, settled: noop, record: this.#onRecord, keep: this.#keep, rejected: init.rejected };
     this.#ids = { callId: 0, connectionId: this.#connectionId, sessionId: this.#sessionId };
   }
 

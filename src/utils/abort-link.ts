@@ -1,6 +1,7 @@
 import { settleSlicer } from "./slices.js";
 import type { SliceWork } from "./slices.js";
 import { Wakeable } from "./wakeable.js";
+import { noop } from "./hooks.js";
 
 /** What an abort reaches: a callback, or a pending call (woken through its method: no closure per call). */
 export type AbortTarget = (() => void) | Wakeable;
@@ -61,8 +62,6 @@ function fire(target: AbortTarget): void {
   if (typeof target === "function") target();
   else Wakeable.wake(target);
 }
-
-function noop(): void {}
 
 const fanouts = new WeakMap<AbortSignal, Fanout>();
 

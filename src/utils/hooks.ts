@@ -35,3 +35,6 @@ export function callHook<A>(hook: (arg: A) => unknown, arg: A, failed: (error: u
     failed(error);
   }
 }
+
+/** Does nothing: the one no-op the library passes where a callback must be given and nothing is to be done (an ignored hook failure, a settled call's resolvers). @internal */
+export function noop(): void {}

@@ -22,7 +22,7 @@ import { ListenTracker } from "./listens.js";
 import { ADAPTER_LAYERS, Layer } from "./port.js";
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
-import { callHook, textOf } from "../utils/hooks.js";
+import { callHook, noop, textOf } from "../utils/hooks.js";
 
 /**
  * An outbound request awaiting its response: the facade's call, or `null` for a request the SDK
@@ -369,7 +369,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       ...(call?.byTimer === true ? { byTimer: true } : {}),
       send: this.#belowSend,
       reportError: this.#reportError,
-      delivery: call === null ? ignoreDelivery : (report) => call.delivery(report),
+      delivery: call === null ? noop : (report) => call.delivery(report),
     });
   }
 
@@ -820,13 +820,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
 
   #anomaly(anomaly: Anomaly): void {
     // A throwing (or rejecting) hook must not break the wire.
-    if (this.#onAnomaly !== undefined) callHook(this.#onAnomaly, anomaly, ignoreHookError);
+    if (this.#onAnomaly !== undefined) callHook(this.#onAnomaly, anomaly, noop);
   }
 }
-
-function ignoreDelivery(): void {}
-
-function ignoreHookError(): void {}
 
 /**
  * The reason sent for a cancel the SDK made on its own. Both SDK lines send `String(reason)` of

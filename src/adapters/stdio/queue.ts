@@ -12,7 +12,7 @@ import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
-import { textOf } from "../../utils/hooks.js";
+import { noop, textOf } from "../../utils/hooks.js";
 
 /** The part of the server's stdin the queue watches. */
 export interface Stdin extends ChildStdin {
@@ -319,5 +319,3 @@ export class StdioQueue extends Layer {
 function goneText(stdin: Stdin): string {
   return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
 }
-
-function noop(): void {}

@@ -1,5 +1,6 @@
 import type { RequestId } from "../../core/cancellable-call.js";
 import { abortSubscribers, onAbort } from "../../utils/abort-link.js";
+import { noop } from "../../utils/hooks.js";
 
 /** A `fetch` as the SDK transports call it: `(url, init)`, resolving to a `Response`. */
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -368,8 +369,6 @@ export function link(parent: AbortSignal | undefined, child: AbortController): (
 
 /** How many per-request controllers are linked to this signal right now. @internal */
 export const linkedCount: (parent: AbortSignal) => number = abortSubscribers;
-
-function noop(): void {}
 
 /** The JSON-RPC id of a single request body (a string), or `undefined` (notification, response, batch). */
 function requestIdOf(body: unknown): RequestId | undefined {

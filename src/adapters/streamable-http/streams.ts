@@ -11,6 +11,7 @@ import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure, link } from "./fetch.js";
 import type { FetchPort } from "./fetch.js";
+import { noop } from "../../utils/hooks.js";
 
 /** The first protocol revision whose Streamable HTTP cancel is closing the stream (rules 6, 28). */
 export const STREAM_CLOSE_PROTOCOL_VERSION = "2026-07-28";
@@ -646,5 +647,3 @@ export function neverLeft(error: unknown): boolean {
   walk(error, 0);
   return codes.length > 0 && codes.every((code) => NEVER_CONNECTED.has(code));
 }
-
-function noop(): void {}
