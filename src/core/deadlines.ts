@@ -91,7 +91,13 @@ export class DeadlineQueue implements SliceWork {
       slicer ??
       (clock === processClock
         ? settleSlicer
-        : new Slicer({ clock, defer: yieldTask, budgetMs: SLICE_BUDGET_MS, later: (next, ms) => timers.setTimeout(next, ms) }));
+        : new Slicer({
+            clock,
+            defer: yieldTask,
+            budgetMs: SLICE_BUDGET_MS,
+            later: (next, ms) => timers.setTimeout(next, ms),
+            cancelLater: (handle) => timers.clearTimeout(handle),
+          }));
   }
 
   /** Slots waiting for their deadline. */

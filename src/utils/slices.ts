@@ -25,6 +25,8 @@ export interface SlicerInit {
    * Default: the global `setTimeout`, read when called (so fake timers drive it).
    */
   readonly later?: ((next: () => void, ms: number) => unknown) | undefined;
+  /** Cancels what `later` scheduled (its handle). Default: the global `clearTimeout`, read when called. */
+  readonly cancelLater?: ((handle: unknown) => void) | undefined;
 }
 
 /**
@@ -69,14 +71,16 @@ export class Slicer {
   #holdUntil = Number.NEGATIVE_INFINITY;
   /** When the oldest `runAfter` work waiting came (clock, ms). */
   #afterSince = 0;
-  /** A wake-up for held work is scheduled. */
-  #holdWake = false;
+  /** The wake-up scheduled for held work (its handle), if any. */
+  #holdTimer: unknown = undefined;
+  readonly #cancelLater: (handle: unknown) => void;
 
   constructor(init: SlicerInit) {
     this.#clock = init.clock;
     this.#defer = init.defer;
     this.#budgetMs = init.budgetMs;
     this.#later = init.later ?? laterTask;
+    this.#cancelLater = init.cancelLater ?? cancelLaterTask;
   }
 
   /** Pieces of work waiting for a slice, and the one being done. */
@@ -114,21 +118,27 @@ export class Slicer {
    * when the hold ends.
    */
   hold(untilMs: number): void {
-    if (untilMs > this.#holdUntil) this.#holdUntil = untilMs;
+    // A hold further off than any could be is from a clock that has since gone back: replaced.
+    if (untilMs > this.#holdUntil || this.#holdUntil > this.#clock() + MAX_HOLD_MS) this.#holdUntil = untilMs;
   }
 
-  /** `runAfter` work is held now; if so, a wake-up for the hold's end is scheduled. */
+  /**
+   * `runAfter` work is held now; if so, a wake-up for the hold's end is scheduled, in place of
+   * any earlier one: a wake-up lost with the timers it was scheduled on (a test swapped fake
+   * timers out) is replaced by the next settle's, and a clock that went back (the same swap) is
+   * not waited for.
+   */
   #held(): boolean {
     const now = this.#clock();
+    if (this.#afterSince > now) this.#afterSince = now;
+    if (this.#holdUntil > now + MAX_HOLD_MS) this.#holdUntil = now;
     const left = Math.min(this.#holdUntil, this.#afterSince + MAX_HOLD_MS) - now;
     if (left <= 0) return false;
-    if (!this.#holdWake) {
-      this.#holdWake = true;
-      this.#later(() => {
-        this.#holdWake = false;
-        this.#start();
-      }, left);
-    }
+    if (this.#holdTimer !== undefined) this.#cancelLater(this.#holdTimer);
+    this.#holdTimer = this.#later(() => {
+      this.#holdTimer = undefined;
+      this.#start();
+    }, left);
     return true;
   }
 
@@ -282,6 +292,11 @@ export function yieldTask(next: () => void): void {
 /** `setTimeout(next, ms)` on the global timers, read when called. */
 function laterTask(next: () => void, ms: number): unknown {
   return setTimeout(next, ms);
+}
+
+/** `clearTimeout(handle)` on the global timers, read when called (a handle of timers swapped out since is ignored). */
+function cancelLaterTask(handle: unknown): void {
+  clearTimeout(handle as ReturnType<typeof setTimeout>);
 }
 
 /** The process's monotonic clock, ms (`performance.now()`, read when called, so fake timers drive it). */

@@ -264,4 +264,26 @@ describe("Slicer", () => {
     expect(done.at(-2)).toBe(`r${5 + MAX_HOLD_MS}:0`); // behind that task's settle, still first in line after it
     expect(m.slicer.pending).toBe(0);
   });
+
+  it("hold: a wake-up lost with its timers (fake timers swapped out) and a clock that went back do not strand held work: the next settle's hold schedules a new one", () => {
+    let now = 10_000;
+    const laters: Array<() => void> = [];
+    const slicer = new Slicer({ clock: () => now, defer: () => {}, budgetMs: 10, later: (next) => void laters.push(next) });
+    const done: string[] = [];
+    slicer.hold(now + 1);
+    slicer.runAfter(work("a", 1, 0, () => {}, done));
+    expect(done).toEqual([]);
+    expect(laters).toHaveLength(1);
+    laters.length = 0; // lost: those timers are gone
+    now = 50; // and the clock went back (fake time was ahead of the real one)
+    slicer.hold(now + 1);
+    slicer.run(work("b", 1, 0, () => {}, done)); // the next settle, with its notifications held again
+    slicer.runAfter(work("c", 1, 0, () => {}, done));
+    expect(done).toEqual(["b0"]);
+    expect(laters.length).toBeGreaterThan(0); // a new wake-up (each hold replaces the one before), within the bound of the clock as it now reads
+    now = 51;
+    laters.at(-1)!();
+    expect(done).toEqual(["b0", "a0", "c0"]);
+    expect(slicer.pending).toBe(0);
+  });
 });

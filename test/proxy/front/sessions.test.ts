@@ -164,9 +164,9 @@ describe("proxy --listen: 2025-era sessions", () => {
     const text = stream.text();
     const frames = text.split("\n\n").filter((frame) => frame !== "");
     // Each frame is whole: an event or a comment, never a comment inside an event.
-    const comments = frames.filter((frame) => frame === ": keep-alive");
+    const comments = frames.filter((frame) => frame === ": keepalive");
     expect(comments.length).toBeGreaterThanOrEqual(2);
-    for (const frame of frames) expect(frame === ": keep-alive" || /^(event|id|data|retry): /m.test(frame)).toBe(true);
+    for (const frame of frames) expect(frame === ": keepalive" || /^(event|id|data|retry): /m.test(frame)).toBe(true);
     expect(frames.filter((frame) => frame.includes('"result"') && frame.includes('"id":7'))).toHaveLength(1);
     // None after the answer: the stream ended with it.
     expect(frames.at(-1)).toContain('"result"');

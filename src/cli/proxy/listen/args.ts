@@ -32,7 +32,7 @@ export const FRONT_DEFAULTS = {
   drainMs: 10_000,
   /** Events kept per 2025-era session for resumption with `Last-Event-ID`. */
   eventsPerSession: 256,
-  /** A comment frame on a response stream silent this long, in ms (a load balancer's read timeout must be longer). */
+  /** The longest a response stream stays silent, in ms: a comment frame goes on one silent half that long (a load balancer's read timeout must be longer). */
   sseKeepAliveMs: 15_000,
   /** Open TCP connections at once (further ones are refused by the kernel's backlog / closed). */
   maxConnections: 8_192,
@@ -121,8 +121,9 @@ HTTP front (--listen): serve Streamable HTTP to any number of clients instead of
                                upstream. Default: ${FRONT_DEFAULTS.drainMs}.
   --events-per-session <n>     Events kept per session for Last-Event-ID resumption (0: none).
                                Default: ${FRONT_DEFAULTS.eventsPerSession}.
-  --sse-keep-alive-ms <ms>     A comment frame on a response stream (both eras) silent this long;
-                               a load balancer's read timeout must be longer. Default: ${FRONT_DEFAULTS.sseKeepAliveMs}.
+  --sse-keep-alive-ms <ms>     The longest a response stream (both eras) stays silent: a comment
+                               frame goes on one silent half that long; a load balancer's read
+                               timeout must be longer. Default: ${FRONT_DEFAULTS.sseKeepAliveMs}.
   --max-connections <n>        Open connections at once. Default: ${FRONT_DEFAULTS.maxConnections}.
   With --listen, SIGTERM, SIGINT and SIGHUP drain the replica and it exits 0 (a graceful stop,
   what a load balancer or Kubernetes expects); a second signal during the drain exits 1 at once.

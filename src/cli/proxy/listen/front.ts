@@ -495,7 +495,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const now = performance.now();
     for (const stream of legacyStreams) {
       if (now - stream.lastWrite < listen.sseKeepAliveMs / 2 || !stream.atBoundary || stream.res.writableNeedDrain) continue;
-      stream.res.write(": keep-alive\n\n");
+      stream.res.write(": keepalive\n\n");
       stream.lastWrite = now;
     }
   }, listen.sseKeepAliveMs / 2);
