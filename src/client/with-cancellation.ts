@@ -56,13 +56,10 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
   const defaults = parseCancellationOptions(options, "withCancellation options");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = isV2Client(client);
-  // The transport's own close is the wire's too (as on an attached client): a bot that closes the
-  // transport it gave, not the client, still gets the cancels of the calls pending first, and
-  // their records say the client closed the connection, not that it was lost.
-  const target = adapter.transport as TransportLike;
-  const closeToo = typeof target.close === "function" && assignable(target, "close");
-  const wire = clientWire(adapter, client, defaults, closeToo ? { close: ownClose(target) } : {});
-  if (closeToo) (target as { close: unknown }).close = wire.transport.close;
+  // The transport's own close is left as it is: it is not only the bot's (the SDK's in-memory
+  // pair calls it when the other side closes), so a close there is the connection's end, not the
+  // client giving its calls up. `client.close()` goes through the wire.
+  const wire = clientWire(adapter, client, defaults);
   const runner = new CallRunner({
     defaults,
     client,
@@ -135,10 +132,20 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   type T = TransportOf<A>;
   const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
   if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
-  if ("cancel" in transport && "transport" in transport && typeof transport.cancel === "function") {
+  // A transport of its own (send and start) is one, even with `cancel` and `transport` members (a
+  // wrapper around another transport): it gets the notification, and its own send is used.
+  const isTransport = typeof (transport as T).send === "function" && typeof (transport as T).start === "function";
+  if (!isTransport && "cancel" in transport && "transport" in transport && typeof transport.cancel === "function") {
+    const inner = (transport as { transport?: unknown }).transport as T | null | undefined;
+    if (typeof inner !== "object" || inner === null || typeof inner.send !== "function" || typeof inner.start !== "function") {
+      throw new InvalidOptionError(
+        "transport",
+        `${where}: transport is taken for a cancellation adapter (it has cancel() and transport), but its transport is not an MCP transport (send and start functions)`,
+      );
+    }
     return transport as unknown as CancellationAdapter<T>;
   }
-  if (typeof (transport as T).send !== "function" || typeof (transport as T).start !== "function") {
+  if (!isTransport) {
     throw new InvalidOptionError(
       "transport",
       `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`,

@@ -5,6 +5,7 @@
 // connected through). Between them every layer speaks the typed port of ./port.ts.
 import type { CancelMechanism } from "../types/record.js";
 import { DeferredCancels, sentLate } from "./deferred-cancels.js";
+import { processClock } from "../utils/slices.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
@@ -47,6 +48,12 @@ export interface PipeOptions {
    * which send the cancels still waiting first). Default: the transport's `close`.
    */
   readonly close?: (() => Promise<void>) | undefined;
+  /**
+   * No layer sits on the transport (a plain transport: its own cancel is the bottom port's
+   * notification): the bottom port reports a request whose `send` the transport refused (threw,
+   * or rejected) as never sent (`ended` `refused`), as the stdio queue does for its transport.
+   */
+  readonly plain?: boolean | undefined;
 }
 
 /** A built pipeline: the top port (the layer the SDK talks to), and the view to connect the SDK client through. */
@@ -64,7 +71,7 @@ export interface Pipeline<T extends TransportLike> {
  * that is already connected) becomes the view's, so nothing it sees changes.
  */
 export function pipe<T extends TransportLike>(transport: T, layers: readonly LayerFactory[], options: PipeOptions = {}): Pipeline<T> {
-  const bottom = new TransportPort(sdkShape(transport), options.send, options.close);
+  const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true);
   let top: Port = bottom;
   for (const make of layers) top = make(top);
   const view = sdkView(transport, top, bottom);
@@ -89,10 +96,16 @@ class TransportPort implements Port {
   /** The transport's handlers from before the pipe (a connected client's). */
   readonly previous: Pick<SdkTransport, "onmessage" | "onclose" | "onerror">;
 
-  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"]) {
+  /** See `PipeOptions.plain`. */
+  readonly #plain: boolean;
+  /** Its own cancels whose `send` has not settled yet (see `notify`): a close waits for them. */
+  readonly #sending = new Set<SendingCancel>();
+
+  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"], plain: boolean) {
     this.#transport = transport;
     this.#send = send;
     this.#close = close;
+    this.#plain = plain;
     this.previous = { onmessage: transport.onmessage, onclose: transport.onclose, onerror: transport.onerror };
     transport.onmessage = (message, extra) => {
       if (typeof message === "object" && message !== null && !Array.isArray(message)) {
@@ -103,6 +116,7 @@ class TransportPort implements Port {
     // The SDK transport reports no facts of its own: the layers above it observe them.
     transport.onclose = () => {
       this.#deferred.drop("not sent: the connection closed before the notification was sent");
+      this.#giveUp("not sent: the connection closed before the transport's send of it completed");
       this.#up?.closed();
     };
     transport.onerror = (error) => this.#up?.error(error);
@@ -113,21 +127,62 @@ class TransportPort implements Port {
   }
 
   send(message: Message, options?: SendOptions): Promise<void> {
+    let sending: Promise<void>;
     try {
-      return this.#send !== undefined ? this.#send(message, options) : this.#transport.send(message, options);
+      sending = this.#sendNow(message, options);
     } catch (error) {
-      return Promise.reject(error);
+      sending = Promise.reject(error);
     }
+    // A plain transport that refuses a request: it never left (its SDK fails the call too).
+    const id = this.#plain && message.method !== undefined ? message.id : undefined;
+    if (id !== undefined && id !== null) {
+      sending.then(undefined, (error: unknown) =>
+        this.#up?.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() }),
+      );
+    }
+    return sending;
   }
+
+  /** The transport's send (or the one given); a synchronous throw is the caller's. */
+  #sendNow(message: Message, options?: SendOptions): Promise<void> {
+    return this.#send !== undefined ? this.#send(message, options) : this.#transport.send(message, options);
+  }
+
+  readonly #sendPort: Pick<Port, "send"> = { send: (message, options) => this.#sendNow(message, options) };
 
   start(): Promise<void> {
     return this.#transport.start();
   }
 
   close(): Promise<void> {
-    // The client is closing: the cancels still waiting go out before the transport ends.
+    // The client is closing: the cancels still waiting go out before the transport ends, and
+    // those whose send is under way get at most CLOSE_FLUSH_MS to complete (an asynchronous
+    // transport's write): the rest are recorded as not sent.
     this.#deferred.flush();
+    if (this.#sending.size === 0) return this.#closeTransport();
+    return this.#flushed().then(() => this.#closeTransport());
+  }
+
+  #closeTransport(): Promise<void> {
     return this.#close !== undefined ? this.#close() : this.#transport.close();
+  }
+
+  async #flushed(): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#sending].map((entry) => entry.sending)),
+      new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_FLUSH_MS))),
+    ]);
+    clearTimeout(timer);
+    this.#giveUp(`not sent: the transport's send of it had not completed when the client closed the connection (${CLOSE_FLUSH_MS} ms)`);
+  }
+
+  /** Its own cancels whose send has not settled are recorded as not sent, with `error`. */
+  #giveUp(error: string): void {
+    if (this.#sending.size === 0) return;
+    const left = [...this.#sending];
+    this.#sending.clear();
+    for (const { request } of left) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
   }
 
   setProtocolVersion(version: string): void {
@@ -137,7 +192,7 @@ class TransportPort implements Port {
   cancel(request: CancelRequest): CancelMechanism {
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
     if (request.awaitsTask !== undefined) return "none";
-    if (request.byTimer !== true) return notify(this, request);
+    if (request.byTimer !== true) return notify(this.#sendPort, request, processClock(), this.#sending);
     // A timer fired it: the notification goes after the settling under way (deferred-cancels.ts);
     // a lone timeout's goes in this same task, right after its settle.
     return this.#deferred.defer(request);
@@ -145,32 +200,52 @@ class TransportPort implements Port {
 
   /** Timer-fired cancels not sent yet (see `cancel`). */
   readonly #deferred = new DeferredCancels({
-    send: (request, since) => {
-      const mechanism = notify(this, request);
-      if (mechanism !== "none") sentLate(request, since);
-      return mechanism;
-    },
+    send: (request, since) => notify(this.#sendPort, request, since, this.#sending),
   });
 }
 
+/** A cancel of the bottom port's own whose `send` has not settled yet. */
+interface SendingCancel {
+  readonly request: CancelRequest;
+  readonly sending: Promise<void>;
+}
+
+/** How long a client's close waits for the sends of cancels under way, ms (a 2025-era HTTP delivery's `flushTimeoutMs` default). */
+const CLOSE_FLUSH_MS = 250;
+
 /**
  * The plain cancel: `notifications/cancelled {requestId, reason}` sent down `port`, not waited
- * for (rules 6, 31). A send that fails is recorded on the call (`cancel.undelivered`), never
- * reported to `onerror`: it is the library's own delivery, not a fault of the server.
+ * for (rules 6, 31). Its record says what the send did: a send that throws is `none` at once (told
+ * during the cancel: its first record says so); one that rejects is recorded undelivered; one that
+ * completes 1 ms or more after `since` (`processClock`, ms: when it could have gone) revises
+ * `sentAt` to when it completed. Never reported to `onerror`: it is the library's own delivery, not
+ * a fault of the server. `pending`: where a send under way is kept until it settles (a close
+ * waits for them, and records those that never complete).
  */
-export function notify(port: Pick<Port, "send">, request: CancelRequest): CancelMechanism {
-  const undelivered = (error: unknown): void =>
-    request.delivery({
-      sent: "none",
-      failed: { mechanism: "notification", error: textOf(error) },
-    });
+export function notify(
+  port: Pick<Port, "send">,
+  request: CancelRequest,
+  since = processClock(),
+  pending?: Set<SendingCancel>,
+): CancelMechanism {
+  let sending: Promise<void>;
   try {
-    port.send(request.notification).catch(undelivered);
+    sending = Promise.resolve(port.send(request.notification));
   } catch (error) {
-    // Thrown before cancel() returned: the record is made right after it.
-    queueMicrotask(() => undelivered(error));
+    request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
     return "none";
   }
+  const entry: SendingCancel | undefined = pending === undefined ? undefined : { request, sending };
+  if (entry !== undefined) pending!.add(entry);
+  sending.then(
+    () => {
+      if (entry === undefined || pending!.delete(entry)) sentLate(request, since);
+    },
+    (error: unknown) => {
+      if (entry !== undefined && !pending!.delete(entry)) return; // given up already
+      request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
+    },
+  );
   return "notification";
 }
 

@@ -188,15 +188,16 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     let tasks: TaskTracker | undefined;
     let listens: ListenTracker | undefined;
     let wire: Wire<T> | undefined;
+    const own = adapterLayers(adapter);
     const { view } = pipe(
       adapter.transport,
       [
-        ...adapterLayers(adapter),
+        ...own,
         (below) => (tasks = new TaskTracker(below, options.maxTombstones)),
         (below) => (listens = new ListenTracker(below)),
         (below) => (wire = new Wire(below, tasks!, listens!, adapter.transport, options)),
       ],
-      { send: options.send, close: options.close },
+      { send: options.send, close: options.close, plain: own.length === 0 },
     );
     wire!.#view = view;
     return wire!;

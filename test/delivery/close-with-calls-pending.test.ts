@@ -49,35 +49,6 @@ describe("client.close() with calls pending", () => {
     expect(server.errors).toEqual([]);
   });
 
-  it("stdio: the transport given to withCancellation closed directly (transport.close(), not client.close()): the same, one notification per pending call first, each recorded as the client's close", async () => {
-    const server = await spawnServer("scripted-server.mjs");
-    cleanup.push(() => server.client.close());
-    const pending = [
-      server.mcp.callTool({ name: "silent" }, { timeoutMs: 20_000 }),
-      server.mcp.callTool({ name: "silent" }, { timeoutMs: 20_000 }),
-    ];
-    for (const call of pending) call.catch(() => {});
-    expect(await eventually(() => server.received().filter((m) => m.method === "tools/call").length === 2)).toBe(true);
-    await server.transport.close();
-    for (const call of pending) {
-      const error = await call.then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(error).toBeInstanceOf(ConnectionClosedError);
-      expect((error as Error).message).toContain("when the client closed its connection");
-    }
-    expect(await eventually(() => server.cancelsReceived().length === 2)).toBe(true);
-    const records = server.mcp.records().filter((r) => r.status === "cancelled");
-    expect(records).toHaveLength(2);
-    for (const record of records) {
-      expect(record.cancel).toMatchObject({ trigger: "connection-closed", reason: REASON, mechanism: "notification", undelivered: null });
-    }
-    // The SDK client was told the transport closed, as before (its onclose ran).
-    expect(server.mcp.pendingCount).toBe(0);
-    await expect(server.client.callTool({ name: "echo" })).rejects.toThrow();
-  });
-
   it("stdio: a call cancelled before the close is not cancelled again by it", async () => {
     const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
