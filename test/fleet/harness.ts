@@ -88,42 +88,61 @@ export interface Fleet {
 
 /** Starts `names.length` replicas with `args` (each `--replica <name>`) and HAProxy in front; resolves once HAProxy routes to every replica. */
 export async function startFleet(names: string[], args: string[], binary: string): Promise<Fleet> {
+  return startBalanced(names, args, {
+    name: "HAProxy",
+    command: (dir, bind, replicas) => {
+      const config = join(dir, "haproxy.cfg");
+      writeFileSync(config, haproxyConfig(bind, replicas));
+      return [binary, ["-db", "-f", config]];
+    },
+    // It has had time to mark every replica up (rise 2 at 300 ms).
+    settleMs: 700,
+  });
+}
+
+/** The replicas on 127.0.0.1 and one load balancer in front of them, started in `dir`; resolves once it answers `/healthz` (then `settleMs` more). */
+async function startBalanced(
+  names: string[],
+  args: string[],
+  balancer: {
+    name: string;
+    command: (dir: string, bind: number, replicas: Array<{ name: string; port: number }>) => [string, string[]];
+    settleMs: number;
+  },
+): Promise<Fleet> {
   const replicas = new Map<string, RunningFront>();
   for (const name of names) replicas.set(name, await startFront(["--replica", name, ...args]));
   const bind = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "mcp-fleet-"));
-  const config = join(dir, "haproxy.cfg");
-  writeFileSync(
-    config,
-    haproxyConfig(
-      bind,
-      [...replicas].map(([name, front]) => ({ name, port: Number(front.url.port) })),
-    ),
+  chmodSync(dir, 0o777); // nginx's worker (nobody, when started as root) writes its temp files here
+  const [command, argv] = balancer.command(
+    dir,
+    bind,
+    [...replicas].map(([name, front]) => ({ name, port: Number(front.url.port) })),
   );
-  const haproxy = spawn(binary, ["-db", "-f", config], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, argv, { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
-  haproxy.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
-  haproxy.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+  child.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+  child.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
   const url = new URL(`http://127.0.0.1:${bind}/mcp`);
-  // Ready when HAProxy answers and has had time to mark every replica up (rise 2 at 200 ms).
   const end = performance.now() + 15_000;
   for (;;) {
     const ok = await fetch(new URL("/healthz", url))
       .then((r) => r.ok)
       .catch(() => false);
     if (ok) break;
-    if (performance.now() > end || haproxy.exitCode !== null) throw new Error(`HAProxy did not start:\n${log}`);
+    if (performance.now() > end || child.exitCode !== null) throw new Error(`${balancer.name} did not start:\n${log}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  await new Promise((r) => setTimeout(r, 700));
+  await new Promise((r) => setTimeout(r, balancer.settleMs));
   return {
     url,
     replicas,
-    balancer: haproxy,
+    balancer: child,
     balancerLog: () => log,
     async stop() {
-      haproxy.kill("SIGTERM");
-      if (haproxy.exitCode === null) await new Promise((r) => haproxy.once("exit", r));
+      child.kill("SIGTERM");
+      if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
       await Promise.all([...replicas.values()].map((front) => front.stop("SIGKILL", 5_000)));
       rmSync(dir, { recursive: true, force: true });
     },
@@ -182,45 +201,14 @@ ${own}
 }
 
 /** Starts replicas named `names` (each `--replica <name>`, as the recipe needs) with `args` and nginx in front; resolves once nginx answers. */
-export async function startNginxFleet(names: string[], args: string[], binary: string): Promise<Fleet> {
-  const replicas = new Map<string, RunningFront>();
-  for (const name of names) replicas.set(name, await startFront(["--replica", name, ...args]));
-  const bind = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "mcp-fleet-nginx-"));
-  chmodSync(dir, 0o777); // nginx's worker (nobody, when started as root) writes its temp files here
-  const config = join(dir, "nginx.conf");
-  writeFileSync(
-    config,
-    nginxConfig(
-      bind,
-      [...replicas].map(([name, front]) => ({ name, port: Number(front.url.port) })),
-      dir,
-    ),
-  );
-  const nginx = spawn(binary, ["-p", dir, "-c", config], { stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  nginx.stdout?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
-  nginx.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
-  const url = new URL(`http://127.0.0.1:${bind}/mcp`);
-  const end = performance.now() + 15_000;
-  for (;;) {
-    const ok = await fetch(new URL("/healthz", url))
-      .then((r) => r.ok)
-      .catch(() => false);
-    if (ok) break;
-    if (performance.now() > end || nginx.exitCode !== null) throw new Error(`nginx did not start:\n${log}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url,
-    replicas,
-    balancer: nginx,
-    balancerLog: () => log,
-    async stop() {
-      nginx.kill("SIGTERM");
-      if (nginx.exitCode === null) await new Promise((r) => nginx.once("exit", r));
-      await Promise.all([...replicas.values()].map((front) => front.stop("SIGKILL", 5_000)));
-      rmSync(dir, { recursive: true, force: true });
+export function startNginxFleet(names: string[], args: string[], binary: string): Promise<Fleet> {
+  return startBalanced(names, args, {
+    name: "nginx",
+    command: (dir, bind, replicas) => {
+      const config = join(dir, "nginx.conf");
+      writeFileSync(config, nginxConfig(bind, replicas, dir));
+      return [binary, ["-p", dir, "-c", config]];
     },
-  };
+    settleMs: 0,
+  });
 }

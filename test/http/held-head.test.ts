@@ -23,24 +23,32 @@ const clients = [
   ["v2 client (2025-era)", (url: URL, onRecord: (r: RunRecord) => void) => connectV2(url, { onRecord })],
 ] as const;
 
+/**
+ * A session with the raw server (known to answer in SSE first: the delivery then waits for a
+ * head), and a call to `tool` aborted 60 ms after it was made: its body is written, its head held.
+ */
+async function abortWhileHeadHeld(connect: (typeof clients)[number][1], tool: string, args: Record<string, unknown>) {
+  const server = await startRawHttp({ era: "2025-11-25" });
+  cleanup.push(server.stop);
+  const records: RunRecord[] = [];
+  const { mcp, close } = await connect(server.url, (record) => records.push(record));
+  cleanup.push(close);
+  await mcp.callTool({ name: "sse-echo", arguments: {} });
+  const controller = new AbortController();
+  const call = mcp.callTool({ name: tool, arguments: args }, { signal: controller.signal });
+  call.catch(() => {});
+  await sleep(60);
+  controller.abort();
+  await expect(call).rejects.toThrow();
+  const id = records.find((r) => r.name === tool)!.requestId;
+  return { server, id, revisions: () => records.filter((r) => r.requestId === id) };
+}
+
 describe("2025-era: a cancel that waits for a held response head", () => {
   for (const [name, connect] of clients) {
     it(`${name}: the head comes with the answer: no notification is POSTed (rule 7), and the record says the response came first`, async () => {
-      const server = await startRawHttp({ era: "2025-11-25" });
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const { mcp, close } = await connect(server.url, (record) => records.push(record));
-      cleanup.push(close);
-      // The server is known to answer in SSE (the delivery then waits for a head).
-      await mcp.callTool({ name: "sse-echo", arguments: {} });
-      const controller = new AbortController();
-      const call = mcp.callTool({ name: "late", arguments: { ms: 150 } }, { signal: controller.signal });
-      call.catch(() => {});
-      await sleep(60); // its body is written; its head is held until the answer
-      controller.abort();
-      await expect(call).rejects.toThrow();
-      const id = records.find((r) => r.name === "late")!.requestId;
-      const last = () => records.filter((r) => r.requestId === id).at(-1)!;
+      const { server, revisions } = await abortWhileHeadHeld(connect, "late", { ms: 150 });
+      const last = () => revisions().at(-1)!;
       expect(await eventually(() => last().late.results === 1, 2_000)).toBe(true);
       await sleep(300); // past flushTimeoutMs (250 ms): a notification that was to go has gone
       const cancels = server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled");
@@ -53,22 +61,10 @@ describe("2025-era: a cancel that waits for a held response head", () => {
     });
 
     it(`${name}: the head comes with a progress event: the notification goes then (the request is in progress)`, async () => {
-      const server = await startRawHttp({ era: "2025-11-25" });
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const { mcp, close } = await connect(server.url, (record) => records.push(record));
-      cleanup.push(close);
-      await mcp.callTool({ name: "sse-echo", arguments: {} });
-      const controller = new AbortController();
-      const call = mcp.callTool({ name: "progress", arguments: { every: 150, steps: 20 } }, { signal: controller.signal });
-      call.catch(() => {});
-      await sleep(60);
-      controller.abort();
-      await expect(call).rejects.toThrow();
-      const id = records.find((r) => r.name === "progress")!.requestId;
+      const { server, id, revisions } = await abortWhileHeadHeld(connect, "progress", { every: 150, steps: 20 });
       const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);
       expect(await eventually(() => cancels().length === 1, 2_000)).toBe(true);
-      const last = records.filter((r) => r.requestId === id).at(-1)!;
+      const last = revisions().at(-1)!;
       expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
       expect(last.cancel!.sentAt).not.toBeNull();
     });

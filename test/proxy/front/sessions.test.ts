@@ -49,6 +49,32 @@ function reader(response: Response) {
   return { text: () => text, ended: () => ended, done };
 }
 
+/**
+ * POSTs a `late` tool call (its answer after `ms`), reads its stream up to the priming event's id,
+ * then drops the stream (a dropped stream is not a cancel). Returns that event id.
+ */
+async function callAndDrop(url: URL, headers: Record<string, string>, id: number, ms: number): Promise<string> {
+  const dropped = new AbortController();
+  const response = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "late", arguments: { ms } } }),
+    signal: dropped.signal,
+  });
+  const decoder = new TextDecoder();
+  let text = "";
+  const body = response.body!.getReader();
+  while (!/^id: \S+$/m.test(text)) {
+    const { done, value } = await body.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const eventId = /^id: (\S+)$/m.exec(text)?.[1];
+  expect(eventId).toBeDefined();
+  dropped.abort();
+  return eventId!;
+}
+
 describe("proxy --listen: 2025-era sessions", () => {
   it("a cancelled request's response stream is ended (no answer, rule 11) and a resume of it gets 204; with 2025-06-18 (no event ids) the stream ends the same way", async () => {
     const front = await startFront(server(SCRIPTED));
@@ -84,30 +110,12 @@ describe("proxy --listen: 2025-era sessions", () => {
   it("a client that drops a request's stream resumes it at once (GET with Last-Event-ID): the stream is released when the client goes, not at its next event; the answer comes on the resumed stream", async () => {
     const front = await startFront(server(SCRIPTED));
     const { headers } = await session(front.url, "2025-11-25");
-    const dropped = new AbortController();
-    const response = await fetch(front.url, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "late", arguments: { ms: 1_500 } } }),
-      signal: dropped.signal,
-    });
-    // Read up to the priming event's id, then drop the stream (a dropped stream is not a cancel).
-    const decoder = new TextDecoder();
-    let text = "";
-    const body = response.body!.getReader();
-    while (!/^id: \S+$/m.test(text)) {
-      const { done, value } = await body.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-    const eventId = /^id: (\S+)$/m.exec(text)?.[1];
-    expect(eventId).toBeDefined();
-    dropped.abort();
+    const eventId = await callAndDrop(front.url, headers, 41, 1_500);
     await new Promise((resolve) => setTimeout(resolve, 100));
     // Well before the tool's answer (1,500 ms), the only event still to come.
     const resumed = await fetch(front.url, {
       method: "GET",
-      headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+      headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId },
     });
     expect(resumed.status).toBe(200);
     const answer = reader(resumed);
@@ -125,28 +133,10 @@ describe("proxy --listen: 2025-era sessions", () => {
     const front = await startFront(server(SCRIPTED));
     const { headers } = await session(front.url, "2025-11-25");
     for (let round = 0; round < 6; round++) {
-      const dropped = new AbortController();
-      const id = 100 + round;
-      const response = await fetch(front.url, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "late", arguments: { ms: 600 } } }),
-        signal: dropped.signal,
-      });
-      const decoder = new TextDecoder();
-      let text = "";
-      const body = response.body!.getReader();
-      while (!/^id: \S+$/m.test(text)) {
-        const { done, value } = await body.read();
-        if (done) break;
-        text += decoder.decode(value, { stream: true });
-      }
-      const eventId = /^id: (\S+)$/m.exec(text)?.[1];
-      expect(eventId).toBeDefined();
-      dropped.abort();
+      const eventId = await callAndDrop(front.url, headers, 100 + round, 600);
       const resumed = await fetch(front.url, {
         method: "GET",
-        headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId! },
+        headers: { ...headers, accept: "text/event-stream", "last-event-id": eventId },
       });
       expect(resumed.status, `round ${round}`).toBe(200);
       const answer = reader(resumed);
