@@ -5,7 +5,6 @@
 // connected through). Between them every layer speaks the typed port of ./port.ts.
 import type { CancelMechanism } from "../types/record.js";
 import { DeferredCancels, sentLate } from "./deferred-cancels.js";
-import { processClock } from "../utils/slices.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
@@ -192,7 +191,7 @@ class TransportPort implements Port {
   cancel(request: CancelRequest): CancelMechanism {
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
     if (request.awaitsTask !== undefined) return "none";
-    if (request.byTimer !== true) return notify(this.#sendPort, request, processClock(), this.#sending);
+    if (request.byTimer !== true) return notify(this.#sendPort, request, undefined, this.#sending);
     // A timer fired it: the notification goes after the settling under way (deferred-cancels.ts);
     // a lone timeout's goes in this same task, right after its settle.
     return this.#deferred.defer(request);
@@ -216,18 +215,14 @@ const CLOSE_FLUSH_MS = 250;
 /**
  * The plain cancel: `notifications/cancelled {requestId, reason}` sent down `port`, not waited
  * for (rules 6, 31). Its record says what the send did: a send that throws is `none` at once (told
- * during the cancel: its first record says so); one that rejects is recorded undelivered; one that
- * completes 1 ms or more after `since` (`processClock`, ms: when it could have gone) revises
- * `sentAt` to when it completed. Never reported to `onerror`: it is the library's own delivery, not
- * a fault of the server. `pending`: where a send under way is kept until it settles (a close
- * waits for them, and records those that never complete).
+ * during the cancel: its first record says so); one that rejects is recorded undelivered. `sentAt`
+ * is when `send` was called (a microtask's wait for its promise is not a delay): `since`, for a
+ * cancel that could have gone earlier (`processClock`, ms; a timer-fired one behind other
+ * settles), revises it when that was 1 ms or more before. `pending`: where a send under way is
+ * kept until it settles (a close waits for them, and records those that never complete). Never
+ * reported to `onerror`: it is the library's own delivery, not a fault of the server.
  */
-export function notify(
-  port: Pick<Port, "send">,
-  request: CancelRequest,
-  since = processClock(),
-  pending?: Set<SendingCancel>,
-): CancelMechanism {
+export function notify(port: Pick<Port, "send">, request: CancelRequest, since?: number, pending?: Set<SendingCancel>): CancelMechanism {
   let sending: Promise<void>;
   try {
     sending = Promise.resolve(port.send(request.notification));
@@ -235,11 +230,12 @@ export function notify(
     request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
     return "none";
   }
+  sentLate(request, since);
   const entry: SendingCancel | undefined = pending === undefined ? undefined : { request, sending };
   if (entry !== undefined) pending!.add(entry);
   sending.then(
     () => {
-      if (entry === undefined || pending!.delete(entry)) sentLate(request, since);
+      if (entry !== undefined) pending!.delete(entry);
     },
     (error: unknown) => {
       if (entry !== undefined && !pending!.delete(entry)) return; // given up already
