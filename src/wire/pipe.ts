@@ -115,7 +115,10 @@ class TransportPort implements Port {
     // The SDK transport reports no facts of its own: the layers above it observe them.
     transport.onclose = () => {
       this.#deferred.drop("not sent: the connection closed before the notification was sent");
-      this.#giveUp("not sent: the connection closed before the transport's send of it completed");
+      // A send that completed before the close has its settling queued already (its promise was
+      // resolved): what is still pending after those is one the closed transport never completed.
+      if (this.#sending.size > 0)
+        queueMicrotask(() => this.#giveUp("not sent: the connection closed before the transport's send of it completed"));
       this.#up?.closed();
     };
     transport.onerror = (error) => this.#up?.error(error);

@@ -183,6 +183,20 @@ describe("a transport of the bot's own, given to withCancellation as it is", () 
     expect(t.cancels()).toHaveLength(0);
   });
 
+  it("the transport reports its close in the same tick its cancel's send completed: the record still says the notification went", async () => {
+    const t = await connect();
+    const controller = new AbortController();
+    const call = t.mcp.callTool({ name: "wait", arguments: {} }, { signal: controller.signal });
+    call.catch(() => {});
+    expect(await eventually(() => t.received.some((m) => "method" in m && m.method === "tools/call"))).toBe(true);
+    controller.abort();
+    t.transport.onclose?.(); // the transport reports its close at once, in the same tick
+    await expect(call).rejects.toThrow();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(t.cancels()).toHaveLength(1);
+    expect(t.last("wait")!.cancel).toMatchObject({ mechanism: "notification", undelivered: null });
+  });
+
   it("a request the transport refuses (its send throws or rejects) never left: ConnectionClosedError, outcome not-sent", async () => {
     const t = await connect();
     for (const mode of ["throw", "reject"] as const) {
