@@ -14,7 +14,7 @@ import { perRequestFetch } from "../adapters/streamable-http/fetch.js";
 import type { FetchLike } from "../adapters/streamable-http/fetch.js";
 import { createFacade, createSdkShell, decorated, sdkCallsOf } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
-import { assignable, clientWire, connectedTransport, ownClose } from "./with-cancellation.js";
+import { clientWire, connectedTransport } from "./with-cancellation.js";
 
 /** One decorated transport: the wire in its path and the handler it installed on it. */
 interface Attached {
@@ -37,10 +37,33 @@ export type SdkTimeoutRule =
 /** Each decorated transport's own `send`, bound to it. */
 const originalSends = new WeakMap<object, (message: Message, options?: SendOptions) => Promise<void>>();
 /** Each decorated transport's own `close`, bound to it. */
+const originalCloses = new WeakMap<object, () => Promise<void>>();
+
 /**
  * The transport's own send, even when an earlier attach already put a wire's there (the SDK
  * started the same transport object again): pipelines never stack.
  */
+/** Whether `object[key] = value` would take (an own or inherited writable field or a setter, or a new own field). */
+function assignable(object: object, key: string): boolean {
+  for (let at: object | null = object; at !== null; at = Object.getPrototypeOf(at) as object | null) {
+    const descriptor = Object.getOwnPropertyDescriptor(at, key);
+    if (descriptor === undefined) continue;
+    // An inherited field is shadowed by a new own one: the object must take new fields.
+    if ("value" in descriptor) return descriptor.writable === true && (at === object || Object.isExtensible(object));
+    return descriptor.set !== undefined;
+  }
+  return Object.isExtensible(object);
+}
+
+function ownClose(target: TransportLike): () => Promise<void> {
+  let close = originalCloses.get(target);
+  if (close === undefined) {
+    close = (target.close as () => Promise<void>).bind(target);
+    originalCloses.set(target, close);
+  }
+  return close;
+}
+
 function ownSend(target: TransportLike): (message: Message, options?: SendOptions) => Promise<void> {
   let send = originalSends.get(target);
   if (send === undefined) {

@@ -153,27 +153,3 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   }
   return notificationCancellation(transport as T);
 }
-
-const originalCloses = new WeakMap<object, () => Promise<void>>();
-
-/** Whether `object[key] = value` would take (an own or inherited writable field or a setter, or a new own field). @internal */
-export function assignable(object: object, key: string): boolean {
-  for (let at: object | null = object; at !== null; at = Object.getPrototypeOf(at) as object | null) {
-    const descriptor = Object.getOwnPropertyDescriptor(at, key);
-    if (descriptor === undefined) continue;
-    // An inherited field is shadowed by a new own one: the object must take new fields.
-    if ("value" in descriptor) return descriptor.writable === true && (at === object || Object.isExtensible(object));
-    return descriptor.set !== undefined;
-  }
-  return Object.isExtensible(object);
-}
-
-/** The transport's own close, even once a wire's was put in its place: pipelines never stack. @internal */
-export function ownClose(target: TransportLike): () => Promise<void> {
-  let close = originalCloses.get(target);
-  if (close === undefined) {
-    close = (target.close as () => Promise<void>).bind(target);
-    originalCloses.set(target, close);
-  }
-  return close;
-}
