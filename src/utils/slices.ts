@@ -133,8 +133,9 @@ export class Slicer {
     if (this.#afterSince > now) this.#afterSince = now;
     if (this.#holdUntil > now + MAX_HOLD_MS) this.#holdUntil = now;
     const left = Math.min(this.#holdUntil, this.#afterSince + MAX_HOLD_MS) - now;
-    if (left <= 0) return false;
     if (this.#holdTimer !== undefined) this.#cancelLater(this.#holdTimer);
+    this.#holdTimer = undefined;
+    if (left <= 0) return false;
     this.#holdTimer = this.#later(() => {
       this.#holdTimer = undefined;
       this.#start();
