@@ -31,10 +31,11 @@ class Fanout implements SliceWork {
 
   readonly listener = (): void => {
     if (this.callbacks.size === 1) {
-      const [only] = this.callbacks;
+      // Called first, the bookkeeping after: this is the path from `abort()` to a cancel's write.
+      const only = this.callbacks.values().next().value!;
       this.callbacks.clear();
+      fire(only);
       if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
-      fire(only!);
       return;
     }
     this.#fired = [...this.callbacks];

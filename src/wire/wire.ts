@@ -303,8 +303,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const entry = this.#pending.get(id);
     if (entry?.call !== call) return "none";
     const awaitsTask = this.#cancelledBeforeTask(id, entry);
-    this.#forget(id, entry);
+    // Off the pending map first (a fact a layer reports while it cancels is not this call's any
+    // more); the tombstone after the cancel is out: the cancel's path from the abort to its write
+    // is the latency the server sees (rule 6), and no message for the id can arrive in between.
+    this.#pending.delete(id);
     const mechanism = this.#putCancel(id, reason, call, awaitsTask);
+    if (entry.token !== undefined) this.#tokens.delete(entry.token);
+    this.#tombstone(id, entry.call, entry.token);
     this.#releaseSdk(id);
     return mechanism;
   }
@@ -362,16 +367,18 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   #putCancel(id: RequestId, reason: string, call: CancellableCall | null, awaitsTask: number | undefined): CancelMechanism {
-    return this.below.cancel({
+    const request: { -readonly [K in keyof CancelRequest]: CancelRequest[K] } = {
       requestId: id,
       reason,
       notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } },
-      ...(awaitsTask === undefined ? {} : { awaitsTask }),
-      ...(call?.byTimer === true ? { byTimer: true } : {}),
       send: this.#belowSend,
       reportError: this.#reportError,
       delivery: call === null ? noop : (report) => call.delivery(report),
-    });
+    };
+    // Set, not spread: this is on the path from the abort to the cancel's write.
+    if (awaitsTask !== undefined) request.awaitsTask = awaitsTask;
+    if (call?.byTimer === true) request.byTimer = true;
+    return this.below.cancel(request);
   }
 
   /**

@@ -106,7 +106,7 @@ export class StdioQueue extends Layer {
       return "none";
     }
     // Still waiting here: it never left, so there is nothing to cancel on the wire.
-    const queued = this.#waiting.findIndex((entry) => entry.id === request.requestId);
+    const queued = this.#waiting.length === 0 ? -1 : this.#waiting.findIndex((entry) => entry.id === request.requestId);
     if (queued >= 0) {
       const [entry] = this.#waiting.splice(queued, 1);
       // The SDK's wait is ended by the wire; its send resolves, nothing was written.
