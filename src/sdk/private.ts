@@ -197,6 +197,10 @@ export interface ChildStdin {
   readonly writable: boolean;
   readonly destroyed: boolean;
   readonly writableNeedDrain: boolean;
+  /** Bytes written and not yet handed to the pipe (Node's `Writable`; absent on a stand-in). */
+  readonly writableLength?: number;
+  /** The error the pipe failed with, else null (Node's `Writable.errored`, Node 18+; absent on a stand-in). */
+  readonly errored?: Error | null;
   write(chunk: string, callback?: (error?: Error | null) => void): boolean;
   once(event: "drain", listener: () => void): unknown;
   removeListener(event: "drain", listener: () => void): unknown;
