@@ -17,6 +17,41 @@ const SSE_HEADERS = {
   "x-accel-buffering": "no",
 } as const;
 
+/** The reason sent upstream when a 2026-07-28 client closes its request's response stream (rule 6: that close is its cancel). */
+export const STREAM_CLOSED_REASON = "The client closed its response stream (mcp-cancellable proxy)";
+/** Why an answer was not written: its response stream closed first (the client's socket went, or the write failed). */
+export const ANSWER_CUT = "the client's response stream closed before the answer was written whole";
+
+/**
+ * How the write of an answer ended: `undefined` when it was written whole (handed to the socket:
+ * whether the client then read it, no server can know), else why it was not.
+ */
+export type AnswerWritten = (unwritten: string | undefined) => void;
+
+/**
+ * Tells `written`, once `res` closed, whether what it wrote was handed whole to its socket: an
+ * answer written on `res` from now on. Node emits a response's `finish` (and calls its write
+ * callbacks, without an error) also when its socket was destroyed, or its write failed (EPIPE,
+ * ECONNRESET), with bytes still queued: they left only if the socket was still open and had no
+ * error then. Told at once when `res` is gone already.
+ */
+export function watchAnswer(res: http.ServerResponse, written: AnswerWritten): void {
+  const socket = res.socket;
+  const cut = (): string => {
+    const error = socket?.errored;
+    return error === null || error === undefined ? ANSWER_CUT : `${ANSWER_CUT} (${error.message})`;
+  };
+  if (socket === null || socket.destroyed || res.destroyed) {
+    written(cut());
+    return;
+  }
+  let flushed = false;
+  res.once("finish", () => {
+    flushed = !socket.destroyed && socket.errored === null;
+  });
+  res.once("close", () => written(flushed ? undefined : cut()));
+}
+
 /**
  * A single exchange: one request and its SSE response stream (rule 24). The headers and a comment
  * frame (ignored by clients, rule 29) go out at once, so that a replica lost mid-call is a
@@ -52,9 +87,11 @@ export class SseExchange {
   /**
    * Writes `message` when it belongs to this exchange: the answer to its request (which ends the
    * stream), or a message related to it (progress, a server's request). Anything else is dropped,
-   * as the v2 server's transport drops it.
+   * as the v2 server's transport drops it. `written` is told how the answer's write ended, once
+   * the response closed: an answer that came as the client's stream was being cut is not one the
+   * client got (not called for a message that is not written).
    */
-  send(message: JsonRpcMessage, related: Id | undefined): void {
+  send(message: JsonRpcMessage, related: Id | undefined, written?: AnswerWritten): void {
     if (this.#ended) return;
     const isResponse = !("method" in message) && ("result" in message || "error" in message);
     if ((isResponse ? (message as { id?: unknown }).id : related) !== this.#id) return;
@@ -64,6 +101,7 @@ export class SseExchange {
       return;
     }
     this.#ended = true;
+    if (written !== undefined) watchAnswer(this.#res, written);
     this.#res.end(frame);
     this.onend?.(false);
   }

@@ -35,21 +35,21 @@ import { serverRequestStreams } from "../../../sdk/private.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
 import { INVALID_REQUEST_CODE, isRequestId, ProxySession } from "../session.js";
-import type { Upstream } from "../session.js";
+import type { Outbound, Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
-import { SseExchange } from "./exchange.js";
+import { ANSWER_CUT, SseExchange, STREAM_CLOSED_REASON, watchAnswer } from "./exchange.js";
 import { checkHost, checkOrigin, checkToken, headerSecrets, redactMessage, redactor } from "./guard.js";
 import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
 import type { ClientHandle, Id } from "./relay.js";
 import { recordsFor } from "./records.js";
+import type { SessionRecords } from "./records.js";
 import { setReplica, withCallFacts } from "./spans.js";
 
 /** The revisions the 2026-07-28 leg serves. */
 export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
-/** The reason sent upstream when a 2026-07-28 client closes its request's response stream (rule 6: that close is its cancel). */
-export const STREAM_CLOSED_REASON = "The client closed its response stream (mcp-cancellable proxy)";
+export { STREAM_CLOSED_REASON } from "./exchange.js";
 /** The reason sent upstream for requests of a 2025-era session that ended (DELETE, idle expiry). */
 export const SESSION_ENDED_REASON = "The client's session ended (mcp-cancellable proxy)";
 /** The reason sent upstream for requests still in flight when a drain runs out of time. */
@@ -94,6 +94,11 @@ interface Session {
   seen: Set<Id>;
   /** Cancels that came before their request (`EARLY_CANCEL_MS`, at most `EARLY_CANCELS`). */
   early: Map<Id, { message: JsonRpcMessage; at: number }>;
+  /**
+   * With `--records`: the response (POST) whose stream carries each request's answer, until the
+   * answer is sent, `null` once that response closed (`SEEN_IDS` at most).
+   */
+  answering: Map<Id, http.ServerResponse | null> | undefined;
 }
 
 /** How long a 2025-era cancel that overtook its request waits for it, in ms. */
@@ -240,7 +245,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     // would otherwise answer a request whose headers never came with its own 502 page.
     if (res.destroyed) return undefined;
     const exchange = new SseExchange(res, message.id);
-    const handle = relay.open({ deliver: (out, related) => exchange.send(redactMessage(out, redact), related) }, { session: null });
+    const handle = relay.open(
+      { deliver: (out, related, written) => exchange.send(redactMessage(out, redact), related, written) },
+      { session: null },
+    );
     exchanges.set(handle, exchange);
     // The exchange ended: after its answer (nothing left in flight), or because the client closed
     // its response stream, which on 2026-07-28 is its cancel (rule 6): carried upstream by the
@@ -256,7 +264,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
 
   // ---- 2025-era sessions ------------------------------------------------------------------------
 
-  async function serveLegacy(request: Request, body: unknown): Promise<Response> {
+  async function serveLegacy(request: Request, body: unknown, res?: http.ServerResponse): Promise<Response> {
     const sid = request.headers.get("mcp-session-id");
     if (sid !== null) {
       const session = sessions.get(sid);
@@ -281,6 +289,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       const resumed = request.method === "GET" ? request.headers.get("last-event-id") : null;
       // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
       if (resumed !== null && session.ended.has(resumed)) return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
+      if (res !== undefined && session.answering !== undefined) noteAnswering(session.answering, body, res);
       return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
     }
     if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
@@ -415,26 +424,32 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         ended: new Set(),
         seen: new Set(),
         early: new Map(),
+        answering: records === undefined ? undefined : new Map(),
       };
       session = made;
       const upstream = await io.makeUpstream("legacy")!;
+      const sessionRecords = recordsFor(records, listen.replica, facts);
       const proxy = new ProxySession({
         options,
         config,
         upstream,
-        records: recordsFor(records, listen.replica, facts),
+        records: sessionRecords,
         extras: io.observer === undefined ? {} : { observer: io.observer },
         log: (text) => io.log(`[${listen.replica} ${facts.session ?? "new session"}] ${redact(text)}`),
         client: {
           send: (outbound) => {
             // An answer is activity too: the session is idle only from its last message either way.
             made.lastActive = performance.now();
+            const unwritten = sessionRecords === undefined ? undefined : answerWatch(made, sessionRecords, outbound);
             void transport
               .send(
                 redactMessage(outbound.message, redact) as never,
                 outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
               )
-              .catch((error: unknown) => log(`could not write to a client: ${(error as Error).message}`));
+              .catch((error: unknown) => {
+                log(`could not write to a client: ${(error as Error).message}`);
+                unwritten?.((error as Error).message, false);
+              });
           },
           stopReading: () => (made.reading = false),
           flush: async () => {},
@@ -455,6 +470,55 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     } finally {
       opening--;
     }
+  }
+
+  /** The v1 transport answers each request of a POST on that POST's stream: kept until the answer is sent, or the stream closes. */
+  function noteAnswering(answering: Map<Id, http.ServerResponse | null>, body: unknown, res: http.ServerResponse): void {
+    const ids: Id[] = [];
+    for (const message of Array.isArray(body) ? body : [body]) {
+      const id = isRequest(message) ? (message as { id?: unknown }).id : undefined;
+      if (!isRequestId(id)) continue;
+      ids.push(id);
+      answering.delete(id);
+      answering.set(id, res);
+      if (answering.size > SEEN_IDS) answering.delete(answering.keys().next().value!);
+    }
+    if (ids.length === 0) return;
+    res.once("close", () => {
+      for (const id of ids) if (answering.get(id) === res) answering.set(id, null);
+    });
+  }
+
+  /**
+   * The answer in `outbound`, when its record was written (`--records`): watched on its POST's
+   * response. A 2025-era stream cut before the answer was written whole is no cancel (rule 40):
+   * the record keeps its status and says the answer was not written, and whether it is kept for
+   * a resume (`Last-Event-ID`, rule 40: the session's events) or lost. Returns what to call when
+   * the transport could not take the answer at all.
+   */
+  function answerWatch(
+    session: Session,
+    sessionRecords: SessionRecords,
+    outbound: Outbound,
+  ): ((error: string, resumable: boolean) => void) | undefined {
+    const id = outbound.clientRequestId;
+    const message = outbound.message as { method?: unknown };
+    if (id === undefined || message.method !== undefined) return undefined;
+    const res = session.answering?.get(id);
+    session.answering?.delete(id);
+    const line = sessionRecords.take(id);
+    if (line === undefined) return undefined;
+    let told = false;
+    const unwritten = (error: string, resumable: boolean): void => {
+      if (told) return;
+      told = true;
+      sessionRecords.unwritten(line, error, resumable);
+    };
+    const resumable = session.events !== undefined;
+    // Its stream closed before the answer came (a dropped stream, rule 40): the answer is not written on it.
+    if (res === null) unwritten(ANSWER_CUT, resumable);
+    else if (res !== undefined) watchAnswer(res, (error) => error !== undefined && unwritten(error, resumable));
+    return unwritten;
   }
 
   /** Ends a session: its requests in flight cancelled upstream (by the upstream's mechanism), its streams closed, its stdio server stopped (process group). */
@@ -544,7 +608,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     if (res.destroyed) abort.abort();
     else res.on("close", () => !res.writableFinished && abort.abort());
     const webRequest = () => node.toWebRequest(req as Parameters<V2Node["toWebRequest"]>[0], body, { signal: abort.signal });
-    let response = await serveLegacy(await webRequest(), body);
+    let response = await serveLegacy(await webRequest(), body, res);
     const sessionId = header("mcp-session-id");
     if (sessionId !== undefined) {
       // A GET refused 409 (the stream it resumes, or the session's standalone stream, is still

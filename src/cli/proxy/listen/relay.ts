@@ -21,6 +21,9 @@ import { baseLimits, entryLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
+import { summarize } from "../../../core/record.js";
+import { STREAM_CLOSED_REASON } from "./exchange.js";
+import type { AnswerWritten } from "./exchange.js";
 import { withCallFacts } from "./spans.js";
 
 export type Id = string | number;
@@ -34,8 +37,12 @@ const MAX_REMEMBERED = 10_000;
 
 /** Where a handle's messages go: the client's HTTP exchange(s). */
 export interface ClientPort {
-  /** A message for this client; `related` is the client's id of the request whose stream it belongs on (`undefined`: the session's own stream). */
-  deliver(message: JsonRpcMessage, related: Id | undefined): void;
+  /**
+   * A message for this client; `related` is the client's id of the request whose stream it belongs
+   * on (`undefined`: the session's own stream). For an answer, `written` is told how its write
+   * ended (see `AnswerWritten`).
+   */
+  deliver(message: JsonRpcMessage, related: Id | undefined, written?: AnswerWritten): void;
 }
 
 /** What a handle tells the records and spans about its client. */
@@ -117,6 +124,14 @@ export class Relay<T extends TransportLike = TransportLike> {
   readonly #pending = new Map<Id, Pending>();
   readonly #byToken = new Map<string, Pending>();
   readonly #remembered = new BoundedMap<Id, Remembered>(MAX_REMEMBERED);
+  /** The records file's writer (`--records`), or `undefined`. */
+  readonly #writeLine: ((record: RunRecord) => void) | undefined;
+  /**
+   * The record written when the upstream answered a request, by upstream id, from that settle
+   * until the answer is handed to its client (`#fromServer`, the same turn): revised when the
+   * answer's write did not complete.
+   */
+  readonly #answered = new Map<Id, RunRecord>();
   readonly #perRequestLimits: boolean;
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
   #nextId = 1;
@@ -131,15 +146,14 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#perRequestLimits = hasOverrides(init.config);
     const records = init.records;
     const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(line));
+    this.#writeLine = writeLine;
     const defaults: CancellationOptions = {
       ...baseLimits(init.config, init.options.limits),
       // The client's cancel reason was meant for the server: it goes upstream as it is.
       forwardAbortReason: true,
       maxRecords: 0,
       onAnomaly: (anomaly) => init.log(`anomaly: ${anomaly.message}`),
-      ...(writeLine === undefined
-        ? {}
-        : { onRecord: (record: RunRecord) => writeLine({ ...this.#withClient(record), proxyPid: process.pid } as RunRecord) }),
+      ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => this.#record(record, writeLine) }),
       ...(init.observer === undefined ? {} : { observer: init.observer }),
     };
     this.#transport = new MessageTransport(upstream.adapter, {
@@ -280,9 +294,12 @@ export class Relay<T extends TransportLike = TransportLike> {
         const own = ownAnswerNote(message);
         this.#verbose(own === undefined ? "server->client" : "proxy->client", { ...message, id: pending.clientId }, id, own);
       }
+      const record = this.#answered.get(id);
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
-      pending.handle.port.deliver({ ...message, id: pending.clientId }, pending.clientId);
+      const written: AnswerWritten | undefined =
+        record === undefined ? undefined : (unwritten) => unwritten !== undefined && this.#unwritten(record, message, unwritten);
+      pending.handle.port.deliver({ ...message, id: pending.clientId }, pending.clientId, written);
       return;
     }
     // A message of a `subscriptions/listen` stream names its listen (rule 33): it goes to the
@@ -354,6 +371,40 @@ export class Relay<T extends TransportLike = TransportLike> {
     };
   }
 
+  /** A record to the records file; one of a request the upstream answered is kept until its answer is handed to the client. */
+  #record(record: RunRecord, writeLine: (record: RunRecord) => void): void {
+    const line = { ...this.#withClient(record), proxyPid: process.pid } as RunRecord;
+    const id = record.requestId;
+    if (id !== null && record.status !== "cancelled" && this.#pending.has(id)) this.#answered.set(id, line);
+    writeLine(line);
+  }
+
+  /**
+   * The upstream answered, but its answer was not written whole to the client: the client's
+   * response stream closed first. On 2026-07-28 that close is the client's cancel (rule 6), as
+   * when it comes before the answer: the record becomes the cancel, with nothing sent upstream
+   * (the server had answered, rule 9) and the answer discarded, which no client got (rule 27: it
+   * re-issues the request). Written as the record's next revision.
+   */
+  #unwritten(record: RunRecord, message: JsonRpcMessage, error: string): void {
+    const isError = "error" in message;
+    const late = record.late;
+    const revised = {
+      ...record,
+      revision: record.revision + 1,
+      status: "cancelled",
+      cancel: { trigger: "aborted", reason: STREAM_CLOSED_REASON, mechanism: "none", sentAt: null, undelivered: null },
+      outcome: "late-result-discarded",
+      error: null,
+      late: { ...late, results: late.results + (isError ? 0 : 1), errors: late.errors + (isError ? 1 : 0) },
+      answerUndelivered: { error, resumable: false },
+    } as RunRecord;
+    revised.summary = summarize(revised);
+    if (this.#init.options.verbose)
+      this.#init.log(`the answer to upstream id ${JSON.stringify(record.requestId)} was not written: ${error}`);
+    this.#writeLine?.(revised);
+  }
+
   /** The record with what the front knows: the client's id of the request, its session, the replica. */
   #withClient(record: RunRecord): RunRecord {
     const id = record.requestId;
@@ -381,6 +432,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     const pending = this.#pending.get(upstreamId);
     if (pending === undefined) return;
     this.#pending.delete(upstreamId);
+    this.#answered.delete(upstreamId);
     this.#init.inFlight.remove();
     pending.handle.unbind(pending.clientId, upstreamId);
     if (pending.clientToken !== undefined) this.#byToken.delete(proxyToken(upstreamId));

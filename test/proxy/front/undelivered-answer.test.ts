@@ -1,0 +1,222 @@
+// The HTTP front's record of a request whose answer came from the upstream but never reached the
+// client: its response stream was cut while the answer was being written. Real fronts on
+// 127.0.0.1 over the line server (stdio), a raw TCP client that reads the response's head, then
+// stops reading (so a large answer cannot be flushed) and cuts the connection once the answer
+// has reached the front (its record is written at the upstream's answer, before the write).
+import { readFileSync } from "node:fs";
+import net from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { eventually, server, tempDir } from "../helpers.js";
+import { META_2026, startFront, stopFronts } from "./helpers.js";
+
+const LINE = new URL("../fixtures/line-server.mjs", import.meta.url).pathname;
+/** Far more than the loopback socket buffers hold: the answer cannot be flushed to a client that does not read. */
+const BIG_BYTES = 24 * 1024 * 1024;
+const open: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close();
+  await stopFronts();
+});
+
+type Json = Record<string, unknown>;
+
+/** The records file's lines, parsed. */
+function recordsIn(file: string): Json[] {
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Json);
+}
+
+/** The lines of one client request's record, in the order written. */
+const linesOf = (file: string, clientRequestId: string): Json[] => recordsIn(file).filter((r) => r.clientRequestId === clientRequestId);
+
+/**
+ * A raw HTTP/1.1 POST on its own socket: resolves with the socket once the response's head has
+ * come; then the socket stops reading (the answer stays in the front).
+ */
+async function postAndStall(url: URL, headers: Record<string, string>, body: unknown): Promise<{ socket: net.Socket; head: string }> {
+  const socket = net.connect(Number(url.port), url.hostname);
+  open.push(() => socket.destroy());
+  const text = JSON.stringify(body);
+  const lines = [
+    `POST ${url.pathname} HTTP/1.1`,
+    `Host: ${url.host}`,
+    "Content-Type: application/json",
+    "Accept: application/json, text/event-stream",
+    `Content-Length: ${Buffer.byteLength(text)}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
+  socket.write(`${lines.join("\r\n")}\r\n\r\n${text}`);
+  const head = await new Promise<string>((resolve, reject) => {
+    let got = "";
+    const onData = (chunk: Buffer): void => {
+      got += chunk.toString("latin1");
+      if (!got.includes("\r\n\r\n")) return;
+      socket.removeListener("data", onData);
+      socket.pause();
+      resolve(got.slice(0, got.indexOf("\r\n\r\n")));
+    };
+    socket.on("data", onData);
+    socket.once("error", reject);
+  });
+  return { socket, head };
+}
+
+/** A 2025-era session by hand (fetch): its id. */
+async function legacySession(url: URL): Promise<Record<string, string>> {
+  const base = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const init = await fetch(url, {
+    method: "POST",
+    headers: base,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "undelivered", version: "1" } },
+    }),
+  });
+  await init.text();
+  const headers = { "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" };
+  const initialized = await fetch(url, {
+    method: "POST",
+    headers: { ...base, ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  });
+  await initialized.text();
+  return headers;
+}
+
+const bigCall = (id: string) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name: "big", arguments: { bytes: BIG_BYTES } },
+});
+
+describe("proxy --listen: an answer the client's cut stream never received", () => {
+  it("2026-07-28: recorded first as the upstream's success, then revised to the client's cancel (rule 6) with the answer discarded, never left a success", async () => {
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, ...server(LINE)]);
+    const call = bigCall("cut-2026");
+    const { socket, head } = await postAndStall(
+      front.url,
+      { "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "big" },
+      { ...call, params: { ...call.params, _meta: META_2026 } },
+    );
+    expect(head).toMatch(/^HTTP\/1\.1 200/);
+    // The upstream answered: the front settled the call (its record) and is writing the answer.
+    expect(await eventually(() => linesOf(file, "cut-2026").length === 1, 20_000)).toBe(true);
+    expect(linesOf(file, "cut-2026")[0]).toMatchObject({ status: "succeeded", revision: 0 });
+    socket.destroy();
+    expect(await eventually(() => linesOf(file, "cut-2026").length === 2)).toBe(true);
+    const [first, last] = linesOf(file, "cut-2026");
+    expect(last).toMatchObject({
+      callId: first!.callId,
+      requestId: first!.requestId,
+      revision: 1,
+      status: "cancelled",
+      cancel: {
+        trigger: "aborted",
+        reason: "The client closed its response stream (mcp-cancellable proxy)",
+        mechanism: "none",
+        sentAt: null,
+        undelivered: null,
+      },
+      outcome: "late-result-discarded",
+      late: { results: 1, errors: 0 },
+      summary: "cancelled (aborted), late result discarded",
+      answerUndelivered: { resumable: false, error: expect.stringContaining("closed before") },
+      clientRequestId: "cut-2026",
+      clientSessionId: null,
+    });
+    // Nothing else is written for it, and the front holds nothing for it.
+    await front.stop("SIGTERM");
+    expect(linesOf(file, "cut-2026")).toHaveLength(2);
+  });
+
+  it("2026-07-28: an answer written whole keeps its one success line", async () => {
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, ...server(LINE)]);
+    const response = await fetch(front.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "big",
+      },
+      body: JSON.stringify({ ...bigCall("whole"), params: { name: "big", arguments: { bytes: 1_000 }, _meta: META_2026 } }),
+    });
+    expect(await response.text()).toContain('"id":"whole"');
+    await front.stop("SIGTERM");
+    expect(linesOf(file, "whole")).toEqual([expect.objectContaining({ status: "succeeded", revision: 0 })]);
+  });
+
+  it("2025-era: an answer written whole keeps its one success line", async () => {
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, ...server(LINE)]);
+    const session = await legacySession(front.url);
+    const response = await fetch(front.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...session },
+      body: JSON.stringify({ ...bigCall("whole"), params: { name: "big", arguments: { bytes: 1_000 } } }),
+    });
+    expect(await response.text()).toContain('"id":"whole"');
+    await front.stop("SIGTERM");
+    expect(linesOf(file, "whole")).toEqual([expect.objectContaining({ status: "succeeded", revision: 0 })]);
+  });
+
+  for (const [events, resumable] of [
+    ["0", false],
+    ["256", true],
+  ] as const) {
+    it(`2025-era, --events-per-session ${events}: a cut stream is no cancel (rule 40): still succeeded, revised to say the answer was not written and ${resumable ? "is kept for a resume (Last-Event-ID)" : "is lost"}`, async () => {
+      const dir = tempDir();
+      open.push(() => dir.cleanup());
+      const file = join(dir.dir, "records.jsonl");
+      const front = await startFront(["--records", file, "--events-per-session", events, ...server(LINE)]);
+      const session = await legacySession(front.url);
+      const { socket, head } = await postAndStall(
+        front.url,
+        { "Mcp-Session-Id": session["mcp-session-id"]!, "MCP-Protocol-Version": "2025-11-25" },
+        bigCall("cut-2025"),
+      );
+      expect(head).toMatch(/^HTTP\/1\.1 200/);
+      expect(await eventually(() => linesOf(file, "cut-2025").length === 1, 20_000)).toBe(true);
+      expect(linesOf(file, "cut-2025")[0]).toMatchObject({ status: "succeeded", revision: 0 });
+      socket.destroy();
+      expect(await eventually(() => linesOf(file, "cut-2025").length === 2)).toBe(true);
+      const [first, last] = linesOf(file, "cut-2025");
+      expect(last).toMatchObject({
+        callId: first!.callId,
+        revision: 1,
+        status: "succeeded",
+        outcome: "completed",
+        cancel: null,
+        answerUndelivered: { resumable, error: expect.stringContaining("closed before") },
+        summary: resumable
+          ? "succeeded; the answer was not written to the client (its response stream closed first): kept for a resume (Last-Event-ID)"
+          : "succeeded; the answer was not written to the client (its response stream closed first): lost (--events-per-session 0)",
+        clientRequestId: "cut-2025",
+        clientSessionId: session["mcp-session-id"],
+      });
+      await front.stop("SIGTERM");
+      expect(linesOf(file, "cut-2025")).toHaveLength(2);
+    });
+  }
+});
