@@ -486,7 +486,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     if (early !== undefined) {
       this.#rare!.early = undefined;
       mechanism = early.sent;
-      sentWall = early.sent === "none" ? null : (early.sentWall ?? sentWall ?? Date.now());
+      // `sentWall: null`: it is on its way and has not gone yet (the adapter tells when it goes).
+      sentWall = early.sent === "none" || early.sentWall === null ? null : (early.sentWall ?? sentWall ?? Date.now());
       undelivered = early.failed === null ? null : undeliveredOf(early.failed);
       if (early.sent === "none" && early.failed === null) outcome = "not-sent";
     }

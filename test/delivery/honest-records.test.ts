@@ -63,17 +63,19 @@ describe("stdio: a cancel line that could not be written", () => {
     for (const c of controllers) c.abort(); // the lines wait for the pipe
     const cancelled = () => server.mcp.records().filter((r) => r.status === "cancelled" && r.cancel?.trigger === "aborted");
     expect(cancelled().map((r) => r.cancel!.mechanism)).toEqual(Array.from({ length: 5 }, () => "notification"));
-    // Not out yet: no sentAt while the lines wait (the record never claims a line still in the queue).
-    await sleep(0);
+    // Not out yet: no sentAt while the lines wait, from the first record on (the record never
+    // claims a line still in the queue, not even in the error the caller gets).
     for (const r of cancelled()) expect(r.cancel).toMatchObject({ mechanism: "notification", sentAt: null, undelivered: null });
-    expect(cancelled().map((r) => r.revision)).toEqual([1, 1, 1, 1, 1]);
+    expect(cancelled().map((r) => r.revision)).toEqual([0, 0, 0, 0, 0]);
+    await sleep(0);
+    expect(cancelled().map((r) => r.revision)).toEqual([0, 0, 0, 0, 0]);
     stdin.destroy();
-    expect(await eventually(() => cancelled().every((r) => r.revision === 2))).toBe(true);
+    expect(await eventually(() => cancelled().every((r) => r.revision === 1))).toBe(true);
     for (const r of cancelled()) {
       expect(r.cancel).toMatchObject({ mechanism: "none", sentAt: null, undelivered: { mechanism: "notification" } });
     }
     await sleep(100);
-    expect(cancelled().map((r) => r.revision)).toEqual([2, 2, 2, 2, 2]);
+    expect(cancelled().map((r) => r.revision)).toEqual([1, 1, 1, 1, 1]);
     expect(server.errors.filter((e) => /cancel/i.test(e.message) || /destroyed|EPIPE/.test(e.message))).toEqual([]);
   }, 15_000);
 });

@@ -48,6 +48,8 @@ describe("2025-era: a cancel that waits for a held response head", () => {
   for (const [name, connect] of clients) {
     it(`${name}: the head comes with the answer: no notification is POSTed (rule 7), and the record says the response came first`, async () => {
       const { server, revisions } = await abortWhileHeadHeld(connect, "late", { ms: 150 });
+      // The first record (the caller's error.record) never claims the notification went while it waits.
+      expect(revisions()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", sentAt: null, undelivered: null });
       const last = () => revisions().at(-1)!;
       expect(await eventually(() => last().late.results === 1, 2_000)).toBe(true);
       await sleep(300); // past flushTimeoutMs (250 ms): a notification that was to go has gone
@@ -64,9 +66,23 @@ describe("2025-era: a cancel that waits for a held response head", () => {
       const { server, id, revisions } = await abortWhileHeadHeld(connect, "progress", { every: 150, steps: 20 });
       const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);
       expect(await eventually(() => cancels().length === 1, 2_000)).toBe(true);
+      expect(revisions()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", sentAt: null });
       const last = revisions().at(-1)!;
       expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
       expect(last.cancel!.sentAt).not.toBeNull();
+    });
+
+    it(`${name}: a JSON head that came alone (its body later) is no answer: the notification goes (rule 40), the record never says the response came first`, async () => {
+      const { server, id, revisions } = await abortWhileHeadHeld(connect, "json-head", { ms: 800 });
+      const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);
+      expect(await eventually(() => cancels().length === 1, 2_000)).toBe(true);
+      expect(await eventually(() => revisions().at(-1)!.cancel!.sentAt !== null, 2_000)).toBe(true);
+      expect(revisions()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", sentAt: null });
+      await sleep(300); // past flushTimeoutMs (250 ms): the stream closed once the notification was answered
+      const last = revisions().at(-1)!;
+      expect(last).toMatchObject({ status: "cancelled", outcome: "unverified", late: { results: 0 } });
+      expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(cancels()).toHaveLength(1);
     });
   }
 });

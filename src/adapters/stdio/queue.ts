@@ -129,11 +129,10 @@ export class StdioQueue extends Layer {
       this.#waiting.push(entry);
       this.#waitingCancels++;
       this.#listen(stdin);
-      // Not out yet: the record's sentAt is null until the line is written (then its time), unless
-      // it is settled otherwise first (its answer read, the connection closed).
-      queueMicrotask(() => {
-        if (this.#waiting.includes(entry)) request.delivery({ sent: "notification", failed: null, sentWall: null });
-      });
+      // Not out yet: the record's sentAt is null (from the first record on) until the line is
+      // written (then its time), unless it is settled otherwise first (its answer read, the
+      // connection closed).
+      request.delivery({ sent: "notification", failed: null, sentWall: null });
       return "notification";
     }
     if (request.byTimer === true && since === undefined) return this.#deferred.defer(request);

@@ -22,6 +22,12 @@ interface Delivery {
   wake: (() => void) | undefined;
   /** The notification went: the wait is for its answer (neither a close nor the transport's end wakes it: its fetch settles). */
   sending: boolean;
+  /**
+   * It waited before it could go (for its request to reach the server, or for what came with the
+   * request's response head): the first record said it had not gone yet (`sentAt` null), so the
+   * next one says when it went.
+   */
+  held: boolean;
   done: Promise<void>;
 }
 
@@ -103,13 +109,17 @@ export class LegacyDelivery extends Layer {
     // Still in this process: it never leaves, and nothing is POSTed for it.
     if (stream !== undefined && this.#tracker.stopUndispatched(stream, request)) return "none";
     if (stream !== undefined) stream.cancelled = true;
-    const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, done: Promise.resolve() };
+    const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, held: false, done: Promise.resolve() };
     this.#deliveries.add(delivery);
     delivery.done = this.#deliver(request, stream, delivery, processClock()).finally(() => {
       clearTimeout(delivery.timer);
       this.#deliveries.delete(delivery);
     });
-    return stream === undefined ? "notification" : "notification+stream-close";
+    const mechanism = stream === undefined ? "notification" : "notification+stream-close";
+    // Waiting (its request has not reached the server yet, or its head came without a body): the
+    // first record says it has not gone (`sentAt` null, as a stdio line still queued), never that it went.
+    if (delivery.held) request.delivery({ sent: mechanism, failed: null, sentWall: null });
+    return mechanism;
   }
 
   /**
@@ -175,6 +185,7 @@ export class LegacyDelivery extends Layer {
   /** @param since when the cancel was made (`processClock`, ms): a notification POSTed 1 ms or more later revises the record's `sentAt`. */
   async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery, since: number): Promise<void> {
     if (stream !== undefined && !this.#decided(stream)) {
+      delivery.held = true;
       await this.#bounded(
         delivery,
         new Promise<void>((resolve) => {
@@ -188,6 +199,14 @@ export class LegacyDelivery extends Layer {
       // first event sends that event with it, and it may be the answer (rule 7). What came with
       // the head is read first.
       if (stream.status !== undefined && !stream.responded && !stream.answeredInJson && !this.#closing) await this.#withHead(stream);
+    }
+    // A JSON head with no body yet: the v1 SDK server sends both together, but a server that
+    // flushes its head first (to keep a proxy from timing out) is still working on the request.
+    // A body sent with the head arrives within WITH_HEAD_MS; a head that came alone is no answer
+    // (rule 7 does not apply), and the notification goes (rule 40: the stream close alone is no cancel).
+    if (stream?.answeredInJson === true && !stream.responded && !stream.bodyStarted && stream.settled === "pending" && !this.#closing) {
+      delivery.held = true;
+      await this.#withHead(stream);
     }
     if (stream !== undefined) {
       // A request that provably never reached the server: nothing to cancel. Its body was never
@@ -227,7 +246,7 @@ export class LegacyDelivery extends Layer {
         });
         return;
       }
-      if (stream.responded || stream.answeredInJson) {
+      if (stream.responded || (stream.answeredInJson && (stream.bodyStarted || stream.settled !== "pending" || this.#closing))) {
         // Not closed at once: the answer is in its body, to be read (and dropped as late, and
         // counted), within flushTimeoutMs.
         const answeredFirst = { mechanism: "notification", error: ANSWERED_FIRST } as const;
@@ -267,7 +286,7 @@ export class LegacyDelivery extends Layer {
       // It went 1 ms or more after the cancel (it waited for the request to reach the server: the
       // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent
       // again after a dropped connection): the record's sentAt says when the one delivered went.
-      if (attempt.at - since >= 1) {
+      if (delivery.held || attempt.at - since >= 1) {
         request.delivery({
           sent: stream === undefined ? "notification" : "notification+stream-close",
           failed: null,
