@@ -75,6 +75,9 @@ export interface ProxyResult {
     ratio: number;
     relayMs?: number;
     relayRatio?: number;
+    /** A relay that parses every line and maps request ids (bench/proxy-relay.ts --parse): the floor of any proxy that reads messages. */
+    parsingRelayMs?: number;
+    parsingRelayRatio?: number;
     allSettled: boolean;
   };
   heap: { pendingCalls: number; bytesPerPendingCall: number };
@@ -146,8 +149,19 @@ async function latency(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, rel
   return result;
 }
 
-async function concurrent(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, relay?: EchoSide): Promise<ProxyResult["concurrent"]> {
-  const sides = { direct, proxied, ...(relay === undefined ? {} : { relay }) } as Record<string, EchoSide>;
+async function concurrent(
+  direct: EchoSide,
+  proxied: EchoSide,
+  plan: ProxyPlan,
+  relay?: EchoSide,
+  parsingRelay?: EchoSide,
+): Promise<ProxyResult["concurrent"]> {
+  const sides = {
+    direct,
+    proxied,
+    ...(relay === undefined ? {} : { relay }),
+    ...(parsingRelay === undefined ? {} : { parsingRelay }),
+  } as Record<string, EchoSide>;
   const names = Object.keys(sides);
   const times: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
   let allSettled = true;
@@ -164,6 +178,7 @@ async function concurrent(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, 
   const directMs = summarize(times.direct!).p50;
   const proxiedMs = summarize(times.proxied!).p50;
   const relayMs = relay === undefined ? undefined : summarize(times.relay!).p50;
+  const parsingRelayMs = parsingRelay === undefined ? undefined : summarize(times.parsingRelay!).p50;
   return {
     calls: plan.concurrent,
     rounds: plan.concurrentRounds,
@@ -171,6 +186,7 @@ async function concurrent(direct: EchoSide, proxied: EchoSide, plan: ProxyPlan, 
     proxiedMs: round(proxiedMs),
     ratio: round(proxiedMs / directMs),
     ...(relayMs === undefined ? {} : { relayMs: round(relayMs), relayRatio: round(relayMs / directMs) }),
+    ...(parsingRelayMs === undefined ? {} : { parsingRelayMs: round(parsingRelayMs), parsingRelayRatio: round(parsingRelayMs / directMs) }),
     allSettled,
   };
 }
@@ -401,16 +417,26 @@ export async function runProxy(plan: ProxyPlan, log: (line: string) => void): Pr
     }),
     "bench-proxy-relay",
   );
+  const parsingRelay = await sdkSide(
+    new StdioClientTransport({
+      command: node,
+      args: ["--import", "tsx", `${repo}bench/proxy-relay.ts`, "--parse", "--", node, ...stdioServer],
+      cwd: repo,
+      stderr: "ignore",
+    }),
+    "bench-proxy-parsing-relay",
+  );
   const stdio = await latency(direct, proxied, plan, relay);
   log(
     `  stdio: direct p50 ${stdio.direct.p50} ms, through the proxy ${stdio.proxied.p50} ms (+${stdio.addedP50Ms} ms; p99 +${stdio.addedP99Ms} ms); ` +
       `a byte-copying relay ${stdio.relay!.p50} ms (+${stdio.relayAddedP50Ms} ms)`,
   );
-  const many = await concurrent(direct, proxied, plan, relay);
+  const many = await concurrent(direct, proxied, plan, relay, parsingRelay);
   await relay.close();
+  await parsingRelay.close();
   log(
     `  ${plan.concurrent} concurrent: direct ${many.directMs} ms, through the proxy ${many.proxiedMs} ms (${many.ratio}x), ` +
-      `a byte-copying relay ${many.relayMs} ms (${many.relayRatio}x)`,
+      `a byte-copying relay ${many.relayMs} ms (${many.relayRatio}x), a parsing relay ${many.parsingRelayMs} ms (${many.parsingRelayRatio}x)`,
   );
   await direct.close();
   await proxied.close();
@@ -489,7 +515,7 @@ export function proxyTargets(p: ProxyResult): Target[] {
     {
       name: `proxy: ${p.concurrent.calls.toLocaleString("en-US")} concurrent calls, over direct`,
       target: "≤ 1.2x (issue 29)",
-      value: `${p.concurrent.ratio}x (${p.concurrent.proxiedMs} ms against ${p.concurrent.directMs} ms direct; a byte-copying relay ${p.concurrent.relayRatio ?? "n/a"}x), median of ${p.concurrent.rounds}`,
+      value: `${p.concurrent.ratio}x (${p.concurrent.proxiedMs} ms against ${p.concurrent.directMs} ms direct; a byte-copying relay ${p.concurrent.relayRatio ?? "n/a"}x, a relay that parses every line and maps ids ${p.concurrent.parsingRelayRatio ?? "n/a"}x), median of ${p.concurrent.rounds}`,
       met: p.concurrent.ratio <= 1.2,
       raw: `${p.concurrent.directMs} ms direct`,
       wrapped: `${p.concurrent.proxiedMs} ms through the proxy`,
