@@ -84,7 +84,7 @@ const PLANS: Record<"short" | "full", Plan> = {
     overhead: { sequentialCalls: 100_000, rounds: 40, batch: 1_000, batches: 100, concurrentRounds: 10 },
     overheadV2: { sequentialCalls: 20_000, rounds: 20, batch: 1_000, batches: 20, concurrentRounds: 4 },
     profileCalls: 30_000,
-    stdioCalls: 200,
+    stdioCalls: 1_000, // a p99 of 200 samples was their second worst: noise on 2 cores
     httpCalls: 200,
     httpCapMs: 2_000,
     maxTimeoutCalls: 100,
