@@ -7,6 +7,7 @@ import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { msOption, parseOptions, received } from "../options/schemas.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
+import { wasNotSent } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { isoTime } from "../utils/iso.js";
@@ -89,7 +90,12 @@ export interface TaskWire {
   readonly inputRequest?: InputDispatcher | undefined;
   /** The protocol revision the server answered `initialize` with (none on 2026-07-28). */
   readonly protocolVersion?: string | undefined;
+  /** False once the client began closing the connection (or it closed): nothing goes out any more. */
+  readonly open: boolean;
 }
+
+/** The text of a `tasks/cancel` that could not go out: the client was closing the connection. */
+const TASK_CANCEL_NOT_SENT = "not sent: the connection was closed (the task was not cancelled)";
 
 /**
  * Follows one task-augmented call: polls its task with `tasks/get` (honouring the server's
@@ -238,6 +244,16 @@ export class TaskDriver implements TaskFollower {
     const settled = this.#call?.settledRecord;
     const terminal = isTerminalTaskStatus(task.status);
     const cancel = settled?.record.cancel;
+    if (!this.wire.open) {
+      // The client is closing the connection: the tasks/cancel cannot go out, and the record says
+      // the task exists, not cancelled (rules 35, 36).
+      if (cancel !== null && cancel !== undefined && !terminal) {
+        settled!.update({ task, cancel: { ...cancel, undelivered: { mechanism: "tasks/cancel", error: TASK_CANCEL_NOT_SENT } } });
+      } else {
+        settled?.update({ task });
+      }
+      return this.#conclude(terminal ? task.status : undefined);
+    }
     // Nothing went out for the request (it awaited this answer, rules 2, 35, 36): what goes out
     // for the call is the tasks/cancel (a wait that ended without it is no longer the news).
     if (
@@ -269,6 +285,12 @@ export class TaskDriver implements TaskFollower {
     this.#stop();
     const task = this.#task;
     if (task === undefined) return this.wire.cancelCall(call, reason);
+    if (!this.wire.open && !isTerminalTaskStatus(task.status)) {
+      // The client is closing the connection: nothing can go out (the record says so at once).
+      call.delivery({ sent: "none", failed: { mechanism: "tasks/cancel", error: TASK_CANCEL_NOT_SENT } });
+      queueMicrotask(() => this.#conclude(undefined));
+      return "none";
+    }
     this.#watchUntil = this.clock() + this.options.watchMs;
     // Handlers still answering the task's input requests are aborted: nobody wants their answers.
     this.wire.abortInput?.(task.taskId, reason);
@@ -363,8 +385,8 @@ export class TaskDriver implements TaskFollower {
       if (this.#settled) return this.#conclude(undefined);
       if (error instanceof TaskRequestTimeoutError) return this.#schedule(false); // unanswered poll: poll again
       // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
-      // with that error (a closed connection ends the call as connection-closed on its own).
-      return this.#call!.fail(error);
+      // with that error; a connection the client is closing ends it as connection-closed.
+      return this.#fail(error);
     }
     this.#readInterval(answer);
     this.#call?.alive(); // an answered poll, whatever the status, is a sign of life
@@ -410,7 +432,7 @@ export class TaskDriver implements TaskFollower {
         return;
       }
       this.#stop();
-      return this.#call!.fail(error);
+      return this.#fail(error);
     }
     this.#resultInFlight = false;
     if (this.#settled) return;
@@ -462,7 +484,7 @@ export class TaskDriver implements TaskFollower {
             // Unacknowledged (eventually consistent, rule 36): polling goes on and says what followed.
             if (this.#settled || error instanceof TaskRequestTimeoutError) return;
             this.#stop();
-            this.#call!.fail(error);
+            this.#fail(error);
           }
         },
         (error: unknown) => {
@@ -508,7 +530,7 @@ export class TaskDriver implements TaskFollower {
       if (task.status === "failed") call.fail(failedTask(task, result));
       else call.succeed(result);
     } catch (error) {
-      call.fail(error);
+      this.#fail(error);
     }
   }
 
@@ -520,6 +542,8 @@ export class TaskDriver implements TaskFollower {
       // -32602: already terminal (rule 35) or unknown; look once at what it became. A lost
       // connection: nothing more can be learned. Never an error for the caller (released already).
       if (error instanceof TaskRequestError) return this.#poll();
+      // Not sent at all (the client began closing the connection meanwhile): the record says so.
+      if (wasNotSent(error)) this.#notSent();
       return this.#conclude(undefined);
     }
     // 2025-11-25 answers with the task (status set to cancelled before the answer, rule 35);
@@ -529,6 +553,28 @@ export class TaskDriver implements TaskFollower {
       if (isTerminalTaskStatus(seen.status)) return this.#conclude(seen.status);
     }
     return this.#schedule();
+  }
+
+  /**
+   * A follow-up request of the live call failed: the call fails with its error, unless the client
+   * is closing the connection (the request was not sent, or its answer cannot come): then the call
+   * ends `connection-closed`, as the close ends every other call (the task outlives it).
+   */
+  #fail(error: unknown): void {
+    const call = this.#call;
+    if (call === undefined || call.settled) return;
+    if (this.wire.open) call.fail(error);
+    else call.cancel("connection-closed");
+  }
+
+  /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
+  #notSent(): void {
+    const settled = this.#call?.settledRecord;
+    const cancel = settled?.record.cancel;
+    if (cancel === null || cancel === undefined || cancel.mechanism !== "tasks/cancel") return;
+    settled!.update({
+      cancel: { ...cancel, mechanism: "none", sentAt: null, undelivered: { mechanism: "tasks/cancel", error: TASK_CANCEL_NOT_SENT } },
+    });
   }
 
   /** The record of the cancelled call learns what became of its task (or stays unverified). */

@@ -140,7 +140,7 @@ export class TaskRequests {
       });
       this.send({ jsonrpc: "2.0", id, method, params }).catch((error: unknown) => {
         const pending = this.#pending.get(id);
-        if (pending !== undefined && this.#pending.delete(id)) pending.reject(error);
+        if (pending !== undefined && this.#pending.delete(id)) pending.reject(notSent(error));
       });
     });
   }
@@ -174,4 +174,22 @@ export class TaskRequests {
     this.#pending.clear();
     for (const entry of pending) entry.reject(error);
   }
+}
+
+/** Failures of the library's own requests that never went out (see {@link wasNotSent}). */
+const NOT_SENT = new WeakSet<object>();
+
+/**
+ * Marks `error` as the failure of one of the library's own requests that never went out (the
+ * connection was closed, or the transport refused it), and returns it.
+ * @internal
+ */
+export function notSent<E>(error: E): E {
+  if (typeof error === "object" && error !== null) NOT_SENT.add(error);
+  return error;
+}
+
+/** True for a failure marked by {@link notSent}: the request never went out. @internal */
+export function wasNotSent(error: unknown): boolean {
+  return typeof error === "object" && error !== null && NOT_SENT.has(error);
 }

@@ -15,7 +15,7 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { augmentCreate, followUpMeta, isTaskAugmented } from "./tasks.js";
+import { augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
@@ -289,7 +289,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * the wrapped transport, never through the SDK. Rejects when the connection is not open.
    */
   taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
-    if (!this.#open) return Promise.reject(new Error(`${method} not sent: the connection is closed`));
+    if (!this.#open) return Promise.reject(notSent(new Error(`${method} not sent: the connection is closed`)));
     return this.#tasks.request(method, params, timeoutMs, timers);
   }
 
