@@ -7,7 +7,9 @@
 // headers and parses the body stays the v2 server's (`classifyInboundRequest`, see front.ts).
 import type http from "node:http";
 import type { JsonRpcMessage } from "../../../runner/message-transport.js";
-import type { Id } from "./relay.js";
+
+/** A JSON-RPC request id (the relay's `Id`). */
+type Id = string | number;
 
 /** The response headers of a 2026-07-28 SSE exchange, as the v2 server's transport sends them. */
 const SSE_HEADERS = {
