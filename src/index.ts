@@ -53,6 +53,7 @@ export {
   isInvalidOptionError,
   isMcpCancellableError,
 } from "./errors/guards.js";
+export type { CallError } from "./errors/guards.js";
 export {
   DEFAULT_MAX_RECORDS,
   DEFAULT_MAX_TOMBSTONES,

@@ -21,12 +21,13 @@ export interface ClientLike {
 }
 
 /** `tools/call` params: the tool's name and arguments (and optional `_meta`). */
-export interface CallToolParams {
+// A type, not an interface: it is assignable to `Record<string, unknown>` (the runner's params),
+// and a misspelled key in an object literal is still an error, as on the SDK's own `callTool`.
+export type CallToolParams = {
   name: string;
   arguments?: Record<string, unknown>;
   _meta?: Record<string, unknown>;
-  [key: string]: unknown;
-}
+};
 
 /** A JSON-RPC request for `request()`: a method and its params. */
 export interface RequestParams<M extends string = string> {

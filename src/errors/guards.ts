@@ -2,7 +2,6 @@ import type { CallCancelledError } from "./CallCancelledError.js";
 import type { CallTimeoutError } from "./CallTimeoutError.js";
 import type { ConnectionClosedError } from "./ConnectionClosedError.js";
 import type { InvalidOptionError } from "./InvalidOptionError.js";
-import type { McpCancellableError } from "./McpCancellableError.js";
 
 // The guards check `name` and `code`, not only `instanceof`, so they hold across two copies of
 // the package (ESM and CommonJS, or two versions in one tree).
@@ -35,8 +34,14 @@ export function isInvalidOptionError(error: unknown): error is InvalidOptionErro
   return has(error, "InvalidOptionError", ["INVALID_OPTION"]);
 }
 
-/** True for any of the library's cancellation errors: timeout, caller abort, or connection closed. */
-export function isMcpCancellableError(error: unknown): error is McpCancellableError {
+/**
+ * Any of the library's cancellation errors: a union, so a check of `code` narrows it to its class
+ * (`REQUEST_TIMEOUT` and `MAX_TOTAL_TIMEOUT`: a `CallTimeoutError` with its `timeoutMs`).
+ */
+export type CallError = CallTimeoutError | CallCancelledError | ConnectionClosedError;
+
+/** True for any of the library's cancellation errors: timeout, caller abort, or connection closed (`CallError`). */
+export function isMcpCancellableError(error: unknown): error is CallError {
   return isCallTimeoutError(error) || isCallCancelledError(error) || isConnectionClosedError(error);
 }
 
@@ -47,7 +52,7 @@ export function isMcpCancellableError(error: unknown): error is McpCancellableEr
  * Its `code` and `record` are then at hand. `undefined` when none is found: LangChain's
  * `ToolException` keeps only the message text (see docs/frameworks.md for each framework).
  */
-export function callErrorOf(error: unknown): McpCancellableError | undefined {
+export function callErrorOf(error: unknown): CallError | undefined {
   let current: unknown = error;
   for (let depth = 0; depth <= 5 && typeof current === "object" && current !== null; depth++) {
     if (isMcpCancellableError(current)) return current;

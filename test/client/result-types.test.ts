@@ -33,6 +33,9 @@ describe("result types", () => {
       // methods without a typed SDK method: a plain object, or your own type
       expectTypeOf(await mcp.request({ method: "x/custom" })).toEqualTypeOf<Record<string, unknown>>();
       expectTypeOf(await mcp.request<{ rows: number }>({ method: "x/custom" })).toEqualTypeOf<{ rows: number }>();
+      // a misspelled key is an error, as on the SDK's own callTool (found from outside: `argumnets`)
+      // @ts-expect-error `argumnets` is not a tools/call param
+      await mcp.callTool({ name: "x", argumnets: { quarter: "Q3" } });
     };
     void typed;
   });
