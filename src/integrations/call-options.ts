@@ -6,6 +6,8 @@
 // an invalid option from the hook: a spread would turn a string into options "0", "1", ... and a
 // number, `true`, an array or a Promise into no options at all, silently.
 import { REFUSED_HOOK_VALUE } from "../runner/runner.js";
+import type { HookRefusal } from "../runner/runner.js";
+import { textOf } from "../utils/hooks.js";
 
 /**
  * The per-call options a `callOptions` hook returned: `undefined` for `null` or `undefined` (no
@@ -21,7 +23,29 @@ import { REFUSED_HOOK_VALUE } from "../runner/runner.js";
 export function hookedCallOptions<T extends object>(returned: unknown): T | undefined {
   if (returned === null || returned === undefined) return undefined;
   if (isPlainObject(returned)) return returned as T;
-  return { [REFUSED_HOOK_VALUE]: described(returned) } as unknown as T;
+  return refused({ returned: described(returned) });
+}
+
+/**
+ * Calls a `callOptions` hook and sorts what it returned ({@link hookedCallOptions}). A hook that
+ * throws (a bug in it: `args.budget.ms` with no `budget`) is refused the same way, naming what it
+ * threw: the call rejects with an `InvalidOptionError` (`... threw TypeError: ..., so tools/call
+ * "echo" was not sent`), warned once and recorded, never handed to the model as the tool's error.
+ * @param hook the hook, bound to its arguments.
+ */
+export function callHook<T extends object>(hook: () => unknown): T | undefined {
+  let returned: unknown;
+  try {
+    returned = hook();
+  } catch (error) {
+    const text = error instanceof Error ? `${error.name}: ${error.message}` : textOf(error);
+    return refused({ threw: text.length > 200 ? `${text.slice(0, 199)}…` : text });
+  }
+  return hookedCallOptions<T>(returned);
+}
+
+function refused<T>(refusal: HookRefusal): T {
+  return { [REFUSED_HOOK_VALUE]: refusal } as unknown as T;
 }
 
 /** An object literal's kind: its prototype is (some realm's) `Object.prototype`, or `null`. */

@@ -56,10 +56,14 @@ export interface RunnerInit {
 
 /**
  * The key under which an option hook's value that is no options object (a string, a number, an
- * array, a Promise) reaches `start`, described (`a string ("30s")`): the call is then refused
- * and recorded as any invalid option from the hook is (see `RunRequest.optionsFrom`). @internal
+ * array, a Promise) reaches `start`, described (`{ returned: 'a string ("30s")' }`), or the error
+ * the hook threw (`{ threw: "TypeError: ..." }`): the call is then refused and recorded as any
+ * invalid option from the hook is (see `RunRequest.optionsFrom`). @internal
  */
 export const REFUSED_HOOK_VALUE: unique symbol = Symbol("mcp-cancellable.refusedHookValue");
+
+/** What an option hook gave that is no options: what it returned, or what it threw. @internal */
+export type HookRefusal = { readonly returned: string } | { readonly threw: string };
 
 /** One request to run: what it is, and the caller's options for it. */
 export interface RunRequest {
@@ -306,18 +310,22 @@ export class CallRunner {
 
   /** A call's options over the defaults; an invalid option from an option hook is also warned about and recorded. */
   #resolve(request: RunRequest, options: CallOptions): ReturnType<typeof resolveCallOptions> {
-    const returned = (options as { [REFUSED_HOOK_VALUE]?: string } | null)?.[REFUSED_HOOK_VALUE];
+    const refusal = (options as { [REFUSED_HOOK_VALUE]?: HookRefusal } | null)?.[REFUSED_HOOK_VALUE];
+    const returned = refusal !== undefined && "returned" in refusal ? refusal.returned : undefined;
+    const threw = refusal !== undefined && "threw" in refusal ? refusal.threw : undefined;
     try {
-      if (returned !== undefined) throw new InvalidOptionError("callOptions", returned);
+      if (refusal !== undefined) throw new InvalidOptionError("callOptions", returned ?? `threw ${threw}`);
       return resolveCallOptions(this.#defaults, options);
     } catch (error) {
       if (request.optionsFrom === undefined || !(error instanceof InvalidOptionError)) throw error;
       const what = request.name === null ? request.method : `${request.method} "${request.name}"`;
       const mistake = new InvalidOptionError(
         error.option,
-        returned === undefined
-          ? `${request.optionsFrom} returned an invalid option, so ${what} was not sent: ${error.message}`
-          : `${request.optionsFrom} returned ${returned}, so ${what} was not sent: callOptions must return an object of call options, or null/undefined`,
+        threw !== undefined
+          ? `${request.optionsFrom} threw ${threw}, so ${what} was not sent: fix the hook (the error is yours, not the server's)`
+          : returned === undefined
+            ? `${request.optionsFrom} returned an invalid option, so ${what} was not sent: ${error.message}`
+            : `${request.optionsFrom} returned ${returned}, so ${what} was not sent: callOptions must return an object of call options, or null/undefined`,
       );
       warnMistakeOnce(mistake.message);
       const now = isoTime(Date.now());

@@ -227,6 +227,49 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       }
     });
 
+    it("callOptions that throws (a bug in the hook) rejects the tool's execute with an InvalidOptionError naming callOptions and what it threw, warned once and recorded; nothing sent", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+        const { transport, tool, uncaught } = await connect(server.adapter, {
+          callOptions: (method, params) =>
+            method === "tools/call" ? { timeoutMs: (params as { budget?: { ms: number } }).budget!.ms } : undefined,
+        });
+        const message =
+          `cancellableTransport callOptions("tools/call", params) threw TypeError: Cannot read properties of undefined (reading 'ms'), ` +
+          `so tools/call "echo" was not sent: fix the hook (the error is yours, not the server's)`;
+        for (let call = 0; call < 2; call++) {
+          const error = await tool("echo")({ text: "hi" }, opts()).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "callOptions", message });
+        }
+        await sleep(50); // warnings are emitted on the next tick
+        expect(
+          warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message === message),
+        ).toHaveLength(1);
+        expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+        expect(transport.records().filter((r) => r.method === "tools/call")).toEqual([
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            error: expect.objectContaining({ code: "INVALID_OPTION", message }),
+          }),
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            error: expect.objectContaining({ code: "INVALID_OPTION", message }),
+          }),
+        ]);
+        expect(uncaught).toEqual([]);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
     // The per-tool maximum total timeout, the idle timeout over HTTP, the abort with the v2 transport
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
     // v1 transport under the AI SDK, and close() must leave no stream open.

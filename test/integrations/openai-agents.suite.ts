@@ -339,6 +339,49 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       }
     });
 
+    it("callOptions that throws (a bug in the hook) is refused naming callOptions and what it threw, warned once and recorded; nothing sent; the model reads Agents' own text", async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const name = `agents-hook-throws-${label}`;
+        const { server, received } = await scripted({
+          name,
+          callOptions: (_tool, args) => ({ timeoutMs: (args as { budget?: { ms: number } }).budget!.ms }),
+        });
+        const message =
+          `CancellableMCPServer "${name}" callOptions("echo", args) threw TypeError: Cannot read properties of undefined (reading 'ms'), ` +
+          `so tools/call "echo" was not sent: fix the hook (the error is yours, not the server's)`;
+        const error = await server.callTool("echo", { text: "hi" }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toMatchObject({ name: "InvalidOptionError", code: "INVALID_OPTION", option: "callOptions", message });
+        const m = model("echo", { text: "hi" });
+        expect((await runner().run(agentWith(server, m), "go")).finalOutput).toBe("done");
+        expect(m.toolResultText()).toBe(AGENTS_DEFAULT_TEXT);
+        await sleep(50); // warnings are emitted on the next tick
+        expect(
+          warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message === message),
+        ).toHaveLength(1);
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+        expect(server.records().filter((r) => r.method === "tools/call")).toEqual([
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            error: expect.objectContaining({ code: "INVALID_OPTION", message }),
+          }),
+          expect.objectContaining({
+            status: "failed",
+            outcome: "not-sent",
+            error: expect.objectContaining({ code: "INVALID_OPTION", message }),
+          }),
+        ]);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
     it("callOptions returning no object (a string, a number, true, an array, a Promise, a Map) is refused naming callOptions and what it returned, warned once each and recorded; nothing sent; the model reads Agents' own text", async () => {
       const warnings: Error[] = [];
       const onWarning = (warning: Error) => warnings.push(warning);

@@ -11,7 +11,7 @@ import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";
 import { checkAwaitVerification } from "../../runner/verified-outcome.js";
-import { hookedCallOptions } from "../call-options.js";
+import { callHook } from "../call-options.js";
 import type { AwaitVerification } from "../../runner/verified-outcome.js";
 
 export type { JsonRpcMessage };
@@ -114,7 +114,7 @@ export function cancellableTransport(transport: AdapterOrTransport, options: Can
   return new MessageTransport(toAdapter(transport, "cancellableTransport"), {
     defaults,
     // `null` is no options, as `undefined`; a value that is no object is refused, naming the hook.
-    callOptions: callOptions === undefined ? undefined : (method, params) => hookedCallOptions(callOptions(method, params)),
+    callOptions: callOptions === undefined ? undefined : (method, params) => callHook(() => callOptions(method, params)),
     name: "cancellableTransport",
     awaitVerification: checkAwaitVerification(awaitVerification, "cancellableTransport"),
   });

@@ -11,7 +11,7 @@ import type { Facade } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
 import { callErrorOf, isCallCancelledError, isCallTimeoutError } from "../../errors/guards.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import { hookedCallOptions } from "../call-options.js";
+import { callHook } from "../call-options.js";
 import type { AdapterOrTransport, TransportLike } from "../../adapters/types.js";
 import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
@@ -344,7 +344,7 @@ export class CancellableMCPServer implements MCPServer {
         ? undefined
         : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`;
     const { awaitVerification, ...perCall } =
-      hook === undefined ? {} : (hookedCallOptions<ToolCallOptions>(this.#callOptions?.(toolName, callArgs)) ?? {});
+      hook === undefined ? {} : (callHook<ToolCallOptions>(() => this.#callOptions?.(toolName, callArgs)) ?? {});
     try {
       const result: ToolResult = await calls.callTool(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
