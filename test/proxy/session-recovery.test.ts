@@ -87,6 +87,30 @@ describe("proxy --url: a session the server lost is started anew", () => {
     });
   }
 
+  it("the client leaves right after the call that met the lost session: its record names the session it was sent in, and a session the proxy opened on the restarted server is DELETEd", async () => {
+    const server = await serve(404);
+    const records = join(dir, "recovery-leave.jsonl");
+    const { client, stderr } = await connect(["--url", server.url.href, "--records", records]);
+    await client.callTool({ name: "echo", arguments: { text: "one" } });
+    await server.restart();
+    const error = await client.callTool({ name: "echo", arguments: { text: "two" } }).catch((e: unknown) => e);
+    expect((error as McpError).code).toBe(-32000);
+    await client.close(); // at once: the new session's initialize may be on its way
+    const second = server.seen.filter((s) => s.generation === 2);
+    const opened = second.filter((s) => s.rpc === "initialize" && s.status === 200).length;
+    expect(second.filter((s) => s.http === "DELETE" && s.status === 200)).toHaveLength(opened);
+    expect(server.sessions()).toBe(0);
+    if (opened > 0) expect(stderr()).toMatch(/deleted the session/);
+    const lines = readFileSync(records, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as ProxyRecord);
+    const first = lines.find((r) => r.status === "succeeded")!;
+    const lost = lines.find((r) => r.status === "failed")!;
+    expect(first.sessionId).toEqual(expect.any(String));
+    expect(lost.sessionId).toBe(first.sessionId); // the session the request went in, not null
+  });
+
   it("the new session cannot be started (the restarted server refuses initialize): the proxy exits 1, so the host starts it again", async () => {
     const server = await serve(404);
     const client = new RawClient(["--url", server.url.href]);

@@ -48,6 +48,8 @@ export async function httpUpstream(
   let answered = false;
   /** Sessions the server said it does not know (a DELETE of one is answered here: there is nothing to delete). */
   const lost = new Set<string>();
+  /** `initialize` POSTs on their way (a new session's, after a lost one): the close waits for them, to DELETE what they open. */
+  const initializing = new Set<Promise<unknown>>();
 
   const fetch: FetchLike = async (input, init) => {
     const method = (init?.method ?? "GET").toUpperCase();
@@ -56,7 +58,16 @@ export async function httpUpstream(
     if (method === "DELETE" && session !== undefined && lost.has(session)) return new Response(null, { status: 200 });
     let response: Response;
     try {
-      response = await base(input, init);
+      const answer = base(input, init);
+      if (legacy && method === "POST" && requestIn(init?.body)?.method === "initialize") {
+        const settled = answer.then(
+          () => undefined,
+          () => undefined,
+        );
+        initializing.add(settled);
+        void settled.then(() => initializing.delete(settled));
+      }
+      response = await answer;
     } catch (error) {
       if (!answered && init?.signal?.aborted !== true) onUnreachable?.(error instanceof Error ? error : new Error(String(error)));
       throw error;
@@ -67,7 +78,9 @@ export async function httpUpstream(
     if (session !== transport.sessionId && !lost.has(session)) return response; // an older session's stream
     if (!lost.has(session)) {
       lost.add(session);
-      onLost?.(status);
+      // After the answer below has reached the request's call (its record names the session it
+      // was sent in; the new session's start forgets the old id).
+      setImmediate(() => onLost?.(status));
     }
     const request = requestIn(init?.body);
     if (method !== "POST" || request === undefined) return response;
@@ -115,6 +128,10 @@ export async function httpUpstream(
       // overtake them. They are given flushTimeoutMs (250 ms), as the close gives them.
       const answered = Math.min(deadline - 20, performance.now() + DEFAULT_FLUSH_TIMEOUT_MS);
       while (adapter.stats().flushing > 0 && performance.now() < answered) await sleep(5);
+      // A new session's initialize on its way (the client left right after a lost session): its
+      // answer opens a session at the server, which is DELETEd too (then the SDK has read its id).
+      while (initializing.size > 0 && performance.now() < answered) await Promise.race([...initializing, sleep(5)]);
+      if (initializing.size === 0) await new Promise((resolve) => setImmediate(resolve));
       const session = transport.sessionId;
       if (!legacy || session === undefined || lost.has(session) || transport.terminateSession === undefined) return;
       // The close that follows waits for notifications still unanswered (at most flushTimeoutMs):
