@@ -209,7 +209,10 @@ export class SettledRecord implements LateSink {
     // A task-augmented request's note that its task may exist uncancelled (rules 35, 36) stays.
     const kept = cancel.undelivered?.mechanism === "tasks/cancel" ? cancel.undelivered : null;
     const undelivered = failed === null ? kept : undeliveredOf(failed);
-    const sentAt = sent === "none" || sentWall === null ? null : sentWall === undefined ? cancel.sentAt : isoTime(sentWall);
+    // Something went out with no time given: when the record said it had not gone yet, it went now
+    // (the adapter reports as it learns: a stream closed at the end of its wait, say).
+    const sentAt =
+      sent === "none" || sentWall === null ? null : sentWall === undefined ? (cancel.sentAt ?? isoTime(Date.now())) : isoTime(sentWall);
     const next = { ...cancel, mechanism: sent, sentAt, undelivered };
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }

@@ -36,7 +36,8 @@ export interface CancelDelivery {
    * When what was `sent` went out (`Date.now()`, ms), when that was later than the settle: the
    * record's `cancel.sentAt` becomes this time. `null`: it has not gone out yet, it waits (a stdio
    * line behind a full pipe); `sentAt` is `null` until a later report gives the time. Absent:
-   * `sentAt` stays as it was.
+   * `sentAt` stays as it was, or, if it was `null` (not out yet) and `sent` names what went, the
+   * time of this report.
    */
   sentWall?: number | null | undefined;
 }

@@ -824,6 +824,44 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
   });
 });
 
+describe("CancellableCall: a cancel not out yet at the settle", () => {
+  it("the first record says sentAt null; a later report that something went with no time of its own gives the time it came, never a mechanism with sentAt null", async () => {
+    let reported: RunRecord["cancel"] = null;
+    const records: RunRecord[] = [];
+    let later: ((report: Parameters<CancellableCall<string>["delivery"]>[0]) => void) | undefined;
+    const call: CancellableCall<string> = new CancellableCall<string>({
+      method: "tools/call",
+      name: "report",
+      options: resolveCallOptions({}, { timeoutMs: 100 }),
+      clock: () => Date.now(),
+      timers: { setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as never) },
+      hooks: {
+        cancel: (cancelled) => {
+          // Held (its request not at the server yet): not out yet, from the first record on.
+          cancelled.delivery({ sent: "notification+stream-close", failed: null, sentWall: null });
+          later = (report) => cancelled.delivery(report);
+          return "notification+stream-close";
+        },
+        settled: () => {},
+        record: (record) => void records.push(record),
+      },
+    });
+    const outcome = settleOf(call.promise);
+    call.start();
+    call.bind(7);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(outcome.status).toBe("rejected");
+    expect(records[0]).toMatchObject({ revision: 0, cancel: { mechanism: "notification+stream-close", sentAt: null } });
+    await vi.advanceTimersByTimeAsync(250);
+    const at = Date.now();
+    // The wait ended: the notification was not sent, the stream was closed (no time given).
+    later!({ sent: "stream-close", failed: { mechanism: "notification", error: "not sent: the request had not reached the server" } });
+    reported = records.at(-1)!.cancel;
+    expect(reported).toMatchObject({ mechanism: "stream-close", undelivered: { mechanism: "notification" } });
+    expect(Date.parse(reported!.sentAt!)).toBeGreaterThanOrEqual(at);
+  });
+});
+
 describe("CancellableCall: a connection the client closed is not a lost one", () => {
   it("client.close() (closing): the error says the client closed it; a dropped connection says it was lost; neither says 'connection closed'", async () => {
     const closed = makeCall({ timeoutMs: 1_000 });
