@@ -2,10 +2,10 @@ import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as V1Stdio } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { alive, eventually } from "../helpers/stdio.js";
 import { isInvalidOptionError } from "../../src/index.js";
 import { streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
@@ -137,7 +137,9 @@ describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
   it("a stdio server that never answers initialize: connect() rejects after connectTimeoutMs naming it, and the child is gone", async () => {
     // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid,
     // and exits when its stdin ends (the transport's close).
-    const pidFile = join(mkdtempSync(join(tmpdir(), "agents-connect-")), "pid");
+    const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const pidFile = join(dir, "pid");
     const server = new CancellableMCPServerStdio({
       command: process.execPath,
       args: [
