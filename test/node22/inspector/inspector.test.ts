@@ -140,7 +140,9 @@ describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
     );
     expect(run.stderr).toMatch(/RECV \{"jsonrpc":"2.0","method":"notifications\/cancelled"|RECV \{"method":"notifications\/cancelled"/);
     expect(run.ms).toBeLessThan(30_000);
-    expect(alive(serverPid)).toBe(false);
+    // The Inspector exits at the -32000, which the proxy writes first; the server is stopped by the
+    // same shutdown, within its documented bound (1,800 ms), not necessarily before the Inspector exits.
+    expect(await until(() => !alive(serverPid), 1_800 + 1_000)).toBe(true);
   });
 
   it("a server that never answers initialize: the Inspector gets the proxy's -32001 at its limit and exits, instead of waiting", async () => {
