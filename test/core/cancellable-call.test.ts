@@ -772,8 +772,10 @@ describe("CancellableCall without a promise (an entry point that answers from th
 });
 
 describe("CancellableCall: what a layer knew during the cancel itself", () => {
+  /** A call whose cancel hook tells `report` at once; `later` tells what the layer learned after the settle. */
   function callTellingAtOnce(report: Parameters<CancellableCall<string>["delivery"]>[0]) {
     const records: RunRecord[] = [];
+    let later: ((report: Parameters<CancellableCall<string>["delivery"]>[0]) => void) | undefined;
     const call: CancellableCall<string> = new CancellableCall<string>({
       method: "tools/call",
       name: "report",
@@ -784,6 +786,7 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
         cancel: (cancelled) => {
           // The layer decided before the settle existed (its delivery was known at once).
           cancelled.delivery(report);
+          later = (next) => cancelled.delivery(next);
           return "notification+stream-close";
         },
         settled: () => {},
@@ -793,7 +796,7 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
     const outcome = settleOf(call.promise);
     call.start();
     call.bind(7);
-    return { call, records, outcome };
+    return { call, records, outcome, later: (next: Parameters<CancellableCall<string>["delivery"]>[0]) => later!(next) };
   }
 
   it("a notification not sent because the answer came first: the first record says so (revision 0), not what cancel() returned", async () => {
@@ -822,41 +825,17 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ revision: 0, outcome: "not-sent", cancel: { mechanism: "none", sentAt: null, undelivered: null } });
   });
-});
 
-describe("CancellableCall: a cancel not out yet at the settle", () => {
-  it("the first record says sentAt null; a later report that something went with no time of its own gives the time it came, never a mechanism with sentAt null", async () => {
-    let reported: RunRecord["cancel"] = null;
-    const records: RunRecord[] = [];
-    let later: ((report: Parameters<CancellableCall<string>["delivery"]>[0]) => void) | undefined;
-    const call: CancellableCall<string> = new CancellableCall<string>({
-      method: "tools/call",
-      name: "report",
-      options: resolveCallOptions({}, { timeoutMs: 100 }),
-      clock: () => Date.now(),
-      timers: { setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as never) },
-      hooks: {
-        cancel: (cancelled) => {
-          // Held (its request not at the server yet): not out yet, from the first record on.
-          cancelled.delivery({ sent: "notification+stream-close", failed: null, sentWall: null });
-          later = (report) => cancelled.delivery(report);
-          return "notification+stream-close";
-        },
-        settled: () => {},
-        record: (record) => void records.push(record),
-      },
-    });
-    const outcome = settleOf(call.promise);
-    call.start();
-    call.bind(7);
+  it("held (not out yet): the first record says sentAt null; a later report that something went with no time of its own gives the time it came, never a mechanism with sentAt null", async () => {
+    const { records, outcome, later } = callTellingAtOnce({ sent: "notification+stream-close", failed: null, sentWall: null });
     await vi.advanceTimersByTimeAsync(100);
     expect(outcome.status).toBe("rejected");
     expect(records[0]).toMatchObject({ revision: 0, cancel: { mechanism: "notification+stream-close", sentAt: null } });
     await vi.advanceTimersByTimeAsync(250);
     const at = Date.now();
     // The wait ended: the notification was not sent, the stream was closed (no time given).
-    later!({ sent: "stream-close", failed: { mechanism: "notification", error: "not sent: the request had not reached the server" } });
-    reported = records.at(-1)!.cancel;
+    later({ sent: "stream-close", failed: { mechanism: "notification", error: "not sent: the request had not reached the server" } });
+    const reported = records.at(-1)!.cancel;
     expect(reported).toMatchObject({ mechanism: "stream-close", undelivered: { mechanism: "notification" } });
     expect(Date.parse(reported!.sentAt!)).toBeGreaterThanOrEqual(at);
   });
