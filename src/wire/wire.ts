@@ -308,8 +308,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // is the latency the server sees (rule 6), and no message for the id can arrive in between.
     this.#pending.delete(id);
     const mechanism = this.#putCancel(id, reason, call, awaitsTask);
-    if (entry.token !== undefined) this.#tokens.delete(entry.token);
-    this.#tombstone(id, entry.call, entry.token);
+    this.#forget(id, entry);
     this.#releaseSdk(id);
     return mechanism;
   }

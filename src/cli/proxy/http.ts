@@ -130,8 +130,10 @@ export async function httpUpstream(
       while (adapter.stats().flushing > 0 && performance.now() < answered) await sleep(5);
       // A new session's initialize on its way (the client left right after a lost session): its
       // answer opens a session at the server, which is DELETEd too (then the SDK has read its id).
-      while (initializing.size > 0 && performance.now() < answered) await Promise.race([...initializing, sleep(5)]);
-      if (initializing.size === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (initializing.size > 0) {
+        while (initializing.size > 0 && performance.now() < answered) await Promise.race([...initializing, sleep(5)]);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       const session = transport.sessionId;
       if (!legacy || session === undefined || lost.has(session) || transport.terminateSession === undefined) return;
       // The close that follows waits for notifications still unanswered (at most flushTimeoutMs):
