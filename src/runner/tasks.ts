@@ -543,7 +543,13 @@ export class TaskDriver implements TaskFollower {
       // connection: nothing more can be learned. Never an error for the caller (released already).
       if (error instanceof TaskRequestError) return this.#poll();
       // Not sent at all (the client began closing the connection meanwhile): the record says so.
-      if (wasNotSent(error)) this.#notSent();
+      if (wasNotSent(error)) {
+        this.#notSent(
+          this.wire.open
+            ? `not sent: the transport refused it (${error instanceof Error ? error.message : String(error)}); the task was not cancelled`
+            : TASK_CANCEL_NOT_SENT,
+        );
+      }
       return this.#conclude(undefined);
     }
     // 2025-11-25 answers with the task (status set to cancelled before the answer, rule 35);
@@ -568,12 +574,12 @@ export class TaskDriver implements TaskFollower {
   }
 
   /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
-  #notSent(): void {
+  #notSent(why: string): void {
     const settled = this.#call?.settledRecord;
     const cancel = settled?.record.cancel;
     if (cancel === null || cancel === undefined || cancel.mechanism !== "tasks/cancel") return;
     settled!.update({
-      cancel: { ...cancel, mechanism: "none", sentAt: null, undelivered: { mechanism: "tasks/cancel", error: TASK_CANCEL_NOT_SENT } },
+      cancel: { ...cancel, mechanism: "none", sentAt: null, undelivered: { mechanism: "tasks/cancel", error: why } },
     });
   }
 
