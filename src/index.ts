@@ -23,13 +23,21 @@ export type {
 export { DEFAULT_TASK_POLL_INTERVAL_MS, DEFAULT_TASK_WATCH_MS } from "./runner/tasks.js";
 export type { TaskOptions } from "./runner/tasks.js";
 export type {
+  CallErrorInfo,
   CallOutcome,
   CallStatus,
   CancelDelivery,
+  CancelInfo,
+  CancelledOutcome,
+  CancelledRunRecord,
   CancelMechanism,
   CancelTrigger,
   CancelUndelivered,
+  FailedRunRecord,
   RunRecord,
+  RunRecordBase,
+  SucceededRunRecord,
+  TaskCreatedRunRecord,
   TaskInfo,
   TaskStatus,
   VerifyRead,

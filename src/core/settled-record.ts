@@ -6,6 +6,9 @@ import type {
   CancelMechanism,
   CancelTrigger,
   CancelUndelivered,
+  CancelInfo,
+  CancelledOutcome,
+  CancelledRunRecord,
   RunRecord,
   TaskInfo,
 } from "../types/record.js";
@@ -83,7 +86,8 @@ export function buildRecord(facts: SettledFacts): RunRecord {
     outcome: facts.outcome,
     error: facts.error,
   };
-  const record: RunRecord = {
+  // `status`, `cancel`, `outcome` and `error` agree by construction (`CancellableCall.#finish`).
+  const record = {
     callId: facts.callId,
     connectionId: facts.connectionId,
     sessionId: facts.sessionId,
@@ -99,11 +103,21 @@ export function buildRecord(facts: SettledFacts): RunRecord {
     verification: null,
     revision: facts.revision ?? 0,
     summary: summarize(base),
-  };
+  } as RunRecord;
   if (facts.task !== undefined) record.task = facts.task;
   // A later revision's summary reads the whole record, as `update` makes it.
   if (facts.revision !== undefined) record.summary = summarize(record);
   return record;
+}
+
+/** What a revision may change: what arrived after the settle (late messages, the cancel's delivery, a verification, the task's fate). */
+export interface RecordUpdate {
+  late?: RunRecord["late"];
+  /** A cancelled call's only (see `SettledRecord.update`). */
+  outcome?: CancelledOutcome;
+  cancel?: CancelInfo;
+  verification?: RunRecord["verification"];
+  task?: TaskInfo;
 }
 
 /**
@@ -218,16 +232,17 @@ export class SettledRecord implements LateSink {
   }
 
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
-  update(changes: Partial<RunRecord>, outcome?: CallOutcome): RunRecord {
+  update(changes: RecordUpdate, outcome?: CancelledOutcome): RunRecord {
     const current = this.record;
     this.#initial ??= this.#settledFacts === null ? current : buildRecord(this.#settledFacts);
-    const next: RunRecord = { ...current, ...changes, revision: current.revision + 1 };
+    // What changes after the settle never changes `status` (the union's key): only a cancelled call's `cancel` and `outcome` do.
+    const next = { ...current, ...changes, revision: current.revision + 1 } as RunRecord;
     if (
       outcome !== undefined &&
       current.status === "cancelled" &&
       (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY)
     ) {
-      next.outcome = outcome;
+      (next as CancelledRunRecord).outcome = outcome;
     }
     next.summary = summarize(next);
     this.#record = next;

@@ -93,12 +93,46 @@ export type CallOutcome =
   | "task-completed-anyway"
   | "task-failed";
 
-/**
- * One call's run record: plain JSON, safe to log (arguments and results are not copied in).
- * Final when the call settles; `revision` goes up each time a late message or a verification
- * updates it.
- */
-export interface RunRecord {
+/** The outcomes a cancelled call can have (see {@link CallOutcome}). */
+export type CancelledOutcome = Exclude<CallOutcome, "completed" | "error">;
+
+/** A cancelled call's cancel: what ended it and how the cancel went out (see {@link CancelledRunRecord}). */
+export interface CancelInfo {
+  trigger: CancelTrigger;
+  /** The reason sent in `notifications/cancelled` (or that would have been sent). */
+  reason: string;
+  /**
+   * What went out. Set when the call settles; revised (with `revision` + 1) if part of the
+   * cancel is later known not to have reached the server: then it names only what did go out
+   * (`stream-close` when the 2025-era notification failed, `none` when nothing did).
+   */
+  mechanism: CancelMechanism;
+  /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent (or it has not gone out yet: a later revision gives the time). */
+  sentAt: string | null;
+  /**
+   * `null`, or the part of the cancel that did not reach the server: `mechanism`
+   * (`notification`: a 2025-era Streamable HTTP notification POST that failed, after one retry
+   * on a connection-level failure, that the server refused with an HTTP error, or that was not
+   * sent because the response arrived first; `stream-close`: a 2026-07-28 Streamable HTTP
+   * stream kept open for the `CreateTaskResult` of a task-augmented request, whose response
+   * arrived before it was closed) and `error` (the failure, at most 1,000 characters).
+   * `mechanism` above then says what did go out (`tasks/cancel` for a task created anyway).
+   */
+  undelivered: CancelUndelivered | null;
+}
+
+/** A failed call's error (see {@link FailedRunRecord}). */
+export interface CallErrorInfo {
+  /** The JSON-RPC code, or the SDK's, or `null`. */
+  code: number | string | null;
+  /** At most 1,000 characters. */
+  message: string;
+  /** The HTTP error status the server answered the request's Streamable HTTP POST with (the request reached it; `message` names the status too). */
+  httpStatus?: number;
+}
+
+/** The fields every run record has, whatever its `status`. */
+export interface RunRecordBase {
   /**
    * The call's own id: unique in the process (across every connection and client), the same in
    * every revision of the record. Request ids are not: each connection counts from its own start.
@@ -120,39 +154,6 @@ export interface RunRecord {
   settledAt: string;
   /** Monotonic time from the send to the settle, in ms, rounded to 0.1 ms. */
   elapsedMs: number;
-  status: CallStatus;
-  /** Present when `status` is `cancelled`. */
-  cancel: {
-    trigger: CancelTrigger;
-    /** The reason sent in `notifications/cancelled` (or that would have been sent). */
-    reason: string;
-    /**
-     * What went out. Set when the call settles; revised (with `revision` + 1) if part of the
-     * cancel is later known not to have reached the server: then it names only what did go out
-     * (`stream-close` when the 2025-era notification failed, `none` when nothing did).
-     */
-    mechanism: CancelMechanism;
-    /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent. */
-    sentAt: string | null;
-    /**
-     * `null`, or the part of the cancel that did not reach the server: `mechanism`
-     * (`notification`: a 2025-era Streamable HTTP notification POST that failed, after one retry
-     * on a connection-level failure, that the server refused with an HTTP error, or that was not
-     * sent because the response arrived first; `stream-close`: a 2026-07-28 Streamable HTTP
-     * stream kept open for the `CreateTaskResult` of a task-augmented request, whose response
-     * arrived before it was closed) and `error` (the failure, at most 1,000 characters).
-     * `mechanism` above then says what did go out (`tasks/cancel` for a task created anyway).
-     */
-    undelivered: CancelUndelivered | null;
-  } | null;
-  outcome: CallOutcome;
-  /**
-   * Present when `status` is `failed`: the error's code (the JSON-RPC code, or the SDK's), its
-   * message (at most 1,000 characters), and `httpStatus` when the server answered the request's
-   * Streamable HTTP POST with an HTTP error status (the request reached it; the message then
-   * names the status too).
-   */
-  error: { code: number | string | null; message: string; httpStatus?: number } | null;
   /** Messages for this request that arrived after it settled and were discarded, by kind. */
   late: { results: number; errors: number; progress: number };
   /** Progress received while the call was live: how many, and the last one. */
@@ -179,3 +180,46 @@ export interface RunRecord {
   /** Task-augmented calls only: the task's id, its last status, and the tasks revision. */
   task?: TaskInfo;
 }
+
+/** A call answered with a result (`outcome` `completed`). */
+export interface SucceededRunRecord extends RunRecordBase {
+  status: "succeeded";
+  cancel: null;
+  outcome: "completed";
+  error: null;
+}
+
+/** A task-augmented call answered with a `CreateTaskResult` it did not ask the library to follow (no `task` option): nothing has finished yet. */
+export interface TaskCreatedRunRecord extends RunRecordBase {
+  status: "task-created";
+  cancel: null;
+  outcome: "completed";
+  error: null;
+  task: TaskInfo;
+}
+
+/** A call answered with an error, or that failed before or while it was sent (`outcome` `not-sent` when the request never left). */
+export interface FailedRunRecord extends RunRecordBase {
+  status: "failed";
+  cancel: null;
+  outcome: "error" | "not-sent";
+  /** The error's code (the JSON-RPC code, or the SDK's), its message, and `httpStatus` when the server answered the request's POST with an HTTP error status. */
+  error: CallErrorInfo;
+}
+
+/** A cancelled call (a timeout, a maximum total timeout, an abort, a closed connection): never reported as succeeded or failed. */
+export interface CancelledRunRecord extends RunRecordBase {
+  status: "cancelled";
+  cancel: CancelInfo;
+  /** What is known of the work: `unverified` (or `not-sent`) at the settle; a late result, a verification or the task's end raise it. */
+  outcome: CancelledOutcome;
+  error: null;
+}
+
+/**
+ * One call's run record: plain JSON, safe to log (arguments and results are not copied in).
+ * Final when the call settles; `revision` goes up each time a late message or a verification
+ * updates it. A union on `status`: narrowing on it types `cancel`, `error` and `outcome`
+ * (`record.status === "cancelled"` gives a `cancel` that is never `null`).
+ */
+export type RunRecord = SucceededRunRecord | TaskCreatedRunRecord | FailedRunRecord | CancelledRunRecord;

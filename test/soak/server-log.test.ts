@@ -1,7 +1,7 @@
 // The soak's server-log check (./server-log.ts) on logs made by hand: each kind of finding is
 // found, each one a crash explains is explained and no more, and a clean log finds nothing.
 import { describe, expect, it } from "vitest";
-import type { RunRecord } from "../../src/index.js";
+import type { CancelledRunRecord } from "../../src/index.js";
 import { ServerLog } from "./server-log.js";
 import type { Carrier } from "./server-log.js";
 
@@ -10,14 +10,14 @@ const SSE: Carrier = { notifications: true, ordered: true, fifo: false };
 const JSON_RESPONSE: Carrier = { notifications: true, ordered: false, fifo: false };
 const MODERN: Carrier = { notifications: false, ordered: true, fifo: false };
 
-type Mechanism = NonNullable<RunRecord["cancel"]>["mechanism"];
+type Mechanism = CancelledRunRecord["cancel"]["mechanism"];
 
 /** A cancelled call's record (only what the check reads). */
 function cancelled(
   requestId: number,
   mechanism: Mechanism,
-  { undelivered = null, outcome = "unverified" }: { undelivered?: "notification" | null; outcome?: RunRecord["outcome"] } = {},
-): RunRecord {
+  { undelivered = null, outcome = "unverified" }: { undelivered?: "notification" | null; outcome?: CancelledRunRecord["outcome"] } = {},
+): CancelledRunRecord {
   return {
     requestId,
     method: "tools/call",
@@ -31,7 +31,7 @@ function cancelled(
       sentAt: mechanism === "none" ? null : "2026-12-02T00:00:00.000Z",
       undelivered: undelivered === null ? null : { mechanism: undelivered, error: "not sent" },
     },
-  } as RunRecord;
+  } as CancelledRunRecord;
 }
 
 const notify = (log: ServerLog, id: number, t: number) =>
@@ -168,7 +168,7 @@ describe("the soak's server-log check", () => {
     const log = new ServerLog("t#0");
     log.took(1, 1);
     log.cancelled(1, 2);
-    log.record({ ...cancelled(1, "notification"), cancel: { ...cancelled(1, "notification").cancel!, sentAt: null } });
+    log.record({ ...cancelled(1, "notification"), cancel: { ...cancelled(1, "notification").cancel, sentAt: null } });
     expect(log.judge(STDIO).failures.join()).toContain("mechanism notification with sentAt null");
   });
 

@@ -332,7 +332,7 @@ export class ProxySession<T extends TransportLike> {
       // (a client that starts the proxy twice: the v2 SDK client pinned to 2026-07-28 does).
       ...(writeLine === undefined
         ? {}
-        : { onRecord: (record: RunRecord) => writeLine({ ...this.#withClientId(record), proxyPid: process.pid } as RunRecord) }),
+        : { onRecord: (record: RunRecord) => writeLine(Object.assign({}, this.#withClientId(record), { proxyPid: process.pid })) }),
       ...(observer === undefined ? {} : { observer }),
     };
     this.#transport = new MessageTransport(this.#upstream.adapter, {

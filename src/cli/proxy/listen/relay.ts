@@ -373,7 +373,7 @@ export class Relay<T extends TransportLike = TransportLike> {
 
   /** A record to the records file; one of a request the upstream answered is kept until its answer is handed to the client. */
   #record(record: RunRecord, writeLine: (record: RunRecord) => void): void {
-    const line = { ...this.#withClient(record), proxyPid: process.pid } as RunRecord;
+    const line: RunRecord = Object.assign(this.#withClient(record), { proxyPid: process.pid });
     const id = record.requestId;
     if (id !== null && record.status !== "cancelled" && this.#pending.has(id)) this.#answered.set(id, line);
     writeLine(line);
@@ -389,8 +389,7 @@ export class Relay<T extends TransportLike = TransportLike> {
   #unwritten(record: RunRecord, message: JsonRpcMessage, error: string): void {
     const isError = "error" in message;
     const late = record.late;
-    const revised = {
-      ...record,
+    const revised: RunRecord = Object.assign({}, record, {
       revision: record.revision + 1,
       status: "cancelled",
       cancel: { trigger: "aborted", reason: STREAM_CLOSED_REASON, mechanism: "none", sentAt: null, undelivered: null },
@@ -398,7 +397,7 @@ export class Relay<T extends TransportLike = TransportLike> {
       error: null,
       late: { ...late, results: late.results + (isError ? 0 : 1), errors: late.errors + (isError ? 1 : 0) },
       answerUndelivered: { error, resumable: false },
-    } as RunRecord;
+    } as const);
     revised.summary = summarize(revised);
     if (this.#init.options.verbose)
       this.#init.log(`the answer to upstream id ${JSON.stringify(record.requestId)} was not written: ${error}`);
@@ -415,11 +414,13 @@ export class Relay<T extends TransportLike = TransportLike> {
           ? undefined
           : this.#remembered.get(id)
         : { clientId: pending.clientId, session: pending.handle.facts.session };
-    return {
-      ...record,
-      ...(known === undefined ? {} : { clientRequestId: known.clientId, clientSessionId: known.session }),
-      replica: this.#init.replica,
-    } as RunRecord;
+    return Object.assign(
+      {},
+      record,
+      known === undefined
+        ? { replica: this.#init.replica }
+        : { clientRequestId: known.clientId, clientSessionId: known.session, replica: this.#init.replica },
+    );
   }
 
   /** @internal The client facts of an upstream request id in flight or remembered (spans). */
