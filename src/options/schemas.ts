@@ -33,8 +33,17 @@ export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeo
   error: "must be a function",
 });
 
+/**
+ * An `AbortSignal`, or an object that acts as one where the library and the SDKs use it: an
+ * `aborted` boolean, `addEventListener` and `removeEventListener` (a test double or polyfill
+ * without the latter passed before, and the call it was given to was lost once sent).
+ */
 function isAbortSignal(value: unknown): value is AbortSignal {
-  return typeof value === "object" && value !== null && "aborted" in value && "addEventListener" in value;
+  if (typeof value !== "object" || value === null) return false;
+  const signal = value as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown };
+  return (
+    typeof signal.aborted === "boolean" && typeof signal.addEventListener === "function" && typeof signal.removeEventListener === "function"
+  );
 }
 
 const callShape = {

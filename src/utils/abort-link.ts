@@ -89,8 +89,10 @@ export function linkAbort(signal: AbortSignal, callback: AbortTarget): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
     fanout = new Fanout(signal);
-    fanouts.set(signal, fanout);
+    // Added first: a signal whose `addEventListener` throws leaves nothing behind (the call that
+    // links it fails before its send).
     signal.addEventListener("abort", fanout.listener, { once: true });
+    fanouts.set(signal, fanout);
   }
   fanout.callbacks.add(callback);
 }
@@ -99,8 +101,13 @@ export function linkAbort(signal: AbortSignal, callback: AbortTarget): void {
 export function offAbort(signal: AbortSignal, callback: AbortTarget): void {
   const fanout = fanouts.get(signal);
   if (fanout === undefined || !fanout.callbacks.delete(callback) || fanout.callbacks.size > 0) return;
-  signal.removeEventListener("abort", fanout.listener);
   fanouts.delete(signal);
+  try {
+    signal.removeEventListener("abort", fanout.listener);
+  } catch {
+    // A signal of the caller's own making whose `removeEventListener` throws: the call settles all
+    // the same (the listener left behind calls an empty fan-out, which does nothing).
+  }
 }
 
 /** How many callbacks are subscribed to this signal right now (for tests). @internal */

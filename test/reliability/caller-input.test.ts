@@ -25,7 +25,18 @@ const CALL_OPTIONS: Record<string, unknown[]> = {
   timeoutMs: [0, -1, 2 ** 31, ...notAnInteger],
   maxTotalTimeoutMs: [0, -5, 2 ** 31, ...notAnInteger],
   resetTimeoutOnProgress: ["yes", 1, 0, null, {}],
-  signal: [{}, "signal", { aborted: false }, null, new AbortController(), 42],
+  // A test double with no `removeEventListener`, or an `aborted` that is no boolean (an outside
+  // tester's: such a signal passed, the request went out and the call was lost).
+  signal: [
+    {},
+    "signal",
+    { aborted: false },
+    { aborted: false, addEventListener() {} },
+    { aborted: "no", addEventListener() {}, removeEventListener() {} },
+    null,
+    new AbortController(),
+    42,
+  ],
   reason: [42, {}, null, ["a"], Symbol("reason")],
   onprogress: ["fn", {}, null, 1],
   verify: ["fn", {}, null, 1],
@@ -191,6 +202,32 @@ describe("per-call options", () => {
       promise = mcp.request({ method: "tools/list" }, { timeoutMs: -1 });
     }).not.toThrow();
     await expect(promise).rejects.toBeInstanceOf(InvalidOptionError);
+  });
+
+  it("a signal of the caller's own whose listener methods throw: the call still settles once, and nothing is left linked", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((m) => void peer.result(m.id));
+    // removeEventListener throws at the settle: the call is answered all the same (before, it never settled).
+    const throwsOnRemove = {
+      aborted: false,
+      addEventListener() {},
+      removeEventListener() {
+        throw new Error("remove failed");
+      },
+    };
+    await expect(mcp.callTool({ name: "x" }, { signal: throwsOnRemove as never })).resolves.toMatchObject({ content: [{ type: "text" }] });
+    // addEventListener throws at the link: its error is the call's, before any send.
+    const throwsOnAdd = {
+      aborted: false,
+      addEventListener() {
+        throw new Error("add failed");
+      },
+      removeEventListener() {},
+    };
+    await expect(mcp.callTool({ name: "y" }, { signal: throwsOnAdd as never })).rejects.toThrow("add failed");
+    expect(peer.requests("tools/call").map((m) => (m.params as { name: string }).name)).toEqual(["x"]);
+    expect(mcp.pendingCount).toBe(0);
+    expect(mcp.records().map((r) => r.status)).toEqual(["succeeded"]);
   });
 
   it("a 5 MB reason is accepted but at most MAX_REASON_LENGTH characters of it go on the wire", async () => {
