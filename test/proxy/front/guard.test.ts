@@ -135,6 +135,28 @@ describe("proxy --listen: safe to expose", () => {
     expect(await status(`localhost:${front.url.port}`)).toBe(200);
   });
 
+  it("a loopback bind on another address (127.0.0.5) serves the URL it prints, and still refuses other loopback addresses and names", async () => {
+    // An outside tester's: the printed URL was refused 403 (only localhost, 127.0.0.1 and [::1] passed).
+    const front = await startFront(server(SCRIPTED), { listen: "127.0.0.5:0" });
+    expect(front.url.hostname).toBe("127.0.0.5");
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = http.request(
+          { host: "127.0.0.5", port: front.url.port, path: front.url.pathname, method: "POST", headers: { ...HEADERS, host } },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        request.on("error", reject);
+        request.end(initialize());
+      });
+    expect(await status(`127.0.0.6:${front.url.port}`)).toBe(403);
+    expect(await status(`rebind.evil.example:${front.url.port}`)).toBe(403);
+    expect(received(front.stderr())).toEqual([]);
+    expect(await status(front.url.host)).toBe(200);
+  });
+
   it("a body over --max-body-bytes gets 413 before anything is parsed or sent upstream", async () => {
     const front = await startFront(["--max-body-bytes", "2048", ...server(SCRIPTED)]);
     const big = JSON.stringify({

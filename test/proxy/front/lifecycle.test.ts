@@ -50,6 +50,15 @@ describe("proxy --listen: life of the front", () => {
     const answered = await messagesOf(await modern);
     expect(answered.at(-1)).toMatchObject({ id: "m", error: { code: -32000 } });
     expect(answered.at(-1)!.error!.message).toContain("--drain-ms");
+    // Its data says what a lost connection's does (an outside tester's: it had no trigger and `record: null`).
+    expect(answered.at(-1)!.error).toMatchObject({
+      data: {
+        code: "CONNECTION_CLOSED",
+        trigger: "connection-closed",
+        summary: expect.stringMatching(/^cancelled \(aborted\)/),
+        record: { status: "cancelled", clientRequestId: "m", cancel: { mechanism: "notification" } },
+      },
+    });
     const exit = await front.exited;
     expect(exit.code).toBe(0);
     // Both long calls were cancelled upstream (their handlers' signals fired).

@@ -27,6 +27,7 @@ import type { AddressInfo } from "node:net";
 import type { TransportLike } from "../../../adapters/types.js";
 import { CONNECTION_CLOSED_ERROR_CODE } from "../../../runner/message-transport.js";
 import type { JsonRpcMessage, LibraryErrorResponse } from "../../../runner/message-transport.js";
+import type { RunRecord } from "../../../types/record.js";
 import type { CallObserver } from "../../../types/options.js";
 import type { ProxyOptions } from "../args.js";
 import { loadConfig, NO_CONFIG } from "../config.js";
@@ -732,11 +733,15 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     while (inFlightNow() > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     const left = inFlightNow();
     if (left > 0) log(`drain: ${left} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
-    const answer = (method: string): LibraryErrorResponse => ({
-      code: CONNECTION_CLOSED_ERROR_CODE,
-      message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
-      data: { code: "CONNECTION_CLOSED", record: null },
-    });
+    // As a lost connection is answered (respond.ts): the stable code, the trigger, the summary and the record.
+    const answer = (method: string, record: RunRecord | null): LibraryErrorResponse => {
+      const data = { code: "CONNECTION_CLOSED", trigger: "connection-closed", summary: record?.summary ?? null, record };
+      return {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
+        data,
+      };
+    };
     for (const handle of [...exchanges.keys()]) handle.close(DRAIN_REASON, answer);
     clearInterval(sweep);
     clearInterval(keepAlive);

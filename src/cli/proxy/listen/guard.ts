@@ -16,10 +16,11 @@ export interface Refusal {
 }
 
 /**
- * The `Host` header on a loopback bind: only localhost names (and `--allow-host` ones). A DNS
- * rebinding page reaches 127.0.0.1 under its own host name; it is refused here. A bind on another
- * address is reached under names of the operator's choosing (a load balancer's), and the token
- * guards it instead.
+ * The `Host` header on a loopback bind: only localhost names, the address bound (an IP literal,
+ * such as 127.0.0.5: no DNS name, so nothing to rebind; the URL the front prints names it), and
+ * `--allow-host` ones. A DNS rebinding page reaches 127.0.0.1 under its own host name; it is
+ * refused here. A bind on another address is reached under names of the operator's choosing (a
+ * load balancer's), and the token guards it instead.
  */
 export function checkHost(host: string | undefined, listen: ListenOptions): Refusal | undefined {
   if (!listen.loopback) return undefined;
@@ -29,7 +30,8 @@ export function checkHost(host: string | undefined, listen: ListenOptions): Refu
   } catch {
     return { status: 403, message: "Forbidden: invalid Host header" };
   }
-  if (host === undefined || host === "" || (!LOOPBACK_NAMES.includes(name) && !listen.allowHosts.includes(name))) {
+  const bound = listen.host.includes(":") ? `[${listen.host}]` : listen.host.toLowerCase();
+  if (host === undefined || host === "" || (!LOOPBACK_NAMES.includes(name) && name !== bound && !listen.allowHosts.includes(name))) {
     return { status: 403, message: "Forbidden: this Host is not allowed (DNS rebinding protection; see --allow-host)" };
   }
   return undefined;

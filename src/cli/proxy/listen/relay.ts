@@ -36,6 +36,9 @@ const SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId";
 const MAX_REMEMBERED = 10_000;
 
 /** Where a handle's messages go: the client's HTTP exchange(s). */
+/** The answer a drain gives a request it cancels upstream: built from its method and the cancel's record (`null` if none was made). */
+export type DrainAnswer = (method: string, record: RunRecord | null) => LibraryErrorResponse;
+
 export interface ClientPort {
   /**
    * A message for this client; `related` is the client's id of the request whose stream it belongs
@@ -255,18 +258,22 @@ export class Relay<T extends TransportLike = TransportLike> {
   }
 
   /** @internal Cancels one request upstream (by id: the library sends the upstream's cancel). Returns false when it is not in progress. */
-  cancel(upstreamId: Id, reason: string, answer?: (method: string) => LibraryErrorResponse): boolean {
+  cancel(upstreamId: Id, reason: string, answer?: DrainAnswer): boolean {
     const pending = this.#pending.get(upstreamId);
     if (pending === undefined) return false;
     if (pending.method === "initialize") return false; // rule 39: never cancelled
-    this.#forget(upstreamId);
-    if (answer !== undefined)
-      pending.handle.port.deliver({ jsonrpc: "2.0", id: pending.clientId, error: answer(pending.method) }, pending.clientId);
     if (this.#init.options.verbose)
       this.#init.log(
         `client->proxy cancel of ${pending.method} id ${JSON.stringify(pending.clientId)} (upstream ${upstreamId}): ${reason}`,
       );
-    this.#transport.cancel(upstreamId, reason);
+    // Cancelled first (the record is written as it settles, with the client's facts), then
+    // answered with that record: the answer says what went upstream, as a lost connection's does.
+    const record = this.#transport.cancel(upstreamId, reason);
+    const withClient = answer === undefined || record === undefined ? null : this.#withClient(record);
+    this.#forget(upstreamId);
+    if (answer !== undefined) {
+      pending.handle.port.deliver({ jsonrpc: "2.0", id: pending.clientId, error: answer(pending.method, withClient) }, pending.clientId);
+    }
     return true;
   }
 
@@ -565,7 +572,7 @@ export class ClientHandle {
    * of its in flight is cancelled upstream with `reason`. With `answer`, each is first answered
    * with that error (a drain: the client is still there to read it).
    */
-  close(reason: string, answer?: (method: string) => LibraryErrorResponse): void {
+  close(reason: string, answer?: DrainAnswer): void {
     if (this.closed) return;
     this.closed = true;
     this.#held = undefined;
