@@ -219,4 +219,39 @@ describe("proxy --listen: an answer the client's cut stream never received", () 
       expect(linesOf(file, "cut-2025")).toHaveLength(2);
     });
   }
+
+  it("2025-era: a stream dropped before its answer and resumed (GET Last-Event-ID) before it came gets the answer live: one success line, no answerUndelivered", async () => {
+    // An outside tester's: the resumed stream got the answer, and the record said it was not written.
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, "--events-per-session", "256", ...server(LINE)]);
+    const session = await legacySession(front.url);
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...session };
+    // Read the POST's stream until its first event id (the priming event), then drop it.
+    const dropped = new AbortController();
+    const post = await fetch(front.url, {
+      method: "POST",
+      headers,
+      signal: dropped.signal,
+      body: JSON.stringify({ jsonrpc: "2.0", id: "resumed", method: "tools/call", params: { name: "after", arguments: { ms: 600 } } }),
+    });
+    const reader = post.body!.getReader();
+    let seen = "";
+    while (!/^id: *(\S+)/m.test(seen)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    const lastEventId = /^id: *(\S+)/m.exec(seen)?.[1];
+    expect(lastEventId).toBeDefined();
+    dropped.abort();
+    const resumed = await fetch(front.url, { method: "GET", headers: { ...headers, "last-event-id": lastEventId! } });
+    expect(resumed.status).toBe(200);
+    expect(await resumed.text()).toContain('"id":"resumed"');
+    expect(await eventually(() => linesOf(file, "resumed").length >= 1)).toBe(true);
+    await front.stop("SIGTERM");
+    expect(linesOf(file, "resumed")).toEqual([expect.objectContaining({ status: "succeeded", revision: 0 })]);
+    expect(linesOf(file, "resumed")[0]).not.toHaveProperty("answerUndelivered");
+  });
 });

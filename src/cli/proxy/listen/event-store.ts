@@ -15,6 +15,8 @@ export interface SessionEventStoreShape {
 export class SessionEventStore implements SessionEventStoreShape {
   readonly #capacity: number;
   readonly #events = new Map<number, { streamId: string; message: Message }>();
+  /** The stream each message stored went on (the SDK transport stores the object it then writes). */
+  readonly #streamOfMessage = new WeakMap<object, string>();
   #next = 1;
 
   constructor(capacity: number) {
@@ -24,6 +26,7 @@ export class SessionEventStore implements SessionEventStoreShape {
   async storeEvent(streamId: string, message: Message): Promise<string> {
     const id = this.#next++;
     this.#events.set(id, { streamId, message });
+    if (typeof message === "object" && message !== null) this.#streamOfMessage.set(message, streamId);
     if (this.#events.size > this.#capacity) this.#events.delete(this.#events.keys().next().value!);
     return String(id);
   }
@@ -41,6 +44,16 @@ export class SessionEventStore implements SessionEventStoreShape {
       if (id > from && event.streamId === streamId && isMessage(event.message)) await send(String(id), event.message as never);
     }
     return streamId;
+  }
+
+  /** The stream `message` was stored for (the object given to the transport's `send`), if it was. */
+  streamOf(message: object): string | undefined {
+    return this.#streamOfMessage.get(message);
+  }
+
+  /** The stream of an event still kept (what a `Last-Event-ID` resumes), without waiting. */
+  streamIdOf(eventId: string): string | undefined {
+    return this.#events.get(parseId(eventId))?.streamId;
   }
 
   /** The ids of the events still kept for `streamId`, oldest first. */

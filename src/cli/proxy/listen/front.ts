@@ -100,6 +100,8 @@ interface Session {
    * answer is sent, `null` once that response closed (`SEEN_IDS` at most).
    */
   answering: Map<Id, http.ServerResponse | null> | undefined;
+  /** With `--records`: the GET responses that resumed a stream (`Last-Event-ID`), by stream id, while open: an answer on that stream is written there. */
+  resumed: Map<string, http.ServerResponse> | undefined;
 }
 
 /** How long a 2025-era cancel that overtook its request waits for it, in ms. */
@@ -291,6 +293,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
       if (resumed !== null && session.ended.has(resumed)) return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
       if (res !== undefined && session.answering !== undefined) noteAnswering(session.answering, body, res);
+      if (res !== undefined && resumed !== null) noteResumed(session, resumed, res);
       return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
     }
     if (request.method === "POST" && v2.isInitializeRequest(body as never)) return newSession(request, body);
@@ -426,6 +429,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         seen: new Set(),
         early: new Map(),
         answering: records === undefined ? undefined : new Map(),
+        resumed: records === undefined ? undefined : new Map(),
       };
       session = made;
       const upstream = await io.makeUpstream("legacy")!;
@@ -441,16 +445,17 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
           send: (outbound) => {
             // An answer is activity too: the session is idle only from its last message either way.
             made.lastActive = performance.now();
-            const unwritten = sessionRecords === undefined ? undefined : answerWatch(made, sessionRecords, outbound);
+            const watch = sessionRecords === undefined ? undefined : answerWatch(made, sessionRecords, outbound);
+            const sent = redactMessage(outbound.message, redact) as object;
             void transport
-              .send(
-                redactMessage(outbound.message, redact) as never,
-                outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId },
-              )
-              .catch((error: unknown) => {
-                log(`could not write to a client: ${(error as Error).message}`);
-                unwritten?.((error as Error).message, false);
-              });
+              .send(sent as never, outbound.clientRequestId === undefined ? undefined : { relatedRequestId: outbound.clientRequestId })
+              .then(
+                () => watch?.sent(sent),
+                (error: unknown) => {
+                  log(`could not write to a client: ${(error as Error).message}`);
+                  watch?.unwritten((error as Error).message, false);
+                },
+              );
           },
           stopReading: () => (made.reading = false),
           flush: async () => {},
@@ -490,18 +495,30 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     });
   }
 
+  /** A GET that resumes a stream (`Last-Event-ID`): the answers still to come on that stream are written on `res` while it is open. */
+  function noteResumed(session: Session, lastEventId: string, res: http.ServerResponse): void {
+    const streamId = session.events?.streamIdOf(lastEventId);
+    if (session.resumed === undefined || streamId === undefined) return;
+    session.resumed.set(streamId, res);
+    res.once("close", () => {
+      if (session.resumed?.get(streamId) === res) session.resumed.delete(streamId);
+    });
+  }
+
   /**
    * The answer in `outbound`, when its record was written (`--records`): watched on its POST's
    * response. A 2025-era stream cut before the answer was written whole is no cancel (rule 40):
    * the record keeps its status and says the answer was not written, and whether it is kept for
-   * a resume (`Last-Event-ID`, rule 40: the session's events) or lost. Returns what to call when
-   * the transport could not take the answer at all.
+   * a resume (`Last-Event-ID`, rule 40: the session's events) or lost; unless a GET resumed that
+   * stream meanwhile and is open: the transport writes the answer there, and that is watched.
+   * Returns what to call once the transport took the answer (`sent`, the object it was given), and
+   * when it could not take it at all (`unwritten`).
    */
   function answerWatch(
     session: Session,
     sessionRecords: SessionRecords,
     outbound: Outbound,
-  ): ((error: string, resumable: boolean) => void) | undefined {
+  ): { sent(message: object): void; unwritten(error: string, resumable: boolean): void } | undefined {
     const id = outbound.clientRequestId;
     const message = outbound.message as { method?: unknown };
     if (id === undefined || message.method !== undefined) return undefined;
@@ -516,10 +533,18 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       sessionRecords.unwritten(line, error, resumable);
     };
     const resumable = session.events !== undefined;
-    // Its stream closed before the answer came (a dropped stream, rule 40): the answer is not written on it.
-    if (res === null) unwritten(ANSWER_CUT, resumable);
-    else if (res !== undefined) watchAnswer(res, (error) => error !== undefined && unwritten(error, resumable));
-    return unwritten;
+    const watch = (on: http.ServerResponse) => watchAnswer(on, (error) => error !== undefined && unwritten(error, resumable));
+    if (res !== undefined && res !== null) watch(res);
+    const sent = (message: object): void => {
+      if (res !== null) return;
+      // Its stream closed before the answer came (a dropped stream, rule 40): not written on it,
+      // unless a GET resumed the stream and is still open (the transport wrote it there).
+      const stream = session.events?.streamOf(message);
+      const live = stream === undefined ? undefined : session.resumed?.get(stream);
+      if (live === undefined || live.destroyed) unwritten(ANSWER_CUT, resumable);
+      else watch(live);
+    };
+    return { sent, unwritten };
   }
 
   /** Ends a session: its requests in flight cancelled upstream (by the upstream's mechanism), its streams closed, its stdio server stopped (process group). */
