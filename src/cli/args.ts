@@ -339,6 +339,8 @@ export function msFlag(flag: string, text: string | undefined, { min, none = fal
     throw new UsageError(`${flag}: expected a whole number of milliseconds${none ? ' or "none"' : ""}, got ${JSON.stringify(text)}`);
   }
   const value = Number(trimmed);
-  if (value < min || value > MAX_MS) throw new UsageError(`${flag}: expected ${min} to ${MAX_MS} ms, got ${value}`);
+  if (value < min || value > MAX_MS) {
+    throw new UsageError(`${flag}: expected ${min} to ${MAX_MS} ms${none ? ' or "none" (no limit)' : ""}, got ${value}`);
+  }
   return value;
 }

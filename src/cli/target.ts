@@ -312,7 +312,7 @@ export function recordingFetch(recorder: Recorder, base: typeof fetch = globalTh
       recorder.add({
         from: "server",
         kind: "http",
-        text: `${method} ${what}: ${aborted ? "aborted by the client before the response headers" : (error as Error).message}`,
+        text: `${method} ${what}: ${aborted ? "aborted by the client before the response headers" : withCause(error)}`,
       });
       throw error;
     }
@@ -423,4 +423,17 @@ function startupError(
   if (gaveUp) return new StartupError(`the server ${timeout}`, "timeout", details);
   const hint = options.era === "legacy" ? "" : " (a 2025-era server? try --era legacy)";
   return new StartupError(`the server refused ${handshake}: ${truncate(message, 300)}${hint}`, "initialize-error", details);
+}
+
+/**
+ * A fetch error's message with its cause: undici says only "fetch failed", and why (connection
+ * refused, no such host, a reset) is in its `cause` (`ECONNREFUSED 127.0.0.1:38419`).
+ */
+function withCause(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (cause === undefined || cause === null) return message;
+  const why =
+    typeof cause.message === "string" && cause.message !== "" ? cause.message : typeof cause.code === "string" ? cause.code : undefined;
+  return why === undefined || message.includes(why) ? message : `${message} (${why})`;
 }

@@ -182,6 +182,8 @@ describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
     const { code, stderr } = await cli(["probe", "--url", url, "--timeout", "2000"]);
     expect(code).toBe(1);
     expect(stderr).toMatch(/^mcp-cancellable probe: could not reach http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    // Why, not only undici's "fetch failed" (an outside tester's).
+    expect(stderr).toMatch(/fetch failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)/);
     expect(stderr).not.toMatch(/^\s+at /m);
   });
 

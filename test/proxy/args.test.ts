@@ -27,7 +27,7 @@ describe("mcp-cancellable proxy: command line", () => {
       [["proxy"], /give exactly one upstream/],
       [["proxy", "--url", "http://127.0.0.1:1/mcp", "--", "node"], /give exactly one upstream/],
       [["proxy", "--url", "http://127.0.0.1:1/mcp", "server.js"], /give exactly one upstream/],
-      [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms, got 0/],
+      [["proxy", "--timeout-ms", "0", "--", "node"], /--timeout-ms: expected 1 to 2147483647 ms or "none" \(no limit\), got 0/],
       [["proxy", "--timeout-ms", "-5", "--", "node"], /--timeout-ms: expected a whole number of milliseconds or "none", got "-5"/],
       [
         ["proxy", "--max-total-timeout-ms", "soon", "--", "node"],
@@ -118,7 +118,7 @@ describe("mcp-cancellable proxy: command line", () => {
     expect(parseProxyArgs(["--client-wait-timeout-ms", "none", "--", "node"])).toMatchObject({ limits: { clientWaitTimeoutMs: Infinity } });
     const bad = await run(["proxy", "--client-wait-timeout-ms", "0", "--", "node"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--client-wait-timeout-ms: expected 1 to 2147483647 ms, got 0/);
+    expect(bad.stderr).toMatch(/--client-wait-timeout-ms: expected 1 to 2147483647 ms or "none" \(no limit\), got 0/);
     const config = parseConfig({ defaults: { clientWaitTimeoutMs: 900 }, tools: { form: { clientWaitTimeoutMs: null } } }, "c.json");
     expect(limitsFor(config, {}, "tools/call", "other")).toMatchObject({ clientWaitTimeoutMs: 900 });
     expect(limitsFor(config, {}, "tools/call", "form")).toMatchObject({ clientWaitTimeoutMs: Infinity });
