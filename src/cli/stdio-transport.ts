@@ -2,6 +2,7 @@
 // the stdio transport of both commands, the probe's target and the proxy's upstream.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
+import type { Readable } from "node:stream";
 import type { Message } from "../wire/messages.js";
 import { JsonLineReader, rawLineOf } from "./json-lines.js";
 import type { TooLongLine } from "./json-lines.js";
@@ -114,6 +115,15 @@ export class ChildStdioTransport {
   /** The server's process id (the leader of its own process group), once it started. */
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /**
+   * The server's stderr stream (`stderr: "tail"`), else `null`: the SDK's `StdioClientTransport`
+   * has it too, and the OpenTelemetry recorder reads it as the stdio marker (`network.transport`
+   * `pipe`).
+   */
+  get stderr(): Readable | null {
+    return this.#child?.stderr ?? null;
   }
 
   /** The last `STDERR_TAIL_CHARS` characters the server wrote to stderr (`stderr: "tail"`). */

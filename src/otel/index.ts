@@ -344,11 +344,13 @@ class CallTrace implements CallObservation {
       return;
     }
     // The adapter learned after the settle how the cancel was delivered: what did not get through,
-    // or what went instead (a `tasks/cancel`). A later `sentAt` alone adds no span.
+    // what went instead (a `tasks/cancel`), or when a cancel that had not gone out at the settle
+    // left (its event stamped then). A `sentAt` moved a millisecond or more alone adds no span.
     const before = previous.cancel;
     if (
       cancel !== null &&
-      (cancel.mechanism !== before?.mechanism ||
+      ((before?.sentAt === null && cancel.sentAt !== null) ||
+        cancel.mechanism !== before?.mechanism ||
         cancel.undelivered?.mechanism !== before?.undelivered?.mechanism ||
         cancel.undelivered?.error !== before?.undelivered?.error)
     ) {

@@ -54,6 +54,9 @@ export function otelHarness() {
     meter: meterProvider.getMeter("test"),
     /** Finished spans, in the order they ended. */
     spans: (): SpanView[] => exporter.getFinishedSpans().map(view),
+    /** The time of each event of the finished span named `span` (epoch ms), by event name. */
+    eventTimes: (span: string): Array<{ name: string; atMs: number }> =>
+      (exporter.getFinishedSpans().find((s) => s.name === span)?.events ?? []).map((e) => ({ name: e.name, atMs: hrMs(e.time) })),
     /** The points of `mcp.client.operation.duration` (and its descriptor). */
     async duration() {
       const { resourceMetrics } = await reader.collect();

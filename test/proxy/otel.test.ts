@@ -58,6 +58,8 @@ describe("proxy --otel", () => {
     expect(answered.status.code).not.toBe(2); // not ERROR
     expect(answered.attributes["mcp.method.name"]).toBe("tools/call");
     expect(answered.attributes["gen_ai.tool.name"]).toBe("sleep");
+    // A stdio upstream is a pipe, as the recorder says of the SDK's own stdio transport (an outside tester's: it was absent).
+    expect(answered.attributes["network.transport"]).toBe("pipe");
     expect(timedOut.attributes["error.type"]).toBe("timeout");
     expect(timedOut.status.code).toBe(2); // ERROR
     expect(timedOut.attributes["mcp_cancellable.cancel.trigger"]).toBe("timeout");

@@ -1,0 +1,76 @@
+// A cancel that had not gone out when its call settled (the record's `sentAt` null: a 2025-era
+// notification waiting for its request to reach the server, a stdio line behind a full pipe): the
+// call span's `mcp_cancellable.cancel` event is at the settle, and a `cancel` follow-up span marks
+// when it left (an outside tester's: no span ever carried the later time, and the trace disagreed
+// with the record). A `sentAt` moved by a millisecond alone still adds no span.
+import { describe, expect, it } from "vitest";
+import { otelRecorder } from "../../src/otel/index.js";
+import type { CancelledRunRecord } from "../../src/index.js";
+import { otelHarness } from "./harness.js";
+
+const SETTLED = Date.parse("2026-12-05T10:00:00.000Z");
+
+function cancelled(sentAt: string | null, revision: number): CancelledRunRecord {
+  const cancel = { trigger: "timeout" as const, reason: "Request timed out after 150 ms", mechanism: "notification+stream-close" as const };
+  return {
+    callId: 1,
+    connectionId: 1,
+    sessionId: null,
+    requestId: 7,
+    method: "tools/call",
+    name: "slow",
+    startedAt: new Date(SETTLED - 150).toISOString(),
+    settledAt: new Date(SETTLED).toISOString(),
+    elapsedMs: 150,
+    status: "cancelled",
+    cancel: { ...cancel, sentAt, undelivered: null },
+    outcome: "unverified",
+    error: null,
+    late: { results: 0, errors: 0, progress: 0 },
+    progress: { count: 0, last: null },
+    verification: null,
+    revision,
+    summary: "cancelled (timeout), outcome unverified",
+  };
+}
+
+function observe() {
+  const otel = otelHarness();
+  const observation = otelRecorder({ tracer: otel.tracer, meter: otel.meter }).start({
+    method: "tools/call",
+    name: "slow",
+    params: { name: "slow" },
+    client: null,
+    transport: {},
+  });
+  return { otel, observation: observation! };
+}
+
+describe("otel: a cancel that went out after the settle", () => {
+  it("sentAt null at the settle, then its time: a `cancel` follow-up span whose event is at the time it left", async () => {
+    const { otel, observation } = observe();
+    const left = new Date(SETTLED + 250).toISOString();
+    observation.record!(cancelled(null, 0));
+    observation.record!(cancelled(left, 1));
+    const spans = otel.spans();
+    expect(spans.map((s) => s.name)).toEqual(["tools/call slow", "cancel tools/call slow"]);
+    const [call, followUp] = spans;
+    expect(followUp!.parentSpanId).toBe(call!.spanId);
+    expect(followUp!.attributes).toMatchObject({
+      "mcp_cancellable.cancel.mechanism": "notification+stream-close",
+      "mcp_cancellable.record.revision": 1,
+    });
+    expect(followUp!.status.code).not.toBe(2); // delivered: no error
+    expect(otel.eventTimes("cancel tools/call slow")).toEqual([{ name: "mcp_cancellable.cancel_delivery", atMs: SETTLED + 250 }]);
+    await otel.shutdown();
+  });
+
+  it("sentAt at the settle, then moved a millisecond or more: no span (the event is already at a time it left)", async () => {
+    const { otel, observation } = observe();
+    observation.record!(cancelled(new Date(SETTLED).toISOString(), 0));
+    observation.record!(cancelled(new Date(SETTLED + 3).toISOString(), 1));
+    expect(otel.spans().map((s) => s.name)).toEqual(["tools/call slow"]);
+    expect(otel.eventTimes("tools/call slow")).toEqual([{ name: "mcp_cancellable.cancel", atMs: SETTLED }]);
+    await otel.shutdown();
+  });
+});
