@@ -248,6 +248,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               invokeTool,
             ),
             runner.defaults.awaitVerification,
+            signalOf(callOptions),
           );
         }
         return answerVerified(
@@ -265,6 +266,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
           ),
           runner.defaults.awaitVerification,
+          signalOf(callOptions),
         );
       } catch (error) {
         return Promise.reject(error);
@@ -455,6 +457,7 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
               : original.callTool(withMarker, schema, { ...extras, ...ours }),
           ),
           runner.defaults.awaitVerification,
+          call?.signal,
         );
       } catch (error) {
         return Promise.reject(error);
@@ -490,4 +493,11 @@ export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
 function withoutTask(options: ToolCallOptions): CallOptions {
   const { task: _task, ...rest } = options;
   return rest;
+}
+
+/** The caller's signal(s) among a call's options, if any (a caller's own abort is never waited for: `answerVerified`). */
+function signalOf(options: unknown): AbortSignal | readonly AbortSignal[] | undefined {
+  return typeof options === "object" && options !== null
+    ? (options as { signal?: AbortSignal | readonly AbortSignal[] }).signal
+    : undefined;
 }

@@ -9,9 +9,10 @@ export interface JsonLinesOptions {
   /**
    * Which revisions of a record are written:
    * - `"changed"` (the default): the record when its call settles, then again only when what
-   *   it says changes (its `summary`: a late result discarded, a verification's answer). A late
-   *   progress notification alone writes nothing, so a log has one line per call, plus one per
-   *   change of outcome. The counts in a line are those at the time it was written.
+   *   it says changes (its `summary`: a late result discarded, a verification's answer) or a late
+   *   answer comes (`late.results`, `late.errors`: a server that answers one request twice). A
+   *   late progress notification alone writes nothing, so a log has one line per call, plus one
+   *   per change of outcome or late answer. The counts in a line are those at the time it was written.
    * - `"all"`: every revision (`revision` 0, 1, 2, ...), as `onRecord` receives them.
    * @default "changed"
    */
@@ -62,8 +63,9 @@ export function jsonLines(write: (line: string) => unknown, options: JsonLinesOp
   // What `write` returns goes back to the caller (`onRecord`): an async write's rejection is the
   // library's to handle (warned about once), never an unhandled one.
   return (record) => {
-    if (record.revision > 0 && written.get(record.callId) === record.summary) return undefined;
-    written.set(record.callId, record.summary);
+    const says = `${record.late.results},${record.late.errors} ${record.summary}`;
+    if (record.revision > 0 && written.get(record.callId) === says) return undefined;
+    written.set(record.callId, says);
     return write(`${JSON.stringify(record)}\n`);
   };
 }

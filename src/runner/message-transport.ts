@@ -275,7 +275,7 @@ export class MessageTransport<T extends TransportLike> {
     const waiting = call.owner as Waiting;
     if (this.#waiting.get(waiting.id) === waiting) this.#waiting.delete(waiting.id);
     if (waiting.signal?.aborted === true || waiting.byClient) return;
-    queueMicrotask(() => this.#settled(waiting.id, error, waiting.wait));
+    queueMicrotask(() => this.#settled(waiting.id, error, waiting.wait, waiting.signal));
   };
 
   #forward(message: unknown, options: unknown): Promise<void> {
@@ -286,7 +286,7 @@ export class MessageTransport<T extends TransportLike> {
    * A call ended without the server's answer reaching the client: answer it (unless the
    * connection closed: the client's onclose ends it).
    */
-  #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined): void {
+  #settled(id: RequestId, error: unknown, wait: AwaitVerification | undefined, signal: AbortSignal | undefined): void {
     if (this.#closed) return;
     // The server's own error reached the client as its message already: only the library's are answered.
     if (!isLibraryError(error)) return;
@@ -298,10 +298,12 @@ export class MessageTransport<T extends TransportLike> {
     }
     // The client still waits for this answer (its own signal did not fire: that has no response):
     // once verify is done, a tool result that says what it found.
-    void awaitVerifiedText(error, wait)
+    void awaitVerifiedText(error, wait, signal)
       .catch(() => undefined)
       .then((text) => {
-        if (this.#closed) return;
+        // Closed, or the client's own signal fired while the verification was awaited: it rejected
+        // its request itself and waits for no answer (a caller's abort is never waited for).
+        if (this.#closed || signal?.aborted === true) return;
         this.#deliver(
           text === undefined
             ? { jsonrpc: "2.0", id, error: response }

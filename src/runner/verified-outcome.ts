@@ -6,6 +6,10 @@ import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 import type { AwaitVerification } from "../types/options.js";
+import { onAbort } from "../utils/abort-link.js";
+
+/** The caller's signal(s) of a call, as its options give them. */
+type CallerSignal = AbortSignal | readonly AbortSignal[] | undefined;
 
 /** See `AwaitVerification` in src/types/options.ts (an option of every entry point, and per call where it takes per-call options). */
 export type { AwaitVerification };
@@ -53,13 +57,19 @@ function ownVerifyError(error: string | null | undefined): string | undefined {
 /**
  * For a cancelled call whose `verify` read runs: waits for it and returns the text to answer the
  * tool call with; `undefined` when there is nothing to wait for (no `verify`, not a cancel, the
- * request never left) or `awaitVerification` is off. Never rejects: a throwing text function
- * falls back to the library's text.
+ * request never left), `awaitVerification` is off, or the caller's `signal` aborts while it waits
+ * (a caller's own abort is never waited for: the run is being stopped; the verification goes on
+ * and its record is revised as ever). Never rejects: a throwing text function falls back to the
+ * library's text.
  */
-export async function awaitVerifiedText(error: unknown, wait: AwaitVerification | undefined): Promise<string | undefined> {
+export async function awaitVerifiedText(
+  error: unknown,
+  wait: AwaitVerification | undefined,
+  signal?: CallerSignal,
+): Promise<string | undefined> {
   if (wait === undefined || wait === false || !isCancelled(error) || error.record.cancel?.trigger === "aborted") return undefined;
-  const record = await error.verification;
-  if (record.verification === null) return undefined;
+  const record = await untilAborted(error.verification, signal);
+  if (record === undefined || record.verification === null) return undefined;
   if (typeof wait === "function") {
     try {
       const text = wait(record);
@@ -81,10 +91,10 @@ export function verifiedToolResult(text: string): { content: Array<{ type: "text
  * and the call was cancelled by a limit with a verification (see `awaitVerifiedText`); otherwise
  * as it was. The outcome itself when there is nothing to wait for.
  */
-export function answerVerified<R>(outcome: Promise<R>, wait: AwaitVerification | undefined): Promise<R> {
+export function answerVerified<R>(outcome: Promise<R>, wait: AwaitVerification | undefined, signal?: CallerSignal): Promise<R> {
   if (wait === undefined || wait === false) return outcome;
   return outcome.catch(async (error: unknown) => {
-    const text = await awaitVerifiedText(error, wait);
+    const text = await awaitVerifiedText(error, wait, signal);
     if (text === undefined) throw error;
     return verifiedToolResult(text) as R;
   });
@@ -94,4 +104,21 @@ function isCancelled(error: unknown): error is McpCancellableError {
   if (!(error instanceof Error) || !("record" in error) || !("verification" in error)) return false;
   const { record, verification } = error as Partial<McpCancellableError>;
   return record?.status === "cancelled" && record.outcome !== "not-sent" && verification instanceof Promise;
+}
+
+/** `promise`'s value, or `undefined` as soon as one of `signal` aborts (at once if one has); its listeners go either way. */
+function untilAborted<T>(promise: Promise<T>, signal: CallerSignal): Promise<T | undefined> {
+  if (signal === undefined) return promise;
+  const signals: readonly AbortSignal[] = Array.isArray(signal) ? signal : [signal as AbortSignal];
+  if (signals.some((s) => s.aborted)) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve) => {
+    let offs: Array<() => void> = [];
+    const done = (value: T | undefined): void => {
+      for (const off of offs) off();
+      offs = [];
+      resolve(value);
+    };
+    offs = signals.map((s) => onAbort(s, () => done(undefined)));
+    promise.then(done, () => done(undefined));
+  });
 }

@@ -746,14 +746,17 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
 
       it("awaitVerification with verifiers: a tool call cancelled by a limit answers with its verified outcome, which is what the framework hands its model", async () => {
         let reads = 0;
+        /** While set, a read waits for it before it answers. */
+        let gate: Promise<void> | undefined;
         const h = await connect({
           timeoutMs: 200,
           verifyDelayMs: 100,
           awaitVerification: true,
           verifiers: {
-            silent: () => {
+            silent: async () => {
               reads++;
-              return "applied";
+              await gate;
+              return "applied" as const;
             },
           },
         });
@@ -775,6 +778,23 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
         controller.abort();
         expect((await calling).ok).toBe(false);
         expect(performance.now() - abortedAt).toBeLessThan(100);
+        // Nor is one that comes while the verification of a call a limit cancelled is awaited (an
+        // outside tester's: the caller was held until the read ended). The read goes on, and its
+        // answer still revises the record.
+        expect(await eventually(() => reads === 2)).toBe(true); // the aborted call's own read (every cancel is verified)
+        let release!: () => void;
+        gate = new Promise<void>((resolve) => (release = resolve));
+        const stop = new AbortController();
+        const waiting = h.session.call({ tool: "silent", signal: stop.signal });
+        expect(await eventually(() => reads === 3, 3_000)).toBe(true); // timed out, and its read is under way
+        const stoppedAt = performance.now();
+        stop.abort();
+        const stopped = await waiting;
+        expect(performance.now() - stoppedAt).toBeLessThan(100);
+        expect(stopped.ok).toBe(false); // released with an error, not the verified text it was waiting for
+        release();
+        expect(await eventually(() => h.session.records().at(-1)?.outcome === "verified-applied")).toBe(true);
+        expect(h.toolCalls()).toHaveLength(3);
       });
 
       // --- every request method of the SDK-shaped client through the runner (issue 28, item 5) --

@@ -51,6 +51,28 @@ describe("jsonLines", () => {
     expect(connections[0]!.records.filter((r) => r.callId === records[0]!.callId).map((r) => r.revision)).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it("default: a second late answer (a server that answers one request twice) writes a line with its count, though the summary stays", async () => {
+    // An outside tester's: the duplicate answer was counted on the record and the file never showed it.
+    const lines: string[] = [];
+    const { mcp, peer } = await connectPeer({ onRecord: jsonLines((line) => lines.push(line)) });
+    const ids: unknown[] = [];
+    peer.onRequest((m) => void ids.push(m.id));
+    const stop = new AbortController();
+    const call = mcp.callTool({ name: "slow" }, { signal: stop.signal }).catch(() => undefined);
+    await flush();
+    stop.abort();
+    await call;
+    await peer.result(ids[0]);
+    await peer.error(ids[0], -32603, "and an error too");
+    await flush();
+    const records = lines.map((line) => JSON.parse(line) as RunRecord);
+    expect(records.map((r) => [r.revision, r.summary, r.late.results, r.late.errors])).toEqual([
+      [0, "cancelled (aborted), outcome unverified", 0, 0],
+      [1, "cancelled (aborted), late result discarded", 1, 0],
+      [2, "cancelled (aborted), late result discarded", 1, 1],
+    ]);
+  });
+
   it("several connections: request ids repeat, call ids never do; each record names its connection", async () => {
     const { records } = await twoConnections();
     const finals = new Map(records.map((r) => [r.callId, r])); // the last line of each call id

@@ -364,7 +364,9 @@ export class CancellableMCPServer implements MCPServer {
       }
       // A cancelled side effect, verified before the model decides what to do next.
       const wait = checkAwaitVerification(awaitVerification, `CancellableMCPServer callOptions("${toolName}")`) ?? this.#awaitVerification;
-      const text = await awaitVerifiedText(error, wait);
+      const text = await awaitVerifiedText(error, wait, signal);
+      // The run was stopped while its verification was awaited: never waited for (see above).
+      if (signal?.aborted === true) throw signal.reason;
       if (text !== undefined) return { content: [{ type: "text", text }] as unknown as AgentsContent, isError: true } as AgentsResult;
       throw error;
     }
