@@ -164,4 +164,23 @@ describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
     expect(await eventually(() => !alive(pid))).toBe(true);
     await server.close();
   });
+
+  it("a stdio server that also ignores the end of its stdin: connect() rejects only once the SDK's close has stopped it (SIGTERM)", async () => {
+    // An outside tester's: connect() rejected while such a server still ran (until the SDK's
+    // SIGTERM, 2 s later); a bot that exits or retries at the rejection left it behind.
+    const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const pidFile = join(dir, "pid");
+    const server = new CancellableMCPServerStdio({
+      command: process.execPath,
+      args: ["-e", `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 60_000)`],
+      stderr: "ignore",
+      connectTimeoutMs: 300,
+    });
+    const error = await server.connect().catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/connect\(\) gave up after 300 ms/);
+    expect(existsSync(pidFile)).toBe(true);
+    expect(alive(Number(readFileSync(pidFile, "utf8")))).toBe(false); // gone by the rejection
+    await server.close();
+  }, 15_000);
 });

@@ -256,13 +256,30 @@ export class CancellableMCPServer implements MCPServer {
     const { client, transport } = await this.#create();
     const wire = clientWire(toAdapter(transport, "CancellableMCPServer create()"), client, this.#runner.defaults);
     const boundMs = this.#connectTimeoutMs;
+    // Told when the transport reports itself closed (a stdio child exited): see the catch below.
+    const sdkClient = client as unknown as { onclose?: (() => void) | undefined };
+    const prior = sdkClient.onclose;
+    let reportClosed!: () => void;
+    const transportClosed = new Promise<void>((resolve) => (reportClosed = resolve));
+    sdkClient.onclose = () => {
+      reportClosed();
+      prior?.call(client);
+    };
     try {
       await (client as unknown as { connect(transport: never, options: { timeout: number }): Promise<void> }).connect(
         wire.transport as never,
         { timeout: boundMs },
       );
+      sdkClient.onclose = prior;
     } catch (error) {
-      await client.close().catch(() => {}); // a half-open transport (a spawned child) must not outlive the failure
+      // A half-open transport (a spawned child) must not outlive the failure. The v1 SDK's connect
+      // began a close of its own (`void this.close()`), so this one may return at once: the child
+      // is stopped once the transport says it closed (the SDK ends its stdin, then SIGTERM after
+      // 2 s, SIGKILL after 4 s), waited for at most CONNECT_CLOSE_WAIT_MS (an outside tester's:
+      // connect() rejected while a server that ignores the end of its stdin still ran).
+      await client.close().catch(() => {});
+      await within(transportClosed, CONNECT_CLOSE_WAIT_MS);
+      sdkClient.onclose = prior;
       // The only request of a connect is initialize, under this bound: its timeout is ours.
       if (isSdkTimeout(error)) {
         throw new Error(
@@ -627,4 +644,14 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
       },
     });
   }
+}
+
+/** How long a failed `connect()` waits for its transport to close (its child to exit), in ms: the SDK's stdio close ends stdin, then SIGTERM after 2 s, SIGKILL after 4 s. */
+const CONNECT_CLOSE_WAIT_MS = 5_000;
+
+/** `promise`, or nothing after `ms` (the timer released either way). */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
