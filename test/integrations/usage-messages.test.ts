@@ -133,23 +133,34 @@ describe("Agents servers: options of the wrong type are refused at once, naming 
   }
 });
 
+/**
+ * An Agents stdio server whose process never answers `initialize`: it writes its pid to
+ * `pidFile`, runs `more` (JavaScript), and stays up.
+ */
+function silentServer(more: string, options: { connectTimeoutMs: number; timeoutMs?: number }) {
+  const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const pidFile = join(dir, "pid");
+  const server = new CancellableMCPServerStdio({
+    command: process.execPath,
+    args: [
+      "-e",
+      `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); ${more} setInterval(() => {}, 60_000)`,
+    ],
+    stderr: "ignore",
+    ...options,
+  });
+  return { server, pidFile };
+}
+
 describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
   it("a stdio server that never answers initialize: connect() rejects after connectTimeoutMs naming it, and the child is gone", async () => {
-    // A process that reads stdin and never writes: initialize goes unanswered. It leaves its pid,
-    // and exits when its stdin ends (the transport's close).
-    const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const pidFile = join(dir, "pid");
-    const server = new CancellableMCPServerStdio({
-      command: process.execPath,
-      args: [
-        "-e",
-        `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdin.resume(); process.stdin.on("end", () => process.exit(0)); setInterval(() => {}, 60_000)`,
-      ],
-      stderr: "ignore",
-      connectTimeoutMs: 400,
-      timeoutMs: 100, // the calls' idle timeout, not the connect's
-    });
+    // A process that reads stdin and never writes: initialize goes unanswered. It exits when its
+    // stdin ends (the transport's close).
+    const { server, pidFile } = silentServer(
+      `process.stdin.resume(); process.stdin.on("end", () => process.exit(0));`,
+      { connectTimeoutMs: 400, timeoutMs: 100 }, // timeoutMs: the calls' idle timeout, not the connect's
+    );
     const started = performance.now();
     const error = await server.connect().catch((e: unknown) => e);
     const elapsed = performance.now() - started;
@@ -168,15 +179,7 @@ describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
   it("a stdio server that also ignores the end of its stdin: connect() rejects only once the SDK's close has stopped it (SIGTERM)", async () => {
     // An outside tester's: connect() rejected while such a server still ran (until the SDK's
     // SIGTERM, 2 s later); a bot that exits or retries at the rejection left it behind.
-    const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const pidFile = join(dir, "pid");
-    const server = new CancellableMCPServerStdio({
-      command: process.execPath,
-      args: ["-e", `require("node:fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 60_000)`],
-      stderr: "ignore",
-      connectTimeoutMs: 300,
-    });
+    const { server, pidFile } = silentServer("", { connectTimeoutMs: 300 });
     const error = await server.connect().catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/connect\(\) gave up after 300 ms/);
     expect(existsSync(pidFile)).toBe(true);

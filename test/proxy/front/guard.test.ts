@@ -36,6 +36,21 @@ async function rawRequest(
   return { status: response.status, text: await response.text(), headers: response.headers };
 }
 
+/** The HTTP status of an initialize POSTed to the front with this `Host` header (the socket goes to the address bound). */
+function initializeWithHost(url: URL, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const request = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { ...HEADERS, host } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    request.on("error", reject);
+    request.end(initialize());
+  });
+}
+
 describe("proxy --listen: safe to expose", () => {
   it("a bind on a non-loopback address without a token is refused at start (exit 2), naming the fix", async () => {
     let stderr = "";
@@ -118,18 +133,7 @@ describe("proxy --listen: safe to expose", () => {
 
   it("Host (DNS rebinding) on a loopback bind: a page's own host name gets 403; localhost names are served", async () => {
     const front = await startFront(server(SCRIPTED));
-    const status = (host: string) =>
-      new Promise<number>((resolve, reject) => {
-        const request = http.request(
-          { host: "127.0.0.1", port: front.url.port, path: front.url.pathname, method: "POST", headers: { ...HEADERS, host } },
-          (response) => {
-            response.resume();
-            resolve(response.statusCode ?? 0);
-          },
-        );
-        request.on("error", reject);
-        request.end(initialize());
-      });
+    const status = (host: string) => initializeWithHost(front.url, host);
     expect(await status(`rebind.evil.example:${front.url.port}`)).toBe(403);
     expect(received(front.stderr())).toEqual([]);
     expect(await status(`localhost:${front.url.port}`)).toBe(200);
@@ -139,18 +143,7 @@ describe("proxy --listen: safe to expose", () => {
     // An outside tester's: the printed URL was refused 403 (only localhost, 127.0.0.1 and [::1] passed).
     const front = await startFront(server(SCRIPTED), { listen: "127.0.0.5:0" });
     expect(front.url.hostname).toBe("127.0.0.5");
-    const status = (host: string) =>
-      new Promise<number>((resolve, reject) => {
-        const request = http.request(
-          { host: "127.0.0.5", port: front.url.port, path: front.url.pathname, method: "POST", headers: { ...HEADERS, host } },
-          (response) => {
-            response.resume();
-            resolve(response.statusCode ?? 0);
-          },
-        );
-        request.on("error", reject);
-        request.end(initialize());
-      });
+    const status = (host: string) => initializeWithHost(front.url, host);
     expect(await status(`127.0.0.6:${front.url.port}`)).toBe(403);
     expect(await status(`rebind.evil.example:${front.url.port}`)).toBe(403);
     expect(received(front.stderr())).toEqual([]);
