@@ -252,17 +252,17 @@ export class MessageTransport<T extends TransportLike> {
    * record says `cancelled (aborted)` with `reason` (a string, as an abort's reason), and no
    * response is delivered for it (the client cancelled it itself). For an entry point that
    * tracks its requests by id (the proxy): no `AbortController` per request.
-   * Returns the record of the call it settled, or `undefined` when no request with that id is in
-   * progress (answered, settled, or `initialize`).
+   * Returns the call it settled (its `record` built when read), or `undefined` when no request
+   * with that id is in progress (answered, settled, or `initialize`).
    * @internal
    */
-  cancel(id: RequestId, reason: string): RunRecord | undefined {
+  cancel(id: RequestId, reason: string): { readonly record: RunRecord | null } | undefined {
     const waiting = this.#waiting.get(id);
     const call = waiting?.call;
     if (waiting === undefined || call === undefined || call.settled) return undefined;
     waiting.byClient = true;
     call.cancel("aborted", reason);
-    return call.record ?? undefined;
+    return call;
   }
 
   /**

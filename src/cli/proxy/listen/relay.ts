@@ -35,10 +35,10 @@ const SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId";
 /** How many settled requests' client facts are remembered for the records of late revisions. */
 const MAX_REMEMBERED = 10_000;
 
-/** Where a handle's messages go: the client's HTTP exchange(s). */
 /** The answer a drain gives a request it cancels upstream: built from its method and the cancel's record (`null` if none was made). */
 export type DrainAnswer = (method: string, record: RunRecord | null) => LibraryErrorResponse;
 
+/** Where a handle's messages go: the client's HTTP exchange(s). */
 export interface ClientPort {
   /**
    * A message for this client; `related` is the client's id of the request whose stream it belongs
@@ -268,8 +268,9 @@ export class Relay<T extends TransportLike = TransportLike> {
       );
     // Cancelled first (the record is written as it settles, with the client's facts), then
     // answered with that record: the answer says what went upstream, as a lost connection's does.
-    const record = this.#transport.cancel(upstreamId, reason);
-    const withClient = answer === undefined || record === undefined ? null : this.#withClient(record);
+    const cancelled = this.#transport.cancel(upstreamId, reason);
+    const record = answer === undefined ? null : (cancelled?.record ?? null);
+    const withClient = record === null ? null : this.#withClient(record);
     this.#forget(upstreamId);
     if (answer !== undefined) {
       pending.handle.port.deliver({ jsonrpc: "2.0", id: pending.clientId, error: answer(pending.method, withClient) }, pending.clientId);
