@@ -1,7 +1,8 @@
 import { getEventListeners } from "node:events";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallCancelledError, CallTimeoutError, ConnectionClosedError, InvalidOptionError } from "../../src/index.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError, InvalidOptionError, withCancellation } from "../../src/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import { linkedCount } from "../../src/adapters/streamable-http/fetch.js";
 import { connectV1 } from "./clients.js";
@@ -287,6 +288,29 @@ describe("misuse is a clear error", () => {
     const transport = new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"), { fetch, redirectPolicy: "follow" });
     expect(() => streamableHttpCancellation(transport)).toThrow(InvalidOptionError);
     expect(streamableHttpCancellation(transport, { fetch }).era).toBe("legacy");
+  });
+
+  // An outside tester's: a second cancellableFetch() as the option was taken; no stream could be
+  // closed, the records said they were, and the transport's pool outlived its close.
+  it("a fetch option other than the transport's own cancellableFetch() is refused, naming fetch", () => {
+    const transport = new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"), { fetch: cancellableFetch() });
+    expect(() => streamableHttpCancellation(transport, { fetch: cancellableFetch() })).toThrow(
+      expect.objectContaining({ name: "InvalidOptionError", option: "fetch", message: expect.stringMatching(/created with another one/) }),
+    );
+  });
+
+  it("behind redirectPolicy 'follow', a fetch option the transport does not send with fails connect() at its initialize, naming fetch", async () => {
+    const server = await startV1({ stateful: true });
+    onTestFinished(() => server.stop());
+    const transport = new StreamableHTTPClientTransport(server.url, { fetch: cancellableFetch(), redirectPolicy: "follow" });
+    const mcp = withCancellation(
+      new Client({ name: "wrong-fetch", version: "1" }),
+      streamableHttpCancellation(transport, { fetch: cancellableFetch() }),
+    );
+    const error = await mcp.sdkClient.connect(mcp.transport).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "InvalidOptionError", option: "fetch" });
+    expect((error as Error).message).toMatch(/initialize did not go through it/);
+    await mcp.sdkClient.close();
   });
 
   it("flushTimeoutMs out of range is refused", () => {

@@ -16,7 +16,7 @@ import {
 import { bindFetch, isCancellableFetch, observesBody, perRequestFetch, unbindFetch } from "./fetch.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 import { defaultFetch } from "./cancellable-fetch.js";
-import { STREAM_CLOSE_PROTOCOL_VERSION, StreamTracker } from "./streams.js";
+import { STREAM_CLOSE_PROTOCOL_VERSION, StreamTracker, fetchNotTheTransports } from "./streams.js";
 import { LegacyDelivery } from "./delivery.js";
 
 export { STREAM_CLOSE_PROTOCOL_VERSION, neverLeft } from "./streams.js";
@@ -171,7 +171,12 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
         typeof current === "function" ? perRequestFetch(current as FetchLike) : defaultFetch(),
       );
     }
-    this.#fetch = options.fetch ?? transportFetch(transport);
+    const own = transportFetch(transport);
+    if (options.fetch !== undefined && isCancellableFetch(own) && options.fetch !== own) {
+      // The transport sends with a cancellableFetch() of its own, and the option names another.
+      throw new InvalidOptionError("fetch", fetchNotTheTransports("this transport was created with another one (leave the option out)"));
+    }
+    this.#fetch = options.fetch ?? own;
     this.#observesBody = observesBody(this.#fetch);
     let bound: boolean;
     try {

@@ -12,6 +12,15 @@ import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure, link } from "./fetch.js";
 import type { FetchPort } from "./fetch.js";
 import { noop } from "../../utils/hooks.js";
+import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+
+/** The message of a `fetch` option that names a `cancellableFetch()` the transport does not send with: `why` says how that was seen. */
+export function fetchNotTheTransports(why: string): string {
+  return (
+    "streamableHttpCancellation: the fetch option must be the cancellableFetch() the transport was created with " +
+    `(new StreamableHTTPClientTransport(url, { fetch, redirectPolicy: 'follow' }), then streamableHttpCancellation(transport, { fetch })): ${why}`
+  );
+}
 
 /** The first protocol revision whose Streamable HTTP cancel is closing the stream (rules 6, 28). */
 export const STREAM_CLOSE_PROTOCOL_VERSION = "2026-07-28";
@@ -247,6 +256,20 @@ export class StreamTracker extends Layer {
   override send(message: Message, options?: SendOptions): Promise<void> {
     const id = message.id;
     const method = message.method;
+    if (method === "initialize" && this.#config.observesDispatch && !this.#config.v2 && !this.#fetchSeen) {
+      // The adapter's fetch must be the one the transport sends with: one that never sees the
+      // transport's initialize is another (a second `cancellableFetch()` given as the `fetch`
+      // option beside a transport whose own is wrapped, `redirectPolicy: 'follow'`), and no
+      // request's stream could be closed (an outside tester's: the record said it was).
+      return this.below.send(message, options).then(() => {
+        if (!this.#fetchSeen) {
+          throw new InvalidOptionError(
+            "fetch",
+            fetchNotTheTransports("the transport's initialize did not go through it, so no request's stream could be closed"),
+          );
+        }
+      });
+    }
     if (
       typeof method !== "string" ||
       (typeof id !== "string" && typeof id !== "number") ||
@@ -511,12 +534,18 @@ export class StreamTracker extends Layer {
     if (this.#blocked.size > MAX_BLOCKED_TOKENS) this.#blocked.delete(this.#blocked.keys().next().value!);
   }
 
+  /** The adapter's fetch has been asked for a request's signal: the transport sends through it. */
+  #fetchSeen = false;
+
   /**
    * What the per-request fetch asks and tells (see `FetchPort`). v1 streams are opened, resumed
    * and closed through it; on v2 the SDK's `requestSignal` does that, and the fetch only reports.
    */
   readonly port: FetchPort = {
-    signalFor: (id) => (this.#config.v2 ? undefined : (this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal)),
+    signalFor: (id) => {
+      this.#fetchSeen = true;
+      return this.#config.v2 ? undefined : (this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal);
+    },
     resume: (token) => {
       if (this.#config.v2) return undefined;
       if (this.#blocked.delete(token)) {
