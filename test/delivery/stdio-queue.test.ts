@@ -126,8 +126,20 @@ describe("the stdio write queue (issue 27, item 4)", () => {
     const controller = new AbortController();
     const call = mcp.callTool({ name: "echo", arguments: { marker: "queued" } }, { signal: controller.signal, timeoutMs: 20_000 });
     controller.abort();
-    await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
+    // The caller's error carries the first record: it says never sent already (an outside
+    // tester's: it said "whether it ran is unknown" until a revision right after).
+    await expect(call).rejects.toMatchObject({
+      code: "CANCELLED",
+      record: { revision: 0, outcome: "not-sent", cancel: { mechanism: "none" } },
+    });
     expect(mcp.records().at(-1)).toMatchObject({ outcome: "not-sent", cancel: { mechanism: "none" } });
+    // The same for one whose idle timeout fires while it waits.
+    const timedOut = await mcp.callTool({ name: "echo", arguments: { marker: "queued" } }, { timeoutMs: 100 }).catch((e: unknown) => e);
+    expect(timedOut).toMatchObject({
+      code: "REQUEST_TIMEOUT",
+      record: { revision: 0, outcome: "not-sent", cancel: { mechanism: "none" } },
+    });
+    expect((timedOut as Error).message).not.toMatch(/whether it ran is unknown/);
     // Once the server reads again it gets what came before and after, but neither the request nor a cancel for it.
     await expect(mcp.callTool({ name: "echo" }, { timeoutMs: 10_000 })).resolves.toBeDefined();
     const echoes = () => server.received().filter((m) => m.method === "tools/call" && m.params?.name === "echo");

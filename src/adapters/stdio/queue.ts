@@ -112,7 +112,9 @@ export class StdioQueue extends Layer {
       // The SDK's wait is ended by the wire; its send resolves, nothing was written.
       entry!.resolve();
       this.up.fact(request.requestId, { kind: "ended", how: "dropped", cause: undefined, at: performance.now() });
-      queueMicrotask(() => request.delivery({ sent: "none", failed: null }));
+      // Told now, during the cancel: the first record (the one on the caller's error) says `never
+      // sent`, not `whether it ran is unknown` (an outside tester's: it said so until a revision).
+      request.delivery({ sent: "none", failed: null });
       return "none";
     }
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
