@@ -101,6 +101,28 @@ const bigCall = (id: string) => ({
   params: { name: "big", arguments: { bytes: BIG_BYTES } },
 });
 
+/** POSTs a call of `after` (answered after `ms`), reads its stream until its first event id (the priming event), then drops it: that id. */
+async function dropAtFirstEvent(url: URL, headers: Record<string, string>, id: string, ms: number): Promise<string> {
+  const dropped = new AbortController();
+  const post = await fetch(url, {
+    method: "POST",
+    headers,
+    signal: dropped.signal,
+    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "after", arguments: { ms } } }),
+  });
+  const reader = post.body!.getReader();
+  let seen = "";
+  while (!/^id: *(\S+)/m.test(seen)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    seen += new TextDecoder().decode(value);
+  }
+  dropped.abort();
+  const eventId = /^id: *(\S+)/m.exec(seen)?.[1];
+  expect(eventId).toBeDefined();
+  return eventId!;
+}
+
 describe("proxy --listen: an answer the client's cut stream never received", () => {
   it("2026-07-28: recorded first as the upstream's success, then revised to the client's cancel (rule 6) with the answer discarded, never left a success", async () => {
     const dir = tempDir();
@@ -228,25 +250,8 @@ describe("proxy --listen: an answer the client's cut stream never received", () 
     const front = await startFront(["--records", file, "--events-per-session", "256", ...server(LINE)]);
     const session = await legacySession(front.url);
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...session };
-    // Read the POST's stream until its first event id (the priming event), then drop it.
-    const dropped = new AbortController();
-    const post = await fetch(front.url, {
-      method: "POST",
-      headers,
-      signal: dropped.signal,
-      body: JSON.stringify({ jsonrpc: "2.0", id: "resumed", method: "tools/call", params: { name: "after", arguments: { ms: 600 } } }),
-    });
-    const reader = post.body!.getReader();
-    let seen = "";
-    while (!/^id: *(\S+)/m.test(seen)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    const lastEventId = /^id: *(\S+)/m.exec(seen)?.[1];
-    expect(lastEventId).toBeDefined();
-    dropped.abort();
-    const resumed = await fetch(front.url, { method: "GET", headers: { ...headers, "last-event-id": lastEventId! } });
+    const lastEventId = await dropAtFirstEvent(front.url, headers, "resumed", 600);
+    const resumed = await fetch(front.url, { method: "GET", headers: { ...headers, "last-event-id": lastEventId } });
     expect(resumed.status).toBe(200);
     expect(await resumed.text()).toContain('"id":"resumed"');
     expect(await eventually(() => linesOf(file, "resumed").length >= 1)).toBe(true);
