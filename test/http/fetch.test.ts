@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { cancellableFetch } from "../../src/adapters/streamable-http/index.js";
-import { linkedCount } from "../../src/adapters/streamable-http/fetch.js";
+import { linkedCount, observesBody } from "../../src/adapters/streamable-http/fetch.js";
 
 // cancellableFetch on its own, against a plain node:http server on 127.0.0.1.
 const agents: unknown[] = [];
@@ -36,6 +36,25 @@ describe("cancellableFetch", () => {
     const response = await cancellableFetch()(new URL("/slow-headers", url));
     expect(await response.text()).toBe("late");
     expect(agents).toEqual([{ headersTimeout: 0, bodyTimeout: 0 }]);
+  });
+
+  it("says it sees each body written only where undici reports it: in Node, not in Bun (whose undici ignores the dispatcher) nor without Node's process", () => {
+    // An outside tester's: under Bun every request aborted before its head was recorded never sent, though the server ran it.
+    expect(observesBody(cancellableFetch())).toBe(true);
+    const runtime = globalThis as { Bun?: unknown };
+    runtime.Bun = {};
+    try {
+      expect(observesBody(cancellableFetch())).toBe(false);
+    } finally {
+      delete runtime.Bun;
+    }
+    vi.stubGlobal("process", { ...process, versions: {} }); // a browser bundle's process shim
+    try {
+      expect(observesBody(cancellableFetch())).toBe(false);
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(observesBody(cancellableFetch({ fetch: globalThis.fetch }))).toBe(false); // a fetch of yours: unknown
   });
 
   it("uses a fetch it is given as it is", async () => {

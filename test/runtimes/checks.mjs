@@ -176,6 +176,10 @@ export async function runChecks({ url, inMemory, otel } = {}) {
           const expected = pin ? "stream-close" : "notification+stream-close";
           assert(error.record.cancel.mechanism === expected, `mechanism ${error.record.cancel.mechanism}`);
           assert(await eventually(() => closedEarly(error.record.requestId)), "the server did not see the stream close");
+          // The server had the request: no revision may call it never sent (Bun's undici reported
+          // no body written, and every such call was revised to not-sent).
+          const last = mcp.records().find((r) => r.callId === error.record.callId);
+          assert(last.outcome !== "not-sent", `the latest record says ${last.summary}`);
         } finally {
           await close();
         }

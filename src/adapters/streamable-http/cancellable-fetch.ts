@@ -84,6 +84,18 @@ function loadUndici(): Promise<Undici | undefined> {
 const noop = (): void => {};
 
 /**
+ * Whether the default fetch here reports each request's body fully written (undici's
+ * `onRequestSent`, through the dispatcher it is given): Node's and Deno's undici do. Bun's
+ * built-in `undici` module ignores the dispatcher (an outside tester's: every request aborted
+ * before its response head was then taken for one never sent, though the server had run it), and
+ * a browser has no undici: there the fact is unknown, and the adapter waits for the headers.
+ */
+function reportsBody(): boolean {
+  const runtime = globalThis as { Bun?: unknown; process?: { versions?: { node?: unknown } } };
+  return runtime.Bun === undefined && typeof runtime.process?.versions?.node === "string";
+}
+
+/**
  * Closes (or destroys) a dispatcher, best effort: Bun's `undici` module has `Agent`s without
  * `destroy`, whose methods return no promise; a rejection is dropped.
  */
@@ -143,7 +155,8 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
   };
   return {
     // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
-    fetch: Object.assign(fetch, { observesBody: true as const }),
+    // It says it sees each body written only where undici's fetch reports it (see `reportsBody`).
+    fetch: reportsBody() ? Object.assign(fetch, { observesBody: true as const }) : fetch,
     close: () => {
       const closing = dispatcher;
       dispatcher = undefined;
