@@ -1012,8 +1012,9 @@ export class ProxySession<T extends TransportLike> {
         this.#forget(upstreamId);
         // An answer on its way to the client (written before its parse) is no request in progress.
         if (pending.early === true) continue;
-        if (pending.method !== "initialize") this.#transport.cancel(upstreamId, upstreamReason);
-        if (clientThere) this.#answerLost(pending, why);
+        const cancelled = pending.method === "initialize" ? undefined : this.#transport.cancel(upstreamId, upstreamReason);
+        // The answer carries the cancel's record, as a lost connection's does (respond.ts).
+        if (clientThere) this.#answerLost(pending, why, cancelled?.record ?? null);
       }
       if (clientThere && held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
       const left = (): number => Math.max(0, deadline - performance.now());
@@ -1047,14 +1048,24 @@ export class ProxySession<T extends TransportLike> {
     return code;
   }
 
-  #answerLost(pending: Pending, why: string): void {
+  /** A request the proxy's end answers -32000; with the record of its cancel upstream, when one was made. */
+  #answerLost(pending: Pending, why: string, record: RunRecord | null = null): void {
+    const data =
+      record === null
+        ? { code: "CONNECTION_CLOSED", trigger: "connection-closed" }
+        : {
+            code: "CONNECTION_CLOSED",
+            trigger: "connection-closed",
+            summary: record.summary,
+            record: Object.assign({}, record, { clientRequestId: pending.clientId }),
+          };
     this.#toClient({
       jsonrpc: "2.0",
       id: pending.clientId,
       error: {
         code: CONNECTION_CLOSED_ERROR_CODE,
         message: `mcp-cancellable proxy: the connection to the server was lost before ${pending.method} was answered (${why})`,
-        data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+        data,
       },
     });
   }

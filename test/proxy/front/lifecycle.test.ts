@@ -45,8 +45,15 @@ describe("proxy --listen: life of the front", () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("1");
     await expect(short).resolves.toMatchObject({ content: [{ text: "slept 600" }] });
-    const error = (await long) as { code?: number; message?: string };
+    const error = (await long) as { code?: number; message?: string; data?: unknown };
     expect(error.code).toBe(-32000);
+    // 2025-era too: the record of the cancel upstream, as a lost connection's (an outside tester's: it had none).
+    expect(error.data).toMatchObject({
+      code: "CONNECTION_CLOSED",
+      trigger: "connection-closed",
+      summary: expect.stringMatching(/^cancelled/),
+      record: { status: "cancelled", clientRequestId: expect.anything(), cancel: { mechanism: "notification" } },
+    });
     const answered = await messagesOf(await modern);
     expect(answered.at(-1)).toMatchObject({ id: "m", error: { code: -32000 } });
     expect(answered.at(-1)!.error!.message).toContain("--drain-ms");
