@@ -30,6 +30,18 @@ function describe(value: unknown): string {
   return value instanceof Error ? `${value.name}: ${value.message.slice(0, 300)}` : String(value).slice(0, 300);
 }
 
+/** Collects the process's warnings while `run` runs (the listener removed after it, even when it throws). */
+export async function withWarnings<T>(run: (warnings: Error[]) => Promise<T>): Promise<T> {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning);
+  process.on("warning", onWarning);
+  try {
+    return await run(warnings);
+  } finally {
+    process.off("warning", onWarning);
+  }
+}
+
 /** Resolves after `ms` of real time. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

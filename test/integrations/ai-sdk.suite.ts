@@ -15,6 +15,7 @@ import { closedUnfinished, eventually, seen, sleep, startV1, type TestServer } f
 import { fixture } from "../helpers/stdio.js";
 import { SLACK_MS } from "../helpers/timing.js";
 import { notOptions } from "../helpers/hook-values.js";
+import { withWarnings } from "../helpers/reliability.js";
 
 type Execute = (
   args: Record<string, unknown>,
@@ -123,11 +124,8 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       expect(transport.pendingCount).toBe(0);
     });
 
-    it("a usage mistake in callOptions reaches the developer: the tool's execute rejects with the InvalidOptionError naming the hook, one McpCancellableWarning for two calls, a record each; nothing sent", async () => {
-      const warnings: Error[] = [];
-      const onWarning = (warning: Error) => warnings.push(warning);
-      process.on("warning", onWarning);
-      try {
+    it("a usage mistake in callOptions reaches the developer: the tool's execute rejects with the InvalidOptionError naming the hook, one McpCancellableWarning for two calls, a record each; nothing sent", () =>
+      withWarnings(async (warnings) => {
         const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
         const { transport, tool, uncaught } = await connect(server.adapter, {
           callOptions: (method) => (method === "tools/call" ? ({ timeoutMs: 2.5, reason: label } as never) : undefined),
@@ -155,10 +153,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
         expect(uncaught).toEqual([]);
         expect(transport.pendingCount).toBe(0);
-      } finally {
-        process.off("warning", onWarning);
-      }
-    });
+      }));
 
     it("callOptions returning null or undefined means no options of the request's own: tools() and the tool's execute work, each recorded", async () => {
       for (const none of [null, undefined]) {
@@ -227,11 +222,8 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       }
     });
 
-    it("callOptions that throws (a bug in the hook) rejects the tool's execute with an InvalidOptionError naming callOptions and what it threw, warned once and recorded; nothing sent", async () => {
-      const warnings: Error[] = [];
-      const onWarning = (warning: Error) => warnings.push(warning);
-      process.on("warning", onWarning);
-      try {
+    it("callOptions that throws (a bug in the hook) rejects the tool's execute with an InvalidOptionError naming callOptions and what it threw, warned once and recorded; nothing sent", () =>
+      withWarnings(async (warnings) => {
         const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
         const { transport, tool, uncaught } = await connect(server.adapter, {
           callOptions: (method, params) =>
@@ -259,10 +251,7 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         });
         expect(transport.records().filter((r) => r.method === "tools/call")).toEqual([refused, refused]); // both calls
         expect(uncaught).toEqual([]);
-      } finally {
-        process.off("warning", onWarning);
-      }
-    });
+      }));
 
     // The per-tool maximum total timeout, the idle timeout over HTTP, the abort with the v2 transport
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
