@@ -289,6 +289,27 @@ describe("proxy --listen: 2025-era sessions", () => {
     expect(calls()).toBe(1);
   });
 
+  it("a JSON-RPC batch in a 2025-06-18 or 2025-11-25 session is refused whole (400, -32600; batching left the protocol at 2025-06-18) and none of it reaches the server", async () => {
+    const front = await startFront(server(SCRIPTED));
+    for (const version of ["2025-06-18", "2025-11-25"]) {
+      const { post } = await session(front.url, version);
+      const calls = received(front.stderr()).filter((m) => m.method === "tools/call").length;
+      const refused = await post([
+        { jsonrpc: "2.0", id: "x", method: "tools/call", params: { name: "echo", arguments: {} } },
+        { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "x" } },
+      ]);
+      expect(refused.status).toBe(400);
+      const answer = (await refused.json()) as { id: unknown; error: { code: number; message: string } };
+      expect(answer.id).toBeNull();
+      expect(answer.error.code).toBe(-32600);
+      expect(answer.error.message).toContain(`not part of protocol ${version}`);
+      // The session is still there: a single request in it is answered.
+      const single = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: {} } });
+      expect(await single.text()).toContain('"id":2,"result"');
+      expect(received(front.stderr()).filter((m) => m.method === "tools/call").length).toBe(calls + 1);
+    }
+  });
+
   it("a resume of a cancelled request's stream gets 204 even after the session's event store dropped its events", async () => {
     const front = await startFront(["--events-per-session", "4", ...server(SCRIPTED)]);
     const { headers, post } = await session(front.url, "2025-11-25");

@@ -274,6 +274,19 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
       session.lastActive = performance.now();
       if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
+      const revision = request.headers.get("mcp-protocol-version");
+      if (Array.isArray(body) && revision !== null && revision > "2025-03-26") {
+        // 2025-06-18 removed JSON-RPC batching: a POST body is one message (its changelog; the
+        // transport page's "a single JSON-RPC request, notification, or response"). None of it is sent.
+        return rpcError(
+          400,
+          INVALID_REQUEST_CODE,
+          `Invalid Request: JSON-RPC batches are not part of protocol ${revision} (only 2025-03-26 has them); no message of the batch was sent`,
+          null,
+          undefined,
+          { "mcp-session-id": sid },
+        );
+      }
       // Rule 1. Answered here, not by the session: the v1 transport maps a request id to one
       // response stream, so a second request under the same id would take the first one's
       // stream, and the first request's answer would then have nowhere to go.
