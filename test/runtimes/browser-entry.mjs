@@ -4,7 +4,7 @@
 import { runChecks } from "./checks.mjs";
 
 const url = new URL(location.href).searchParams.get("server");
-runChecks({ url }).then(
+runChecks({ url, browser: true }).then(
   (results) => {
     globalThis.__mcpResults = { results, userAgent: navigator.userAgent };
   },

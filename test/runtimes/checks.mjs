@@ -63,7 +63,7 @@ async function inMemoryChecks(McpServer, z, options = {}) {
   };
 }
 
-export async function runChecks({ url, inMemory, otel } = {}) {
+export async function runChecks({ url, inMemory, otel, browser = false } = {}) {
   const results = [];
   const check = async (name, fn) => {
     const records = [];
@@ -197,6 +197,44 @@ export async function runChecks({ url, inMemory, otel } = {}) {
           await close();
         }
       });
+    }
+    if (browser) {
+      // A browser sends at most six requests per origin at a time over HTTP/1.1 and queues the
+      // rest out of the library's sight: a call aborted while its POST waits there must never
+      // reach the server once a connection frees (an outside tester's finding: it did, and ran).
+      await check(
+        "http 2025-era: a call aborted while its POST waits in the browser's connection queue never reaches the server",
+        async (records) => {
+          const transport = new StreamableHTTPClientTransport(new URL(url));
+          const client = new Client({ name: "runtime-bot", version: "1.0.0" });
+          const mcp = withCancellation(client, streamableHttpCancellation(transport), { timeoutMs: 10_000 });
+          await client.connect(mcp.transport);
+          try {
+            const before = (await events()).filter((e) => e.kind === "handler-start").length;
+            // Six calls hold the origin's six connections for 600 ms (the server sends their heads with the answer).
+            const holding = Array.from({ length: 6 }, () => mcp.callTool({ name: "slow", arguments: { ms: 600 } }));
+            await sleep(150);
+            const controller = new AbortController();
+            const queued = mcp.callTool({ name: "slow", arguments: { ms: 10 } }, { signal: controller.signal }).catch((e) => e);
+            await sleep(100);
+            controller.abort();
+            const error = await queued;
+            assert(error instanceof CallCancelledError, `got ${error}`);
+            records.push(error.record);
+            await Promise.all(holding);
+            await sleep(400);
+            const started = (await events()).filter((e) => e.kind === "handler-start").length - before;
+            assert(started === 6, `the server ran ${started} calls; the aborted one went out after its abort`);
+            const last = mcp.records().find((r) => r.callId === error.record.callId);
+            assert(
+              last.outcome !== "not-sent" && last.cancel.mechanism === "notification+stream-close",
+              `the latest record says ${last.summary}`,
+            );
+          } finally {
+            await client.close();
+          }
+        },
+      );
     }
   }
   return results;

@@ -14,6 +14,7 @@ import { isCancelSendFailure } from "./fetch.js";
 import { isNetworkError, neverLeft } from "./streams.js";
 import type { Stream, StreamTracker } from "./streams.js";
 import { textOf } from "../../utils/hooks.js";
+import { fetchQueuesOutOfSight } from "../../utils/runtime.js";
 
 /** One 2025-era notification on its way: its current bounded wait, and its promise (for `close()`). */
 interface Delivery {
@@ -109,9 +110,16 @@ export class LegacyDelivery extends Layer {
     // Still in this process: it never leaves, and nothing is POSTed for it.
     if (stream !== undefined && this.#tracker.stopUndispatched(stream, request)) return "none";
     if (stream !== undefined) stream.cancelled = true;
+    // A browser may hold a request with no response head yet in its own connection queue (six per
+    // origin), out of sight: waiting for its head would let it go out after the cancel, and run (an
+    // outside tester's, in Chromium). Its stream is closed at once (a queued request is dropped,
+    // one on the wire disconnected) and the notification goes at once, in case the server has it.
+    const closedFirst =
+      stream !== undefined && stream.status === undefined && !stream.responded && stream.settled === "pending" && fetchQueuesOutOfSight();
+    if (closedFirst) this.#tracker.closeStream(stream);
     const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, held: false, done: Promise.resolve() };
     this.#deliveries.add(delivery);
-    delivery.done = this.#deliver(request, stream, delivery, processClock()).finally(() => {
+    delivery.done = this.#deliver(request, closedFirst ? undefined : stream, delivery, processClock(), closedFirst).finally(() => {
       clearTimeout(delivery.timer);
       this.#deliveries.delete(delivery);
     });
@@ -182,8 +190,18 @@ export class LegacyDelivery extends Layer {
     return stream.written && !this.#sse;
   }
 
-  /** @param since when the cancel was made (`processClock`, ms): a notification POSTed 1 ms or more later revises the record's `sentAt`. */
-  async #deliver(request: CancelRequest, stream: Stream | undefined, delivery: Delivery, since: number): Promise<void> {
+  /**
+   * @param since when the cancel was made (`processClock`, ms): a notification POSTed 1 ms or more later revises the record's `sentAt`.
+   * @param closedFirst the request's stream was closed already, at the cancel (`stream` is then undefined).
+   */
+  async #deliver(
+    request: CancelRequest,
+    stream: Stream | undefined,
+    delivery: Delivery,
+    since: number,
+    closedFirst = false,
+  ): Promise<void> {
+    const closes = stream !== undefined || closedFirst;
     if (stream !== undefined && !this.#decided(stream)) {
       delivery.held = true;
       await this.#bounded(
@@ -269,7 +287,10 @@ export class LegacyDelivery extends Layer {
         clearTimeout(timer);
         this.#tracker.closeStream(stream);
       };
-      const timer = setTimeout(close, this.#flushTimeoutMs);
+      // In a browser the notification may wait for a connection in the runtime's own queue behind
+      // this very stream (six per origin): the stream closes as soon as the notification is handed
+      // to fetch, else both would wait out flushTimeoutMs and the server see the close first all the same.
+      const timer = setTimeout(close, fetchQueuesOutOfSight() ? 0 : this.#flushTimeoutMs);
       void sending.then(close);
     }
     let failure = await this.#bounded(delivery, sending, this.#notificationTimeoutMs);
@@ -288,7 +309,7 @@ export class LegacyDelivery extends Layer {
       // again after a dropped connection): the record's sentAt says when the one delivered went.
       if (delivery.held || attempt.at - since >= 1) {
         request.delivery({
-          sent: stream === undefined ? "notification" : "notification+stream-close",
+          sent: closes ? "notification+stream-close" : "notification",
           failed: null,
           sentWall: attempt.wall,
         });
@@ -301,7 +322,7 @@ export class LegacyDelivery extends Layer {
       // Its body was written (the server may well have it): it went out, its answer did not come
       // (the close cut it short, most often). The record says so, not that it never left.
       request.delivery({
-        sent: stream === undefined ? "notification" : "notification+stream-close",
+        sent: closes ? "notification+stream-close" : "notification",
         failed: {
           mechanism: "notification",
           error: `sent (its body written), but no answer came${unanswered === undefined ? `: ${error.message}` : ` ${unanswered}`}`,
@@ -310,7 +331,7 @@ export class LegacyDelivery extends Layer {
       return;
     }
     request.delivery({
-      sent: stream === undefined ? "none" : "stream-close",
+      sent: closes ? "stream-close" : "none",
       failed: { mechanism: "notification", error: unanswered === undefined ? error.message : `no answer came ${unanswered}` },
     });
   }
