@@ -383,9 +383,12 @@ export class TaskDriver implements TaskFollower {
       answer = await this.wire.taskRequest("tasks/get", this.#params(this.#task!), this.#requestTimeout(), this.timers);
     } catch (error) {
       if (this.#settled) return this.#conclude(undefined);
-      if (error instanceof TaskRequestTimeoutError) return this.#schedule(false); // unanswered poll: poll again
-      // The task is gone (expired, unknown: -32602) or the connection failed: the call fails
-      // with that error; a connection the client is closing ends it as connection-closed.
+      // Unanswered (no answer in time, or none at all: an HTTP error status, a refused or reset
+      // connection): poll again; the call's idle timeout cuts a server that stays away (an outside
+      // tester's: one 503 failed a task that then completed).
+      if (this.#unanswered(error)) return this.#schedule(false);
+      // The task is gone (expired, unknown: -32602): the call fails with that error; a connection
+      // the client is closing ends it as connection-closed.
       return this.#fail(error);
     }
     this.#readInterval(answer);
@@ -425,7 +428,7 @@ export class TaskDriver implements TaskFollower {
     } catch (error) {
       this.#resultInFlight = false;
       if (this.#settled) return;
-      if (error instanceof TaskRequestTimeoutError) {
+      if (this.#unanswered(error)) {
         const terminal = this.#terminal;
         this.#terminal = undefined;
         if (terminal !== undefined) await this.#finish(terminal.task, terminal.answer);
@@ -482,7 +485,7 @@ export class TaskDriver implements TaskFollower {
             await this.wire.taskRequest("tasks/update", params, this.options.watchMs, this.timers);
           } catch (error) {
             // Unacknowledged (eventually consistent, rule 36): polling goes on and says what followed.
-            if (this.#settled || error instanceof TaskRequestTimeoutError) return;
+            if (this.#settled || this.#unanswered(error)) return;
             this.#stop();
             this.#fail(error);
           }
@@ -530,8 +533,22 @@ export class TaskDriver implements TaskFollower {
       if (task.status === "failed") call.fail(failedTask(task, result));
       else call.succeed(result);
     } catch (error) {
+      // Failed without an answer (an HTTP error status, a network failure): the next poll finds
+      // the task terminal again and asks again. No answer within watchMs still fails the call
+      // (TaskRequestTimeoutError): answered polls would keep a silent tasks/result going forever.
+      if (!(error instanceof TaskRequestTimeoutError) && this.#unanswered(error) && !call.settled) return this.#schedule(false);
       this.#fail(error);
     }
+  }
+
+  /**
+   * A follow-up request the server did not answer: none in time (`TaskRequestTimeoutError`), or
+   * none at all on a connection still open (its send failed: an HTTP error status, a refused or
+   * reset connection). The next one may be answered: polls and result reads are idempotent. A
+   * JSON-RPC error is the server's answer (`TaskRequestError`).
+   */
+  #unanswered(error: unknown): boolean {
+    return error instanceof TaskRequestTimeoutError || (this.wire.open && !(error instanceof TaskRequestError));
   }
 
   async #sendCancel(task: TaskInfo): Promise<void> {

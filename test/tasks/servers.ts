@@ -86,8 +86,16 @@ function stopper(server: http.Server, cleanup: () => void): () => Promise<void> 
 /**
  * `pollInterval`: the interval (ms) the server suggests in its tasks; 20 unless given.
  * `onToolCall`: called as each `tools/call` request has been read, before the server handles it.
+ * `refuse`: an HTTP status to answer a request with (by its JSON-RPC method) instead of the server.
  */
-export async function startV1TaskServer(options: { pollInterval?: number; onToolCall?: () => void } = {}): Promise<TaskServer> {
+export async function startV1TaskServer(
+  options: {
+    pollInterval?: number;
+    onToolCall?: () => void;
+    /** An HTTP status to answer a request with instead of the server (a proxy's hiccup), or undefined. */
+    refuse?: (method: string | undefined) => number | undefined;
+  } = {},
+): Promise<TaskServer> {
   const seen: Seen[] = [];
   const fates = new Map<string, string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
@@ -191,6 +199,11 @@ export async function startV1TaskServer(options: { pollInterval?: number; onTool
     const body = req.method === "POST" ? await readBody(req) : undefined;
     record(seen, req, body);
     if ((body as { method?: unknown } | undefined)?.method === "tools/call") options.onToolCall?.();
+    const refused = options.refuse?.((body as { method?: string } | undefined)?.method);
+    if (refused !== undefined) {
+      res.writeHead(refused, { "content-type": "text/plain" }).end("busy");
+      return;
+    }
     if (req.method === "GET") seen.push({ method: "GET", id: undefined, params: undefined, mcpName: undefined });
     const sessionId = req.headers["mcp-session-id"];
     let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
