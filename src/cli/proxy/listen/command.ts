@@ -31,7 +31,12 @@ export async function runFront(
   log: (text: string) => void,
   extras: ProxyExtras,
 ): Promise<number> {
-  const front = await startFront(options, listen, { log, observer: extras.observer, makeUpstream: frontUpstreams(options, log) });
+  const front = await startFront(options, listen, {
+    log,
+    observer: extras.observer,
+    makeUpstream: frontUpstreams(options, log),
+    flush: extras.flush,
+  });
   let finished!: () => void;
   const drained = new Promise<void>((resolve) => (finished = resolve));
   return new Promise<number>((resolve) => {
@@ -45,13 +50,10 @@ export async function runFront(
         return;
       }
       log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
-      void front
-        .drain()
-        .then(() => extras.flush?.(OTEL_FLUSH_MS))
-        .then(() => {
-          finished();
-          resolve(0);
-        });
+      void front.drain().then(() => {
+        finished();
+        resolve(0);
+      });
     };
     // The front owns these signals while it runs: the executable's own handlers (exit at once)
     // are set aside and put back once the drain is over.
@@ -66,5 +68,3 @@ export async function runFront(
 }
 
 const SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
-/** After a drain, how long the last spans (`--otel`) may take to export, in ms. */
-const OTEL_FLUSH_MS = 2_000;

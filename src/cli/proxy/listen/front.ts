@@ -35,7 +35,7 @@ import type { ProxyConfig } from "../config.js";
 import { serverRequestStreams } from "../../../sdk/private.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
-import { INVALID_REQUEST_CODE, isRequestId, ProxySession } from "../session.js";
+import { INVALID_REQUEST_CODE, isRequestId, ProxySession, SHUTDOWN_BOUND_MS } from "../session.js";
 import type { Outbound, Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
@@ -67,6 +67,8 @@ export interface FrontIo {
   readonly observer?: CallObserver | undefined;
   /** A new upstream connection for one era's traffic; `undefined` when the upstream does not speak that era. */
   makeUpstream(era: "legacy" | "2026-07-28"): Promise<Upstream<TransportLike>> | undefined;
+  /** Exports the spans left (`--otel`) within `budgetMs`; the drain calls it while the servers are stopped. Never rejects. */
+  readonly flush?: ((budgetMs: number) => Promise<void>) | undefined;
 }
 
 /** A running front. */
@@ -769,6 +771,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     log(`draining: no new sessions or requests; ${count} request${count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`);
     const deadline = performance.now() + listen.drainMs;
     while (inFlightNow() > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    // From here the shutdown is bounded as the stdio proxy's is (SHUTDOWN_BOUND_MS): --help and
+    // the Kubernetes grace period in docs/proxy.md count on --drain-ms plus that bound.
+    const stopBy = performance.now() + SHUTDOWN_BOUND_MS;
     const left = inFlightNow();
     if (left > 0) log(`drain: ${left} request(s) still in flight after ${listen.drainMs} ms: answered -32000 and cancelled upstream`);
     // As a lost connection is answered (respond.ts): the stable code, the trigger, the summary and the record.
@@ -786,13 +791,26 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     clearInterval(legacyKeepAlive);
     server.close();
     server.closeIdleConnections();
-    await Promise.all([...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")));
-    const relay = await shared?.catch(() => undefined);
-    await relay?.close();
+    // Every server is stopped at once, each session's and the 2026-07-28 one: a server that
+    // ignores SIGTERM takes its whole stop (1.3 s), and one after another they would overrun the
+    // 1,800 ms the shutdown after the drain is bounded by (--help, docs/proxy.md).
+    const stopping = Promise.all([
+      ...[...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM")),
+      shared?.then(
+        (relay) => relay.close(),
+        () => undefined,
+      ),
+    ]);
+    // Meanwhile the spans left are exported (every call was cancelled or answered above, so its
+    // span has ended), as the stdio proxy's shutdown does, in what is left of the bound less the
+    // 50 ms it keeps for the exit.
+    const flushing = io.flush?.(stopBy - performance.now() - 50);
+    await stopping;
     // Let the last answers reach their sockets before the connections close.
     await new Promise((resolve) => setTimeout(resolve, 50));
     server.closeAllConnections();
     await new Promise<void>((resolve) => (records === undefined ? resolve() : records.end(() => resolve())));
+    await flushing;
     log("drained");
   }
 
