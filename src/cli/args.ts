@@ -59,6 +59,9 @@ Target (exactly one):
   --url <url>           A Streamable HTTP endpoint (http:// or https://).
   --header "Name: value"
                         Header sent with every HTTP request (auth, for example). Repeatable.
+                        \${NAME} in the value is the environment variable NAME (unset or empty:
+                        a usage error), so a token stays off the command line:
+                        --header 'Authorization: Bearer \${MCP_TOKEN}'. $\${ is a literal \${.
 
 Protocol:
   --era <era>           legacy (2025-era: the initialize handshake, v1 SDK client) or 2026-07-28
@@ -91,8 +94,10 @@ Output:
   -h, --help            Print this help.
 
 Exit status: 0 no check FAILed; 1 a check FAILed, or the server could not be probed (did not
-start, crashed, never answered initialize, or does not speak JSON-RPC); 2 usage error, or
---era 2026-07-28 without the v2 SDK client (npm install @modelcontextprotocol/client).
+start, crashed or exited during the probe, never answered initialize or server/discover
+within --timeout, or does not speak JSON-RPC); 2 usage error, or --era 2026-07-28 without the
+v2 SDK client (npm install @modelcontextprotocol/client); 129, 130, 143 stopped by SIGHUP,
+SIGINT, SIGTERM (no report; a stdio server it started is stopped).
 
 Example:
   mcp-cancellable probe --stdio "npx -y @modelcontextprotocol/server-everything stdio" \\

@@ -3,7 +3,7 @@ import { packageRoot } from "./package-root.js";
 import { probe } from "./probe.js";
 import { runProxyCommand } from "./proxy/command.js";
 import { Recorder } from "./recorder.js";
-import { exitCodeOf, renderJson, renderStartupError, renderStartupErrorJson, renderText } from "./report.js";
+import { exitCodeOf, renderJson, renderStartupError, renderStartupErrorJson, renderText, serverLost } from "./report.js";
 import { StartupError } from "./target.js";
 import type { Output } from "./output.js";
 
@@ -13,6 +13,11 @@ export const EXIT_OK = 0;
 export const EXIT_FAIL = 1;
 /** Exit status: usage error, or an optional peer the command needs is not installed. */
 export const EXIT_USAGE = 2;
+/**
+ * Exit status of a probe stopped by a signal: 128 + the signal's number, what a shell reports for
+ * a process the signal killed, so a script sees the same status either way.
+ */
+export const EXIT_ON_SIGNAL = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 
 export const HELP = `Usage: mcp-cancellable <command> [options]
 
@@ -38,8 +43,9 @@ export type { Output } from "./output.js";
 
 /**
  * The `mcp-cancellable` command: runs it with `argv` (without `node` and the script) and
- * returns the exit status (0, 1 or 2). Never throws; never prints a stack trace unless the
- * environment variable `MCP_CANCELLABLE_DEBUG` is set.
+ * returns the exit status (0, 1 or 2; a probe stopped by a signal exits the process with
+ * `EXIT_ON_SIGNAL` instead). Never throws; never prints a stack trace unless the environment
+ * variable `MCP_CANCELLABLE_DEBUG` is set.
  */
 export async function main(argv: string[], out: Output): Promise<number> {
   const [command, ...rest] = argv;
@@ -65,9 +71,13 @@ export async function main(argv: string[], out: Output): Promise<number> {
       return EXIT_OK;
     }
     json = options.json;
-    const report = await probe(options, recorder);
+    const stopOnSignal = whenInterrupted(out, options.target.kind === "stdio");
+    const report = await probe(options, recorder).finally(stopOnSignal);
     out.stdout(json ? renderJson(report) : renderText(report));
-    return exitCodeOf(report.checks);
+    // The text report says it above its summary; with --json, stderr says it, as for a failed start.
+    const lost = serverLost(report.run);
+    if (json && lost !== undefined) out.stderr(`mcp-cancellable probe: ${lost}, so it could not be probed to the end\n`);
+    return exitCodeOf(report);
   } catch (error) {
     if (error instanceof UsageError) {
       out.stderr(`mcp-cancellable probe: ${error.message}\nRun mcp-cancellable probe --help for the options.\n`);
@@ -85,4 +95,29 @@ export async function main(argv: string[], out: Output): Promise<number> {
     if (process.env.MCP_CANCELLABLE_DEBUG !== undefined && error instanceof Error) out.stderr(`${error.stack ?? ""}\n`);
     return EXIT_FAIL;
   }
+}
+
+/**
+ * While a probe runs, SIGHUP, SIGINT and SIGTERM print one line on stderr and exit with
+ * `EXIT_ON_SIGNAL`: without it Ctrl-C ended the probe with no word, and SIGHUP killed it before
+ * the exit handlers that end a stdio server's process group could run (a server that ignores
+ * stdin EOF outlived it). Prepended, so it runs before the executable's own SIGINT and SIGTERM
+ * handlers (which exit at once). Returns the function that removes the listeners.
+ */
+function whenInterrupted(out: Output, startedServer: boolean): () => void {
+  const listeners = (Object.keys(EXIT_ON_SIGNAL) as Array<keyof typeof EXIT_ON_SIGNAL>).map((signal) => {
+    const listener = (): void => {
+      const code = EXIT_ON_SIGNAL[signal];
+      // process.exit runs the exit handlers, and the stdio transport's SIGKILLs the server's group.
+      out.stderr(
+        `mcp-cancellable probe: interrupted by ${signal}${startedServer ? "; the server it started is stopped" : ""}; no report (exit status ${code})\n`,
+      );
+      process.exit(code);
+    };
+    process.prependListener(signal, listener);
+    return () => void process.removeListener(signal, listener);
+  });
+  return () => {
+    for (const remove of listeners) remove();
+  };
 }

@@ -15,15 +15,29 @@ export function tally(checks: Check[]): Record<Status, number> {
   return counts;
 }
 
-/** 0 when nothing FAILed, 1 otherwise. */
-export function exitCodeOf(checks: Check[]): 0 | 1 {
-  return checks.some((check) => check.status === "FAIL") ? 1 : 0;
+/**
+ * 0 when nothing FAILed and the server stayed up, 1 otherwise: a server that went away during the
+ * run could not be probed (the steps after it SKIP, so the checks alone would say "no failures").
+ */
+export function exitCodeOf(report: ProbeReport): 0 | 1 {
+  return report.checks.some((check) => check.status === "FAIL") || serverLost(report.run) !== undefined ? 1 : 0;
+}
+
+/**
+ * How the server went away during the run, in words (`the server exited with code 5 during the
+ * probe`), or `undefined` when it stayed up until the probe ended it.
+ */
+export function serverLost(run: ProbeRun): string | undefined {
+  if (run.closedAt === undefined) return undefined;
+  const how = run.diagnosis.find((line) => line.startsWith("the process "))?.slice("the process ".length);
+  return `the server ${how ?? "closed the connection"} during the probe`;
 }
 
 /** The summary line. */
-export function summaryLine(checks: Check[]): string {
+export function summaryLine(checks: Check[], lost?: string): string {
   const t = tally(checks);
   const counts = `${t.PASS} PASS, ${t.FAIL} FAIL, ${t.WARN} WARN, ${t.SKIP} SKIP`;
+  if (lost !== undefined && t.FAIL === 0) return `Summary: ${counts}: incomplete, ${lost}`;
   if (t.FAIL > 0) {
     const failed = checks.filter((check) => check.status === "FAIL").map((check) => check.id);
     return `Summary: ${counts}: the server does not fully honour cancellation (${failed.join(", ")})`;
@@ -176,7 +190,11 @@ export function renderText(report: ProbeReport): string {
   if (run.diagnosis.length > 0) {
     out.push("", "The server process", ...run.diagnosis.map((line) => `  ${line}`));
   }
-  out.push("", summaryLine(checks));
+  const lost = serverLost(run);
+  if (lost !== undefined) {
+    out.push("", `The probe could not finish: ${lost}; the steps after that could not run (exit status 1).`);
+  }
+  out.push("", summaryLine(checks, lost));
   return out.join("\n") + "\n";
 }
 
@@ -201,8 +219,9 @@ export function renderJson(report: ProbeReport): string {
     JSON.stringify(
       {
         probe: "mcp-cancellable",
-        ok: exitCodeOf(checks) === 0,
-        exitCode: exitCodeOf(checks),
+        ok: exitCodeOf(report) === 0,
+        exitCode: exitCodeOf(report),
+        serverLost: serverLost(run) ?? null,
         summary: tally(checks),
         target: o.target.kind === "stdio" ? { stdio: o.target.line, cwd: o.target.cwd ?? null } : { url: displayUrl(o.target.url) },
         era: run.era,

@@ -133,7 +133,7 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     await opened.transport.close().catch(() => undefined);
   };
 
-  recorder.mark(options.era === "legacy" ? "connect: initialize" : "connect: server/discover (2026-07-28)");
+  const connectMark = recorder.mark(options.era === "legacy" ? "connect: initialize" : "connect: server/discover (2026-07-28)");
   const deadline = options.timeoutMs + 1_000;
   let failure: unknown;
   let timedOut = false;
@@ -162,7 +162,12 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   if (failure !== undefined) {
     // Let the exit code of a server that went away arrive (the close event trails the pipe).
     if (exitedFirst && opened.exited() === undefined) await recorder.waitFor((event) => event.kind === "closed", 500);
-    const error = startupError(options, opened, recorder, failure, timedOut, sdkErrors, exitedFirst);
+    // The v2 client's server/discover gives up after --timeout with "Version negotiation
+    // failed", not a timeout error: a server that wrote nothing all that time was silent, not refusing.
+    const silent =
+      !recorder.events.some((event) => event.from === "server" && event.kind === "message") &&
+      recorder.now() - connectMark.at >= options.timeoutMs;
+    const error = startupError(options, opened, recorder, failure, timedOut || silent, sdkErrors, exitedFirst);
     await close();
     throw error;
   }

@@ -75,9 +75,10 @@ Limits (milliseconds; "none" for no limit):
   --config <file>              JSON file with "defaults", and overrides per method ("methods")
                                and per tool ("tools"). The most specific entry wins; the command
                                line wins over the file's defaults.
-  initialize has the same limits (answered -32001, never cancelled). subscriptions/listen has
-  none unless the config file's "methods" gives it some: it ends with the client's cancel, the
-  server, or the session.
+  initialize has only --max-total-timeout-ms, not --timeout-ms (it includes starting the
+  server): answered -32001 at it, never cancelled; the config file's "methods" can give it an
+  idle timeout too. subscriptions/listen has none unless the config file's "methods" gives it
+  some: it ends with the client's cancel, the server, or the session.
 
 Messages:
   --max-message-bytes <n>      The longest message (one JSON-RPC line) read from the client or a
@@ -104,8 +105,8 @@ Exit status: 0 the client closed its end (stdin, or its stdout went away), or th
 with status 0; 1 the server could not be started, exited with another status or was killed, the
 HTTP server could not be reached, it lost the session and refused a new one, or the client did
 not read its stdout; 2 usage error, a bad --config file or --records file, or a package that
---era 2026-07-28 or --otel needs is not installed; 129, 130, 143 stopped by SIGHUP, SIGINT,
-SIGTERM (with --listen: 0 after the drain, see below). However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
+--era 2026-07-28, --otel or --listen needs is not installed; 129, 130, 143 stopped by SIGHUP,
+SIGINT, SIGTERM (with --listen: 0 after the drain, see below). However it ends, the proxy shuts down the same way within ${SHUTDOWN_BOUND_MS} ms: every request
 in flight is cancelled upstream by the upstream's mechanism, an HTTP session is deleted, the
 records and spans are written, and a stdio server is stopped (stdin closed, then SIGTERM, then
 SIGKILL to its process group). SIGKILL of the proxy itself runs none of this: the server only
