@@ -87,7 +87,10 @@ export function summarize(
     case "cancelled": {
       let line = `cancelled (${record.cancel?.trigger ?? "aborted"}), ${OUTCOME_WORDS[record.outcome]}`;
       // A verification found it not applied, then a successful late result said it ran.
-      if (record.outcome === "late-result-discarded" && record.verification?.reads.at(-1)?.found === "not-applied") {
+      if (
+        (record.outcome === "late-result-discarded" || record.outcome === "task-completed-anyway") &&
+        record.verification?.reads.at(-1)?.found === "not-applied"
+      ) {
         line = `${line}: it ran after all (a verification had found it not applied)`;
       }
       const lateResponses = (record.late?.results ?? 0) + (record.late?.errors ?? 0);

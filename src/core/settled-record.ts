@@ -234,21 +234,37 @@ export class SettledRecord implements LateSink {
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
   update(changes: RecordUpdate, outcome?: CancelledOutcome): RunRecord {
     const current = this.record;
+    // A revision says something new: an update that changes nothing (a task watch that learned
+    // nothing more, say) is not one (an outside tester saw identical revisions but for the number).
+    if (!changesSomething(current, changes) && !raises(current, outcome)) return current;
     this.#initial ??= this.#settledFacts === null ? current : buildRecord(this.#settledFacts);
     // What changes after the settle never changes `status` (the union's key): only a cancelled call's `cancel` and `outcome` do.
     const next = { ...current, ...changes, revision: current.revision + 1 } as RunRecord;
-    if (
-      outcome !== undefined &&
-      current.status === "cancelled" &&
-      (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY)
-    ) {
-      (next as CancelledRunRecord).outcome = outcome;
-    }
+    if (raises(current, outcome)) (next as CancelledRunRecord).outcome = outcome!;
     next.summary = summarize(next);
     this.#record = next;
     this.#emit?.(next);
     return next;
   }
+}
+
+/** Whether `outcome` raises a cancelled record's outcome (an update only ever raises it: OUTCOME_RANK). */
+function raises(current: RunRecord, outcome: CancelledOutcome | undefined): boolean {
+  return (
+    outcome !== undefined &&
+    current.status === "cancelled" &&
+    (OUTCOME_RANK[outcome] ?? -1) > (OUTCOME_RANK[current.outcome] ?? Number.POSITIVE_INFINITY)
+  );
+}
+
+/** Whether `changes` holds a value the record does not have already (values compared as JSON: records are plain data). */
+function changesSomething(current: RunRecord, changes: RecordUpdate): boolean {
+  for (const key of Object.keys(changes) as Array<keyof RecordUpdate>) {
+    const before = (current as unknown as Record<string, unknown>)[key];
+    const after = changes[key];
+    if (before !== after && JSON.stringify(before) !== JSON.stringify(after)) return true;
+  }
+  return false;
 }
 
 /** What of a cancel did not get through, as the record keeps it (its error cut to `MAX_REASON_LENGTH`). */

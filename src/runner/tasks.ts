@@ -614,6 +614,12 @@ export class TaskDriver implements TaskFollower {
           : status === "failed"
             ? "task-failed"
             : undefined;
+    // A verification that found the work not applied, then the task completed: the read came
+    // before the work ended, and the latest evidence is that it ran (as a late result overrides it).
+    if (outcome === "task-completed-anyway" && settled.record.outcome === "verified-not-applied") {
+      settled.update({ task: this.#task, outcome });
+      return;
+    }
     settled.update({ task: this.#task }, outcome);
   }
 }

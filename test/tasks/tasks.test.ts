@@ -230,6 +230,45 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result discarded");
     expect(methods(server, "tasks/cancel")).toHaveLength(1);
   });
+
+  it("a verification that found the work not applied, then the task completed anyway: the record says it ran after all, not both", async () => {
+    server = await startRaw2026TaskServer();
+    const records: RunRecord[] = [];
+    const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
+    closeClient = peer.close;
+    // The read comes at the cancel (100 ms), before the task completes (400 ms).
+    const error = await peer.mcp
+      .callTool(
+        { name: "report", arguments: { ms: 400, ignoreCancel: true } },
+        { task: { watchMs: 3_000 }, maxTotalTimeoutMs: 100, verify: () => "not-applied" },
+      )
+      .catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(() => records.at(-1)?.task?.status === "completed");
+    const last = records.at(-1)!;
+    expect(last.outcome).toBe("task-completed-anyway");
+    expect(last.summary).toBe(
+      "cancelled (max-total-timeout), task completed anyway, result discarded: it ran after all (a verification had found it not applied)",
+    );
+    expect(last.verification?.reads.at(-1)?.found).toBe("not-applied"); // what the read found stays
+    expect(records.some((r) => r.outcome === "verified-not-applied")).toBe(true); // an earlier revision said it
+  });
+
+  it("every revision says something new: a task watch that learned nothing more adds none", async () => {
+    server = await startRaw2026TaskServer();
+    const records: RunRecord[] = [];
+    const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
+    closeClient = peer.close;
+    const error = await peer.mcp
+      .callTool({ name: "report", arguments: { ms: 400, ignoreCancel: true } }, { task: { watchMs: 3_000 }, maxTotalTimeoutMs: 100 })
+      .catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(() => records.at(-1)?.outcome === "task-completed-anyway");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const strip = ({ revision: _revision, ...rest }: RunRecord) => JSON.stringify(rest);
+    for (let i = 1; i < records.length; i++) expect(strip(records[i]!)).not.toBe(strip(records[i - 1]!));
+    expect(records.map((r) => r.revision)).toEqual(records.map((_, i) => i));
+  });
 });
 
 describe("2025-11-25 core tasks over stdio: v1 SDK client and demo/task-server.ts (v1 McpServer, InMemoryTaskStore)", () => {

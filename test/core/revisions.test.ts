@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { CancellableCall } from "../../src/core.js";
+import type { RunRecord } from "../../src/index.js";
+import type { SettledRecord } from "../../src/core/settled-record.js";
+import { resolveCallOptions } from "../../src/options/resolve.js";
+
+// Every revision of a run record says something new (records.md: `revision` +1 per update): an
+// update that changes nothing (a task watch that learned nothing more, a delivery report that
+// repeats what the record says) is not a revision, and `onRecord` is not called for it (an
+// outside tester saw revisions identical but for their number).
+
+function cancelledCall() {
+  const revisions: RunRecord[] = [];
+  let kept: SettledRecord | undefined;
+  const controller = new AbortController();
+  const call = new CancellableCall<unknown>({
+    method: "tools/call",
+    name: "report",
+    options: resolveCallOptions({}, { timeoutMs: 1_000, signal: controller.signal }),
+    clock: () => performance.now(),
+    timers: { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) },
+    ids: { callId: 1, connectionId: 1, sessionId: () => undefined },
+    hooks: {
+      cancel: () => "tasks/cancel",
+      settled: () => {},
+      record: (record: RunRecord) => void revisions.push(record),
+      keep: (settled) => void (kept = settled),
+    },
+  });
+  call.promise.catch(() => {});
+  call.start();
+  call.bind(1, undefined);
+  controller.abort(new Error("stop"));
+  return { revisions, settled: () => kept! };
+}
+
+describe("record revisions", () => {
+  it("an update that changes nothing is no revision: onRecord is not called and the revision number stays", () => {
+    const { revisions, settled } = cancelledCall();
+    expect(revisions).toHaveLength(1);
+    const task = { taskId: "t1", status: "working" as const, revision: "2025-11-25" as const };
+    settled().update({ task });
+    expect(revisions.map((r) => r.revision)).toEqual([0, 1]);
+    settled().update({ task: { ...task } }); // the same task, seen again
+    settled().update({ task: { ...task } }, "unverified"); // and no outcome raised
+    expect(revisions.map((r) => r.revision)).toEqual([0, 1]);
+    expect(settled().record.revision).toBe(1);
+    settled().update({ task: { ...task, status: "cancelled" } }, "task-cancelled");
+    expect(revisions.map((r) => [r.revision, r.outcome])).toEqual([
+      [0, "unverified"],
+      [1, "unverified"],
+      [2, "task-cancelled"],
+    ]);
+  });
+});
