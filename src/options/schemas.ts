@@ -20,7 +20,11 @@ export function msOption(min: number, max: number, infinity: boolean) {
 export function received(value: unknown): string {
   if (typeof value === "number") return String(value);
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 39)}…` : value);
-  return value === null ? "null" : `a value of type ${typeof value}`;
+  if (value === null) return "null";
+  if (typeof value !== "object") return `a value of type ${typeof value}`;
+  // An object by its tag: "an array", "a Date", "a Map", "an Object".
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  return tag === "Array" ? "an array" : `${/^[AEIOU]/.test(tag) ? "an" : "a"} ${tag}`;
 }
 
 const count = (min: 0 | 1) => {
@@ -102,7 +106,8 @@ export const clientOptionsSchema = z
  * @internal
  */
 export function isSignalOnly(options: unknown): boolean {
-  if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
+  // A literal only: anything else (an array, a Date, another realm's object) goes to parseOptions.
+  if (typeof options !== "object" || options === null || Object.getPrototypeOf(options) !== Object.prototype) return false;
   for (const key in options) if (key !== "signal") return false;
   const { signal } = options as { signal?: unknown };
   return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
@@ -127,8 +132,8 @@ export function parseOptions<T>(
   /** The options' own name when they are one option of a larger set (`task`): errors name `task.ttlMs`. */
   prefix?: string,
 ): T {
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new InvalidOptionError(prefix ?? "options", `${where} must be an object`);
+  if (!isOptionsObject(options)) {
+    throw new InvalidOptionError(prefix ?? "options", `${where} must be an object; received ${received(options)}`);
   }
   const named = (name: string): string => (prefix === undefined ? name : `${prefix}.${name}`);
   const result = schema.safeParse(defined(options));
@@ -147,6 +152,15 @@ export function parseOptions<T>(
   }
   const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");
   throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
+}
+
+/**
+ * An object of options: an object whose tag is `Object` (a literal, a class instance, one from
+ * another realm), not an array, a `Date`, a `Map` or another built-in, each of which would pass
+ * a schema of optional keys as `{}` (every default) and hide the mistake.
+ */
+export function isOptionsObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null && Object.prototype.toString.call(value) === "[object Object]";
 }
 
 /** Drops keys whose value is `undefined`, so `{timeoutMs: undefined}` means "use the default". */

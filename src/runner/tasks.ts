@@ -4,7 +4,7 @@ import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
 import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { msOption, parseOptions, received } from "../options/schemas.js";
+import { isOptionsObject, msOption, parseOptions, received } from "../options/schemas.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
 import { wasNotSent } from "../wire/tasks.js";
@@ -64,10 +64,10 @@ export interface ResolvedTaskOptions {
  * @throws {InvalidOptionError} naming the option at fault, such as `task.ttlMs`.
  */
 export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOptions {
-  if (task !== true && (typeof task !== "object" || task === null || Array.isArray(task))) {
+  if (task !== true && !isOptionsObject(task)) {
     throw new InvalidOptionError(
       "task",
-      `call options: task must be true (every default), an object such as { ttlMs: 60_000 }, or false or undefined for a plain call; received ${Array.isArray(task) ? "an array" : received(task)}`,
+      `call options: task must be true (every default), an object such as { ttlMs: 60_000 }, or false or undefined for a plain call; received ${received(task)}`,
     );
   }
   const parsed = task === true ? {} : parseOptions(taskOptionsSchema, task, "call options: task", undefined, "task");

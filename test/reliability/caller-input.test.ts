@@ -159,6 +159,21 @@ describe("per-call options", () => {
     expect(error.option).toBe("options");
   });
 
+  it('a Date, a Map or another built-in as options is refused as "options", not taken for {} (every default)', async () => {
+    const { mcp, peer } = await connectPeer();
+    for (const [options, name] of [
+      [new Date(0), "a Date"],
+      [new Map([["timeoutMs", 5]]), "a Map"],
+      [new AbortController().signal, "an AbortSignal"],
+    ] as const) {
+      const error = (await mcp.callTool({ name: "x" }, options as never).catch((e: unknown) => e)) as InvalidOptionError;
+      expect(error, name).toBeInstanceOf(InvalidOptionError);
+      expect(error.option).toBe("options");
+      expect(error.message).toContain(`received ${name}`);
+    }
+    expect(peer.requests("tools/call")).toEqual([]);
+  });
+
   it("undefined values mean the default, not an error", async () => {
     const { mcp, peer } = await connectPeer();
     peer.onRequest((m) => {
@@ -316,7 +331,7 @@ describe("client-wide options", () => {
   });
 
   it("options, client and transport that are not objects are refused, named", () => {
-    for (const options of ["x", 42, null, true, fn]) {
+    for (const options of ["x", 42, null, true, fn, new Date(0), new Map()]) {
       const { client, transport } = fresh();
       expect(() => withCancellation(client, transport, options as never)).toThrow(
         expect.objectContaining({ name: "InvalidOptionError", option: "options" }),

@@ -119,6 +119,12 @@ describe("mistakes from the second new-user trial", () => {
     expect(() => cancellableTransport(transport, { timeout: 300 } as never)).toThrow(
       'cancellableTransport options: unknown option "timeout"; use "timeoutMs" instead of the SDK\'s "timeout"',
     );
+    // A Date or a Map is no options object (it would pass as {}, every default, and hide the mistake).
+    for (const options of [new Date(0), new Map()]) {
+      expect(() => cancellableTransport(transport, options as never)).toThrow(
+        expect.objectContaining({ name: "InvalidOptionError", option: "options", message: expect.stringMatching(/received a (Date|Map)/) }),
+      );
+    }
   });
 });
 

@@ -174,6 +174,7 @@ describe("the task option, refused when it is neither true, false nor an object 
       ["yes", "task", /received "yes"/],
       [null, "task", /received null/],
       [[], "task", /received an array/],
+      [new Date(0), "task", /received a Date/], // not taken for {} (every default)
       [{ bogus: 1 }, "task.bogus", /unknown option "bogus"/],
       [{ pollIntervalMs: 5 }, "task.pollIntervalMs", /"task.pollIntervalMs" must be an integer number of ms from 10/],
     ];

@@ -7,6 +7,7 @@ import type { RunRecord } from "../../types/record.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import type { AdapterOrTransport } from "../../adapters/types.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
+import { isOptionsObject, received } from "../../options/schemas.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage, MessageSendOptions } from "../../runner/message-transport.js";
@@ -103,8 +104,8 @@ export type { AwaitVerification };
  * @throws {InvalidOptionError} a bad transport or option, naming it.
  */
 export function cancellableTransport(transport: AdapterOrTransport, options: CancellableTransportOptions = {}): CancellableAiSdkTransport {
-  if (typeof options !== "object" || options === null) {
-    throw new InvalidOptionError("options", "cancellableTransport: options must be an object");
+  if (!isOptionsObject(options)) {
+    throw new InvalidOptionError("options", `cancellableTransport: options must be an object; received ${received(options)}`);
   }
   const { callOptions, awaitVerification, ...rest } = options;
   if (callOptions !== undefined && typeof callOptions !== "function") {

@@ -17,7 +17,7 @@ import { stdioCancellation } from "../../adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
 import { parseCancellationOptions } from "../../options/resolve.js";
 import { MAX_TIMER_DELAY_MS } from "../../options/defaults.js";
-import { received } from "../../options/schemas.js";
+import { isOptionsObject, received } from "../../options/schemas.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "../../runner/verified-outcome.js";
@@ -173,8 +173,8 @@ export class CancellableMCPServer implements MCPServer {
   #tools: AgentsTool[] | null = null;
 
   constructor(options: CancellableMCPServerOptions) {
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidOptionError("options", "CancellableMCPServer: options must be an object");
+    if (!isOptionsObject(options)) {
+      throw new InvalidOptionError("options", `CancellableMCPServer: options must be an object; received ${received(options)}`);
     }
     const { name, create, cacheToolsList, callOptions, agents, awaitVerification, connectTimeoutMs, ...defaults } = options;
     refuseAgentsOptions(defaults, "CancellableMCPServer");
@@ -475,15 +475,15 @@ export interface CancellableMCPServerStreamableHttpOptions extends ConvenienceSe
 }
 
 function splitConvenience<T extends ConvenienceServerOptions>(options: T, what: string) {
-  if (typeof options !== "object" || options === null) {
-    throw new InvalidOptionError("options", `${what}: options must be an object`);
+  if (!isOptionsObject(options)) {
+    throw new InvalidOptionError("options", `${what}: options must be an object; received ${received(options)}`);
   }
   const { clientOptions, name, ...rest } = options;
   if (name !== undefined && (typeof name !== "string" || name === "")) {
     throw new InvalidOptionError("name", `${what}: name must be a non-empty string`);
   }
-  if (clientOptions !== undefined && (typeof clientOptions !== "object" || clientOptions === null)) {
-    throw new InvalidOptionError("clientOptions", `${what}: clientOptions must be an object`);
+  if (clientOptions !== undefined && !isOptionsObject(clientOptions)) {
+    throw new InvalidOptionError("clientOptions", `${what}: clientOptions must be an object; received ${received(clientOptions)}`);
   }
   return { clientOptions, name, rest };
 }
