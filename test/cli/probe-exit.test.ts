@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { PROBE_HELP } from "../../src/cli/args.js";
 import { PROXY_HELP } from "../../src/cli/proxy/args.js";
 import { cli, nodeCommand, probeFixture, probeJson } from "./helpers.js";
+import { alive } from "../helpers/stdio.js";
 
 // The probe's exit status where the checks alone do not decide it: a server that goes away
 // mid-run, one that never answers the 2026-07-28 handshake, and a signal to the probe itself.
@@ -73,14 +74,6 @@ describe("probe --era 2026-07-28: a server that never answers", () => {
 
 describe("probe: stopped by a signal", () => {
   const entry = join(process.cwd(), "src/cli/index.ts");
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
 
   /** Runs the executable on a server that ignores stdin EOF and SIGTERM, and sends `signal` once the tool call runs. */
   function interrupted(signal: NodeJS.Signals) {

@@ -4,21 +4,13 @@
 // call's idle timeout cuts a server that stays away. Before, one 503 on a tasks/get failed the
 // call with the SDK's plain error while the task ran on and completed (an outside tester's
 // finding). The v1 SDK server with a task store on 127.0.0.1.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CallTimeoutError } from "../../src/index.js";
 import { connectV1, connectV2 } from "../http/clients.js";
-import { methods, startV1TaskServer } from "./servers.js";
-import type { TaskServer } from "./servers.js";
+import { methods, startV1TaskServer, stoppedAfterEach } from "./servers.js";
 import { until } from "../helpers/timing.js";
 
-let server: TaskServer | undefined;
-let closeClient: (() => Promise<void>) | undefined;
-afterEach(async () => {
-  await closeClient?.();
-  await server?.stop();
-  server = undefined;
-  closeClient = undefined;
-});
+const started = stoppedAfterEach();
 
 for (const [line, connect] of [
   ["v1", connectV1],
@@ -27,9 +19,11 @@ for (const [line, connect] of [
   describe(`2025-11-25 tasks over Streamable HTTP, ${line} client: follow-up requests the server did not answer`, () => {
     it("a tasks/get answered 503 once (a proxy's hiccup) is polled again: the call gets the task's result", async () => {
       let polls = 0;
-      server = await startV1TaskServer({ refuse: (method) => (method === "tasks/get" && ++polls === 3 ? 503 : undefined) });
+      const server = (started.server = await startV1TaskServer({
+        refuse: (method) => (method === "tasks/get" && ++polls === 3 ? 503 : undefined),
+      }));
       const peer = await connect(server.url);
-      closeClient = peer.close;
+      started.closeClient = peer.close;
       const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 400 } }, { task: true, timeoutMs: 5_000 });
       expect((result as { content: Array<{ text: string }> }).content[0]!.text).toBe("report done in 400 ms");
       expect(polls).toBeGreaterThan(3); // polled on after the 503
@@ -39,25 +33,26 @@ for (const [line, connect] of [
 
     it("a tasks/result answered 503 once is asked again: the call gets the task's result", async () => {
       let results = 0;
-      server = await startV1TaskServer({ refuse: (method) => (method === "tasks/result" && ++results === 1 ? 503 : undefined) });
+      const server = (started.server = await startV1TaskServer({
+        refuse: (method) => (method === "tasks/result" && ++results === 1 ? 503 : undefined),
+      }));
       const peer = await connect(server.url);
-      closeClient = peer.close;
+      started.closeClient = peer.close;
       const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 100 } }, { task: true, timeoutMs: 5_000 });
       expect((result as { content: Array<{ text: string }> }).content[0]!.text).toBe("report done in 100 ms");
       expect(results).toBe(2);
     });
 
     it("a server gone mid-task: the call is cut by its idle timeout (CallTimeoutError with its record), not failed with a bare fetch error", async () => {
-      server = await startV1TaskServer();
+      const server = (started.server = await startV1TaskServer());
       const peer = await connect(server.url);
-      closeClient = peer.close;
+      started.closeClient = peer.close;
       const call = peer.mcp
         .callTool({ name: "report", arguments: { ms: 10_000 } }, { task: true, timeoutMs: 600 })
         .catch((e: unknown) => e);
-      await until(() => methods(server!, "tasks/get").length >= 2);
-      const stopped = server;
-      server = undefined;
-      await stopped.stop();
+      await until(() => methods(server, "tasks/get").length >= 2);
+      started.server = undefined;
+      await server.stop();
       const error = await call;
       expect(error).toBeInstanceOf(CallTimeoutError);
       expect((error as CallTimeoutError).record).toMatchObject({

@@ -5,6 +5,7 @@
 //   Mcp-Name checked against params.taskId. No SDK implements that extension yet.
 // Each records every JSON-RPC message it received (method, id, params, Mcp-Name header).
 import http from "node:http";
+import { afterEach } from "vitest";
 import { randomUUID } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import * as z from "zod";
@@ -359,3 +360,15 @@ export async function startRaw2026TaskServer(): Promise<TaskServer> {
 
 /** The requests `s` received with this method, in order. */
 export const methods = (s: TaskServer, method: string) => s.seen.filter((m) => m.method === method);
+
+/** What one test starts, stopped after it (the client first): the test sets `started.server` and `started.closeClient`. */
+export function stoppedAfterEach(): { server?: TaskServer | undefined; closeClient?: (() => Promise<void>) | undefined } {
+  const started: { server?: TaskServer | undefined; closeClient?: (() => Promise<void>) | undefined } = {};
+  afterEach(async () => {
+    await started.closeClient?.();
+    await started.server?.stop();
+    started.server = undefined;
+    started.closeClient = undefined;
+  });
+  return started;
+}

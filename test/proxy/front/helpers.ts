@@ -102,3 +102,24 @@ export async function messagesOf(response: Response): Promise<RpcMessage[]> {
     .filter((line) => line.startsWith("data: ") && line.length > 6)
     .map((line) => JSON.parse(line.slice(6)) as RpcMessage);
 }
+
+const SESSION_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+/** A 2025-era session opened by hand (initialize, then notifications/initialized): its headers, and `post` to send one message in it. */
+export async function openSession(url: URL, version: string, name = "front-test") {
+  const init = await fetch(url, {
+    method: "POST",
+    headers: SESSION_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name, version: "1" } },
+    }),
+  });
+  await init.text();
+  const headers = { ...SESSION_HEADERS, "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": version };
+  const post = (body: unknown) => fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
+  await (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).text();
+  return { headers, post };
+}

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { SHUTDOWN_BOUND_MS } from "../../../src/cli/proxy/session.js";
 import { alive, eventually, fixture, server } from "../helpers.js";
-import { messagesOf, post2026, startFront, stopFronts } from "./helpers.js";
+import { messagesOf, openSession, post2026, startFront, stopFronts } from "./helpers.js";
 
 // The front's shutdown after its drain (an outside tester's: the servers were stopped one after
 // another, each spending its whole SIGTERM-then-SIGKILL wait, so the exit came about 2.7 s after
@@ -11,7 +11,6 @@ const STUBBORN = fixture("probe/raw-server.mjs");
 const DRAIN_MS = 1_000;
 /** Slack over the bound for a loaded machine, as shutdown.test.ts gives its own whole-shutdown bound. */
 const SLACK_MS = 400;
-const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
 /** The servers' pids: they survive their stdin's end and SIGTERM, so a failed test must not leave them (nor their hold on the front's stderr). */
 const servers: number[] = [];
@@ -41,23 +40,8 @@ describe("proxy --listen: the shutdown after the drain", () => {
     expect(modern.status).toBe(200);
 
     // A 2025-era session (its own server) and a call on it, seen running by its first progress.
-    const init = await fetch(front.url, {
-      method: "POST",
-      headers: HEADERS,
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bound", version: "1" } },
-      }),
-    });
-    await init.text();
-    const session = init.headers.get("mcp-session-id")!;
-    expect(session).toBeTruthy();
-    const headers = { ...HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" };
-    await (
-      await fetch(front.url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) })
-    ).text();
+    const { headers } = await openSession(front.url, "2025-06-18", "bound");
+    expect(headers["mcp-session-id"]).toBeTruthy();
     const legacy = await fetch(front.url, {
       method: "POST",
       headers,
