@@ -392,8 +392,11 @@ export class TaskDriver implements TaskFollower {
       return this.#fail(error);
     }
     this.#readInterval(answer);
-    this.#call?.alive(); // an answered poll, whatever the status, is a sign of life
     const task = this.#see(answer.status);
+    // An answered poll of a task still running is a sign of life. One of a terminal task is not:
+    // only its result is awaited now, so a tasks/result that keeps failing is cut by the idle
+    // timeout, not polled for as long as the maximum total timeout (an outside tester's finding).
+    if (!isTerminalTaskStatus(task.status)) this.#call?.alive();
     if (this.#settled) {
       // Watching after a cancel.
       if (isTerminalTaskStatus(task.status)) return this.#conclude(task.status);

@@ -5,7 +5,7 @@ import type { Timers } from "../types/options.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
 import { Layer } from "./port.js";
-import type { MessageExtra, Port, SendOptions } from "./port.js";
+import type { MessageExtra, Port, SendOptions, WireFact } from "./port.js";
 import { RELATED_TASK_META, TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 
@@ -79,6 +79,17 @@ export class TaskTracker extends Layer {
       this.#inbound(message);
     }
     this.up.message(message, extra);
+  }
+
+  /**
+   * A fact a layer below observed of a request: the stream of one of the library's own task
+   * requests ended without its answer (its connection dropped after the head, say): it fails now,
+   * as unanswered, instead of waiting out its whole `watchMs` (an outside tester's: the call's idle
+   * timeout came first, and a task that had completed failed).
+   */
+  override fact(requestId: RequestId, fact: WireFact): void {
+    if (fact.kind === "ended" && typeof requestId === "string") this.#requests.lost(requestId, fact.cause);
+    this.up.fact(requestId, fact);
   }
 
   /** The SDK answering a server request: no longer waiting (see `takeInbound`). */

@@ -168,6 +168,14 @@ export class TaskRequests {
     return true;
   }
 
+  /** The stream of one of ours ended without its answer: it fails with `cause` (no answer: the caller polls again). */
+  lost(id: string, cause: unknown): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    pending.reject(cause instanceof Error ? cause : new Error(`${pending.method}: its response stream ended without its answer`));
+  }
+
   /** The connection closed: every request in flight fails. */
   closeAll(error: Error): void {
     const pending = [...this.#pending.values()];

@@ -43,6 +43,32 @@ for (const [line, connect] of [
       expect(results).toBe(2);
     });
 
+    for (const method of ["tasks/get", "tasks/result"]) {
+      it(`a ${method} whose connection drops after its response head is asked again at once: the call gets the task's result`, async () => {
+        let dropped = 0;
+        const server = (started.server = await startV1TaskServer({ dropAfterHead: (m) => m === method && ++dropped === 1 }));
+        const peer = await connect(server.url);
+        started.closeClient = peer.close;
+        const result = await peer.mcp.callTool({ name: "report", arguments: { ms: 200 } }, { task: true, timeoutMs: 3_000 });
+        expect((result as { content: Array<{ text: string }> }).content[0]!.text).toBe("report done in 200 ms");
+        expect(dropped).toBeGreaterThan(1); // asked again after the drop
+      });
+    }
+
+    it("a tasks/result that keeps failing while tasks/get says completed: the call is cut by its idle timeout, not polled until its maximum total timeout", async () => {
+      const server = (started.server = await startV1TaskServer({ refuse: (method) => (method === "tasks/result" ? 502 : undefined) }));
+      const peer = await connect(server.url);
+      started.closeClient = peer.close;
+      const outcome = await peer.mcp
+        .callTool({ name: "report", arguments: { ms: 100 } }, { task: true, timeoutMs: 500, maxTotalTimeoutMs: 20_000 })
+        .then(
+          () => "resolved",
+          (e: unknown) => e,
+        );
+      expect(outcome).toBeInstanceOf(CallTimeoutError);
+      expect((outcome as CallTimeoutError).code).toBe("REQUEST_TIMEOUT"); // the idle timeout, not the maximum total one
+    });
+
     it("a server gone mid-task: the call is cut by its idle timeout (CallTimeoutError with its record), not failed with a bare fetch error", async () => {
       const server = (started.server = await startV1TaskServer());
       const peer = await connect(server.url);

@@ -88,6 +88,7 @@ function stopper(server: http.Server, cleanup: () => void): () => Promise<void> 
  * `pollInterval`: the interval (ms) the server suggests in its tasks; 20 unless given.
  * `onToolCall`: called as each `tools/call` request has been read, before the server handles it.
  * `refuse`: an HTTP status to answer a request with (by its JSON-RPC method) instead of the server.
+ * `dropAfterHead`: which requests (by method) get a response head and then a destroyed connection.
  */
 export async function startV1TaskServer(
   options: {
@@ -95,6 +96,8 @@ export async function startV1TaskServer(
     onToolCall?: () => void;
     /** An HTTP status to answer a request with instead of the server (a proxy's hiccup), or undefined. */
     refuse?: (method: string | undefined) => number | undefined;
+    /** True: the request's response head (SSE) goes out, then its connection is destroyed (a proxy's hiccup after the head). */
+    dropAfterHead?: (method: string | undefined) => boolean;
   } = {},
 ): Promise<TaskServer> {
   const seen: Seen[] = [];
@@ -203,6 +206,12 @@ export async function startV1TaskServer(
     const refused = options.refuse?.((body as { method?: string } | undefined)?.method);
     if (refused !== undefined) {
       res.writeHead(refused, { "content-type": "text/plain" }).end("busy");
+      return;
+    }
+    if (options.dropAfterHead?.((body as { method?: string } | undefined)?.method) === true) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.flushHeaders();
+      setTimeout(() => req.socket.destroy(), 5);
       return;
     }
     if (req.method === "GET") seen.push({ method: "GET", id: undefined, params: undefined, mcpName: undefined });

@@ -449,6 +449,29 @@ export class StreamTracker extends Layer {
     if (this.#unhold(stream)) this.#forgetStream(stream);
   }
 
+  /**
+   * A request's stream ended or broke without its response, and nothing more can come for it: on
+   * 2026-07-28 (no resumption, rule 27), or a 202 with no body (any era: a request is answered in
+   * JSON or SSE, rule 24). Once the SDK's parser has read what came (a task later: the rest of its
+   * pipeline runs in microtasks), a stream still here lost its request: the call settles
+   * `connection-closed` now, not at its timeout, and the stream's signal is aborted, so the v2 SDK
+   * does not resume it (a GET with `Last-Event-ID`, about 1 s later, which 2026-07-28 does not
+   * have). Both were an outside tester's findings.
+   */
+  #lostNow(id: RequestId, how: "eof" | "error", cause: unknown): void {
+    const stream = this.#streams.get(id);
+    if (stream === undefined || stream.cancelled || stream.check !== undefined) return;
+    const timer = setTimeout(() => {
+      this.#checks.delete(timer);
+      stream.check = undefined;
+      if (this.#streams.get(id) !== stream || stream.cancelled || stream.responded) return;
+      this.#lost(stream, how === "eof" ? "eof" : "reset", cause ?? new Error("The request's response stream ended without its response"));
+      stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
+    }, 0);
+    stream.check = timer;
+    this.#checks.add(timer);
+  }
+
   /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */
   closeStream(stream: Stream): void {
     stream.cancelled = true;
@@ -560,8 +583,12 @@ export class StreamTracker extends Layer {
     },
     ended: (id, how, cause, resumed) => {
       // v2 tells the end of an SSE stream itself (`onRequestStreamEnd`, after any resume); a plain
-      // JSON answer's end is seen when its send resolves (see `send`).
-      if (this.#config.v2) return;
+      // JSON answer's end is seen when its send resolves (see `send`). But 2026-07-28 has no
+      // resumption (rule 27): a stream that ended without its response lost the request, at once.
+      if (this.#config.v2) {
+        if (this.era === "modern" && how !== "failed") this.#lostNow(id, how, cause);
+        return;
+      }
       const stream = this.#streams.get(id);
       if (stream === undefined) return;
       if (stream.cancelled) {
@@ -617,6 +644,7 @@ export class StreamTracker extends Layer {
         stream.onFact?.();
       }
       this.up.fact(id, { kind: "answered", status, contentType, at: performance.now() });
+      if (status === 202) this.#lostNow(id, "eof", new Error("The server answered the request 202 Accepted, with no response"));
     },
     blind: (id) => this.up.fact(id, { kind: "unobservable", fact: "written" }),
     dispatched: (id) => {
