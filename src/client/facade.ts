@@ -3,7 +3,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { callOptionsSchema, received } from "../options/schemas.js";
+import { callOptionsSchema, isOptionsObject, received } from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -283,6 +283,10 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()",
           ),
         );
+      }
+      if (requestOptions !== undefined && !isOptionsObject(requestOptions)) {
+        // Checked before the spread below, which would turn a Date or a Map into {} (every default).
+        return Promise.reject(new InvalidOptionError("options", `call options must be an object; received ${received(requestOptions)}`));
       }
       try {
         const { resultSchema, ...callOptions } = requestOptions ?? {};

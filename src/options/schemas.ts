@@ -155,13 +155,54 @@ export function parseOptions<T>(
 }
 
 /**
- * An object of options: an object whose tag is `Object` (a literal, a class instance, one from
- * another realm), not an array, a `Date`, a `Map` or another built-in, each of which would pass
- * a schema of optional keys as `{}` (every default) and hide the mistake.
+ * An object of options: a literal, a class instance (its own `Symbol.toStringTag` too), one from
+ * another realm; not an array, a `Date`, a `Map` or another built-in (by its tag, so one from
+ * another realm too), each of which would pass a schema of optional keys as `{}` (every
+ * default) and hide the mistake.
  */
 export function isOptionsObject(value: unknown): value is object {
-  return typeof value === "object" && value !== null && Object.prototype.toString.call(value) === "[object Object]";
+  if (typeof value !== "object" || value === null) return false;
+  const tag = Object.prototype.toString.call(value).slice(8, -1);
+  return tag === "Object" || !(BUILT_IN_TAGS.has(tag) || tag.endsWith("Array"));
 }
+
+/** The tags of built-in objects that are no options (typed arrays end with "Array"). */
+const BUILT_IN_TAGS = new Set([
+  "Arguments",
+  "ArrayBuffer",
+  "SharedArrayBuffer",
+  "DataView",
+  "Date",
+  "RegExp",
+  "Error",
+  "Map",
+  "Set",
+  "WeakMap",
+  "WeakSet",
+  "WeakRef",
+  "Promise",
+  "Boolean",
+  "Number",
+  "String",
+  "Symbol",
+  "BigInt",
+  "Function",
+  "AbortSignal",
+  "AbortController",
+  "EventTarget",
+  "URL",
+  "URLSearchParams",
+  "Headers",
+  "Request",
+  "Response",
+  "Blob",
+  "FormData",
+  "ReadableStream",
+  "WritableStream",
+  "Generator",
+  "AsyncGenerator",
+  "Iterator",
+]);
 
 /** Drops keys whose value is `undefined`, so `{timeoutMs: undefined}` means "use the default". */
 function defined<T extends object>(options: T): T {

@@ -172,6 +172,31 @@ describe("per-call options", () => {
       expect(error.message).toContain(`received ${name}`);
     }
     expect(peer.requests("tools/call")).toEqual([]);
+    // request() too (its options are spread before the check would see them otherwise).
+    for (const options of [new Date(0), new Map()]) {
+      const error = (await mcp.request({ method: "tools/list" }, options as never).catch((e: unknown) => e)) as InvalidOptionError;
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error.option).toBe("options");
+    }
+    expect(peer.requests("tools/list")).toEqual([]);
+  });
+
+  it("a class instance is an options object, its own Symbol.toStringTag too, and one from another realm", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((m) => {
+      if (m.id !== undefined) void peer.result(m.id, { content: [] });
+    });
+    class CallOptions {
+      timeoutMs = 5_000;
+      get [Symbol.toStringTag]() {
+        return "CallOptions";
+      }
+    }
+    const { runInNewContext } = await import("node:vm");
+    for (const options of [new CallOptions(), Object.create(null), runInNewContext("({ timeoutMs: 5000 })")]) {
+      await expect(mcp.callTool({ name: "x" }, options as never)).resolves.toBeDefined();
+    }
+    expect(peer.requests("tools/call")).toHaveLength(3);
   });
 
   it("undefined values mean the default, not an error", async () => {
