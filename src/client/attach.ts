@@ -1,3 +1,4 @@
+import { claimClient } from "./owner.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
@@ -148,6 +149,7 @@ export function attachWith<C extends ClientLike>(
     );
   }
   const defaults = parseCancellationOptions(options, `${where} options`);
+  claimClient(client, where);
   const v2 = isV2Client(client);
   const original = sdkCallsOf(client);
   const sdk = client as object as SdkCalls;

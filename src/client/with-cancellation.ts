@@ -1,3 +1,4 @@
+import { claimClient } from "./owner.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
@@ -54,6 +55,7 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
   }
   const adapter: CancellationAdapter<T> = toAdapter(transport);
   const defaults = parseCancellationOptions(options, "withCancellation options");
+  claimClient(client, "withCancellation");
   // v2 clients take (params, options); v1 clients take (params, resultSchema, options).
   const v2 = isV2Client(client);
   // The transport's own close is left as it is: it is not only the bot's (the SDK's in-memory

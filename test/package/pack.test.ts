@@ -238,6 +238,46 @@ describe("the package as installed", () => {
     expect(defining(".cjs")).toHaveLength(1);
   });
 
+  it("both builds in one process (import and require): they share the id counters, and one refuses a client the other carries", async (ctx) => {
+    if (offline !== undefined) ctx.skip(offline);
+    // An outside tester's: each build counted callId from 1 (two calls of one log under one id),
+    // and a second build's attachCancellation of a client the first had wrapped was accepted, and
+    // then no request reached the server.
+    const script = `
+      import { createRequire } from "node:module";
+      import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+      import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+      import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+      const esm = await import("mcp-cancellable");
+      const cjs = createRequire(import.meta.url)("mcp-cancellable");
+      const ids = [];
+      const clients = [];
+      for (const lib of [esm, cjs]) {
+        const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+        const server = new McpServer({ name: "s", version: "1.0.0" });
+        server.registerTool("echo", {}, () => ({ content: [{ type: "text", text: "echo" }] }));
+        await server.connect(serverSide);
+        const client = new Client({ name: "dual", version: "1.0.0" });
+        const mcp = lib.withCancellation(client, clientSide);
+        await client.connect(mcp.transport);
+        await mcp.callTool({ name: "echo" });
+        const record = mcp.records()[0];
+        ids.push([record.callId, record.connectionId]);
+        clients.push(client);
+      }
+      let refused = null;
+      try { cjs.attachCancellation(clients[0]); } catch (error) { refused = { name: error.name, option: error.option, copy: /another copy/.test(error.message) }; }
+      for (const client of clients) await client.close();
+      console.log(JSON.stringify({ refused, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
+    `;
+    const { stdout } = await sh(process.execPath, ["--input-type=module", "-e", script], consumer, 60_000);
+    expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
+      refused: { name: "InvalidOptionError", option: "client", copy: true },
+      sameCallId: false,
+      sameConnectionId: false,
+    });
+  });
+
   it("installs from the packed tarball with the SDK", (ctx) => {
     if (offline !== undefined) ctx.skip(offline);
     expect(existsSync(join(installed, "package.json"))).toBe(true);
