@@ -20,6 +20,7 @@ import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelMechanism } from "../types/record.js";
 import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
 import type { SliceWork } from "../utils/slices.js";
+import { findAnswered } from "./messages.js";
 import type { Message } from "./messages.js";
 import type { CancelRequest } from "./types.js";
 import { ANSWERED_FIRST } from "../core/record.js";
@@ -134,15 +135,19 @@ export class DeferredCancels {
     },
   };
 
-  /** A message from the server: an answer to a request whose cancel waits ends it, unsent (rule 7). */
+  /**
+   * A message from the server: an answer to a request whose cancel waits ends it, unsent (rule 7).
+   * Matched as the wire matches it: "1" answers request 1.
+   */
   answered(message: Message): void {
     if (this.size === 0 || message.method !== undefined) return;
-    const id = (message as { id?: unknown }).id;
-    if (typeof id !== "string" && typeof id !== "number") return;
-    const request = (this.#waiting.get(id) ?? this.#beforeHop.get(id))?.request;
+    const request = findAnswered(
+      (message as { id?: unknown }).id,
+      (requestId) => (this.#waiting.get(requestId) ?? this.#beforeHop.get(requestId))?.request,
+    );
     if (request === undefined) return;
-    this.#waiting.delete(id);
-    this.#beforeHop.delete(id);
+    this.#waiting.delete(request.requestId);
+    this.#beforeHop.delete(request.requestId);
     request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
   }
 

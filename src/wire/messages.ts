@@ -46,6 +46,31 @@ export function isRequestId(id: unknown): id is string | number {
 }
 
 /**
+ * The id (or progress token) the SDKs would match a string to: both look a response up by
+ * `Number(response.id)` and progress by `Number(progressToken)`, so `"10"` answers request 10.
+ * Tried only when the value as it came matches nothing.
+ */
+export function asSdkMatches(value: string | number): string | number {
+  if (typeof value !== "string") return value;
+  const number = Number(value);
+  return Number.isSafeInteger(number) ? number : value;
+}
+
+/**
+ * What a response with id `given` answers, as the wire matches it (`Wire#onResponse`, after the
+ * SDKs): `find` of the id as it came, else of the number an SDK reads in a string ("1" answers
+ * request 1, {@link asSdkMatches}). For the layers below the wire that drop a cancel whose request
+ * was answered first (rule 7). `undefined` when nothing matches, or `given` is no request id.
+ */
+export function findAnswered<V>(given: unknown, find: (id: string | number) => V | undefined): V | undefined {
+  if (!isRequestId(given)) return undefined;
+  const found = find(given);
+  if (found !== undefined || typeof given !== "string") return found;
+  const id = asSdkMatches(given);
+  return id === given ? undefined : find(id);
+}
+
+/**
  * True when `message` certainly passes `responseSchema`: the shape every well-formed response
  * has, checked with `typeof` alone (no copy, unlike a zod parse). False means "not sure", never
  * "malformed": the caller then asks `responseSchema`, which stays the judge of every odd shape.

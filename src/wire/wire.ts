@@ -8,6 +8,7 @@ import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.
 import type { Anomaly, Timers } from "../types/options.js";
 import {
   CALL_MARKER,
+  asSdkMatches,
   cancelledParamsSchema,
   isPlainResponse,
   isRequestId,
@@ -158,6 +159,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * the server is waiting for the client, not silent), or `null` for one that pauses none (ping).
    */
   readonly #inbound = new Map<RequestId, CancellableCall[] | null>();
+  /**
+   * The last `RECENT_SERVER_REQUESTS` server requests the client answered: a 2025-era server may
+   * cancel one as the answer crosses its cancel (rule 12), and its ids are its own, not the
+   * client's (a cancel naming 1 then is not about the client's request 1).
+   */
+  #answeredInbound: BoundedIdMap<RequestId, true> | undefined = undefined;
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
   /** True once the transport was open (started through this pipeline, or attached connected). */
@@ -253,6 +260,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    */
   get protocolVersion(): string | undefined {
     return this.#protocolVersion;
+  }
+
+  /** The server answered `initialize` with a version before 2026-07-28 (unknown: not known to be). */
+  #legacyEra(): boolean {
+    const version = this.#protocolVersion;
+    return version !== undefined && version < "2026-07-28";
   }
 
   #noteVersion(result: unknown): void {
@@ -771,8 +784,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** The client answered a server request (or the server withdrew it): the calls it paused go on. */
   #answered(id: RequestId): void {
     const calls = this.#inbound.get(id);
+    if (calls === undefined) return;
     this.#inbound.delete(id);
-    if (calls === null || calls === undefined) return;
+    (this.#answeredInbound ??= new BoundedIdMap(RECENT_SERVER_REQUESTS)).set(id, true);
+    if (calls === null) return;
     for (const call of calls) call.clientAnswered();
   }
 
@@ -801,7 +816,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       this.#releaseSdk(requestId);
       return;
     }
-    if (entry?.call) {
+    // A request of the server's own that the client has just answered (the answer and the cancel
+    // crossed, legal before 2026-07-28: rule 12) is no anomaly, whatever client request has the
+    // same id: the two directions number their requests apart.
+    if (entry?.call && (this.#answeredInbound?.has(requestId) !== true || !this.#legacyEra())) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
         message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,
@@ -820,6 +838,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#pending.clear();
     this.#tokens.clear();
     this.#inbound.clear();
+    this.#answeredInbound = undefined;
     this.#neverCancel.clear();
     this.#tasks.closeAll(new Error("Connection closed"));
     this.up.closed();
@@ -900,18 +919,10 @@ class AdapterLayer extends Layer {
   }
 }
 
+/** How many answered server requests a wire remembers, for a 2025-era server's cancel of one (rule 12). */
+const RECENT_SERVER_REQUESTS = 256;
+
 /** A response that says the work was done: a result, and not a tool result with `isError: true`. */
 function ranBy(message: { result?: unknown; error?: unknown }): boolean {
   return "result" in message && (message.result as { isError?: unknown } | null)?.isError !== true;
-}
-
-/**
- * The id (or progress token) the SDKs would match a string to: both look a response up by
- * `Number(response.id)` and progress by `Number(progressToken)`, so `"10"` answers request 10.
- * Tried only when the value as it came matches nothing.
- */
-function asSdkMatches(value: RequestId): RequestId {
-  if (typeof value !== "string") return value;
-  const number = Number(value);
-  return Number.isSafeInteger(number) ? number : value;
 }

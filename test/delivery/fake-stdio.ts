@@ -7,8 +7,9 @@ import type { Message } from "../../src/wire/messages.js";
 import type { Port, Up } from "../../src/wire/port.js";
 
 /**
- * The queue, what it sent below, `answer(id)` (a response from the server for `id`) and `drain()`
- * (the pipe takes writes again: its `drain` listener runs). `full`: the pipe starts full.
+ * The queue, what it sent below, `answer(id)` (a response from the server with `id` as written:
+ * `"1"` is the string) and `drain()` (the pipe takes writes again: its `drain` listener runs).
+ * `full`: the pipe starts full.
  */
 export function fakeStdioQueue({ full = false } = {}) {
   const sent: Message[] = [];
@@ -38,7 +39,7 @@ export function fakeStdioQueue({ full = false } = {}) {
   return {
     queue,
     sent,
-    answer: (id: number) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message),
+    answer: (id: number | string) => up!.message({ jsonrpc: "2.0", id, result: {} } as Message),
     drain: () => {
       (stdin as { writableNeedDrain: boolean }).writableNeedDrain = false;
       listeners.get("drain")?.();

@@ -79,6 +79,21 @@ describe("a waiting cancel line whose request is answered is never written (rule
     expect(queue.waiting).toBe(0);
   });
 
+  it('an answer whose id is a string ("1" for request 1) drops the line too: the wire takes it as that request\'s response', async () => {
+    const { queue, sent, answer, drain } = fakeStdioQueue({ full: true });
+    const one = cancelRequest(1);
+    const two = cancelRequest(2);
+    queue.cancel(one.request);
+    queue.cancel(two.request);
+    answer("1");
+    expect(queue.waiting).toBe(1);
+    expect(one.delivery.mock.calls.map(([report]) => report)).toEqual([HELD, ANSWERED_FIRST]);
+    answer("x2"); // no SDK reads a request id in it: it answers nothing here
+    drain();
+    await checkPhase();
+    expect(cancelled(sent)).toEqual([2]);
+  });
+
   it("closing while the lines wait for the check phase writes them at once, before the transport ends", async () => {
     const { queue, sent, drain } = fakeStdioQueue({ full: true });
     queue.cancel(cancelRequest(1).request);

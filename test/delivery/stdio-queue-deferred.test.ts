@@ -66,6 +66,21 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     });
   });
 
+  it('its answer read before the check phase with its id as a string ("3" for request 3): nothing is sent either (rule 7)', async () => {
+    const { queue, sent, answer } = fakeStdioQueue();
+    const timed = cancelRequest(3, true);
+    const other = cancelRequest(4, true);
+    queue.cancel(timed.request);
+    queue.cancel(other.request);
+    answer("3");
+    await checkPhase();
+    expect(sent.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId)).toEqual([4]);
+    expect(timed.delivery).toHaveBeenCalledExactlyOnceWith({
+      sent: "none",
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+    });
+  });
+
   it("the connection closed before the check phase: nothing is sent, and the record is told so (never a notification it never wrote)", async () => {
     const { queue, sent } = fakeStdioQueue();
     const timed = [cancelRequest(4, true), cancelRequest(5, true)];

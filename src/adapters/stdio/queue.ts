@@ -10,6 +10,7 @@ import { ANSWERED_FIRST } from "../../core/record.js";
 import { DeferredCancels, sentLate } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
+import { findAnswered } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { noop, textOf } from "../../utils/hooks.js";
@@ -149,11 +150,15 @@ export class StdioQueue extends Layer {
 
   /**
    * An answer read while its request's cancel line still waits for the pipe: the request is over,
-   * so the line is never written (rule 7), and its record says why.
+   * so the line is never written (rule 7), and its record says why. Matched as the wire matches
+   * it: "1" answers request 1.
    */
   #answeredWhileWaiting(id: RequestId | null | undefined): void {
-    const at = this.#waiting.findIndex((entry) => entry.cancel?.requestId === id);
-    if (at < 0) return;
+    const at = findAnswered(id, (requestId) => {
+      const index = this.#waiting.findIndex((entry) => entry.cancel?.requestId === requestId);
+      return index < 0 ? undefined : index;
+    });
+    if (at === undefined) return;
     const [entry] = this.#waiting.splice(at, 1);
     this.#waitingCancels--;
     entry!.cancel!.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
