@@ -25,7 +25,7 @@ export interface ClientLike {
 // and a misspelled key in an object literal is still an error, as on the SDK's own `callTool`.
 export type CallToolParams = {
   name: string;
-  arguments?: Record<string, unknown>;
+  arguments?: Record<string, unknown> | undefined;
   _meta?: Record<string, unknown>;
 };
 

@@ -16,13 +16,13 @@ export interface JsonLinesOptions {
    * - `"all"`: every revision (`revision` 0, 1, 2, ...), as `onRecord` receives them.
    * @default "changed"
    */
-  revisions?: "changed" | "all";
+  revisions?: "changed" | "all" | undefined;
   /**
    * With `"changed"`: how many calls' last written summaries are remembered, oldest forgotten
    * first (a call forgotten and updated later is written again). Integer from 1 to 2_147_483_647.
    * @default 10_000
    */
-  maxCalls?: number;
+  maxCalls?: number | undefined;
 }
 
 /** Default number of calls whose last written line `jsonLines` remembers. */

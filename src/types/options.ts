@@ -77,7 +77,7 @@ export interface CallOptions {
    * Integer from 1 to 2_147_483_647, or `Infinity` for no idle timeout. Rules 14-16.
    * @default 60_000
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * Maximum total timeout, in ms, measured from the send: it holds even while progress keeps
    * resetting the idle timeout. On expiry the call is cancelled and rejects with
@@ -85,14 +85,14 @@ export interface CallOptions {
    * `Infinity` for no cap. Rule 17.
    * @default max(600_000, timeoutMs)
    */
-  maxTotalTimeoutMs?: number;
+  maxTotalTimeoutMs?: number | undefined;
   /**
    * Whether a progress notification for this request restarts the idle timeout. When true a
    * progress token is always requested, even without `onprogress`. Only progress whose value
    * increases resets the clock (rule 21). Rule 17.
    * @default false
    */
-  resetTimeoutOnProgress?: boolean;
+  resetTimeoutOnProgress?: boolean | undefined;
   /**
    * In ms: how long waiting for the client's own answer may pause the idle timeout. While the
    * server waits for an answer to a request it sent the client (`elicitation/create`: a person
@@ -105,7 +105,7 @@ export interface CallOptions {
    * total timeout bounds the wait). Rules 14, 17.
    * @default 300_000
    */
-  clientWaitTimeoutMs?: number;
+  clientWaitTimeoutMs?: number | undefined;
   /**
    * Caller's signal, or several of them (for example a session-wide one and a per-call one:
    * `signal: [session.signal, userAbort.signal]`; the first to abort wins). Aborting cancels
@@ -115,7 +115,7 @@ export interface CallOptions {
    * Node 20 a signal made by `AbortSignal.any` stays referenced from the long-lived signal it
    * was made from, so one per call accumulates for the life of the session (node#55351).
    */
-  signal?: AbortSignal | readonly AbortSignal[];
+  signal?: AbortSignal | readonly AbortSignal[] | undefined;
   /**
    * Human-readable reason sent in `notifications/cancelled` (rule 2), for every trigger, exactly
    * as given. At most 1,000 characters are sent. Default: a sentence naming the trigger and
@@ -124,7 +124,7 @@ export interface CallOptions {
    * (maximum total timeout). The signal's abort reason is never sent unless
    * `forwardAbortReason` is true.
    */
-  reason?: string;
+  reason?: string | undefined;
   /**
    * Whether an abort sends the signal's own reason (a non-empty string as it is, or an
    * `Error`'s message) as the cancel reason, to the server. Off by default: an abort reason is
@@ -133,9 +133,9 @@ export interface CallOptions {
    * own cancels (calls made on the SDK client directly) keep the SDK's reason text.
    * @default false
    */
-  forwardAbortReason?: boolean;
+  forwardAbortReason?: boolean | undefined;
   /** Called with each progress notification received while the call is live (rule 22). */
-  onprogress?: (progress: Progress) => void;
+  onprogress?: ((progress: Progress) => void) | undefined;
   /**
    * Idempotent read run after the call is cancelled, to learn whether its side effect happened.
    * Its answer moves the record's `outcome` to `verified-applied`, `verified-not-applied`, or
@@ -144,19 +144,19 @@ export interface CallOptions {
    * nothing found; `record.verification.reads` says what each read found and when. The call
    * itself rejects at once; await `error.verification` for the updated record.
    */
-  verify?: VerifyFn;
+  verify?: VerifyFn | undefined;
   /**
    * Time the `verify` read may take, in ms; then its signal aborts and the outcome is
    * `verify-failed`. Integer from 1 to 2_147_483_647, or `Infinity`.
    * @default 10_000
    */
-  verifyTimeoutMs?: number;
+  verifyTimeoutMs?: number | undefined;
   /**
    * Wait before the `verify` read starts, in ms, so a server that cannot stop has time to
    * finish what it was doing. Integer from 0 to 2_147_483_647; no `Infinity`.
    * @default 0
    */
-  verifyDelayMs?: number;
+  verifyDelayMs?: number | undefined;
   /**
    * How long `verify` keeps reading, in ms from the start of its first read: a read that finds
    * "not-applied" is only "not applied as of then", so it is read again every
@@ -168,7 +168,7 @@ export interface CallOptions {
    * @default 0 (`DEFAULT_VERIFY_WINDOW_MS`)
    * @example `{ verify, verifyDelayMs: 2_000, verifyWindowMs: 10_000, verifyIntervalMs: 2_000 }`
    */
-  verifyWindowMs?: number;
+  verifyWindowMs?: number | undefined;
   /**
    * Within `verifyWindowMs`, the time from the start of one `verify` read to the start of the
    * next, in ms (a read that takes longer is followed at once). Integer from 1 to 2_147_483_647;
@@ -176,7 +176,7 @@ export interface CallOptions {
    * Throws `InvalidOptionError` (option `verifyIntervalMs`) otherwise.
    * @default 1_000 (`DEFAULT_VERIFY_INTERVAL_MS`)
    */
-  verifyIntervalMs?: number;
+  verifyIntervalMs?: number | undefined;
 }
 
 /** An anomaly seen on the wire: not an error of any call, but worth a log line. */
@@ -239,40 +239,40 @@ export interface CancellationOptions extends Omit<CallOptions, "signal" | "onpro
    * `verifyWindowMs`, `verifyIntervalMs`); a per-call `verify` wins over it. Each value must be a
    * function; a bad one is refused as `InvalidOptionError` naming `verifiers.<tool>`.
    */
-  verifiers?: Verifiers;
+  verifiers?: Verifiers | undefined;
   /**
    * For tool calls on this connection with a verification (a per-call `verify`, or `verifiers`):
    * wait for it when a limit cancelled the call, and answer with what it found (see
    * `AwaitVerification`). Per call where an entry point takes per-call options (`callOptions`).
    * @default false
    */
-  awaitVerification?: AwaitVerification;
+  awaitVerification?: AwaitVerification | undefined;
   /** Called with each run record when its call settles, and again each time it is updated (late message, verification). */
-  onRecord?: (record: RunRecord) => void;
+  onRecord?: ((record: RunRecord) => void) | undefined;
   /**
    * Watches every call: started before the request is sent (it may add trace context to
    * `params._meta`), then told of the result and of each run record revision. Used by
    * `otelRecorder()` from `mcp-cancellable/otel`.
    */
-  observer?: CallObserver;
+  observer?: CallObserver | undefined;
   /** Called for wire anomalies: progress for a token never issued, a server cancelling a client request (rule 12), non-increasing progress (rule 21). */
-  onAnomaly?: (anomaly: Anomaly) => void;
+  onAnomaly?: ((anomaly: Anomaly) => void) | undefined;
   /**
    * How many run records the in-memory ledger (`records()`) keeps; older ones are dropped.
    * Integer from 0 to 2_147_483_647.
    * @default 1_000
    */
-  maxRecords?: number;
+  maxRecords?: number | undefined;
   /**
    * How many settled request ids are remembered so late messages for them are dropped before
    * the SDK sees them (oldest forgotten first). Integer from 1 to 2_147_483_647.
    * @default 10_000
    */
-  maxTombstones?: number;
+  maxTombstones?: number | undefined;
   /** Monotonic clock in ms (default `performance.now`). For tests. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Timer functions (default the global ones, read at each call). For tests. */
-  timers?: Timers;
+  timers?: Timers | undefined;
 }
 
 /** The names of the options a call's limits came from (see `ResolvedCallOptions.limitNames`). */

@@ -36,6 +36,11 @@ describe("result types", () => {
       // a misspelled key is an error, as on the SDK's own callTool (found from outside: `argumnets`)
       // @ts-expect-error `argumnets` is not a tools/call param
       await mcp.callTool({ name: "x", argumnets: { quarter: "Q3" } });
+      // With exactOptionalPropertyTypes (this repository's tsconfig), optional params and options
+      // take `undefined` as the SDK's callTool does and the runtime does (found from outside).
+      const args: Record<string, unknown> | undefined = undefined as Record<string, unknown> | undefined;
+      const limit: number | undefined = undefined as number | undefined;
+      await mcp.callTool({ name: "x", arguments: args }, { timeoutMs: limit, signal: undefined, onprogress: undefined });
     };
     void typed;
   });

@@ -75,7 +75,7 @@ export interface CancellableTransportOptions extends CancellationOptions {
    * `abortSignal` is never waited for. Per request through `callOptions` too.
    * @default false
    */
-  awaitVerification?: AwaitVerification;
+  awaitVerification?: AwaitVerification | undefined;
 }
 
 export type { AwaitVerification };

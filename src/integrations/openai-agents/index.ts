@@ -54,7 +54,7 @@ export type AgentsServerSettings = Partial<
  */
 export type ToolCallOptions = Omit<CallOptions, "signal"> & {
   /** This call's `awaitVerification` (see the server option); overrides the server's. */
-  awaitVerification?: AwaitVerification;
+  awaitVerification?: AwaitVerification | undefined;
 };
 
 export type { AwaitVerification };
@@ -94,7 +94,7 @@ export interface CancellableMCPServerOptions extends CancellationOptions {
    * again". A run's abort is never waited for. Per call through `callOptions` too.
    * @default false
    */
-  awaitVerification?: AwaitVerification;
+  awaitVerification?: AwaitVerification | undefined;
   /**
    * How long `connect()` waits for the server's answer to `initialize`, in ms (the Agents
    * runtime's own servers: `clientSessionTimeoutSeconds`, default 5 s). Integer from 1 to
