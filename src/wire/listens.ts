@@ -1,6 +1,7 @@
 import type { RequestId } from "../core/cancellable-call.js";
 import { CALL_MARKER } from "./messages.js";
 import type { Message } from "./messages.js";
+import { BoundedMap } from "../utils/bounded-map.js";
 import { Layer } from "./port.js";
 import type { MessageExtra, SendOptions } from "./port.js";
 
@@ -15,6 +16,12 @@ import type { MessageExtra, SendOptions } from "./port.js";
  */
 export class ListenTracker extends Layer {
   readonly #open = new Set<RequestId>();
+  /**
+   * Listens the server ended with their result (rule 34), made on first use: a notification still
+   * stamped with one of their subscription ids (rule 33) is late, and dropped, as a call's late
+   * messages are (an outside tester's finding: they reached the SDK's handlers). The last 256.
+   */
+  #ended: BoundedMap<RequestId, true> | undefined;
 
   /** Listens open (0 once every listen ended). */
   get size(): number {
@@ -47,19 +54,34 @@ export class ListenTracker extends Layer {
   }
 
   override message(message: Message, extra?: MessageExtra): void {
+    if (this.#ended !== undefined && message.id === undefined && this.#ended.has(subscriptionOf(message) as RequestId)) return;
     if (this.#open.size === 0) {
       this.up.message(message, extra);
       return;
     }
     const id = message.method === undefined ? message.id : message.method === "notifications/cancelled" ? cancelledId(message) : undefined;
+    // Its result: the server ended it (rule 34); what it still sends under its id is late. (Read
+    // before the message goes up: the correlation layer forgets the listen as it takes its answer.)
+    const ended = id !== undefined && id !== null && message.method === undefined && "result" in message && this.#open.has(id);
     this.up.message(message, extra);
-    if (id !== undefined && id !== null) this.#open.delete(id);
+    if (id === undefined || id === null) return;
+    this.#open.delete(id);
+    if (ended) (this.#ended ??= new BoundedMap(ENDED_LISTENS)).set(id, true);
   }
 
   override closed(): void {
     this.#open.clear();
+    this.#ended = undefined;
     this.up.closed();
   }
+}
+
+/** How many listens ended with their result are remembered, to drop what their server still sends. */
+const ENDED_LISTENS = 256;
+
+/** The subscription id a notification is stamped with (rule 33), if any. */
+function subscriptionOf(message: Message): unknown {
+  return (message.params?._meta as Record<string, unknown> | undefined)?.["io.modelcontextprotocol/subscriptionId"];
 }
 
 function cancelledId(message: Message): RequestId | undefined {

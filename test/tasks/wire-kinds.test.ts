@@ -109,6 +109,36 @@ describe("subscriptions/listen entries", () => {
     await client.close();
   });
 
+  it("what the server still sends under a listen it ended with its result is late: dropped, never handed to the client (rules 33, 34)", async () => {
+    const { client, mcp, serverTransport, received } = await connect();
+    const delivered: unknown[] = [];
+    client.fallbackNotificationHandler = async (notification) => void delivered.push(notification);
+    for (let i = 0; i < 2; i++) {
+      void client.request({ method: "subscriptions/listen", params: {} }, anySchema, { timeout: 600_000 }).catch(() => {});
+    }
+    await flush();
+    const [ended, open] = received.filter((m) => m.method === "subscriptions/listen").map((m) => m.id as number);
+    const changed = (id: number) =>
+      serverTransport.send({
+        jsonrpc: "2.0",
+        method: "notifications/tools/list_changed",
+        params: { _meta: { "io.modelcontextprotocol/subscriptionId": id } },
+      } as never);
+    await serverTransport.send({
+      jsonrpc: "2.0",
+      id: ended,
+      result: { resultType: "complete", _meta: { "io.modelcontextprotocol/subscriptionId": ended } },
+    } as never);
+    await flush();
+    await changed(ended!); // late: its listen ended
+    await changed(open!); // the other listen's: delivered
+    await flush();
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]).toMatchObject({ params: { _meta: { "io.modelcontextprotocol/subscriptionId": open } } });
+    expect(mcp.pendingCount).toBe(1);
+    await client.close();
+  });
+
   it("a server's notifications/cancelled ends only the listen it names (rule 12)", async () => {
     const { client, mcp, serverTransport, received } = await connect();
     for (let i = 0; i < 3; i++) {
