@@ -11,6 +11,7 @@ import type { WireEvent } from "./recorder.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { openConnection, PROBE_CLIENT_INFO, StartupError } from "./target.js";
 import type { Connection } from "./target.js";
+import { lostText } from "./run.js";
 import type { ConcurrentCall, ConcurrentRun, CpuWatch, Exchange, MainCancel, ProbeRun, RawCancel, SessionsRun, ToolInfo } from "./run.js";
 
 /** At most this many `tools/list` pages are read. */
@@ -78,7 +79,7 @@ async function exercise(options: ProbeOptions, conn: Connection, recorder: Recor
     anomalies: [],
     diagnosis: [],
   };
-  const finish = (): ProbeRun => {
+  const finish = async (): Promise<ProbeRun> => {
     // The record as it stands now: late messages discarded after the cancel update it.
     const main = run.main;
     if (main !== undefined) {
@@ -90,11 +91,21 @@ async function exercise(options: ProbeOptions, conn: Connection, recorder: Recor
     run.anomalies = conn.anomalies();
     run.closedAt = recorder.events.find((event) => event.kind === "closed")?.at;
     run.diagnosis = conn.closed ? conn.diagnose() : [];
+    // The connection closes on an exit, or on a stdout that ended with the process still running.
+    run.lost = conn.closed ? await conn.lost() : undefined;
     return run;
   };
 
   recorder.mark("tools/list");
   const tools = await listTools(conn, options);
+  // A server that went away while tools/list was pending: that, not "name one with --tool".
+  if (tools.error !== undefined && options.tool === undefined) {
+    const gone = await conn.lost(500);
+    if (gone !== undefined) {
+      const text = lostText(gone, "before tools/list was answered");
+      throw new StartupError(text, "exited", conn.diagnose(), text);
+    }
+  }
   const chosen = chooseTool(tools.tools, tools.error, options);
 
   // Twice, keeping the faster: a server's first answers may include its warm-up.

@@ -2,6 +2,7 @@ import type { Check, Status } from "./checks.js";
 import { eventText, rel } from "./checks.js";
 import { brief, displayUrl, idLabel, truncate } from "./describe.js";
 import type { ProbeReport, ProbeRun } from "./probe.js";
+import { lostText } from "./run.js";
 import type { WireEvent } from "./recorder.js";
 import type { StartupError } from "./target.js";
 
@@ -29,6 +30,7 @@ export function exitCodeOf(report: ProbeReport): 0 | 1 {
  */
 export function serverLost(run: ProbeRun): string | undefined {
   if (run.closedAt === undefined) return undefined;
+  if (run.lost !== undefined) return lostText(run.lost, "during the probe");
   const how = run.diagnosis.find((line) => line.startsWith("the process "))?.slice("the process ".length);
   return `the server ${how ?? "closed the connection"} during the probe`;
 }
@@ -275,6 +277,7 @@ export function renderStartupErrorJson(error: StartupError, events: WireEvent[])
         probe: "mcp-cancellable",
         ok: false,
         exitCode: error.kind === "missing-sdk" ? 2 : 1,
+        serverLost: error.serverLost ?? null,
         error: { kind: error.kind, message: error.message, details: error.details },
         timeline: events.map(eventJson),
       },

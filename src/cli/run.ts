@@ -5,6 +5,19 @@ import type { ProbeOptions } from "./args.js";
 import type { WireEvent } from "./recorder.js";
 import type { Message } from "../wire/messages.js";
 
+/** How a stdio server went away on its own. */
+export interface ServerLost {
+  /** After "the server": `exited with code 5`, `was killed by SIGKILL`, `closed its stdout`. */
+  how: string;
+  /** Its process still ran (it closed a pipe, not exited): the probe stops it. */
+  running: boolean;
+}
+
+/** `the server exited with code 5 during the probe`: `when` follows `how`; a process still running says the probe stops it. */
+export function lostText(lost: ServerLost, when: string): string {
+  return `the server ${lost.how} ${when}${lost.running ? " (its process was still running; the probe stops it)" : ""}`;
+}
+
 /** A tool as `tools/list` describes it (the fields the probe reads). */
 export interface ToolInfo {
   name: string;
@@ -141,6 +154,11 @@ export interface ProbeRun {
   cancelUnknown: RawCancel | undefined;
   /** The connection closed during the run, at this time. */
   closedAt: number | undefined;
+  /**
+   * How a stdio server went away on its own during the run (it exited, or closed its stdout and
+   * kept running), when the connection closed; absent otherwise (and over HTTP).
+   */
+  lost?: ServerLost | undefined;
   /** What the SDK client reported to its `onerror` during the run. */
   clientErrors: string[];
   /** The wire anomalies the library (`onAnomaly`) reported during the run. */

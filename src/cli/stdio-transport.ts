@@ -21,6 +21,12 @@ export const SIGKILL_WAIT_MS = 500;
 export const STOP_BOUND_MS = STDIN_CLOSE_GRACE_MS + SIGTERM_GRACE_MS + SIGKILL_WAIT_MS;
 /** The most stderr kept for error messages, in characters (the tail is kept). */
 export const STDERR_TAIL_CHARS = 4_000;
+/**
+ * How long, in ms, after the server's stdout ended the process may take to exit before the
+ * connection counts as closed with the process still running (`closeOnStdoutEnd`): a process
+ * that exits closes its stdout a moment before its exit is seen.
+ */
+export const STDOUT_END_GRACE_MS = 200;
 
 /** How the server process ended. */
 export interface ExitInfo {
@@ -47,6 +53,13 @@ export interface ChildStdioOptions {
   readonly stderr?: "tail" | "inherit";
   /** The longest line read from the server, in bytes (default `DEFAULT_MAX_MESSAGE_BYTES`); a longer one goes to `ontoolong`. */
   readonly maxMessageBytes?: number;
+  /**
+   * When true, the server's stdout ending (EOF) while its process still runs
+   * `STDOUT_END_GRACE_MS` later closes the connection (`onclose`, and `send` rejects): nothing
+   * it answers can arrive any more. `close()` still stops the process. Default `false`: the
+   * connection closes only when the process exits.
+   */
+  readonly closeOnStdoutEnd?: boolean;
 }
 
 /**
@@ -84,9 +97,17 @@ export class ChildStdioTransport {
   exit: ExitInfo | undefined;
   /** Why the process could not be started (`spawn` error), if so. */
   spawnError: Error | undefined;
+  /**
+   * The pipe the server closed on its own, before `close()` was called: `"stdout"` (its stdout
+   * ended) or `"stdin"` (a write to its stdin failed, EPIPE); the first seen. An exit closes both.
+   */
+  hungUp: "stdout" | "stdin" | undefined;
 
   readonly #target: StdioTarget;
   readonly #stderrMode: "tail" | "inherit";
+  readonly #closeOnStdoutEnd: boolean;
+  /** `close()` was called: what ends after that, the caller ended. */
+  #closing = false;
   readonly #reader: JsonLineReader;
   #child: ChildProcess | undefined;
   #stderr = "";
@@ -97,6 +118,7 @@ export class ChildStdioTransport {
   constructor(target: StdioTarget, options: ChildStdioOptions = {}) {
     this.#target = target;
     this.#stderrMode = options.stderr ?? "tail";
+    this.#closeOnStdoutEnd = options.closeOnStdoutEnd ?? false;
     this.#reader = new JsonLineReader(
       {
         message: (message) => this.onmessage?.(message),
@@ -172,7 +194,17 @@ export class ChildStdioTransport {
         this.#kill("SIGKILL", true);
         this.#finish();
       });
-      child.stdin!.on("error", (error) => this.onerror?.(error)); // EPIPE when the server is gone
+      child.stdin!.on("error", (error) => {
+        this.#brokePipe("stdin");
+        this.onerror?.(error); // EPIPE when the server is gone
+      });
+      child.stdout!.once("end", () => {
+        this.#brokePipe("stdout");
+        if (!this.#closeOnStdoutEnd) return;
+        setTimeout(() => {
+          if (this.exit === undefined) this.#finish();
+        }, STDOUT_END_GRACE_MS).unref();
+      });
       child.stdout!.on("data", (chunk: Buffer) => {
         const around = this.onread;
         if (around === undefined) this.#reader.push(chunk);
@@ -195,11 +227,15 @@ export class ChildStdioTransport {
   send(message: Message): Promise<void> {
     const stdin = this.#child?.stdin;
     if (this.#closed || stdin == null || stdin.destroyed || !stdin.writable) {
-      return Promise.reject(new Error("not connected: the server process is not running"));
+      return Promise.reject(new Error("not connected: the server process is not running, or its stdout closed"));
     }
     const raw = rawLineOf(message);
     return new Promise((resolve, reject) => {
-      const done = (error: Error | null | undefined): void => (error ? reject(error) : resolve());
+      const done = (error: Error | null | undefined): void => {
+        if (!error) return resolve();
+        this.#brokePipe("stdin");
+        reject(error);
+      };
       if (raw === undefined) {
         stdin.write(`${JSON.stringify(message)}\n`, done);
         return;
@@ -260,6 +296,7 @@ export class ChildStdioTransport {
    * `STOP_BOUND_MS`.
    */
   async close(): Promise<void> {
+    this.#closing = true;
     const child = this.#child;
     if (child === undefined || this.exit !== undefined) {
       this.#finish();
@@ -276,6 +313,19 @@ export class ChildStdioTransport {
     }
     this.#kill("SIGKILL", true);
     this.#finish();
+  }
+
+  /**
+   * Resolves once the process has exited, or after `ms` (true when it exited). Resolves at once
+   * when it never started.
+   */
+  exitedWithin(ms: number): Promise<boolean> {
+    if (this.#child === undefined || this.exit !== undefined) return Promise.resolve(this.exit !== undefined);
+    return settlesWithin(this.#exited, ms);
+  }
+
+  #brokePipe(pipe: "stdout" | "stdin"): void {
+    if (!this.#closing) this.hungUp ??= pipe;
   }
 
   /** Signals the server's process group (`afterExit`: the leader is gone, only the rest of its group). */

@@ -11,6 +11,8 @@ import { withLayersBelow } from "../wire/wire.js";
 import type { Era, ProbeOptions } from "./args.js";
 import { CLOSED_BEFORE_HEADERS } from "./recorder.js";
 import type { Recorder } from "./recorder.js";
+import { lostText } from "./run.js";
+import type { ServerLost } from "./run.js";
 import { ChildStdioTransport } from "./stdio-transport.js";
 import { describeRequest, displayUrl, truncate } from "./describe.js";
 import { processGroupCpuMs } from "./process-cpu.js";
@@ -45,17 +47,27 @@ export interface Connection {
   clientErrors(): string[];
   /** The wire anomalies the library reported (at most 20): rule 12 and rule 21 breaches, unknown progress tokens. */
   anomalies(): string[];
+  /**
+   * How the server went away on its own (a stdio server that exited, or closed its stdout or
+   * stdin, before the probe ended it), or `undefined`. Waits up to `waitMs` for the exit of a
+   * server whose pipe closed, to know its exit code.
+   */
+  lost(waitMs?: number): Promise<ServerLost | undefined>;
   /** Ends the connection and the server process; bounded, never rejects. */
   close(): Promise<void>;
 }
 
-/** The probe could not get a working connection: the message says why, for a person. */
+/**
+ * The probe could not get a working connection: the message says why, for a person. `serverLost`
+ * (kind `exited`) says how the server went away on its own, as the report's `serverLost` does.
+ */
 export class StartupError extends Error {
   override name = "StartupError" as const;
   constructor(
     message: string,
     readonly kind: "spawn" | "exited" | "timeout" | "not-json-rpc" | "initialize-error" | "http" | "missing-sdk" | "tools-list",
     readonly details: string[],
+    readonly serverLost?: string,
   ) {
     super(message);
   }
@@ -69,6 +81,10 @@ interface Opened {
   diagnose(): string[];
   spawnError(): Error | undefined;
   exited(): string | undefined;
+  /** How a stdio server went away on its own, as it stands now. */
+  lost(): ServerLost | undefined;
+  /** Resolves once a stdio server's process exited, or after `ms`. */
+  exitedWithin(ms: number): Promise<unknown>;
 }
 
 /**
@@ -154,14 +170,20 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
     // The SDK closes the transport itself when initialize fails, so a server that exits after
     // this moment was ended by us; one that closed before caused the failure.
     const closedEvent = recorder.events.find((event) => event.kind === "closed");
+    // A server that answered the handshake with an error refused it, whatever it did next.
+    const refused = recorder.events.some((event) => event.from === "server" && event.message?.error !== undefined);
     exitedFirst =
-      closedEvent !== undefined
+      (closedEvent !== undefined
         ? closedEvent.at <= closeRequestedAt
-        : closeRequestedAt === Number.POSITIVE_INFINITY && /connection closed/i.test(String(error));
+        : closeRequestedAt === Number.POSITIVE_INFINITY && /connection closed/i.test(String(error))) ||
+      // Its stdout ended, or a write to its stdin failed (EPIPE), before the probe closed them.
+      (!refused && opened.lost() !== undefined);
   }
   if (failure !== undefined) {
     // Let the exit code of a server that went away arrive (the close event trails the pipe).
-    if (exitedFirst && opened.exited() === undefined) await recorder.waitFor((event) => event.kind === "closed", 500);
+    if (exitedFirst && opened.exited() === undefined) {
+      await (options.target.kind === "stdio" ? opened.exitedWithin(500) : recorder.waitFor((event) => event.kind === "closed", 500));
+    }
     // The v2 client's server/discover gives up after --timeout with "Version negotiation
     // failed", not a timeout error: a server that wrote nothing all that time was silent, not refusing.
     const silent =
@@ -193,6 +215,10 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
       return typeof id === "string" && id !== "" ? id : undefined;
     },
     diagnose: () => opened.diagnose(),
+    lost: async (waitMs = 0) => {
+      if (opened.lost()?.running === true) await opened.exitedWithin(waitMs);
+      return opened.lost();
+    },
     clientErrors: () => [...sdkErrors],
     anomalies: () => [...anomalies],
     close,
@@ -202,12 +228,15 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
 function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof import("@modelcontextprotocol/client") | undefined): Opened {
   const target = options.target;
   if (target.kind === "stdio") {
-    const transport = new ChildStdioTransport({
-      command: target.command,
-      args: target.args,
-      env: target.env,
-      ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
-    });
+    const transport = new ChildStdioTransport(
+      {
+        command: target.command,
+        args: target.args,
+        env: target.env,
+        ...(target.cwd === undefined ? {} : { cwd: target.cwd }),
+      },
+      { closeOnStdoutEnd: true },
+    );
     let invalid = 0;
     let firstInvalid = "";
     transport.oninvalid = (line, why) => {
@@ -230,6 +259,14 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
           : transport.exit.signal !== null
             ? `was killed by ${transport.exit.signal}`
             : `exited with code ${transport.exit.code}`,
+      lost: () => {
+        const pipe = transport.hungUp;
+        if (pipe === undefined) return undefined;
+        const exit = transport.exit;
+        if (exit === undefined) return { how: `closed its ${pipe}`, running: true };
+        return { how: exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`, running: false };
+      },
+      exitedWithin: (ms) => transport.exitedWithin(ms),
       diagnose: () => {
         const lines: string[] = [];
         if (transport.exit !== undefined) {
@@ -238,6 +275,8 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
               ? `the process was killed by ${transport.exit.signal}`
               : `the process exited with code ${transport.exit.code}`,
           );
+        } else if (transport.hungUp !== undefined) {
+          lines.push(`the process closed its ${transport.hungUp} and was still running (the probe stops it)`);
         }
         if (invalid > 0) lines.push(`${invalid} line(s) on stdout were not JSON-RPC; the first: ${firstInvalid}`);
         const tail = transport.stderrTail.trim();
@@ -274,6 +313,8 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
     cpuTimeMs: () => undefined,
     spawnError: () => undefined,
     exited: () => undefined,
+    lost: () => undefined,
+    exitedWithin: async () => undefined,
     diagnose: () => [],
   };
 }
@@ -373,11 +414,13 @@ function startupError(
     const why = code === "ENOENT" ? "no such program" : code === "EACCES" ? "permission denied" : spawnError.message;
     return new StartupError(`could not start ${who}: ${why}`, "spawn", details);
   }
-  const exited = exitedFirst ? (opened.exited() ?? "closed the connection") : undefined;
-  if (exited !== undefined) {
-    return new StartupError(`the server ${exited} before answering ${handshake}`, "exited", details);
-  }
   const answered = recorder.events.some((event) => event.from === "server" && event.kind === "message");
+  if (exitedFirst) {
+    // After its answer the handshake was still under way (the client's notifications/initialized).
+    const lost = opened.lost() ?? { how: opened.exited() ?? "closed the connection", running: false };
+    const text = lostText(lost, answered ? `during ${handshake}` : `before answering ${handshake}`);
+    return new StartupError(text, "exited", details, text);
+  }
   const invalid = recorder.events.some((event) => event.kind === "invalid");
   if (!answered && invalid) {
     return new StartupError(`the server does not speak JSON-RPC: nothing it wrote was a JSON-RPC message`, "not-json-rpc", details);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PROBE_HELP } from "../../src/cli/args.js";
 import { PROXY_HELP } from "../../src/cli/proxy/args.js";
-import { cli, nodeCommand, probeFixture, probeJson } from "./helpers.js";
+import { cli, nodeCommand, probeFixture, probeJson, why } from "./helpers.js";
 import { alive } from "../helpers/stdio.js";
 
 // The probe's exit status where the checks alone do not decide it: a server that goes away
@@ -28,6 +28,68 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
 `,
 );
 
+/** Answers initialize, then exits with code 5 at once (before the client's notifications/initialized is read). */
+const exitAtInit = join(dir, "exit-at-init.mjs");
+writeFileSync(
+  exitAtInit,
+  `import readline from "node:readline";
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.method === "initialize") {
+    process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "exit-at-init", version: "0" } } }) + "\\n");
+    process.exit(5);
+  }
+});
+`,
+);
+
+/**
+ * Closes its stdin as it answers initialize, then exits with code 5 300 ms later: the client's
+ * notifications/initialized fails with EPIPE before the exit is seen.
+ */
+const exitDuringInit = join(dir, "exit-during-init.mjs");
+writeFileSync(
+  exitDuringInit,
+  `import { closeSync } from "node:fs";
+import readline from "node:readline";
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.method === "initialize") {
+    process.stdin.destroy();
+    closeSync(0);
+    process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "exit-during-init", version: "0" } } }) + "\\n");
+    setTimeout(() => process.exit(5), 300);
+  }
+});
+`,
+);
+
+/**
+ * A compliant server with one slow read-only tool, except that it closes its stdout (fd 1) when
+ * the 2nd tools/call arrives and keeps running (an outside tester's server); writes its pid to
+ * PROBE_PIDFILE.
+ */
+const closesStdout = join(dir, "closes-stdout.mjs");
+writeFileSync(
+  closesStdout,
+  `import { closeSync, writeFileSync } from "node:fs";
+import readline from "node:readline";
+if (process.env.PROBE_PIDFILE) writeFileSync(process.env.PROBE_PIDFILE, String(process.pid));
+let calls = 0;
+let open = true;
+const write = (m) => open && process.stdout.write(JSON.stringify(m) + "\\n");
+const tool = { name: "count", inputSchema: { type: "object" }, annotations: { readOnlyHint: true, idempotentHint: true } };
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.method === "initialize") write({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "closes-stdout", version: "0" } } });
+  else if (m.method === "tools/list") write({ jsonrpc: "2.0", id: m.id, result: { tools: [tool] } });
+  else if (m.method === "tools/call" && ++calls === 2) { open = false; closeSync(1); }
+  // other calls run until cancelled: they never answer
+});
+setInterval(() => {}, 1000);
+`,
+);
+
 /** Reads everything, writes nothing. */
 const silent = join(dir, "silent.mjs");
 writeFileSync(silent, "process.stdin.resume();\n");
@@ -46,6 +108,61 @@ describe("probe: a server that exits during the probe", () => {
     expect(json.exitCode).toBe(1);
     expect((json as unknown as { serverLost: string | null }).serverLost).toBe("the server exited with code 5 during the probe");
     expect(stderr).toMatch(/the server exited with code 5 during the probe/);
+  });
+
+  it("closes its stdout mid-probe and keeps running: exit 1, serverLost says so, and the probe stops it", async () => {
+    const pidfile = join(dir, "closes-stdout.pid");
+    const args = ["--stdio", nodeCommand(closesStdout), "--env", `PROBE_PIDFILE=${pidfile}`, "--window", "300", "--timeout", "3000"];
+    const lost = "the server closed its stdout during the probe (its process was still running; the probe stops it)";
+    const { code, json, stderr } = await probeJson(args);
+    expect(code, why(json)).toBe(1);
+    expect(json.exitCode).toBe(1);
+    expect((json as unknown as { serverLost: string | null }).serverLost).toBe(lost);
+    expect(stderr).toContain(lost);
+    const serverPid = Number(readFileSync(pidfile, "utf8"));
+    expect(serverPid).toBeGreaterThan(0);
+    expect(alive(serverPid)).toBe(false);
+
+    const text = await cli(["probe", ...args]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(`The probe could not finish: ${lost}`);
+    expect(text.stdout).not.toMatch(/no failures/);
+  }, 30_000);
+
+  it("exits with code 5 on tools/list (no --tool): kind exited, serverLost, and no advice to name a tool", async () => {
+    const { code, json, stderr } = await probeJson(["--stdio", nodeCommand(crashAfterInit), "--timeout", "3000"]);
+    const lost = "the server exited with code 5 before tools/list was answered";
+    expect(code).toBe(1);
+    expect(json.exitCode).toBe(1);
+    expect(json.error?.kind).toBe("exited");
+    expect(json.error?.message).toBe(lost);
+    expect((json as unknown as { serverLost: string | null }).serverLost).toBe(lost);
+    expect(stderr).toBe(`mcp-cancellable probe: ${lost}\n${json.error?.details.map((line) => `  ${line}\n`).join("")}`);
+    expect(stderr).not.toMatch(/--tool|EPIPE/);
+  });
+
+  it("exits with code 5 during initialize (notifications/initialized fails with EPIPE): the exit, not 'refused initialize: write EPIPE'", async () => {
+    const { code, json, stderr } = await probeJson(["--stdio", nodeCommand(exitDuringInit), "--timeout", "3000"]);
+    const lost = "the server exited with code 5 during initialize";
+    expect(code).toBe(1);
+    expect(json.exitCode).toBe(1);
+    expect(json.error?.kind).toBe("exited");
+    expect(json.error?.message).toBe(lost);
+    expect((json as unknown as { serverLost: string | null }).serverLost).toBe(lost);
+    expect(stderr).toMatch(/^mcp-cancellable probe: the server exited with code 5 during initialize\n {2}the process exited with code 5\n/);
+    expect(stderr).not.toMatch(/EPIPE|refused/);
+  });
+
+  it("exits with code 5 right after answering initialize: the exit is reported (never EPIPE or --tool), serverLost set", async () => {
+    for (let i = 0; i < 3; i++) {
+      const { code, json, stderr } = await probeJson(["--stdio", nodeCommand(exitAtInit), "--timeout", "3000"]);
+      expect(code).toBe(1);
+      expect(json.error?.kind, json.error?.message).toBe("exited");
+      // Which step the exit hits depends on timing: the client's notifications/initialized, or tools/list.
+      expect(json.error?.message).toMatch(/^the server exited with code 5 (during initialize|before tools\/list was answered)$/);
+      expect((json as unknown as { serverLost: string | null }).serverLost).toBe(json.error?.message);
+      expect(stderr).not.toMatch(/--tool|EPIPE|refused/);
+    }
   });
 
   it("a compliant server that stays up: serverLost is null and the exit status is the checks' (0)", async () => {
