@@ -1,5 +1,5 @@
 import type { RequestId } from "../core/cancellable-call.js";
-import { CALL_MARKER } from "./messages.js";
+import { CALL_MARKER, findAnswered } from "./messages.js";
 import type { Message } from "./messages.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import { Layer } from "./port.js";
@@ -59,7 +59,10 @@ export class ListenTracker extends Layer {
       this.up.message(message, extra);
       return;
     }
-    const id = message.method === undefined ? message.id : message.method === "notifications/cancelled" ? cancelledId(message) : undefined;
+    const given =
+      message.method === undefined ? message.id : message.method === "notifications/cancelled" ? cancelledId(message) : undefined;
+    // Matched as the wire matches answers ("1" answers listen 1): this layer sits below it.
+    const id = findAnswered(given, (key) => (this.#open.has(key) ? key : undefined)) ?? given;
     // Its result: the server ended it (rule 34); what it still sends under its id is late. (Read
     // before the message goes up: the correlation layer forgets the listen as it takes its answer.)
     const ended = id !== undefined && id !== null && message.method === undefined && "result" in message && this.#open.has(id);

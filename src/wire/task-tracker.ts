@@ -6,6 +6,7 @@ import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
 import { Layer } from "./port.js";
 import type { MessageExtra, Port, SendOptions, WireFact } from "./port.js";
+import { findAnswered } from "./messages.js";
 import { RELATED_TASK_META, TaskRequests } from "./tasks.js";
 import type { TaskFollower } from "./tasks.js";
 
@@ -180,7 +181,10 @@ export class TaskTracker extends Layer {
    * cancelled before its task id was known. Its driver then cancels the task and watches it
    * (the wire drops the response: nobody waits for it any more).
    */
-  #lateCreated(id: RequestId, result: unknown): boolean {
+  #lateCreated(given: RequestId, result: unknown): boolean {
+    // Matched as the wire matches answers ("2" answers request 2): this layer sits below it.
+    const id = findAnswered(given, (key) => (this.#unborn.has(key) ? key : undefined));
+    if (id === undefined) return false;
     const unborn = this.#unborn.get(id);
     if (unborn === undefined || unborn === null) return false;
     const task = createdTask(result);
@@ -194,8 +198,10 @@ export class TaskTracker extends Layer {
   }
 
   /** A request cancelled before its task id was known was answered without a task: its driver stops waiting. */
-  #answeredWithoutTask(id: unknown): void {
-    if (this.#unborn.size === 0 || (typeof id !== "string" && typeof id !== "number")) return;
+  #answeredWithoutTask(given: unknown): void {
+    if (this.#unborn.size === 0) return;
+    const id = findAnswered(given, (key) => (this.#unborn.has(key) ? key : undefined));
+    if (id === undefined) return;
     const unborn = this.#unborn.get(id);
     if (unborn === undefined || unborn === null) return;
     this.#unborn.set(id, null);

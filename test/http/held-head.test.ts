@@ -62,6 +62,18 @@ describe("2025-era: a cancel that waits for a held response head", () => {
       });
     });
 
+    it(`${name}: the head comes with the answer under the id written as a string ("1" for 1): no notification is POSTed either (rule 7)`, async () => {
+      const { server, revisions } = await abortWhileHeadHeld(connect, "late", { ms: 150, stringId: true });
+      const last = () => revisions().at(-1)!;
+      expect(await eventually(() => last().late.results === 1, 2_000)).toBe(true);
+      await sleep(300); // past flushTimeoutMs (250 ms): a notification that was to go has gone
+      expect(server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled")).toEqual([]);
+      expect(last()).toMatchObject({
+        outcome: "late-result-discarded",
+        cancel: { mechanism: "none", undelivered: { error: ANSWERED_FIRST } },
+      });
+    });
+
     it(`${name}: the head comes with a progress event: the notification goes then (the request is in progress)`, async () => {
       const { server, id, revisions } = await abortWhileHeadHeld(connect, "progress", { every: 150, steps: 20 });
       const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);

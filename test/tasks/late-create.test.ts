@@ -115,6 +115,30 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
     await client.close();
   });
 
+  it('a late CreateTaskResult under its id written as a string ("2" for request 2) still gets its one tasks/cancel, and the record names the task', async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+    });
+    const controller = new AbortController();
+    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
+    await flush();
+    controller.abort();
+    await flush();
+    expect(call.status).toBe("rejected");
+    // The server answers under the id as a string: the SDKs match it to the request, and so does
+    // the tasks layer below the wire (an outside tester's: the task was left running).
+    await peer.result(String(peer.requests("tools/call")[0]!.id) as never, { task: task("working") });
+    await vi.advanceTimersByTimeAsync(50);
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    expect(records.at(-1)).toMatchObject({
+      cancel: { mechanism: "tasks/cancel" },
+      outcome: "task-cancelled",
+      task: { taskId: "t1", createdAfterCancel: true },
+    });
+    await client.close();
+  });
+
   it("answered without a task after the cancel (a plain result): a late result, and no word of a task that may exist", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     const controller = new AbortController();

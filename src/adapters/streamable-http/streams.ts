@@ -7,6 +7,7 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
+import { findAnswered } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure, link } from "./fetch.js";
@@ -358,13 +359,13 @@ export class StreamTracker extends Layer {
   override message(message: Message, extra?: MessageExtra): void {
     // A response: its stream has done its job (rule 7: nothing to cancel any more).
     if (message.method === undefined) {
-      const id = message.id;
-      if (typeof id === "string" || typeof id === "number") {
-        const stream = this.#streams.get(id);
-        if (stream !== undefined && !stream.cancelled) this.#forgetStream(stream);
-        else if (stream?.hold !== undefined)
+      // Matched as the wire matches answers ("1" answers request 1): this layer sits below it.
+      const stream = findAnswered(message.id, (id) => this.#streams.get(id));
+      if (stream !== undefined) {
+        if (!stream.cancelled) this.#forgetStream(stream);
+        else if (stream.hold !== undefined)
           this.#heldAnswered(stream); // before the wire's late path sees it
-        else if (stream !== undefined) {
+        else {
           stream.responded = true; // a cancel's notification still waiting is dropped
           stream.onFact?.();
           this.#forgetStream(stream);
