@@ -323,8 +323,9 @@ const MAPPED = new Set(["timeout", "maxTotalTimeout", "resetTimeoutOnProgress", 
  */
 export function fromSdkOptions(options: unknown, where: string): { call: CallOptions | undefined; extras: Record<string, unknown> } {
   if (options === undefined || options === null) return { call: undefined, extras: {} };
-  if (typeof options !== "object") {
-    throw new InvalidOptionError("options", `${where}: the request options must be an object`);
+  if (!isOptionsObject(options)) {
+    // A Date or a Map would read as {} (every default): refused, as the library's own options are.
+    throw new InvalidOptionError("options", `${where}: the request options must be an object; received ${received(options)}`);
   }
   const source = options as Record<string, unknown>;
   const call: CallOptions = {};

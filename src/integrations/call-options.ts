@@ -1,10 +1,11 @@
 // What a framework shell's `callOptions` hook returned (the OpenAI Agents server's
 // `callOptions(tool, args)`, the AI SDK transport's `callOptions(method, params)`), sorted once
-// here for both: `null` and `undefined` are "no options of this call's own"; a plain object goes
+// here for both: `null` and `undefined` are "no options of this call's own"; an options object goes
 // on to the runner, which validates each option in it; anything else goes on as a refusal the
 // runner turns into an `InvalidOptionError` naming `callOptions`, warned once and recorded, like
 // an invalid option from the hook: a spread would turn a string into options "0", "1", ... and a
 // number, `true`, an array or a Promise into no options at all, silently.
+import { isOptionsObject, received } from "../options/schemas.js";
 import { REFUSED_HOOK_VALUE } from "../runner/runner.js";
 import type { HookRefusal } from "../runner/runner.js";
 import { textOf } from "../utils/hooks.js";
@@ -12,8 +13,9 @@ import { textOf } from "../utils/hooks.js";
 /**
  * The per-call options a `callOptions` hook returned: `undefined` for `null` or `undefined` (no
  * options of the call's own), the object itself for a plain object (its options are validated
- * by the runner, as ever), and for anything else (a string, a number, a boolean, an array, a
- * function, a Promise, a class instance) options that carry the refusal to the runner: the call
+ * by the runner, as ever; a class instance is one, as everywhere an options object is taken), and
+ * for anything else (a string, a number, a boolean, an array, a function, a Promise, a Date, a
+ * Map) options that carry the refusal to the runner: the call
  * then rejects with an `InvalidOptionError` naming `callOptions` and saying what it returned
  * (`... returned a string ("30s"), so tools/call "echo" was not sent: callOptions must return an
  * object of call options, or null/undefined`), warned once (`MCP_CANCELLABLE_INVALID_OPTION`)
@@ -22,7 +24,7 @@ import { textOf } from "../utils/hooks.js";
  */
 export function hookedCallOptions<T extends object>(returned: unknown): T | undefined {
   if (returned === null || returned === undefined) return undefined;
-  if (isPlainObject(returned)) return returned as T;
+  if (isOptionsObject(returned)) return returned as T;
   return refused({ returned: described(returned) });
 }
 
@@ -48,13 +50,6 @@ function refused<T>(refusal: HookRefusal): T {
   return { [REFUSED_HOOK_VALUE]: refusal } as unknown as T;
 }
 
-/** An object literal's kind: its prototype is (some realm's) `Object.prototype`, or `null`. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null) return false;
-  const prototype = Object.getPrototypeOf(value) as object | null;
-  return prototype === null || Object.getPrototypeOf(prototype) === null;
-}
-
 /** What a refused value is, for the message: `a string ("30s")`, `a number (5)`, `an array`, `a Promise (callOptions must not be async)`. */
 function described(value: unknown): string {
   switch (typeof value) {
@@ -71,8 +66,6 @@ function described(value: unknown): string {
     default:
       if (Array.isArray(value)) return "an array";
       if (typeof (value as { then?: unknown }).then === "function") return "a Promise (callOptions must not be async)";
-      return (value as object).constructor?.name
-        ? `an instance of ${(value as object).constructor.name}`
-        : "an object that is not a plain object";
+      return received(value); // a built-in: a Date, a Map
   }
 }

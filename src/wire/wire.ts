@@ -320,7 +320,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // more); the tombstone after the cancel is out: the cancel's path from the abort to its write
     // is the latency the server sees (rule 6), and no message for the id can arrive in between.
     this.#pending.delete(id);
-    const mechanism = this.#putCancel(id, reason, call, awaitsTask);
+    // The handshake is never cancelled (rules 19, 39), a proxied client's server/discover too: the
+    // call settles (its limit passed), and the server's answer, when it comes, is late.
+    const handshake = call.method === "server/discover" || call.method === "initialize";
+    const mechanism = handshake ? "none" : this.#putCancel(id, reason, call, awaitsTask);
     this.#forget(id, entry);
     this.#releaseSdk(id);
     return mechanism;

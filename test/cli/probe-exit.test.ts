@@ -244,7 +244,7 @@ describe("help texts", () => {
 
   it("proxy --help: initialize has only the maximum total timeout; --listen's packages give exit 2", () => {
     expect(PROXY_HELP).not.toMatch(/initialize has the same limits/);
-    expect(PROXY_HELP).toMatch(/initialize has only --max-total-timeout-ms, not --timeout-ms/);
+    expect(PROXY_HELP).toMatch(/initialize and server\/discover \(the handshakes\) have only --max-total-timeout-ms, not\s+--timeout-ms/);
     expect(PROXY_HELP).toMatch(/a package that\s+--era 2026-07-28, --otel or --listen needs is not installed/);
   });
 });

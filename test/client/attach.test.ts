@@ -159,6 +159,17 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
       await expect(client.callTool(sleep, undefined, options)).rejects.toMatchObject({ name: "InvalidOptionError", option, message });
       await expect(mcp.sdkClient.callTool(sleep, undefined, options)).rejects.toMatchObject({ name: "InvalidOptionError", option });
     }
+    // A Date or a Map where the request options go would read as {} (every default): refused too.
+    for (const [options, name] of [
+      [new Map([["timeout", 200]]), "a Map"],
+      [new Date(0), "a Date"],
+    ] as const) {
+      await expect(client.callTool(sleep, undefined, options as never)).rejects.toMatchObject({
+        name: "InvalidOptionError",
+        option: "options",
+        message: expect.stringContaining(`received ${name}`),
+      });
+    }
     // The SDK's own names still work, and what the SDK takes is passed through.
     await expect(client.callTool(sleep, undefined, { timeout: 5_000, resetTimeoutOnProgress: true })).resolves.toBeDefined();
     // Only that call reached the tool (its stderr line may come after its result: another pipe).

@@ -9,6 +9,7 @@ export function notOptions(): Array<[unknown, string]> {
     [true, "a boolean (true)"],
     [[], "an array"],
     [Promise.resolve({ timeoutMs: 1_000 }), "a Promise (callOptions must not be async)"],
-    [new Map(), "an instance of Map"],
+    [new Map(), "a Map"],
+    [new Date(0), "a Date"],
   ];
 }

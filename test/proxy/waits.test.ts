@@ -89,6 +89,18 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 
+  it("server/discover (the 2026-07-28 handshake) as initialize: not cut by --timeout-ms (it includes the server's start), -32001 at the maximum total timeout, and never cancelled upstream (rules 19, 39)", async () => {
+    const client = start(["--timeout-ms", "100", "--max-total-timeout-ms", "700", ...server(LINE)]);
+    const sentAt = performance.now();
+    client.send({ jsonrpc: "2.0", id: "discover", method: "server/discover", params: {} });
+    const answer = await client.answer("discover");
+    expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT" } });
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(650); // not the 100 ms idle timeout
+    await sleep(200);
+    expect(received(client.stderr).some((m) => m.method === "server/discover")).toBe(true);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+
   it("requests held behind a notifications/initialized the server never accepts: each answered -32001 at its own limit, never sent", async () => {
     const http = await neverAcceptsInitialized();
     const client = start(["--url", http.url, "--timeout-ms", "1000"]);

@@ -75,9 +75,9 @@ Limits (milliseconds; "none" for no limit):
   --config <file>              JSON file with "defaults", and overrides per method ("methods")
                                and per tool ("tools"). The most specific entry wins; the command
                                line wins over the file's defaults.
-  initialize has only --max-total-timeout-ms, not --timeout-ms (it includes starting the
-  server): answered -32001 at it, never cancelled; the config file's "methods" can give it an
-  idle timeout too. subscriptions/listen has none unless the config file's "methods" gives it
+  initialize and server/discover (the handshakes) have only --max-total-timeout-ms, not
+  --timeout-ms (they include starting the server): answered -32001 at it, never cancelled;
+  the config file's "methods" can give them an idle timeout too. subscriptions/listen has none unless the config file's "methods" gives it
   some: it ends with the client's cancel, the server, or the session.
 
 Messages:

@@ -144,6 +144,11 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
  */
 export const BUILT_IN_METHOD_LIMITS: Readonly<Record<string, Limits>> = {
   "subscriptions/listen": { timeoutMs: Infinity, maxTotalTimeoutMs: Infinity },
+  // The 2026-07-28 handshake, as initialize is the 2025 one: it includes starting the server (a
+  // first `npx -y` downloads it), so only the maximum total timeout bounds it (an outside tester's
+  // finding: a server that took 2.5 s to start had its client's server/discover cut at 1 s), and
+  // it is never cancelled (the wire's rule for it, rules 19, 39).
+  "server/discover": { timeoutMs: Infinity },
 };
 
 /**
