@@ -68,7 +68,10 @@ export async function awaitVerifiedText(
   signal?: CallerSignal,
 ): Promise<string | undefined> {
   if (wait === undefined || wait === false || !isCancelled(error) || error.record.cancel?.trigger === "aborted") return undefined;
-  const record = await untilAborted(error.verification, signal);
+  // A caller's signal that timed out (a framework's own timeout: LangChain's `AbortSignal.timeout`)
+  // is a limit, not the caller's abort: the verification is waited for, and only a signal still
+  // live can end the wait (an outside tester's finding: the model read "outcome unverified").
+  const record = await untilAborted(error.verification, timedOutBySignal(error) ? live(signal) : signal);
   if (record === undefined || record.verification === null) return undefined;
   if (typeof wait === "function") {
     try {
@@ -98,6 +101,19 @@ export function answerVerified<R>(outcome: Promise<R>, wait: AwaitVerification |
     if (text === undefined) throw error;
     return verifiedToolResult(text) as R;
   });
+}
+
+/** The call timed out because the caller's signal did (its `limitName` is `signal`). */
+function timedOutBySignal(error: McpCancellableError): boolean {
+  return error.record.cancel?.trigger === "timeout" && (error as { limitName?: unknown }).limitName === "signal";
+}
+
+/** The signals of `signal` that have not aborted (the timed-out one has). */
+function live(signal: CallerSignal): CallerSignal {
+  if (signal === undefined) return undefined;
+  const signals: readonly AbortSignal[] = Array.isArray(signal) ? signal : [signal as AbortSignal];
+  const left = signals.filter((s) => !s.aborted);
+  return left.length === 0 ? undefined : left;
 }
 
 function isCancelled(error: unknown): error is McpCancellableError {

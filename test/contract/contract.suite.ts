@@ -80,6 +80,7 @@ export type Behaviour =
   | "sdk-options"
   | "per-call-verify"
   | "sdk-client"
+  | "signal-timeout-verified"
   /** A person behind the client, who answers the server's elicitation/create late (drivers.ts: PERSON_MS). */
   | "person";
 
@@ -150,6 +151,14 @@ export const NO_SDK_CLIENT = {
 } as const;
 
 /** Why an SDK-shaped entry point takes no per-call verify (its verifications come from `verifiers`). */
+/** Why an entry point does not wait for a verified outcome when the call's signal timed out. */
+export const NO_SIGNAL_TIMEOUT_VERIFIED = {
+  aiSdk:
+    "the AI SDK's MCP client ends a tool call on its abortSignal itself (\"Request was aborted\") before the transport answers: a framework timeout there is the run's, and no answer of ours reaches it",
+  agents:
+    "the Agents runtime's signal is the run's: when it aborts (a timeout too) the run is being stopped, and the server answers with the signal's reason, as the runtime expects",
+} as const;
+
 export const NO_PER_CALL_VERIFY =
   "the SDK's request options have no verify: a framework calling the SDK-shaped client cannot pass one, so its tool calls are verified by verifiers (the verifier rows)";
 
@@ -795,6 +804,15 @@ export function entryPointContract(drivers: readonly Driver[], rows: "behaviours
         release();
         expect(await eventually(() => h.session.records().at(-1)?.outcome === "verified-applied")).toBe(true);
         expect(h.toolCalls()).toHaveLength(3);
+        // A framework's own timeout (its signal aborts with a TimeoutError, as LangChain's does) is
+        // a limit, not the caller's abort: its verified outcome is waited for (an outside tester's:
+        // the model read "outcome unverified" while the record said verified applied).
+        if (skipIfLacking("signal-timeout-verified")) return;
+        gate = undefined;
+        const timedOut = await h.session.call({ tool: "silent", signal: AbortSignal.timeout(150) });
+        const said = timedOut.ok ? JSON.stringify(timedOut.value) : String((timedOut.error as Error | undefined)?.message);
+        expect(said).toMatch(/a check afterwards found that its effect was applied/);
+        expect(h.toolCalls()).toHaveLength(4);
       });
 
       // --- every request method of the SDK-shaped client through the runner (issue 28, item 5) --

@@ -21,6 +21,7 @@ import {
   NO_PER_CALL_VERIFY,
   NO_SDK_CLIENT,
   NO_SDK_OPTIONS,
+  NO_SIGNAL_TIMEOUT_VERIFIED,
   SERVER_ARGS,
   libraryOptions,
   sdkOptions,
@@ -183,6 +184,7 @@ export const drivers: Driver[] = [
       "sdk-options": NO_SDK_OPTIONS.aiSdk,
       "sdk-client": NO_SDK_CLIENT.aiSdk,
       person: NO_PERSON,
+      "signal-timeout-verified": NO_SIGNAL_TIMEOUT_VERIFIED.aiSdk,
       "refused-send":
         "on stdio the AI SDK closes its client when the transport closes and refuses the next request itself " +
         '("Attempted to send a request from a closed client"): it never reaches the transport, so there is no call to settle ' +
@@ -224,7 +226,12 @@ export const drivers: Driver[] = [
   },
   {
     name: "the OpenAI Agents server (CancellableMCPServerStdio)",
-    lacks: { "sdk-options": NO_SDK_OPTIONS.agents, "sdk-client": NO_SDK_CLIENT.agents, person: NO_PERSON },
+    lacks: {
+      "sdk-options": NO_SDK_OPTIONS.agents,
+      "sdk-client": NO_SDK_CLIENT.agents,
+      person: NO_PERSON,
+      "signal-timeout-verified": NO_SIGNAL_TIMEOUT_VERIFIED.agents,
+    },
     async connect(options, stderr, serverArgs) {
       let current: Ask = { tool: "" };
       const { onRecord } = options;
