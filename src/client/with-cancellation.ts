@@ -1,7 +1,9 @@
 import { claimClient } from "./owner.js";
+import { anotherCopyMessage, fromAnotherCopy } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
+import { ADAPTER_LAYERS } from "../wire/port.js";
 import { parseCancellationOptions } from "../options/resolve.js";
 import type { CancellationOptions } from "../types/options.js";
 import type { Wire } from "../wire/wire.js";
@@ -134,6 +136,9 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   type T = TransportOf<A>;
   const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
   if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
+  // Its cancel would be taken for a plain notification, its layers unseen (an outside tester's: a
+  // 2026-07-28 cancel went out as a notification, its stream left open).
+  if (fromAnotherCopy(transport, ADAPTER_LAYERS)) throw new InvalidOptionError("transport", anotherCopyMessage("this adapter", where));
   // A transport of its own (send and start) is one, even with `cancel` and `transport` members (a
   // wrapper around another transport): it gets the notification, and its own send is used.
   const isTransport = typeof (transport as T).send === "function" && typeof (transport as T).start === "function";

@@ -267,12 +267,19 @@ describe("the package as installed", () => {
       }
       let refused = null;
       try { cjs.attachCancellation(clients[0]); } catch (error) { refused = { name: error.name, option: error.option, copy: /another copy/.test(error.message) }; }
+      // An adapter of one copy handed to the other's withCancellation: its layers would be unseen.
+      const { stdioCancellation } = await import("mcp-cancellable/stdio");
+      let adapterRefused = null;
+      try {
+        cjs.withCancellation(new Client({ name: "mixed", version: "1.0.0" }), stdioCancellation(InMemoryTransport.createLinkedPair()[0]));
+      } catch (error) { adapterRefused = { option: error.option, copy: /another copy/.test(error.message) }; }
       for (const client of clients) await client.close();
-      console.log(JSON.stringify({ refused, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
+      console.log(JSON.stringify({ refused, adapterRefused, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
     `;
     const { stdout } = await sh(process.execPath, ["--input-type=module", "-e", script], consumer, 60_000);
     expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
       refused: { name: "InvalidOptionError", option: "client", copy: true },
+      adapterRefused: { option: "transport", copy: true },
       sameCallId: false,
       sameConnectionId: false,
     });

@@ -13,7 +13,8 @@ import {
   replaceTransportFetch,
   transportFetch,
 } from "../../sdk/private.js";
-import { bindFetch, isCancellableFetch, observesBody, perRequestFetch, unbindFetch } from "./fetch.js";
+import { PER_REQUEST_FETCH, bindFetch, isCancellableFetch, observesBody, perRequestFetch, unbindFetch } from "./fetch.js";
+import { anotherCopyMessage, fromAnotherCopy } from "../../utils/copies.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 import { defaultFetch } from "./cancellable-fetch.js";
 import { STREAM_CLOSE_PROTOCOL_VERSION, StreamTracker, fetchNotTheTransports } from "./streams.js";
@@ -158,6 +159,15 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       throw new InvalidOptionError("transport", "streamableHttpCancellation: transport must be a StreamableHTTPClientTransport");
     }
     parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
+    // A cancellableFetch() of another copy of the library: its reports go to that copy's tables.
+    for (const [option, fetch] of [
+      ["fetch", options.fetch],
+      ["transport", transportFetch(transport)],
+    ] as const) {
+      if (fromAnotherCopy(fetch, PER_REQUEST_FETCH)) {
+        throw new InvalidOptionError(option, anotherCopyMessage("the transport's cancellableFetch()", "streamableHttpCancellation"));
+      }
+    }
     this.#flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.#notificationTimeoutMs = options.notificationTimeoutMs ?? DEFAULT_NOTIFICATION_TIMEOUT_MS;
     this.transport = transport;

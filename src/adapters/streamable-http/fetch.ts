@@ -105,6 +105,12 @@ interface Registry {
 const registries = new WeakMap<object, Registry>();
 
 /**
+ * The mark of this copy's per-request fetches (a symbol of its own, under a fixed description):
+ * another copy of the library tells one of them from a plain fetch by it, and refuses it by name.
+ */
+export const PER_REQUEST_FETCH: unique symbol = Symbol("mcp-cancellable.perRequestFetch");
+
+/**
  * Errors of `notifications/cancelled` POSTs that failed at the fetch (network, abort): the
  * adapter records them on the call and retries once, so the SDK's own echo of them in `onerror`
  * is swallowed.
@@ -192,6 +198,7 @@ export function perRequestFetch(base: ObservingFetch, close?: () => void): Fetch
   const registry: Registry = { port: undefined, owner: undefined, close, observesBody: base.observesBody === true };
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
+  Object.defineProperty(fetch, PER_REQUEST_FETCH, { value: true });
   return fetch;
 }
 
