@@ -93,8 +93,12 @@ export type EndReason =
   | { readonly kind: "client-closed" }
   /** The client's end of the output failed (EPIPE: nobody reads it any more). Exit 0. */
   | { readonly kind: "client-gone"; readonly why: string }
-  /** The proxy was told to stop (SIGTERM, SIGINT, SIGHUP). Exit 128 + the signal's number. */
-  | { readonly kind: "signal"; readonly signal: EndSignal }
+  /**
+   * The proxy was told to stop (SIGTERM, SIGINT, SIGHUP). Exit 128 + the signal's number.
+   * `by`: when the shutdown must be over (`performance.now()` ms; the HTTP front's own bound),
+   * else `SHUTDOWN_BOUND_MS` from now.
+   */
+  | { readonly kind: "signal"; readonly signal: EndSignal; readonly by?: number }
   /** The upstream ended on its own (the server exited, the connection closed). Exit 0 or 1 (`Upstream.ended`). */
   | { readonly kind: "upstream-closed" }
   /** The proxy cannot go on: the server cannot be reached, a lost session could not be started anew, the client does not read. Exit 1. */
@@ -982,7 +986,7 @@ export class ProxySession<T extends TransportLike> {
   }
 
   async #shutdown(reason: EndReason): Promise<number> {
-    const deadline = performance.now() + SHUTDOWN_BOUND_MS;
+    const deadline = (reason.kind === "signal" ? reason.by : undefined) ?? performance.now() + SHUTDOWN_BOUND_MS;
     this.#client.stopReading();
     const held = this.#held;
     this.#held = undefined;
