@@ -20,6 +20,16 @@ afterEach(() => {
 
 const task = (status: string) => ({ taskId: "t1", status, ttl: 60_000, createdAt: "", lastUpdatedAt: "", pollInterval: 20 });
 
+/** A task-augmented `report` call (watchMs 500) aborted right after its request went out: it has rejected. */
+async function abortedAfterSending(mcp: { callTool: (params: { name: string }, options: object) => Promise<unknown> }): Promise<void> {
+  const controller = new AbortController();
+  const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
+  await flush();
+  controller.abort();
+  await flush();
+  expect(call.status).toBe("rejected");
+}
+
 describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task, and the record names it", () => {
   const triggers = [
     { trigger: "aborted", options: (signal: AbortSignal) => ({ signal }), at: 10, isError: isCallCancelledError },
@@ -82,12 +92,7 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
           ],
         });
     });
-    const controller = new AbortController();
-    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
-    await flush();
-    controller.abort();
-    await flush();
-    expect(call.status).toBe("rejected");
+    await abortedAfterSending(mcp);
     expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "none", undelivered: null }, outcome: "unverified" });
     await vi.advanceTimersByTimeAsync(499);
     expect(peer.requests("tasks/list")).toHaveLength(0); // still waiting for it
@@ -120,12 +125,7 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
     peer.onRequest((m: Message) => {
       if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
     });
-    const controller = new AbortController();
-    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
-    await flush();
-    controller.abort();
-    await flush();
-    expect(call.status).toBe("rejected");
+    await abortedAfterSending(mcp);
     // The server answers under the id as a string: the SDKs match it to the request, and so does
     // the tasks layer below the wire (an outside tester's: the task was left running).
     await peer.result(String(peer.requests("tools/call")[0]!.id) as never, { task: task("working") });
@@ -141,12 +141,7 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
 
   it("answered without a task after the cancel (a plain result): a late result, and no word of a task that may exist", async () => {
     const { client, mcp, peer, records } = await connectPeer();
-    const controller = new AbortController();
-    const call = settleOf(mcp.callTool({ name: "report" }, { task: { watchMs: 500 }, signal: controller.signal }));
-    await flush();
-    controller.abort();
-    await flush();
-    expect(call.status).toBe("rejected");
+    await abortedAfterSending(mcp);
     await peer.result(peer.requests("tools/call")[0]!.id, { content: [] });
     await vi.advanceTimersByTimeAsync(1_000);
     expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "none", undelivered: null }, outcome: "late-result-discarded" });
