@@ -24,15 +24,17 @@ describe("a request's stream that ends without its response, nothing more to com
     ["v2 (2025 era)", "2025-11-25", (url: URL) => connectV2(url)],
     ["v1", "2025-11-25", (url: URL) => connectV1(url)],
   ] as const) {
-    it(`${name}: a tools/call answered 200 JSON with an empty body is connection-closed at once (no response in it), not a bare SyntaxError`, async () => {
+    it(`${name}: a tools/call answered 200 JSON with an empty body, or with \`null\`, is connection-closed at once (no response in it), not the SDK's bare SyntaxError or ZodError`, async () => {
       const server = await startRawHttp({ era });
       cleanup.push(() => server.stop());
       const { mcp, close } = await connect(server.url);
       cleanup.push(close);
-      const outcome = await timed(mcp.callTool({ name: "json-empty" }, { timeoutMs: 5_000 }));
-      expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
-      expect(outcome.at).toBeLessThan(2_000);
-      expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed", mechanism: "none" } });
+      for (const tool of ["json-empty", "json-null"]) {
+        const outcome = await timed(mcp.callTool({ name: tool }, { timeoutMs: 5_000 }));
+        expect(outcome.error, tool).toBeInstanceOf(ConnectionClosedError);
+        expect(outcome.at).toBeLessThan(2_000);
+        expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed", mechanism: "none" } });
+      }
     });
 
     it(`${name}: a tools/call answered 202 Accepted with no body is connection-closed at once, mechanism none`, async () => {

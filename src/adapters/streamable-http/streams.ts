@@ -347,11 +347,11 @@ export class StreamTracker extends Layer {
         if (this.#streams.get(id) === stream && !stream.cancelled) {
           // The request's own POST failed: a connect-phase failure proves it never left; an HTTP
           // status means the server got it (the `answered` fact says so; the SDK fails the call).
-          // A 2xx JSON answer the SDK could not parse (an empty or cut body) carried no response:
-          // the stream ended without it, as an empty SSE stream does (an outside tester's finding:
-          // the call failed with a bare SyntaxError).
-          if (stream.answeredInJson && error instanceof SyntaxError)
-            this.#lost(stream, "eof", new Error(`The server's JSON answer carried no response (${error.message})`));
+          // A 2xx JSON answer whose send failed with no response of it come (an empty or cut body,
+          // `null`, `{}`: the SDK's parse or its schema refused it) carried no response: the stream
+          // ended without it, as an empty SSE stream does (an outside tester's finding: the call
+          // failed with the SDK's bare SyntaxError or ZodError).
+          if (stream.answeredInJson) this.#lost(stream, "eof", new Error("The server's JSON answer carried no response"));
           else if (stream.status !== undefined) this.#forgetStream(stream);
           else if (isNetworkError(error)) this.#lost(stream, this.#unsent(stream, error) ? "refused" : "reset", error);
           else this.#forgetStream(stream);

@@ -38,11 +38,18 @@ export function proxyErrorResponse(
   const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
   if (isCallTimeoutError(error)) {
     const idle = error.code === "REQUEST_TIMEOUT";
+    // What went upstream, as the record says it (a handshake is never cancelled: rules 19, 39).
+    const upstream =
+      record.cancel?.mechanism !== "none"
+        ? "cancelled upstream"
+        : record.method === "server/discover" || record.method === "initialize"
+          ? `not cancelled (${record.method} never is: rules 19, 39)`
+          : "nothing sent upstream";
     const message = !idle
-      ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); cancelled upstream`
+      ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); ${upstream}`
       : error.limitName === "clientWaitTimeoutMs"
-        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs); cancelled upstream`
-        : `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); cancelled upstream`;
+        ? `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms waiting for the client's answer to the server's request (clientWaitTimeoutMs); ${upstream}`
+        : `mcp-cancellable proxy: ${what} timed out after ${error.timeoutMs} ms with no answer (the idle timeout, timeoutMs); ${upstream}`;
     const data = {
       code: error.code,
       trigger: record.cancel?.trigger ?? (idle ? "timeout" : "max-total-timeout"),

@@ -17,7 +17,7 @@ import type { CallObserver, CallOptions, CancellationOptions, Progress } from ".
 import type { RunRecord } from "../../../types/record.js";
 import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
-import { baseLimits, entryLimits, hasOverrides } from "../config.js";
+import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
@@ -353,7 +353,11 @@ export class Relay<T extends TransportLike = TransportLike> {
   }
 
   #callOptions(method: string, params: Record<string, unknown>): Omit<CallOptions, "signal"> | undefined {
-    const limits = this.#perRequestLimits ? entryLimits(this.#init.config, this.#init.options.limits, method, nameOf(params)) : undefined;
+    // Built-in limits (server/discover's: a handshake) hold without a config file too, as in the stdio proxy.
+    const limits =
+      this.#perRequestLimits || hasBuiltInLimits(method)
+        ? entryLimits(this.#init.config, this.#init.options.limits, method, nameOf(params))
+        : undefined;
     const meta = params._meta;
     const token = isObject(meta) ? meta.progressToken : undefined;
     const pending = typeof token === "string" ? this.#byToken.get(token) : undefined;
