@@ -9,8 +9,9 @@ export interface JsonLinesOptions {
   /**
    * Which revisions of a record are written:
    * - `"changed"` (the default): the record when its call settles, then again only when what
-   *   it says changes (its `summary`: a late result discarded, a verification's answer) or a late
-   *   answer comes (`late.results`, `late.errors`: a server that answers one request twice). A
+   *   it says changes (its `summary`: a late result discarded, a verification's answer; its
+   *   `cancel`: when it went, what did not get through; its `task`) or a late answer comes
+   *   (`late.results`, `late.errors`: a server that answers one request twice). A
    *   late progress notification alone writes nothing, so a log has one line per call, plus one
    *   per change of outcome or late answer. The counts in a line are those at the time it was written.
    * - `"all"`: every revision (`revision` 0, 1, 2, ...), as `onRecord` receives them.
@@ -63,7 +64,15 @@ export function jsonLines(write: (line: string) => unknown, options: JsonLinesOp
   // What `write` returns goes back to the caller (`onRecord`): an async write's rejection is the
   // library's to handle (warned about once), never an unhandled one.
   return (record) => {
-    const says = `${record.late.results},${record.late.errors} ${record.summary}`;
+    // What it says: its summary and late answers, and what its cancel and its task became (when
+    // the notification went, what did not get through, the task a late CreateTaskResult named),
+    // so the last line of a call is what is known of it (an outside tester's finding: a log's
+    // last line said nothing was sent for a task the record named, or `sentAt: null`).
+    const { cancel, task } = record as { cancel?: RunRecord["cancel"]; task?: { taskId?: unknown; status?: unknown } };
+    const says =
+      `${record.late.results},${record.late.errors} ${record.summary}` +
+      (cancel == null ? "" : ` ${cancel.mechanism} ${cancel.sentAt} ${cancel.undelivered?.error ?? ""}`) +
+      (task === undefined ? "" : ` ${String(task.taskId)} ${String(task.status)}`);
     if (record.revision > 0 && written.get(record.callId) === says) return undefined;
     written.set(record.callId, says);
     return write(`${JSON.stringify(record)}\n`);

@@ -356,14 +356,22 @@ class CallTrace implements CallObservation {
     ) {
       const undelivered = cancel.undelivered;
       if (undelivered !== null) attributes[ATTR_CANCEL_UNDELIVERED] = `${undelivered.mechanism}: ${undelivered.error}`;
-      const span = this.#settings.tracer.startSpan(`cancel ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+      // The span starts no later than its event (the time the cancel left, which the revision
+      // reports afterwards): a trace view draws an event outside its span oddly, or clips it.
+      const sentAt = cancel.sentAt === null ? undefined : new Date(cancel.sentAt);
+      const span = this.#settings.tracer.startSpan(
+        `cancel ${this.#name}`,
+        { kind: SpanKind.INTERNAL, attributes, ...(sentAt === undefined ? {} : { startTime: sentAt }) },
+        parent,
+      );
       span.addEvent(
         EVENT_CANCEL_DELIVERY,
         { [ATTR_CANCEL_MECHANISM]: cancel.mechanism, ...(undelivered === null ? {} : { [ATTR_CANCEL_UNDELIVERED]: undelivered.error }) },
-        cancel.sentAt === null ? undefined : new Date(cancel.sentAt),
+        sentAt,
       );
       if (undelivered !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: `cancel not delivered: ${undelivered.error}` });
-      span.end();
+      // Never ended before it started (a clock that stepped back).
+      span.end(sentAt !== undefined && sentAt.getTime() > Date.now() ? sentAt : undefined);
     }
   }
 

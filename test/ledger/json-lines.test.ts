@@ -73,6 +73,28 @@ describe("jsonLines", () => {
     ]);
   });
 
+  it("default: a revision that changes only the cancel (when it went, what did not get through) or the task writes a line, so a call's last line is what is known of it", () => {
+    // An outside tester's: the last line said `sentAt: null` (not gone yet) after the notification
+    // had been answered, and named no task for a task a late CreateTaskResult had named.
+    const lines: string[] = [];
+    const write = jsonLines((line) => lines.push(line));
+    const base = {
+      callId: 900_001,
+      revision: 0,
+      summary: "cancelled (timeout), outcome unverified",
+      late: { results: 0, errors: 0, progress: 0 },
+      cancel: { trigger: "timeout", reason: "r", mechanism: "notification+stream-close", sentAt: null, undelivered: null },
+    };
+    const revisions = [
+      base,
+      { ...base, revision: 1, cancel: { ...base.cancel, sentAt: "2026-12-05T10:00:00.250Z" } },
+      { ...base, revision: 2, cancel: { ...base.cancel, sentAt: "2026-12-05T10:00:00.250Z" } }, // nothing new: no line
+      { ...base, revision: 3, cancel: { ...base.cancel, sentAt: "2026-12-05T10:00:00.250Z" }, task: { taskId: "t1", status: "working" } },
+    ];
+    for (const record of revisions) write(record as unknown as RunRecord);
+    expect(lines.map((line) => (JSON.parse(line) as RunRecord).revision)).toEqual([0, 1, 3]);
+  });
+
   it("several connections: request ids repeat, call ids never do; each record names its connection", async () => {
     const { records } = await twoConnections();
     const finals = new Map(records.map((r) => [r.callId, r])); // the last line of each call id

@@ -65,6 +65,19 @@ describe("otel: a cancel that went out after the settle", () => {
     await otel.shutdown();
   });
 
+  it("the `cancel` follow-up span starts no later than its event (the time it left, which the revision reports afterwards)", async () => {
+    // An outside tester's: the span started at the revision, 10 to 16 ms after its own event.
+    const { otel, observation } = observe();
+    const leftMs = Date.now() - 500;
+    observation.record!(cancelled(null, 0));
+    observation.record!(cancelled(new Date(leftMs).toISOString(), 1));
+    const followUp = otel.spans().find((s) => s.name === "cancel tools/call slow")!;
+    expect(otel.eventTimes("cancel tools/call slow")).toEqual([{ name: "mcp_cancellable.cancel_delivery", atMs: leftMs }]);
+    expect(followUp.startMs).toBeLessThanOrEqual(leftMs);
+    expect(followUp.endMs).toBeGreaterThanOrEqual(leftMs);
+    await otel.shutdown();
+  });
+
   it("sentAt at the settle, then moved a millisecond or more: no span (the event is already at a time it left)", async () => {
     const { otel, observation } = observe();
     observation.record!(cancelled(new Date(SETTLED).toISOString(), 0));
