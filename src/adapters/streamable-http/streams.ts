@@ -456,8 +456,8 @@ export class StreamTracker extends Layer {
   }
 
   /**
-   * A request's stream ended or broke without its response, and nothing more can come for it: on
-   * 2026-07-28 (no resumption, rule 27), or a 202 with no body (any era: a request is answered in
+   * A request's stream broke or ended without its response, and nothing more can come for it: a
+   * broken one on 2026-07-28 (no resumption, rule 27), or a 202 with no body (any era: a request is answered in
    * JSON or SSE, rule 24). Once the SDK's parser has read what came (a task later: the rest of its
    * pipeline runs in microtasks), a stream still here lost its request: the call settles
    * `connection-closed` now, not at its timeout, and the stream's signal is aborted, so the v2 SDK
@@ -592,7 +592,10 @@ export class StreamTracker extends Layer {
       // JSON answer's end is seen when its send resolves (see `send`). But 2026-07-28 has no
       // resumption (rule 27): a stream that ended without its response lost the request, at once.
       if (this.#config.v2) {
-        if (this.era === "modern" && how !== "failed") this.#lostNow(id, how, cause);
+        // A broken stream only: a clean end is the SDK's to tell (`onRequestStreamEnd`, or its
+        // send's end for JSON), since in a browser the body's end and its parse are tasks apart
+        // (a timer here took an answered call for a lost one, in the Chromium leg).
+        if (this.era === "modern" && how === "error") this.#lostNow(id, how, cause);
         return;
       }
       const stream = this.#streams.get(id);
