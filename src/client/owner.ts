@@ -5,6 +5,7 @@
 // after a second copy's attachCancellation, no request reached the server). The mark lives on
 // the client under a registered symbol, which every copy reads.
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { anotherCopyMessage } from "../utils/copies.js";
 
 const OWNER = Symbol.for("mcp-cancellable/owner");
 /** This copy: an object no other copy has. */
@@ -18,11 +19,7 @@ export function claimClient(client: object, where: string): void {
   const owner = (client as Record<symbol, unknown>)[OWNER];
   if (owner === THIS_COPY) return;
   if (owner !== undefined) {
-    throw new InvalidOptionError(
-      "client",
-      `${where}: this client carries another copy of mcp-cancellable already (the package's ES module and CommonJS builds, ` +
-        "or two installed versions, loaded in one process): use the copy that wrapped it, through the handle it gave",
-    );
+    throw new InvalidOptionError("client", anotherCopyMessage("the library on this client", where));
   }
   // Not enumerable: never copied, never serialised. A frozen client cannot be marked (nor wrapped).
   if (Object.isExtensible(client)) Object.defineProperty(client, OWNER, { value: THIS_COPY, configurable: true });
