@@ -185,6 +185,30 @@ describe("proxy --listen: safe to expose", () => {
     expect(await eventually(() => idleClosed, 5_000)).toBe(true);
   });
 
+  it("a refused connection is closed whole, also when its client never closes its side: such clients cannot hold --max-connections (slow headers, silent)", async () => {
+    const front = await startFront(["--headers-timeout-ms", "300", "--max-connections", "3", ...server(SCRIPTED)]);
+    const port = Number(front.url.port);
+    const statuses: string[] = [];
+    // allowHalfOpen: each reads the front's answer and its FIN but never ends its own side.
+    const stubborn = (first: string | undefined) => {
+      const socket = net.connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+      socket.on("error", () => {});
+      socket.on("data", (chunk) => statuses.push(chunk.toString("utf8").split("\r\n")[0]!));
+      if (first !== undefined) socket.write(first);
+      cleanups.push(() => void socket.destroy());
+      return socket;
+    };
+    const slowHeaders = `POST ${front.url.pathname} HTTP/1.1\r\nHost: localhost\r\n`; // never finished
+    stubborn(slowHeaders);
+    stubborn(undefined); // sends nothing at all
+    stubborn(slowHeaders);
+    expect(await eventually(() => statuses.length === 3, 5_000)).toBe(true);
+    expect(statuses).toEqual(Array(3).fill("HTTP/1.1 408 Request Timeout"));
+    // All three slots are free again: a legitimate client gets its answer.
+    const health = await fetch(new URL("/healthz", front.url), { signal: AbortSignal.timeout(3_000) });
+    expect(health.status).toBe(200);
+  });
+
   it("the upstream's --header secret never reaches a client or the log, even when the upstream echoes it in an error", async () => {
     const secret = "upstream-secret-4f9a7c21e0b3";
     const echo = http.createServer((req, res) => {

@@ -112,6 +112,8 @@ const EARLY_CANCEL_MS = 5_000;
 const EARLY_CANCELS = 256;
 /** Request ids a session remembers as seen. */
 const SEEN_IDS = 1_024;
+/** How long a refused connection's status line may take to leave before the socket is destroyed anyway, ms. */
+const CLIENT_ERROR_LINGER_MS = 1_000;
 
 /** Adds `value` to `set`, dropping the oldest beyond `max`. */
 function bounded<T>(set: Set<T>, value: T, max: number): void {
@@ -455,6 +457,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         upstream,
         records: sessionRecords,
         extras: io.observer === undefined ? {} : { observer: io.observer },
+        redact,
         log: (text) => io.log(`[${listen.replica} ${facts.session ?? "new session"}] ${redact(text)}`),
         client: {
           send: (outbound) => {
@@ -749,7 +752,11 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       return;
     }
     const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    // Then closed whole, as node:http's own handler does: an `end()` alone waits for the
+    // client's side to close too, and a client that never closes it would keep its connection
+    // (--max-connections) for ever.
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+    setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
