@@ -3,6 +3,7 @@ import { UsageError } from "../args.js";
 import type { Output } from "../output.js";
 import { dashesBeforeCommand, docsHint, parseProxyArgs, PROXY_HELP, PROXY_VALUE_FLAGS } from "./args.js";
 import { LISTEN_FLAG_NAMES, LISTEN_HELP, splitListenArgs } from "./listen/args.js";
+import { headerSecrets, redactor } from "./listen/guard.js";
 import { ConfigError } from "./config.js";
 import { RecordsFileError, runProxy } from "./proxy.js";
 import type { EndSignal } from "./session.js";
@@ -49,7 +50,9 @@ export async function runProxyCommand(argv: string[], out: Output, streams: Prox
     };
     // --otel: the SDK pieces are loaded now, and only now; a missing one is exit status 2.
     const spanAttributes = listen === undefined ? undefined : (await import("./listen/spans.js")).frontSpanAttributes;
-    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log, spanAttributes) : undefined;
+    // An HTTP upstream's --header secrets are taken out of the spans too (an error's text is a span's status).
+    const secrets = upstream.kind === "http" ? redactor(headerSecrets(upstream.headers)) : undefined;
+    const otel = options.otel ? await (await import("./otel.js")).startOtel(process.env, log, spanAttributes, secrets) : undefined;
     if (otel !== undefined) out.stderr(`mcp-cancellable proxy: --otel: ${otel.description}\n`);
     // The spans are exported by the shutdown itself, within its bound.
     const extras = {

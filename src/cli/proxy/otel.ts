@@ -4,7 +4,9 @@
 // `@opentelemetry/api` is an optional peer and the SDK pieces are not dependencies of the
 // package, so they are imported by a specifier the bundler leaves alone (dist/cli.js must not
 // carry them, and must start without them).
-import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { Attributes } from "@opentelemetry/api";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { Redact } from "./listen/guard.js";
 import type { OtelRecorderOptions } from "../../otel/index.js";
 import type { CallObserver } from "../../types/options.js";
 
@@ -79,6 +81,7 @@ export async function startOtel(
   env: NodeJS.ProcessEnv,
   write: (text: string) => void,
   attributes?: OtelRecorderOptions["attributes"],
+  redact?: Redact,
 ): Promise<ProxyOtel> {
   if ((env.OTEL_SDK_DISABLED ?? "").trim().toLowerCase() === "true") {
     return { observer: undefined, description: "OTEL_SDK_DISABLED=true: no spans are recorded", shutdown: async () => {} };
@@ -128,7 +131,9 @@ export async function startOtel(
   const resource = await envResource();
   const provider = new sdk.BasicTracerProvider({
     ...(resource === undefined ? {} : { resource }),
-    spanProcessors: exporters.map((exporter) => new sdk.BatchSpanProcessor(exporter)),
+    spanProcessors: exporters.map(
+      (exporter) => new sdk.BatchSpanProcessor(redact?.active === true ? redactingExporter(exporter, redact) : exporter),
+    ),
   });
   const { otelRecorder } = await import("../../otel/index.js");
   // Spans only: the recorder's duration metric goes to the global meter, which no provider backs here.
@@ -153,6 +158,33 @@ export async function startOtel(
           `mcp-cancellable proxy: --otel: the last spans were not exported within ${Math.max(0, Math.round(budgetMs))} ms; giving up\n`,
         );
     },
+  };
+}
+
+/**
+ * `exporter`, seeing each span with the secrets taken out of its name, status message, attributes
+ * and events' attributes (an upstream may echo its `--header` token in an error, and the error's
+ * text is the span's status). The span itself is left as it is.
+ */
+function redactingExporter(exporter: SpanExporter, redact: Redact): SpanExporter {
+  const clean = (value: unknown): unknown => (typeof value === "string" ? redact(value) : Array.isArray(value) ? value.map(clean) : value);
+  const attributes = (of: Attributes): Attributes =>
+    Object.fromEntries(Object.entries(of).map(([key, value]) => [key, clean(value)])) as Attributes;
+  const view = (span: ReadableSpan): ReadableSpan =>
+    Object.create(span, {
+      name: { value: redact(span.name) },
+      status: { value: span.status.message === undefined ? span.status : { ...span.status, message: redact(span.status.message) } },
+      attributes: { value: attributes(span.attributes) },
+      events: {
+        value: span.events.map((event) =>
+          event.attributes === undefined ? event : { ...event, attributes: attributes(event.attributes) },
+        ),
+      },
+    }) as ReadableSpan;
+  return {
+    export: (spans, done) => exporter.export(spans.map(view), done),
+    shutdown: () => exporter.shutdown(),
+    ...(exporter.forceFlush === undefined ? {} : { forceFlush: () => exporter.forceFlush!() }),
   };
 }
 

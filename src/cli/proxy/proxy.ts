@@ -52,7 +52,16 @@ export async function runProxy<T extends TransportLike>(
   // An HTTP upstream's --header secrets never reach the client or the log, even echoed back by it.
   const redact = redactor(options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : []);
   const front = new StdioFront(io, { maxMessageBytes: options.maxMessageBytes, redact });
-  const session = new ProxySession({ options, config, upstream, records, extras, client: front, log: (text) => io.log(redact(text)) });
+  const session = new ProxySession({
+    options,
+    config,
+    upstream,
+    records,
+    extras,
+    client: front,
+    redact,
+    log: (text) => io.log(redact(text)),
+  });
   if (!(await session.start())) return session.done;
   front.attach(session);
   // A signal runs the same shutdown; a second one while it runs ends the process at once.

@@ -254,6 +254,8 @@ export interface SessionInit<T extends TransportLike> {
   readonly client: ClientPort;
   /** Diagnostics (stderr), one line with its newline. */
   readonly log: (text: string) => void;
+  /** Takes the upstream's `--header` secrets out of a `--records` line (the log is given redacted already). */
+  readonly redact?: ((text: string) => string) | undefined;
 }
 
 /**
@@ -318,7 +320,8 @@ export class ProxySession<T extends TransportLike> {
       records === undefined
         ? undefined
         : jsonLines((line) => {
-            if (!records.writableEnded) records.write(line);
+            // An upstream may echo its --header token in an error: the record's texts are redacted as the log's are.
+            if (!records.writableEnded) records.write(init.redact === undefined ? line : init.redact(line));
           });
     this.#perRequestLimits = hasOverrides(this.#config);
     const observer = this.#extras.observer;

@@ -148,7 +148,8 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#upstream = upstream;
     this.#perRequestLimits = hasOverrides(init.config);
     const records = init.records;
-    const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(line));
+    // An upstream may echo its --header token in an error: the record's texts are redacted as the log's are.
+    const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(init.redact(line)));
     this.#writeLine = writeLine;
     const defaults: CancellationOptions = {
       ...baseLimits(init.config, init.options.limits),
