@@ -393,3 +393,12 @@ describe("client-wide options", () => {
     expect(errors).toEqual([]);
   });
 });
+
+describe("signal: an empty array", () => {
+  it("is no signal (docs/api.md): the call is sent and answered as without one", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((message) => void peer.result(message.id));
+    await expect(mcp.callTool({ name: "x" }, { signal: [] })).resolves.toMatchObject({ content: [{ text: "done" }] });
+    expect(peer.requests("tools/call")).toHaveLength(1);
+  });
+});
