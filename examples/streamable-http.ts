@@ -11,6 +11,8 @@ const transport = new StreamableHTTPClientTransport(new URL("https://mcp.example
 });
 const mcp = withCancellation(client, streamableHttpCancellation(transport), { timeoutMs: 30_000 });
 await client.connect(mcp.transport);
+// ... calls through mcp ...
+await client.close(); // ends the session's GET stream too: until then it keeps the process alive
 
 // v2 SDK (@modelcontextprotocol/client): the transport as it is.
 //   import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
