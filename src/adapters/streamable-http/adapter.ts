@@ -143,7 +143,6 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly transport: T;
   readonly #v2: boolean;
   readonly #fetch: unknown;
-  readonly #observesBody: boolean;
   /** The fetch is bound to this adapter (the library's own): it reports each request's dispatch. */
   readonly #bound: boolean;
   readonly #flushTimeoutMs: number;
@@ -187,7 +186,6 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       throw new InvalidOptionError("fetch", fetchNotTheTransports("this transport was created with another one (leave the option out)"));
     }
     this.#fetch = options.fetch ?? own;
-    this.#observesBody = observesBody(this.#fetch);
     let bound: boolean;
     try {
       bound = bindFetch(this.#fetch, this, this.#port);
@@ -255,6 +253,12 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (this.#delivery !== undefined) return this.#delivery.cancel(request);
     return notify({ send: sendOf(this.transport) }, request);
   }
+
+  /**
+   * The fetch reports each request's body fully written: a fact of the fetch in use, read at each
+   * decision (the default fetch knows it only once undici loaded, or failed to: then it is false).
+   */
+  readonly #observesBody = (): boolean => observesBody(this.#fetch);
 
   /** The transport closed: the fetch lets go of the adapter and closes its own connection pool. */
   readonly #closedDown = (): void => unbindFetch(this.#fetch, this);

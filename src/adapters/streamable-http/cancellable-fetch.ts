@@ -14,7 +14,9 @@ export interface CancellableFetchOptions {
    * `headersTimeout` and `bodyTimeout` are 0 (off), so only the call's own timeouts decide how
    * long a request may wait (undici's defaults, also Node's global `fetch`'s, are 300_000 ms
    * each: a tool silent for 5 minutes would lose its stream before a longer `timeoutMs`). Where
-   * undici cannot be loaded (a browser, an edge runtime) the global `fetch` is used.
+   * undici cannot be loaded (a browser, an edge runtime, a Node bundle deployed without
+   * `node_modules`, Deno without `--allow-env`) the global `fetch` is used as it is: its own
+   * timeouts then apply (Node's: those 300_000 ms), and no request's body is seen written.
    * A fetch given here is used as it is: its own timeouts then apply.
    */
   fetch?: FetchLike;
@@ -84,13 +86,17 @@ function loadUndici(): Promise<Undici | undefined> {
 const noop = (): void => {};
 
 /**
- * Whether the default fetch here reports each request's body fully written (undici's
- * `onRequestSent`, through the dispatcher it is given): Node's and Deno's undici do. Bun's
- * built-in `undici` module ignores the dispatcher (an outside tester's: every request aborted
- * before its response head was then taken for one never sent, though the server had run it), and
- * a browser has no undici: there the fact is unknown, and the adapter waits for the headers.
+ * Whether the fetch in use reports each request's body fully written (undici's `onRequestSent`,
+ * through the dispatcher it is given): a fact of the fetch the requests actually go through,
+ * known once the load of undici settled. `false` until then, and `false` where it failed (the
+ * global `fetch` reports nothing of the kind: an outside tester's, a Node bundle without
+ * `node_modules` and Deno without `--allow-env` recorded a timed-out call the server had run as
+ * never sent, and sent no notification for it), in Bun (its built-in `undici` module ignores the
+ * dispatcher: every request aborted before its response head was taken for one never sent), and
+ * without Node's `process` (npm's undici is not what runs there).
  */
-function reportsBody(): boolean {
+function undiciReportsBody(): boolean {
+  if (loaded === null || loaded === undefined) return false;
   const runtime = globalThis as { Bun?: unknown; process?: { versions?: { node?: unknown } } };
   return runtime.Bun === undefined && typeof runtime.process?.versions?.node === "string";
 }
@@ -113,7 +119,7 @@ function end(dispatcher: object, how: "close" | "destroy"): void {
  * The default fetch of one `cancellableFetch()`: undici's fetch with header and body timeouts
  * off, through a dispatcher of its own (made on first use, closed with the transport), so every
  * server address's connection pool goes with its transport; the global fetch where undici is
- * missing.
+ * missing (its own timeouts then apply, and it reports no body written: `observesBody` false).
  */
 function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
   let dispatcher: InstanceType<Undici["Agent"]> | undefined;
@@ -125,7 +131,8 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
     // Handed to the network now (a cancel before this stopped it here: its signal is aborted).
     marks?.[ON_DISPATCH]?.();
     if (lib === undefined) {
-      // No undici (a browser): no way to see the body written; the adapter waits for the headers.
+      // No undici (a browser, a bundle without it): the global fetch, as it is. It cannot report
+      // the body written, and `observesBody` says so: no ON_BODY_SENT is asked of it.
       return globalThis.fetch(url, init);
     }
     if (marks?.[FRESH_CONNECTION] === true) {
@@ -153,10 +160,15 @@ function ownDefaultFetch(): { fetch: ObservingFetch; close: () => void } {
     if (loaded !== null) return send(loaded, url, init);
     return loading.then((lib) => send(lib, url, init));
   };
+  // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
+  // Whether it sees each body written is read at each request, from the fetch in use (see
+  // `undiciReportsBody`); until the load settles the request waits for it (`deciding`).
+  Object.defineProperties(fetch, {
+    observesBody: { get: undiciReportsBody },
+    deciding: { get: () => (loaded === null ? loading : undefined) },
+  });
   return {
-    // Once undici is loaded, requests go to it at once, without waiting a tick on the promise.
-    // It says it sees each body written only where undici's fetch reports it (see `reportsBody`).
-    fetch: reportsBody() ? Object.assign(fetch, { observesBody: true as const }) : fetch,
+    fetch: fetch as ObservingFetch,
     close: () => {
       const closing = dispatcher;
       dispatcher = undefined;

@@ -73,8 +73,8 @@ export class LegacyDelivery extends Layer {
   readonly #flushTimeoutMs: number;
   /** How long a notification waits for its answer before it is given up, ms. */
   readonly #notificationTimeoutMs: number;
-  /** The fetch reports each request's body fully written (else `written` is unknown). */
-  readonly #observesBody: boolean;
+  /** The fetch reports each request's body fully written (else `written` is unknown); read at each decision. */
+  readonly #observesBody: () => boolean;
   /** Notifications on their way, each with its current `flushTimeoutMs` timer. */
   readonly #deliveries = new Set<Delivery>();
   /** The server has answered a POST with an SSE stream: its response head comes as it starts a request. */
@@ -82,7 +82,7 @@ export class LegacyDelivery extends Layer {
   /** `close()` was called: no notification waits any more for its request to reach the server. */
   #closing = false;
 
-  constructor(below: StreamTracker, init: { flushTimeoutMs: number; notificationTimeoutMs: number; observesBody: boolean }) {
+  constructor(below: StreamTracker, init: { flushTimeoutMs: number; notificationTimeoutMs: number; observesBody: () => boolean }) {
     super(below);
     this.#tracker = below;
     this.#flushTimeoutMs = init.flushTimeoutMs;
@@ -233,7 +233,7 @@ export class LegacyDelivery extends Layer {
         stream.settled === "failed" &&
         stream.status === undefined &&
         !stream.written &&
-        (this.#observesBody || neverLeft(stream.failure))
+        (this.#observesBody() || neverLeft(stream.failure))
       ) {
         this.#tracker.closeStream(stream);
         request.delivery({ sent: "none", failed: null });
@@ -247,7 +247,7 @@ export class LegacyDelivery extends Layer {
       // behind). A notification now would reach it first, be ignored as unknown (rule 10), and
       // leave the request to run once it arrives: it is not sent; the stream is closed (the
       // request goes with it), and the record says what was not done.
-      if (this.#observesBody && !stream.written && stream.status === undefined && stream.settled === "pending" && !stream.responded) {
+      if (this.#observesBody() && !stream.written && stream.status === undefined && stream.settled === "pending" && !stream.responded) {
         // Its POST then fails with the body never written: it never reached the server (not-sent).
         stream.onUnsent = () => request.delivery({ sent: "none", failed: null });
         this.#tracker.closeStream(stream);

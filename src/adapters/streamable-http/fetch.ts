@@ -89,13 +89,25 @@ export const FRESH_CONNECTION: unique symbol = Symbol("mcp-cancellable.freshConn
  */
 export const ON_DISPATCH: unique symbol = Symbol("mcp-cancellable.onDispatch");
 
-/** A base fetch that reports the body fully written when asked (`ON_BODY_SENT`), and the dispatch (`ON_DISPATCH`). @internal */
-export type ObservingFetch = FetchLike & { readonly observesBody?: true };
+/**
+ * A base fetch that reports the body fully written when asked (`ON_BODY_SENT`), and the dispatch
+ * (`ON_DISPATCH`). @internal
+ */
+export type ObservingFetch = FetchLike & {
+  /**
+   * It reports each request's body fully written. Read at each request: the default fetch knows
+   * it only once it knows which fetch it sends with (undici, or the global `fetch` where undici
+   * cannot be loaded); until then it says false.
+   */
+  readonly observesBody?: boolean;
+  /** While it does not yet know which fetch it sends with (undici loading): settles once it does. */
+  readonly deciding?: Promise<unknown> | undefined;
+};
 
 /** Per-fetch state: the adapter bound to it, and how to close its own dispatcher. */
 interface Registry {
   port: FetchPort | undefined;
-  /** The base fetch reports each request's body fully written. */
+  /** The base fetch reports each request's body fully written (read live: see `ObservingFetch.observesBody`). */
   readonly observesBody: boolean;
   owner: object | undefined;
   /** Closes the default fetch's dispatcher (its connection pools); `undefined` for a fetch given by the caller. */
@@ -195,7 +207,14 @@ function mark(error: unknown): void {
  * @internal
  */
 export function perRequestFetch(base: ObservingFetch, close?: () => void): FetchLike {
-  const registry: Registry = { port: undefined, owner: undefined, close, observesBody: base.observesBody === true };
+  const registry: Registry = {
+    port: undefined,
+    owner: undefined,
+    close,
+    get observesBody() {
+      return base.observesBody === true;
+    },
+  };
   const fetch: FetchLike = (url, init) => send(registry, base, url, init);
   registries.set(fetch, registry);
   Object.defineProperty(fetch, PER_REQUEST_FETCH, { value: true });
@@ -230,7 +249,10 @@ export function unbindFetch(fetch: unknown, owner: object): void {
   registry.close?.();
 }
 
-/** True when `fetch` is a `cancellableFetch()` that reports each request's body fully written (its default undici fetch). @internal */
+/**
+ * True when `fetch` is a `cancellableFetch()` that reports each request's body fully written (its
+ * default fetch, once undici is loaded and used; false while it loads, and where it cannot be). @internal
+ */
 export function observesBody(fetch: unknown): boolean {
   return typeof fetch === "function" && registries.get(fetch)?.observesBody === true;
 }
@@ -240,7 +262,7 @@ export function isCancellableFetch(fetch: unknown): boolean {
   return typeof fetch === "function" && registries.has(fetch);
 }
 
-async function send(registry: Registry, base: FetchLike, url: string | URL, init: RequestInit = {}): Promise<Response> {
+async function send(registry: Registry, base: ObservingFetch, url: string | URL, init: RequestInit = {}): Promise<Response> {
   const method = (init.method ?? "GET").toUpperCase();
   const port = registry.port;
   let id: RequestId | undefined;
@@ -273,10 +295,16 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     unlinkRequest();
     if (how !== undefined && id !== undefined) port?.ended(id, how, cause, resumed);
   };
+  // Whether the base fetch sees the body written is a fact of the fetch it sends with: the
+  // default one knows it once undici loaded or failed to (it holds the request until then anyway).
+  const deciding = base.deciding;
+  if (deciding !== undefined) await deciding;
+  const observes = registry.observesBody;
   // A request's own POST: the base fetch (undici) says when its body is fully written.
   const requestId = method === "POST" ? id : undefined;
-  const onBodySent = requestId === undefined || !registry.observesBody ? undefined : () => port?.sent(requestId);
-  if (requestId !== undefined && !registry.observesBody) {
+  const onBodySent = requestId === undefined || !observes ? undefined : () => port?.sent(requestId);
+  // Cancelled while it waited: it never leaves (the base fetch rejects it at once), nothing to report.
+  if (requestId !== undefined && !observes && !controller.signal.aborted) {
     port?.blind(requestId);
     port?.dispatched(requestId);
   }
@@ -285,7 +313,7 @@ async function send(registry: Registry, base: FetchLike, url: string | URL, init
     const sendInit =
       onBodySent !== undefined
         ? { ...init, signal: controller.signal, [ON_BODY_SENT]: onBodySent, [ON_DISPATCH]: () => port?.dispatched(requestId!) }
-        : cancel && registry.observesBody
+        : cancel && observes
           ? {
               ...init,
               signal: controller.signal,

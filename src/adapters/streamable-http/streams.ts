@@ -35,7 +35,7 @@ const OWN_SSE_ERROR = `SSE stream disconnected: AbortError: ${OWN_ABORT}`;
 /** The v1 SDK's report of a failed resume (`GET` with `Last-Event-ID`): ours when it failed by our abort. */
 const RECONNECT_FAILED = "Failed to reconnect SSE stream: ";
 
-/** What the tracker knows of the connection it sits on (the adapter's, fixed when it was made). */
+/** What the tracker knows of the connection it sits on (the adapter's, fixed when it was made; `observesBody` is read live). */
 export interface TrackerConfig {
   /** v2 transports take a per-request `requestSignal` and close the POST themselves. */
   readonly v2: boolean;
@@ -46,10 +46,12 @@ export interface TrackerConfig {
   /** The transport closed (told once per close, after the tracker let go of everything). */
   readonly closedDown: () => void;
   /**
-   * The fetch reports each request's body fully written (the library's own): a request whose send
-   * failed before that was never whole at the server (it cannot have run), whatever the failure.
+   * The fetch reports each request's body fully written (the library's own, sending through
+   * undici): a request whose send failed before that was never whole at the server (it cannot
+   * have run), whatever the failure. Read at each decision: the default fetch knows it only once
+   * undici loaded, or failed to (the global `fetch` then: false).
    */
-  readonly observesBody: boolean;
+  readonly observesBody: () => boolean;
   /** The fetch is the library's own (bound to the adapter): it reports when each request is handed to the network. */
   readonly observesDispatch: boolean;
 }
@@ -530,7 +532,7 @@ export class StreamTracker extends Layer {
    * connection was never made, or (a fetch that reports it) its body was never fully written.
    */
   #unsent(stream: Stream, failure: unknown): boolean {
-    return !stream.written && stream.status === undefined && (this.#config.observesBody || neverLeft(failure));
+    return !stream.written && stream.status === undefined && (this.#config.observesBody() || neverLeft(failure));
   }
 
   #forgetStream(stream: Stream | undefined): void {
