@@ -97,7 +97,10 @@ export function summarize(
       if (lateResponses > 0 && record.outcome !== "late-result-discarded") line = `${line}, late result discarded`;
       // A notification not sent because the response came first (rule 7) is no failed delivery: the late result says it.
       const undelivered = record.cancel?.undelivered;
-      if (undelivered && undelivered.error !== ANSWERED_FIRST) line = `${line}, cancel ${undelivered.mechanism} not delivered`;
+      // Written but unanswered: it may well have reached the server, so the summary does not say it did not.
+      if (undelivered && undelivered.error !== ANSWERED_FIRST) {
+        line = `${line}, cancel ${undelivered.mechanism} ${undelivered.written === true ? "sent, unanswered" : "not delivered"}`;
+      }
       return line;
     }
   }

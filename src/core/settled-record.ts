@@ -269,5 +269,7 @@ function changesSomething(current: RunRecord, changes: RecordUpdate): boolean {
 
 /** What of a cancel did not get through, as the record keeps it (its error cut to `MAX_REASON_LENGTH`). */
 export function undeliveredOf(failed: CancelUndelivered): CancelUndelivered {
-  return { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+  const kept: CancelUndelivered = { mechanism: failed.mechanism, error: failed.error.slice(0, MAX_REASON_LENGTH) };
+  if (failed.written === true) kept.written = true;
+  return kept;
 }

@@ -369,7 +369,10 @@ class CallTrace implements CallObservation {
         { [ATTR_CANCEL_MECHANISM]: cancel.mechanism, ...(undelivered === null ? {} : { [ATTR_CANCEL_UNDELIVERED]: undelivered.error }) },
         sentAt,
       );
-      if (undelivered !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: `cancel not delivered: ${undelivered.error}` });
+      if (undelivered !== null) {
+        const what = undelivered.written === true ? "cancel sent, unanswered" : "cancel not delivered";
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${what}: ${undelivered.error}` });
+      }
       // Never ended before it started (a clock that stepped back).
       span.end(sentAt !== undefined && sentAt.getTime() > Date.now() ? sentAt : undefined);
     }

@@ -22,6 +22,12 @@ export type CancelMechanism = "notification" | "stream-close" | "notification+st
 export interface CancelUndelivered {
   mechanism: "notification" | "tasks/cancel";
   error: string;
+  /**
+   * `true` when the notification's POST body was written (the server, or something between, may
+   * have it): what did not come is its answer, so whether it reached the server is unknown.
+   * Absent when it never left.
+   */
+  written?: true;
 }
 
 /**

@@ -243,6 +243,6 @@ describe("otel over Streamable HTTP, 2025-era: what the adapter learns after the
         attributes: { "mcp_cancellable.cancel.mechanism": "notification+stream-close", "mcp_cancellable.cancel.undelivered": error },
       },
     ]);
-    expect(span!.status).toEqual({ code: SpanStatusCode.ERROR, message: `cancel not delivered: ${error}` });
+    expect(span!.status).toEqual({ code: SpanStatusCode.ERROR, message: `cancel sent, unanswered: ${error}` });
   });
 });

@@ -326,6 +326,7 @@ export class LegacyDelivery extends Layer {
         failed: {
           mechanism: "notification",
           error: `sent (its body written), but no answer came${unanswered === undefined ? `: ${error.message}` : ` ${unanswered}`}`,
+          written: true,
         },
       });
       return;
