@@ -11,9 +11,11 @@ export interface JsonLinesOptions {
    * - `"changed"` (the default): the record when its call settles, then again only when what
    *   it says changes (its `summary`: a late result discarded, a verification's answer; its
    *   `cancel`: when it went, what did not get through; its `task`) or a late answer comes
-   *   (`late.results`, `late.errors`: a server that answers one request twice). A
-   *   late progress notification alone writes nothing, so a log has one line per call, plus one
-   *   per change of outcome or late answer. The counts in a line are those at the time it was written.
+   *   (`late.results`, `late.errors`: a server that answers one request twice), or the first late
+   *   progress notification comes (the server went on working after the cancel); later late
+   *   progress alone writes nothing, so a log has one line per call, plus one per change of
+   *   outcome, late answer or the first late progress. The counts in a line are those at the time
+   *   it was written.
    * - `"all"`: every revision (`revision` 0, 1, 2, ...), as `onRecord` receives them.
    * @default "changed"
    */
@@ -69,8 +71,10 @@ export function jsonLines(write: (line: string) => unknown, options: JsonLinesOp
     // so the last line of a call is what is known of it (an outside tester's finding: a log's
     // last line said nothing was sent for a task the record named, or `sentAt: null`).
     const { cancel, task } = record as { cancel?: RunRecord["cancel"]; task?: { taskId?: unknown; status?: unknown } };
+    // Late progress: only its first, a fact of its own (the work went on after the cancel); a
+    // count in every line would write one line per notification.
     const says =
-      `${record.late.results},${record.late.errors} ${record.summary}` +
+      `${record.late.results},${record.late.errors},${record.late.progress > 0} ${record.summary}` +
       (cancel == null ? "" : ` ${cancel.mechanism} ${cancel.sentAt} ${cancel.undelivered?.error ?? ""}`) +
       (task === undefined ? "" : ` ${String(task.taskId)} ${String(task.status)}`);
     if (record.revision > 0 && written.get(record.callId) === says) return undefined;

@@ -5,7 +5,7 @@ import { connectPeer, flush } from "../helpers/peer.js";
 
 // A JSON Lines log written by several connections (issue 13, item 5): every record names its
 // call (callId, unique in the process) and its connection; by default a call writes one line at
-// settle and one more per change of what it says, never one per late progress notification.
+// settle and one more per change of what it says (its first late progress among them), never one per late progress notification.
 
 /** Two connections into one log; on each, one call cancelled by the caller that then gets late
  *  progress three times and a late result, and one call that succeeds. */
@@ -34,19 +34,22 @@ async function twoConnections(options?: Parameters<typeof jsonLines>[1]) {
 }
 
 describe("jsonLines", () => {
-  it("default (revisions: changed): one line per call at settle, one more when the outcome changes; late progress alone writes none", async () => {
+  it("default (revisions: changed): one line per call at settle, one at its first late progress, one more when the outcome changes; later late progress writes none", async () => {
     const { lines, records, connections } = await twoConnections();
     expect(lines.every((line) => line.endsWith("}\n") && !line.slice(0, -1).includes("\n"))).toBe(true);
-    // per connection: cancelled at settle, the same call's late result, the succeeded call
+    // per connection: cancelled at settle, its first late progress, its late result, the succeeded call
     expect(records.map((r) => r.summary)).toEqual([
+      "cancelled (aborted), outcome unverified",
       "cancelled (aborted), outcome unverified",
       "cancelled (aborted), late result discarded",
       "succeeded",
+      "cancelled (aborted), outcome unverified",
       "cancelled (aborted), outcome unverified",
       "cancelled (aborted), late result discarded",
       "succeeded",
     ]);
-    expect(records[1]!.late).toEqual({ results: 1, errors: 0, progress: 3 }); // the counts as of the line
+    expect(records[1]!.late).toEqual({ results: 0, errors: 0, progress: 1 }); // the first late progress
+    expect(records[2]!.late).toEqual({ results: 1, errors: 0, progress: 3 }); // the counts as of the line
     // onRecord itself saw every revision: 3 late progress + 1 late result after the settle
     expect(connections[0]!.records.filter((r) => r.callId === records[0]!.callId).map((r) => r.revision)).toEqual([0, 1, 2, 3, 4]);
   });

@@ -285,6 +285,28 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     expect(late.result!.content![0]!.text).toMatch(/^late /); // 600 ms < the method's 4,000 ms
   });
 
+  it("--records: progress a server goes on sending after a timeout is on the call's record (late.progress), never passed to the client", async () => {
+    // An outside tester's (server-everything's trigger-long-running-operation): the file said
+    // late.progress 0 while the --otel spans counted 5, since a late progress wrote no line.
+    const file = join(dir, "late-progress.jsonl");
+    const client = start(["--records", file, "--max-total-timeout-ms", "350", ...server(SCRIPTED, "--list-all")]);
+    await client.initialize();
+    client.send(call("p", "progress", { every: 100, steps: 9 }, { progressToken: "tok" }));
+    expect((await client.answer("p")).error).toMatchObject({ code: -32001 });
+    const answeredAt = client.messages.length;
+    await sleep(700); // the server's last progress goes at 900 ms
+    expect(client.messages.slice(answeredAt)).toEqual([]); // nothing after the answer
+    expect((await client.end()).code).toBe(0);
+    const lines = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as ProxyRecord);
+    expect(lines.at(-1)!.late.progress).toBeGreaterThan(0);
+    // The settle, the cancel's sentAt when the timer-fired line left, the first late progress:
+    // not one line per late notification (the server sent five or more).
+    expect(lines.map((r) => r.late.progress)).toEqual([0, 0, 1]);
+  });
+
   it("--records: one JSON Lines record per request (initialize excepted), the library's record with the client's id", async () => {
     const file = join(dir, "records.jsonl");
     const client = start(["--records", file, "--timeout-ms", "300", ...server(SCRIPTED, "--list-all")]);
