@@ -2,7 +2,7 @@
 // the stdio transport of both commands, the probe's target and the proxy's upstream.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import type { Message } from "../wire/messages.js";
 import { JsonLineReader, rawLineOf } from "./json-lines.js";
 import type { TooLongLine } from "./json-lines.js";
@@ -146,6 +146,15 @@ export class ChildStdioTransport {
    */
   get stderr(): Readable | null {
     return this.#child?.stderr ?? null;
+  }
+
+  /**
+   * The server's stdin, once it started: the stdio adapter's write queue reads from it whether a
+   * line was handed to the pipe or still waits behind a full one (`stdioAdapter`; the SDK's
+   * transports keep theirs where `stdioChildStdin` reads it).
+   */
+  get stdin(): Writable | undefined {
+    return this.#child?.stdin ?? undefined;
   }
 
   /** The last `STDERR_TAIL_CHARS` characters the server wrote to stderr (`stderr: "tail"`). */

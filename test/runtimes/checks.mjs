@@ -10,6 +10,9 @@
 //   streamableHttpCancellation, against the Node server of test/fixtures/runtime/server.mjs:
 //   a call answered, a slow call timed out, another aborted, and the server saw each of their
 //   response streams close before it finished.
+// - stdio (Bun, and Node when run.mjs runs there; not Deno, whose leg may not spawn, nor a
+//   browser): the v2 client over its StdioClientTransport through mcp-cancellable/stdio, against
+//   test/stdio/fixtures/stall-server.mjs run by the same runtime: a cancel line behind a full pipe.
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../dist/index.js";
 // (mcp-cancellable/otel is passed in by run.mjs: the browser page does not load it.)
 import { streamableHttpCancellation } from "../../dist/streamable-http.js";
@@ -62,6 +65,12 @@ async function inMemoryChecks(McpServer, z, options = {}) {
     },
   };
 }
+
+/**
+ * A module loaded at run time only (the specifier is not a literal): the browser bundle never
+ * takes in the stdio modules, nor what they import.
+ */
+const load = (specifier) => import(specifier);
 
 export async function runChecks({ url, inMemory, otel, browser = false } = {}) {
   const results = [];
@@ -236,6 +245,49 @@ export async function runChecks({ url, inMemory, otel, browser = false } = {}) {
         },
       );
     }
+  }
+  if (!browser && globalThis.Deno === undefined && typeof globalThis.process?.versions?.node === "string") {
+    // Bun's child stdin does not count what it holds (writableLength 0, writableNeedDrain false
+    // while 2 MB wait; a zero-length write calls back at once): the record must follow the line's
+    // own write (an outside tester's finding: the line was recorded delivered at the settle, and a
+    // server that never read it again left it so).
+    await check(
+      "stdio: a cancel line behind a full pipe is not out until the pipe took it (sentAt null, then when it left)",
+      async (records) => {
+        const { stdioCancellation } = await load(new URL("../../dist/stdio.js", import.meta.url).href);
+        const { StdioClientTransport } = await load("@modelcontextprotocol/client/stdio");
+        const script = decodeURIComponent(new URL("../stdio/fixtures/stall-server.mjs", import.meta.url).pathname);
+        const transport = new StdioClientTransport({ command: process.execPath, args: [script, "--stall-ms", "1000"], stderr: "pipe" });
+        let log = "";
+        transport.stderr.on("data", (chunk) => {
+          log += chunk;
+        });
+        const client = new Client({ name: "runtime-bot", version: "1.0.0" });
+        const mcp = withCancellation(client, stdioCancellation(transport), { timeoutMs: 10_000 });
+        await client.connect(mcp.transport);
+        try {
+          assert(await eventually(() => log.includes(" notifications/initialized ")), "the server did not read notifications/initialized");
+          const error = await mcp.callTool({ name: "big", arguments: { blob: "x".repeat(2_000_000) } }, { timeoutMs: 300 }).catch((e) => e);
+          assert(error instanceof CallTimeoutError, `got ${error}`);
+          records.push(error.record);
+          assert(
+            error.record.cancel.sentAt === null,
+            `the first record says the line left at ${error.record.cancel.sentAt}, behind 2 MB the server had not read`,
+          );
+          assert(await eventually(() => / notifications\/cancelled /.test(log), 5_000), "the server never read the cancel line");
+          const resumedAt = Number(/RESUME (\d+)/.exec(log)?.[1]);
+          const last = mcp.records().find((r) => r.callId === error.record.callId);
+          records.push(last);
+          const sentAt = last.cancel.sentAt === null ? Number.NaN : Date.parse(last.cancel.sentAt);
+          assert(
+            sentAt >= resumedAt - 1,
+            `the last record says the line left at ${last.cancel.sentAt}, the server read again at ${new Date(resumedAt).toISOString()}`,
+          );
+        } finally {
+          await client.close();
+        }
+      },
+    );
   }
   return results;
 }

@@ -1,11 +1,8 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { stdioChildStdin } from "../../sdk/private.js";
-import { ADAPTER_LAYERS } from "../../wire/port.js";
-import type { LayeredAdapter, Port } from "../../wire/port.js";
-import { notify, sendOf } from "../../wire/pipe.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
-import { StdioQueue } from "./queue.js";
 import { refuseStreamableHttp } from "../notification.js";
+import { stdioAdapter } from "./adapter.js";
 import type { Stdin } from "./queue.js";
 
 /**
@@ -47,12 +44,5 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
     );
   }
   refuseStreamableHttp(transport);
-  let queue: StdioQueue | undefined;
-  const adapter: CancellationAdapter<T> & LayeredAdapter = {
-    transport,
-    // Used only when the adapter is not in a pipeline (the wire always is): the plain notification.
-    cancel: (request) => (queue !== undefined ? queue.cancel(request) : notify({ send: sendOf(transport) }, request)),
-    [ADAPTER_LAYERS]: () => [(below: Port) => (queue = new StdioQueue(below, () => stdioChildStdin(transport) as Stdin | undefined))],
-  };
-  return adapter;
+  return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined);
 }

@@ -2,7 +2,9 @@
 // message (the SDK's requests, notifications and answers, and the library's own cancel lines) goes
 // through the transport's own `send`, called only when the server's stdin can take the write; while
 // it cannot, messages wait here, in order, behind one `drain` listener (the SDK's own `send` adds
-// one listener per write that finds the pipe full: Node warns past 10).
+// one listener per write that finds the pipe full: Node warns past 10). Node's stdin says when the
+// pipe is full (`writableNeedDrain`); Bun's does not, and there the writes' own callbacks say it
+// (`countsItsBuffer`, `StdioQueue.#watched`).
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
@@ -21,6 +23,27 @@ export interface Stdin extends ChildStdin {
   removeListener(event: "drain" | "close", listener: () => void): unknown;
 }
 
+/** How a {@link StdioQueue} treats the transport's other messages. */
+export interface StdioQueueOptions {
+  /**
+   * Whether the SDK's messages (requests, notifications, answers) wait in the queue while the pipe
+   * is full, or anything waits already. Default `true`: the SDK's `send` adds a `drain` listener
+   * per write that finds the pipe full. `false` for a transport whose `send` waits on its write's
+   * own callback and whose writes of one pass are corked into one system call (the CLI's, under
+   * the proxy): its messages go to it at once, in order, and only the cancel lines wait here
+   * (holding relayed requests would write the rest of a pass one system call each).
+   */
+  readonly holdMessages?: boolean | undefined;
+  /**
+   * Whether the transport's `send` settles at its line's own write callback: resolved once the
+   * line was handed to the pipe, rejected with the error that kept it out (the CLI's transport).
+   * A cancel line's record then follows its `send`, and no zero-length write goes behind a line
+   * the pipe did not take whole at once. Default `false` (the SDK's `send` resolves as soon as
+   * its write returned true).
+   */
+  readonly sendSettlesAtWrite?: boolean | undefined;
+}
+
 /** One message waiting for the pipe. */
 interface Waiting {
   readonly message: Message;
@@ -33,6 +56,20 @@ interface Waiting {
   readonly reject: (error: unknown) => void;
 }
 
+/** What became of the writes one `send` made to a stdin that does not count what it holds (`StdioQueue.#watched`). */
+interface Writes {
+  /** Writes made while the `send` ran. */
+  made: number;
+  /** Of them, those the runtime has not called back yet. */
+  left: number;
+  /** The first error one was called back with. */
+  error: Error | undefined;
+  /** True while the `send` runs (callbacks then are read when it returns). */
+  during: boolean;
+  /** Called once, after the `send` returned: when every write was called back, or at the first error. */
+  done: ((error: Error | undefined) => void) | undefined;
+}
+
 /** Marks the write errors of cancel lines: the SDK echoes a stdin `error` to `onerror`; the record has it. */
 const ownWriteErrors = new WeakSet<object>();
 
@@ -43,7 +80,8 @@ const ownWriteErrors = new WeakSet<object>();
  * its call is cancelled while it still waits here (it never left: never sent). A cancel is one
  * `notifications/cancelled {requestId, reason}` line (rules 6, 31), never waited for: its record
  * follows the line's own write (a zero-length write queued right behind it calls back once the
- * line was handed to the pipe, or with the error that kept it from it).
+ * line was handed to the pipe, or with the error that kept it from it; on a stdin that does not
+ * count what it holds, Bun's, the line's own write callback: `#watched`).
  */
 export class StdioQueue extends Layer {
   readonly #stdin: () => Stdin | undefined;
@@ -64,13 +102,29 @@ export class StdioQueue extends Layer {
   #listening: Stdin | undefined = undefined;
   /** The check-phase hop between a `drain` (or `close`) and the writes of what waits (see `#drain`). */
   #flushing: ReturnType<typeof setImmediate> | undefined = undefined;
+  /**
+   * On a stdin that does not count what it holds (`countsItsBuffer`): the writes the transport's
+   * `send` made to it (`#unwrittenOn`) whose own callbacks have not come yet, the runtime still
+   * holding them (0 on Node: its `writableNeedDrain` says when the pipe is full).
+   */
+  #unwritten = 0;
+  #unwrittenOn: Stdin | undefined = undefined;
+  /** The last stdin found to count what it holds (`countsItsBuffer`, looked up once per stdin). */
+  #counting: Stdin | undefined = undefined;
   /** Cancel lines among the waiting (most of the time 0: an answer then costs no scan). */
   #waitingCancels = 0;
 
+  /** `StdioQueueOptions.holdMessages`. */
+  readonly #holdMessages: boolean;
+  /** `StdioQueueOptions.sendSettlesAtWrite`. */
+  readonly #sendSettlesAtWrite: boolean;
+
   /** @param stdin the server's stdin now (it changes when the transport is started again). */
-  constructor(below: Port, stdin: () => Stdin | undefined) {
+  constructor(below: Port, stdin: () => Stdin | undefined, options?: StdioQueueOptions) {
     super(below);
     this.#stdin = stdin;
+    this.#holdMessages = options?.holdMessages ?? true;
+    this.#sendSettlesAtWrite = options?.sendSettlesAtWrite ?? false;
   }
 
   /** Messages waiting for the pipe (0 when it takes writes). */
@@ -81,7 +135,7 @@ export class StdioQueue extends Layer {
   override send(message: Message, options?: SendOptions): Promise<void> {
     const stdin = this.#stdin();
     const id = message.method !== undefined ? message.id : undefined;
-    if (stdin === undefined || !this.#busy(stdin)) return this.#write(message, options, id ?? undefined, stdin);
+    if (stdin === undefined || !this.#busy(stdin) || !this.#holdMessages) return this.#write(message, options, id ?? undefined, stdin);
     return new Promise<void>((resolve, reject) => {
       this.#waiting.push({ message, options, id: id ?? undefined, cancel: undefined, resolve, reject });
       this.#listen(stdin);
@@ -185,22 +239,29 @@ export class StdioQueue extends Layer {
     this.#waitingCancels = 0;
     const stdin = this.#stdin();
     for (const entry of this.#waiting.splice(0)) {
-      if (stdin === undefined || !stdin.writable || !stdin.writableNeedDrain) this.#put(entry);
+      if (stdin === undefined || !stdin.writable || !this.#full(stdin)) this.#put(entry);
       else this.#direct(stdin, entry);
     }
     return this.below.close();
   }
 
-  /** Writes a waiting entry's line to stdin itself (closing, the pipe full). */
+  /**
+   * Writes a waiting entry's line to stdin itself (closing, the pipe full). A cancel line's record
+   * (`sentAt` null while it waited) follows the line's own write: when it was handed to the pipe,
+   * or the error that kept it out (until this release it was stamped at the close, while the line
+   * still sat behind the full pipe).
+   */
   #direct(stdin: Stdin, entry: Waiting): void {
     const cancel = entry.cancel;
     stdin.write(`${JSON.stringify(entry.message)}\n`, (error) => {
-      if (error === null || error === undefined) return;
+      if (error === null || error === undefined) {
+        cancel?.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+        return;
+      }
       if (typeof error === "object") ownWriteErrors.add(error);
       cancel?.delivery({ sent: "none", failed: { mechanism: "notification", error: error.message } });
     });
     if (entry.id !== undefined) this.up.fact(entry.id, { kind: "written", at: performance.now() });
-    if (cancel !== undefined) cancel.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
     entry.resolve();
   }
 
@@ -211,7 +272,23 @@ export class StdioQueue extends Layer {
 
   /** True while a message must wait: the pipe is full, or something waits already (order). */
   #busy(stdin: Stdin): boolean {
-    return this.#waiting.length > 0 || stdin.writableNeedDrain;
+    return this.#waiting.length > 0 || this.#full(stdin);
+  }
+
+  /** `countsItsBuffer`, once per stdin: on Node's path one comparison. */
+  #counts(stdin: Stdin): boolean {
+    if (stdin === this.#counting) return true;
+    if (!countsItsBuffer(stdin)) return false;
+    this.#counting = stdin;
+    return true;
+  }
+
+  /**
+   * True while the pipe is full: Node's `writableNeedDrain`; on a stdin that does not count what it
+   * holds, a write whose own callback has not come yet.
+   */
+  #full(stdin: Stdin): boolean {
+    return stdin.writableNeedDrain || (this.#unwritten > 0 && this.#unwrittenOn === stdin);
   }
 
   /**
@@ -222,7 +299,9 @@ export class StdioQueue extends Layer {
     const sending =
       stdin !== undefined && !stdin.writable
         ? Promise.reject(new Error(`Not connected: ${goneText(stdin)}`))
-        : this.below.send(message, options);
+        : stdin === undefined || this.#counts(stdin)
+          ? this.below.send(message, options)
+          : this.#watched(stdin, message, options, undefined);
     if (id !== undefined) {
       sending.then(
         () => this.up.fact(id, { kind: "written", at: performance.now() }),
@@ -235,9 +314,11 @@ export class StdioQueue extends Layer {
 
   /**
    * Puts one cancel line out through the transport's `send`; its record follows the line's own
-   * write (and learns when it went, for a line that could have gone 1 ms or more before: `since`).
+   * write (and learns when it went, for a line that could have gone 1 ms or more before: `since`;
+   * `waited`: its record says it has not gone yet, `sentAt` null, and learns when it goes).
    */
-  #line(request: CancelRequest, stdin: Stdin | undefined, since: number | undefined): CancelMechanism {
+  #line(request: CancelRequest, stdin: Stdin | undefined, since: number | undefined, waited = false): CancelMechanism {
+    if (stdin !== undefined && !this.#counts(stdin)) return this.#watchedLine(request, stdin, since, waited);
     const undelivered = (error: unknown): void =>
       request.delivery({
         sent: "none",
@@ -250,8 +331,11 @@ export class StdioQueue extends Layer {
       queueMicrotask(() => undelivered(error));
       return "none";
     }
-    sentLate(request, since);
-    if (stdin === undefined) {
+    if (waited) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+    else sentLate(request, since);
+    // No child's stdin: the transport's own `send`. Or a `send` that settles at the line's own
+    // write (the CLI's transport): a failed write rejects it.
+    if (stdin === undefined || this.#sendSettlesAtWrite) {
       sending.catch(undelivered);
       return "notification";
     }
@@ -269,6 +353,106 @@ export class StdioQueue extends Layer {
     return "notification";
   }
 
+  /**
+   * `#line` on a stdin that does not count what it holds (`countsItsBuffer`): the record follows
+   * the line's own write, made by the transport's `send` (`#watched`), whose callback comes in
+   * order after the writes before it: once the line was handed to the pipe (during the `send`
+   * itself when the pipe took it at once: out at once), or with the error that kept it out. Until
+   * then the record says it has not gone (`sentAt` null). A `send` that wrote nothing to stdin
+   * while it ran (a transport of its own) is taken at its word, as on a transport without a
+   * child's stdin: sent, unless it fails.
+   */
+  #watchedLine(request: CancelRequest, stdin: Stdin, since: number | undefined, waited: boolean): CancelMechanism {
+    const undelivered = (error: unknown): void =>
+      request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
+    const out = (): void => {
+      if (waited) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+      else sentLate(request, since);
+    };
+    let sending: Promise<void>;
+    const writes: Writes = { made: 0, left: 0, error: undefined, during: true, done: undefined };
+    try {
+      sending = this.#watched(stdin, request.notification, undefined, writes);
+    } catch (error) {
+      queueMicrotask(() => undelivered(error));
+      return "none";
+    }
+    if (writes.made === 0) {
+      out();
+      sending.catch(undelivered);
+      return "notification";
+    }
+    sending.catch(noop); // the SDK echoes a failed write to onerror; the record has it
+    if (writes.error !== undefined) {
+      undelivered(writes.error);
+      return "none";
+    }
+    if (writes.left === 0) {
+      out();
+      return "notification";
+    }
+    // Still held by the runtime: not out yet; its callback tells when it goes, or why it did not.
+    if (!waited) request.delivery({ sent: "notification", failed: null, sentWall: null });
+    writes.done = (error) => {
+      if (error === undefined) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+      else undelivered(error);
+    };
+    return "notification";
+  }
+
+  /**
+   * Calls the transport's `send` with the writes it makes to stdin watched (a stdin that does not
+   * count what it holds): each gets a callback of the queue's besides its own, so the queue knows
+   * what the runtime still holds (`#unwritten`: the pipe is full while it is not 0) and, with
+   * `writes`, what became of this message's own writes. The stdin's `write` is wrapped only while
+   * `send` runs (it writes at once: both SDK lines, the CLI's transport) and put back before it
+   * returns. Throws what `send` throws.
+   */
+  #watched(stdin: Stdin, message: Message, options: SendOptions | undefined, writes: Writes | undefined): Promise<void> {
+    if (this.#unwrittenOn !== stdin) {
+      this.#unwrittenOn = stdin;
+      this.#unwritten = 0;
+    }
+    const slot = stdin as { write: (...args: unknown[]) => boolean };
+    const write = slot.write;
+    const calledBack = (error: Error | null | undefined): void => {
+      // The last write the runtime held went: what waits goes (as at a `drain`).
+      if (this.#unwrittenOn === stdin && this.#unwritten > 0 && --this.#unwritten === 0 && this.#listening === stdin) this.#drain();
+      if (writes === undefined) return;
+      writes.left--;
+      if (error !== null && error !== undefined) {
+        if (typeof error === "object") ownWriteErrors.add(error);
+        writes.error ??= error;
+      }
+      if (writes.during || writes.done === undefined || (writes.left > 0 && writes.error === undefined)) return;
+      const done = writes.done;
+      writes.done = undefined;
+      done(writes.error);
+    };
+    // Called as `stdin.write(...)`: bound to stdin. Counted before the write: a runtime may call back during it.
+    slot.write = (...args: unknown[]): boolean => {
+      const last = args.length > 1 ? args[args.length - 1] : undefined;
+      const theirs = typeof last === "function" ? (last as (error?: Error | null) => void) : undefined;
+      if (theirs !== undefined) args.pop();
+      args.push((error?: Error | null): void => {
+        theirs?.(error);
+        calledBack(error);
+      });
+      this.#unwritten++;
+      if (writes !== undefined) {
+        writes.made++;
+        writes.left++;
+      }
+      return write.apply(stdin, args);
+    };
+    try {
+      return this.below.send(message, options);
+    } finally {
+      slot.write = write;
+      if (writes !== undefined) writes.during = false;
+    }
+  }
+
   /** Writes one waiting entry (the pipe took the one before it). */
   #put(entry: Waiting): void {
     const stdin = this.#stdin();
@@ -278,8 +462,7 @@ export class StdioQueue extends Layer {
         return;
       }
       // It waited: its record's sentAt (null meanwhile) is when it left.
-      if (this.#line(entry.cancel, stdin, undefined) !== "none")
-        entry.cancel.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+      this.#line(entry.cancel, stdin, undefined, true);
       return;
     }
     this.#write(entry.message, entry.options, entry.id, stdin).then(entry.resolve, entry.reject);
@@ -315,13 +498,25 @@ export class StdioQueue extends Layer {
 
   readonly #flush = (stdin: Stdin): void => {
     this.#flushing = undefined;
-    while (this.#waiting.length > 0 && (!stdin.writable || !stdin.writableNeedDrain)) {
+    while (this.#waiting.length > 0 && (!stdin.writable || !this.#full(stdin))) {
       const entry = this.#waiting.shift()!;
       if (entry.cancel !== undefined) this.#waitingCancels--;
       this.#put(entry);
     }
     if (this.#waiting.length > 0) this.#listen(stdin);
   };
+}
+
+/**
+ * Whether the stdin counts what it holds: its `write` is its class's (Node's and Deno's child
+ * stdin inherit `Writable.prototype.write`, which keeps `writableLength` and `writableNeedDrain`).
+ * Bun's child stdin has a `write` of its own, a fast path past the Writable's buffer: while 2 MB
+ * wait for a server that stopped reading, `writableLength` is 0 and `writableNeedDrain` false, and
+ * a zero-length write calls back at once, before the writes ahead of it (whose callbacks come in
+ * order, when the pipe took them). So has a stdin whose `write` someone wrapped, and a stand-in.
+ */
+function countsItsBuffer(stdin: Stdin): boolean {
+  return !Object.hasOwn(stdin, "write");
 }
 
 /** The record's text for a cancel line that could not be written to a stdin that is gone. */

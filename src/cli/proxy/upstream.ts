@@ -1,4 +1,4 @@
-import { stdioCancellation } from "../../adapters/stdio/index.js";
+import { stdioAdapter } from "../../adapters/stdio/adapter.js";
 import type { Message } from "../../wire/messages.js";
 import { ChildStdioTransport } from "../stdio-transport.js";
 import type { StdioTarget } from "../stdio-transport.js";
@@ -35,7 +35,13 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
     child.onmessage?.(answer);
   };
   return {
-    adapter: stdioCancellation(child),
+    // The write queue reads the child's stdin, as over the SDK's transports: a cancel line behind a
+    // full pipe waits there (its record's sentAt null until it left, then when it did). Without
+    // it, the queue took the line as sent when the transport's send was called (the settle's
+    // time, never revised). Relayed messages go to the transport at once (`holdMessages: false`):
+    // its writes of a pass are corked together, and its send waits by callback, not by `drain`;
+    // that callback is the line's own write (`sendSettlesAtWrite`).
+    adapter: stdioAdapter(child, () => child.stdin, { holdMessages: false, sendSettlesAtWrite: true }),
     onInvalid(handler) {
       child.oninvalid = handler;
     },
