@@ -248,8 +248,8 @@ export class StdioQueue extends Layer {
   /**
    * Writes a waiting entry's line to stdin itself (closing, the pipe full). A cancel line's record
    * (`sentAt` null while it waited) follows the line's own write: when it was handed to the pipe,
-   * or the error that kept it out (until this release it was stamped at the close, while the line
-   * still sat behind the full pipe).
+   * or the error that kept it out (never the close's time, while the line still sits behind the
+   * full pipe).
    */
   #direct(stdin: Stdin, entry: Waiting): void {
     const cancel = entry.cancel;
