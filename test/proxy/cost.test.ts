@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { runProxyCommand } from "../../src/cli/proxy/command.js";
-import { eventually, INITIALIZE, type ProxyRecord, type RpcMessage, received, tempDir } from "./helpers.js";
+import { answersFrom, eventually, INITIALIZE, type ProxyRecord, received, tempDir } from "./helpers.js";
 
 // What a pending request costs the proxy (issue 29: heap per pending call ≤ 1 KB): no
 // AbortController per request. The client's cancel ends its call by id
@@ -43,16 +43,7 @@ describe("proxy: the cost of a pending request", () => {
     const controllers = countControllers();
     const input = new PassThrough();
     const output = new PassThrough();
-    const answers = new Map<unknown, RpcMessage>();
-    let buffered = "";
-    output.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString("utf8");
-      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-        const message = JSON.parse(buffered.slice(0, end)) as RpcMessage;
-        buffered = buffered.slice(end + 1);
-        if (message.id !== undefined) answers.set(message.id, message);
-      }
-    });
+    const answers = answersFrom(output);
     const quiet = { stdout: () => {}, stderr: () => {} };
     const exit = runProxyCommand(
       [

@@ -189,3 +189,18 @@ export class RawClient {
     return exit;
   }
 }
+
+/** The messages with an id the proxy writes to `output` (its stdout in-process), by id, as they come: one JSON line each. */
+export function answersFrom(output: NodeJS.ReadableStream): Map<unknown, RpcMessage> {
+  const answers = new Map<unknown, RpcMessage>();
+  let buffered = "";
+  output.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+      const message = JSON.parse(buffered.slice(0, end)) as RpcMessage;
+      buffered = buffered.slice(end + 1);
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+  });
+  return answers;
+}

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { runProxyCommand } from "../../src/cli/proxy/command.js";
-import { eventually, INITIALIZE, type ProxyRecord, type RpcMessage, sleep, tempDir } from "./helpers.js";
+import { answersFrom, eventually, INITIALIZE, type ProxyRecord, sleep, tempDir } from "./helpers.js";
 
 // The proxy's --records for a cancel line stuck behind a full pipe (an outside tester's finding,
 // /tmp/reports/proxy-stall-resume.sh): the upstream server stops reading its stdin, a call with a
@@ -75,16 +75,7 @@ async function stalledCall(serverFlags: string[], waitFor: (log: ServerLog, revi
   const records = join(dir, "records.jsonl");
   const input = new PassThrough();
   const output = new PassThrough();
-  const answers = new Map<unknown, RpcMessage>();
-  let buffered = "";
-  output.on("data", (chunk: Buffer) => {
-    buffered += chunk.toString("utf8");
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      const message = JSON.parse(buffered.slice(0, end)) as RpcMessage;
-      buffered = buffered.slice(end + 1);
-      if (message.id !== undefined) answers.set(message.id, message);
-    }
-  });
+  const answers = answersFrom(output);
   const quiet = { stdout: () => {}, stderr: () => {} };
   const command = `exec "${process.execPath}" "${STALL}" ${serverFlags.join(" ")} 2>"${log}"`;
   const exit = runProxyCommand(["--records", records, "--timeout-ms", String(TIMEOUT_MS), "--", "sh", "-c", command], quiet, {
