@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
-import { stdioCancellation } from "../adapters/stdio/index.js";
+import { stdioAdapter } from "../adapters/stdio/adapter.js";
 import { cancellableFetch, streamableHttpCancellation } from "../adapters/streamable-http/index.js";
 import { withCancellation } from "../client/with-cancellation.js";
 import type { CancellableClient, ClientLike } from "../client/with-cancellation.js";
@@ -245,7 +245,9 @@ function openTransport(options: ProbeOptions, recorder: Recorder, v2: typeof imp
     };
     return {
       transport,
-      adapter: (recorded) => stdioCancellation(recorded),
+      // The write queue reads the child's stdin, as the proxy's upstream does (upstream.ts): a
+      // cancel line behind a full pipe is not taken as sent until the pipe took it.
+      adapter: (recorded) => stdioAdapter(recorded, () => transport.stdin, { holdMessages: false, sendSettlesAtWrite: true }),
       mechanism: "notifications/cancelled on the server's stdin (rules 6, 31)",
       cpuTimeMs: () => {
         const pid = transport.pid;
