@@ -194,6 +194,28 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
     expect(client.stderr).toMatch(/the server exited with code 1/);
   });
 
+  it("a server that closes its stdout but keeps running: pending requests are answered -32000 (not left to their timeouts), the server is stopped, the proxy exits 1", async () => {
+    const client = start(server(SCRIPTED, "--list-all"));
+    await client.initialize();
+    const sent = performance.now();
+    client.send(call("waiting", "silent"));
+    client.send(call("hangup", "close-stdout", { ms: 100 }));
+    const [waiting, hangup] = await Promise.all([client.answer("waiting"), client.answer("hangup")]);
+    const answeredAfter = performance.now() - sent;
+    for (const answer of [waiting, hangup]) {
+      expect(answer.error!.code).toBe(-32000);
+      expect(answer.error!.message).toMatch(/connection to the server was lost/);
+      expect(answer.error!.data!.trigger).toBe("connection-closed");
+    }
+    // The proxy's default idle timeout is 60 s: an answer this soon came from the closed stdout.
+    expect(answeredAfter).toBeLessThan(10_000);
+    const exit = await client.exited;
+    expect(exit.code).toBe(1);
+    expect(client.stderr).toMatch(/the server closed its stdout while still running/);
+    const pid = Number(/STDOUT-CLOSED (\d+)/.exec(client.stderr)![1]);
+    expect(await eventually(() => !alive(pid), 3_000)).toBe(true);
+  });
+
   it("the client goes away: every call in flight is cancelled upstream, the server is stopped, the proxy exits 0", async () => {
     const client = start(server(SCRIPTED, "--list-all"));
     await client.initialize();

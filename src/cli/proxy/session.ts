@@ -150,6 +150,11 @@ export interface Upstream<T extends TransportLike> {
   readonly adapter: CancellationAdapter<T>;
   /** What to say about the upstream once it closed, and the exit status it means (0 or 1). */
   ended(): { message: string; code: number };
+  /**
+   * The upstream closed the connection but may still run (a stdio server that closed its
+   * stdout): stops it (its process group). Never rejects. Stdio only.
+   */
+  stop?(): Promise<void>;
   /** Where the upstream reports a line that is not a JSON-RPC message (stdio). */
   onInvalid?(handler: (line: string, why: string) => void): void;
   /**
@@ -1041,7 +1046,7 @@ export class ProxySession<T extends TransportLike> {
         this.#answerLost(pending, why);
       }
       if (held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
-      await Promise.all([this.#closeRecords(), this.#extras.flush?.(deadline - performance.now() - 50)]);
+      await Promise.all([this.#upstream.stop?.(), this.#closeRecords(), this.#extras.flush?.(deadline - performance.now() - 50)]);
       const ended = this.#upstream.ended();
       code = ended.code;
       this.#log(ended.message);

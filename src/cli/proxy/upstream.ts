@@ -15,8 +15,10 @@ export const INTERNAL_ERROR_CODE = -32603;
  * sent again).
  */
 export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log: (text: string) => void): Upstream<ChildStdioTransport> {
-  // The server's stderr is the proxy's own (diagnostics never reach the client's stdout).
-  const child = new ChildStdioTransport(target, { stderr: "inherit", maxMessageBytes });
+  // The server's stderr is the proxy's own (diagnostics never reach the client's stdout). A server
+  // that closes its stdout can answer nothing more: the connection counts as closed then (every
+  // request in flight answered -32000 at once, not left to its timeout), even while it runs.
+  const child = new ChildStdioTransport(target, { stderr: "inherit", maxMessageBytes, closeOnStdoutEnd: true });
   child.ontoolong = (line) => {
     if (!line.ended) {
       log(`mcp-cancellable proxy: the server is writing a message of more than ${line.limit} bytes (--max-message-bytes): dropping it\n`);
@@ -34,6 +36,8 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
     };
     child.onmessage?.(answer);
   };
+  /** The connection closed (its stdout ended) with the process still running: `stop` ended it. */
+  let runningAtClose = false;
   return {
     // The write queue reads the child's stdin, as over the SDK's transports: a cancel line behind a
     // full pipe waits there (its record's sentAt null until it left, then when it did). Without
@@ -55,8 +59,17 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
     uncork: () => child.uncork(),
     pause: () => child.pauseReading(),
     resume: () => child.resumeReading(),
+    stop() {
+      if (child.exit !== undefined) return Promise.resolve();
+      runningAtClose = true;
+      return child.close();
+    },
     ended() {
       const exit = child.exit;
+      if (runningAtClose) {
+        const how = exit === undefined ? "" : exit.signal !== null ? ` (${exit.signal})` : ` (exit code ${String(exit.code)})`;
+        return { message: `the server closed its stdout while still running; the proxy stopped it${how}`, code: 1 };
+      }
       if (exit === undefined) return { message: "the server is stopped", code: 1 };
       if (exit.signal !== null) return { message: `the server was ended by ${exit.signal}`, code: 1 };
       return { message: `the server exited with code ${String(exit.code)}`, code: exit.code === 0 ? 0 : 1 };
