@@ -1,3 +1,4 @@
+import { asVerifyRead } from "../utils/verify-reads.js";
 import pTimeout from "p-timeout";
 import { CallCancelledError } from "../errors/CallCancelledError.js";
 import { CallTimeoutError } from "../errors/CallTimeoutError.js";
@@ -661,7 +662,12 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const clock = this.#deadlines.clock;
     const cancelledAt = clock();
     const wait = (ms: number): Promise<void> => new Promise<void>((resolve) => timers.setTimeout(resolve, ms));
+    // The adapter may learn after the settle that the request never reached the server (its POST
+    // body never written): nothing can have been applied, so nothing is read (an outside tester's:
+    // a verifier ran 750 ms after the record said never sent, and the model read "could not tell").
+    const neverSent = (): boolean => settled.record.outcome === "not-sent";
     if (verifyDelayMs > 0) await wait(verifyDelayMs);
+    if (neverSent()) return settled.record;
     const startedAt = new Date().toISOString();
     const windowStart = clock();
     const windowEnd = windowStart + verifyWindowMs;
@@ -669,6 +675,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     /** This read is the one planned at the window's end. */
     let final = false;
     for (let planned = 1; ; planned++) {
+      if (neverSent()) return settled.record;
       const at = clock();
       const read = await readOnce(verify!, settled.record, verifyTimeoutMs, timers);
       reads.push({ atMs: Math.max(0, Math.round((at - cancelledAt) * 10) / 10), ...read });
@@ -740,16 +747,19 @@ async function readOnce(
 ): Promise<Pick<VerifyRead, "found" | "error">> {
   const controller = new AbortController();
   try {
-    const answer = await pTimeout(
-      Promise.resolve().then(() => verify({ record, signal: controller.signal })),
-      {
-        milliseconds: verifyTimeoutMs,
-        message: `verify did not answer within ${verifyTimeoutMs} ms`,
-        customTimers: {
-          setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
-          clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
+    // A verify read: the tool calls it makes take no verifier of their own (see verify-reads.ts).
+    const answer = await asVerifyRead(() =>
+      pTimeout(
+        Promise.resolve().then(() => verify({ record, signal: controller.signal })),
+        {
+          milliseconds: verifyTimeoutMs,
+          message: `verify did not answer within ${verifyTimeoutMs} ms`,
+          customTimers: {
+            setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
+            clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
+          },
         },
-      },
+      ),
     );
     if (answer === "applied" || answer === "not-applied") return { found: answer, error: null };
     throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);

@@ -20,6 +20,7 @@ import { isSignalOnly } from "../options/schemas.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers, Verifiers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { toolVerify, verifierFor } from "./verifiers.js";
+import { inVerifyRead } from "../utils/verify-reads.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
@@ -238,8 +239,9 @@ export class CallRunner {
       if (isSignalOnly(options) && !(REFUSED_HOOK_VALUE in options)) signal = options.signal;
       else resolved = this.#resolve(request, options);
     }
-    // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any.
-    if (this.#verifiers !== undefined && method === "tools/call" && name !== null && resolved.verify === undefined) {
+    // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any; not one
+    // a verify read makes (a read that timed out would be verified by a read, and so on).
+    if (this.#verifiers !== undefined && method === "tools/call" && name !== null && resolved.verify === undefined && !inVerifyRead()) {
       const verifier = verifierFor(this.#verifiers, name);
       if (verifier !== undefined) resolved = { ...resolved, verify: toolVerify(verifier, name, params) };
     }

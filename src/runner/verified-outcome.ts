@@ -27,13 +27,16 @@ const TRIGGER_WORDS: Record<string, string> = {
   "connection-closed": "lost its connection",
 };
 
-/** The library's text for a verified (or failed-to-verify) cancelled call. */
+/** The library's text for a verified (or failed-to-verify) cancelled call, or one learned never sent after its settle. */
 export function verifiedOutcomeText(record: RunRecord): string {
   const tool = record.name === null ? `The ${record.method} request` : `The tool call ${JSON.stringify(record.name)}`;
   const trigger = TRIGGER_WORDS[record.cancel?.trigger ?? "aborted"] ?? "was cancelled";
   const head = `${tool} was cancelled after ${(record.elapsedMs / 1_000).toFixed(1)} s (${trigger})`;
   const summary = record.verification?.summary ?? "";
   switch (record.outcome) {
+    case "not-sent":
+      // Learned after the settle (its request body never written): no verification ran.
+      return `${head} before the server received it: its effect was not applied, and it may be called again.`;
     case "verified-applied":
       return `${head}; a check afterwards found that its effect was applied (${summary}). Do not call it again to repeat it.`;
     case "verified-not-applied":
@@ -72,7 +75,8 @@ export async function awaitVerifiedText(
   // is a limit, not the caller's abort: the verification is waited for, and only a signal still
   // live can end the wait (an outside tester's finding: the model read "outcome unverified").
   const record = await untilAborted(error.verification, timedOutBySignal(error) ? live(signal) : signal);
-  if (record === undefined || record.verification === null) return undefined;
+  // A request learned never sent after the settle has no verification, and a fact to tell.
+  if (record === undefined || (record.verification === null && record.outcome !== "not-sent")) return undefined;
   if (typeof wait === "function") {
     try {
       const text = wait(record);

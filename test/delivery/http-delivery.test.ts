@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CallTimeoutError } from "../../src/index.js";
+import { awaitVerifiedText } from "../../src/runner/verified-outcome.js";
 import { startRawHttp } from "../fixtures/reliability/raw-http-server.js";
 import type { RawHttpServer } from "../fixtures/reliability/raw-http-server.js";
 import { connectV1, connectV2 } from "../http/clients.js";
@@ -98,6 +99,35 @@ for (const [sdk, connect] of [
           summary: "cancelled (timeout), never sent",
           cancel: { mechanism: "none", sentAt: null, undelivered: null },
         });
+        expect(errors).toEqual([]);
+      },
+      10_000,
+    );
+
+    it.skipIf(!observesBody)(
+      "a call learned never sent after its settle is not verified: the verifier never runs, the verification resolves with the not-sent record, and awaitVerification says never received",
+      async () => {
+        const { server, mcp, errors } = await setup(150);
+        server.control.holdLargeBodiesMs = 2_000; // the server reads no large body for 2 s
+        let reads = 0;
+        const verify = () => {
+          reads++;
+          return "not-applied" as const;
+        };
+        const outcome = await timed(
+          mcp.callTool({ name: "hang", arguments: { pad: "x".repeat(8 * 1024 * 1024) } }, { timeoutMs: 30, verify, verifyDelayMs: 800 }),
+        );
+        const error = outcome.error as CallTimeoutError;
+        expect(error).toBeInstanceOf(CallTimeoutError);
+        expect(error.record.outcome).toBe("unverified"); // at the settle, not yet known
+        const text = awaitVerifiedText(error, true);
+        const record = await error.verification;
+        expect(reads).toBe(0);
+        expect(record).toMatchObject({ outcome: "not-sent", verification: null, cancel: { mechanism: "none", sentAt: null } });
+        expect(await text).toMatch(
+          /^The tool call "hang" was cancelled after \d+\.\d s \(timed out\) before the server received it: its effect was not applied/,
+        );
+        expect(mcp.records().at(-1)).toMatchObject({ outcome: "not-sent", verification: null });
         expect(errors).toEqual([]);
       },
       10_000,

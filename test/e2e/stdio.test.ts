@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CallCancelledError, CallTimeoutError } from "../../src/index.js";
 import { alive, eventually, spawnServer } from "../helpers/stdio.js";
+import { sleep } from "../helpers/reliability.js";
 import { SLACK_MS } from "../helpers/timing.js";
 
 // Real child processes over stdio, real timers: assertions are orders, counts and bounds.
@@ -46,6 +47,31 @@ describe("stdio adapter against a scripted server", () => {
       outcome: "late-result-discarded",
       summary: "cancelled (timeout), late result discarded: it ran after all (a verification had found it not applied)",
     });
+  });
+
+  it('a "*" verifier that reads back through the same client: its read takes no verifier, so a read that times out starts no verification of its own', async () => {
+    let reads = 0;
+    const { mcp, received } = await spawn("scripted-server.mjs", {
+      timeoutMs: 60,
+      verifiers: {
+        "*": async () => {
+          reads++;
+          // The read is as slow as the work: it times out too.
+          await mcp.callTool({ name: "late", arguments: { ms: 250 } }).catch(() => {});
+          return "not-applied";
+        },
+      },
+    });
+    const error = await mcp.callTool({ name: "late", arguments: { ms: 250 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    const record = await (error as CallTimeoutError).verification;
+    expect(record.outcome).toBe("verified-not-applied");
+    await sleep(60 * 5); // five more timeouts' worth: a read verified by a read would have gone on
+    expect(reads).toBe(1);
+    const calls = received().filter((m) => m.method === "tools/call");
+    expect(calls).toHaveLength(2); // the call and its one read
+    const [, readRecord] = mcp.records();
+    expect(readRecord).toMatchObject({ status: "cancelled", outcome: expect.stringMatching(/^(unverified|late-result-discarded)$/), verification: null });
   });
 
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
