@@ -183,6 +183,8 @@ export interface V1Options {
   json?: boolean;
   /** Holds each notifications/cancelled POST this long (ms) before handling it: a slow answer. */
   holdCancelMs?: number;
+  /** Destroys each tools/call POST's socket this long (ms) after it came (its stream broken mid-call; the session lives on). */
+  breakToolCallAfterMs?: number;
 }
 
 /** The v1 SDK's McpServer + StreamableHTTPServerTransport over node:http. */
@@ -191,6 +193,7 @@ export async function startV1({
   eventStore = false,
   json = false,
   holdCancelMs = 0,
+  breakToolCallAfterMs,
 }: V1Options = {}): Promise<TestServer> {
   const tag = `v1-${stateful ? "stateful" : "stateless"}${json ? "-json" : ""}${eventStore ? "-es" : ""}`;
   const t0 = performance.now();
@@ -221,6 +224,9 @@ export async function startV1({
       const raw = req.method === "POST" ? await readBody(req) : "";
       const parsed: unknown = raw ? JSON.parse(raw) : undefined;
       observe(events, t0, ++seq, req, res, parsed);
+      if (breakToolCallAfterMs !== undefined && (parsed as { method?: string } | undefined)?.method === "tools/call") {
+        setTimeout(() => req.socket.destroy(), breakToolCallAfterMs);
+      }
       if (holdCancelMs > 0 && (parsed as { method?: string } | undefined)?.method === "notifications/cancelled") {
         await new Promise((resolve) => setTimeout(resolve, holdCancelMs));
       }

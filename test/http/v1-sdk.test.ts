@@ -129,6 +129,24 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("a call cancelled while the SDK resumes its broken stream (GET Last-Event-ID, no event on it yet): the SDK's next try carries the token and is refused silently; no bare GET reaches the server, onerror stays empty", async () => {
+    const { server, mcp, adapter, errors } = await setup({ stateful: true, eventStore: true, breakToolCallAfterMs: 150 });
+    const { call, controller } = await inFlight(server, mcp, 1);
+    const resumes = () => server.events.filter((e) => e.kind === "http" && e.http === "GET" && e.lastEventId !== undefined);
+    // The v1 SDK resumes a broken stream 1000 ms after it broke.
+    expect(await eventually(() => resumes().length === 1, 1_000 + SLACK_MS * 3)).toBe(true);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/SSE stream disconnected/)]); // the break itself, the server's doing
+    const abortedAt = server.now();
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    // Its next try comes 1000 ms after the resumed stream ended: refused in the client, never sent.
+    expect(await eventually(() => adapter.stats().resumesRefused === 1, 1_000 + SLACK_MS * 3)).toBe(true);
+    await sleep(200);
+    expect(server.events.filter((e) => e.kind === "http" && e.http === "GET" && e.t >= abortedAt)).toEqual([]);
+    expect(errors).toHaveLength(1);
+    expect(adapter.stats()).toMatchObject({ streams: 0, resuming: 0 });
+  }, 10_000);
+
   it("a notification the server is slow to answer holds nothing: the caller is released at once, the notification arrives first, the stream closes at most flushTimeoutMs after it", async () => {
     const server = await startV1({ stateful: false, holdCancelMs: 1_000 });
     cleanup.push(() => server.stop());

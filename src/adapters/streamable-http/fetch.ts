@@ -267,6 +267,7 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
   const port = registry.port;
   let id: RequestId | undefined;
   let resumed = false;
+  let resumeToken: string | undefined;
   let cancel = false;
   if (method === "POST") {
     id = requestIdOf(init.body);
@@ -274,6 +275,7 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
   } else if (method === "GET" && port !== undefined) {
     const lastEventId = new Headers(init.headers).get("last-event-id");
     if (lastEventId !== null) {
+      resumeToken = lastEventId;
       const verdict = port.resume(lastEventId);
       // The SDK's GET resume takes a 405 silently: no onerror, no retry.
       if (verdict === "block")
@@ -344,18 +346,35 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
     return response;
   }
   const started = tracked && requestId !== undefined ? () => port?.bodyStarted(requestId) : undefined;
-  const body = watch(response.body, (how, cause) => release(tracked && how !== "cancel" ? how : undefined, cause), started);
+  const resumedFrom = resumed ? { token: resumeToken!, closed: controller.signal } : undefined;
+  const body = watch(response.body, (how, cause) => release(tracked && how !== "cancel" ? how : undefined, cause), started, resumedFrom);
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-/** A pass-through body that reports once how it ended, and (`onStart`) its first chunk. */
+/**
+ * A pass-through body that reports once how it ended, and (`onStart`) its first chunk.
+ *
+ * `resumedFrom`: the body is a stream's resume (`GET` with `Last-Event-ID: token`). When it is
+ * closed on purpose (`closed` aborted: the call's cancel, or the transport's close) before any
+ * event id came on it, it ends with an event carrying `token` instead of an error: the v1 SDK
+ * (1.32.2 client/streamableHttp.js `_handleSseStream`) keeps the last event id per stream, so
+ * from an error on a resume that carried none it tries again with no `Last-Event-ID` at all, a
+ * bare `GET` that reached the server (409 beside the session's own stream) and `onerror` each
+ * time (an outside tester's finding). With the token it tries the resume again, which the
+ * adapter refuses in the client (405, taken silently).
+ */
 function watch(
   body: ReadableStream<Uint8Array>,
   onEnd: (how: "eof" | "error" | "cancel", cause?: unknown) => void,
   onStart?: () => void,
+  resumedFrom?: { readonly token: string; readonly closed: AbortSignal },
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let onFirst = onStart;
+  /** An event id came on the resumed stream (the SDK resumes from it then). */
+  let sawId = false;
+  let decoder: TextDecoder | undefined;
+  let tail = "";
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
@@ -363,13 +382,22 @@ function watch(
         chunk = await reader.read();
       } catch (error) {
         onEnd("error", error);
-        controller.error(error);
+        if (resumedFrom?.closed.aborted && !sawId) {
+          controller.enqueue(new TextEncoder().encode(`\n\nid: ${resumedFrom.token}\ndata:\n\n`));
+          controller.close();
+        } else controller.error(error);
         return;
       }
       if (chunk.done) {
         onEnd("eof");
         controller.close();
       } else {
+        if (resumedFrom !== undefined && !sawId) {
+          decoder ??= new TextDecoder();
+          const text = tail + decoder.decode(chunk.value, { stream: true });
+          sawId = /(^|[\r\n])id:/.test(text);
+          tail = text.slice(-4);
+        }
         controller.enqueue(chunk.value);
         if (onFirst !== undefined) {
           const first = onFirst;
