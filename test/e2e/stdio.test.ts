@@ -58,7 +58,7 @@ describe("stdio adapter against a scripted server", () => {
           reads++;
           // The read is as slow as the work: it times out too.
           await mcp.callTool({ name: "late", arguments: { ms: 250 } }).catch(() => {});
-          return "not-applied";
+          return "not-applied" as const;
         },
       },
     });
