@@ -71,7 +71,11 @@ describe("stdio adapter against a scripted server", () => {
     const calls = received().filter((m) => m.method === "tools/call");
     expect(calls).toHaveLength(2); // the call and its one read
     const [, readRecord] = mcp.records();
-    expect(readRecord).toMatchObject({ status: "cancelled", outcome: expect.stringMatching(/^(unverified|late-result-discarded)$/), verification: null });
+    expect(readRecord).toMatchObject({
+      status: "cancelled",
+      outcome: expect.stringMatching(/^(unverified|late-result-discarded)$/),
+      verification: null,
+    });
   });
 
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
