@@ -122,6 +122,27 @@ const MAX_ERROR_MESSAGE_LENGTH = 1_000;
 /** Never 0 or Infinity: Node fires those at once. The SDK's own timer must never decide a call's fate. */
 const SDK_TIMEOUT = MAX_TIMER_DELAY_MS;
 
+/** The runtime's own `setInterval`, taken when the library loads (fake timers installed later do not replace it). */
+const runtimeSetInterval = globalThis.setInterval;
+let sdkTimerListKept = false;
+
+/**
+ * Node keeps one list of timers per delay. The SDK's own timer of each call's request
+ * (`SDK_TIMEOUT`) is cleared as the request goes out (`sdkTimerDropper`), which left that delay's
+ * list empty: Node deleted it and made it again for the next request, a `TimersList` and its
+ * place in the timers' priority queue per call (about 0.7 µs of the v1 SDK's call, 1,000 in
+ * flight). One unreferenced interval of that delay keeps the list: it holds no process open,
+ * is no active resource, and fires every 24.8 days doing nothing. Elsewhere (a browser's numeric
+ * timer, no `unref`) it is cleared at once.
+ */
+function keepSdkTimerList(): void {
+  if (sdkTimerListKept) return;
+  sdkTimerListKept = true;
+  const timer = runtimeSetInterval(noop, SDK_TIMEOUT) as unknown as { unref?: unknown } | number;
+  if (typeof timer === "object" && timer !== null && typeof timer.unref === "function") (timer as { unref(): void }).unref();
+  else globalThis.clearInterval(timer as never);
+}
+
 const systemTimers: Timers = {
   setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
   clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
@@ -129,6 +150,12 @@ const systemTimers: Timers = {
 
 /** `performance.now()`: the process's clock, whose deadline queues share the process's settle slicer. */
 const monotonic = processClock;
+
+/** `drop`, with the SDK timers' list kept (see `keepSdkTimerList`) when there is one to drop. */
+function keptListDropper(drop: ((id: RequestId) => void) | undefined): ((id: RequestId) => void) | undefined {
+  if (drop !== undefined) keepSdkTimerList();
+  return drop;
+}
 
 /** The SDK request options of every call (frozen: an entry point spreads them, never writes them). */
 const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const });
@@ -448,7 +475,7 @@ export function openWire<T extends TransportLike>(
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: extras.releaseWait ?? (client === undefined ? undefined : sdkWaitDropper(client)),
     // The SDK's own timer of each call's request (the longest delay: it never decides) is dropped as the request goes out.
-    dropTimer: client === undefined ? undefined : sdkTimerDropper(client),
+    dropTimer: client === undefined ? undefined : keptListDropper(sdkTimerDropper(client)),
     // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
     inputDispatcher: client === undefined ? undefined : sdkInputDispatcher(client),
     // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to
