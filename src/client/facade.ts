@@ -347,7 +347,16 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
       maxTotalTimeoutMs: max === undefined ? undefined : SDK_MAX_TOTAL_NAME,
     };
   }
-  if (source.resetTimeoutOnProgress !== undefined) call.resetTimeoutOnProgress = source.resetTimeoutOnProgress as boolean;
+  const reset = source.resetTimeoutOnProgress;
+  if (reset !== undefined) {
+    if (typeof reset !== "boolean") {
+      throw new InvalidOptionError(
+        "resetTimeoutOnProgress",
+        `${where}: "resetTimeoutOnProgress" (the SDK's request option) must be true or false; received ${received(reset)}`,
+      );
+    }
+    call.resetTimeoutOnProgress = reset;
+  }
   if (source.signal !== undefined) call.signal = source.signal as AbortSignal;
   if (source.onprogress !== undefined) call.onprogress = source.onprogress as CallOptions["onprogress"] & {};
   return { call, extras };

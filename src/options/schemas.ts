@@ -28,7 +28,8 @@ export function received(value: unknown): string {
 }
 
 const count = (min: 0 | 1) => {
-  const error = `must be an integer from ${min} to ${MAX_TIMER_DELAY_MS}`;
+  const error = (issue: { input?: unknown }): string =>
+    `must be an integer from ${min} to ${MAX_TIMER_DELAY_MS}; received ${received(issue.input)}`;
   return z.number({ error }).int({ error }).min(min, { error }).max(MAX_TIMER_DELAY_MS, { error });
 };
 

@@ -143,6 +143,14 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
         /"timeout" \(the SDK's request option, in ms\) must be a positive number of ms, or Infinity; received 0$/,
       ),
     });
+    // Named as the SDK's option where it was given, not as the library's call options.
+    await expect(
+      client.callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { resetTimeoutOnProgress: "yes" } as never),
+    ).rejects.toMatchObject({
+      name: "InvalidOptionError",
+      option: "resetTimeoutOnProgress",
+      message: expect.stringMatching(/: "resetTimeoutOnProgress" \(the SDK's request option\) must be true or false; received "yes"$/),
+    });
   });
 
   it("the library's own call options among the SDK's request options are refused, naming the SDK's name or where they belong; nothing is sent", async () => {

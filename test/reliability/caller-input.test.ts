@@ -314,6 +314,24 @@ describe("client-wide options", () => {
     });
   }
 
+  it("maxRecords and maxTombstones quote the value they refused, as the ms options do", () => {
+    for (const [option, value, quoted] of [
+      ["maxRecords", -1, "received -1"],
+      ["maxRecords", "10", 'received "10"'],
+      ["maxTombstones", 2.5, "received 2.5"],
+      ["timeoutMs", 1.5, "received 1.5"],
+    ] as const) {
+      const { client, transport } = fresh();
+      let error: unknown;
+      try {
+        withCancellation(client, transport, { [option]: value } as never);
+      } catch (e) {
+        error = e;
+      }
+      expect((error as Error).message, option).toContain(quoted);
+    }
+  });
+
   it("timers must carry both functions: the missing one is named", () => {
     for (const [timers, missing] of [
       [{}, "timers.setTimeout"],
