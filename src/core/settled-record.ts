@@ -107,7 +107,31 @@ export function buildRecord(facts: SettledFacts): RunRecord {
   if (facts.task !== undefined) record.task = facts.task;
   // A later revision's summary reads the whole record, as `update` makes it.
   if (facts.revision !== undefined) record.summary = summarize(record);
-  return record;
+  return frozenRecord(record);
+}
+
+/**
+ * A record as every reader gets it (`onRecord`, `records()`, an error's `record`, a revision):
+ * frozen, with what it holds. They all share one object, so a hook that edited it changed what
+ * the caller and later revisions read (an outside tester's: a cancelled call then read
+ * `succeeded`, and a hook that deleted `cancel` crashed the next revision). A reader that wants
+ * to change one copies it (`{ ...record }`). @internal
+ */
+export function frozenRecord<R extends RunRecord>(record: R): R {
+  for (const key in record) {
+    const value = record[key];
+    if (typeof value === "object" && value !== null) freezeAll(value);
+  }
+  return Object.freeze(record);
+}
+
+function freezeAll(value: object): void {
+  if (Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const key in value) {
+    const inner = (value as Record<string, unknown>)[key];
+    if (typeof inner === "object" && inner !== null) freezeAll(inner);
+  }
 }
 
 /** What a revision may change: what arrived after the settle (late messages, the cancel's delivery, a verification, the task's fate). */
@@ -242,6 +266,7 @@ export class SettledRecord implements LateSink {
     const next = { ...current, ...changes, revision: current.revision + 1 } as RunRecord;
     if (raises(current, outcome)) (next as CancelledRunRecord).outcome = outcome!;
     next.summary = summarize(next);
+    frozenRecord(next);
     this.#record = next;
     this.#emit?.(next);
     return next;

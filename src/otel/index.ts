@@ -199,7 +199,8 @@ class CallTrace implements CallObservation {
 
     const spanAttributes: Attributes = { ...common };
     if (/^resources\/(read|subscribe|unsubscribe)$/.test(method) && typeof params.uri === "string") {
-      spanAttributes[ATTR_MCP_RESOURCE_URI] = params.uri;
+      // As the record shows it: no credentials, query or fragment (a token travels there), at most 1,000 characters.
+      spanAttributes[ATTR_MCP_RESOURCE_URI] = call.name ?? params.uri;
     }
     const session = (call.transport as { sessionId?: unknown } | null)?.sessionId;
     if (typeof session === "string" && session.length > 0) spanAttributes[ATTR_MCP_SESSION_ID] = session;

@@ -5,6 +5,7 @@
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks, CallIds } from "../core/cancellable-call.js";
 import type { SettledRecord } from "../core/settled-record.js";
+import { frozenRecord } from "../core/settled-record.js";
 import { DeadlineQueue } from "../core/deadlines.js";
 import { processClock } from "../utils/slices.js";
 import { summarize } from "../core/record.js";
@@ -274,13 +275,14 @@ export class CallRunner {
     }
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
     const key = nextCallId();
+    const shown = name === null || (name === params.name && name.length <= MAX_NAME_LENGTH) ? name : shownName(name, params);
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
     const observation =
       defaults.observer === undefined
         ? undefined
         : observe(defaults.observer, {
             method,
-            name,
+            name: shown,
             params,
             client: this.#init.client,
             transport: wire?.underlying,
@@ -303,7 +305,7 @@ export class CallRunner {
         : this.#callHooks(wire, task, observation);
     const call = new CancellableCall<R>({
       method,
-      name,
+      name: shown,
       options: resolved,
       signal,
       hooks,
@@ -371,7 +373,7 @@ export class CallRunner {
         sessionId: null,
         requestId: null,
         method: request.method,
-        name: request.name,
+        name: shownName(request.name, request.params),
         startedAt: now,
         settledAt: now,
         elapsedMs: 0,
@@ -388,6 +390,7 @@ export class CallRunner {
 
   /** A record made here (an invalid option from a hook): to memory and `onRecord`. */
   #record(key: number, next: RunRecord): void {
+    frozenRecord(next);
     this.#ledger.put(key, { record: next });
     this.#onRecord?.(next);
   }
@@ -531,7 +534,31 @@ function marked(params: Record<string, unknown>, key: number): Record<string, un
   return copy;
 }
 
-/** The record's `name`: a tool or prompt name, or a resource URI. */
+/** The request's `name`: a tool or prompt name, or a resource URI (limits and verifiers go by it; the record shows `shownName` of it). */
 export function nameOf(params: Record<string, unknown>): string | null {
   return typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : null;
+}
+
+/** The most characters of a record's `name`; a longer one is cut, ending in "…" (as error messages are cut). */
+const MAX_NAME_LENGTH = 1_000;
+
+/** A URI with credentials (`user:pass@`), a query or a fragment: what the record leaves out of it. */
+const URI_PARTS = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*@)?([^?#]*)([?#][\s\S]*)?$/i;
+
+/**
+ * The `name` a record (and a span) shows for a request: a tool or prompt name as it is; a
+ * resource URI without its credentials, query and fragment (`https://host/doc?…`), where a
+ * token travels (`?access_token=`), since records are meant to be safe to log; either cut at
+ * 1,000 characters (a 1 MB `data:` URI made 1 MB records).
+ */
+export function shownName(name: string | null, params: Record<string, unknown>): string | null {
+  if (name === null) return null;
+  let shown = name;
+  if (name !== params.name) {
+    const parts = URI_PARTS.exec(name);
+    if (parts !== null && (parts[2] !== undefined || parts[4] !== undefined)) {
+      shown = `${parts[1]}${parts[2] === undefined ? "" : "…@"}${parts[3]}${parts[4] === undefined ? "" : `${parts[4][0]}…`}`;
+    }
+  }
+  return shown.length > MAX_NAME_LENGTH ? `${shown.slice(0, MAX_NAME_LENGTH - 1)}…` : shown;
 }

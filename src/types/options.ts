@@ -194,7 +194,7 @@ export interface Anomaly {
 export interface ObservedCall {
   /** The JSON-RPC method, such as `"tools/call"`. */
   readonly method: string;
-  /** The tool, prompt or resource name (`params.name` or `params.uri`), or `null`. */
+  /** The tool or prompt name (`params.name`), or the resource URI (`params.uri`) as the record shows it (no credentials, query or fragment; at most 1,000 characters), or `null`. */
   readonly name: string | null;
   /** The request's params as the caller passed them. Read-only: to add to `_meta`, return `meta`. */
   readonly params: Readonly<Record<string, unknown>>;

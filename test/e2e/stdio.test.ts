@@ -78,6 +78,62 @@ describe("stdio adapter against a scripted server", () => {
     });
   });
 
+  it("records are frozen: an onRecord hook that edits one changes nothing the caller or a later revision reads, and crashes nothing", async () => {
+    const attempts: string[] = [];
+    const { mcp, errors } = await spawn("scripted-server.mjs", {
+      onRecord: (record) => {
+        const r = record as unknown as Record<string, unknown>;
+        try {
+          r.status = "succeeded";
+        } catch {
+          attempts.push("status");
+        }
+        try {
+          delete r.cancel;
+        } catch {
+          attempts.push("cancel");
+        }
+        try {
+          (r.late as Record<string, unknown>).results = 99;
+        } catch {
+          attempts.push("late.results");
+        }
+      },
+    });
+    const error = (await mcp
+      .callTool({ name: "late", arguments: { ms: 150 } }, { timeoutMs: 40 })
+      .catch((e: unknown) => e)) as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(error.record).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout" } });
+    // The late result comes: a revision, built from the library's own facts.
+    expect(await eventually(() => mcp.records()[0]!.late.results === 1, 150 + SLACK_MS * 2)).toBe(true);
+    const [record] = mcp.records();
+    expect(record).toMatchObject({
+      status: "cancelled",
+      outcome: "late-result-discarded",
+      late: { results: 1 },
+      cancel: { trigger: "timeout" },
+    });
+    expect(Object.isFrozen(record) && Object.isFrozen(record!.cancel) && Object.isFrozen(record!.late)).toBe(true);
+    expect(attempts.slice(0, 3)).toEqual(["status", "cancel", "late.results"]); // each edit refused, on revision 0 and on 1
+    expect(attempts.length).toBeGreaterThanOrEqual(6);
+    expect(errors).toEqual([]);
+  });
+
+  it("a resource URI shows in the record without its credentials, query and fragment, and cut at 1,000 characters", async () => {
+    const { mcp } = await spawn("scripted-server.mjs", {}, ["--sdk-methods"]);
+    const read = (uri: string) => mcp.request({ method: "resources/read", params: { uri } }).catch(() => undefined);
+    await read("https://bot:hunter2@example.com/reports/q3?access_token=sk-live-123#section-2");
+    await read(`data:text/plain,${"x".repeat(100_000)}`);
+    await read("file:///srv/reports/q3.txt");
+    const names = mcp.records().map((r) => r.name);
+    expect(names[0]).toBe("https://…@example.com/reports/q3?…");
+    expect(names[1]!.length).toBe(1_000);
+    expect(names[1]!.endsWith("…")).toBe(true);
+    expect(names[2]).toBe("file:///srv/reports/q3.txt");
+    expect(JSON.stringify(mcp.records())).not.toMatch(/hunter2|sk-live-123|section-2/);
+  });
+
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
     const { mcp, errors } = await spawn("scripted-server.mjs");
     await expect(mcp.callTool({ name: "late-error", arguments: { ms: 200 } }, { timeoutMs: 50 })).rejects.toBeInstanceOf(CallTimeoutError);
