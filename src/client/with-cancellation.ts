@@ -50,9 +50,10 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
   if (connectedTransport(client) !== undefined) {
     throw new InvalidOptionError(
       "client",
-      "withCancellation: this client is already connected. Use attachCancellation(client, options) for a client that " +
-        "is already connected (an agent framework's, for example), or call withCancellation before client.connect() " +
-        "and connect with client.connect(mcp.transport)",
+      "withCancellation: this client is already connected (or a client.connect() of it failed and it was not closed: " +
+        "the SDK keeps the transport until client.close()). Use attachCancellation(client, options) for a client that " +
+        "is already connected (an agent framework's, for example); to connect it again, await client.close() first; " +
+        "or call withCancellation before client.connect() and connect with client.connect(mcp.transport)",
     );
   }
   const adapter: CancellationAdapter<T> = toAdapter(transport);

@@ -102,6 +102,28 @@ describe("usage mistakes around connect() are usage errors, never a closed conne
     expect(mcp.pendingCount).toBe(0);
   });
 
+  it("withCancellation on a client whose connect() failed and was not closed: the refusal says to close it first, and after client.close() it wraps", async () => {
+    const client = new Client({ name: "b", version: "1" });
+    // As the SDK's stdio transport when the command does not exist: start fails; close reports the close.
+    const broken: { onclose?: () => void; start(): Promise<void>; send(): Promise<void>; close(): Promise<void> } = {
+      start: () => Promise.reject(new Error("spawn report-server ENOENT")),
+      send: () => Promise.resolve(),
+      close: async () => broken.onclose?.(),
+    };
+    await expect(client.connect(broken as never)).rejects.toThrow(/ENOENT/);
+    let error: unknown;
+    try {
+      withCancellation(client, InMemoryTransport.createLinkedPair()[0]);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as Error).message).toContain("a client.connect() of it failed and it was not closed");
+    expect((error as Error).message).toContain("await client.close() first");
+    await client.close();
+    expect(() => withCancellation(client, InMemoryTransport.createLinkedPair()[0])).not.toThrow();
+  });
+
   it("withCancellation on a client that is already connected: InvalidOptionError naming attachCancellation", async () => {
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
     const server = new McpServer({ name: "s", version: "1" });
