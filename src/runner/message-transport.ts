@@ -140,7 +140,8 @@ export class MessageTransport<T extends TransportLike> {
     this.#awaitVerification = init.awaitVerification;
     this.#respond = init.respond ?? libraryErrorResponse;
     // Nothing above waits on its own: this transport answers from the call's outcome.
-    const wire = openWire(adapter, defaults, { releaseWait: () => true });
+    // A task the client made is the client's to follow: its progress reaches it for the task's life.
+    const wire = openWire(adapter, defaults, { releaseWait: () => true, keepTaskTokens: true });
     this.#wire = wire;
     this.#runner = new CallRunner({ defaults, client: this, wire: () => wire, rejected: this.#rejected });
     const down: TransportLike = wire.transport;

@@ -454,6 +454,8 @@ export interface WireExtras {
   readonly send?: WireOptions["send"];
   /** The transport's own `close` (attaching: the transport's member is about to become the wire's). */
   readonly close?: WireOptions["close"];
+  /** See `WireOptions.keepTaskTokens`. */
+  readonly keepTaskTokens?: boolean;
 }
 
 /**
@@ -490,6 +492,7 @@ export function openWire<T extends TransportLike>(
     },
     send: extras.send,
     close: extras.close,
+    keepTaskTokens: extras.keepTaskTokens,
   });
   return wire;
 }

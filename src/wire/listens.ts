@@ -82,9 +82,12 @@ export class ListenTracker extends Layer {
 /** How many listens ended with their result are remembered, to drop what their server still sends. */
 const ENDED_LISTENS = 256;
 
+/** Where a `subscriptions/listen` stream's messages name their listen: its request id (rule 33). */
+export const SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId";
+
 /** The subscription id a notification is stamped with (rule 33), if any. */
-function subscriptionOf(message: Message): unknown {
-  return (message.params?._meta as Record<string, unknown> | undefined)?.["io.modelcontextprotocol/subscriptionId"];
+export function subscriptionOf(message: Message): unknown {
+  return (message.params?._meta as Record<string, unknown> | undefined)?.[SUBSCRIPTION_ID_META];
 }
 
 function cancelledId(message: Message): RequestId | undefined {

@@ -160,6 +160,22 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     ).toEqual([{ requestId: upstreamId, reason: "done listening" }]);
   });
 
+  it("a listen's acknowledgement and notifications name it by the client's id (rule 33), not the upstream's", async () => {
+    const client = start([...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "L7", method: "subscriptions/listen", params: { notify: true } });
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/tools/list_changed"))).toBe(true);
+    const upstreamId = received(client.stderr).find((m) => m.method === "subscriptions/listen")!.id;
+    expect(upstreamId).not.toBe("L7");
+    const stamped = client.messages
+      .filter((m) => m.method === "notifications/subscriptions/acknowledged" || m.method === "notifications/tools/list_changed")
+      .map((m) => [m.method, (m.params!._meta as Record<string, unknown>)["io.modelcontextprotocol/subscriptionId"]]);
+    expect(stamped).toEqual([
+      ["notifications/subscriptions/acknowledged", "L7"],
+      ["notifications/tools/list_changed", "L7"],
+    ]);
+  });
+
   it("the server ends a listen (rule 12): its notifications/cancelled reaches the client under the client's id", async () => {
     const client = start(["--timeout-ms", "300", ...server(LINE)]);
     await client.initialize();

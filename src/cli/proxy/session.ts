@@ -20,6 +20,9 @@ import { nameOf } from "../../runner/runner.js";
 import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
+import { SUBSCRIPTION_ID_META, subscriptionOf } from "../../wire/listens.js";
+import { createdTask, isTerminalTaskStatus } from "../../core/record.js";
+import type { Message } from "../../wire/messages.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
 import {
@@ -285,6 +288,12 @@ export class ProxySession<T extends TransportLike> {
   readonly #byToken = new Map<string, Pending>();
   /** Upstream id -> client id, kept after the request settles for its record's later revisions (with `--records`). */
   readonly #clientIds = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
+  /**
+   * The proxy's progress tokens of requests answered with a task (a `CreateTaskResult` not yet
+   * terminal) → the client's token: the task's progress goes on under it for the task's life
+   * (the 2025-11-25 Tasks specification keeps the token; the wire passes it up, `keepTaskTokens`).
+   */
+  readonly #taskTokens = new BoundedMap<string, Id>(MAX_REMEMBERED_IDS);
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
   #nextId = 1;
   /** The protocol version last handed to the upstream transport. */
@@ -789,6 +798,10 @@ export class ProxySession<T extends TransportLike> {
       }
       this.#forget(id);
       if (pending.method === "initialize") this.#noteVersion(message);
+      if (pending.clientToken !== undefined) {
+        const task = createdTask((message as { result?: unknown }).result);
+        if (task !== null && !isTerminalTaskStatus(task.status)) this.#taskTokens.set(proxyToken(id), pending.clientToken);
+      }
       if (this.#options.verbose) {
         const own = ownAnswerNote(message);
         this.#verbose(
@@ -827,6 +840,33 @@ export class ProxySession<T extends TransportLike> {
         this.#toClient({ ...message, params: { ...(params as Record<string, unknown>), requestId: pending.clientId } });
         return;
       }
+    }
+    // A task's progress after its CreateTaskResult: under the client's own token.
+    if (method === "notifications/progress") {
+      const params = (message as { params?: unknown }).params;
+      const token = isObject(params) ? params.progressToken : undefined;
+      const clientToken = typeof token === "string" ? this.#taskTokens.get(token) : undefined;
+      if (clientToken !== undefined) {
+        const relayed = { ...message, params: { ...(params as Record<string, unknown>), progressToken: clientToken } } as JsonRpcMessage;
+        this.#verbose("server->client", relayed, undefined, "the progress of a task the client made");
+        this.#toClient(relayed);
+        return;
+      }
+    }
+    // A 2026-07-28 listen's stream (its acknowledgement, its changes) names the listen by its
+    // request id (rule 33): the upstream's here, the client's for the client (the v2 client's
+    // listen() waits for its acknowledgement under its own id), as the HTTP front does.
+    const subscription = subscriptionOf(message as Message);
+    const listen = typeof subscription === "string" || typeof subscription === "number" ? this.#pending.get(subscription) : undefined;
+    if (listen !== undefined && listen.method === "subscriptions/listen") {
+      const params = (message as unknown as { params: Record<string, unknown> }).params;
+      const relayed = {
+        ...message,
+        params: { ...params, _meta: { ...(params._meta as object), [SUBSCRIPTION_ID_META]: listen.clientId } },
+      };
+      this.#verbose("server->client", relayed as JsonRpcMessage, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
+      this.#toClient(relayed as JsonRpcMessage, { clientRequestId: listen.clientId });
+      return;
     }
     // The server's own requests (sampling, elicitation, roots/list, ping), notifications, logging,
     // list changes, its cancels of its own requests: ids in the server's space, as they are (over

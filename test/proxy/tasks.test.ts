@@ -1,0 +1,49 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { eventually, RawClient, received, server } from "./helpers.js";
+
+// Task-augmented calls through the proxy (2025-11-25 Tasks): the client makes and follows the task
+// itself (tasks/get, tasks/result); the proxy relays. A task keeps its request's progress token for
+// its life, so the task's progress after the CreateTaskResult reaches the client under the
+// client's own token (an outside tester's finding: none did). Against the v1 SDK's own McpServer
+// with a task store (test/fixtures/tasks/v1-stdio-task-server.mjs), over stdio.
+const TASK_SERVER = new URL("../fixtures/tasks/v1-stdio-task-server.mjs", import.meta.url).pathname;
+
+const running: RawClient[] = [];
+afterEach(async () => {
+  for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
+});
+
+describe("proxy: a task the client made", () => {
+  it("its progress after the CreateTaskResult reaches the client under the client's token, every step", async () => {
+    const client = new RawClient(server(TASK_SERVER));
+    running.push(client);
+    client.send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: { tasks: {} }, clientInfo: { name: "raw-client", version: "1.0.0" } },
+    });
+    await client.answer("init", 15_000);
+    client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    client.send({
+      jsonrpc: "2.0",
+      id: "t1",
+      method: "tools/call",
+      params: { name: "report", arguments: { ms: 500, progress: true }, task: { ttl: 60_000 }, _meta: { progressToken: "mine" } },
+    });
+    const created = await client.answer("t1");
+    const taskId = (created.result as { task?: { taskId?: string } }).task?.taskId;
+    expect(typeof taskId).toBe("string");
+    // The server ran its five steps with the proxy's token; the client gets each under its own.
+    expect(await eventually(() => client.messages.filter((m) => m.method === "notifications/progress").length === 5, 5_000)).toBe(true);
+    const progress = client.messages.filter((m) => m.method === "notifications/progress").map((m) => m.params);
+    expect(progress.map((p) => p!.progressToken)).toEqual(["mine", "mine", "mine", "mine", "mine"]);
+    expect(progress.map((p) => p!.progress)).toEqual([1, 2, 3, 4, 5]);
+    const upstream = received(client.stderr).find((m) => m.method === "tools/call")!;
+    expect((upstream.params!._meta as { progressToken?: unknown }).progressToken).not.toBe("mine");
+    // The task completes; tasks/result through the proxy as usual.
+    client.send({ jsonrpc: "2.0", id: "r1", method: "tasks/result", params: { taskId } });
+    const result = await client.answer("r1");
+    expect(result.result).toMatchObject({ content: [{ text: "report done in 500 ms" }] });
+  });
+});
