@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { UsageError } from "../../../src/cli/args.js";
+import { runProxyCommand } from "../../../src/cli/proxy/command.js";
 import { AUTH_TOKEN_ENV, FRONT_DEFAULTS, splitListenArgs } from "../../../src/cli/proxy/listen/args.js";
 import { checkOrigin, checkToken, redactor } from "../../../src/cli/proxy/listen/guard.js";
 import { tempDir } from "../helpers.js";
@@ -59,6 +60,48 @@ describe("proxy --listen: arguments", () => {
       loopback: false,
       token: "file-token-0123456789abcdef",
     });
+  });
+
+  // An outside tester's: the ":" was optional, so the last digits of an address were its port
+  // (127.0.0.1 was host "127.0.0." port 1, refused as not loopback, or with a token an exit 1 on
+  // getaddrinfo; 127.0.0.10 listened on 127.0.0.1 at a random port; 8080 was host "808" port 0).
+  it("--listen needs host:port: an address without a port, or a bad port, is a usage error (exit 2) naming --listen and the form; a bare port is 127.0.0.1's", async () => {
+    const TOKEN = { [AUTH_TOKEN_ENV]: "listen-token-0123456789abcdef" };
+    for (const value of ["127.0.0.1", "127.0.0.10", "192.168.1.10", "localhost", "[::1]", "0.0.0.0", "127.0.0.1:"]) {
+      for (const env of [{}, TOKEN]) {
+        const message = usage(["--listen", value], env);
+        expect(message, value).toContain("--listen: expected <host:port> such as 127.0.0.1:8080 or [::1]:8080");
+        expect(message, value).toContain(JSON.stringify(value));
+        expect(message, value).toContain("the port is missing");
+        expect(message, value).not.toContain("loopback");
+      }
+    }
+    for (const value of ["127.0.0.1:65536", "[::1]:99999", "::1", "127.0.0.1:80x", "host:port"]) {
+      expect(usage(["--listen", value], TOKEN), value).toContain("--listen: expected <host:port>");
+    }
+    expect(usage(["--listen", "127.0.0.1:65536"])).toContain("65536 is not a port");
+    // What the docs promise still holds: a bare port or ":port" is 127.0.0.1's, port 0 picks a free one.
+    const parsed = (value: string) => {
+      const { host, port } = splitListenArgs(["--listen", value], TOKEN).listen!;
+      return { host, port };
+    };
+    expect(parsed("8080")).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(parsed(":0")).toEqual({ host: "127.0.0.1", port: 0 });
+    expect(parsed("127.0.0.10:0")).toEqual({ host: "127.0.0.10", port: 0 });
+    expect(parsed("192.168.1.10:65535")).toEqual({ host: "192.168.1.10", port: 65_535 });
+    expect(parsed("[::1]:0")).toEqual({ host: "::1", port: 0 });
+    expect(parsed("localhost:1")).toEqual({ host: "localhost", port: 1 });
+    // The command: exit status 2 with the usage hint, before anything is started.
+    let stderr = "";
+    const code = await runProxyCommand(["--listen", "127.0.0.1", "--", process.execPath, "-e", ""], {
+      stdout: () => {},
+      stderr: (text) => void (stderr += text),
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      '--listen: expected <host:port> such as 127.0.0.1:8080 or [::1]:8080 (port 0 to 65535; 0 picks a free one), got "127.0.0.1"',
+    );
+    expect(stderr).toContain("--help");
   });
 });
 

@@ -223,12 +223,19 @@ export function splitListenArgs(
   };
 }
 
-/** `host:port`, `[v6]:port`, or `:port` / `port` (127.0.0.1). */
+/**
+ * `host:port`, `[v6]:port`, or `:port` / `port` (127.0.0.1). The port is never optional: a bare
+ * address (`127.0.0.1`, `[::1]`) is refused, not read as an address whose last digits are the port.
+ */
 function hostPort(text: string): { host: string; port: number } {
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]*))?:?(\d{1,5})$/.exec(text.trim());
+  const value = text.trim();
+  const match = /^(?:(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]*)):)?(\d{1,5})$/.exec(value);
   const port = match === null ? Number.NaN : Number(match[3]);
   if (match === null || !(port >= 0 && port <= 65_535)) {
-    throw new UsageError(`--listen: expected <host:port> such as 127.0.0.1:8080 (port 0 picks a free one), got ${JSON.stringify(text)}`);
+    const why = match !== null ? `: ${port} is not a port` : /:\d+$/.test(value) ? "" : ": the port is missing";
+    throw new UsageError(
+      `--listen: expected <host:port> such as 127.0.0.1:8080 or [::1]:8080 (port 0 to 65535; 0 picks a free one), got ${JSON.stringify(text)}${why}`,
+    );
   }
   const host = match[1] ?? (match[2] === undefined || match[2] === "" ? "127.0.0.1" : match[2]);
   return { host, port };

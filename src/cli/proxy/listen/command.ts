@@ -4,7 +4,7 @@
 // the process at once (status 1), after stopping every stdio server's process group.
 import type { TransportLike } from "../../../adapters/types.js";
 import type { ProxyOptions } from "../args.js";
-import type { ProxyExtras, Upstream } from "../session.js";
+import type { EndSignal, ProxyExtras, Upstream } from "../session.js";
 import { stdioUpstream } from "../upstream.js";
 import type { ListenOptions } from "./args.js";
 import { startFront } from "./front.js";
@@ -41,7 +41,7 @@ export async function runFront(
   const drained = new Promise<void>((resolve) => (finished = resolve));
   return new Promise<number>((resolve) => {
     let signalled = 0;
-    const onSignal = (signal: NodeJS.Signals): void => {
+    const onSignal = (signal: EndSignal): void => {
       signalled++;
       if (signalled > 1) {
         log(`mcp-cancellable proxy [${listen.replica}]: ${signal} again: exiting now\n`);
@@ -50,7 +50,7 @@ export async function runFront(
         return;
       }
       log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
-      void front.drain().then(() => {
+      void front.drain(signal).then(() => {
         finished();
         resolve(0);
       });
@@ -67,4 +67,4 @@ export async function runFront(
   });
 }
 
-const SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+const SIGNALS: readonly EndSignal[] = ["SIGTERM", "SIGINT", "SIGHUP"];

@@ -36,7 +36,7 @@ import { serverRequestStreams } from "../../../sdk/private.js";
 import { MissingSdkError } from "../http.js";
 import { openRecords } from "../proxy.js";
 import { INVALID_REQUEST_CODE, isRequestId, ProxySession, SHUTDOWN_BOUND_MS } from "../session.js";
-import type { Outbound, Upstream } from "../session.js";
+import type { EndSignal, Outbound, Upstream } from "../session.js";
 import type { ListenOptions } from "./args.js";
 import { SessionEventStore } from "./event-store.js";
 import { ANSWER_CUT, SseExchange, STREAM_CLOSED_REASON, watchAnswer } from "./exchange.js";
@@ -74,8 +74,13 @@ export interface FrontIo {
 /** A running front. */
 export interface Front {
   readonly url: URL;
-  /** Stop taking new sessions and requests; wait for what is in flight at most `--drain-ms`, cancel the rest upstream; close everything. Idempotent. */
-  drain(): Promise<void>;
+  /**
+   * Stop taking new sessions and requests; wait for what is in flight at most `--drain-ms`, cancel the rest upstream; close everything. Idempotent.
+   * @param signal the signal that stopped the replica (default SIGTERM), named in the refusals while
+   *   draining and, for 2025-era sessions, in the -32000 answers, the records' cancel reasons and the
+   *   log. The first call's signal holds.
+   */
+  drain(signal?: EndSignal): Promise<void>;
   /** What the front holds now (tests, the bench). */
   stats(): { sessions: number; inFlight: number; exchanges: number; sharedRelay: boolean };
 }
@@ -172,6 +177,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   const exchanges = new Map<ClientHandle, SseExchange>();
   let shared: Promise<Relay> | undefined;
   let draining = false;
+  /** The signal the drain was started by, named in what the drain says (refusals, answers, records). */
+  let stopSignal: EndSignal = "SIGTERM";
   let drained: Promise<void> | undefined;
 
   // ---- the upstreams ---------------------------------------------------------------------------
@@ -215,7 +222,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     }
     const headerProblem = standardHeaderProblem(request, message);
     if (headerProblem !== undefined) return rpcError(400, -32020, `Bad Request: ${headerProblem}`, message.id);
-    if (draining) return notSent(message.id, `${message.method} refused, not sent: this replica is draining (SIGTERM); send it again`);
+    if (draining)
+      return notSent(message.id, `${message.method} refused, not sent: this replica is draining (${stopSignal}); send it again`);
     if (inFlightNow() >= listen.maxRequests) {
       return notSent(
         message.id,
@@ -277,7 +285,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       const session = sessions.get(sid);
       if (session === undefined) return rpcError(404, -32001, "Session not found", echoId(body));
       session.lastActive = performance.now();
-      if (draining && isRequest(body)) return notSent(echoId(body), "refused, not sent: this replica is draining (SIGTERM)");
+      if (draining && isRequest(body)) return notSent(echoId(body), `refused, not sent: this replica is draining (${stopSignal})`);
       const revision = request.headers.get("mcp-protocol-version");
       if (Array.isArray(body) && revision !== null && revision > "2025-03-26") {
         // 2025-06-18 removed JSON-RPC batching: a POST body is one message (its changelog; the
@@ -411,7 +419,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   }
 
   async function newSession(request: Request, body: unknown): Promise<Response> {
-    if (draining) return notSent(echoId(body), "initialize refused, not sent: this replica is draining (SIGTERM); connect again");
+    if (draining) return notSent(echoId(body), `initialize refused, not sent: this replica is draining (${stopSignal}); connect again`);
     if (sessions.size + opening >= listen.maxSessions) {
       return notSent(echoId(body), `initialize refused, not sent: this replica has ${listen.maxSessions} sessions (--max-sessions)`);
     }
@@ -566,8 +574,8 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   }
 
   /** Ends a session: its requests in flight cancelled upstream (by the upstream's mechanism), its streams closed, its stdio server stopped (process group). */
-  /** `by`: when a SIGTERM's shutdown of the session must be over (`performance.now()` ms). */
-  async function closeSession(session: Session, why: string, signal?: "SIGTERM", by?: number): Promise<void> {
+  /** `signal`: the replica was stopped by it (the drain); `by`: when that shutdown of the session must be over (`performance.now()` ms). */
+  async function closeSession(session: Session, why: string, signal?: EndSignal, by?: number): Promise<void> {
     if (session.closed) return;
     session.closed = true;
     if (session.id !== undefined) sessions.delete(session.id);
@@ -808,7 +816,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       // Each session's shutdown ends ahead of the front's bound: what follows it here (the last
       // answers' 50 ms, the records' end) fits in what is left (an outside tester's: a hung
       // upstream DELETE ran to the session's own 1,800 ms, and the exit came a few ms past the bound).
-      ...[...sessions.values()].map((session) => closeSession(session, "the replica shut down", "SIGTERM", stopBy - FRONT_EXIT_RESERVE_MS)),
+      ...[...sessions.values()].map((session) =>
+        closeSession(session, "the replica shut down", stopSignal, stopBy - FRONT_EXIT_RESERVE_MS),
+      ),
       shared?.then(
         (relay) => relay.close(),
         () => undefined,
@@ -829,7 +839,10 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
 
   return {
     url,
-    drain: () => (drained ??= drainOnce()),
+    drain: (signal = "SIGTERM") => {
+      if (drained === undefined) stopSignal = signal;
+      return (drained ??= drainOnce());
+    },
     stats: () => ({ sessions: sessions.size, inFlight: inFlightNow(), exchanges: exchanges.size, sharedRelay: shared !== undefined }),
   };
 }
