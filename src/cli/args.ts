@@ -206,11 +206,22 @@ export function parseFlags<const O extends Flags>(
   explain: (message: string) => string = (message) => message,
   alsoKnown: readonly string[] = [],
 ): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false }>>["values"] {
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: false; tokens: true }>>;
   try {
-    return parseArgs({ args: negativeValuesJoined(argv, options), options, strict: true, allowPositionals: false }).values;
+    parsed = parseArgs({ args: negativeValuesJoined(argv, options), options, strict: true, allowPositionals: false, tokens: true });
   } catch (error) {
     throw new UsageError(explain(withSuggestion(error as Error & { code?: string }, [...Object.keys(options), ...alsoKnown])));
   }
+  // A flag with one value given twice (`--timeout-ms 5000 --timeout-ms 300`) is a mistake, not the last one winning.
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option") continue;
+    const flag = options[token.name];
+    if (flag?.type !== "string" || flag.multiple === true) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name}: given twice`);
+    seen.add(token.name);
+  }
+  return parsed.values;
 }
 
 /** `util.parseArgs`'s message, with "Did you mean --x?" after an unknown `--flag` close to a known one. */

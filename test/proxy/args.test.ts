@@ -35,7 +35,12 @@ describe("mcp-cancellable proxy: command line", () => {
       ],
       [["proxy", "--url", "ftp://x"], /--url: expected http:\/\/ or https:\/\//],
       [["proxy", "--url", "http://x/mcp", "--header", "no colon"], /--header: expected "Name: value"/],
-      [["proxy", "--header", "A: b", "--", "node"], /--header and --era are for --url/],
+      [["proxy", "--header", "A: b", "--", "node"], /--header is for --url \(an HTTP server\); use --env/],
+      [["proxy", "--era", "2026-07-28", "--", "node"], /--era is for --url \(an HTTP server\)\n/],
+      [["proxy", "--era", "2026-07-28", "--header", "A: b", "--", "node"], /--header and --era are for --url/],
+      // A flag with one value, given twice: not the last one silently winning.
+      [["proxy", "--timeout-ms", "5000", "--timeout-ms", "300", "--", "node"], /--timeout-ms: given twice/],
+      [["proxy", "--url", "http://x/mcp", "--url", "http://y/mcp"], /--url: given twice/],
       [["proxy", "--", ""], /command after "--" is empty/],
       // An unknown flag close to a known one: the probe's name of it, a typo, a front flag.
       [["proxy", "--timeout", "500", "--", "node"], /Unknown option '--timeout'\. Did you mean --timeout-ms\?/],

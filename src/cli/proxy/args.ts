@@ -184,8 +184,12 @@ export function parseProxyArgs(
   }
   let upstream: ProxyOptions["upstream"];
   if (stdio) {
-    if (v.header !== undefined || v.era !== undefined)
-      throw new UsageError("--header and --era are for --url; use --env for a stdio server");
+    if (v.header !== undefined || v.era !== undefined) {
+      const given = v.header === undefined ? "--era is" : v.era === undefined ? "--header is" : "--header and --era are";
+      throw new UsageError(
+        `${given} for --url (an HTTP server)${v.header === undefined ? "" : "; use --env to give a stdio server what it needs"}`,
+      );
+    }
     const [program, ...args] = command;
     if (program === undefined || program === "") throw new UsageError('the server\'s command after "--" is empty');
     upstream = { kind: "stdio", command: program, args, ...stdioFlags(v.env, v.cwd) };
