@@ -1,4 +1,4 @@
-import { asVerifyRead } from "../utils/verify-reads.js";
+import { markVerifyRead } from "../utils/verify-reads.js";
 import pTimeout from "p-timeout";
 import { CallCancelledError } from "../errors/CallCancelledError.js";
 import { CallTimeoutError } from "../errors/CallTimeoutError.js";
@@ -263,7 +263,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     seen.count++;
     seen.last = progress;
     if (increased && this.#options.resetTimeoutOnProgress) this.#restartIdle();
-    this.#options.onprogress?.(progress);
+    // The caller's own copy: the record keeps this one (frozen once the record is built), and
+    // what the caller does with its copy never reaches the record.
+    const onprogress = this.#options.onprogress;
+    if (onprogress !== undefined) onprogress({ ...progress });
     return increased;
   }
 
@@ -689,6 +692,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       final = next >= windowEnd;
       if (next > now) await wait(next - now);
     }
+    // Learned never sent while the last read ran: nothing can have been applied, whatever it found.
+    if (neverSent()) return settled.record;
     const last = reads.at(-1)!;
     const outcome: CallOutcome =
       last.found === "applied" ? "verified-applied" : last.found === "not-applied" ? "verified-not-applied" : "verify-failed";
@@ -747,19 +752,18 @@ async function readOnce(
 ): Promise<Pick<VerifyRead, "found" | "error">> {
   const controller = new AbortController();
   try {
-    // A verify read: the tool calls it makes take no verifier of their own (see verify-reads.ts).
-    const answer = await asVerifyRead(() =>
-      pTimeout(
-        Promise.resolve().then(() => verify({ record, signal: controller.signal })),
-        {
-          milliseconds: verifyTimeoutMs,
-          message: `verify did not answer within ${verifyTimeoutMs} ms`,
-          customTimers: {
-            setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
-            clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
-          },
+    // A verify read: the tool calls it makes with its signal take no verifier of their own (see verify-reads.ts).
+    markVerifyRead(controller.signal);
+    const answer = await pTimeout(
+      Promise.resolve().then(() => verify({ record, signal: controller.signal })),
+      {
+        milliseconds: verifyTimeoutMs,
+        message: `verify did not answer within ${verifyTimeoutMs} ms`,
+        customTimers: {
+          setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
+          clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,
         },
-      ),
+      },
     );
     if (answer === "applied" || answer === "not-applied") return { found: answer, error: null };
     throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);

@@ -21,7 +21,7 @@ import { isSignalOnly } from "../options/schemas.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers, Verifiers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { toolVerify, verifierFor } from "./verifiers.js";
-import { inVerifyRead } from "../utils/verify-reads.js";
+import { isVerifyReadSignal } from "../utils/verify-reads.js";
 import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
@@ -268,8 +268,14 @@ export class CallRunner {
       else resolved = this.#resolve(request, options);
     }
     // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any; not one
-    // a verify read makes (a read that timed out would be verified by a read, and so on).
-    if (this.#verifiers !== undefined && method === "tools/call" && name !== null && resolved.verify === undefined && !inVerifyRead()) {
+    // a verify read makes with its signal (a read that timed out would be verified by a read, and so on).
+    if (
+      this.#verifiers !== undefined &&
+      method === "tools/call" &&
+      name !== null &&
+      resolved.verify === undefined &&
+      !isVerifyReadSignal(signal ?? resolved.signal)
+    ) {
       const verifier = verifierFor(this.#verifiers, name);
       if (verifier !== undefined) resolved = { ...resolved, verify: toolVerify(verifier, name, params) };
     }
@@ -545,8 +551,11 @@ export function nameOf(params: Record<string, unknown>): string | null {
 /** The most characters of a record's `name`; a longer one is cut, ending in "…" (as error messages are cut). */
 const MAX_NAME_LENGTH = 1_000;
 
-/** A URI with credentials (`user:pass@`), a query or a fragment: what the record leaves out of it. */
-const URI_PARTS = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*@)?([^?#]*)([?#][\s\S]*)?$/i;
+/**
+ * A URI (RFC 3986: `scheme:`, an authority after `//` with its credentials `user:pass@`, then a
+ * path, a query, a fragment): what the record leaves out is the credentials, the query and the fragment.
+ */
+const URI_PARTS = /^([a-z][a-z0-9+.-]*:)(?:(\/\/)([^/?#]*@)?)?([^?#]*)([?#][\s\S]*)?$/i;
 
 /**
  * The `name` a record (and a span) shows for a request: a tool or prompt name as it is; a
@@ -559,8 +568,9 @@ export function shownName(name: string | null, params: Record<string, unknown>):
   let shown = name;
   if (name !== params.name) {
     const parts = URI_PARTS.exec(name);
-    if (parts !== null && (parts[2] !== undefined || parts[4] !== undefined)) {
-      shown = `${parts[1]}${parts[2] === undefined ? "" : "…@"}${parts[3]}${parts[4] === undefined ? "" : `${parts[4][0]}…`}`;
+    if (parts !== null && (parts[3] !== undefined || parts[5] !== undefined)) {
+      const [, scheme, slashes = "", credentials, rest, tail] = parts;
+      shown = `${scheme}${slashes}${credentials === undefined ? "" : "…@"}${rest}${tail === undefined ? "" : `${tail[0]}…`}`;
     }
   }
   return shown.length > MAX_NAME_LENGTH ? `${shown.slice(0, MAX_NAME_LENGTH - 1)}…` : shown;

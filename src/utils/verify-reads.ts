@@ -1,51 +1,24 @@
-// Whether code runs inside a `verify` read, across its awaits: the tool calls a verifier makes to
-// read back (often through the same client) take no verifier from `verifiers` themselves. Without
-// this, a `"*"` verifier whose read timed out verified that read, whose read timed out, and so on,
-// one read per timeout until the client closed (an outside tester's finding).
+// The signals of `verify` reads: a tool call made with one (the read's own calls, bounded by the
+// read's signal as a read should be) takes no verifier from `verifiers`. Without this, a `"*"`
+// verifier whose read timed out verified that read, whose read timed out, and so on, one read
+// per timeout until the client closed (an outside tester's finding).
 //
-// Built on Node's `AsyncLocalStorage` (Node, Deno and Bun give it through
-// `process.getBuiltinModule`); where there is none (a browser) every call is as before. On Node 20
-// an `AsyncLocalStorage` in use slows every promise of the process (its promise hook), so the
-// store is enabled only while a read is under way and disabled when the last one ends.
+// By the signal's identity, not by where the code runs: an async context (`AsyncLocalStorage`)
+// was tried and taken back, since a job queue (p-queue) starts a job in the context of the job
+// before it, so a bot's own call queued behind a read took no verifier, and a read queued behind
+// a bot's call did; and the context ended with the read's `verifyTimeoutMs` while a verifier that
+// ignored its signal still ran.
 
-interface Store {
-  getStore(): unknown;
-  run<R>(store: unknown, fn: () => R): R;
-  disable(): void;
+const readSignals = new WeakSet<AbortSignal>();
+
+/** Marks `signal` as a `verify` read's (see {@link isVerifyReadSignal}). */
+export function markVerifyRead(signal: AbortSignal): void {
+  readSignals.add(signal);
 }
 
-const store: Store | undefined = (() => {
-  try {
-    const get = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule;
-    if (typeof get !== "function") return undefined;
-    const hooks = get("node:async_hooks") as { AsyncLocalStorage?: new () => Store } | undefined;
-    return hooks?.AsyncLocalStorage === undefined ? undefined : new hooks.AsyncLocalStorage();
-  } catch {
-    return undefined;
-  }
-})();
-
-/** Reads under way (the store is disabled at 0). */
-let reads = 0;
-
-/** True inside a `verify` read started by {@link asVerifyRead} (always false where the runtime has no `AsyncLocalStorage`). */
-export function inVerifyRead(): boolean {
-  return reads > 0 && store?.getStore() === true;
-}
-
-/** Runs one `verify` read (`read` returns its promise) as a verify read: see {@link inVerifyRead}. */
-export function asVerifyRead<R>(read: () => Promise<R>): Promise<R> {
-  if (store === undefined) return read();
-  reads++;
-  let running: Promise<R>;
-  try {
-    running = store.run(true, read);
-  } catch (error) {
-    running = Promise.reject(error);
-  }
-  const done = (): void => {
-    if (--reads === 0) store.disable();
-  };
-  running.then(done, done);
-  return running;
+/** True when `signal` (or one of an array of them) is a `verify` read's: the call is the read's own. */
+export function isVerifyReadSignal(signal: AbortSignal | readonly AbortSignal[] | undefined): boolean {
+  if (signal === undefined) return false;
+  if (Array.isArray(signal)) return signal.some((one) => readSignals.has(one));
+  return readSignals.has(signal as AbortSignal);
 }

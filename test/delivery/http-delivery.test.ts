@@ -133,6 +133,30 @@ for (const [sdk, connect] of [
       10_000,
     );
 
+    it.skipIf(!observesBody)(
+      "a call learned never sent while its verify read runs keeps no verification: what the read found is dropped",
+      async () => {
+        const { server, mcp, errors } = await setup(150);
+        server.control.holdLargeBodiesMs = 2_000; // the server reads no large body for 2 s
+        let reads = 0;
+        const verify = async () => {
+          reads++;
+          await new Promise((resolve) => setTimeout(resolve, 600)); // still reading when not-sent is learned
+          return "applied" as const;
+        };
+        const error = (await mcp
+          .callTool({ name: "hang", arguments: { pad: "x".repeat(8 * 1024 * 1024) } }, { timeoutMs: 30, verify, verifyDelayMs: 0 })
+          .catch((e: unknown) => e)) as CallTimeoutError;
+        expect(error).toBeInstanceOf(CallTimeoutError);
+        const record = await error.verification;
+        expect(reads).toBe(1);
+        expect(record).toMatchObject({ outcome: "not-sent", verification: null });
+        expect(mcp.records().at(-1)).toMatchObject({ outcome: "not-sent", verification: null });
+        expect(errors).toEqual([]);
+      },
+      10_000,
+    );
+
     it("a notification POST whose connection drops once is retried and delivered; onerror stays empty", async () => {
       const { server, mcp, errors, adapter } = await setup();
       server.control.dropCancels = 1;

@@ -49,33 +49,34 @@ describe("stdio adapter against a scripted server", () => {
     });
   });
 
-  it('a "*" verifier that reads back through the same client: its read takes no verifier, so a read that times out starts no verification of its own', async () => {
-    let reads = 0;
+  it('a "*" verifier that reads back through the same client with its signal: the read takes no verifier (no read of a read), while a call of the bot made meanwhile still does', async () => {
+    const verified: string[] = [];
+    let botCall: Promise<unknown> | undefined;
     const { mcp, received } = await spawn("scripted-server.mjs", {
       timeoutMs: 60,
       verifiers: {
-        "*": async () => {
-          reads++;
+        "*": async ({ arguments: args, signal }) => {
+          verified.push(String(args.who));
+          // The bot goes on meanwhile: its own call, made while this read runs, is the bot's.
+          botCall ??= mcp.callTool({ name: "late", arguments: { ms: 250, who: "bot" } }).catch(() => {});
           // The read is as slow as the work: it times out too.
-          await mcp.callTool({ name: "late", arguments: { ms: 250 } }).catch(() => {});
+          await mcp.callTool({ name: "late", arguments: { ms: 250, who: "read" } }, { signal }).catch(() => {});
           return "not-applied" as const;
         },
       },
     });
-    const error = await mcp.callTool({ name: "late", arguments: { ms: 250 } }).catch((e: unknown) => e);
+    const error = await mcp.callTool({ name: "late", arguments: { ms: 250, who: "work" } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CallTimeoutError);
     const record = await (error as CallTimeoutError).verification;
     expect(record.outcome).toBe("verified-not-applied");
+    await botCall;
     await sleep(60 * 5); // five more timeouts' worth: a read verified by a read would have gone on
-    expect(reads).toBe(1);
+    // The work and the bot's call were verified (one read each); no read was.
+    expect(verified.sort()).toEqual(["bot", "work"]);
     const calls = received().filter((m) => m.method === "tools/call");
-    expect(calls).toHaveLength(2); // the call and its one read
-    const [, readRecord] = mcp.records();
-    expect(readRecord).toMatchObject({
-      status: "cancelled",
-      outcome: expect.stringMatching(/^(unverified|late-result-discarded)$/),
-      verification: null,
-    });
+    expect(calls).toHaveLength(4); // the work, its read, the bot's call, its read
+    const reads = mcp.records().filter((r) => r.status === "cancelled" && r.verification === null);
+    expect(reads).toHaveLength(2);
   });
 
   it("records are frozen: an onRecord hook that edits one changes nothing the caller or a later revision reads, and crashes nothing", async () => {
@@ -120,18 +121,36 @@ describe("stdio adapter against a scripted server", () => {
     expect(errors).toEqual([]);
   });
 
+  it("the progress onprogress gets is the caller's own: changed after the settle it throws nothing and changes nothing in the record", async () => {
+    const { mcp } = await spawn("scripted-server.mjs");
+    const seen: Array<Record<string, unknown>> = [];
+    const error = (await mcp
+      .callTool({ name: "progress", arguments: { every: 10, steps: 3 } }, { timeoutMs: 150, onprogress: (p) => seen.push(p as never) })
+      .catch((e: unknown) => e)) as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    expect(seen).toHaveLength(3);
+    expect(error.record.progress.last).toMatchObject({ progress: 3 }); // the record is built (and frozen) now
+    seen[2]!.seenByUi = true;
+    seen[2]!.progress = 99;
+    expect(mcp.records()[0]!.progress.last).toEqual({ progress: 3 });
+  });
+
   it("a resource URI shows in the record without its credentials, query and fragment, and cut at 1,000 characters", async () => {
     const { mcp } = await spawn("scripted-server.mjs", {}, ["--sdk-methods"]);
     const read = (uri: string) => mcp.request({ method: "resources/read", params: { uri } }).catch(() => undefined);
     await read("https://bot:hunter2@example.com/reports/q3?access_token=sk-live-123#section-2");
     await read(`data:text/plain,${"x".repeat(100_000)}`);
     await read("file:///srv/reports/q3.txt");
+    // Schemes with no authority (`//`) have queries and fragments too (RFC 3986).
+    await read("myapp:reports/q3?access_token=sk-live-456");
+    await read("urn:doc:1#sk-live-789");
     const names = mcp.records().map((r) => r.name);
     expect(names[0]).toBe("https://…@example.com/reports/q3?…");
     expect(names[1]!.length).toBe(1_000);
     expect(names[1]!.endsWith("…")).toBe(true);
     expect(names[2]).toBe("file:///srv/reports/q3.txt");
-    expect(JSON.stringify(mcp.records())).not.toMatch(/hunter2|sk-live-123|section-2/);
+    expect(names.slice(3)).toEqual(["myapp:reports/q3?…", "urn:doc:1#…"]);
+    expect(JSON.stringify(mcp.records())).not.toMatch(/hunter2|sk-live-|section-2/);
   });
 
   it("C02 over stdio: an error with code 0 after the cancel is discarded, nothing reaches onerror", async () => {
