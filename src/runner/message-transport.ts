@@ -104,6 +104,8 @@ interface Waiting {
   readonly wait: AwaitVerification | undefined;
   /** `cancel` ended it: the client cancelled it itself and waits for no answer. */
   byClient: boolean;
+  /** The progress token added here (the client gave none), until the call settles. */
+  ownToken?: string;
 }
 
 function isLibraryError(error: unknown): error is McpCancellableError {
@@ -131,6 +133,8 @@ export class MessageTransport<T extends TransportLike> {
   readonly #respond: ErrorResponder;
   /** The requests whose answer the client waits for, by request id (live calls only: the wire drops the rest). */
   readonly #waiting = new Map<RequestId, Waiting>();
+  /** The progress tokens added here to requests whose client gave none, while their call is pending. */
+  readonly #ownTokens = new Set<string | number>();
   #closed = false;
 
   constructor(adapter: CancellationAdapter<T>, init: MessageTransportInit) {
@@ -140,8 +144,9 @@ export class MessageTransport<T extends TransportLike> {
     this.#awaitVerification = init.awaitVerification;
     this.#respond = init.respond ?? libraryErrorResponse;
     // Nothing above waits on its own: this transport answers from the call's outcome.
-    // A task the client made is the client's to follow: its progress reaches it for the task's life.
-    const wire = openWire(adapter, defaults, { releaseWait: () => true, keepTaskTokens: true });
+    // A task the client made is the client's to follow: its progress reaches it for the task's
+    // life, under a token the client gave (one added here, for the idle timeout's reset, is not the client's).
+    const wire = openWire(adapter, defaults, { releaseWait: () => true, keepTaskTokens: (token) => !this.#ownTokens.has(token) });
     this.#wire = wire;
     this.#runner = new CallRunner({ defaults, client: this, wire: () => wire, rejected: this.#rejected });
     const down: TransportLike = wire.transport;
@@ -222,10 +227,14 @@ export class MessageTransport<T extends TransportLike> {
       this.#runner.start(request, (marked, sdkOptions, call) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
-        const meta =
-          sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
-            ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
-            : undefined;
+        const own = sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined;
+        const meta = own
+          ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
+          : undefined;
+        if (meta !== undefined) {
+          waiting.ownToken = meta._meta.progressToken;
+          this.#ownTokens.add(waiting.ownToken);
+        }
         waiting.call = call;
         this.#waiting.set(id, waiting);
         handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
@@ -274,6 +283,7 @@ export class MessageTransport<T extends TransportLike> {
    */
   readonly #rejected = (call: CancellableCall, error: unknown): void => {
     const waiting = call.owner as Waiting;
+    if (waiting.ownToken !== undefined) this.#ownTokens.delete(waiting.ownToken);
     if (this.#waiting.get(waiting.id) === waiting) this.#waiting.delete(waiting.id);
     if (waiting.signal?.aborted === true || waiting.byClient) return;
     queueMicrotask(() => this.#settled(waiting.id, error, waiting.wait, waiting.signal));
@@ -330,11 +340,13 @@ export class MessageTransport<T extends TransportLike> {
       message.id !== undefined &&
       message.id !== null
     ) {
-      const call = this.#waiting.get(message.id)?.call;
+      const waiting = this.#waiting.get(message.id);
+      const call = waiting?.call;
       if (call !== undefined) {
         // The server's answer to a live call (the wire dropped any for a settled one): the call
         // settles with it, and the client gets the message as it came.
         this.#waiting.delete(message.id);
+        if (waiting!.ownToken !== undefined) this.#ownTokens.delete(waiting!.ownToken);
         if ("error" in message) call.fail(message.error);
         else call.succeed(message.result);
       }

@@ -461,7 +461,7 @@ export interface WireExtras {
   /** The transport's own `close` (attaching: the transport's member is about to become the wire's). */
   readonly close?: WireOptions["close"];
   /** See `WireOptions.keepTaskTokens`. */
-  readonly keepTaskTokens?: boolean;
+  readonly keepTaskTokens?: WireOptions["keepTaskTokens"];
 }
 
 /**

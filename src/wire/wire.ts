@@ -107,10 +107,11 @@ export interface WireOptions {
    * task of its own keeps its progress token live until the task is terminal, passing the task's
    * progress up as it came (the 2025-11-25 Tasks specification keeps the token for the task's
    * life), as for the SDK's own task-augmented requests: for a message-level entry point whose
-   * client above follows the task itself (the proxy, `cancellableTransport`). Default false: the
-   * call's record counts such progress as late.
+   * client above follows the task itself (the proxy, `cancellableTransport`): a predicate, true
+   * for a token the client gave (not one the entry point added for its own use, which the client
+   * never knew). Default none: the call's record counts such progress as late.
    */
-  readonly keepTaskTokens?: boolean | undefined;
+  readonly keepTaskTokens?: ((token: string | number) => boolean) | undefined;
 }
 
 /** The code of the local error response that ends the SDK's wait for a settled call (never sent). */
@@ -193,7 +194,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
   readonly #dropSdkTimer: ((id: RequestId) => void) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
-  readonly #keepTaskTokens: boolean;
+  readonly #keepTaskTokens: ((token: string | number) => boolean) | undefined;
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
 
@@ -234,7 +235,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#dropSdkWait = options.releaseWait;
     this.#dropSdkTimer = options.dropTimer;
     this.#taskDriver = options.taskDriver;
-    this.#keepTaskTokens = options.keepTaskTokens === true;
+    this.#keepTaskTokens = options.keepTaskTokens;
     this.inputRequest = options.inputDispatcher;
     this.#tombIds = new BoundedIdMap(maxTombstones);
     this.#tombTokens = new BoundedIdMap(maxTombstones);
@@ -668,7 +669,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         // is late (rule 8). The SDK still gets it and ends its own wait; the call ignores that.
         this.#forget(id, entry);
         // Its task's progress goes on under its token, up to the client that follows the task.
-        if (this.#keepTaskTokens && entry.token !== undefined && !call.settled && this.#tasks.keepToken(entry.token, message.result)) {
+        const keep = this.#keepTaskTokens;
+        if (
+          keep !== undefined &&
+          entry.token !== undefined &&
+          !call.settled &&
+          keep(entry.token) &&
+          this.#tasks.keepToken(entry.token, message.result)
+        ) {
           this.#tokens.set(entry.token, { call: null, token: entry.token });
         }
         if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message));

@@ -13,18 +13,23 @@ afterEach(async () => {
   for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
 });
 
+async function connected(): Promise<RawClient> {
+  const client = new RawClient(server(TASK_SERVER));
+  running.push(client);
+  client.send({
+    jsonrpc: "2.0",
+    id: "init",
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: { tasks: {} }, clientInfo: { name: "raw-client", version: "1.0.0" } },
+  });
+  await client.answer("init", 15_000);
+  client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  return client;
+}
+
 describe("proxy: a task the client made", () => {
   it("its progress after the CreateTaskResult reaches the client under the client's token, every step", async () => {
-    const client = new RawClient(server(TASK_SERVER));
-    running.push(client);
-    client.send({
-      jsonrpc: "2.0",
-      id: "init",
-      method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: { tasks: {} }, clientInfo: { name: "raw-client", version: "1.0.0" } },
-    });
-    await client.answer("init", 15_000);
-    client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const client = await connected();
     client.send({
       jsonrpc: "2.0",
       id: "t1",
@@ -45,5 +50,23 @@ describe("proxy: a task the client made", () => {
     client.send({ jsonrpc: "2.0", id: "r1", method: "tasks/result", params: { taskId } });
     const result = await client.answer("r1");
     expect(result.result).toMatchObject({ content: [{ text: "report done in 500 ms" }] });
+  });
+
+  it("a task whose request carried no token of the client's: none of its progress reaches the client (the token upstream was the library's own)", async () => {
+    const client = await connected();
+    client.send({
+      jsonrpc: "2.0",
+      id: "t2",
+      method: "tools/call",
+      params: { name: "report", arguments: { ms: 300, progress: true }, task: { ttl: 60_000 } },
+    });
+    const created = await client.answer("t2");
+    const taskId = (created.result as { task?: { taskId?: string } }).task?.taskId;
+    const upstream = received(client.stderr).find((m) => m.method === "tools/call")!;
+    expect((upstream.params!._meta as { progressToken?: unknown }).progressToken).toEqual(expect.stringMatching(/^mcp-cancellable-/));
+    client.send({ jsonrpc: "2.0", id: "r2", method: "tasks/result", params: { taskId } });
+    await client.answer("r2"); // the task ran its five steps, each with progress upstream
+    expect(await eventually(() => received(client.stderr).length > 0)).toBe(true);
+    expect(client.messages.filter((m) => m.method === "notifications/progress")).toEqual([]);
   });
 });

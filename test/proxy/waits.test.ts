@@ -176,6 +176,26 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     ]);
   });
 
+  it("after the client cancelled a listen, what its stream still brings is dropped, never relayed under the upstream's id", async () => {
+    const client = start([...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "L8", method: "subscriptions/listen", params: { notifyAfterMs: 300 } });
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/subscriptions/acknowledged"))).toBe(true);
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "L8" } });
+    await sleep(700); // the server's change at 300 ms has come and gone
+    expect(client.messages.filter((m) => m.method === "notifications/tools/list_changed")).toEqual([]);
+  });
+
+  it("a listen the server ends with its result: the result names it by the client's id, and a change after it is dropped", async () => {
+    const client = start([...server(LINE)]);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "L9", method: "subscriptions/listen", params: { answerAfterMs: 200 } });
+    const answer = await client.answer("L9");
+    expect((answer.result as { _meta?: Record<string, unknown> })._meta).toEqual({ "io.modelcontextprotocol/subscriptionId": "L9" });
+    await sleep(300);
+    expect(client.messages.filter((m) => m.method === "notifications/tools/list_changed")).toEqual([]);
+  });
+
   it("the server ends a listen (rule 12): its notifications/cancelled reaches the client under the client's id", async () => {
     const client = start(["--timeout-ms", "300", ...server(LINE)]);
     await client.initialize();

@@ -294,6 +294,8 @@ export class ProxySession<T extends TransportLike> {
    * (the 2025-11-25 Tasks specification keeps the token; the wire passes it up, `keepTaskTokens`).
    */
   readonly #taskTokens = new BoundedMap<string, Id>(MAX_REMEMBERED_IDS);
+  /** Listens that ended (the client's cancel, the server's end, their result), by upstream id: what their stream still brings is dropped. */
+  readonly #endedListens = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
   #nextId = 1;
   /** The protocol version last handed to the upstream transport. */
@@ -820,7 +822,14 @@ export class ProxySession<T extends TransportLike> {
       // The message is the proxy's own from here (parsed for it, or made by the library for it):
       // it goes to the client under the client's id, with no copy.
       message.id = pending.clientId;
-      this.#client.send({ message, line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true });
+      // A listen's result names it too (rule 33): by the client's id.
+      const named = pending.method === "subscriptions/listen" && withSubscription(message, pending.clientId);
+      this.#client.send({
+        message,
+        line: named ? undefined : line,
+        clientRequestId: pending.clientId,
+        followsProgress: pending.progressed === true,
+      });
       return;
     }
     if (method === "notifications/cancelled") {
@@ -866,6 +875,17 @@ export class ProxySession<T extends TransportLike> {
       };
       this.#verbose("server->client", relayed as JsonRpcMessage, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
       this.#toClient(relayed as JsonRpcMessage, { clientRequestId: listen.clientId });
+      return;
+    }
+    // A listen that ended (the client cancelled it, or it was answered): nothing more reaches the
+    // client for it, and never under the upstream's id.
+    if ((typeof subscription === "string" || typeof subscription === "number") && this.#endedListens.has(subscription)) {
+      this.#verbose(
+        "server->proxy",
+        message,
+        undefined,
+        `on a listen that ended (${JSON.stringify(this.#endedListens.get(subscription))}): dropped`,
+      );
       return;
     }
     // The server's own requests (sampling, elicitation, roots/list, ping), notifications, logging,
@@ -935,6 +955,7 @@ export class ProxySession<T extends TransportLike> {
   #forget(upstreamId: Id): void {
     const pending = this.#pending.get(upstreamId);
     if (pending === undefined) return;
+    if (pending.method === "subscriptions/listen") this.#endedListens.set(upstreamId, pending.clientId);
     clearTimeout(pending.timer);
     this.#pending.delete(upstreamId);
     if (this.#byClientId.get(pending.clientId) === upstreamId) this.#byClientId.delete(pending.clientId);
@@ -1183,6 +1204,14 @@ export function isRequestId(value: unknown): value is Id {
 export function reasonOf(message: JsonRpcMessage): string {
   const params = (message as { params?: unknown }).params;
   return isObject(params) && typeof params.reason === "string" && params.reason !== "" ? params.reason : "no reason given";
+}
+
+/** Names a listen's result by `clientId` (rule 33) when it carries a subscription id; true when it did. */
+function withSubscription(message: JsonRpcMessage, clientId: Id): boolean {
+  const result = (message as { result?: unknown }).result;
+  if (!isObject(result) || !isObject(result._meta) || !(SUBSCRIPTION_ID_META in result._meta)) return false;
+  (message as unknown as { result: unknown }).result = { ...result, _meta: { ...result._meta, [SUBSCRIPTION_ID_META]: clientId } };
+  return true;
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {
