@@ -115,7 +115,7 @@ export function buildRecord(facts: SettledFacts): RunRecord {
  * frozen, with what it holds. They all share one object, so a hook that edited it changed what
  * the caller and later revisions read (an outside tester's: a cancelled call then read
  * `succeeded`, and a hook that deleted `cancel` crashed the next revision). A reader that wants
- * to change one copies it (`{ ...record }`). @internal
+ * to change one copies it (`structuredClone(record)`: a spread leaves what it holds frozen). @internal
  */
 export function frozenRecord<R extends RunRecord>(record: R): R {
   for (const key in record) {

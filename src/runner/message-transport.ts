@@ -227,10 +227,10 @@ export class MessageTransport<T extends TransportLike> {
       this.#runner.start(request, (marked, sdkOptions, call) => {
         // Progress resets the idle timeout only for a request that carries a token: one is added
         // when the options want it (the wire keeps its progress from the client).
-        const own = sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined;
-        const meta = own
-          ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
-          : undefined;
+        const meta =
+          sdkOptions.onprogress !== undefined && params._meta?.progressToken === undefined
+            ? { _meta: { ...params._meta, progressToken: `mcp-cancellable-${String(marked[CALL_MARKER as never])}` } }
+            : undefined;
         if (meta !== undefined) {
           waiting.ownToken = meta._meta.progressToken;
           this.#ownTokens.add(waiting.ownToken);

@@ -22,6 +22,7 @@ import type { ProxyConfig } from "../config.js";
 import { proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
 import { summarize } from "../../../core/record.js";
+import { SUBSCRIPTION_ID_META } from "../../../wire/listens.js";
 import { STREAM_CLOSED_REASON } from "./exchange.js";
 import type { AnswerWritten } from "./exchange.js";
 import { withCallFacts } from "./spans.js";
@@ -30,8 +31,6 @@ export type Id = string | number;
 
 /** JSON-RPC's Invalid Request (a reused id, rule 1). */
 const INVALID_REQUEST_CODE = -32600;
-/** Where a `subscriptions/listen` stream's messages name their listen (rule 33). */
-const SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId";
 /** How many settled requests' client facts are remembered for the records of late revisions. */
 const MAX_REMEMBERED = 10_000;
 
@@ -315,13 +314,13 @@ export class Relay<T extends TransportLike = TransportLike> {
     // client whose listen it is, under that client's id.
     const params = (message as { params?: unknown }).params;
     const meta = isObject(params) && isObject(params._meta) ? params._meta : undefined;
-    const subscription = meta?.[SUBSCRIPTION_META];
+    const subscription = meta?.[SUBSCRIPTION_ID_META];
     const listen = typeof subscription === "string" || typeof subscription === "number" ? this.#pending.get(subscription) : undefined;
     if (listen !== undefined) {
       if (this.#init.options.verbose)
         this.#verbose("server->client", message, undefined, `on the client's listen ${JSON.stringify(listen.clientId)}`);
       listen.handle.port.deliver(
-        { ...message, params: { ...(params as Record<string, unknown>), _meta: { ...meta, [SUBSCRIPTION_META]: listen.clientId } } },
+        { ...message, params: { ...(params as Record<string, unknown>), _meta: { ...meta, [SUBSCRIPTION_ID_META]: listen.clientId } } },
         listen.clientId,
       );
       return;
