@@ -13,8 +13,8 @@ afterEach(async () => {
   for (const client of running.splice(0)) if (client.exit === undefined) await client.end();
 });
 
-async function connected(): Promise<RawClient> {
-  const client = new RawClient(server(TASK_SERVER));
+async function connected(...flags: string[]): Promise<RawClient> {
+  const client = new RawClient([...flags, ...server(TASK_SERVER)]);
   running.push(client);
   client.send({
     jsonrpc: "2.0",
@@ -68,5 +68,23 @@ describe("proxy: a task the client made", () => {
     await client.answer("r2"); // the task ran its five steps, each with progress upstream
     expect(await eventually(() => received(client.stderr).length > 0)).toBe(true);
     expect(client.messages.filter((m) => m.method === "notifications/progress")).toEqual([]);
+  });
+
+  it("timed out before its CreateTaskResult: the answer says the task is cancelled with tasks/cancel once it comes (rule 35), and it is", async () => {
+    const client = await connected("--timeout-ms", "300");
+    client.send({
+      jsonrpc: "2.0",
+      id: "t3",
+      method: "tools/call",
+      params: { name: "report", arguments: { ms: 5_000, createDelayMs: 1_000 }, task: { ttl: 60_000 } },
+    });
+    const answer = await client.answer("t3");
+    expect((answer.error as { code?: number }).code).toBe(-32001);
+    expect((answer.error as { message: string }).message).toContain(
+      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)",
+    );
+    // Nothing else went upstream at the timeout (rule 35: never notifications/cancelled); tasks/cancel once the task exists.
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "tasks/cancel"), 5_000)).toBe(true);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 });

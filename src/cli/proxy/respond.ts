@@ -29,10 +29,14 @@ export function ownAnswerNote(message: object): string | undefined {
  * timeout, `maxTotalTimeoutMs`, or the wait for the client's own answer, `clientWaitTimeoutMs`); a lost connection -32000 (never retried); a client's own cancel
  * gets nothing (`undefined`). `data` carries the stable code, the trigger, the limit, the summary
  * and the record as `withClient` completes it (the client's id of its request, ...).
+ * `taskAugmented`: the request asked for a task (rule 35): cancelled before its
+ * `CreateTaskResult`, nothing went upstream yet, and the task it creates is cancelled with
+ * `tasks/cancel` once that result comes; the message says so.
  */
 export function proxyErrorResponse(
   error: McpCancellableError,
   withClient: (record: RunRecord) => RunRecord,
+  taskAugmented = false,
 ): LibraryErrorResponse | undefined {
   const record = error.record;
   const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
@@ -44,7 +48,9 @@ export function proxyErrorResponse(
         ? "cancelled upstream"
         : record.method === "server/discover" || record.method === "initialize"
           ? `not cancelled (${record.method} never is: rules 19, 39)`
-          : "nothing sent upstream";
+          : taskAugmented && record.task === undefined
+            ? "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)"
+            : "nothing sent upstream";
     const message = !idle
       ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); ${upstream}`
       : error.limitName === "clientWaitTimeoutMs"

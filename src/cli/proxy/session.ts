@@ -22,6 +22,7 @@ import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { SUBSCRIPTION_ID_META, subscriptionOf } from "../../wire/listens.js";
 import { createdTask, isTerminalTaskStatus } from "../../core/record.js";
+import { isTaskAugmented } from "../../wire/tasks.js";
 import type { Message } from "../../wire/messages.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
@@ -215,6 +216,8 @@ interface Pending {
   readonly method: string;
   /** The client's progress token, relayed back under it; `undefined` when the client asked for none. */
   readonly clientToken: Id | undefined;
+  /** It asked for a task (rule 35): a cancel before its `CreateTaskResult` becomes `tasks/cancel` once it comes. */
+  augmented?: true;
   /** Progress was relayed for it (its answer then waits for that progress to reach the client). */
   progressed?: boolean;
   /** `initialize` only: its own timer (the library does not time it: rule 39). */
@@ -361,7 +364,12 @@ export class ProxySession<T extends TransportLike> {
     this.#transport = new MessageTransport(this.#upstream.adapter, {
       defaults,
       callOptions: (method, params) => this.#callOptions(method, params),
-      respond: (error) => proxyErrorResponse(error, (record) => this.#withClientId(record)),
+      respond: (error) =>
+        proxyErrorResponse(
+          error,
+          (record) => this.#withClientId(record),
+          error.record.requestId !== null && this.#pending.get(error.record.requestId)?.augmented === true,
+        ),
     });
     this.#transport.onmessage = (message) => this.#fromServer(message);
     this.#transport.onerror = (error) => this.#log(`upstream: ${error.message}`);
@@ -645,6 +653,7 @@ export class ProxySession<T extends TransportLike> {
       sentAt: now,
       activeAt: now,
     };
+    if (isTaskAugmented(message as Message)) pending.augmented = true;
     this.#verbose("client->server", message, upstreamId);
     if (method === "initialize") this.#initialize = structuredClone(message);
     // The message was parsed for the proxy alone: it goes upstream under the upstream's id. Its

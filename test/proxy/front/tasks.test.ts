@@ -57,4 +57,26 @@ describe("HTTP front: a task the client made", () => {
     // task store would keep it alive past a SIGKILL of the front alone).
     expect((await front.stop("SIGTERM")).code).toBe(0);
   });
+
+  it("timed out before its CreateTaskResult: the answer says the task is cancelled with tasks/cancel once it comes (rule 35), and it is", async () => {
+    const front = await startFront(["--timeout-ms", "300", ...server(TASK_SERVER)]);
+    const { post } = await openSession(front.url, "2025-11-25", "tasks-test");
+    const answer = (
+      await messagesOf(
+        await post({
+          jsonrpc: "2.0",
+          id: 8,
+          method: "tools/call",
+          params: { name: "report", arguments: { ms: 5_000, createDelayMs: 1_000 }, task: { ttl: 60_000 } },
+        }),
+      )
+    ).find((m) => m.id === 8);
+    expect((answer?.error as { code?: number }).code).toBe(-32001);
+    expect((answer?.error as { message: string }).message).toContain(
+      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)",
+    );
+    expect(await eventually(() => received(front.stderr()).some((m) => m.method === "tasks/cancel"), 5_000)).toBe(true);
+    expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+    expect((await front.stop("SIGTERM")).code).toBe(0);
+  });
 });

@@ -23,6 +23,8 @@ import { proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
 import { summarize } from "../../../core/record.js";
 import { SUBSCRIPTION_ID_META } from "../../../wire/listens.js";
+import { isTaskAugmented } from "../../../wire/tasks.js";
+import type { Message } from "../../../wire/messages.js";
 import { STREAM_CLOSED_REASON } from "./exchange.js";
 import type { AnswerWritten } from "./exchange.js";
 import { withCallFacts } from "./spans.js";
@@ -100,6 +102,8 @@ interface Pending {
   readonly clientId: Id;
   readonly method: string;
   readonly clientToken: Id | undefined;
+  /** It asked for a task (rule 35): a cancel before its `CreateTaskResult` becomes `tasks/cancel` once it comes. */
+  augmented?: true;
 }
 
 /** The client's facts kept with a record after its request settled, for its later revisions. */
@@ -163,7 +167,12 @@ export class Relay<T extends TransportLike = TransportLike> {
       defaults,
       name: "mcp-cancellable proxy",
       callOptions: (method, params) => this.#callOptions(method, params),
-      respond: (error) => proxyErrorResponse(error, (record) => this.#withClient(record)),
+      respond: (error) =>
+        proxyErrorResponse(
+          error,
+          (record) => this.#withClient(record),
+          error.record.requestId !== null && this.#pending.get(error.record.requestId)?.augmented === true,
+        ),
     });
     this.#transport.onmessage = (message) => this.#fromServer(message);
     this.#transport.onerror = (error) => init.log(`upstream: ${init.redact(error.message)}`);
@@ -223,6 +232,7 @@ export class Relay<T extends TransportLike = TransportLike> {
       method,
       clientToken,
     };
+    if (isTaskAugmented(message as Message)) pending.augmented = true;
     const forward: JsonRpcMessage = { ...message, id: upstreamId };
     if (pending.clientToken !== undefined && method !== "initialize") {
       const token = proxyToken(upstreamId);
