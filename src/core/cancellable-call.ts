@@ -284,23 +284,28 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * The client itself waits `ms` before it next asks the server (a task's poll interval): the
    * server cannot be silent meanwhile, so the idle timeout starts again `ms` from now, never
    * sooner than it would have. The maximum total timeout is untouched (rule 17). A no-op once
-   * the call is no longer pending.
+   * the call is no longer pending, and while the client's answer is awaited (`clientWait`).
    */
   idleAfter(ms: number): void {
-    if (this.#state !== "pending") return;
+    if (this.#state !== "pending" || (this.#rare?.clientWaits ?? 0) > 0) return;
     this.#idleDeadline = Math.max(this.#idle(), this.#clock() + ms + this.#options.timeoutMs);
   }
 
   /**
    * The server sent the client a request (elicitation, sampling, roots) whose answer it now
-   * waits for: that wait is not the server's silence. The idle timeout is paused, at most
-   * `clientWaitTimeoutMs` from now; the maximum total timeout still holds. Counted: each call to
-   * it is ended by one `clientAnswered`. A no-op once the call is no longer pending.
+   * waits for: that wait is not the server's silence. The idle timeout is paused, and the wait
+   * is bounded by `clientWaitTimeoutMs` from now, sooner or later than the idle timeout would
+   * have come: past it the call times out naming that bound (a call with no idle timeout,
+   * `timeoutMs` `Infinity`, such as a listen, keeps none). Progress does not move the bound; the
+   * maximum total timeout still holds. Counted: each call to it is ended by one
+   * `clientAnswered`. A no-op once the call is no longer pending.
    */
   clientWait(): void {
     if (this.#state !== "pending") return;
     const rare = this.#rareFacts();
-    if (rare.clientWaits++ === 0) this.#idleDeadline = Math.max(this.#idle(), this.#clock() + this.#options.clientWaitTimeoutMs);
+    if (rare.clientWaits++ !== 0 || this.#idle() === Number.POSITIVE_INFINITY) return;
+    this.#idleDeadline = this.#clock() + this.#options.clientWaitTimeoutMs;
+    this.#arm(); // the bound may come sooner than the idle timeout: queue it there
   }
 
   /** The client answered (or the server withdrew) one such request: when none is left, the idle timeout starts again in full. */
@@ -312,10 +317,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     this.#arm(); // the deadline may come sooner than the pause's: queue it there
   }
 
-  /** Progress or a sign of life: the idle timeout starts again from now (never shortening a pause for the client). */
+  /** Progress or a sign of life: the idle timeout starts again from now (paused while the client's answer is awaited: `clientWait`). */
   #restartIdle(): void {
-    const next = this.#clock() + this.#options.timeoutMs;
-    this.#idleDeadline = (this.#rare?.clientWaits ?? 0) === 0 ? next : Math.max(next, this.#idle());
+    if ((this.#rare?.clientWaits ?? 0) > 0) return;
+    this.#idleDeadline = this.#clock() + this.#options.timeoutMs;
   }
 
   /**

@@ -97,10 +97,12 @@ export interface CallOptions {
    * In ms: how long waiting for the client's own answer may pause the idle timeout. While the
    * server waits for an answer to a request it sent the client (`elicitation/create`: a person
    * filling a form; `sampling/createMessage`; `roots/list`), the calls pending on that connection
-   * are not silent on the server's part: their idle timeout is paused, at most this long from the
-   * request's arrival; the answer starts it again in full. Past the bound the call times out
-   * (`CallTimeoutError`, `REQUEST_TIMEOUT`, its reason naming this option). The maximum total
-   * timeout always holds. Trade-off: a longer bound waits longer for a person, and for a server
+   * are not silent on the server's part: their idle timeout is paused (progress does not move
+   * it), and the wait is bounded by this many ms from the request's arrival, whether that comes
+   * sooner or later than the idle timeout would have; the answer starts the idle timeout again in
+   * full. Past the bound the call times out (`CallTimeoutError`, `REQUEST_TIMEOUT`, `limitName`
+   * and its reason naming this option). A call with no idle timeout (`timeoutMs` `Infinity`)
+   * gets no bound from a wait. The maximum total timeout always holds. Trade-off: a longer bound waits longer for a person, and for a server
    * request nobody answers. Integer from 1 to 2_147_483_647, or `Infinity` (then only the maximum
    * total timeout bounds the wait). Rules 14, 17.
    * @default 300_000

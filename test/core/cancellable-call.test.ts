@@ -683,6 +683,32 @@ describe("CancellableCall: waiting on the client pauses the idle timeout (issue 
     expect(cancels).toEqual(["The client's answer to the server's request did not come within clientWaitTimeoutMs (400 ms)"]);
   });
 
+  it("a clientWaitTimeoutMs shorter than the idle timeout bounds the wait (an outside tester's: the idle timeout came at 5,000 ms, the error said 1,000)", async () => {
+    const { call, cancels, outcome } = makeCall({ timeoutMs: 5_000, clientWaitTimeoutMs: 1_000, resetTimeoutOnProgress: true });
+    call.start();
+    call.bind(1, "p");
+    await vi.advanceTimersByTimeAsync(100);
+    call.clientWait(); // the server asked the client something at 100: the wait ends at 1,100
+    await vi.advanceTimersByTimeAsync(500);
+    call.progress({ progress: 1 }); // the idle timeout is paused: progress does not move the bound
+    await vi.advanceTimersByTimeAsync(499);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", timeoutMs: 1_000, limitName: "clientWaitTimeoutMs" });
+    expect(cancels).toEqual(["The client's answer to the server's request did not come within clientWaitTimeoutMs (1000 ms)"]);
+  });
+
+  it("a call with no idle timeout (timeoutMs Infinity, a listen) gets none from a client wait; the maximum total timeout holds", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: Number.POSITIVE_INFINITY, maxTotalTimeoutMs: 5_000, clientWaitTimeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    call.clientWait();
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.error).toMatchObject({ code: "MAX_TOTAL_TIMEOUT" });
+  });
+
   it("the maximum total timeout holds during a client wait", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 100, maxTotalTimeoutMs: 250, clientWaitTimeoutMs: 10_000 });
     call.start();
