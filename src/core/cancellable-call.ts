@@ -10,7 +10,7 @@ import { linkAbort, offAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { Wakeable } from "../utils/wakeable.js";
-import { createdTask } from "./record.js";
+import { ANSWERED_FIRST, createdTask } from "./record.js";
 import type {
   CallOutcome,
   CancelDelivery,
@@ -339,7 +339,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const signal = this.#callerSignal;
     const aborted = signal === undefined ? undefined : firstAborted(signal);
     if (aborted !== undefined) {
-      this.cancel(abortTrigger(aborted.reason), aborted.reason);
+      this.#cancelAnswered(abortTrigger(aborted.reason), aborted.reason);
       return false;
     }
     // Read after one of its limits had passed, before a busy event loop ran its timer: the
@@ -348,16 +348,27 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const total = this.#totalDeadline();
     const idle = this.#idle();
     if (now > total && total <= idle) {
-      this.cancel("max-total-timeout");
+      this.#cancelAnswered("max-total-timeout");
       return false;
     }
     if (now > idle) {
-      this.cancel("timeout");
+      this.#cancelAnswered("timeout");
       return false;
     }
     this.#state = "responded";
     this.#dispose();
     return true;
+  }
+
+  /**
+   * Cancelled (its limit or its caller's abort came first) as its response is read: the response
+   * is off the wire's books, so nothing goes out, and the record says why as the adapters'
+   * queues do for a timer-fired cancel whose response came first (rule 7): `undelivered`
+   * "not sent: the response arrived first", the same record on every path.
+   */
+  #cancelAnswered(trigger: CancelTrigger, cause?: unknown): void {
+    this.#rareFacts().early = { sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } };
+    this.cancel(trigger, cause);
   }
 
   /**

@@ -27,6 +27,10 @@ export function received(value: unknown): string {
   return tag === "Array" ? "an array" : `${/^[AEIOU]/.test(tag) ? "an" : "a"} ${tag}`;
 }
 
+/** A boolean option: refused values are quoted, as durations are (`must be true or false; received "yes"`). @internal */
+export const booleanOption = (): z.ZodBoolean =>
+  z.boolean({ error: (issue) => `must be true or false; received ${received(issue.input)}` });
+
 const count = (min: 0 | 1) => {
   const error = (issue: { input?: unknown }): string =>
     `must be an integer from ${min} to ${MAX_TIMER_DELAY_MS}; received ${received(issue.input)}`;
@@ -54,14 +58,14 @@ function isAbortSignal(value: unknown): value is AbortSignal {
 const callShape = {
   timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
-  resetTimeoutOnProgress: z.boolean({ error: "must be true or false" }),
+  resetTimeoutOnProgress: booleanOption(),
   clientWaitTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   signal: z.custom<AbortSignal | readonly AbortSignal[]>(
     (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
     { error: "must be an AbortSignal or an array of AbortSignals" },
   ),
   reason: z.string({ error: "must be a string" }),
-  forwardAbortReason: z.boolean({ error: "must be true or false" }),
+  forwardAbortReason: booleanOption(),
   onprogress: fnOption,
   verify: fnOption,
   verifyTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),

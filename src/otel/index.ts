@@ -6,7 +6,7 @@ import { SpanKind, SpanStatusCode, context, metrics, propagation, trace } from "
 import type { Attributes, Context, Histogram, Meter, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import { z } from "zod";
 import type { RunRecord } from "../core/record.js";
-import { parseOptions } from "../options/schemas.js";
+import { booleanOption, parseOptions } from "../options/schemas.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
 import { isStdioTransport, isStreamableHttpTransport, streamableHttpUrl } from "../sdk/private.js";
 import {
@@ -96,13 +96,13 @@ const optionsSchema = z
   .strictObject({
     tracer: z.custom<Tracer>((value) => typeof (value as Tracer)?.startSpan === "function", { error: "must be an OpenTelemetry Tracer" }),
     meter: z.custom<Meter>((value) => typeof (value as Meter)?.createHistogram === "function", { error: "must be an OpenTelemetry Meter" }),
-    propagateContext: z.boolean({ error: "must be true or false" }),
-    captureArguments: z.boolean({ error: "must be true or false" }),
-    captureResults: z.boolean({ error: "must be true or false" }),
+    propagateContext: booleanOption(),
+    captureArguments: booleanOption(),
+    captureResults: booleanOption(),
     serverUrl: z
       .union([z.string(), z.instanceof(URL)], { error: "must be a URL or a string" })
       .refine((value) => URL.canParse(String(value)), { error: "must be an absolute URL" }),
-    useOuterToolSpan: z.boolean({ error: "must be true or false" }),
+    useOuterToolSpan: booleanOption(),
     attributes: z.custom<(call: ObservedCall) => Attributes | undefined>((value) => typeof value === "function", {
       error: "must be a function",
     }),

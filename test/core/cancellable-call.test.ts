@@ -728,7 +728,15 @@ describe("CancellableCall: a response read after its limit passed is late (soak 
     expect(call.responded()).toBe(false);
     await vi.advanceTimersByTimeAsync(0);
     expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT" });
-    expect(call.record).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout" } });
+    expect(call.record).toMatchObject({
+      status: "cancelled",
+      cancel: {
+        trigger: "timeout",
+        mechanism: "none",
+        sentAt: null,
+        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      },
+    });
   });
 
   it("a response at the deadline itself, or before it, is the result", async () => {

@@ -39,6 +39,16 @@ describe("durations given in seconds by mistake", () => {
       expect(error.message).toContain(shown);
     }
   });
+
+  it("a refused boolean's message quotes the value received too (an outside tester's: it did not)", async () => {
+    const { mcp } = await connectPeer();
+    const error = (await mcp
+      .callTool({ name: "x" }, { resetTimeoutOnProgress: "yes" as never })
+      .catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("resetTimeoutOnProgress");
+    expect(error.message).toContain('"resetTimeoutOnProgress" must be true or false; received "yes"');
+  });
 });
 
 describe("several signals per call", () => {
