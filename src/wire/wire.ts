@@ -372,6 +372,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#tasks.settled(call, key);
     const id = call.requestId;
     if (id === null) return;
+    if (call.method === "subscriptions/listen") this.#listens.ended(id);
     const entry = this.#pending.get(id);
     if (entry?.call === call) {
       this.#forget(id, entry);
@@ -834,11 +835,20 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     const entry = this.#pending.get(requestId);
     if (entry?.listen === true && entry.call !== null) {
-      // A call's listen the server ends (rule 12): it is over, as answered; no cancel goes out
-      // (rule 7). Whoever waits for it hears the server's notification (it passes on).
+      // A call's listen the server ends (rule 12): it is over without its result, so the call
+      // fails with the server's reason (the v2 SDK's own listen() closes with an error, cause
+      // "remote"); no cancel goes out (rule 7). Whoever waits for it hears the server's
+      // notification too (it passes on).
       const call = entry.call;
       this.#forget(requestId, entry);
-      if (call.responded()) call.succeed({});
+      const reason = (message.params as { reason?: unknown } | undefined)?.reason;
+      if (call.responded()) {
+        call.fail(
+          new Error(
+            `subscriptions/listen ended by the server (notifications/cancelled${typeof reason === "string" ? `: ${reason}` : ""}; rule 12)`,
+          ),
+        );
+      }
       this.#releaseSdk(requestId);
       return;
     }

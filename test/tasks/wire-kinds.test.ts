@@ -139,6 +139,50 @@ describe("subscriptions/listen entries", () => {
     await client.close();
   });
 
+  it("what the server still sends under a listen that ended any other way is dropped too (an outside tester's: four ways reached the client)", async () => {
+    const { client, mcp, serverTransport, received } = await connect();
+    const delivered: unknown[] = [];
+    client.fallbackNotificationHandler = async (notification) => void delivered.push(notification);
+    const closing = new AbortController();
+    // The SDK's own listens: one the server cancels, one the client closes.
+    void client.request({ method: "subscriptions/listen", params: {} }, anySchema, { timeout: 600_000 }).catch(() => {});
+    void client
+      .request({ method: "subscriptions/listen", params: {} }, anySchema, { timeout: 600_000, signal: closing.signal })
+      .catch(() => {});
+    // Listens made as calls of the library: one the server answers, one it cancels.
+    const answered = mcp.request({ method: "subscriptions/listen", params: {} }, { timeoutMs: 600_000 });
+    const cancelled = mcp.request({ method: "subscriptions/listen", params: {} }, { timeoutMs: 600_000 }).catch((e: unknown) => e);
+    await flush();
+    const [sdkCancelled, sdkClosed, callAnswered, callCancelled] = received
+      .filter((m) => m.method === "subscriptions/listen")
+      .map((m) => m.id as number);
+    const serverCancels = (id: number, reason: string) =>
+      serverTransport.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } } as never);
+    await serverCancels(sdkCancelled!, "server done");
+    closing.abort("the client closes it");
+    await serverTransport.send({ jsonrpc: "2.0", id: callAnswered, result: { resultType: "complete" } } as never);
+    await serverCancels(callCancelled!, "server restarts");
+    await flush();
+    for (const id of [sdkCancelled, sdkClosed, callAnswered, callCancelled]) {
+      await serverTransport.send({
+        jsonrpc: "2.0",
+        method: "notifications/tools/list_changed",
+        params: { _meta: { "io.modelcontextprotocol/subscriptionId": id } },
+      } as never);
+    }
+    await flush();
+    expect(delivered).toEqual([]);
+    await expect(answered).resolves.toMatchObject({ resultType: "complete" });
+    // Ended by the server without its result: failed with the server's reason, not succeeded with {}.
+    expect((await cancelled) as Error).toMatchObject({
+      message: "subscriptions/listen ended by the server (notifications/cancelled: server restarts; rule 12)",
+    });
+    const record = mcp.records().find((r) => r.requestId === callCancelled)!;
+    expect(record).toMatchObject({ status: "failed", error: { code: null, message: expect.stringContaining("server restarts") } });
+    expect(mcp.pendingCount).toBe(0);
+    await client.close();
+  });
+
   it("a server's notifications/cancelled ends only the listen it names (rule 12)", async () => {
     const { client, mcp, serverTransport, received } = await connect();
     for (let i = 0; i < 3; i++) {

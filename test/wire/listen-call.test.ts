@@ -6,11 +6,12 @@ import { eventually } from "../helpers/timing.js";
 
 // A `subscriptions/listen` that runs as a call (the proxy relays a client's through a
 // MessageTransport): the server may end it with notifications/cancelled (rule 12). The call is
-// over then, as answered: settled once, nothing left pending, no cancel sent back (rule 7), and
-// the server's notification still reaches the client.
+// over then, without its result: failed once with the server's reason (an outside tester's: it
+// was recorded succeeded), nothing left pending, no cancel sent back (rule 7), and the server's
+// notification still reaches the client.
 
 describe("a call's subscriptions/listen ended by the server (rule 12)", () => {
-  it("settles the call, leaves nothing pending, sends no cancel, and passes the server's notification on", async () => {
+  it("fails the call with the server's reason, leaves nothing pending, sends no cancel, and passes the server's notification on", async () => {
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const fromClient: Array<{ method?: string; id?: unknown }> = [];
     serverSide.onmessage = (message) => void fromClient.push(message as { method?: string; id?: unknown });
@@ -30,7 +31,13 @@ describe("a call's subscriptions/listen ended by the server (rule 12)", () => {
     expect(toClient.filter((m) => m.method === "notifications/cancelled")).toHaveLength(1);
     expect(fromClient.filter((m) => m.method === "notifications/cancelled")).toEqual([]);
     expect(transport.records()).toHaveLength(1);
-    expect(transport.records()[0]).toMatchObject({ method: "subscriptions/listen", status: "succeeded" });
+    expect(transport.records()[0]).toMatchObject({
+      method: "subscriptions/listen",
+      status: "failed",
+      error: { code: null, message: "subscriptions/listen ended by the server (notifications/cancelled: server ends the listen; rule 12)" },
+    });
+    // The client hears the server's own notification; the library adds no answer of its own.
+    expect(toClient.filter((m) => (m as { id?: unknown }).id === "L1")).toEqual([]);
     await transport.close();
   });
 });
