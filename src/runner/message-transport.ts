@@ -8,7 +8,7 @@ import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { RunRecord } from "../types/record.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
-import { CALL_MARKER, type Message } from "../wire/messages.js";
+import { CALL_MARKER, isPlainResponse, responseSchema, type Message } from "../wire/messages.js";
 import type { Wire } from "../wire/wire.js";
 import { CallRunner, nameOf, openWire } from "./runner.js";
 import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
@@ -343,6 +343,11 @@ export class MessageTransport<T extends TransportLike> {
       const waiting = this.#waiting.get(message.id);
       const call = waiting?.call;
       if (call !== undefined) {
+        // A malformed answer (both result and error, say): the wire reported it and left the call
+        // its timers, as the SDK leaves its request; the client gets nothing it could not use
+        // (an SDK client refuses it and waits out its own timeout): the call ends by its limits,
+        // answered -32001 and cancelled upstream (an outside tester's).
+        if (!isPlainResponse(message) && !responseSchema.safeParse(message).success) return;
         // The server's answer to a live call (the wire dropped any for a settled one): the call
         // settles with it, and the client gets the message as it came.
         this.#waiting.delete(message.id);

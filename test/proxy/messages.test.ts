@@ -27,6 +27,25 @@ const call = (id: string, name: string, args: Record<string, unknown> = {}) => (
   params: { name, arguments: args },
 });
 
+describe("mcp-cancellable proxy: a malformed answer", () => {
+  it("both result and error: not relayed (an SDK client refuses it and waits its own timeout); the call ends by the proxy's limit, -32001, cancelled upstream once (an outside tester's)", async () => {
+    const client = start(["--timeout-ms", "500", ...server(LINE)]);
+    await client.initialize();
+    const sent = performance.now();
+    client.send(call("both", "both"));
+    const answer = await client.answer("both", 5_000);
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(450);
+    expect(answer.error!.code).toBe(-32001);
+    expect(answer.result).toBeUndefined();
+    expect(client.messages.filter((m) => m.id === "both")).toHaveLength(1);
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"))).toBe(true);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toHaveLength(1);
+    // The proxy goes on.
+    client.send(call("next", "echo"));
+    expect((await client.answer("next")).result!.content![0]!.text).toMatch(/^echo /);
+  });
+});
+
 describe("mcp-cancellable proxy: large messages", () => {
   it("a 40 MB result, id last and id first: relayed whole under the client's id; the next call is answered after it", async () => {
     const client = start(server(LINE));
