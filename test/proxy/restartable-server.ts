@@ -37,7 +37,7 @@ export interface RestartableServer {
  * transport per session) on 127.0.0.1, restartable on the same port. A request naming a session
  * it does not know gets `unknownSession`: 404 (the spec, and the SDK transport's own answer), or
  * the 400 of the SDK's own example servers ({"error":{"code":-32000,"message":"Bad Request: No
- * valid session ID provided"}}). Tools: `echo {text}`, `slow {ms}` (aborts on the cancel), `big {bytes}` (a text of that many bytes), `burst {count}` (`count` progress
+ * valid session ID provided"}}). Tools: `bad400` (answered HTTP 400 with a JSON-RPC error naming the request's id, before any session check), `echo {text}`, `slow {ms}` (aborts on the cancel), `big {bytes}` (a text of that many bytes), `burst {count}` (`count` progress
  * notifications as fast as it can, then its result).
  */
 export async function startRestartable(unknownSession: 404 | 400 = 404): Promise<RestartableServer> {
@@ -88,6 +88,13 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
     };
     seen.push(entry);
     res.on("close", () => (entry.status = res.statusCode));
+    // `bad400`: a server that answers a request it refuses with HTTP 400 and its JSON-RPC error (the request's own id).
+    if (parsed?.method === "tools/call" && (parsed as { params?: { name?: unknown } }).params?.name === "bad400") {
+      res
+        .writeHead(400, { "content-type": "application/json" })
+        .end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error: { code: -32602, message: "argument 'q' is required" } }));
+      return;
+    }
     let transport = sid === undefined ? undefined : sessions.get(sid);
     if (transport === undefined) {
       if (sid !== undefined || req.method !== "POST" || parsed?.method !== "initialize") {

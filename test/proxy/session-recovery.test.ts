@@ -87,6 +87,28 @@ describe("proxy --url: a session the server lost is started anew", () => {
     });
   }
 
+  it("HTTP 400 with the server's JSON-RPC error for that request: its answer, relayed as it is; no new session (an outside tester's)", async () => {
+    const server = await serve(400);
+    const records = join(dir, "bad400.jsonl");
+    const { client, stderr } = await connect(["--url", server.url.href, "--records", records]);
+    await expect(client.callTool({ name: "echo", arguments: { text: "one" } })).resolves.toMatchObject({ content: [{ text: "echo one" }] });
+    const error = await client.callTool({ name: "bad400", arguments: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32602);
+    expect((error as McpError).message).toMatch(/argument 'q' is required/);
+    await expect(client.callTool({ name: "echo", arguments: { text: "two" } })).resolves.toMatchObject({ content: [{ text: "echo two" }] });
+    expect(server.seen.filter((s) => s.rpc === "initialize")).toHaveLength(1);
+    expect(new Set(server.seen.filter((s) => s.http === "POST" && s.rpc !== "initialize").map((s) => s.session)).size).toBe(1);
+    expect(server.sessions()).toBe(1);
+    expect(stderr()).not.toMatch(/starting a new one/);
+    await client.close();
+    const lines = readFileSync(records, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as ProxyRecord & { name?: string; error?: { code?: unknown; httpStatus?: unknown } });
+    expect(lines.find((r) => r.name === "bad400")).toMatchObject({ status: "failed", error: { code: -32602, httpStatus: 400 } });
+  });
+
   it("the client leaves right after the call that met the lost session: its record names the session it was sent in, and a session the proxy opened on the restarted server is DELETEd", async () => {
     const server = await serve(404);
     const records = join(dir, "recovery-leave.jsonl");

@@ -74,6 +74,18 @@ export async function httpUpstream(
     }
     answered = true;
     const status = response.status;
+    // An HTTP error whose body is the server's JSON-RPC error for this very request (invalid
+    // params, say) is the server's answer to it: the client gets that error (the SDK transports
+    // would throw on the status instead, and the client got -32000 "failed between the proxy and
+    // the server"); the record keeps the status (the adapter saw it). Not a lost session either:
+    // the SDKs' servers answer an unknown session with `"id": null` (an outside tester's: the
+    // server's error was replaced, and a live session was left for a new one).
+    if (status >= 400 && method === "POST" && /json/i.test(response.headers.get("content-type") ?? "")) {
+      const text = await response.text().catch(() => "");
+      if (isErrorAnswer(text, requestIn(init?.body)))
+        return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
+      response = new Response(text, { status, statusText: response.statusText, headers: response.headers });
+    }
     if (!legacy || session === undefined || (status !== 404 && status !== 400)) return response;
     if (session !== transport.sessionId && !lost.has(session)) return response; // an older session's stream
     if (!lost.has(session)) {
@@ -153,6 +165,17 @@ export async function httpUpstream(
 }
 
 /** The request a POST body carries (not a notification, not a batch), if any. */
+/** True when `text` is a JSON-RPC error response naming `request`'s own id. */
+function isErrorAnswer(text: string, request: { id: string | number } | undefined): boolean {
+  if (request === undefined) return false;
+  try {
+    const body = JSON.parse(text) as { id?: unknown; error?: unknown };
+    return body.id === request.id && typeof body.error === "object" && body.error !== null;
+  } catch {
+    return false;
+  }
+}
+
 function requestIn(body: unknown): { id: string | number; method: string } | undefined {
   if (typeof body !== "string") return undefined;
   try {
