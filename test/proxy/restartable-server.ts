@@ -29,6 +29,8 @@ export interface RestartableServer {
    * initialize with HTTP 500 (a server that cannot start a session).
    */
   restart(options?: { refuseInitialize?: boolean }): Promise<void>;
+  /** Forgets every session (a request naming one gets `unknownSession`) while their open streams go on: a server that expires a session under a call still running. */
+  expire(): void;
   stop(): Promise<void>;
 }
 
@@ -153,6 +155,9 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
         });
       });
       await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    },
+    expire() {
+      sessions = new Map();
     },
     stop: close,
   };

@@ -109,6 +109,37 @@ describe("proxy --url: a session the server lost is started anew", () => {
     expect(lines.find((r) => r.name === "bad400")).toMatchObject({ status: "failed", error: { code: -32602, httpStatus: 400 } });
   });
 
+  it("a call still running in the lost session: its cancel goes to that session, never to the new one, and its record names it (an outside tester's)", async () => {
+    const server = await serve(404);
+    const records = join(dir, "recovery-old-call.jsonl");
+    const { client } = await connect(["--url", server.url.href, "--records", records, "--timeout-ms", "1500"]);
+    await client.callTool({ name: "echo", arguments: { text: "one" } });
+    const first = server.seen.find((s) => s.rpc === "tools/call")!.session;
+    const slow = client.callTool({ name: "slow", arguments: { ms: 10_000 } }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    server.expire(); // the slow call's stream stays open
+    expect(((await client.callTool({ name: "echo", arguments: { text: "two" } }).catch((e: unknown) => e)) as McpError).code).toBe(-32000);
+    await expect(client.callTool({ name: "echo", arguments: { text: "three" } })).resolves.toMatchObject({
+      content: [{ text: "echo three" }],
+    });
+    const second = server.seen.filter((s) => s.rpc === "tools/call").at(-1)!.session;
+    expect(second).not.toBe(first);
+    expect(((await slow) as McpError).code).toBe(-32001);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const slowId = server.seen.filter((s) => s.rpc === "tools/call" && s.session === first)[1]!.id;
+    const cancels = server.seen.filter((s) => s.rpc === "notifications/cancelled");
+    expect(cancels.map((c) => c.session)).toEqual([first]);
+    expect(cancels).toHaveLength(1);
+    await client.close();
+    const lines = readFileSync(records, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as ProxyRecord & { sessionId?: string; requestId?: unknown });
+    const slowRecords = lines.filter((r) => r.requestId === slowId);
+    expect(slowRecords.length).toBeGreaterThan(0);
+    for (const record of slowRecords) expect(record.sessionId).toBe(first);
+  });
+
   it("the client leaves right after the call that met the lost session: its record names the session it was sent in, and a session the proxy opened on the restarted server is DELETEd", async () => {
     const server = await serve(404);
     const records = join(dir, "recovery-leave.jsonl");

@@ -51,11 +51,40 @@ export async function httpUpstream(
   /** `initialize` POSTs on their way (a new session's, after a lost one): the close waits for them, to DELETE what they open. */
   const initializing = new Set<Promise<unknown>>();
 
+  /**
+   * 2025-era: the first request id (the proxy's own counter upstream) sent in each session, in
+   * order: a session the server lost is followed by a new one, and a request belongs to the
+   * session it was sent in (its cancel goes there, rule 7; its record names it).
+   */
+  const sessionsFrom: Array<{ firstId: number; session: string }> = [];
+  const sessionOf = (id: unknown): string | undefined => {
+    if (typeof id !== "number") return undefined;
+    for (let i = sessionsFrom.length - 1; i >= 0; i--) if (sessionsFrom[i]!.firstId <= id) return sessionsFrom[i]!.session;
+    return undefined;
+  };
+
   const fetch: FetchLike = async (input, init) => {
     const method = (init?.method ?? "GET").toUpperCase();
     // 2026-07-28 has no sessions (rule 26): no headers object to read for each request.
-    const session = legacy ? (new Headers(init?.headers).get("mcp-session-id") ?? undefined) : undefined;
+    let session = legacy ? (new Headers(init?.headers).get("mcp-session-id") ?? undefined) : undefined;
     if (method === "DELETE" && session !== undefined && lost.has(session)) return new Response(null, { status: 200 });
+    if (session !== undefined && method === "POST") {
+      const request = requestIn(init?.body);
+      if (typeof request?.id === "number") {
+        if (sessionsFrom.at(-1)?.session !== session) sessionsFrom.push({ firstId: request.id, session });
+      } else {
+        // The cancel of a request sent in an earlier session goes to that session, never to the
+        // new one, which never had it (rule 7; an outside tester's). A session the server lost
+        // answers it 404, which the record says (the notification was refused).
+        const sentIn = sessionOf(cancelledIn(init?.body));
+        if (sentIn !== undefined && sentIn !== session) {
+          const headers = new Headers(init?.headers);
+          headers.set("mcp-session-id", sentIn);
+          init = { ...init, headers };
+          session = sentIn;
+        }
+      }
+    }
     let response: Response;
     try {
       const answer = base(input, init);
@@ -128,6 +157,7 @@ export async function httpUpstream(
     onSessionLost: (handler) => {
       onLost = handler;
     },
+    sessionOf,
     onUnreachable: (handler) => {
       onUnreachable = handler;
     },
@@ -164,7 +194,6 @@ export async function httpUpstream(
   };
 }
 
-/** The request a POST body carries (not a notification, not a batch), if any. */
 /** True when `text` is a JSON-RPC error response naming `request`'s own id. */
 function isErrorAnswer(text: string, request: { id: string | number } | undefined): boolean {
   if (request === undefined) return false;
@@ -176,6 +205,18 @@ function isErrorAnswer(text: string, request: { id: string | number } | undefine
   }
 }
 
+/** The request id a `notifications/cancelled` POST body names, if it is one. */
+function cancelledIn(body: unknown): unknown {
+  if (typeof body !== "string" || !body.includes("notifications/cancelled")) return undefined;
+  try {
+    const message = JSON.parse(body) as { method?: unknown; params?: { requestId?: unknown } };
+    return message.method === "notifications/cancelled" ? message.params?.requestId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The request a POST body carries (not a notification, not a batch), if any. */
 function requestIn(body: unknown): { id: string | number; method: string } | undefined {
   if (typeof body !== "string") return undefined;
   try {

@@ -185,6 +185,8 @@ export interface Upstream<T extends TransportLike> {
   beforeClose?(budgetMs: number): Promise<void>;
   /** HTTP, 2025-era: the server answered 404 (or 400) for the session (`status`); called once per lost session. */
   onSessionLost?(handler: (status: number) => void): void;
+  /** HTTP, 2025-era: the session a request (by its upstream id) was sent in, once sessions were started anew. */
+  sessionOf?(upstreamId: Id): string | undefined;
   /** HTTP, 2025-era: forgets the lost session, so the next `initialize` starts a new one. */
   resetSession?(): Promise<void>;
   /** HTTP: the server could not be reached before it ever answered (`error`: why). */
@@ -958,7 +960,15 @@ export class ProxySession<T extends TransportLike> {
   #withClientId(record: RunRecord): RunRecord {
     const id = record.requestId;
     const clientId = id === null ? undefined : (this.#pending.get(id)?.clientId ?? this.#clientIds.get(id));
-    return (clientId === undefined ? record : { ...record, clientRequestId: clientId }) as RunRecord;
+    // A request sent in a session the server lost names that session, not the one started after it.
+    const sentIn = id === null || record.sessionId === null ? undefined : this.#upstream.sessionOf?.(id);
+    const session = sentIn === undefined || sentIn === record.sessionId ? undefined : sentIn;
+    if (clientId === undefined && session === undefined) return record;
+    return {
+      ...record,
+      ...(clientId === undefined ? {} : { clientRequestId: clientId }),
+      ...(session === undefined ? {} : { sessionId: session }),
+    } as RunRecord;
   }
 
   #forget(upstreamId: Id): void {
