@@ -233,6 +233,65 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
     }
   });
 
+  for (const how of ["refused", "unanswered"] as const) {
+    it(`--url, the client leaves with a call in flight and the server ${how === "refused" ? "refuses (500)" : "never answers"} the POSTed cancel: the records file has what became of it (an outside tester's: it said delivered)`, async () => {
+      const hung = new Set<import("node:http").ServerResponse>();
+      const http = createServer((req, res) => {
+        let body = "";
+        req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+        req.on("end", () => {
+          if (req.method !== "POST") return void res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+          const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+          if (message.method === "initialize") {
+            res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s" });
+            res.end(
+              JSON.stringify({
+                jsonrpc: "2.0",
+                id: message.id,
+                result: {
+                  protocolVersion: message.params?.protocolVersion,
+                  capabilities: { tools: {} },
+                  serverInfo: { name: "s", version: "1" },
+                },
+              }),
+            );
+          } else if (message.method === "tools/call") {
+            res.writeHead(200, { "content-type": "text/event-stream" });
+            res.flushHeaders();
+            hung.add(res);
+          } else if (message.method === "notifications/cancelled") {
+            if (how === "refused") res.writeHead(500).end("no");
+            else hung.add(res);
+          } else res.writeHead(202).end();
+        });
+      });
+      await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+      const file = join(dir, `shutdown-${how}.jsonl`);
+      try {
+        const client = start(["--url", `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, "--records", file]);
+        await client.initialize();
+        client.send(call("a", "slow"));
+        await sleep(300);
+        client.child.stdin.end();
+        expect((await client.exited).code).toBe(0);
+        const lines = readFileSync(file, "utf8")
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as ProxyRecord & { cancel?: { undelivered?: { error?: string; written?: boolean } | null } });
+        const last = lines.filter((r) => r.clientRequestId === "a").at(-1)!;
+        expect(last.cancel?.undelivered).toMatchObject(
+          how === "refused"
+            ? { mechanism: "notification", error: expect.stringMatching(/500/) }
+            : { mechanism: "notification", written: true },
+        );
+      } finally {
+        for (const res of hung) res.destroy();
+        http.closeAllConnections();
+        await new Promise((resolve) => http.close(resolve));
+      }
+    });
+  }
+
   it("--url, the client closes stdin: the session is DELETEd too; exit 0", async () => {
     const http = await startV1({ stateful: true });
     servers.push(http);

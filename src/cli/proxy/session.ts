@@ -54,6 +54,8 @@ export const CLIENT_CANCEL_REASON = "Cancelled by the client";
 /** The bound on the whole shutdown, in ms (defined with the limits, in config.ts). */
 export { SHUTDOWN_BOUND_MS } from "./config.js";
 
+/** What the shutdown keeps of its bound for ending the records file once the upstream closed, in ms. */
+const RECORDS_RESERVE_MS = 60;
 /** A long answer written before its parse: the parse waits for its bytes to leave at most this long, in ms. */
 const EARLY_WAIT_MAX_MS = 5_000;
 /** ... and ends this long before the call's nearest limit, in ms (so no timer fires on an answer on its way). */
@@ -1114,7 +1116,19 @@ export class ProxySession<T extends TransportLike> {
         await this.#upstream.beforeClose?.(left() - 100);
         await this.#transport.close().catch((error: unknown) => this.#log(`closing the upstream: ${(error as Error).message}`));
       })();
-      await Promise.all([closing, this.#closeRecords(), this.#extras.flush?.(left() - 50)]);
+      // The records end once the upstream closed (within the bound): what became of the cancels
+      // just sent (a 2025-era notification the server refused, or left unanswered) is a revision
+      // the close brings, and the file must have it (an outside tester's: it said delivered).
+      let bound: ReturnType<typeof setTimeout> | undefined;
+      const closed = Promise.race([
+        closing,
+        new Promise<void>((resolve) => (bound = setTimeout(resolve, Math.max(0, left() - RECORDS_RESERVE_MS)))),
+      ]);
+      const records = closed.then(() => {
+        clearTimeout(bound);
+        return this.#closeRecords();
+      });
+      await Promise.all([closing, records, this.#extras.flush?.(left() - 50)]);
       const { message } = this.#upstream.ended();
       this.#log(`${why}; ${message}`);
       code = reason.kind === "signal" ? SIGNAL_EXIT_CODES[reason.signal] : reason.kind === "fatal" ? 1 : 0;
