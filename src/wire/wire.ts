@@ -48,6 +48,11 @@ interface Entry {
   listen?: true;
 }
 
+/** A 2026-07-28 `input_required` result: the request is to be sent again with the client's input (multi round-trip). */
+function isInputRequired(result: unknown): boolean {
+  return typeof result === "object" && result !== null && (result as { resultType?: unknown }).resultType === "input_required";
+}
+
 /** How a wire is set up by its entry point. */
 export interface WireOptions {
   /** Settled request ids remembered to drop late messages (`maxTombstones`, at least 1). */
@@ -569,7 +574,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     const token = message.params?._meta?.progressToken as string | number | undefined;
     if (call !== null) {
+      // Bound before: the next round of a multi round-trip request, the client's input given.
+      const round = call.requestId !== null;
       call.bind(id, token);
+      if (round) call.clientAnswered();
       // The SDK's own timer is dropped where the call's deadlines are the request's limits.
       if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }
@@ -663,6 +671,19 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         this.#dropSdkRequest(id);
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;
+      } else if (isInputRequired(message.result)) {
+        // 2026-07-28 multi round-trip: the server needs the client's input first. The round is
+        // over (its id answered), the call is not: the SDK asks its handlers (a person filling a
+        // form: a wait on the client, not the server's silence) and sends the request again with
+        // the answers, under a new id, carrying the call's marker; that send binds the call anew.
+        // Settled meanwhile (its limit, an abort), the new round is never sent (an outside
+        // tester's: the new round was dropped, and the call hung with no timer).
+        const call = entry.call;
+        this.#pending.delete(id);
+        if (entry.token !== undefined) this.#tokens.delete(entry.token);
+        this.#tombIds.set(id, null);
+        this.#unbound.set(call.callId, call);
+        call.clientWait();
       } else {
         const call = entry.call;
         // Off the wire first: a call whose abort came before this response (and waits for its
