@@ -294,17 +294,20 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /**
    * The server sent the client a request (elicitation, sampling, roots) whose answer it now
    * waits for: that wait is not the server's silence. The idle timeout is paused, and the wait
-   * is bounded by `clientWaitTimeoutMs` from now, sooner or later than the idle timeout would
-   * have come: past it the call times out naming that bound (a call with no idle timeout,
+   * is bounded by `clientWaitTimeoutMs` from now (several at once: the latest bound), sooner or
+   * later than the idle timeout would have come: past it the call times out naming that bound (a call with no idle timeout,
    * `timeoutMs` `Infinity`, such as a listen, keeps none). Progress does not move the bound; the
    * maximum total timeout still holds. Counted: each call to it is ended by one
    * `clientAnswered`. A no-op once the call is no longer pending.
    */
   clientWait(): void {
     if (this.#state !== "pending") return;
-    const rare = this.#rareFacts();
-    if (rare.clientWaits++ !== 0 || this.#idle() === Number.POSITIVE_INFINITY) return;
-    this.#idleDeadline = this.#clock() + this.#options.clientWaitTimeoutMs;
+    const first = this.#rareFacts().clientWaits++ === 0;
+    if (this.#options.timeoutMs === Number.POSITIVE_INFINITY) return;
+    // Each request's wait is bounded from its own arrival: while several are unanswered, the
+    // latest bound holds (an outside tester's: a second request's wait was cut by the first's).
+    const bound = this.#clock() + this.#options.clientWaitTimeoutMs;
+    this.#idleDeadline = first ? bound : Math.max(this.#idle(), bound);
     this.#arm(); // the bound may come sooner than the idle timeout: queue it there
   }
 

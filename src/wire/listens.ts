@@ -47,8 +47,9 @@ export class ListenTracker extends Layer {
     this.#end(id);
   }
 
-  #end(id: RequestId): void {
-    if (this.#live.delete(id)) (this.#ended ??= new BoundedMap(ENDED_LISTENS)).set(id, true);
+  #end(given: RequestId): void {
+    const id = findAnswered(given, (key) => (this.#live.has(key) ? key : undefined));
+    if (id !== undefined && this.#live.delete(id)) (this.#ended ??= new BoundedMap(ENDED_LISTENS)).set(id, true);
   }
 
   override send(message: Message, options?: SendOptions): Promise<void> {
@@ -80,7 +81,15 @@ export class ListenTracker extends Layer {
   }
 
   override message(message: Message, extra?: MessageExtra): void {
-    if (this.#ended !== undefined && message.id === undefined && this.#ended.has(subscriptionOf(message) as RequestId)) return;
+    const ended = this.#ended;
+    // Matched as answers are ("1" names listen 1: the wire takes an answer so).
+    if (
+      ended !== undefined &&
+      message.id === undefined &&
+      findAnswered(subscriptionOf(message), (key) => (ended.has(key) ? true : undefined))
+    ) {
+      return;
+    }
     if (this.#live.size === 0) {
       this.up.message(message, extra);
       return;

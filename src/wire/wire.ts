@@ -10,6 +10,7 @@ import {
   CALL_MARKER,
   asSdkMatches,
   cancelledParamsSchema,
+  findAnswered,
   isPlainResponse,
   isRequestId,
   progressParamsSchema,
@@ -843,7 +844,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #onServerCancel(message: Message): void {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return;
-    const { requestId } = parsed.data;
+    // Matched as answers are ("1" names request 1, as the SDKs read a response's id).
+    const requestId =
+      findAnswered(parsed.data.requestId, (key) => (this.#pending.has(key) || this.#inbound.has(key) ? key : undefined)) ??
+      parsed.data.requestId;
     // Rule 12: the server ends a listen it names, and only that one (the SDK hears it too).
     if (this.#listens.has(requestId)) {
       this.#dropSdkRequest(requestId);

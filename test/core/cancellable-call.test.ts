@@ -698,6 +698,21 @@ describe("CancellableCall: waiting on the client pauses the idle timeout (issue 
     expect(cancels).toEqual(["The client's answer to the server's request did not come within clientWaitTimeoutMs (1000 ms)"]);
   });
 
+  it("two waits that overlap: the later one's bound holds while it is unanswered (an outside tester's: the first one's cut the call)", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 5_000, clientWaitTimeoutMs: 1_000 });
+    call.start();
+    call.bind(1);
+    call.clientWait(); // at 0: bound 1,000
+    await vi.advanceTimersByTimeAsync(500);
+    call.clientWait(); // at 500: bound 1,500
+    await vi.advanceTimersByTimeAsync(300);
+    call.clientAnswered(); // the first, at 800: the second still waits
+    await vi.advanceTimersByTimeAsync(699);
+    expect(outcome.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(outcome.error).toMatchObject({ code: "REQUEST_TIMEOUT", limitName: "clientWaitTimeoutMs", timeoutMs: 1_000 });
+  });
+
   it("a call with no idle timeout (timeoutMs Infinity, a listen) gets none from a client wait; the maximum total timeout holds", async () => {
     const { call, outcome } = makeCall({ timeoutMs: Number.POSITIVE_INFINITY, maxTotalTimeoutMs: 5_000, clientWaitTimeoutMs: 100 });
     call.start();

@@ -183,6 +183,35 @@ describe("subscriptions/listen entries", () => {
     await client.close();
   });
 
+  it('a listen the server names by its id written as a string ("1" for 1, as answers are matched): its cancel ends the call, and what comes after is dropped (an outside tester\'s)', async () => {
+    const { client, mcp, serverTransport, received } = await connect();
+    const delivered: unknown[] = [];
+    client.fallbackNotificationHandler = async (notification) => void delivered.push(notification);
+    const listen = mcp
+      .request({ method: "subscriptions/listen", params: {} }, { timeoutMs: Number.POSITIVE_INFINITY })
+      .catch((e: unknown) => e);
+    await flush();
+    const id = received.find((m) => m.method === "subscriptions/listen")!.id as number;
+    await serverTransport.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: String(id), reason: "bye" },
+    } as never);
+    await flush();
+    expect((await listen) as Error).toMatchObject({
+      message: "subscriptions/listen ended by the server (notifications/cancelled: bye; rule 12)",
+    });
+    await serverTransport.send({
+      jsonrpc: "2.0",
+      method: "notifications/tools/list_changed",
+      params: { _meta: { "io.modelcontextprotocol/subscriptionId": String(id) } },
+    } as never);
+    await flush();
+    expect(delivered).toEqual([]);
+    expect(mcp.pendingCount).toBe(0);
+    await client.close();
+  });
+
   it("a server's notifications/cancelled ends only the listen it names (rule 12)", async () => {
     const { client, mcp, serverTransport, received } = await connect();
     for (let i = 0; i < 3; i++) {
