@@ -13,6 +13,14 @@ if (process.argv[2] !== "proxy") {
 }
 
 /**
+ * Diagnostics go to stderr; a reader of it that went away (a log shipper restarted, `| logger`
+ * ended) must not end the process: an unhandled `EPIPE` there killed the proxy and its HTTP front
+ * at their next log line, with calls in flight unanswered and uncancelled (an outside tester's).
+ * What is written to a stderr that cannot take it is dropped.
+ */
+process.stderr.on("error", () => {});
+
+/**
  * The longest the executable waits for its stdout and stderr to flush before it exits, in ms (a
  * reader that stopped reading cannot hold it). The proxy flushed to its client within its own
  * shutdown bound already, which keeps `EXIT_RESERVE_MS` of it for this and the exit.

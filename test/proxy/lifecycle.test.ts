@@ -363,3 +363,22 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     expect([...pids][0]).not.toBe(process.pid);
   });
 });
+
+describe("mcp-cancellable proxy: its stderr's reader goes away", () => {
+  it("the next diagnostic does not end it (an unhandled EPIPE did): it goes on answering, and ends as usual (an outside tester's)", async () => {
+    const client = new RawClient(server(SCRIPTED));
+    running.push(client);
+    await client.initialize();
+    client.child.stderr.destroy(); // a log shipper restarted
+    // Answered by the proxy itself (nothing reaches the server, which shares that stderr), and logged.
+    client.child.stdin.write("not json\n");
+    expect(await eventually(() => client.messages.some((m) => (m.error as { code?: number } | undefined)?.code === -32700))).toBe(true);
+    client.child.stdin.write("still not json\n");
+    expect(
+      await eventually(() => client.messages.filter((m) => (m.error as { code?: number } | undefined)?.code === -32700).length === 2),
+    ).toBe(true);
+    await sleep(200);
+    expect(client.exit).toBeUndefined();
+    expect((await client.end()).code).toBe(0);
+  });
+});
