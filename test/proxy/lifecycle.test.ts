@@ -369,6 +369,8 @@ describe("mcp-cancellable proxy: its stderr's reader goes away", () => {
     const client = new RawClient(server(SCRIPTED));
     running.push(client);
     await client.initialize();
+    // The server shares that stderr: nothing more may reach it once it is gone (it would die of it).
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/initialized"))).toBe(true);
     client.child.stderr.destroy(); // a log shipper restarted
     // Answered by the proxy itself (nothing reaches the server, which shares that stderr), and logged.
     client.child.stdin.write("not json\n");

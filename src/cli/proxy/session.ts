@@ -102,9 +102,10 @@ export type EndReason =
   /**
    * The proxy was told to stop (SIGTERM, SIGINT, SIGHUP). Exit 128 + the signal's number.
    * `by`: when the shutdown must be over (`performance.now()` ms; the HTTP front's own bound),
-   * else `SHUTDOWN_BOUND_MS` from now.
+   * else `SHUTDOWN_BOUND_MS` from now; `why`: what the answers of the requests in flight say (the
+   * HTTP front's drain names `--drain-ms`), else that the proxy was stopped by the signal.
    */
-  | { readonly kind: "signal"; readonly signal: EndSignal; readonly by?: number }
+  | { readonly kind: "signal"; readonly signal: EndSignal; readonly by?: number; readonly why?: string }
   /** The upstream ended on its own (the server exited, the connection closed). Exit 0 or 1 (`Upstream.ended`). */
   | { readonly kind: "upstream-closed" }
   /** The proxy cannot go on: the server cannot be reached, a lost session could not be started anew, the client does not read. Exit 1. */
@@ -1085,7 +1086,7 @@ export class ProxySession<T extends TransportLike> {
     const clientThere = reason.kind === "signal" || reason.kind === "fatal" || reason.kind === "upstream-closed";
     const why =
       reason.kind === "signal"
-        ? `the proxy was stopped (${reason.signal})`
+        ? (reason.why ?? `the proxy was stopped (${reason.signal})`)
         : reason.kind === "fatal"
           ? reason.why
           : reason.kind === "client-gone"
@@ -1170,7 +1171,12 @@ export class ProxySession<T extends TransportLike> {
       id: pending.clientId,
       error: {
         code: CONNECTION_CLOSED_ERROR_CODE,
-        message: `mcp-cancellable proxy: the connection to the server was lost before ${pending.method} was answered (${why})`,
+        // The proxy ended, or the server did: said as it is (an outside tester's: "the connection
+        // to the server was lost" for a proxy that was stopped).
+        message:
+          record === null
+            ? `mcp-cancellable proxy: ${pending.method} was not answered: ${why}; not retried`
+            : `mcp-cancellable proxy: ${pending.method} was cancelled upstream before its answer came: ${why}; not retried`,
         data,
       },
     });

@@ -74,10 +74,10 @@ function expectNamed(signal: string, seen: Awaited<ReturnType<typeof drainWithCa
     expect(text).not.toContain("SIGTERM");
   }
   expect(seen.answer?.error?.code).toBe(-32000);
-  expect(seen.answer?.error?.message).toContain(`(the proxy was stopped (${signal}))`);
+  expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${signal}): the request did not end within --drain-ms`);
   expect(seen.answer?.error?.message).not.toContain("SIGTERM");
   expect(calls).toHaveLength(1);
-  expect(calls[0]!.cancel?.reason).toContain(`the proxy was stopped (${signal})`);
+  expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${signal})`);
   expect(calls[0]!.cancel?.reason).not.toContain("SIGTERM");
 }
 
@@ -98,9 +98,9 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
       expectNamed(signal, seen, callRecords(records));
       const stderr = front.stderr();
       // The session's own line, and the cancel as the server's handler read it.
-      expect(stderr).toContain(`the proxy was stopped (${signal});`);
-      expect(stderr).toMatch(new RegExp(`ABORTED \\S+ reason=".*the proxy was stopped \\(${signal}\\)`));
-      expect(stderr).not.toContain("the proxy was stopped (SIGTERM)");
+      expect(stderr).toContain(`this replica is shutting down (${signal}): the request did not end within --drain-ms (`);
+      expect(stderr).toMatch(new RegExp(`ABORTED \\S+ reason=".*this replica is shutting down \\(${signal}\\)`));
+      expect(stderr).not.toContain("shutting down (SIGTERM)");
       expect(stderr).not.toContain("draining (SIGTERM)");
     });
   }
@@ -131,10 +131,10 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
       const name = signal ?? "SIGTERM";
       expect(seen.refusals).toHaveLength(3);
       for (const text of seen.refusals) expect(text).toContain(`this replica is draining (${name})`);
-      expect(seen.answer?.error?.message).toContain(`(the proxy was stopped (${name}))`);
+      expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${name}): the request did not end within --drain-ms`);
       expect(calls).toHaveLength(1);
-      expect(calls[0]!.cancel?.reason).toContain(`the proxy was stopped (${name})`);
-      expect(log).toContain(`the proxy was stopped (${name});`);
+      expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${name})`);
+      expect(log).toContain(`this replica is shutting down (${name}): the request did not end within --drain-ms (`);
       if (signal !== undefined) expectNamed(signal, seen, calls);
     }
   });

@@ -582,7 +582,12 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     await session.proxy?.end(
       signal === undefined
         ? { kind: "fatal", why: `the client's session ended: ${why}` }
-        : { kind: "signal", signal, ...(by === undefined ? {} : { by }) },
+        : {
+            kind: "signal",
+            signal,
+            why: `this replica is shutting down (${signal}): the request did not end within --drain-ms (${listen.drainMs} ms)`,
+            ...(by === undefined ? {} : { by }),
+          },
     );
     await session.transport.close().catch(() => {});
     if (options.verbose) log(`session ${session.id ?? "(never opened)"} ended: ${why}`);
