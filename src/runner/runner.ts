@@ -334,7 +334,13 @@ export class CallRunner {
     // A progress token is requested whenever progress can matter (case C05). The wire hands
     // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
     // Shared by every call (the SDK lines only read them): no object per pending call.
-    const sdkOptions = resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
+    // A caller that put its own progress token on the request keeps it (the SDK would put its own
+    // in its place) and, through the SDK, gets its progress as it would without the library (a
+    // framework's own progress handler: Mastra's `enableProgressTracking`; an outside tester's).
+    const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
+    if (callerToken && request.promise !== false) wire.progressUp(call);
+    const sdkOptions =
+      !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
     let sent: Promise<unknown> | undefined;
     try {
       sent = invoke(marked(withMeta(params, observation), key), sdkOptions, call as CancellableCall<unknown>);

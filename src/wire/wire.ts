@@ -161,6 +161,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #onAnomaly: ((anomaly: Anomaly) => void) | undefined;
   /** Calls registered by the runner whose request has not gone out yet, by call number. */
   readonly #unbound = new Map<number, CancellableCall>();
+  /** Calls whose live progress also goes up (`progressUp`), made on first use. */
+  #progressUp: WeakSet<CancellableCall> | undefined;
   readonly #pending = new Map<RequestId, Entry>();
   readonly #tokens = new Map<string | number, Entry>();
   /**
@@ -303,6 +305,15 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   register(call: CancellableCall, key: number, follower?: TaskFollower): void {
     this.#unbound.set(key, call);
     if (follower !== undefined) this.#tasks.register(key, follower);
+  }
+
+  /**
+   * The call's request carries its caller's own progress token: its live progress also goes up to
+   * the SDK, as it would without the library (a handler of the caller's own reads it), after the
+   * call took it. Late progress is dropped as ever.
+   */
+  progressUp(call: CancellableCall): void {
+    (this.#progressUp ??= new WeakSet()).add(call);
   }
 
   /** Open `subscriptions/listen` requests the wire still tracks (0 once every listen ended). */
@@ -796,7 +807,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
-      return false;
+      return this.#progressUp?.has(call) === true;
     }
     const sink = this.#tombTokens.get(token);
     if (sink !== undefined) {
