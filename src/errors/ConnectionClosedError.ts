@@ -25,7 +25,10 @@ export class ConnectionClosedError extends McpCancellableError {
   constructor(record: RunRecord | RecordAtSettle, verification?: Promise<RunRecord>, cause?: unknown, byClient = false) {
     super(
       record.requestId === null
-        ? `the connection is closed, so ${record.method} was not sent (reconnect the client to call again)`
+        ? // Never sent: safe to send again, and said so as frameworks read it ("not connected":
+          // Mastra's MCPClient reconnects and retries once; an outside tester's: its tools stayed
+          // dead after a server crash).
+          `${record.method} was not sent: not connected (the connection is closed; reconnect the client to call again)`
         : record.outcome === "not-sent"
           ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
           : // Not "connection closed": frameworks (Mastra's MCPClient) reconnect and send a call again

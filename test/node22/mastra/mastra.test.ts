@@ -185,6 +185,41 @@ describe("Mastra's reconnect-and-retry path", () => {
   });
 });
 
+describe("Mastra's reconnect after a server crash", () => {
+  it("the next call says 'not connected' (it was never sent): Mastra reconnects and sends it once, through the library on the new connection (an outside tester's: its tools stayed dead)", async () => {
+    const mcp = new MCPClient({
+      id: `mastra-recover-${++ids}`,
+      servers: {
+        reports: {
+          command: process.execPath,
+          args: [fixture("scripted-server.mjs")],
+          env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
+          stderr: "pipe",
+          protocolVersion: "legacy",
+        },
+      },
+    });
+    open.push(() => mcp.disconnect());
+    const attached = await attachMastra(mcp);
+    // The tools as an agent holds them (listTools() again would reconnect on its own).
+    const tools = (await mcp.listTools()) as unknown as Record<string, MastraTool>;
+    await tools.reports_crash!.execute({ ms: 10 }).catch(() => undefined);
+    await sleep(300);
+    const after = await tools.reports_echo!.execute({ text: "again" }).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    expect(after).toMatchObject({ value: { content: [{ type: "text" }] } });
+    const calls = attached.records().filter((r) => r.method === "tools/call");
+    // The crash's call (not sent again), the echo refused on the dead connection (never sent), then the echo sent once on the new one.
+    expect(calls.map((r) => [r.name, r.status, r.outcome])).toEqual([
+      ["crash", "cancelled", "unverified"],
+      ["echo", "cancelled", "not-sent"],
+      ["echo", "succeeded", "completed"],
+    ]);
+  });
+});
+
 /** The text of what a Mastra tool's execute rejected with (an Error, or its own error object). */
 function errorText(outcome: unknown): string {
   if (outcome instanceof Error) return outcome.message;
