@@ -249,6 +249,16 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /**
+   * 2026-07-28 multi round-trip: the request went out again (just bound anew) with the client's
+   * input: the wait on the client is over, and the new request's progress starts again (rule 21
+   * is per request: an outside tester's, the next round's progress did not reset the idle timeout).
+   */
+  nextRound(): void {
+    this.clientAnswered();
+    if (this.#progress !== null) this.#progress.max = Number.NEGATIVE_INFINITY;
+  }
+
+  /**
    * Progress for this request arrived while it is live (rule 22). Resets the idle timeout when
    * asked to and the value is above every earlier one, then hands it to `onprogress` (whose
    * errors propagate to the caller of this method). Returns false when it is not (rule 21).

@@ -589,7 +589,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       // Bound before: the next round of a multi round-trip request, the client's input given.
       const round = call.requestId !== null;
       call.bind(id, token);
-      if (round) call.clientAnswered();
+      if (round) call.nextRound();
       // The SDK's own timer is dropped where the call's deadlines are the request's limits.
       if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }

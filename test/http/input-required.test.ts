@@ -34,6 +34,20 @@ async function serve(): Promise<{ url: URL; rounds: unknown[] }> {
           }
           return { content: [{ type: "text", text: `confirmed ${JSON.stringify(got)}` }] };
         });
+        // Works 600 ms in each round, with progress every 150 ms (1 to 4, each round anew: each round is a request).
+        server.registerTool("steps", { inputSchema: z.object({}) }, async (_args, ctx) => {
+          const token = ctx.mcpReq._meta?.progressToken;
+          for (let step = 1; step <= 4; step++) {
+            await new Promise((resolve) => setTimeout(resolve, 150));
+            if (token !== undefined)
+              await ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: step, total: 4 } });
+          }
+          const got = acceptedContent(ctx.mcpReq.inputResponses, "q");
+          if (got === undefined) {
+            return inputRequired({ inputRequests: { q: inputRequired.elicit({ message: "sure?", requestedSchema: schema }) } });
+          }
+          return { content: [{ type: "text", text: "stepped" }] };
+        });
         return server;
       },
       { legacy: "stateless", onerror: () => {} },
@@ -55,7 +69,11 @@ async function serve(): Promise<{ url: URL; rounds: unknown[] }> {
   return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), rounds };
 }
 
-async function connect(url: URL, personMs: number, options: { timeoutMs?: number; clientWaitTimeoutMs?: number }) {
+async function connect(
+  url: URL,
+  personMs: number,
+  options: { timeoutMs?: number; clientWaitTimeoutMs?: number; resetTimeoutOnProgress?: boolean },
+) {
   const client = new Client(
     { name: "mrtr-test", version: "1.0.0" },
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
@@ -86,6 +104,15 @@ describe("2026-07-28 multi round-trip through the library", () => {
     expect(rounds[1]).toMatchObject({ q: { action: "accept" } });
     expect(records.filter((r) => r.method === "tools/call").map((r) => r.status)).toEqual(["succeeded"]);
     expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("each round's progress resets the idle timeout: a round is a request of its own, its progress starts again at 1 (rule 21; an outside tester's)", async () => {
+    const { url, rounds } = await serve();
+    const { mcp, records } = await connect(url, 50, { timeoutMs: 400, resetTimeoutOnProgress: true });
+    const result = await mcp.callTool({ name: "steps", arguments: {} });
+    expect(result.content).toEqual([{ type: "text", text: "stepped" }]);
+    expect(rounds).toHaveLength(2);
+    expect(records.find((r) => r.method === "tools/call")).toMatchObject({ status: "succeeded", progress: { count: 8 } });
   });
 
   it("a person slower than clientWaitTimeoutMs: the call times out naming it, and the next round is never sent", async () => {

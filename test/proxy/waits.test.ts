@@ -196,17 +196,19 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(client.messages.filter((m) => m.method === "notifications/tools/list_changed")).toEqual([]);
   });
 
-  it("the server ends a listen (rule 12): its notifications/cancelled reaches the client under the client's id", async () => {
-    const client = start(["--timeout-ms", "300", ...server(LINE)]);
-    await client.initialize();
-    client.send({ jsonrpc: "2.0", id: "L", method: "subscriptions/listen", params: { endAfterMs: 400 } });
-    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/cancelled"))).toBe(true);
-    expect(client.messages.find((m) => m.method === "notifications/cancelled")!.params).toEqual({
-      requestId: "L",
-      reason: "server ends the listen",
+  for (const stringIds of [false, true]) {
+    it(`the server ends a listen (rule 12), naming it by its id${stringIds ? " written as a string (an outside tester's)" : ""}: its notifications/cancelled reaches the client under the client's id`, async () => {
+      const client = start(["--timeout-ms", "300", ...server(LINE)]);
+      await client.initialize();
+      client.send({ jsonrpc: "2.0", id: "L", method: "subscriptions/listen", params: { endAfterMs: 400, stringIds } });
+      expect(await eventually(() => client.messages.some((m) => m.method === "notifications/cancelled"))).toBe(true);
+      expect(client.messages.find((m) => m.method === "notifications/cancelled")!.params).toEqual({
+        requestId: "L",
+        reason: "server ends the listen",
+      });
+      expect(client.answersTo("L")).toEqual([]);
     });
-    expect(client.answersTo("L")).toEqual([]);
-  });
+  }
 });
 
 describe("proxy: waiting on the client is not the server's silence (issue 29, item 4)", () => {

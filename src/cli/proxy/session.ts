@@ -23,6 +23,7 @@ import { BoundedMap } from "../../utils/bounded-map.js";
 import { SUBSCRIPTION_ID_META, subscriptionOf } from "../../wire/listens.js";
 import { createdTask, isTerminalTaskStatus } from "../../core/record.js";
 import { isTaskAugmented } from "../../wire/tasks.js";
+import { findAnswered } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
@@ -848,9 +849,10 @@ export class ProxySession<T extends TransportLike> {
     }
     if (method === "notifications/cancelled") {
       const params = (message as { params?: unknown }).params;
-      const requestId = isObject(params) ? params.requestId : undefined;
-      const pending = typeof requestId === "string" || typeof requestId === "number" ? this.#pending.get(requestId) : undefined;
-      if (pending !== undefined && (typeof requestId === "string" || typeof requestId === "number")) {
+      // Matched as answers are ("4" names request 4; an outside tester's: relayed under the upstream's id).
+      const requestId = findAnswered(isObject(params) ? params.requestId : undefined, (key) => (this.#pending.has(key) ? key : undefined));
+      const pending = requestId === undefined ? undefined : this.#pending.get(requestId);
+      if (pending !== undefined && requestId !== undefined) {
         if (pending.method !== "subscriptions/listen") {
           // Rule 12: a server cancels only its own requests or a listen; the library reported it
           // (an anomaly) and the call goes on. Its id is the upstream's: never the client's to see.
