@@ -91,10 +91,14 @@ export async function startRestartable(unknownSession: 404 | 400 = 404): Promise
     seen.push(entry);
     res.on("close", () => (entry.status = res.statusCode));
     // `bad400`: a server that answers a request it refuses with HTTP 400 and its JSON-RPC error (the request's own id).
-    if (parsed?.method === "tools/call" && (parsed as { params?: { name?: unknown } }).params?.name === "bad400") {
+    // `{ idForm: "string" }`: the id written as a string; `{ idForm: "other" }`: another request's id.
+    const call = parsed as { params?: { name?: unknown; arguments?: { idForm?: unknown } } } | undefined;
+    if (parsed?.method === "tools/call" && call?.params?.name === "bad400") {
+      const form = call.params.arguments?.idForm;
+      const id = form === "string" ? String(parsed.id) : form === "other" ? 9_999 : parsed.id;
       res
         .writeHead(400, { "content-type": "application/json" })
-        .end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error: { code: -32602, message: "argument 'q' is required" } }));
+        .end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32602, message: "argument 'q' is required" } }));
       return;
     }
     let transport = sid === undefined ? undefined : sessions.get(sid);

@@ -109,6 +109,21 @@ describe("proxy --url: a session the server lost is started anew", () => {
     expect(lines.find((r) => r.name === "bad400")).toMatchObject({ status: "failed", error: { code: -32602, httpStatus: 400 } });
   });
 
+  it("HTTP 400 naming the request by its id as a string, or naming another request: no new session (an outside tester's)", async () => {
+    const server = await serve(400);
+    const { client, stderr } = await connect(["--url", server.url.href]);
+    await client.callTool({ name: "echo", arguments: { text: "one" } });
+    const asString = await client.callTool({ name: "bad400", arguments: { idForm: "string" } }).catch((e: unknown) => e);
+    expect((asString as McpError).code).toBe(-32602);
+    const other = await client.callTool({ name: "bad400", arguments: { idForm: "other" } }).catch((e: unknown) => e);
+    expect((other as McpError).code).toBe(-32000);
+    expect((other as McpError).message).not.toMatch(/for the session/);
+    await expect(client.callTool({ name: "echo", arguments: { text: "two" } })).resolves.toMatchObject({ content: [{ text: "echo two" }] });
+    expect(server.seen.filter((s) => s.rpc === "initialize")).toHaveLength(1);
+    expect(server.sessions()).toBe(1);
+    expect(stderr()).not.toMatch(/starting a new one/);
+  });
+
   it("a call still running in the lost session: its cancel goes to that session, never to the new one, and its record names it (an outside tester's)", async () => {
     const server = await serve(404);
     const records = join(dir, "recovery-old-call.jsonl");

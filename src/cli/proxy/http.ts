@@ -10,6 +10,7 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { TransportLike } from "../../adapters/types.js";
 import { DEFAULT_FLUSH_TIMEOUT_MS, cancellableFetch, streamableHttpCancellation } from "../../adapters/streamable-http/index.js";
+import { asSdkMatches } from "../../wire/messages.js";
 import type { ProxyOptions } from "./args.js";
 import type { Upstream } from "./session.js";
 
@@ -109,13 +110,20 @@ export async function httpUpstream(
     // the server"); the record keeps the status (the adapter saw it). Not a lost session either:
     // the SDKs' servers answer an unknown session with `"id": null` (an outside tester's: the
     // server's error was replaced, and a live session was left for a new one).
+    let namesRequest = false;
     if (status >= 400 && method === "POST" && /json/i.test(response.headers.get("content-type") ?? "")) {
       const text = await response.text().catch(() => "");
-      if (isErrorAnswer(text, requestIn(init?.body)))
+      const named = errorAnswerId(text);
+      const request = requestIn(init?.body);
+      // Its id as the SDKs match an answer's ("2" answers request 2).
+      if (request !== undefined && named !== undefined && named !== null && asSdkMatches(named) === asSdkMatches(request.id)) {
         return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
+      }
+      namesRequest = named !== undefined && named !== null;
       response = new Response(text, { status, statusText: response.statusText, headers: response.headers });
     }
-    if (!legacy || session === undefined || (status !== 404 && status !== 400)) return response;
+    // A JSON-RPC error naming a request (not `"id": null`, as the SDKs' servers answer an unknown session) is no lost session.
+    if (!legacy || session === undefined || (status !== 404 && status !== 400) || namesRequest) return response;
     if (session !== transport.sessionId && !lost.has(session)) return response; // an older session's stream
     if (!lost.has(session)) {
       lost.add(session);
@@ -194,14 +202,14 @@ export async function httpUpstream(
   };
 }
 
-/** True when `text` is a JSON-RPC error response naming `request`'s own id. */
-function isErrorAnswer(text: string, request: { id: string | number } | undefined): boolean {
-  if (request === undefined) return false;
+/** The id of the JSON-RPC error response `text` is (`null` for `"id": null`), or `undefined` when it is none. */
+function errorAnswerId(text: string): string | number | null | undefined {
   try {
     const body = JSON.parse(text) as { id?: unknown; error?: unknown };
-    return body.id === request.id && typeof body.error === "object" && body.error !== null;
+    if (typeof body.error !== "object" || body.error === null) return undefined;
+    return body.id === null || typeof body.id === "string" || typeof body.id === "number" ? body.id : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 

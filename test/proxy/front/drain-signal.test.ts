@@ -74,10 +74,10 @@ function expectNamed(signal: string, seen: Awaited<ReturnType<typeof drainWithCa
     expect(text).not.toContain("SIGTERM");
   }
   expect(seen.answer?.error?.code).toBe(-32000);
-  expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${signal}): the request did not end within --drain-ms`);
+  expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${signal}; --drain-ms ${DRAIN_MS} ms)`);
   expect(seen.answer?.error?.message).not.toContain("SIGTERM");
   expect(calls).toHaveLength(1);
-  expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${signal})`);
+  expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${signal}; --drain-ms ${DRAIN_MS} ms)`);
   expect(calls[0]!.cancel?.reason).not.toContain("SIGTERM");
 }
 
@@ -98,8 +98,8 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
       expectNamed(signal, seen, callRecords(records));
       const stderr = front.stderr();
       // The session's own line, and the cancel as the server's handler read it.
-      expect(stderr).toContain(`this replica is shutting down (${signal}): the request did not end within --drain-ms (`);
-      expect(stderr).toMatch(new RegExp(`ABORTED \\S+ reason=".*this replica is shutting down \\(${signal}\\)`));
+      expect(stderr).toContain(`this replica is shutting down (${signal}; --drain-ms ${DRAIN_MS} ms)`);
+      expect(stderr).toMatch(new RegExp(`ABORTED \\S+ reason=".*this replica is shutting down \\(${signal}; --drain-ms`));
       expect(stderr).not.toContain("shutting down (SIGTERM)");
       expect(stderr).not.toContain("draining (SIGTERM)");
     });
@@ -131,10 +131,10 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
       const name = signal ?? "SIGTERM";
       expect(seen.refusals).toHaveLength(3);
       for (const text of seen.refusals) expect(text).toContain(`this replica is draining (${name})`);
-      expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${name}): the request did not end within --drain-ms`);
+      expect(seen.answer?.error?.message).toContain(`this replica is shutting down (${name}; --drain-ms ${DRAIN_MS} ms)`);
       expect(calls).toHaveLength(1);
-      expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${name})`);
-      expect(log).toContain(`this replica is shutting down (${name}): the request did not end within --drain-ms (`);
+      expect(calls[0]!.cancel?.reason).toContain(`this replica is shutting down (${name}; --drain-ms ${DRAIN_MS} ms)`);
+      expect(log).toContain(`this replica is shutting down (${name}; --drain-ms ${DRAIN_MS} ms)`);
       if (signal !== undefined) expectNamed(signal, seen, calls);
     }
   });

@@ -54,7 +54,10 @@ export { STREAM_CLOSED_REASON } from "./exchange.js";
 /** The reason sent upstream for requests of a 2025-era session that ended (DELETE, idle expiry). */
 export const SESSION_ENDED_REASON = "The client's session ended (mcp-cancellable proxy)";
 /** The reason sent upstream for requests still in flight when a drain runs out of time. */
-export const DRAIN_REASON = "The proxy replica is shutting down (mcp-cancellable proxy)";
+/** What a drain's answers, cancel reasons and logs say of it, in both eras (outside testers': each era said it its own way). */
+export function drainWhy(signal: EndSignal, drainMs: number): string {
+  return `this replica is shutting down (${signal}; --drain-ms ${drainMs} ms)`;
+}
 
 type V1Server = typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
 type V2Server = typeof import("@modelcontextprotocol/server");
@@ -585,7 +588,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         : {
             kind: "signal",
             signal,
-            why: `this replica is shutting down (${signal}): the request did not end within --drain-ms (${listen.drainMs} ms)`,
+            why: drainWhy(signal, listen.drainMs),
             ...(by === undefined ? {} : { by }),
           },
     );
@@ -804,11 +807,11 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       const data = { code: "CONNECTION_CLOSED", trigger: "connection-closed", summary: record?.summary ?? null, record };
       return {
         code: CONNECTION_CLOSED_ERROR_CODE,
-        message: `mcp-cancellable proxy: this replica is shutting down: ${method} was cancelled upstream after ${listen.drainMs} ms (--drain-ms); not retried`,
+        message: `mcp-cancellable proxy: ${method} was cancelled upstream before its answer came: ${drainWhy(stopSignal, listen.drainMs)}; not retried`,
         data,
       };
     };
-    for (const handle of [...exchanges.keys()]) handle.close(DRAIN_REASON, answer);
+    for (const handle of [...exchanges.keys()]) handle.close(`mcp-cancellable proxy: ${drainWhy(stopSignal, listen.drainMs)}`, answer);
     clearInterval(sweep);
     clearInterval(keepAlive);
     clearInterval(legacyKeepAlive);
