@@ -2,6 +2,7 @@
 // point (the SDK-client shells, the Agents server, the AI SDK transport) waits for a cancelled
 // call's verification when asked (`awaitVerification`) and answers the tool call with what is
 // known, so the model is not told "please try again" about a side effect that may have happened.
+import { CLIENT_CLOSED_REASON } from "../core/cancellable-call.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
@@ -30,7 +31,11 @@ const TRIGGER_WORDS: Record<string, string> = {
 /** The library's text for a verified (or failed-to-verify) cancelled call, or one learned never sent after its settle. */
 export function verifiedOutcomeText(record: RunRecord): string {
   const tool = record.name === null ? `The ${record.method} request` : `The tool call ${JSON.stringify(record.name)}`;
-  const trigger = TRIGGER_WORDS[record.cancel?.trigger ?? "aborted"] ?? "was cancelled";
+  // The client's own close() is no lost connection (an outside tester's: it said "lost its connection").
+  const trigger =
+    record.cancel?.trigger === "connection-closed" && record.cancel.reason === CLIENT_CLOSED_REASON
+      ? "its connection was closed by the client"
+      : (TRIGGER_WORDS[record.cancel?.trigger ?? "aborted"] ?? "was cancelled");
   const head = `${tool} was cancelled after ${(record.elapsedMs / 1_000).toFixed(1)} s (${trigger})`;
   const summary = record.verification?.summary ?? "";
   switch (record.outcome) {
