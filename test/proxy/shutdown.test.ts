@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -172,44 +173,13 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
 
   it("--url to a server that answers neither the POSTed cancels nor the DELETE: the DELETE follows the cancels within flushTimeoutMs (250 ms), and the shutdown keeps its bound", async () => {
     const events: Array<{ what: string; at: number }> = [];
-    const hung = new Set<import("node:http").ServerResponse>();
-    const http = createServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
-      req.on("end", () => {
-        if (req.method === "GET") return void res.writeHead(405).end();
-        if (req.method === "DELETE") {
-          events.push({ what: "DELETE", at: performance.now() });
-          hung.add(res); // never answered
-          return;
-        }
-        const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
-        events.push({ what: message.method, at: performance.now() });
-        if (message.method === "initialize") {
-          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "hung-session" });
-          res.end(
-            JSON.stringify({
-              jsonrpc: "2.0",
-              id: message.id,
-              result: {
-                protocolVersion: message.params?.protocolVersion,
-                capabilities: { tools: {} },
-                serverInfo: { name: "hung", version: "1" },
-              },
-            }),
-          );
-        } else if (message.method === "tools/call") {
-          res.writeHead(200, { "content-type": "text/event-stream" });
-          res.flushHeaders();
-          hung.add(res); // works on, never answers
-        } else if (message.method === "notifications/cancelled") {
-          hung.add(res); // read, never answered
-        } else res.writeHead(202).end();
-      });
+    const http = await heldServer({
+      seen: (what) => events.push({ what, at: performance.now() }),
+      deleted: "hang",
+      cancelled: "hang",
     });
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
     try {
-      const client = start(["--url", `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`]);
+      const client = start(["--url", http.url]);
       await client.initialize();
       client.send(call("a", "slow"));
       client.send(call("b", "slow"));
@@ -227,48 +197,16 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
       expect(deletes[0]!.at - Math.max(...cancels.map((e) => e.at))).toBeLessThan(1_000);
       expect(tookMs).toBeLessThan(SHUTDOWN_BOUND_MS + 400);
     } finally {
-      for (const res of hung) res.destroy();
-      http.closeAllConnections();
-      await new Promise((resolve) => http.close(resolve));
+      await http.stop();
     }
   });
 
   for (const how of ["refused", "unanswered"] as const) {
     it(`--url, the client leaves with a call in flight and the server ${how === "refused" ? "refuses (500)" : "never answers"} the POSTed cancel: the records file has what became of it (an outside tester's: it said delivered)`, async () => {
-      const hung = new Set<import("node:http").ServerResponse>();
-      const http = createServer((req, res) => {
-        let body = "";
-        req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
-        req.on("end", () => {
-          if (req.method !== "POST") return void res.writeHead(req.method === "DELETE" ? 200 : 405).end();
-          const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
-          if (message.method === "initialize") {
-            res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s" });
-            res.end(
-              JSON.stringify({
-                jsonrpc: "2.0",
-                id: message.id,
-                result: {
-                  protocolVersion: message.params?.protocolVersion,
-                  capabilities: { tools: {} },
-                  serverInfo: { name: "s", version: "1" },
-                },
-              }),
-            );
-          } else if (message.method === "tools/call") {
-            res.writeHead(200, { "content-type": "text/event-stream" });
-            res.flushHeaders();
-            hung.add(res);
-          } else if (message.method === "notifications/cancelled") {
-            if (how === "refused") res.writeHead(500).end("no");
-            else hung.add(res);
-          } else res.writeHead(202).end();
-        });
-      });
-      await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+      const http = await heldServer({ deleted: 200, cancelled: how === "refused" ? 500 : "hang" });
       const file = join(dir, `shutdown-${how}.jsonl`);
       try {
-        const client = start(["--url", `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, "--records", file]);
+        const client = start(["--url", http.url, "--records", file]);
         await client.initialize();
         client.send(call("a", "slow"));
         await sleep(300);
@@ -285,9 +223,7 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
             : { mechanism: "notification", written: true },
         );
       } finally {
-        for (const res of hung) res.destroy();
-        http.closeAllConnections();
-        await new Promise((resolve) => http.close(resolve));
+        await http.stop();
       }
     });
   }
@@ -318,3 +254,62 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
     expect(client.stderr).toMatch(/the server cannot be reached: fetch failed/);
   });
 });
+
+/**
+ * A 2025-era Streamable HTTP server of a few lines on 127.0.0.1: answers `initialize` (session
+ * "hung-session"), holds every `tools/call` open (an SSE head, never an answer), answers a POSTed
+ * `notifications/cancelled` and a DELETE as told (a status, or never: "hang"), 202 for the rest.
+ * `seen` hears each message's method and each DELETE; `stop` releases what it holds.
+ */
+async function heldServer(how: {
+  cancelled: number | "hang";
+  deleted: number | "hang";
+  seen?: (what: string) => void;
+}): Promise<{ url: string; stop(): Promise<void> }> {
+  const hung = new Set<ServerResponse>();
+  const answer = (res: ServerResponse, status: number | "hang"): void => {
+    if (status === "hang") hung.add(res);
+    else res.writeHead(status).end();
+  };
+  const http = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+    req.on("end", () => {
+      if (req.method === "GET") return void res.writeHead(405).end();
+      if (req.method === "DELETE") {
+        how.seen?.("DELETE");
+        return void answer(res, how.deleted);
+      }
+      const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+      how.seen?.(message.method);
+      if (message.method === "initialize") {
+        res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "hung-session" });
+        res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: message.id,
+            result: {
+              protocolVersion: message.params?.protocolVersion,
+              capabilities: { tools: {} },
+              serverInfo: { name: "hung", version: "1" },
+            },
+          }),
+        );
+      } else if (message.method === "tools/call") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.flushHeaders();
+        hung.add(res);
+      } else if (message.method === "notifications/cancelled") answer(res, how.cancelled);
+      else res.writeHead(202).end();
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    async stop() {
+      for (const res of hung) res.destroy();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    },
+  };
+}

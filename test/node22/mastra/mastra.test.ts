@@ -155,21 +155,27 @@ describe("Mastra MCPClient (@mastra/mcp 2.0.0) with attachMastra", () => {
   });
 });
 
+/** A Mastra MCPClient over the scripted stdio peer (its `crash` tool exits mid-call). */
+function scriptedClient(): MCPClient {
+  const mcp = new MCPClient({
+    id: `mastra-scripted-${++ids}`,
+    servers: {
+      reports: {
+        command: process.execPath,
+        args: [fixture("scripted-server.mjs")],
+        env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
+        stderr: "pipe",
+        protocolVersion: "legacy", // the scripted peer answers initialize, not server/discover
+      },
+    },
+  });
+  open.push(() => mcp.disconnect());
+  return mcp;
+}
+
 describe("Mastra's reconnect-and-retry path", () => {
   it("a server that dies mid-call: Mastra gets our ConnectionClosedError and does not reconnect to send the tools/call again", async () => {
-    const mcp = new MCPClient({
-      id: `mastra-crash-${++ids}`,
-      servers: {
-        reports: {
-          command: process.execPath,
-          args: [fixture("scripted-server.mjs")],
-          env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
-          stderr: "pipe",
-          protocolVersion: "legacy", // the scripted peer answers initialize, not server/discover
-        },
-      },
-    });
-    open.push(() => mcp.disconnect());
+    const mcp = scriptedClient();
     const attached = await attachMastra(mcp);
     const outcome = await (await tool(mcp, "reports_crash")).execute({ ms: 10 }).then(
       (value) => ({ value }),
@@ -187,19 +193,7 @@ describe("Mastra's reconnect-and-retry path", () => {
 
 describe("Mastra's reconnect after a server crash", () => {
   it("the next call says 'not connected' (it was never sent): Mastra reconnects and sends it once, through the library on the new connection (an outside tester's: its tools stayed dead)", async () => {
-    const mcp = new MCPClient({
-      id: `mastra-recover-${++ids}`,
-      servers: {
-        reports: {
-          command: process.execPath,
-          args: [fixture("scripted-server.mjs")],
-          env: { ...(process.env as Record<string, string>), SCRIPTED_LIST_ALL: "1" },
-          stderr: "pipe",
-          protocolVersion: "legacy",
-        },
-      },
-    });
-    open.push(() => mcp.disconnect());
+    const mcp = scriptedClient();
     const attached = await attachMastra(mcp);
     // The tools as an agent holds them (listTools() again would reconnect on its own).
     const tools = (await mcp.listTools()) as unknown as Record<string, MastraTool>;
