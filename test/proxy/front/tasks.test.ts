@@ -70,9 +70,9 @@ describe("HTTP front: a task the client made", () => {
           params: { name: "report", arguments: { ms: 5_000, createDelayMs: 1_000 }, task: { ttl: 60_000 } },
         }),
       )
-    ).find((m) => m.id === 8);
-    expect((answer?.error as { code?: number }).code).toBe(-32001);
-    expect((answer?.error as { message: string }).message).toContain(
+    ).find((m) => m.id === 8)!;
+    expect((answer.error as { code?: number }).code).toBe(-32001);
+    expect((answer.error as { message: string }).message).toContain(
       "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)",
     );
     expect(await eventually(() => received(front.stderr()).some((m) => m.method === "tasks/cancel"), 5_000)).toBe(true);
