@@ -305,10 +305,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * The server sent the client a request (elicitation, sampling, roots) whose answer it now
    * waits for: that wait is not the server's silence. The idle timeout is paused, and the wait
    * is bounded by `clientWaitTimeoutMs` from now (several at once: the latest bound), sooner or
-   * later than the idle timeout would have come: past it the call times out naming that bound (a call with no idle timeout,
-   * `timeoutMs` `Infinity`, such as a listen, keeps none). Progress does not move the bound; the
-   * maximum total timeout still holds. Counted: each call to it is ended by one
-   * `clientAnswered`. A no-op once the call is no longer pending.
+   * later than the idle timeout would have come: past it the call times out naming that bound
+   * (a call with no idle timeout, `timeoutMs` `Infinity`, such as a listen, keeps none).
+   * Progress does not move the bound; the maximum total timeout still holds. Counted: each call
+   * to it is ended by one `clientAnswered`. A no-op once the call is no longer pending.
    */
   clientWait(): void {
     if (this.#state !== "pending") return;

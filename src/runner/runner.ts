@@ -337,6 +337,8 @@ export class CallRunner {
     // A caller that put its own progress token on the request keeps it (the SDK would put its own
     // in its place) and, through the SDK, gets its progress as it would without the library (a
     // framework's own progress handler: Mastra's `enableProgressTracking`; an outside tester's).
+    // Not for an entry point that answers from the call itself (`promise: false`, the proxy's
+    // MessageTransport): its caller's progress goes back by its own `onprogress`.
     const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
     if (callerToken && request.promise !== false) wire.progressUp(call);
     const sdkOptions =
