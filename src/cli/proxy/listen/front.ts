@@ -53,7 +53,6 @@ export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
 export { STREAM_CLOSED_REASON } from "./exchange.js";
 /** The reason sent upstream for requests of a 2025-era session that ended (DELETE, idle expiry). */
 export const SESSION_ENDED_REASON = "The client's session ended (mcp-cancellable proxy)";
-/** The reason sent upstream for requests still in flight when a drain runs out of time. */
 /** What a drain's answers, cancel reasons and logs say of it, in both eras (outside testers': each era said it its own way). */
 export function drainWhy(signal: EndSignal, drainMs: number): string {
   return `this replica is shutting down (${signal}; --drain-ms ${drainMs} ms)`;
