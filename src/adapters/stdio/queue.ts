@@ -221,7 +221,19 @@ export class StdioQueue extends Layer {
   override closed(): void {
     // Their lines were never written: the records say so (the 120 s soak found one that claimed a
     // notification the dying server never got).
-    this.#deferred.drop("not sent: the connection closed before the line was written");
+    const gone = "not sent: the connection closed before the line was written";
+    this.#deferred.drop(gone);
+    // So do the cancel lines waiting for the pipe, now: the pipe's own close (whose flush would
+    // report them) may come after the connection's, when the records are ended already (a proxy
+    // that exits with its server: its records file missed the revision, now and then).
+    if (this.#waitingCancels > 0) {
+      const waiting = this.#waiting.splice(0);
+      this.#waitingCancels = 0;
+      for (const entry of waiting) {
+        if (entry.cancel === undefined) this.#waiting.push(entry);
+        else entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: gone } });
+      }
+    }
     this.up.closed();
   }
 

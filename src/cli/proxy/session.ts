@@ -1119,19 +1119,7 @@ export class ProxySession<T extends TransportLike> {
         await this.#upstream.beforeClose?.(left() - 100);
         await this.#transport.close().catch((error: unknown) => this.#log(`closing the upstream: ${(error as Error).message}`));
       })();
-      // The records end once the upstream closed (within the bound): what became of the cancels
-      // just sent (a 2025-era notification the server refused, or left unanswered) is a revision
-      // the close brings, and the file must have it (an outside tester's: it said delivered).
-      let bound: ReturnType<typeof setTimeout> | undefined;
-      const closed = Promise.race([
-        closing,
-        new Promise<void>((resolve) => (bound = setTimeout(resolve, Math.max(0, left() - RECORDS_RESERVE_MS)))),
-      ]);
-      const records = closed.then(() => {
-        clearTimeout(bound);
-        return this.#closeRecords();
-      });
-      await Promise.all([closing, records, this.#extras.flush?.(left() - 50)]);
+      await Promise.all([closing, this.#closeRecordsAfter(closing, deadline), this.#extras.flush?.(left() - 50)]);
       const { message } = this.#upstream.ended();
       this.#log(`${why}; ${message}`);
       code = reason.kind === "signal" ? SIGNAL_EXIT_CODES[reason.signal] : reason.kind === "fatal" ? 1 : 0;
@@ -1143,7 +1131,8 @@ export class ProxySession<T extends TransportLike> {
         this.#answerLost(pending, why);
       }
       if (held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
-      await Promise.all([this.#upstream.stop?.(), this.#closeRecords(), this.#extras.flush?.(deadline - performance.now() - 50)]);
+      const stopping = this.#upstream.stop?.() ?? Promise.resolve();
+      await Promise.all([stopping, this.#closeRecordsAfter(stopping, deadline), this.#extras.flush?.(deadline - performance.now() - 50)]);
       const ended = this.#upstream.ended();
       code = ended.code;
       this.#log(ended.message);
@@ -1196,6 +1185,23 @@ export class ProxySession<T extends TransportLike> {
         data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
       },
     });
+  }
+
+  /**
+   * Ends the records file once the upstream closed (`closed`), or near the shutdown's `deadline`
+   * (`performance.now()` ms), whichever comes first: what became of the cancels just sent (a
+   * 2025-era notification the server refused or left unanswered, a stdio line that never left
+   * the pipe) is a revision the close brings, and the file must have it (an outside tester's: it
+   * said delivered).
+   */
+  async #closeRecordsAfter(closed: Promise<unknown>, deadline: number): Promise<void> {
+    let bound: ReturnType<typeof setTimeout> | undefined;
+    const timeUp = new Promise<void>(
+      (resolve) => (bound = setTimeout(resolve, Math.max(0, deadline - performance.now() - RECORDS_RESERVE_MS))),
+    );
+    await Promise.race([closed.catch(() => undefined), timeUp]);
+    clearTimeout(bound);
+    await this.#closeRecords();
   }
 
   async #closeRecords(): Promise<void> {
