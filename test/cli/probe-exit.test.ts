@@ -58,7 +58,9 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
     process.stdin.destroy();
     closeSync(0);
     process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "exit-during-init", version: "0" } } }) + "\\n");
-    setTimeout(() => process.exit(5), 300);
+    // Well before the probe's own stop of a server whose pipe broke (stdin closed, then SIGTERM
+    // 300 ms later): at 300 ms, on a busy machine, the SIGTERM came first now and then.
+    setTimeout(() => process.exit(5), 50);
   }
 });
 `,
