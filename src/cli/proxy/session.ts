@@ -1164,8 +1164,10 @@ export class ProxySession<T extends TransportLike> {
         code: CONNECTION_CLOSED_ERROR_CODE,
         // The proxy ended, or the server did: said as it is (an outside tester's: "the connection
         // to the server was lost" for a proxy that was stopped).
+        // "Cancelled upstream" only when its record says a cancel went (a request never sent, or
+        // awaiting its CreateTaskResult, has none).
         message:
-          record === null
+          record?.cancel == null || record.cancel.mechanism === "none"
             ? `mcp-cancellable proxy: ${pending.method} was not answered: ${why}; not retried`
             : `mcp-cancellable proxy: ${pending.method} was cancelled upstream before its answer came: ${why}; not retried`,
         data,
