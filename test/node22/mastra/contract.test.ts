@@ -23,6 +23,9 @@ const mastra: Driver = {
       "Mastra's tools pass only its timeout and the tool's abortSignal: there is no per-call maximum total timeout to give (attachMastra's maxTotalTimeoutMs caps every call: its option row)",
     "sdk-options": "Mastra's tools pass { timeout, signal } only: there are no other SDK request options to pass",
     "per-call-verify": NO_PER_CALL_VERIFY,
+    "refused-send":
+      'Mastra answers a refused send ("not connected") by reconnecting and sending the call once on the new connection: ' +
+      'the refused one is recorded not sent and the call succeeds (mastra.test.ts, "Mastra\'s reconnect after a server crash")',
     person:
       "Mastra 2.0's MCPClient takes a person's answers only through its `inputRequests` handler (input_required results); it gives this driver no handler for the server's own elicitation/create (the scripted server's question) to answer late. The pause is the runner's, the same on every entry point (the SDK drivers' rows)",
   },
