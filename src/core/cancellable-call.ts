@@ -858,12 +858,17 @@ export const ABORTED_REASON = "Cancelled by the client";
 /**
  * The text of an abort reason, for `forwardAbortReason: true`: a non-empty string as it is, an
  * `Error`'s message (never `String(reason)`, which puts "Error: ..." or "[object Object]" on the
- * wire), else the default sentence.
+ * wire), else the default sentence (also for a reason that cannot be read: in the signal's
+ * `abort` listener a throw would be an uncaught exception).
  */
 function abortReasonText(cause: unknown): string {
   if (typeof cause === "string" && cause.length > 0) return cause;
-  if (cause instanceof Error && cause.name !== "AbortError" && typeof cause.message === "string" && cause.message.length > 0)
-    return cause.message;
+  try {
+    if (cause instanceof Error && cause.name !== "AbortError" && typeof cause.message === "string" && cause.message.length > 0)
+      return cause.message;
+  } catch {
+    // A reason that cannot be read (a getter that throws, a revoked Proxy): the default sentence.
+  }
   return ABORTED_REASON;
 }
 

@@ -1,4 +1,4 @@
-import { OUTCOME_RANK, summarize } from "./record.js";
+import { ANSWERED_FIRST, OUTCOME_RANK, summarize } from "./record.js";
 import type {
   CallOutcome,
   CallStatus,
@@ -219,11 +219,13 @@ export class SettledRecord implements LateSink {
    */
   late(kind: "result" | "error" | "progress", ran = false): void {
     const late = countLate(this.record.late, kind);
+    const cancel = kind === "progress" ? null : closedAfterItsResponse(this.record.cancel);
+    const changes: RecordUpdate = cancel === null ? { late } : { late, cancel };
     if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
-      this.update({ late, outcome: "late-result-discarded" });
+      this.update({ ...changes, outcome: "late-result-discarded" });
       return;
     }
-    this.update({ late }, kind === "progress" ? undefined : "late-result-discarded");
+    this.update(changes, kind === "progress" ? undefined : "late-result-discarded");
   }
 
   /**
@@ -234,6 +236,10 @@ export class SettledRecord implements LateSink {
   delivery({ sent, failed, sentWall }: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
     const onlyTimeIsNew = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
+    // A time no later than the one recorded is no news: a revision says a cancel went 1 ms or more
+    // after the settle, never earlier (an outside tester's: a 2025-era POST attempted while the
+    // call settled moved `sentAt` before `settledAt`, in a revision of its own).
+    if (onlyTimeIsNew && sentWall !== null && sentWall <= (this.#recordedSentWall() ?? Number.NEGATIVE_INFINITY)) return;
     if (onlyTimeIsNew && this.#record === null && this.#emit === undefined) {
       // Only the time it went out is new, and nobody has seen the record: the facts say it, as the
       // next revision, and nothing is built (100,000 timed-out calls of a gateway would otherwise
@@ -255,6 +261,13 @@ export class SettledRecord implements LateSink {
     this.update(sent === "none" && failed === null ? { cancel: next, outcome: "not-sent" } : { cancel: next });
   }
 
+  /** When the latest revision says the cancel went out (`Date.now()` ms), or null when it says it has not. */
+  #recordedSentWall(): number | null {
+    if (this.#record === null) return this.#facts.sentWall;
+    const sentAt = this.#record.cancel?.sentAt;
+    return sentAt === null || sentAt === undefined ? null : Date.parse(sentAt);
+  }
+
   /** Replaces the record with an updated copy (a cancelled call's outcome only ever rises) and reports it. */
   update(changes: RecordUpdate, outcome?: CancelledOutcome): RunRecord {
     const current = this.record;
@@ -271,6 +284,23 @@ export class SettledRecord implements LateSink {
     this.#emit?.(next);
     return next;
   }
+}
+
+/**
+ * A response read for a request whose cancel closed its stream: the response travels on that
+ * stream (rules 24, 27), so the server had written it before the close could reach it, and the
+ * close stopped nothing. The record then names only what did reach the server: `stream-close`
+ * becomes `none` (on 2026-07-28 the cancel's undelivered entry says the response came first, as
+ * when it was read before the close), `notification+stream-close` becomes `notification`. Null
+ * when the record names no stream close (an outside tester's: a 2026-07-28 record said the
+ * stream was closed while the server saw its response end normally).
+ */
+function closedAfterItsResponse(cancel: RunRecord["cancel"]): RunRecord["cancel"] {
+  if (cancel === null) return null;
+  if (cancel.mechanism === "notification+stream-close") return { ...cancel, mechanism: "notification" };
+  if (cancel.mechanism !== "stream-close") return null;
+  const undelivered = cancel.undelivered ?? { mechanism: "notification", error: ANSWERED_FIRST };
+  return { ...cancel, mechanism: "none", sentAt: null, undelivered };
 }
 
 /** Whether `outcome` raises a cancelled record's outcome (an update only ever raises it: OUTCOME_RANK). */

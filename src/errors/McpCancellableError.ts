@@ -28,9 +28,19 @@ export function unknownOutcome(record: { readonly method: string; readonly outco
     : "";
 }
 
-/** True for the reason `AbortSignal.timeout()` aborts with (a `DOMException` named `TimeoutError`), or any error so named. @internal */
+/**
+ * True for the reason `AbortSignal.timeout()` aborts with (a `DOMException` named `TimeoutError`),
+ * or any error so named. A reason whose `name` cannot be read (a getter that throws, a revoked
+ * `Proxy`) is not one: read in the signal's `abort` listener, a throw there would be an uncaught
+ * exception, the call never settled (an outside tester's). @internal
+ */
 export function isTimeoutReason(reason: unknown): boolean {
-  return typeof reason === "object" && reason !== null && (reason as { name?: unknown }).name === "TimeoutError";
+  if (typeof reason !== "object" || reason === null) return false;
+  try {
+    return (reason as { name?: unknown }).name === "TimeoutError";
+  } catch {
+    return false;
+  }
 }
 
 /**

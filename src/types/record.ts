@@ -113,15 +113,22 @@ export interface CancelInfo {
    * (`stream-close` when the 2025-era notification failed, `none` when nothing did).
    */
   mechanism: CancelMechanism;
-  /** Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent (or it has not gone out yet: a later revision gives the time). */
+  /**
+   * Wall-clock time the cancel was put on the wire, ISO 8601, or `null` if nothing was sent (or it
+   * has not gone out yet: a stdio line behind a full pipe, a 2025-era notification waiting for its
+   * request to reach the server; a later revision gives the time). A timer-fired cancel goes out
+   * after its call settled (a stdio line in a later phase of the same turn, a mass timeout's behind
+   * the settles): the first record gives the settle's time, and a revision the time it left when
+   * that was 1 ms or more later.
+   */
   sentAt: string | null;
   /**
    * `null`, or the part of the cancel that did not reach the server: `mechanism`
    * (`notification`: a 2025-era Streamable HTTP notification POST that failed, after one retry
    * on a connection-level failure, that the server refused with an HTTP error, or that was not
-   * sent because the response arrived first; `stream-close`: a 2026-07-28 Streamable HTTP
-   * stream kept open for the `CreateTaskResult` of a task-augmented request, whose response
-   * arrived before it was closed) and `error` (the failure, at most 1,000 characters).
+   * sent because the response arrived first, on any transport: then it names the notification
+   * even where the transport's cancel is a stream close, since neither went; `tasks/cancel`: a
+   * task's cancel that could not be sent) and `error` (the failure, at most 1,000 characters).
    * `mechanism` above then says what did go out (`tasks/cancel` for a task created anyway).
    */
   undelivered: CancelUndelivered | null;

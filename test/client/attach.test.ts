@@ -326,7 +326,9 @@ describe("attachCancellation across a reconnect", () => {
     const next = new HttpV2(s.url);
     await client.connect(next);
     expect(client.transport).toBe(next);
-    const error = await client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeout: 200 }).catch((e: unknown) => e);
+    // 1 s: the request reaches the server first even on a loaded machine (at 200 ms it once did not,
+    // and the server never saw a request to lose).
+    const error = await client.callTool({ name: "slow", arguments: { ms: 5_000 } }, { timeout: 1_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CallTimeoutError);
     const record = mcp.records().at(-1) as RunRecord;
     expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "stream-close" });

@@ -9,7 +9,7 @@ import { resolveCallOptions } from "../../src/options/resolve.js";
 // repeats what the record says) is not a revision, and `onRecord` is not called for it (an
 // outside tester saw revisions identical but for their number).
 
-function cancelledCall() {
+function cancelledCall(mechanism: "tasks/cancel" | "notification+stream-close" = "tasks/cancel") {
   const revisions: RunRecord[] = [];
   let kept: SettledRecord | undefined;
   const controller = new AbortController();
@@ -21,7 +21,7 @@ function cancelledCall() {
     timers: { setTimeout: (f, ms) => setTimeout(f, ms), clearTimeout: (h) => clearTimeout(h as never) },
     ids: { callId: 1, connectionId: 1, sessionId: () => undefined },
     hooks: {
-      cancel: () => "tasks/cancel",
+      cancel: () => mechanism,
       settled: () => {},
       record: (record: RunRecord) => void revisions.push(record),
       keep: (settled) => void (kept = settled),
@@ -50,6 +50,21 @@ describe("record revisions", () => {
       [0, "unverified"],
       [1, "unverified"],
       [2, "task-cancelled"],
+    ]);
+  });
+});
+
+describe("a revision of when the cancel went", () => {
+  it("only a later time is one: a time before the one recorded (a 2025-era POST attempted while the call settled) changes nothing (an outside tester's: sentAt moved before settledAt, in a revision of its own)", () => {
+    const { revisions, settled } = cancelledCall("notification+stream-close");
+    const recorded = Date.parse(revisions[0]!.cancel!.sentAt!);
+    settled().delivery({ sent: "notification+stream-close", failed: null, sentWall: recorded - 5 });
+    settled().delivery({ sent: "notification+stream-close", failed: null, sentWall: recorded });
+    expect(revisions).toHaveLength(1);
+    settled().delivery({ sent: "notification+stream-close", failed: null, sentWall: recorded + 3 });
+    expect(revisions.map((r) => [r.revision, Date.parse(r.cancel!.sentAt!) - recorded])).toEqual([
+      [0, 0],
+      [1, 3],
     ]);
   });
 });

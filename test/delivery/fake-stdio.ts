@@ -9,13 +9,17 @@ import type { Port, Up } from "../../src/wire/port.js";
 /**
  * The queue, what it sent below, `answer(id)` (a response from the server with `id` as written:
  * `"1"` is the string) and `drain()` (the pipe takes writes again: its `drain` listener runs).
- * `full`: the pipe starts full.
+ * `full`: the pipe starts full. `onSend`: called as each message is sent, before it is taken (a
+ * send that holds the thread, as a busy machine's does).
  */
-export function fakeStdioQueue({ full = false } = {}) {
+export function fakeStdioQueue({ full = false, onSend }: { full?: boolean; onSend?: (message: Message) => void } = {}) {
   const sent: Message[] = [];
   let up: Up | undefined;
   const below: Port = {
-    send: async (message) => void sent.push(message),
+    send: async (message) => {
+      onSend?.(message);
+      sent.push(message);
+    },
     start: async () => {},
     close: async () => {},
     cancel: () => "none",

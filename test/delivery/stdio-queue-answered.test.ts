@@ -175,3 +175,24 @@ describe("a real server that stops reading while it works", () => {
     expect(record.summary).toBe("cancelled (aborted), late result discarded");
   }, 30_000);
 });
+
+describe("a timer-fired cancel line's time (its record's sentAt)", () => {
+  it("is read before the line is written, not after: a send that holds the thread (a busy machine) lets the server read the line first (an outside tester's: sentAt 1 to 6 ms after the server's read)", async () => {
+    let writing = 0;
+    const { queue, sent } = fakeStdioQueue({
+      onSend: (message) => {
+        if (message.method !== "notifications/cancelled") return;
+        writing = Date.now();
+        busy(5);
+      },
+    });
+    const { request, delivery } = cancelRequest(1);
+    expect(queue.cancel({ ...request, byTimer: true })).toBe("notification"); // it goes at the check phase
+    busy(2); // which comes 1 ms or more after the settle: the record learns when it left
+    await checkPhase();
+    expect(cancelled(sent)).toEqual([1]);
+    const reports = delivery.mock.calls.map(([report]) => report as { sentWall?: number | null });
+    expect(reports).toEqual([{ sent: "notification", failed: null, sentWall: expect.any(Number) }]);
+    expect(reports[0]!.sentWall).toBeLessThanOrEqual(writing);
+  });
+});

@@ -1,7 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { proxyCommand, server } from "./helpers.js";
+import { RawClient, eventually, proxyCommand, received, server } from "./helpers.js";
+import type { RpcMessage } from "./helpers.js";
+import { PING_ID_PREFIX, PING_WAIT_MS } from "../../src/cli/proxy/stdio-front.js";
 import { startRestartable } from "./restartable-server.js";
 
 // Progress written just before its result (issue 29, item 5). The v1 SDK client handles a
@@ -46,5 +48,67 @@ describe("mcp-cancellable proxy: a result is written after the progress before i
       expect((await burst(client, 100)).length).toBe(100);
     }
     expect(errors).toEqual([]);
+  });
+});
+
+describe("mcp-cancellable proxy: the answers held for the client's ping (outside testers')", () => {
+  const ping = (m: RpcMessage): boolean => m.method === "ping" && String(m.id).startsWith(PING_ID_PREFIX);
+
+  it("a client that never answers the ping: one wait of PING_WAIT_MS, then timed gaps; an answer with no progress before it waits for none; progress still comes before each answer", async () => {
+    const client = new RawClient(server(LINE));
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    const started = performance.now();
+    for (let i = 0; i < 10; i++) {
+      client.send({
+        jsonrpc: "2.0",
+        id: `b${i}`,
+        method: "tools/call",
+        params: { name: "burst", arguments: { count: 3 }, _meta: { progressToken: `p${i}` } },
+      });
+    }
+    client.send({ jsonrpc: "2.0", id: "echo", method: "tools/call", params: { name: "echo", arguments: {} } });
+    const arrived = new Map<unknown, number>();
+    const all = await eventually(() => {
+      for (const m of client.messages) if (m.method === undefined && !arrived.has(m.id)) arrived.set(m.id, performance.now() - started);
+      return arrived.size === 12; // init, ten bursts, the echo
+    }, 10_000);
+    expect(all).toBe(true);
+    expect(client.messages.filter(ping).length).toBeGreaterThanOrEqual(1);
+    const order = client.messages.filter((m) => m.method === undefined && m.id !== "init").map((m) => m.id);
+    // The echo, answered without progress, is not held behind the ten answers waiting on the ping.
+    expect(order.indexOf("echo")).toBeLessThan(order.indexOf("b1"));
+    // Each burst's three progress notifications reached the client before its answer.
+    for (let i = 0; i < 10; i++) {
+      const at = client.messages.findIndex((m) => m.id === `b${i}` && m.method === undefined);
+      const progress = client.messages.filter(
+        (m, index) =>
+          index < at && m.method === "notifications/progress" && (m.params as { progressToken?: unknown }).progressToken === `p${i}`,
+      );
+      expect(progress).toHaveLength(3);
+    }
+    // One wait for the unanswered ping, not one per answer (it was ten waits, 2.5 s: one client's answers behind each other).
+    const bursts = Array.from({ length: 10 }, (_, i) => arrived.get(`b${i}`)!);
+    expect(Math.max(...bursts) - Math.min(...bursts)).toBeLessThan(5 * PING_WAIT_MS);
+  });
+
+  it("the client answers the proxy's ping twice: neither answer reaches the server (the second did)", async () => {
+    const client = new RawClient(server(LINE));
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    client.send({
+      jsonrpc: "2.0",
+      id: "b",
+      method: "tools/call",
+      params: { name: "burst", arguments: { count: 2 }, _meta: { progressToken: "p" } },
+    });
+    expect(await eventually(() => client.messages.some(ping))).toBe(true);
+    const id = client.messages.find(ping)!.id;
+    client.send({ jsonrpc: "2.0", id, result: {} });
+    client.send({ jsonrpc: "2.0", id, result: {} });
+    await client.answer("b");
+    client.send({ jsonrpc: "2.0", id: "echo", method: "tools/call", params: { name: "echo", arguments: {} } });
+    await client.answer("echo"); // the server has read everything before it
+    expect(received(client.stderr).filter((m) => String(m.id).startsWith(PING_ID_PREFIX))).toEqual([]);
   });
 });

@@ -287,6 +287,50 @@ describe("per-call options", () => {
   });
 });
 
+describe("abort reasons that cannot be read", () => {
+  const unreadable = (): Array<[string, () => unknown]> => [
+    [
+      "a reason whose name getter throws",
+      () =>
+        Object.defineProperty(new Error("stop"), "name", {
+          get() {
+            throw new Error("name getter boom");
+          },
+        }),
+    ],
+    [
+      "a revoked Proxy (every read throws)",
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        return proxy;
+      },
+    ],
+  ];
+  for (const [name, make] of unreadable()) {
+    for (const forwardAbortReason of [false, true]) {
+      it(`${name}${forwardAbortReason ? ", forwarded" : ""}: the call is cancelled once, with its record, aborted in flight or before (an outside tester's: the process died of an uncaught exception in the abort listener)`, async () => {
+        const { mcp, peer } = await connectPeer({ forwardAbortReason });
+        peer.onRequest(() => {}); // never answers
+        const controller = new AbortController();
+        const call = mcp.callTool({ name: "x" }, { signal: controller.signal });
+        await flush();
+        controller.abort(make());
+        await expect(call).rejects.toMatchObject({ name: "CallCancelledError", code: "CANCELLED" });
+        const before = AbortSignal.abort(make());
+        await expect(mcp.callTool({ name: "y" }, { signal: before })).rejects.toMatchObject({ code: "CANCELLED" });
+        await flush();
+        expect(mcp.records().map((r) => [r.name, r.status, r.cancel?.trigger, r.outcome])).toEqual([
+          ["x", "cancelled", "aborted", "unverified"],
+          ["y", "cancelled", "aborted", "not-sent"],
+        ]);
+        expect(peer.cancels()).toHaveLength(1);
+        expect(mcp.pendingCount).toBe(0);
+      });
+    }
+  }
+});
+
 describe("client-wide options", () => {
   /** A client and an unconnected transport whose far side records anything sent. */
   function fresh() {

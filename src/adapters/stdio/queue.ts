@@ -9,7 +9,8 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
 import { ANSWERED_FIRST } from "../../core/record.js";
-import { DeferredCancels, sentLate } from "../../wire/deferred-cancels.js";
+import { DeferredCancels } from "../../wire/deferred-cancels.js";
+import { processClock } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import { findAnswered } from "../../wire/messages.js";
@@ -336,6 +337,9 @@ export class StdioQueue extends Layer {
         sent: "none",
         failed: { mechanism: "notification", error: textOf(error) },
       });
+    // When it left, read before the send writes it: read after, it could be later than the
+    // server's read of the line on a busy machine (an outside tester's, by 1 to 6 ms).
+    const leftAt = wentLate(waited, since);
     let sending: Promise<void>;
     try {
       sending = this.below.send(request.notification);
@@ -343,8 +347,7 @@ export class StdioQueue extends Layer {
       queueMicrotask(() => undelivered(error));
       return "none";
     }
-    if (waited) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
-    else sentLate(request, since);
+    if (leftAt !== undefined) request.delivery({ sent: "notification", failed: null, sentWall: leftAt });
     // No child's stdin: the transport's own `send`. Or a `send` that settles at the line's own
     // write (the CLI's transport): a failed write rejects it.
     if (stdin === undefined || this.#sendSettlesAtWrite) {
@@ -377,9 +380,9 @@ export class StdioQueue extends Layer {
   #watchedLine(request: CancelRequest, stdin: Stdin, since: number | undefined, waited: boolean): CancelMechanism {
     const undelivered = (error: unknown): void =>
       request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
+    const leftAt = wentLate(waited, since); // read before the send writes it (see `#line`)
     const out = (): void => {
-      if (waited) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
-      else sentLate(request, since);
+      if (leftAt !== undefined) request.delivery({ sent: "notification", failed: null, sentWall: leftAt });
     };
     let sending: Promise<void>;
     const writes: Writes = { made: 0, left: 0, error: undefined, during: true, done: undefined };
@@ -534,4 +537,13 @@ function countsItsBuffer(stdin: Stdin): boolean {
 /** The record's text for a cancel line that could not be written to a stdin that is gone. */
 function goneText(stdin: Stdin): string {
   return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
+}
+
+/**
+ * The time (`Date.now()`, ms) a cancel line about to be written goes out at, when its record must
+ * learn it: the line waited (its record says it has not gone), or it goes 1 ms or more after it
+ * could have (`since`, `processClock`; see `sentLate`). Undefined otherwise: the record's time stands.
+ */
+function wentLate(waited: boolean, since: number | undefined): number | undefined {
+  return waited || (since !== undefined && processClock() - since >= 1) ? Date.now() : undefined;
 }

@@ -70,9 +70,9 @@ Limits (milliseconds; "none" for no limit):
   --client-wait-timeout-ms <ms>
                                While the server waits for the client's answer to a request of
                                its own (elicitation: a person filling a form; sampling; roots),
-                               the idle timeout is paused and the wait is bounded by this
-                               (shorter or longer than the idle timeout); the maximum total
-                               timeout still holds. Default: 300000.
+                               the idle timeout of every request pending on the connection is
+                               paused and the wait bounds them (which request it is for is not
+                               on the wire); the maximum total timeout still holds. Default: 300000.
   --config <file>              JSON file with "defaults", and overrides per method ("methods")
                                and per tool ("tools"). The most specific entry wins; the command
                                line wins over the file's defaults.

@@ -87,6 +87,8 @@ export class StdioFront implements ClientPort {
   #pingSeq = 0;
   /** The front's pings not answered yet (the newest `MAX_PINGS`): their answers are the front's, never the server's. */
   readonly #pings = new Set<string>();
+  /** The client left a ping unanswered past `PING_WAIT_MS` (and has answered none since): gaps are timed, not pinged. */
+  #pingsGoUnanswered = false;
 
   constructor(io: StdioFrontIo, options: StdioFrontOptions) {
     this.#io = io;
@@ -170,17 +172,17 @@ export class StdioFront implements ClientPort {
     if (output.destroyed || output.writableEnded) return;
     if (this.#redact?.active === true) outbound = redacted(outbound, this.#redact);
     const progress = outbound.message.method === "notifications/progress";
-    if (outbound.line === undefined && !this.#gap && outbound.followsProgress !== true && !progress) {
-      // Most messages: one string, written now (no gap to wait behind, no progress to time).
-      this.#write1(`${safeStringify(outbound.message)}\n`);
+    const followsProgress = outbound.followsProgress === true;
+    if (!followsProgress && !progress) {
+      // Most messages: written now, a gap open or not (no progress to time, none to wait for: an
+      // answer held behind its own progress holds no other request's answer, nor the answer to
+      // the client's ping; an outside tester's saw them wait 2.4 s behind ten such answers).
+      if (outbound.line === undefined) this.#write1(`${safeStringify(outbound.message)}\n`);
+      else this.#write([...outbound.line, "\n"]);
       return;
     }
     const line = outbound.line !== undefined ? [...outbound.line, "\n"] : [`${safeStringify(outbound.message)}\n`];
-    const queued: Queued = {
-      line,
-      progress,
-      followsProgress: outbound.followsProgress === true,
-    };
+    const queued: Queued = { line, progress, followsProgress };
     if (this.#gap) this.#queue.push(queued);
     else this.#put(queued);
   }
@@ -262,11 +264,17 @@ export class StdioFront implements ClientPort {
       this.#lastProgressAt = Number.NEGATIVE_INFINITY;
       while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
     };
-    if (this.#session?.clientAnswersPing === true) {
+    if (this.#session?.clientAnswersPing === true && !this.#pingsGoUnanswered) {
       // A ping after the progress: the client answers it only after it has read the progress and
       // queued its handlers (its ping handler runs after them), so the answer is the proof.
       const id = `${PING_ID_PREFIX}${++this.#pingSeq}`;
-      this.#barrier = { id, timer: setTimeout(release, PING_WAIT_MS) };
+      const unanswered = (): void => {
+        // A client that leaves the ping unanswered (it ignores requests it does not know): the
+        // next gaps are timed, as for a client with no ping, rather than 250 ms each.
+        this.#pingsGoUnanswered = true;
+        release();
+      };
+      this.#barrier = { id, timer: setTimeout(unanswered, PING_WAIT_MS) };
       this.#pings.add(id);
       if (this.#pings.size > MAX_PINGS) this.#pings.delete(this.#pings.values().next().value!);
       this.#write([`${JSON.stringify({ jsonrpc: "2.0", id, method: "ping" })}\n`]);
@@ -281,10 +289,23 @@ export class StdioFront implements ClientPort {
   /** The client's answer to one of the front's own pings: it releases the gap (if it is the current one) and goes no further. */
   #pong(message: JsonRpcMessage): boolean {
     const id = (message as { id?: unknown }).id;
-    if (message.method !== undefined || typeof id !== "string" || !this.#pings.has(id)) return false;
-    this.#pings.delete(id);
+    if (message.method !== undefined || typeof id !== "string" || !this.#ownPing(id)) return false;
+    // Answered after all (late): the client does answer pings.
+    if (this.#pings.delete(id)) this.#pingsGoUnanswered = false;
     if (this.#barrier?.id === id) this.#release?.();
     return true;
+  }
+
+  /**
+   * An id of one of the front's own pings, answered or not: an answer to it, the second one too,
+   * or one to a ping older than the newest `MAX_PINGS`, is the front's and goes no further (an
+   * outside tester's: a second answer reached the server, which had sent no such request).
+   */
+  #ownPing(id: string): boolean {
+    if (this.#pings.has(id)) return true;
+    if (!id.startsWith(PING_ID_PREFIX)) return false;
+    const seq = Number(id.slice(PING_ID_PREFIX.length));
+    return Number.isInteger(seq) && seq >= 1 && seq <= this.#pingSeq && id === `${PING_ID_PREFIX}${seq}`;
   }
 
   /** Resolves once everything sent so far has left for the client (what waits behind a progress gap included). Never rejects. */
