@@ -23,7 +23,7 @@ import type {
 } from "../types/record.js";
 import { SettledRecord, countLate, undeliveredOf } from "./settled-record.js";
 import type { LateSink, SettledFacts } from "./settled-record.js";
-import { noop, textOf } from "../utils/hooks.js";
+import { callHook, noop, textOf } from "../utils/hooks.js";
 
 /** A JSON-RPC request id (rule 1). */
 export type RequestId = string | number;
@@ -228,9 +228,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   start(): void {
     const signal = this.#signal();
     if (signal !== undefined) {
-      const aborted = firstAborted(signal);
-      if (aborted !== undefined) {
-        this.cancel(abortTrigger(aborted.reason), aborted.reason);
+      const reason = abortReason(signal);
+      if (reason !== NOT_ABORTED) {
+        this.cancel(abortTrigger(reason), reason);
         return;
       }
       // Several signals (a session-wide one and a per-call one): one subscription each, all
@@ -260,10 +260,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   /**
    * Progress for this request arrived while it is live (rule 22). Resets the idle timeout when
-   * asked to and the value is above every earlier one, then hands it to `onprogress` (whose
-   * errors propagate to the caller of this method). Returns false when it is not (rule 21).
+   * asked to and the value is above every earlier one, then hands it to `onprogress`: what it
+   * throws, or the promise it returns rejects with, goes to `failed` (without `failed`, a throw
+   * propagates to the caller of this method). Returns false when it is not (rule 21).
    */
-  progress(progress: Progress): boolean {
+  progress(progress: Progress, failed?: (error: unknown) => void): boolean {
     if (this.#state !== "pending") return true;
     // Rule 21: progress must increase; judged against the highest value seen, so a server
     // oscillating 5, 3, 5 ... never extends the call.
@@ -275,8 +276,13 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     if (increased && this.#options.resetTimeoutOnProgress) this.#restartIdle();
     // The caller's own copy: the record keeps this one (frozen once the record is built), and
     // what the caller does with its copy never reaches the record.
+    // What it throws, or the promise it returns rejects with, goes to `failed` (an async handler's
+    // rejection was unhandled: an outside tester's, the process died of it).
     const onprogress = this.#options.onprogress;
-    if (onprogress !== undefined) onprogress({ ...progress });
+    if (onprogress !== undefined) {
+      if (failed === undefined) onprogress({ ...progress });
+      else callHook(onprogress, { ...progress }, failed);
+    }
     return increased;
   }
 
@@ -350,9 +356,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   responded(): boolean {
     if (this.#state !== "pending") return true;
     const signal = this.#callerSignal;
-    const aborted = signal === undefined ? undefined : firstAborted(signal);
-    if (aborted !== undefined) {
-      this.#cancelAnswered(abortTrigger(aborted.reason), aborted.reason);
+    const reason = signal === undefined ? NOT_ABORTED : abortReason(signal);
+    if (reason !== NOT_ABORTED) {
+      this.#cancelAnswered(abortTrigger(reason), reason);
       return false;
     }
     // Read after one of its limits had passed, before a busy event loop ran its timer: the
@@ -475,9 +481,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // Its signal aborted already (a shared signal's abort settles its calls in slices, and the
     // close came in the same tick): the abort came first, and it is what the call settles as.
     const signal = this.#callerSignal;
-    const aborted = signal === undefined ? undefined : firstAborted(signal);
-    if (aborted !== undefined) {
-      this.cancel(abortTrigger(aborted.reason), aborted.reason);
+    const reason = signal === undefined ? NOT_ABORTED : abortReason(signal);
+    if (reason !== NOT_ABORTED) {
+      this.cancel(abortTrigger(reason), reason);
       return;
     }
     this.#cancel("connection-closed", undefined, false, true, CLIENT_CLOSED_REASON);
@@ -580,9 +586,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   protected override wake(): void {
     if (this.#state !== "pending") return;
     const signal = this.#callerSignal;
-    const aborted = signal === undefined ? undefined : firstAborted(signal);
-    if (aborted !== undefined) {
-      this.cancel(abortTrigger(aborted.reason), aborted.reason);
+    const reason = signal === undefined ? NOT_ABORTED : abortReason(signal);
+    if (reason !== NOT_ABORTED) {
+      this.cancel(abortTrigger(reason), reason);
       return;
     }
     const now = this.#clock();
@@ -923,11 +929,22 @@ function isSignal(signal: AbortSignal | readonly AbortSignal[]): signal is Abort
   return !Array.isArray(signal);
 }
 
-/** The signal that aborted (the first in the list, when several did), or undefined. */
-function firstAborted(signal: AbortSignal | readonly AbortSignal[]): AbortSignal | undefined {
-  if (isSignal(signal)) return signal.aborted ? signal : undefined;
-  return signal.find((each) => each.aborted);
+/** The reason of the signal that aborted (the first in the list, when several did), or `NOT_ABORTED`. */
+function abortReason(signal: AbortSignal | readonly AbortSignal[]): unknown {
+  try {
+    if (isSignal(signal)) return signal.aborted ? signal.reason : NOT_ABORTED;
+    for (const each of signal) if (each.aborted) return each.reason;
+  } catch {
+    // A signal whose `aborted` or `reason` cannot be read (a getter that throws, a test double):
+    // read in its `abort` listener or a timer, a throw would be uncaught and the call never
+    // settle (an outside tester's). Its abort is taken as an abort with no reason.
+    return undefined;
+  }
+  return NOT_ABORTED;
 }
+
+/** What `abortReason` returns when no signal has aborted (a reason may be any value, `undefined` too). */
+const NOT_ABORTED: unique symbol = Symbol("not aborted");
 
 /** A settled call's options: nothing of the caller's. */
 const RELEASED_OPTIONS: ResolvedCallOptions = {

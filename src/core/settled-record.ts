@@ -160,6 +160,8 @@ export class SettledRecord implements LateSink {
   /** Revision 0, kept when the first update replaces it (an error's `record` is the record at the settle). */
   #initial: RunRecord | null = null;
   readonly #emit: ((record: RunRecord) => void) | undefined;
+  /** Its response was read after the settle (a late result or error): a stream close after it stopped nothing (see `closedAfterItsResponse`). */
+  #answered = false;
 
   /**
    * @param emit receives each revision, built: revision 0 at `report()`, then each update (none
@@ -219,6 +221,7 @@ export class SettledRecord implements LateSink {
    */
   late(kind: "result" | "error" | "progress", ran = false): void {
     const late = countLate(this.record.late, kind);
+    if (kind !== "progress") this.#answered = true;
     const cancel = kind === "progress" ? null : closedAfterItsResponse(this.record.cancel);
     const changes: RecordUpdate = cancel === null ? { late } : { late, cancel };
     if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
@@ -233,8 +236,9 @@ export class SettledRecord implements LateSink {
    * only what went out, and the part that failed; a request that never reached the server is
    * `not-sent` (nothing to cancel).
    */
-  delivery({ sent, failed, sentWall }: CancelDelivery): void {
+  delivery(report: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
+    const { sent, failed, sentWall } = this.#answered ? answeredBeforeClose(report) : report;
     const onlyTimeIsNew = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
     // A time no later than the one recorded is no news: a revision says a cancel went 1 ms or more
     // after the settle, never earlier (an outside tester's: a 2025-era POST attempted while the
@@ -301,6 +305,17 @@ function closedAfterItsResponse(cancel: RunRecord["cancel"]): RunRecord["cancel"
   if (cancel.mechanism !== "stream-close") return null;
   const undelivered = cancel.undelivered ?? { mechanism: "notification", error: ANSWERED_FIRST };
   return { ...cancel, mechanism: "none", sentAt: null, undelivered };
+}
+
+/**
+ * A delivery report that comes after the response was read: its stream close stopped nothing (see
+ * `closedAfterItsResponse`), so the report names only what else went (an outside tester's second
+ * pass: a refused 2025-era notification, reported after the late result, said `stream-close` again).
+ */
+function answeredBeforeClose(report: CancelDelivery): CancelDelivery {
+  if (report.sent === "notification+stream-close") return { ...report, sent: "notification" };
+  if (report.sent !== "stream-close") return report;
+  return { sent: "none", failed: report.failed ?? { mechanism: "notification", error: ANSWERED_FIRST } };
 }
 
 /** Whether `outcome` raises a cancelled record's outcome (an update only ever raises it: OUTCOME_RANK). */

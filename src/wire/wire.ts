@@ -526,6 +526,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   readonly #belowSend = (message: Message): Promise<void> => this.below.send(message);
+  /** A caller's `onprogress` threw, or its promise rejected: the SDK client's `onerror` hears it; the call goes on. */
+  readonly #progressFailed = (error: unknown): void => this.up.error(new Error(`onprogress threw: ${textOf(error)}`, { cause: error }));
 
   readonly #reportError = (error: unknown): void => {
     const wrapped = error instanceof Error ? error : new Error(textOf(error));
@@ -792,14 +794,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       // microtask after a response in the same chunk and then reports an unknown token (C06).
       const call = entry.call;
       const value = total === undefined ? { progress } : { progress, total };
-      let increased = true;
-      try {
-        // Once its task exists, any progress is a sign of life for the idle timeout (rule 37).
-        if (call.task !== undefined) call.alive();
-        increased = call.progress(text === undefined ? value : { ...value, message: text });
-      } catch (error) {
-        this.up.error(new Error(`onprogress threw: ${textOf(error)}`, { cause: error }));
-      }
+      // Once its task exists, any progress is a sign of life for the idle timeout (rule 37).
+      if (call.task !== undefined) call.alive();
+      const increased = call.progress(text === undefined ? value : { ...value, message: text }, this.#progressFailed);
       if (!increased) {
         this.#anomaly({
           kind: "non-increasing-progress",

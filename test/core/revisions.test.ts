@@ -68,3 +68,23 @@ describe("a revision of when the cancel went", () => {
     ]);
   });
 });
+
+describe("a response read after the stream's close, then the notification's fate", () => {
+  it("a refused 2025-era notification reported after the late result names nothing that reached the server, and keeps the refusal (a second pass: it said stream-close again)", () => {
+    const { revisions, settled } = cancelledCall("notification+stream-close");
+    settled().late("result", true);
+    expect(revisions.at(-1)!.cancel!.mechanism).toBe("notification");
+    const refusal = { mechanism: "notification" as const, error: "the server refused the notification: HTTP 400" };
+    settled().delivery({ sent: "stream-close", failed: refusal });
+    expect(revisions.at(-1)).toMatchObject({
+      outcome: "late-result-discarded",
+      cancel: { mechanism: "none", sentAt: null, undelivered: refusal },
+    });
+    // Written but unanswered: it went, the close did not count.
+    const second = cancelledCall("notification+stream-close");
+    second.settled().late("error");
+    const written = { mechanism: "notification" as const, error: "sent (its body written), but no answer came", written: true as const };
+    second.settled().delivery({ sent: "notification+stream-close", failed: written });
+    expect(second.revisions.at(-1)!.cancel).toMatchObject({ mechanism: "notification", undelivered: written });
+  });
+});

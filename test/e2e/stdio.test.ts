@@ -251,3 +251,32 @@ describe("stdio adapter against the real SDK server", () => {
     expect(mcp.pendingCount).toBe(0);
   });
 });
+
+describe("stdio: params that cannot be serialised (a second pass of an outside tester's)", () => {
+  it("a BigInt, a cycle, a toJSON that throws: the call fails with the serialiser's own error, as on the raw SDK, not as a lost connection; nothing reaches the server, and the next call is answered", async () => {
+    const { mcp, received } = await spawn("scripted-server.mjs");
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const throwing = {
+      toJSON() {
+        throw new Error("toJSON refused");
+      },
+    };
+    for (const value of [1n, cycle, throwing]) {
+      const error = await mcp.callTool({ name: "echo", arguments: { value } }).then(
+        () => undefined,
+        (failure: unknown) => failure as Error,
+      );
+      expect(error?.name).toMatch(/^(TypeError|Error)$/);
+      expect(error?.message).not.toMatch(/connection|not connected/i);
+    }
+    expect(mcp.records().map((r) => r.status)).toEqual(["failed", "failed", "failed"]);
+    expect((await mcp.callTool({ name: "echo", arguments: {} })).content).toEqual([
+      { type: "text", text: expect.stringContaining("echo") },
+    ]);
+    // The server logs each line it reads on stderr, read here a moment after its answer.
+    expect(await eventually(() => received().some((m) => m.method === "tools/call"))).toBe(true);
+    expect(received().filter((m) => m.method === "tools/call")).toHaveLength(1);
+    expect(mcp.pendingCount).toBe(0);
+  });
+});

@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { RawClient, eventually, proxyCommand, received, server } from "./helpers.js";
+import { RawClient, eventually, proxyCommand, received, server, sleep } from "./helpers.js";
 import type { RpcMessage } from "./helpers.js";
 import { PING_ID_PREFIX, PING_WAIT_MS } from "../../src/cli/proxy/stdio-front.js";
 import { startRestartable } from "./restartable-server.js";
@@ -110,5 +110,88 @@ describe("mcp-cancellable proxy: the answers held for the client's ping (outside
     client.send({ jsonrpc: "2.0", id: "echo", method: "tools/call", params: { name: "echo", arguments: {} } });
     await client.answer("echo"); // the server has read everything before it
     expect(received(client.stderr).filter((m) => String(m.id).startsWith(PING_ID_PREFIX))).toEqual([]);
+  });
+});
+
+describe("mcp-cancellable proxy: a request's own lines keep their order, and no other request's wait holds them (a second pass)", () => {
+  const ping = (m: RpcMessage): boolean => m.method === "ping" && String(m.id).startsWith(PING_ID_PREFIX);
+  const progressOf = (m: RpcMessage, token: string): boolean =>
+    m.method === "notifications/progress" && (m.params as { progressToken?: unknown }).progressToken === token;
+
+  it("SIGTERM while a call's progress waits behind another answer's ping: its -32000 comes after its progress, never before", async () => {
+    const client = new RawClient(server(LINE));
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    client.send({
+      jsonrpc: "2.0",
+      id: "x",
+      method: "tools/call",
+      params: { name: "ticks", arguments: { every: 20 }, _meta: { progressToken: "px" } },
+    });
+    expect(await eventually(() => client.messages.some((m) => progressOf(m, "px")))).toBe(true);
+    client.send({
+      jsonrpc: "2.0",
+      id: "a",
+      method: "tools/call",
+      params: { name: "burst", arguments: { count: 2 }, _meta: { progressToken: "pa" } },
+    });
+    expect(await eventually(() => client.messages.some(ping))).toBe(true); // never answered
+    await sleep(120);
+    client.child.kill("SIGTERM");
+    expect((await client.exited).code).toBe(143);
+    const answer = client.messages.findIndex((m) => m.id === "x" && m.method === undefined);
+    expect(answer).toBeGreaterThan(0);
+    expect(client.messages.slice(answer).filter((m) => progressOf(m, "px"))).toEqual([]);
+    const aProgress = client.messages.flatMap((m, index) => (progressOf(m, "pa") ? [index] : []));
+    expect(client.messages.findIndex((m) => m.id === "a" && m.method === undefined)).toBeGreaterThan(Math.max(...aProgress));
+  });
+
+  it("an answer whose own progress left long before is not held for another request's progress streaming now (no ping)", async () => {
+    const client = new RawClient(server(LINE));
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    client.send({
+      jsonrpc: "2.0",
+      id: "x",
+      method: "tools/call",
+      params: { name: "ticks", arguments: { every: 20 }, _meta: { progressToken: "px" } },
+    });
+    client.send({
+      jsonrpc: "2.0",
+      id: "y",
+      method: "tools/call",
+      params: { name: "progress-then", arguments: { ms: 500 }, _meta: { progressToken: "py" } },
+    });
+    await client.answer("y");
+    expect(client.messages.filter(ping)).toEqual([]);
+  });
+
+  it("a server request under an id like the proxy's pings (a proxy in front of another): the client's answer reaches the server, and the proxy's own pings take other ids", async () => {
+    const client = new RawClient(server(LINE));
+    open.push(async () => void (await client.end()));
+    await client.initialize();
+    const askId = `${PING_ID_PREFIX}1`;
+    client.send({ jsonrpc: "2.0", id: "s", method: "tools/call", params: { name: "ask", arguments: { askId } } });
+    expect(await eventually(() => client.messages.some((m) => m.id === askId && m.method === "sampling/createMessage"))).toBe(true);
+    // Its own ping after progress, while the server's request is open: another id.
+    client.send({
+      jsonrpc: "2.0",
+      id: "b",
+      method: "tools/call",
+      params: { name: "burst", arguments: { count: 1 }, _meta: { progressToken: "pb" } },
+    });
+    expect(await eventually(() => client.messages.some(ping))).toBe(true);
+    const pings = client.messages.filter(ping).map((m) => m.id);
+    expect(pings).not.toContain(askId);
+    for (const id of pings) client.send({ jsonrpc: "2.0", id, result: {} });
+    client.send({ jsonrpc: "2.0", id: askId, result: { role: "assistant", content: { type: "text", text: "yes" }, model: "m" } });
+    const answer = await client.answer("s");
+    expect(JSON.stringify(answer.result)).toContain("yes");
+    await client.answer("b");
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === undefined && String(m.id).startsWith(PING_ID_PREFIX))
+        .map((m) => m.id),
+    ).toEqual([askId]);
   });
 });

@@ -331,6 +331,56 @@ describe("abort reasons that cannot be read", () => {
   }
 });
 
+describe("signals whose abort cannot be read", () => {
+  it("a real signal whose reason getter throws, a test double whose aborted getter throws once aborted, each alone and in an array: the call is cancelled once, with its record (a second pass: the process died in the abort listener)", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest(() => {}); // never answers
+    const unreadableReason = (): { signal: AbortSignal; fire: () => void } => {
+      const controller = new AbortController();
+      Object.defineProperty(controller.signal, "reason", {
+        get() {
+          throw new Error("reason unreadable");
+        },
+      });
+      return { signal: controller.signal, fire: () => controller.abort() };
+    };
+    const unreadableAborted = (): { signal: AbortSignal; fire: () => void } => {
+      const listeners = new Set<(event: unknown) => void>();
+      let fired = false;
+      const signal = {
+        get aborted() {
+          if (fired) throw new Error("aborted unreadable");
+          return false;
+        },
+        reason: undefined,
+        addEventListener: (_type: string, listener: (event: unknown) => void) => void listeners.add(listener),
+        removeEventListener: (_type: string, listener: (event: unknown) => void) => void listeners.delete(listener),
+      } as unknown as AbortSignal;
+      return {
+        signal,
+        fire: () => {
+          fired = true;
+          for (const listener of listeners) listener({ type: "abort" });
+        },
+      };
+    };
+    const kinds = [unreadableReason, unreadableAborted];
+    let n = 0;
+    for (const make of kinds) {
+      for (const inArray of [false, true]) {
+        const { signal, fire } = make();
+        const call = mcp.callTool({ name: `t${n++}` }, { signal: inArray ? [new AbortController().signal, signal] : signal });
+        await flush();
+        fire();
+        await expect(call).rejects.toMatchObject({ name: "CallCancelledError", code: "CANCELLED" });
+      }
+    }
+    expect(mcp.records().map((r) => [r.status, r.cancel?.trigger])).toEqual(Array.from({ length: 4 }, () => ["cancelled", "aborted"]));
+    expect(peer.cancels()).toHaveLength(4);
+    expect(mcp.pendingCount).toBe(0);
+  });
+});
+
 describe("client-wide options", () => {
   /** A client and an unconnected transport whose far side records anything sent. */
   function fresh() {

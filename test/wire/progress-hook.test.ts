@@ -40,4 +40,29 @@ describe("onprogress that throws", () => {
     expect(hookErrors[0]!.cause).toBe(thrown);
     expect(peer.cancels()).toEqual([]);
   });
+
+  it("an async onprogress whose promise rejects: the rejection reaches client.onerror, never unhandled, and the call goes on (a second pass: the process died of it)", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const { mcp, peer, errors } = await connectPeer();
+      const rejected = new Error("async hook bug");
+      const call = mcp.callTool({ name: "slow" }, { onprogress: async () => Promise.reject(rejected) });
+      await flush();
+      const [request] = peer.requests("tools/call");
+      const token = (request!.params as { _meta: { progressToken: unknown } })._meta.progressToken;
+      await peer.progress(token, 1);
+      await flush();
+      await peer.result(request!.id);
+      await expect(call).resolves.toMatchObject({ content: [{ text: "done" }] });
+      await new Promise((resolve) => setTimeout(resolve, 20)); // an unhandled rejection is reported after the microtasks
+      expect(errors.filter((error) => error.message === "onprogress threw: async hook bug").map((error) => error.cause)).toEqual([
+        rejected,
+      ]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
 });

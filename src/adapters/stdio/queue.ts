@@ -318,8 +318,14 @@ export class StdioQueue extends Layer {
     if (id !== undefined) {
       sending.then(
         () => this.up.fact(id, { kind: "written", at: performance.now() }),
-        // Refused before the write (not connected): it never left.
-        (error: unknown) => this.up.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() }),
+        (error: unknown) => {
+          // Refused before the write (not connected): it never left. Refused by a stdin that takes
+          // writes, it is the message that could not be written (its params cannot be serialised:
+          // a BigInt, a cycle, a `toJSON` that throws): the connection is fine, and the SDK fails
+          // the call with that error (an outside tester's: it said the connection had failed).
+          if (stdin !== undefined && stdin.writable && !NOT_CONNECTED.test(textOf(error))) return;
+          this.up.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() });
+        },
       );
     }
     return sending;
@@ -538,6 +544,9 @@ function countsItsBuffer(stdin: Stdin): boolean {
 function goneText(stdin: Stdin): string {
   return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
 }
+
+/** How the SDKs' stdio transports refuse a send with no process to write to. */
+const NOT_CONNECTED = /not connected/i;
 
 /**
  * The time (`Date.now()`, ms) a cancel line about to be written goes out at, when its record must

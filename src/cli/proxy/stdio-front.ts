@@ -9,7 +9,7 @@ import { redactMessage } from "./listen/guard.js";
 import type { Redact } from "./listen/guard.js";
 import type { TooLongLine } from "../json-lines.js";
 import { INVALID_REQUEST_CODE, isObject, PARSE_ERROR_CODE } from "./session.js";
-import type { ClientPort, Outbound, ProxySession } from "./session.js";
+import type { ClientPort, Id, Outbound, ProxySession } from "./session.js";
 
 /**
  * How much may wait unread for the client beyond the bound on one message, in bytes (16 MiB).
@@ -42,8 +42,14 @@ const PROGRESS_RECENT_MS = 100;
 interface Queued {
   readonly line: readonly (Buffer | string)[];
   readonly progress: boolean;
-  readonly followsProgress: boolean;
+  /** An answer (a response) to the client's request `id`. */
+  readonly answer: boolean;
+  /** The client request it answers or reports progress on, if any. */
+  readonly id: Id | undefined;
 }
+
+/** Past this many requests with progress remembered, those whose progress is no longer recent are forgotten. */
+const MAX_PROGRESS_REMEMBERED = 1_024;
 
 /** Where the front reads and writes. */
 export interface StdioFrontIo {
@@ -76,9 +82,13 @@ export class StdioFront implements ClientPort {
   readonly #reader: JsonLineReader;
   /** Lines waiting behind a progress gap, in order. */
   readonly #queue: Queued[] = [];
+  /** How many lines of each client request wait in `#queue`: what comes for one of them waits behind them. */
+  readonly #queuedFor = new Map<Id, number>();
   #gap = false;
-  /** When the last progress was handed to the output (`performance.now()`). */
-  #lastProgressAt = Number.NEGATIVE_INFINITY;
+  /** When each request's last progress was handed to the output (`performance.now()`), until its answer is written. */
+  readonly #progressAt = new Map<Id, number>();
+  /** Progress handed to the output before this time has been read by the client (a gap ended: its ping answered, or waited out). */
+  #readBefore = Number.NEGATIVE_INFINITY;
   #paused = false;
   #overflowed = false;
   /** The ping the current gap waits for, and its timer. */
@@ -87,6 +97,8 @@ export class StdioFront implements ClientPort {
   #pingSeq = 0;
   /** The front's pings not answered yet (the newest `MAX_PINGS`): their answers are the front's, never the server's. */
   readonly #pings = new Set<string>();
+  /** The ids of the server's requests to the client that look like the front's pings', until the client answers them (a proxy in front of another). */
+  readonly #serverAsked = new Set<string>();
   /** The client left a ping unanswered past `PING_WAIT_MS` (and has answered none since): gaps are timed, not pinged. */
   #pingsGoUnanswered = false;
 
@@ -171,31 +183,77 @@ export class StdioFront implements ClientPort {
     const output = this.#io.output;
     if (output.destroyed || output.writableEnded) return;
     if (this.#redact?.active === true) outbound = redacted(outbound, this.#redact);
-    const progress = outbound.message.method === "notifications/progress";
-    const followsProgress = outbound.followsProgress === true;
-    if (!followsProgress && !progress) {
-      // Most messages: written now, a gap open or not (no progress to time, none to wait for: an
-      // answer held behind its own progress holds no other request's answer, nor the answer to
-      // the client's ping; an outside tester's saw them wait 2.4 s behind ten such answers).
+    const id = outbound.clientRequestId;
+    const method = outbound.message.method;
+    const progress = method === "notifications/progress";
+    const asked = (outbound.message as { id?: unknown }).id;
+    // A server's request under an id like the front's pings' (a proxy in front of another): the
+    // client's answer to it is the server's (see `#pong`).
+    if (method !== undefined && typeof asked === "string" && asked.startsWith(PING_ID_PREFIX)) this.#serverAsked.add(asked);
+    const answer = id !== undefined && method === undefined;
+    if (!progress && (id === undefined || (!this.#queuedFor.has(id) && !(answer && this.#progressRecent(id))))) {
+      // Most messages: written now, a gap open or not. Only a request's own lines wait: its answer
+      // right after its own progress, and whatever comes for it behind a line of it that waits
+      // (so its progress never comes after its answer, whoever made the answer). Other answers,
+      // and the answer to the client's own ping, do not (an outside tester's saw them wait 2.4 s
+      // behind ten answers held for their progress).
       if (outbound.line === undefined) this.#write1(`${safeStringify(outbound.message)}\n`);
       else this.#write([...outbound.line, "\n"]);
+      if (answer) this.#progressAt.delete(id);
       return;
     }
     const line = outbound.line !== undefined ? [...outbound.line, "\n"] : [`${safeStringify(outbound.message)}\n`];
-    const queued: Queued = { line, progress, followsProgress };
-    if (this.#gap) this.#queue.push(queued);
+    const queued: Queued = { line, progress, answer, id };
+    // Behind its request's own lines; an answer that needs a gap while one is open, behind it (a
+    // ping answered proves read only what was written before it). Progress of a request with
+    // nothing waiting goes now: its answer, if it comes soon, waits for a gap of its own.
+    if ((id !== undefined && this.#queuedFor.has(id)) || (this.#gap && answer)) this.#enqueue(queued, false);
     else this.#put(queued);
   }
 
-  /** Writes a line now, unless it is an answer right after progress: then it opens a gap and waits first. */
+  /** True when progress of request `id` was handed to the output within `PROGRESS_RECENT_MS` and is not known to be read. */
+  #progressRecent(id: Id | undefined): boolean {
+    const at = id === undefined ? undefined : this.#progressAt.get(id);
+    return at !== undefined && at > this.#readBefore && performance.now() - at < PROGRESS_RECENT_MS;
+  }
+
+  /** Writes a line now, unless it is an answer right after its own progress: then it opens a gap and waits first. */
   #put(queued: Queued): void {
-    if (queued.followsProgress && performance.now() - this.#lastProgressAt < PROGRESS_RECENT_MS) {
-      this.#queue.unshift(queued);
+    if (queued.answer && this.#progressRecent(queued.id)) {
+      this.#enqueue(queued, true);
       this.#startGap();
       return;
     }
     this.#write(queued.line);
-    if (queued.progress) this.#lastProgressAt = performance.now();
+    const id = queued.id;
+    if (id === undefined) return;
+    if (queued.answer) this.#progressAt.delete(id);
+    else if (queued.progress) this.#progressWritten(id);
+  }
+
+  #progressWritten(id: Id): void {
+    const now = performance.now();
+    this.#progressAt.set(id, now);
+    if (this.#progressAt.size <= MAX_PROGRESS_REMEMBERED) return;
+    // Requests whose answer never came through here (a listen, a task): their old progress goes.
+    for (const [key, at] of this.#progressAt) if (now - at >= PROGRESS_RECENT_MS) this.#progressAt.delete(key);
+  }
+
+  #enqueue(queued: Queued, first: boolean): void {
+    if (first) this.#queue.unshift(queued);
+    else this.#queue.push(queued);
+    if (queued.id !== undefined) this.#queuedFor.set(queued.id, (this.#queuedFor.get(queued.id) ?? 0) + 1);
+  }
+
+  #dequeue(): Queued {
+    const queued = this.#queue.shift()!;
+    const id = queued.id;
+    if (id !== undefined) {
+      const left = (this.#queuedFor.get(id) ?? 1) - 1;
+      if (left > 0) this.#queuedFor.set(id, left);
+      else this.#queuedFor.delete(id);
+    }
+    return queued;
   }
 
   #write(line: readonly (Buffer | string)[]): void {
@@ -257,17 +315,20 @@ export class StdioFront implements ClientPort {
   #startGap(): void {
     this.#gap = true;
     const output = this.#io.output;
+    // What was written before the gap opened is read once it ends (its ping answered, or waited out).
+    const opened = performance.now();
     const release = (): void => {
       clearTimeout(this.#barrier?.timer);
       this.#barrier = undefined;
       this.#gap = false;
-      this.#lastProgressAt = Number.NEGATIVE_INFINITY;
-      while (this.#queue.length > 0 && !this.#gap) this.#put(this.#queue.shift()!);
+      this.#readBefore = opened;
+      while (this.#queue.length > 0 && !this.#gap) this.#put(this.#dequeue());
     };
     if (this.#session?.clientAnswersPing === true && !this.#pingsGoUnanswered) {
       // A ping after the progress: the client answers it only after it has read the progress and
       // queued its handlers (its ping handler runs after them), so the answer is the proof.
-      const id = `${PING_ID_PREFIX}${++this.#pingSeq}`;
+      let id = `${PING_ID_PREFIX}${++this.#pingSeq}`;
+      while (this.#serverAsked.has(id)) id = `${PING_ID_PREFIX}${++this.#pingSeq}`; // never a server request's id
       const unanswered = (): void => {
         // A client that leaves the ping unanswered (it ignores requests it does not know): the
         // next gaps are timed, as for a client with no ping, rather than 250 ms each.
@@ -289,7 +350,8 @@ export class StdioFront implements ClientPort {
   /** The client's answer to one of the front's own pings: it releases the gap (if it is the current one) and goes no further. */
   #pong(message: JsonRpcMessage): boolean {
     const id = (message as { id?: unknown }).id;
-    if (message.method !== undefined || typeof id !== "string" || !this.#ownPing(id)) return false;
+    if (message.method !== undefined || typeof id !== "string") return false;
+    if (this.#serverAsked.delete(id) || !this.#ownPing(id)) return false; // the server's request's answer
     // Answered after all (late): the client does answer pings.
     if (this.#pings.delete(id)) this.#pingsGoUnanswered = false;
     if (this.#barrier?.id === id) this.#release?.();
@@ -335,6 +397,7 @@ export class StdioFront implements ClientPort {
     // What waits behind a progress gap first.
     while (this.#gap && left() > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(5, left())));
     for (const queued of this.#queue.splice(0)) this.#write(queued.line);
+    this.#queuedFor.clear();
     if (output.destroyed || output.writableLength === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, left());
