@@ -239,7 +239,9 @@ export class SettledRecord implements LateSink {
   delivery(report: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
     const { sent, failed, sentWall } = this.#answered ? answeredBeforeClose(report) : report;
-    const onlyTimeIsNew = failed === null && sent !== "none" && sent === this.#facts.mechanism && sentWall !== undefined;
+    // Against what the record says now (a late response may have revised the mechanism since the settle).
+    const mechanism = this.#record === null ? this.#facts.mechanism : this.#record.cancel?.mechanism;
+    const onlyTimeIsNew = failed === null && sent !== "none" && sent === mechanism && sentWall !== undefined;
     // A time no later than the one recorded is no news: a revision says a cancel went 1 ms or more
     // after the settle, never earlier (an outside tester's: a 2025-era POST attempted while the
     // call settled moved `sentAt` before `settledAt`, in a revision of its own).

@@ -5,6 +5,7 @@
 import { SpanKind, SpanStatusCode, context, metrics, propagation, trace } from "@opentelemetry/api";
 import type { Attributes, Context, Histogram, Meter, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import { z } from "zod";
+import { ANSWERED_FIRST } from "../core/record.js";
 import type { RunRecord } from "../core/record.js";
 import { booleanOption, parseOptions } from "../options/schemas.js";
 import type { CallObservation, CallObserver, ObservedCall } from "../types/options.js";
@@ -328,6 +329,9 @@ class CallTrace implements CallObservation {
       const span = this.#settings.tracer.startSpan(`late ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
       for (const kind of kinds) span.addEvent(EVENT_LATE_MESSAGE, { [ATTR_LATE_KIND]: kind });
       span.end();
+      // The same revision may say what became of the cancel (a response read after its stream's
+      // close: the close stopped nothing); it gets its span too (an outside tester's: it had none).
+      this.#cancelDelivery(previous, record, attributes, parent);
       return;
     }
     // What became of a task-augmented call's task (its `tasks/cancel` answered, a late
@@ -344,9 +348,17 @@ class CallTrace implements CallObservation {
       span.end();
       return;
     }
-    // The adapter learned after the settle how the cancel was delivered: what did not get through,
-    // what went instead (a `tasks/cancel`), or when a cancel that had not gone out at the settle
-    // left (its event stamped then). A `sentAt` moved a millisecond or more alone adds no span.
+    this.#cancelDelivery(previous, record, attributes, parent);
+  }
+
+  /**
+   * The adapter learned after the settle how the cancel was delivered: what did not get through,
+   * what went instead (a `tasks/cancel`), or when a cancel that had not gone out at the settle
+   * left (its event stamped then). A `sentAt` moved a millisecond or more alone adds no span. A
+   * cancel not sent because the response came first (rule 7) is no failure: its span's status stays unset.
+   */
+  #cancelDelivery(previous: RunRecord, record: RunRecord, attributes: Attributes, parent: Context): void {
+    const cancel = record.cancel;
     const before = previous.cancel;
     if (
       cancel !== null &&
@@ -370,7 +382,7 @@ class CallTrace implements CallObservation {
         { [ATTR_CANCEL_MECHANISM]: cancel.mechanism, ...(undelivered === null ? {} : { [ATTR_CANCEL_UNDELIVERED]: undelivered.error }) },
         sentAt,
       );
-      if (undelivered !== null) {
+      if (undelivered !== null && undelivered.error !== ANSWERED_FIRST) {
         const what = undelivered.written === true ? "cancel sent, unanswered" : "cancel not delivered";
         span.setStatus({ code: SpanStatusCode.ERROR, message: `${what}: ${undelivered.error}` });
       }

@@ -88,3 +88,15 @@ describe("a response read after the stream's close, then the notification's fate
     expect(second.revisions.at(-1)!.cancel).toMatchObject({ mechanism: "notification", undelivered: written });
   });
 });
+
+describe("a time-only report after a late response revised the mechanism", () => {
+  it("an earlier time is still no revision (a second pass: the mechanism was compared with the settle's, so it got through)", () => {
+    const { revisions, settled } = cancelledCall("notification+stream-close");
+    const recorded = Date.parse(revisions[0]!.cancel!.sentAt!);
+    settled().late("result", true); // notification+stream-close becomes notification
+    expect(revisions).toHaveLength(2);
+    settled().delivery({ sent: "notification+stream-close", failed: null, sentWall: recorded - 1 });
+    expect(revisions).toHaveLength(2);
+    expect(revisions.at(-1)!.cancel).toMatchObject({ mechanism: "notification", sentAt: revisions[0]!.cancel!.sentAt });
+  });
+});

@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/index.js";
 import { connectV1, connectV2 } from "./clients.js";
 import { eventually } from "../helpers/timing.js";
+import { otelRecorder } from "../../src/otel/index.js";
+import { otelHarness } from "../otel/harness.js";
 
 // A response read after the cancel closed its stream (rules 24, 27: a response travels on its
 // request's own stream) had reached the client before the close: the server answered first, and
@@ -101,7 +103,12 @@ describe("a response read after its stream's close: the close stopped nothing, a
       cleanup.push(server.stop);
       const records: RunRecord[] = [];
       const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-      const { mcp, close } = modern ? await connectV2(server.url, { pin: true, onRecord }) : await connectV1(server.url, { onRecord });
+      const otel = otelHarness();
+      cleanup.push(() => otel.shutdown());
+      const observer = otelRecorder({ tracer: otel.tracer, meter: otel.meter });
+      const { mcp, close } = modern
+        ? await connectV2(server.url, { pin: true, onRecord, observer })
+        : await connectV1(server.url, { onRecord, observer });
       cleanup.push(close);
       const controller = new AbortController();
       const outcome = await mcp
@@ -126,6 +133,15 @@ describe("a response read after its stream's close: the close stopped nothing, a
           undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
         });
         expect(server.cancels).toHaveLength(0);
+        // The trace says it too, in the same revision as the late result: a `cancel` follow-up
+        // span beside the `late` one, its status unset (a response first is no failed delivery).
+        const cancelSpan = otel.spans().find((span) => span.name === "cancel tools/call same-chunk");
+        expect(cancelSpan?.attributes).toMatchObject({
+          "mcp_cancellable.cancel.mechanism": "none",
+          "mcp_cancellable.cancel.undelivered": "notification: not sent: the response arrived first (rule 7)",
+        });
+        expect(cancelSpan?.status.code).toBe(0);
+        expect(otel.spans().some((span) => span.name === "late tools/call same-chunk")).toBe(true);
       } else {
         expect(last.cancel?.mechanism).toBe("notification");
       }

@@ -122,15 +122,14 @@ export interface Outbound {
    * `message` itself.
    */
   readonly line?: readonly Buffer[] | undefined;
-  /** The client request this message answers or reports progress on, by the client's id. */
-  readonly clientRequestId?: Id | undefined;
   /**
-   * The answer of a request for which progress was relayed just before: a front that writes a
-   * byte stream should let the progress reach the client first (the MCP SDK clients handle a
-   * notification a microtask after a response read with it, and drop its progress handler at
-   * the response: progress read in one chunk with its result is lost).
+   * The client request this message answers or reports progress on, by the client's id. A front
+   * that writes a byte stream keeps each request's messages in order by it, and lets an answer
+   * wait until the request's progress reached the client (the MCP SDK clients handle a
+   * notification a microtask after a response read with it, and drop its progress handler at the
+   * response: progress read in one chunk with its result is lost).
    */
-  readonly followsProgress?: boolean;
+  readonly clientRequestId?: Id | undefined;
 }
 
 /** The client side of a session: where its messages go. */
@@ -224,8 +223,6 @@ interface Pending {
   readonly clientToken: Id | undefined;
   /** It asked for a task (rule 35): a cancel before its `CreateTaskResult` becomes `tasks/cancel` once it comes. */
   augmented?: true;
-  /** Progress was relayed for it (its answer then waits for that progress to reach the client). */
-  progressed?: boolean;
   /** `initialize` only: its own timer (the library does not time it: rule 39). */
   timer?: ReturnType<typeof setTimeout>;
   /** Its answer's line was written to the client before it was parsed (`#earlyLine`): not again. */
@@ -784,7 +781,6 @@ export class ProxySession<T extends TransportLike> {
   }
 
   #relayProgress(pending: Pending, clientToken: Id, progress: Progress): void {
-    pending.progressed = true;
     pending.activeAt = performance.now();
     const message: JsonRpcMessage = {
       jsonrpc: "2.0",
@@ -839,12 +835,7 @@ export class ProxySession<T extends TransportLike> {
       message.id = pending.clientId;
       // A listen's result names it too (rule 33): by the client's id.
       const named = pending.method === "subscriptions/listen" && withSubscription(message, pending.clientId);
-      this.#client.send({
-        message,
-        line: named ? undefined : line,
-        clientRequestId: pending.clientId,
-        followsProgress: pending.progressed === true,
-      });
+      this.#client.send({ message, line: named ? undefined : line, clientRequestId: pending.clientId });
       return;
     }
     if (method === "notifications/cancelled") {
@@ -939,10 +930,7 @@ export class ProxySession<T extends TransportLike> {
     const line = replaceId(pieces, id, pending.clientId);
     if (line === undefined) return undefined;
     pending.early = true;
-    this.#toClient(
-      { jsonrpc: "2.0", id: pending.clientId },
-      { line, clientRequestId: pending.clientId, followsProgress: pending.progressed === true },
-    );
+    this.#toClient({ jsonrpc: "2.0", id: pending.clientId }, { line, clientRequestId: pending.clientId });
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, wait);
       void written.call(this.#client).then(() => {
