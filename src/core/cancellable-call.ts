@@ -446,6 +446,15 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /**
+   * Its send was refused because its message cannot be serialised (a BigInt, a cycle, a `toJSON`
+   * that throws in its params): nothing left, and the SDK fails the call with the serialiser's
+   * error; the record says `not-sent` (it keeps its request id).
+   */
+  unsendable(): void {
+    this.#rareFacts().unsendable = true;
+  }
+
+  /**
    * The SDK rejected the call: a JSON-RPC error from the server, a send failure or a validation
    * error. Passed on untouched. A call whose request never reached the wire (the SDK refused it
    * before its `send`, as the v1 SDK refuses a tool whose `taskSupport` is `"required"` called
@@ -453,7 +462,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    */
   fail(error: unknown): void {
     if (this.#state === "settled") return;
-    this.#finish("failed", this.requestId === null ? "not-sent" : "error", describeError(error, this.#rare?.httpStatus));
+    const notSent = this.requestId === null || this.#rare?.unsendable === true;
+    this.#finish("failed", notSent ? "not-sent" : "error", describeError(error, this.#rare?.httpStatus));
     const rejected = this.#hooks.rejected;
     this.#reject(error);
     this.#release();
@@ -993,4 +1003,6 @@ interface RareFacts {
   task: TaskInfo | undefined;
   /** A delivery report that came during the cancel, before the settle existed (see `delivery`). */
   early: CancelDelivery | undefined;
+  /** Its send was refused because its message cannot be serialised (see `unsendable`). */
+  unsendable?: true;
 }

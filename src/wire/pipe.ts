@@ -5,6 +5,7 @@
 // connected through). Between them every layer speaks the typed port of ./port.ts.
 import type { CancelMechanism } from "../types/record.js";
 import { DeferredCancels, sentLate } from "./deferred-cancels.js";
+import { unserialisable } from "./messages.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
@@ -135,11 +136,16 @@ class TransportPort implements Port {
     } catch (error) {
       sending = Promise.reject(error);
     }
-    // A plain transport that refuses a request: it never left (its SDK fails the call too).
+    // A plain transport that refuses a request: it never left (its SDK fails the call too). A
+    // message that cannot be serialised is its own fault, not the connection's: the SDK fails the
+    // call with the serialiser's error (an outside tester's: it said the connection had failed).
     const id = this.#plain && message.method !== undefined ? message.id : undefined;
     if (id !== undefined && id !== null) {
       sending.then(undefined, (error: unknown) =>
-        this.#up?.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() }),
+        this.#up?.fact(
+          id,
+          unserialisable(message) ? { kind: "unsendable" } : { kind: "ended", how: "refused", cause: error, at: performance.now() },
+        ),
       );
     }
     return sending;

@@ -46,12 +46,16 @@ export type MessageExtra = { readonly [key: string]: unknown };
  *   connection broke), `eof` (the stream ended cleanly without the response).
  * - `unobservable`: this connection cannot observe `written` (a `fetch` that cannot tell: one the
  *   user passed in, a browser's): the record says "unknown", not a guess.
+ * - `unsendable`: its send was refused because the message cannot be serialised (a BigInt, a
+ *   cycle, a `toJSON` that throws in its params): nothing left, the connection is fine, and the
+ *   SDK fails the call with the serialiser's error (its record: `failed`, `not-sent`).
  */
 export type WireFact =
   | { readonly kind: "written"; readonly at: number }
   | { readonly kind: "answered"; readonly status: number; readonly contentType: string | null; readonly at: number }
   | { readonly kind: "ended"; readonly how: StreamEnd; readonly cause: unknown; readonly at: number }
-  | { readonly kind: "unobservable"; readonly fact: "written" };
+  | { readonly kind: "unobservable"; readonly fact: "written" }
+  | { readonly kind: "unsendable" };
 
 /** How a request's stream ended without its response (see `WireFact`). */
 export type StreamEnd = "refused" | "dropped" | "reset" | "eof";

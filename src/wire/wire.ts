@@ -470,6 +470,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       case "unobservable":
         entry.blind = true;
         return;
+      case "unsendable":
+        entry.call?.unsendable();
+        return;
       case "answered":
         entry.status = fact.status;
         // The server received it and said no: the SDK rejects the request with its own error,

@@ -270,7 +270,10 @@ describe("stdio: params that cannot be serialised (a second pass of an outside t
       expect(error?.name).toMatch(/^(TypeError|Error)$/);
       expect(error?.message).not.toMatch(/connection|not connected/i);
     }
-    expect(mcp.records().map((r) => r.status)).toEqual(["failed", "failed", "failed"]);
+    // Failed, never sent (it kept its request id): no server saw it.
+    expect(mcp.records().map((r) => [r.status, r.outcome, typeof r.requestId])).toEqual(
+      Array.from({ length: 3 }, () => ["failed", "not-sent", "number"]),
+    );
     expect((await mcp.callTool({ name: "echo", arguments: {} })).content).toEqual([
       { type: "text", text: expect.stringContaining("echo") },
     ]);

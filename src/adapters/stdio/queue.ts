@@ -13,7 +13,7 @@ import { DeferredCancels } from "../../wire/deferred-cancels.js";
 import { processClock } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
-import { findAnswered } from "../../wire/messages.js";
+import { findAnswered, unserialisable } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { noop, textOf } from "../../utils/hooks.js";
@@ -318,14 +318,15 @@ export class StdioQueue extends Layer {
     if (id !== undefined) {
       sending.then(
         () => this.up.fact(id, { kind: "written", at: performance.now() }),
-        (error: unknown) => {
-          // Refused before the write (not connected): it never left. Refused by a stdin that takes
-          // writes, it is the message that could not be written (its params cannot be serialised:
-          // a BigInt, a cycle, a `toJSON` that throws): the connection is fine, and the SDK fails
-          // the call with that error (an outside tester's: it said the connection had failed).
-          if (stdin !== undefined && stdin.writable && !NOT_CONNECTED.test(textOf(error))) return;
-          this.up.fact(id, { kind: "ended", how: "refused", cause: error, at: performance.now() });
-        },
+        // Refused before the write (not connected): it never left. A message that cannot be
+        // serialised (a BigInt, a cycle, a `toJSON` that throws in its params) is its own fault, not
+        // the connection's: the SDK fails the call with the serialiser's error (an outside
+        // tester's: it said the connection had failed).
+        (error: unknown) =>
+          this.up.fact(
+            id,
+            unserialisable(message) ? { kind: "unsendable" } : { kind: "ended", how: "refused", cause: error, at: performance.now() },
+          ),
       );
     }
     return sending;
@@ -544,9 +545,6 @@ function countsItsBuffer(stdin: Stdin): boolean {
 function goneText(stdin: Stdin): string {
   return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
 }
-
-/** How the SDKs' stdio transports refuse a send with no process to write to. */
-const NOT_CONNECTED = /not connected/i;
 
 /**
  * The time (`Date.now()`, ms) a cancel line about to be written goes out at, when its record must

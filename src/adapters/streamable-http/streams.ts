@@ -7,7 +7,7 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
-import { findAnswered } from "../../wire/messages.js";
+import { findAnswered, unserialisable } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure, link } from "./fetch.js";
@@ -341,6 +341,13 @@ export class StreamTracker extends Layer {
       },
       (error: unknown) => {
         settle("failed", error);
+        // Its params cannot be serialised (the SDK's stringify threw before any fetch): nothing
+        // left, and the SDK fails the call with that error; the record says never sent.
+        if (unserialisable(message)) {
+          this.#forgetStream(stream);
+          this.up.fact(id, { kind: "unsendable" });
+          throw error;
+        }
         // Its stream close (the cancel) failed the POST before its body was written: it never
         // reached the server, and the record says so.
         const unsent = stream.onUnsent;

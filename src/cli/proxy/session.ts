@@ -1136,6 +1136,9 @@ export class ProxySession<T extends TransportLike> {
 
   /** A request the proxy's end answers -32000; with the record of its cancel upstream, when one was made. */
   #answerLost(pending: Pending, why: string, record: RunRecord | null = null): void {
+    // Under the client's id of the request: the front writes it after that request's own progress
+    // has reached the client (an outside tester's: on SIGTERM it came in one read with it, and the
+    // SDK client lost the progress).
     const data =
       record === null
         ? { code: "CONNECTION_CLOSED", trigger: "connection-closed" }
@@ -1145,36 +1148,42 @@ export class ProxySession<T extends TransportLike> {
             summary: record.summary,
             record: Object.assign({}, record, { clientRequestId: pending.clientId }),
           };
-    this.#toClient({
-      jsonrpc: "2.0",
-      id: pending.clientId,
-      error: {
-        code: CONNECTION_CLOSED_ERROR_CODE,
-        // The proxy ended, or the server did: said as it is (an outside tester's: "the connection
-        // to the server was lost" for a proxy that was stopped).
-        // "Cancelled upstream" only when its record says a cancel went (a request never sent, or
-        // awaiting its CreateTaskResult, has none).
-        message:
-          record?.cancel == null || record.cancel.mechanism === "none"
-            ? `mcp-cancellable proxy: ${pending.method} was not answered: ${why}; not retried`
-            : `mcp-cancellable proxy: ${pending.method} was cancelled upstream before its answer came: ${why}; not retried`,
-        data,
+    this.#toClient(
+      {
+        jsonrpc: "2.0",
+        id: pending.clientId,
+        error: {
+          code: CONNECTION_CLOSED_ERROR_CODE,
+          // The proxy ended, or the server did: said as it is (an outside tester's: "the connection
+          // to the server was lost" for a proxy that was stopped).
+          // "Cancelled upstream" only when its record says a cancel went (a request never sent, or
+          // awaiting its CreateTaskResult, has none).
+          message:
+            record?.cancel == null || record.cancel.mechanism === "none"
+              ? `mcp-cancellable proxy: ${pending.method} was not answered: ${why}; not retried`
+              : `mcp-cancellable proxy: ${pending.method} was cancelled upstream before its answer came: ${why}; not retried`,
+          data,
+        },
       },
-    });
+      { clientRequestId: pending.clientId },
+    );
   }
 
   #answerHeld(entry: Held, why: string): void {
     const { method, id } = entry.message as { method?: unknown; id?: unknown };
     if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
-    this.#toClient({
-      jsonrpc: "2.0",
-      id,
-      error: {
-        code: CONNECTION_CLOSED_ERROR_CODE,
-        message: `mcp-cancellable proxy: ${method} was never sent (${why})`,
-        data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+    this.#toClient(
+      {
+        jsonrpc: "2.0",
+        id,
+        error: {
+          code: CONNECTION_CLOSED_ERROR_CODE,
+          message: `mcp-cancellable proxy: ${method} was never sent (${why})`,
+          data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+        },
       },
-    });
+      { clientRequestId: id },
+    );
   }
 
   /**

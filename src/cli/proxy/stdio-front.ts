@@ -35,8 +35,8 @@ export const PING_ID_PREFIX = "mcp-cancellable-proxy-ping-";
 export const PING_WAIT_MS = 250;
 const MAX_PINGS = 64;
 
-/** Progress written this recently (ms) before an answer to the same request makes the answer wait (`PROGRESS_GAP_MS`). */
-const PROGRESS_RECENT_MS = 100;
+/** Past `MAX_PROGRESS_REMEMBERED` requests with progress, those whose last progress is this old (ms) are forgotten (their answers then wait for none). */
+const PROGRESS_FORGOTTEN_MS = 1_000;
 
 /** A line for the client, and what the progress gap needs to know of it. */
 interface Queued {
@@ -48,7 +48,7 @@ interface Queued {
   readonly id: Id | undefined;
 }
 
-/** Past this many requests with progress remembered, those whose progress is no longer recent are forgotten. */
+/** Past this many requests with progress remembered, those whose progress is old are forgotten (`PROGRESS_FORGOTTEN_MS`). */
 const MAX_PROGRESS_REMEMBERED = 1_024;
 
 /** Where the front reads and writes. */
@@ -211,10 +211,15 @@ export class StdioFront implements ClientPort {
     else this.#put(queued);
   }
 
-  /** True when progress of request `id` was handed to the output within `PROGRESS_RECENT_MS` and is not known to be read. */
+  /**
+   * True when progress of request `id` was handed to the output and is not known to be read: no
+   * gap has ended since (its ping answered, or waited out). However long ago it was written: a
+   * client busy for longer than any window would read it with the answer (an outside tester's:
+   * with a 100 ms window, a client busy 400 ms lost it).
+   */
   #progressRecent(id: Id | undefined): boolean {
     const at = id === undefined ? undefined : this.#progressAt.get(id);
-    return at !== undefined && at > this.#readBefore && performance.now() - at < PROGRESS_RECENT_MS;
+    return at !== undefined && at > this.#readBefore;
   }
 
   /** Writes a line now, unless it is an answer right after its own progress: then it opens a gap and waits first. */
@@ -236,7 +241,7 @@ export class StdioFront implements ClientPort {
     this.#progressAt.set(id, now);
     if (this.#progressAt.size <= MAX_PROGRESS_REMEMBERED) return;
     // Requests whose answer never came through here (a listen, a task): their old progress goes.
-    for (const [key, at] of this.#progressAt) if (now - at >= PROGRESS_RECENT_MS) this.#progressAt.delete(key);
+    for (const [key, at] of this.#progressAt) if (now - at >= PROGRESS_FORGOTTEN_MS || at <= this.#readBefore) this.#progressAt.delete(key);
   }
 
   #enqueue(queued: Queued, first: boolean): void {
@@ -394,8 +399,12 @@ export class StdioFront implements ClientPort {
   async flush(deadline: number): Promise<void> {
     const output = this.#io.output;
     const left = (): number => Math.max(0, deadline - performance.now());
-    // What waits behind a progress gap first.
-    while (this.#gap && left() > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(5, left())));
+    // What waits behind a progress gap first, each answer after its own progress's gap (the
+    // proxy's own -32000s at the end too), within the deadline; then whatever is left at once.
+    while ((this.#gap || this.#queue.length > 0) && left() > 0) {
+      if (this.#gap) await new Promise((resolve) => setTimeout(resolve, Math.min(5, left())));
+      else while (this.#queue.length > 0 && !this.#gap) this.#put(this.#dequeue());
+    }
     for (const queued of this.#queue.splice(0)) this.#write(queued.line);
     this.#queuedFor.clear();
     if (output.destroyed || output.writableLength === 0) return;
