@@ -31,6 +31,23 @@ async function burst(client: Client, count: number): Promise<number[]> {
   return progress;
 }
 
+/** A raw client's proxy over the line server, initialized; ended after the test. */
+async function rawClient(): Promise<RawClient> {
+  const client = new RawClient(server(LINE));
+  open.push(async () => void (await client.end()));
+  await client.initialize();
+  return client;
+}
+
+/** A tools/call from the raw client, with a progress token when given. */
+function call(client: RawClient, id: string, name: string, args: Record<string, unknown>, progressToken?: string): void {
+  const params = progressToken === undefined ? { name, arguments: args } : { name, arguments: args, _meta: { progressToken } };
+  client.send({ jsonrpc: "2.0", id, method: "tools/call", params });
+}
+
+/** A ping of the proxy's own to its client. */
+const ping = (m: RpcMessage): boolean => m.method === "ping" && String(m.id).startsWith(PING_ID_PREFIX);
+
 describe("mcp-cancellable proxy: a result is written after the progress before it", () => {
   it("stdio: a server that writes 20 progress notifications and its result in one write; the v1 SDK client gets 20 of 20, every time", async () => {
     const { client, errors } = await v1(server(LINE));
@@ -52,22 +69,13 @@ describe("mcp-cancellable proxy: a result is written after the progress before i
 });
 
 describe("mcp-cancellable proxy: the answers held for the client's ping (outside testers')", () => {
-  const ping = (m: RpcMessage): boolean => m.method === "ping" && String(m.id).startsWith(PING_ID_PREFIX);
-
   it("a client that never answers the ping: one wait of PING_WAIT_MS, then timed gaps; an answer with no progress before it waits for none; progress still comes before each answer", async () => {
-    const client = new RawClient(server(LINE));
-    open.push(async () => void (await client.end()));
-    await client.initialize();
+    const client = await rawClient();
     const started = performance.now();
     for (let i = 0; i < 10; i++) {
-      client.send({
-        jsonrpc: "2.0",
-        id: `b${i}`,
-        method: "tools/call",
-        params: { name: "burst", arguments: { count: 3 }, _meta: { progressToken: `p${i}` } },
-      });
+      call(client, `b${i}`, "burst", { count: 3 }, `p${i}`);
     }
-    client.send({ jsonrpc: "2.0", id: "echo", method: "tools/call", params: { name: "echo", arguments: {} } });
+    call(client, "echo", "echo", {});
     const arrived = new Map<unknown, number>();
     const all = await eventually(() => {
       for (const m of client.messages) if (m.method === undefined && !arrived.has(m.id)) arrived.set(m.id, performance.now() - started);
@@ -93,48 +101,28 @@ describe("mcp-cancellable proxy: the answers held for the client's ping (outside
   });
 
   it("the client answers the proxy's ping twice: neither answer reaches the server (the second did)", async () => {
-    const client = new RawClient(server(LINE));
-    open.push(async () => void (await client.end()));
-    await client.initialize();
-    client.send({
-      jsonrpc: "2.0",
-      id: "b",
-      method: "tools/call",
-      params: { name: "burst", arguments: { count: 2 }, _meta: { progressToken: "p" } },
-    });
+    const client = await rawClient();
+    call(client, "b", "burst", { count: 2 }, "p");
     expect(await eventually(() => client.messages.some(ping))).toBe(true);
     const id = client.messages.find(ping)!.id;
     client.send({ jsonrpc: "2.0", id, result: {} });
     client.send({ jsonrpc: "2.0", id, result: {} });
     await client.answer("b");
-    client.send({ jsonrpc: "2.0", id: "echo", method: "tools/call", params: { name: "echo", arguments: {} } });
+    call(client, "echo", "echo", {});
     await client.answer("echo"); // the server has read everything before it
     expect(received(client.stderr).filter((m) => String(m.id).startsWith(PING_ID_PREFIX))).toEqual([]);
   });
 });
 
 describe("mcp-cancellable proxy: a request's own lines keep their order, and no other request's wait holds them (a second pass)", () => {
-  const ping = (m: RpcMessage): boolean => m.method === "ping" && String(m.id).startsWith(PING_ID_PREFIX);
   const progressOf = (m: RpcMessage, token: string): boolean =>
     m.method === "notifications/progress" && (m.params as { progressToken?: unknown }).progressToken === token;
 
   it("SIGTERM while a call's progress waits behind another answer's ping: its -32000 comes after its progress, never before", async () => {
-    const client = new RawClient(server(LINE));
-    open.push(async () => void (await client.end()));
-    await client.initialize();
-    client.send({
-      jsonrpc: "2.0",
-      id: "x",
-      method: "tools/call",
-      params: { name: "ticks", arguments: { every: 20 }, _meta: { progressToken: "px" } },
-    });
+    const client = await rawClient();
+    call(client, "x", "ticks", { every: 20 }, "px");
     expect(await eventually(() => client.messages.some((m) => progressOf(m, "px")))).toBe(true);
-    client.send({
-      jsonrpc: "2.0",
-      id: "a",
-      method: "tools/call",
-      params: { name: "burst", arguments: { count: 2 }, _meta: { progressToken: "pa" } },
-    });
+    call(client, "a", "burst", { count: 2 }, "pa");
     expect(await eventually(() => client.messages.some(ping))).toBe(true); // never answered
     await sleep(120);
     client.child.kill("SIGTERM");
@@ -151,21 +139,9 @@ describe("mcp-cancellable proxy: a request's own lines keep their order, and no 
   });
 
   it("an answer waits on its own request's progress only, however long ago it left (not yet known read): one ping for it, none for another request's streaming progress", async () => {
-    const client = new RawClient(server(LINE));
-    open.push(async () => void (await client.end()));
-    await client.initialize();
-    client.send({
-      jsonrpc: "2.0",
-      id: "x",
-      method: "tools/call",
-      params: { name: "ticks", arguments: { every: 20 }, _meta: { progressToken: "px" } },
-    });
-    client.send({
-      jsonrpc: "2.0",
-      id: "y",
-      method: "tools/call",
-      params: { name: "progress-then", arguments: { ms: 500 }, _meta: { progressToken: "py" } },
-    });
+    const client = await rawClient();
+    call(client, "x", "ticks", { every: 20 }, "px");
+    call(client, "y", "progress-then", { ms: 500 }, "py");
     // y's progress left 500 ms before its answer (a client busy that long would read both at once).
     expect(await eventually(() => client.messages.some(ping), 5_000)).toBe(true);
     await sleep(100);
@@ -177,19 +153,12 @@ describe("mcp-cancellable proxy: a request's own lines keep their order, and no 
   });
 
   it("a server request under an id like the proxy's pings (a proxy in front of another): the client's answer reaches the server, and the proxy's own pings take other ids", async () => {
-    const client = new RawClient(server(LINE));
-    open.push(async () => void (await client.end()));
-    await client.initialize();
+    const client = await rawClient();
     const askId = `${PING_ID_PREFIX}1`;
-    client.send({ jsonrpc: "2.0", id: "s", method: "tools/call", params: { name: "ask", arguments: { askId } } });
+    call(client, "s", "ask", { askId });
     expect(await eventually(() => client.messages.some((m) => m.id === askId && m.method === "sampling/createMessage"))).toBe(true);
     // Its own ping after progress, while the server's request is open: another id.
-    client.send({
-      jsonrpc: "2.0",
-      id: "b",
-      method: "tools/call",
-      params: { name: "burst", arguments: { count: 1 }, _meta: { progressToken: "pb" } },
-    });
+    call(client, "b", "burst", { count: 1 }, "pb");
     expect(await eventually(() => client.messages.some(ping))).toBe(true);
     const pings = client.messages.filter(ping).map((m) => m.id);
     expect(pings).not.toContain(askId);
