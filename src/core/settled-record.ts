@@ -295,24 +295,23 @@ export class SettledRecord implements LateSink {
 /**
  * A response read for a request whose cancel closed its stream: the response travels on that
  * stream (rules 24, 27), so the server had written it before the close could reach it, and the
- * close stopped nothing. The record then names only what did reach the server: `stream-close`
- * becomes `none` (on 2026-07-28 the cancel's undelivered entry says the response came first, as
- * when it was read before the close), `notification+stream-close` becomes `notification`. Null
- * when the record names no stream close (an outside tester's: a 2026-07-28 record said the
+ * close stopped nothing. The record then names only what did reach the server (`answeredBeforeClose`).
+ * Null when the record names no stream close (an outside tester's: a 2026-07-28 record said the
  * stream was closed while the server saw its response end normally).
  */
 function closedAfterItsResponse(cancel: RunRecord["cancel"]): RunRecord["cancel"] {
   if (cancel === null) return null;
-  if (cancel.mechanism === "notification+stream-close") return { ...cancel, mechanism: "notification" };
-  if (cancel.mechanism !== "stream-close") return null;
-  const undelivered = cancel.undelivered ?? { mechanism: "notification", error: ANSWERED_FIRST };
-  return { ...cancel, mechanism: "none", sentAt: null, undelivered };
+  const { sent, failed } = answeredBeforeClose({ sent: cancel.mechanism, failed: cancel.undelivered });
+  if (sent === cancel.mechanism) return null;
+  return { ...cancel, mechanism: sent, sentAt: sent === "none" ? null : cancel.sentAt, undelivered: failed };
 }
 
 /**
- * A delivery report that comes after the response was read: its stream close stopped nothing (see
- * `closedAfterItsResponse`), so the report names only what else went (an outside tester's second
- * pass: a refused 2025-era notification, reported after the late result, said `stream-close` again).
+ * What reached the server of a cancel whose stream close came after its response was read:
+ * `notification+stream-close` is `notification`; `stream-close` is `none` (on 2026-07-28 with the
+ * undelivered entry saying the response came first, as when it was read before the close). Also
+ * for the delivery reports that come after such a response (an outside tester's second pass: a
+ * refused 2025-era notification, reported after the late result, said `stream-close` again).
  */
 function answeredBeforeClose(report: CancelDelivery): CancelDelivery {
   if (report.sent === "notification+stream-close") return { ...report, sent: "notification" };
