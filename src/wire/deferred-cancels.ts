@@ -30,7 +30,7 @@ export interface DeferredCancelsInit {
   /**
    * Sends one cancel now (its own mechanism, its own record of failures). `since`: when it could
    * have gone (`processClock`, ms); the sender tells the record when it really went, if that was
-   * 1 ms or more later ({@link sentLate}), once its line or notification leaves.
+   * 1 ms or more later ({@link leftLate}), once its line or notification leaves.
    */
   readonly send: (request: CancelRequest, since: number) => CancelMechanism;
   /**
@@ -43,22 +43,24 @@ export interface DeferredCancelsInit {
 }
 
 /**
- * Tells a cancel's record when its notification really went out, if that was 1 ms or more after
- * `since` (`processClock`, ms: when it could have gone, its settle): `sentAt` is then the time it
- * left, not the settle's (a mass timeout's notifications go behind the settles; a stdio line
- * waits for its turn's check phase). Call it once the notification left (the transport took it).
- * A stdio line that waits for a full pipe says so at once instead (`sentAt` null), and its time
- * when written (stdio/queue.ts).
+ * The time (`Date.now()`, ms) a cancel's notification about to be sent goes out at, when its
+ * record must learn it: 1 ms or more after `since` (`processClock`, ms: when it could have gone,
+ * its settle). `sentAt` is then the time it left, not the settle's (a mass timeout's
+ * notifications go behind the settles; a stdio line waits for its turn's check phase). Read just
+ * before the send (read after, a busy machine made it later than the server's read of the line:
+ * an outside tester's), told to the record once the transport took it. Undefined otherwise: the
+ * record's time stands. A stdio line that waits for a full pipe says so at once instead (`sentAt`
+ * null), and its time when written (stdio/queue.ts).
  * @internal
  */
-export function sentLate(request: CancelRequest, since: number | undefined): void {
-  if (since !== undefined && processClock() - since >= 1) request.delivery({ sent: "notification", failed: null, sentWall: Date.now() });
+export function leftLate(since: number | undefined): number | undefined {
+  return since !== undefined && processClock() - since >= 1 ? Date.now() : undefined;
 }
 
 /**
  * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). Each is
  * sent with the time it could have gone, so the sender tells its record when it really went
- * ({@link sentLate}): `sentAt` stays true for a mass timeout.
+ * ({@link leftLate}): `sentAt` stays true for a mass timeout.
  * @internal
  */
 export class DeferredCancels {

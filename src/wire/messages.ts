@@ -41,6 +41,10 @@ export const responseSchema = z.union([
  * True when `id` is a request id `requestIdSchema` accepts (a string or a safe integer): the
  * same verdict without a zod parse, for the per-response path.
  */
+export function isRequestId(id: unknown): id is string | number {
+  return typeof id === "string" || Number.isSafeInteger(id);
+}
+
 /**
  * True when `message` cannot be serialised as JSON (a BigInt, a cycle, a `toJSON` or a getter that
  * throws): what a refused send is then told by (`WireFact` `unsendable`), read only on that path.
@@ -52,10 +56,6 @@ export function unserialisable(message: unknown): boolean {
   } catch {
     return true;
   }
-}
-
-export function isRequestId(id: unknown): id is string | number {
-  return typeof id === "string" || Number.isSafeInteger(id);
 }
 
 /**

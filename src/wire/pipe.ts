@@ -4,7 +4,7 @@
 // (which calls the transport and sits in its callbacks) and the top view (what the SDK client is
 // connected through). Between them every layer speaks the typed port of ./port.ts.
 import type { CancelMechanism } from "../types/record.js";
-import { DeferredCancels, sentLate } from "./deferred-cancels.js";
+import { DeferredCancels, leftLate } from "./deferred-cancels.js";
 import { unserialisable } from "./messages.js";
 import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
@@ -232,6 +232,7 @@ const CLOSE_FLUSH_MS = 250;
  * reported to `onerror`: it is the library's own delivery, not a fault of the server.
  */
 export function notify(port: Pick<Port, "send">, request: CancelRequest, since?: number, pending?: Set<SendingCancel>): CancelMechanism {
+  const leftAt = leftLate(since); // read before the send (see `leftLate`)
   let sending: Promise<void>;
   try {
     sending = Promise.resolve(port.send(request.notification));
@@ -239,7 +240,7 @@ export function notify(port: Pick<Port, "send">, request: CancelRequest, since?:
     request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
     return "none";
   }
-  sentLate(request, since);
+  if (leftAt !== undefined) request.delivery({ sent: "notification", failed: null, sentWall: leftAt });
   const entry: SendingCancel | undefined = pending === undefined ? undefined : { request, sending };
   if (entry !== undefined) pending!.add(entry);
   sending.then(

@@ -9,8 +9,7 @@ import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
 import type { ChildStdin } from "../../sdk/private.js";
 import { ANSWERED_FIRST } from "../../core/record.js";
-import { DeferredCancels } from "../../wire/deferred-cancels.js";
-import { processClock } from "../../utils/slices.js";
+import { DeferredCancels, leftLate } from "../../wire/deferred-cancels.js";
 import { Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import { findAnswered, unserialisable } from "../../wire/messages.js";
@@ -150,7 +149,7 @@ export class StdioQueue extends Layer {
   /**
    * @param since a line that could have gone before now (a timer-fired cancel after its check
    * phase): when (`performance.now()`, ms). A line that leaves 1 ms or more after it tells its
-   * record when it went (`sentLate`). A line that must wait behind a full pipe tells its record
+   * record when it went (`leftLate`). A line that must wait behind a full pipe tells its record
    * it has not gone (`sentAt` null), then when it went.
    */
   #cancel(request: CancelRequest, since: number | undefined): CancelMechanism {
@@ -346,7 +345,7 @@ export class StdioQueue extends Layer {
       });
     // When it left, read before the send writes it: read after, it could be later than the
     // server's read of the line on a busy machine (an outside tester's, by 1 to 6 ms).
-    const leftAt = wentLate(waited, since);
+    const leftAt = waited ? Date.now() : leftLate(since);
     let sending: Promise<void>;
     try {
       sending = this.below.send(request.notification);
@@ -387,7 +386,7 @@ export class StdioQueue extends Layer {
   #watchedLine(request: CancelRequest, stdin: Stdin, since: number | undefined, waited: boolean): CancelMechanism {
     const undelivered = (error: unknown): void =>
       request.delivery({ sent: "none", failed: { mechanism: "notification", error: textOf(error) } });
-    const leftAt = wentLate(waited, since); // read before the send writes it (see `#line`)
+    const leftAt = waited ? Date.now() : leftLate(since); // read before the send writes it (see `#line`)
     const out = (): void => {
       if (leftAt !== undefined) request.delivery({ sent: "notification", failed: null, sentWall: leftAt });
     };
@@ -544,13 +543,4 @@ function countsItsBuffer(stdin: Stdin): boolean {
 /** The record's text for a cancel line that could not be written to a stdin that is gone. */
 function goneText(stdin: Stdin): string {
   return stdin.destroyed ? "the server's stdin was destroyed" : "write after end: the server's stdin has ended";
-}
-
-/**
- * The time (`Date.now()`, ms) a cancel line about to be written goes out at, when its record must
- * learn it: the line waited (its record says it has not gone), or it goes 1 ms or more after it
- * could have (`since`, `processClock`; see `sentLate`). Undefined otherwise: the record's time stands.
- */
-function wentLate(waited: boolean, since: number | undefined): number | undefined {
-  return waited || (since !== undefined && processClock() - since >= 1) ? Date.now() : undefined;
 }

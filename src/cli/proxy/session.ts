@@ -1136,9 +1136,6 @@ export class ProxySession<T extends TransportLike> {
 
   /** A request the proxy's end answers -32000; with the record of its cancel upstream, when one was made. */
   #answerLost(pending: Pending, why: string, record: RunRecord | null = null): void {
-    // Under the client's id of the request: the front writes it after that request's own progress
-    // has reached the client (an outside tester's: on SIGTERM it came in one read with it, and the
-    // SDK client lost the progress).
     const data =
       record === null
         ? { code: "CONNECTION_CLOSED", trigger: "connection-closed" }
@@ -1165,6 +1162,9 @@ export class ProxySession<T extends TransportLike> {
           data,
         },
       },
+      // Under the client's id of the request: the front writes it after that request's own
+      // progress has reached the client (an outside tester's: on SIGTERM it came in one read with
+      // it, and the SDK client lost the progress).
       { clientRequestId: pending.clientId },
     );
   }
