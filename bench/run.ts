@@ -50,8 +50,8 @@ interface Plan {
 const PLANS: Record<"short" | "full", Plan> = {
   // Under a minute on 2 idle cores: enough to see every path run and a rough ratio, never a verdict.
   short: {
-    overhead: { sequentialCalls: 6_000, rounds: 6, batch: 500, batches: 6, concurrentRounds: 2 },
-    overheadV2: { sequentialCalls: 1_200, rounds: 4, batch: 200, batches: 4, concurrentRounds: 2 },
+    overhead: { sequentialCalls: 6_000, chunk: 100, batch: 500, batches: 6 },
+    overheadV2: { sequentialCalls: 1_200, chunk: 100, batch: 200, batches: 4 },
     profileCalls: 0,
     stdioCalls: 20,
     httpCalls: 20,
@@ -81,8 +81,8 @@ const PLANS: Record<"short" | "full", Plan> = {
     gateway: { inMemory: { calls: 20_000, connections: 100 }, stdio: { calls: 2_000, connections: 4 }, timeoutMs: 2_000 },
   },
   full: {
-    overhead: { sequentialCalls: 100_000, rounds: 40, batch: 1_000, batches: 100, concurrentRounds: 10 },
-    overheadV2: { sequentialCalls: 20_000, rounds: 20, batch: 1_000, batches: 20, concurrentRounds: 4 },
+    overhead: { sequentialCalls: 100_000, chunk: 100, batch: 1_000, batches: 100 },
+    overheadV2: { sequentialCalls: 40_000, chunk: 100, batch: 1_000, batches: 40 },
     profileCalls: 30_000,
     stdioCalls: 1_000, // a p99 of 200 samples was their second worst: noise on 2 cores
     httpCalls: 200,
