@@ -291,7 +291,14 @@ export class LegacyDelivery extends Layer {
       // this very stream (six per origin): the stream closes as soon as the notification is handed
       // to fetch, else both would wait out flushTimeoutMs and the server see the close first all the same.
       const timer = setTimeout(close, fetchQueuesOutOfSight() ? 0 : this.#flushTimeoutMs);
-      void sending.then(close);
+      // Closed on the turn after the answer to the notification was read, not in its microtasks:
+      // a server that answers the notification and writes the result in the same tick sends both
+      // at once, and the result, read with the 202 from the same poll of the sockets, is then read
+      // (a late result: rule 8, the record's outcome) before the close instead of cut off unread.
+      void sending.then(() => {
+        clearTimeout(timer);
+        yieldTask(close);
+      });
     }
     let failure = await this.#bounded(delivery, sending, this.#notificationTimeoutMs);
     let unanswered: string | undefined;
