@@ -562,9 +562,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * it (rules 8, 11). Counted on the record; a late result or error of a cancelled call turns
    * its outcome into `late-result-discarded`.
    */
-  late(kind: "result" | "error" | "progress", ran?: boolean): void {
+  late(kind: "result" | "error" | "progress", ran?: boolean, afterItsClose?: boolean): void {
     if (this.#settled !== null) {
-      this.#settled.late(kind, ran);
+      this.#settled.late(kind, ran, afterItsClose);
       return;
     }
     // Between the response and the settle there is no record yet: #finish picks the counts up.

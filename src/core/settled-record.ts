@@ -30,8 +30,10 @@ export interface LateSink {
   /**
    * A message for this request arrived after it settled and was dropped before the SDK saw it.
    * `ran`: a result that says the work was done (not a tool result with `isError: true`).
+   * `afterItsClose`: a response that did not come with what its own stream held when the cancel
+   * closed it (see `AFTER_ITS_CLOSE`): it says nothing of whether the close reached the server.
    */
-  late(kind: "result" | "error" | "progress", ran?: boolean): void;
+  late(kind: "result" | "error" | "progress", ran?: boolean, afterItsClose?: boolean): void;
 }
 
 /**
@@ -217,12 +219,15 @@ export class SettledRecord implements LateSink {
   /**
    * Counts a late message; a late result or error of a cancelled call is `late-result-discarded`.
    * A late result that says the work was done (`ran`) overrides a verification that found it not
-   * applied (the read came before the work ended): the latest evidence is that it ran.
+   * applied (the read came before the work ended): the latest evidence is that it ran. A response
+   * read before its stream's close, or with what the stream held at it, shows the close stopped
+   * nothing (`closedAfterItsResponse`); one that came otherwise, later (`afterItsClose`), shows nothing of it.
    */
-  late(kind: "result" | "error" | "progress", ran = false): void {
+  late(kind: "result" | "error" | "progress", ran = false, afterItsClose = false): void {
     const late = countLate(this.record.late, kind);
-    if (kind !== "progress") this.#answered = true;
-    const cancel = kind === "progress" ? null : closedAfterItsResponse(this.record.cancel);
+    const answered = kind !== "progress" && !afterItsClose;
+    if (answered) this.#answered = true;
+    const cancel = answered ? closedAfterItsResponse(this.record.cancel) : null;
     const changes: RecordUpdate = cancel === null ? { late } : { late, cancel };
     if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
       this.update({ ...changes, outcome: "late-result-discarded" });
@@ -293,9 +298,10 @@ export class SettledRecord implements LateSink {
 }
 
 /**
- * A response read for a request whose cancel closed its stream: the response travels on that
- * stream (rules 24, 27), so the server had written it before the close could reach it, and the
- * close stopped nothing. The record then names only what did reach the server (`answeredBeforeClose`).
+ * A response read for a request whose cancel closed its stream, before the close or with what the
+ * stream held at it: the response travels on that stream (rules 24, 27), so the server had written
+ * it before the close could reach it, and the close stopped nothing. (One that came later another
+ * way, a misbehaving server's, is not read so: `AFTER_ITS_CLOSE`.) The record then names only what did reach the server (`answeredBeforeClose`).
  * Null when the record names no stream close (an outside tester's: a 2026-07-28 record said the
  * stream was closed while the server saw its response end normally).
  */

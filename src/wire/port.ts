@@ -30,7 +30,16 @@ export interface SendOptions {
 }
 
 /** What the SDK's transports hand up with a message (`MessageExtraInfo`: `authInfo`, `requestInfo`, ...). */
-export type MessageExtra = { readonly [key: string]: unknown };
+export type MessageExtra = { readonly [key: string | symbol]: unknown };
+
+/**
+ * Set (true) on a response's extra by the Streamable HTTP stream tracker when the response's own
+ * stream had been closed by its cancel in an earlier turn of the event loop: the response did not
+ * come with what was read of that stream before the close (a misbehaving server's answer on
+ * another request's stream, or on the standalone GET stream), so the close may well have reached
+ * the server first, and the record keeps it (`SettledRecord.late`).
+ */
+export const AFTER_ITS_CLOSE: unique symbol = Symbol("mcp-cancellable.afterItsClose");
 
 /**
  * One thing a layer observed of a request on its way (times monotonic, ms, `performance.now()`).

@@ -21,7 +21,7 @@ import { augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.j
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
-import { ADAPTER_LAYERS, Layer } from "./port.js";
+import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer } from "./port.js";
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
@@ -639,7 +639,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
-        const verdict = "id" in message ? this.#onResponse(message) : true;
+        const verdict = "id" in message ? this.#onResponse(message, extra?.[AFTER_ITS_CLOSE] === true) : true;
         if (verdict === false) return;
         if (verdict !== true) {
           // Answered under its id written as a string ("2" for 2): the layers above (and a
@@ -662,7 +662,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Returns false when the response must not reach the SDK, true when it goes on as it is, or the
    * request id it goes on under (an id written as a string that matched a pending request).
    */
-  #onResponse(message: Message): boolean | RequestId {
+  #onResponse(message: Message, afterItsClose: boolean): boolean | RequestId {
     const given = message.id;
     if (!isRequestId(given)) return true; // id null or malformed: the SDK reports it
     let id = given;
@@ -718,14 +718,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         ) {
           this.#tokens.set(entry.token, { call: null, token: entry.token });
         }
-        if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message));
+        if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
       }
       return under;
     }
     // A tombstone's value is its sink, or null (the SDK's own request): undefined only when absent.
     const sink = this.#tombIds.get(id);
     if (sink !== undefined) {
-      sink?.late("error" in message ? "error" : "result", ranBy(message));
+      sink?.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
       return false;
     }
     return true;

@@ -156,10 +156,14 @@ export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchP
  * The answer to a `notifications/cancelled` POST: an HTTP error (but the auth challenges 401 and
  * 403, which the SDK answers by authorizing and sending again) goes to the adapter's record, and
  * the SDK gets a 202 (its only reaction to an error would be `onerror` and a throw the adapter
- * already handles). Anything else passes unchanged.
+ * already handles). Anything else passes unchanged: a redirect too (3xx), which the SDK follows by
+ * its `redirectPolicy` (same-origin by default), POSTing the notification again where it points
+ * (an outside tester's: behind a server's 307 from /mcp to /mcp/, every cancel's notification was
+ * taken for refused, and never reached the server).
  */
 async function takeRefusal(response: Response, body: unknown, refused: FetchPort["refused"] | undefined): Promise<Response> {
-  if (response.ok || response.status === 401 || response.status === 403 || refused === undefined) return response;
+  const redirect = response.status >= 300 && response.status <= 399;
+  if (response.ok || redirect || response.status === 401 || response.status === 403 || refused === undefined) return response;
   const id = cancelledIdOf(body);
   if (id === undefined) return response;
   await response.body?.cancel().catch(noop);

@@ -5,7 +5,7 @@
 // request (its body written, its response head, how its stream ended) comes up as wire facts.
 import type { RequestId } from "../../core/cancellable-call.js";
 import type { CancelMechanism } from "../../types/record.js";
-import { Layer } from "../../wire/port.js";
+import { AFTER_ITS_CLOSE, Layer } from "../../wire/port.js";
 import type { MessageExtra, Port, SendOptions } from "../../wire/port.js";
 import { findAnswered, unserialisable } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
@@ -13,6 +13,7 @@ import type { CancelRequest } from "../types.js";
 import { isCancelSendFailure, link } from "./fetch.js";
 import type { FetchPort } from "./fetch.js";
 import { noop } from "../../utils/hooks.js";
+import { yieldTask } from "../../utils/slices.js";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 
 /** The message of a `fetch` option that names a `cancellableFetch()` the transport does not send with: `why` says how that was seen. */
@@ -117,6 +118,11 @@ export interface TrackerStats {
 export class StreamTracker extends Layer {
   readonly #config: TrackerConfig;
   readonly #streams = new Map<RequestId, Stream>();
+  /**
+   * Requests whose streams were closed on purpose in this turn of the event loop (cleared at the
+   * next): a response for one of them now was read with what its stream held at the close.
+   */
+  readonly #closedThisTurn = new Set<RequestId>();
   /** v1: each request's signal until its send settles, so a cancel before the fetch started still reaches it. */
   readonly #sending = new Map<RequestId, AbortSignal>();
   readonly #resuming = new Map<string, Stream>();
@@ -375,6 +381,12 @@ export class StreamTracker extends Layer {
     if (message.method === undefined) {
       // Matched as the wire matches answers ("1" answers request 1): this layer sits below it.
       const stream = findAnswered(message.id, (id) => this.#streams.get(id));
+      if (stream === undefined && findAnswered(message.id, (id) => (this.#closedThisTurn.has(id) ? true : undefined)) === undefined) {
+        // Not read with what its own stream held at its close (that is read in the close's own
+        // turn, from the queues of the stream's body): it came some other way, later.
+        this.up.message(message, { ...extra, [AFTER_ITS_CLOSE]: true });
+        return;
+      }
       if (stream !== undefined) {
         if (!stream.cancelled) this.#forgetStream(stream);
         else if (stream.hold !== undefined)
@@ -491,6 +503,8 @@ export class StreamTracker extends Layer {
   closeStream(stream: Stream): void {
     stream.cancelled = true;
     this.#forgetStream(stream);
+    this.#closedThisTurn.add(stream.id);
+    if (this.#closedThisTurn.size === 1) yieldTask(() => this.#closedThisTurn.clear());
     if (stream.lastEventId !== undefined && !this.#config.v2) this.#block(stream.lastEventId, stream.id);
     stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
   }

@@ -1,0 +1,181 @@
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { RunRecord } from "../../src/index.js";
+import { connectV1, connectV2 } from "./clients.js";
+import { eventually } from "../helpers/timing.js";
+
+// Two misbehaving 2025/2026 servers seen by outside testers, raw servers on 127.0.0.1:
+// - the late answer of a cancelled call comes on another stream (another request's, or the
+//   standalone GET stream), after the server saw the call's own stream close. The close reached
+//   the server; the record keeps saying so (only a response read with what its own stream held at
+//   the close shows the close stopped nothing: test/http/closed-after-response.test.ts);
+// - every POST is redirected (307 from /mcp to /mcp/, as path-normalising servers do): the SDK
+//   follows same-origin redirects, and the cancel's notification must follow it too, not be taken
+//   for refused.
+
+interface Seen {
+  closed: Array<{ id: number | string; finished: boolean }>;
+  cancels: unknown[];
+  paths: string[];
+}
+
+async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirect") {
+  const seen: Seen = { closed: [], cancels: [], paths: [] };
+  const held = new Map<number | string, ServerResponse>();
+  let getStream: ServerResponse | undefined;
+  const event = (m: unknown): string => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
+  const handle = (req: IncomingMessage, res: ServerResponse, body: string): void => {
+    seen.paths.push(`${req.method} ${req.url}`);
+    if (mode === "redirect" && req.url === "/mcp") {
+      res.writeHead(307, { location: "/mcp/" }).end();
+      return;
+    }
+    const modern = req.headers["mcp-protocol-version"] === "2026-07-28";
+    if (req.method === "GET") {
+      if (mode !== "late-on-get") {
+        res.writeHead(405).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      res.flushHeaders();
+      getStream = res;
+      return;
+    }
+    if (req.method !== "POST") {
+      res.writeHead(405).end();
+      return;
+    }
+    const message = JSON.parse(body) as { id?: number | string; method: string; params?: Record<string, unknown> };
+    const complete = modern || message.method === "server/discover" ? { resultType: "complete" } : {};
+    if (message.id === undefined) {
+      if (message.method === "notifications/cancelled") seen.cancels.push(message.params);
+      res.writeHead(202).end();
+      return;
+    }
+    const json = (result: unknown, headers: Record<string, string> = {}): void => {
+      res.writeHead(200, { "content-type": "application/json", ...headers });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+    };
+    const info = { capabilities: { tools: {} }, serverInfo: { name: "raw", version: "1" } };
+    if (message.method === "initialize") {
+      json({ protocolVersion: (message.params as { protocolVersion: string }).protocolVersion, ...info }, { "mcp-session-id": "s1" });
+      return;
+    }
+    if (message.method === "server/discover") {
+      json({ ...complete, supportedVersions: ["2026-07-28"], ...info });
+      return;
+    }
+    if (message.method !== "tools/call") {
+      json(complete);
+      return;
+    }
+    const id = message.id;
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.flushHeaders();
+    held.set(id, res);
+    res.on("close", () => {
+      seen.closed.push({ id, finished: res.writableFinished });
+      held.delete(id);
+      const result = { jsonrpc: "2.0", id, result: { ...complete, content: [{ type: "text", text: "done anyway" }] } };
+      // 50 ms after its own stream closed, the answer goes another way.
+      setTimeout(() => {
+        if (mode === "late-on-get") getStream?.write(event(result));
+        if (mode === "late-on-other-stream") [...held.values()][0]?.write(event(result));
+      }, 50);
+    });
+  };
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => {
+      body += chunk.toString("utf8");
+    });
+    req.on("end", () => handle(req, res, body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return { url, seen, held, stop };
+}
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step().catch(() => {});
+});
+
+const settle = (promise: Promise<unknown>): Promise<string> =>
+  promise.then(
+    () => "resolved",
+    (error: unknown) => (error as Error).name,
+  );
+
+describe("a late answer that comes another way, after its stream's close reached the server: the record keeps the close", () => {
+  const cases = [
+    ["2026-07-28 (v2 pinned): on another request's stream", "late-on-other-stream", "v2-pinned", "stream-close"],
+    ["2025-era (v1): on the standalone GET stream", "late-on-get", "v1", "notification+stream-close"],
+    ["2025-era (v2): on the standalone GET stream", "late-on-get", "v2", "notification+stream-close"],
+  ] as const;
+  for (const [name, mode, client, mechanism] of cases) {
+    it(name, async () => {
+      const server = await rawServer(mode);
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+      const { mcp, close } =
+        client === "v1"
+          ? await connectV1(server.url, { onRecord })
+          : await connectV2(server.url, { pin: client === "v2-pinned", onRecord });
+      cleanup.push(close);
+      const a = new AbortController();
+      const first = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: a.signal }));
+      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      const b = new AbortController();
+      const second = settle(mcp.callTool({ name: "b", arguments: {} }, { signal: b.signal }));
+      expect(await eventually(() => server.held.size === 2, 3_000)).toBe(true);
+      a.abort();
+      expect(await first).toBe("CallCancelledError");
+      // A's stream closed at the server (cut, not ended), then A's answer came some other way.
+      expect(await eventually(() => server.seen.closed.length === 1, 3_000)).toBe(true);
+      expect(server.seen.closed[0]!.finished).toBe(false);
+      expect(await eventually(() => records.some((r) => r.late.results === 1), 3_000)).toBe(true);
+      const last = records.filter((r) => r.callId === records[0]!.callId).at(-1)!;
+      expect(last).toMatchObject({ status: "cancelled", outcome: "late-result-discarded" });
+      expect(last.cancel).toMatchObject({ mechanism, undelivered: null });
+      expect(last.cancel?.sentAt).not.toBeNull();
+      b.abort();
+      expect(await second).toBe("CallCancelledError");
+      expect(mcp.pendingCount).toBe(0);
+    });
+  }
+});
+
+describe("a server that redirects every POST (307 /mcp to /mcp/): the cancel's notification follows the redirect", () => {
+  for (const client of ["v1", "v2"] as const) {
+    it(client, async () => {
+      const server = await rawServer("redirect");
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+      const { mcp, close } = client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
+      cleanup.push(close);
+      const controller = new AbortController();
+      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
+      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      controller.abort();
+      expect(await call).toBe("CallCancelledError");
+      expect(await eventually(() => server.seen.cancels.length === 1, 3_000)).toBe(true);
+      // Posted to /mcp (redirected), then to /mcp/, where it was taken (202).
+      expect(server.seen.paths.filter((p) => p === "POST /mcp").length).toBeGreaterThanOrEqual(3);
+      expect(await eventually(() => server.seen.closed.length === 1, 3_000)).toBe(true);
+      await close();
+      const last = records.at(-1)!;
+      expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
+      expect(last.summary).toBe("cancelled (aborted), outcome unverified");
+    });
+  }
+});
