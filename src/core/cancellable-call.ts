@@ -811,10 +811,35 @@ async function readOnce(
       },
     );
     if (answer === "applied" || answer === "not-applied") return { found: answer, error: null };
-    throw new TypeError(`verify must answer "applied" or "not-applied", got ${JSON.stringify(answer)}`);
+    throw new TypeError(`verify must answer "applied" or "not-applied", got ${kindOf(answer)} (${shown(answer)})`);
   } catch (failure) {
     controller.abort(failure);
     return { found: "failed", error: truncate(textOf(failure)) };
+  }
+}
+
+/**
+ * What a `verify` answered, by kind only: `a string`, `undefined`, `an object`. The model may read
+ * this much (`awaitVerification`); the value itself (what a server said, perhaps) stays in the
+ * record's `verification.error`, after it.
+ */
+function kindOf(answer: unknown): string {
+  if (answer === null || answer === undefined) return String(answer);
+  if (Array.isArray(answer)) return "an array";
+  const kind = typeof answer;
+  return kind === "object" ? "an object" : `a ${kind}`;
+}
+
+/** The value a `verify` answered, for the record: JSON where it has one, else its text (a BigInt, a cycle). */
+function shown(answer: unknown): string {
+  try {
+    return JSON.stringify(answer) ?? String(answer);
+  } catch {
+    try {
+      return String(answer);
+    } catch {
+      return "unreadable";
+    }
   }
 }
 

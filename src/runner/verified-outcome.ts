@@ -53,14 +53,19 @@ export function verifiedOutcomeText(record: RunRecord): string {
 }
 
 /**
- * A failed read's error as the model may read it: the library's own words (`verify did not
- * answer within 5000 ms`, `verify must answer "applied" or "not-applied", ...`); not what the
- * `verify` function threw, which may carry what a server said (a connection string with its
- * password): the summary (`read failed at 0.2 s`) stands for it, and the record keeps the text.
+ * A failed read's error as the model may read it: the library's own words only (`verify did not
+ * answer within 5000 ms`, `verify must answer "applied" or "not-applied", got a string`); not what
+ * the `verify` function threw or answered, which may carry what a server said (a connection string
+ * with its password): the summary (`read failed at 0.2 s`) stands for it, and the record keeps the
+ * text. Only the fixed words are taken from the text, so a `verify` that throws them itself adds
+ * nothing of its own either.
  */
 function ownVerifyError(error: string | null | undefined): string | undefined {
-  return error != null && /^verify (did not answer within \d+ ms|must answer )/.test(error) ? error : undefined;
+  return error == null ? undefined : OWN_VERIFY_ERROR.exec(error)?.[0];
 }
+
+const OWN_VERIFY_ERROR =
+  /^verify (did not answer within \d+ ms|must answer "applied" or "not-applied", got (a string|a number|a boolean|a bigint|a symbol|a function|an object|an array|undefined|null))/;
 
 /**
  * For a cancelled call whose `verify` read runs: waits for it and returns the text to answer the

@@ -418,6 +418,23 @@ describe("CancellableCall: verification (the worked example's second rule)", () 
     });
   });
 
+  for (const [answer, kind, value] of [
+    ["found row 7", "a string", '"found row 7"'],
+    [undefined, "undefined", "undefined"],
+    [10n, "a bigint", "10"],
+    [{ row: 7 }, "an object", '{"row":7}'],
+  ] as const) {
+    it(`a verify that answers ${kind}: the record says its kind, then its value (a BigInt has no JSON: its text)`, async () => {
+      const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => answer as never });
+      call.start();
+      call.bind(1);
+      await vi.advanceTimersByTimeAsync(50);
+      const record = await (outcome.error as CallTimeoutError).verification;
+      expect(record.outcome).toBe("verify-failed");
+      expect(record.verification?.error).toBe(`verify must answer "applied" or "not-applied", got ${kind} (${value})`);
+    });
+  }
+
   it("a late result that does not say the work was done (a tool error) after verification does not overrule it", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "not-applied" });
     call.start();

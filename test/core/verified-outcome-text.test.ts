@@ -24,3 +24,38 @@ describe("verifiedOutcomeText: the cause of a connection-closed cancel", () => {
     expect(verifiedOutcomeText(record("the server exited"))).toContain("(lost its connection)");
   });
 });
+
+// A failed verify read as the model reads it: the library's own words only. A verify that answers
+// something else (a server's status text, a row) was quoted whole, so what a server said reached
+// the model (an outside tester's); and a verify that threw the library's own words with more after
+// them passed as the library's text.
+const failedRead = (error: string): RunRecord =>
+  ({
+    ...record("x"),
+    cancel: { trigger: "timeout", reason: "x", mechanism: "notification", sentAt: null, undelivered: null },
+    outcome: "verify-failed",
+    verification: { found: "failed", error, summary: "read failed at 0.2 s", reads: [] },
+  }) as unknown as RunRecord;
+
+describe("verifiedOutcomeText: a failed verify read tells the model the library's own words, never what verify answered or threw", () => {
+  it("an answer that is neither applied nor not-applied: its kind, not its value", () => {
+    const text = verifiedOutcomeText(
+      failedRead('verify must answer "applied" or "not-applied", got a string ("found row for postgres://user:SECRET@db")'),
+    );
+    expect(text).toContain('(verify must answer "applied" or "not-applied", got a string). Check before calling it again.');
+    expect(text).not.toMatch(/SECRET|postgres/);
+  });
+  it("a verify that throws the library's words with its own after them: only the library's words", () => {
+    expect(verifiedOutcomeText(failedRead("verify did not answer within 5 ms; password=SECRET"))).toContain(
+      "(verify did not answer within 5 ms). Check",
+    );
+    expect(verifiedOutcomeText(failedRead('verify must answer "applied" or "not-applied", got SECRET'))).toContain(
+      "(read failed at 0.2 s). Check",
+    );
+  });
+  it("any other error: the summary stands for it", () => {
+    const text = verifiedOutcomeText(failedRead("db connect failed: postgres://admin:SECRET@10.0.0.5/prod"));
+    expect(text).toContain("(read failed at 0.2 s). Check");
+    expect(text).not.toMatch(/SECRET/);
+  });
+});
