@@ -3,7 +3,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { callOptionsSchema, isOptionsObject, received } from "../options/schemas.js";
+import { callOptionsSchema, isAbortSignal, isOptionsObject, received } from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -357,8 +357,26 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
     }
     call.resetTimeoutOnProgress = reset;
   }
-  if (source.signal !== undefined) call.signal = source.signal as AbortSignal;
-  if (source.onprogress !== undefined) call.onprogress = source.onprogress as CallOptions["onprogress"] & {};
+  // Checked here, so the error names where they were given (the library's call options would say `call options`).
+  const { signal, onprogress } = source;
+  if (signal !== undefined) {
+    if (!(Array.isArray(signal) ? signal.every(isAbortSignal) : isAbortSignal(signal))) {
+      throw new InvalidOptionError(
+        "signal",
+        `${where}: "signal" (the SDK's request option) must be an AbortSignal; received ${received(signal)}`,
+      );
+    }
+    call.signal = signal as AbortSignal;
+  }
+  if (onprogress !== undefined) {
+    if (typeof onprogress !== "function") {
+      throw new InvalidOptionError(
+        "onprogress",
+        `${where}: "onprogress" (the SDK's request option) must be a function; received ${received(onprogress)}`,
+      );
+    }
+    call.onprogress = onprogress as CallOptions["onprogress"] & {};
+  }
   return { call, extras };
 }
 

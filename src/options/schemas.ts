@@ -47,7 +47,7 @@ export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeo
  * `aborted` boolean, `addEventListener` and `removeEventListener` (a test double or polyfill
  * without the latter passed before, and the call it was given to was lost once sent).
  */
-function isAbortSignal(value: unknown): value is AbortSignal {
+export function isAbortSignal(value: unknown): value is AbortSignal {
   if (typeof value !== "object" || value === null) return false;
   const signal = value as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown };
   return (

@@ -151,6 +151,19 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
       option: "resetTimeoutOnProgress",
       message: expect.stringMatching(/: "resetTimeoutOnProgress" \(the SDK's request option\) must be true or false; received "yes"$/),
     });
+    // signal and onprogress too (an outside tester's: they were named as the library's "call options").
+    for (const [option, value, wants] of [
+      ["signal", "x", "an AbortSignal"],
+      ["onprogress", 5, "a function"],
+    ] as const) {
+      const refused = await client
+        .callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { [option]: value } as never)
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ name: "InvalidOptionError", option });
+      expect((refused as Error).message).toMatch(
+        new RegExp(`^client\\.callTool: "${option}" \\(the SDK's request option\\) must be ${wants}; received `),
+      );
+    }
   });
 
   it("the library's own call options among the SDK's request options are refused, naming the SDK's name or where they belong; nothing is sent", async () => {
