@@ -21,7 +21,7 @@ interface Seen {
   paths: string[];
 }
 
-async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirect") {
+async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirect" | "reset-on-cancel") {
   const seen: Seen = { closed: [], cancels: [], paths: [] };
   const held = new Map<number | string, ServerResponse>();
   let getStream: ServerResponse | undefined;
@@ -51,6 +51,12 @@ async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirec
     const complete = modern || message.method === "server/discover" ? { resultType: "complete" } : {};
     if (message.id === undefined) {
       if (message.method === "notifications/cancelled") seen.cancels.push(message.params);
+      if (mode === "reset-on-cancel" && message.method === "notifications/cancelled") {
+        // The tool's stream is reset at once; the notification is answered 100 ms later.
+        for (const stream of held.values()) stream.socket?.destroy();
+        setTimeout(() => res.writeHead(202).end(), 100);
+        return;
+      }
       res.writeHead(202).end();
       return;
     }
@@ -176,6 +182,33 @@ describe("a server that redirects every POST (307 /mcp to /mcp/): the cancel's n
       const last = records.at(-1)!;
       expect(last.cancel).toMatchObject({ mechanism: "notification+stream-close", undelivered: null });
       expect(last.summary).toBe("cancelled (aborted), outcome unverified");
+    });
+  }
+});
+
+describe("2025-era: a server that resets the request's stream when the notification arrives: the record names the notification only", () => {
+  for (const client of ["v1", "v2"] as const) {
+    it(client, async () => {
+      const server = await rawServer("reset-on-cancel");
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+      const { mcp, adapter, close } =
+        client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
+      cleanup.push(close);
+      const controller = new AbortController();
+      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
+      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      controller.abort();
+      expect(await call).toBe("CallCancelledError");
+      expect(records[0]!.cancel?.mechanism).toBe("notification+stream-close"); // what was to be done, at the abort
+      // The stream was gone before the close: nothing was closed by the client.
+      expect(await eventually(() => records.at(-1)!.cancel?.mechanism === "notification", 3_000)).toBe(true);
+      expect(records.at(-1)!.cancel).toMatchObject({ undelivered: null });
+      expect(records.at(-1)!.cancel?.sentAt).not.toBeNull();
+      expect(server.seen.cancels).toHaveLength(1);
+      expect(await eventually(() => adapter.stats().flushing === 0, 3_000)).toBe(true);
+      expect(mcp.pendingCount).toBe(0);
     });
   }
 });

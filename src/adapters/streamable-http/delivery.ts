@@ -310,13 +310,16 @@ export class LegacyDelivery extends Layer {
       // A fetch of ours aborts the POST, which then settles; any other fetch's goes on unheard.
       failure = this.#tracker.giveUpCancel(request.requestId, giveUp) ? await sending : giveUp;
     }
+    // The stream ended on its own while the notification was on its way (the server reset it): the
+    // close that follows closes nothing, and the record names only the notification.
+    const closed = closes && stream?.endedFirst !== true;
     if (failure === undefined) {
       // It went 1 ms or more after the cancel (it waited for the request to reach the server: the
       // v2 SDK server holds its head until its first event, up to flushTimeoutMs; or it was sent
       // again after a dropped connection): the record's sentAt says when the one delivered went.
-      if (delivery.held || attempt.at - since >= 1) {
+      if (delivery.held || attempt.at - since >= 1 || closed !== closes) {
         request.delivery({
-          sent: closes ? "notification+stream-close" : "notification",
+          sent: closed ? "notification+stream-close" : "notification",
           failed: null,
           sentWall: attempt.wall,
         });
@@ -329,7 +332,7 @@ export class LegacyDelivery extends Layer {
       // Its body was written (the server may well have it): it went out, its answer did not come
       // (the close cut it short, most often). The record says so, not that it never left.
       request.delivery({
-        sent: closes ? "notification+stream-close" : "notification",
+        sent: closed ? "notification+stream-close" : "notification",
         failed: {
           mechanism: "notification",
           error: `sent (its body written), but no answer came${unanswered === undefined ? `: ${error.message}` : ` ${unanswered}`}`,
@@ -339,7 +342,7 @@ export class LegacyDelivery extends Layer {
       return;
     }
     request.delivery({
-      sent: closes ? "stream-close" : "none",
+      sent: closed ? "stream-close" : "none",
       failed: { mechanism: "notification", error: unanswered === undefined ? error.message : `no answer came ${unanswered}` },
     });
   }

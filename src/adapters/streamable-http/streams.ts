@@ -81,6 +81,11 @@ export interface Stream {
   failure?: unknown;
   /** Its response arrived after it was cancelled (a notification not yet sent is dropped, rule 7). */
   responded: boolean;
+  /**
+   * Cancelled, it then ended or broke on its own (the server reset it) before the cancel's close:
+   * that close closes nothing, and the record does not name one.
+   */
+  endedFirst?: true;
   /** Its POST was handed to the network (see `FetchPort.dispatched`); until then it is still in this process. */
   dispatched: boolean;
   /** The first bytes of its response body arrived (see `FetchPort.bodyStarted`). */
@@ -538,6 +543,7 @@ export class StreamTracker extends Layer {
     if (this.#streams.get(stream.id) !== stream) return;
     if (stream.cancelled) {
       // Its call is settled already (a cancel left it open for the answer in its body): gone now.
+      stream.endedFirst = true;
       if (stream.hold === undefined) this.#forgetStream(stream);
       return;
     }
