@@ -21,7 +21,9 @@ interface Seen {
   paths: string[];
 }
 
-async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirect" | "reset-on-cancel") {
+type Mode = "late-on-other-stream" | "late-on-get" | "redirect" | "reset-on-cancel" | "redirect-302" | "redirect-cross" | "json-held";
+
+async function rawServer(mode: Mode) {
   const seen: Seen = { closed: [], cancels: [], paths: [] };
   const held = new Map<number | string, ServerResponse>();
   let getStream: ServerResponse | undefined;
@@ -49,8 +51,23 @@ async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirec
     }
     const message = JSON.parse(body) as { id?: number | string; method: string; params?: Record<string, unknown> };
     const complete = modern || message.method === "server/discover" ? { resultType: "complete" } : {};
+    if (message.method === "notifications/cancelled" && (mode === "redirect-302" || mode === "redirect-cross")) {
+      // Redirects the SDK does not follow with the POST: a 302 (a GET at the target), another origin.
+      const port = (req.socket.localPort ?? 0).toString();
+      res
+        .writeHead(mode === "redirect-302" ? 302 : 307, { location: mode === "redirect-302" ? "/other" : `http://localhost:${port}/mcp` })
+        .end();
+      return;
+    }
     if (message.id === undefined) {
       if (message.method === "notifications/cancelled") seen.cancels.push(message.params);
+      if (mode === "json-held" && message.method === "notifications/cancelled") {
+        // The 202, and in the same tick the held JSON answer's body.
+        res.writeHead(202).end();
+        const id = message.params?.requestId as number | string;
+        held.get(id)?.end(JSON.stringify({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "done anyway" }] } }));
+        return;
+      }
       if (mode === "reset-on-cancel" && message.method === "notifications/cancelled") {
         // The tool's stream is reset at once; the notification is answered 100 ms later.
         for (const stream of held.values()) stream.socket?.destroy();
@@ -78,6 +95,14 @@ async function rawServer(mode: "late-on-other-stream" | "late-on-get" | "redirec
       return;
     }
     const id = message.id;
+    if (mode === "json-held") {
+      // A JSON answer whose head is flushed and whose body is held.
+      res.writeHead(200, { "content-type": "application/json" });
+      res.flushHeaders();
+      held.set(id, res);
+      res.on("close", () => seen.closed.push({ id, finished: res.writableFinished }));
+      return;
+    }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();
     held.set(id, res);
@@ -209,6 +234,57 @@ describe("2025-era: a server that resets the request's stream when the notificat
       expect(server.seen.cancels).toHaveLength(1);
       expect(await eventually(() => adapter.stats().flushing === 0, 3_000)).toBe(true);
       expect(mcp.pendingCount).toBe(0);
+    });
+  }
+});
+
+describe("2025-era: a redirect the SDK would not follow with the POST (a 302, another origin) is the server's refusal, and nothing reaches onerror", () => {
+  for (const mode of ["redirect-302", "redirect-cross"] as const) {
+    for (const client of ["v1", "v2"] as const) {
+      it(`${mode}, ${client}`, async () => {
+        const server = await rawServer(mode);
+        cleanup.push(server.stop);
+        const records: RunRecord[] = [];
+        const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+        const { mcp, errors, close } =
+          client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
+        cleanup.push(close);
+        const controller = new AbortController();
+        const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
+        expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+        controller.abort();
+        expect(await call).toBe("CallCancelledError");
+        const status = mode === "redirect-302" ? 302 : 307;
+        expect(await eventually(() => records.at(-1)!.cancel?.undelivered !== null, 3_000)).toBe(true);
+        expect(records.at(-1)!.cancel).toMatchObject({
+          mechanism: "stream-close",
+          undelivered: { mechanism: "notification", error: `the server refused the notification: HTTP ${status}` },
+        });
+        expect(server.seen.cancels).toHaveLength(0);
+        expect(errors).toEqual([]);
+      });
+    }
+  }
+});
+
+describe("2025-era, a JSON answer whose body comes with the notification's 202: read before the close, the record says notification", () => {
+  for (const client of ["v1", "v2"] as const) {
+    it(client, async () => {
+      const server = await rawServer("json-held");
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+      const { mcp, close } = client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
+      cleanup.push(close);
+      const controller = new AbortController();
+      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
+      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      controller.abort();
+      expect(await call).toBe("CallCancelledError");
+      expect(await eventually(() => records.at(-1)!.late.results === 1, 3_000)).toBe(true);
+      expect(await eventually(() => server.seen.closed.length === 1, 3_000)).toBe(true);
+      expect(server.seen.closed[0]!.finished).toBe(true);
+      expect(records.at(-1)).toMatchObject({ outcome: "late-result-discarded", cancel: { mechanism: "notification", undelivered: null } });
     });
   }
 });

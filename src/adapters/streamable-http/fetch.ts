@@ -148,7 +148,7 @@ export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchP
       if (cancel) mark(error);
       throw error;
     }
-    return cancel ? takeRefusal(response, init?.body, refused) : response;
+    return cancel ? takeRefusal(url, response, init?.body, refused) : response;
   };
 }
 
@@ -156,19 +156,40 @@ export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchP
  * The answer to a `notifications/cancelled` POST: an HTTP error (but the auth challenges 401 and
  * 403, which the SDK answers by authorizing and sending again) goes to the adapter's record, and
  * the SDK gets a 202 (its only reaction to an error would be `onerror` and a throw the adapter
- * already handles). Anything else passes unchanged: a redirect too (3xx), which the SDK follows by
- * its `redirectPolicy` (same-origin by default), POSTing the notification again where it points
- * (an outside tester's: behind a server's 307 from /mcp to /mcp/, every cancel's notification was
- * taken for refused, and never reached the server).
+ * already handles). Anything else passes unchanged: so does a redirect the SDK follows by its
+ * default `redirectPolicy` (a 307 or 308 to the same origin, which keeps the POST and its body),
+ * POSTing the notification again where it points (an outside tester's: behind a server's 307 from
+ * /mcp to /mcp/, every cancel's notification was taken for refused, and never reached the server).
+ * Any other redirect (a 301, 302 or 303, which would turn the POST into a GET; another origin) is
+ * a refusal: the SDK would throw on it, and its error would reach `onerror`.
  */
-async function takeRefusal(response: Response, body: unknown, refused: FetchPort["refused"] | undefined): Promise<Response> {
-  const redirect = response.status >= 300 && response.status <= 399;
-  if (response.ok || redirect || response.status === 401 || response.status === 403 || refused === undefined) return response;
+async function takeRefusal(
+  url: string | URL | Request,
+  response: Response,
+  body: unknown,
+  refused: FetchPort["refused"] | undefined,
+): Promise<Response> {
+  if (response.ok || followed(url, response) || response.status === 401 || response.status === 403 || refused === undefined)
+    return response;
   const id = cancelledIdOf(body);
   if (id === undefined) return response;
   await response.body?.cancel().catch(noop);
   refused(id, response.status);
   return new Response(null, { status: 202, statusText: "Accepted (refusal recorded by mcp-cancellable)", headers: response.headers });
+}
+
+/** A 307 or 308 to another URL of the same origin: the redirect the SDKs' default `redirectPolicy` follows with the POST and its body. */
+function followed(url: string | URL | Request, response: Response): boolean {
+  if (response.status !== 307 && response.status !== 308) return false;
+  const location = response.headers.get("location");
+  if (location === null) return false;
+  try {
+    const from = new URL(typeof url === "string" || url instanceof URL ? url : url.url);
+    const to = new URL(location, from);
+    return to.origin === from.origin && to.href !== from.href; // to itself: a loop the SDK stops, throwing
+  } catch {
+    return false;
+  }
 }
 
 /** The `requestId` a `notifications/cancelled` body names. */
@@ -335,7 +356,7 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
   }
   if (cancel) {
     release();
-    return takeRefusal(response, init.body, port?.refused);
+    return takeRefusal(url, response, init.body, port?.refused);
   }
   if (requestId !== undefined) port?.answered(requestId, response.status, response.headers.get("content-type"));
   // Only a request's own 2xx stream (or its resume) carries its response; other answers (a 202

@@ -30,6 +30,9 @@ export const STREAM_CLOSE_PROTOCOL_VERSION = "2026-07-28";
 /** At most this many resume tokens of closed streams are remembered to refuse their resume. */
 const MAX_BLOCKED_TOKENS = 1_024;
 
+/** At most this many requests whose streams a cancel closed in an earlier turn are remembered (see `#closedEarlier`). */
+const MAX_CLOSED_EARLIER = 1_024;
+
 /** Prefix of the abort reasons of our own cancels: their echoes in `onerror` are swallowed. */
 const OWN_ABORT = "mcp-cancellable: cancelled request";
 const OWN_SSE_ERROR = `SSE stream disconnected: AbortError: ${OWN_ABORT}`;
@@ -124,10 +127,29 @@ export class StreamTracker extends Layer {
   readonly #config: TrackerConfig;
   readonly #streams = new Map<RequestId, Stream>();
   /**
-   * Requests whose streams were closed on purpose in this turn of the event loop (cleared at the
-   * next): a response for one of them now was read with what its stream held at the close.
+   * Requests whose streams were closed on purpose in this turn of the event loop (moved to
+   * `#closedEarlier` at the next): a response for one of them now was read with what its stream
+   * held at the close.
    */
   readonly #closedThisTurn = new Set<RequestId>();
+  /**
+   * Requests whose streams were closed on purpose in an earlier turn (the oldest forgotten past
+   * MAX_CLOSED_EARLIER): a response for one of them came some other way, after the close
+   * (`AFTER_ITS_CLOSE`). Only these: a stream that ended on its own before its response was read
+   * (a JSON answer's body ends before the SDK hands the message on) closed nothing.
+   */
+  readonly #closedEarlier = new Set<RequestId>();
+  readonly #turnEnded = (): void => {
+    for (const id of this.#closedThisTurn) {
+      this.#closedEarlier.delete(id);
+      this.#closedEarlier.add(id);
+    }
+    this.#closedThisTurn.clear();
+    for (const id of this.#closedEarlier) {
+      if (this.#closedEarlier.size <= MAX_CLOSED_EARLIER) break;
+      this.#closedEarlier.delete(id);
+    }
+  };
   /** v1: each request's signal until its send settles, so a cancel before the fetch started still reaches it. */
   readonly #sending = new Map<RequestId, AbortSignal>();
   readonly #resuming = new Map<string, Stream>();
@@ -386,9 +408,14 @@ export class StreamTracker extends Layer {
     if (message.method === undefined) {
       // Matched as the wire matches answers ("1" answers request 1): this layer sits below it.
       const stream = findAnswered(message.id, (id) => this.#streams.get(id));
-      if (stream === undefined && findAnswered(message.id, (id) => (this.#closedThisTurn.has(id) ? true : undefined)) === undefined) {
-        // Not read with what its own stream held at its close (that is read in the close's own
-        // turn, from the queues of the stream's body): it came some other way, later.
+      if (
+        stream === undefined &&
+        this.#closedEarlier.size > 0 &&
+        findAnswered(message.id, (id) => (this.#closedEarlier.has(id) ? true : undefined))
+      ) {
+        // Its stream was closed in an earlier turn: not read with what the stream held at the
+        // close (that is read in the close's own turn, from the queues of the stream's body), it
+        // came some other way, later.
         this.up.message(message, { ...extra, [AFTER_ITS_CLOSE]: true });
         return;
       }
@@ -419,6 +446,7 @@ export class StreamTracker extends Layer {
     this.#blocked.clear();
     this.#refusals.clear();
     this.#pooled.clear();
+    this.#closedEarlier.clear(); // a new connection numbers its requests anew
     for (const timer of this.#checks) clearTimeout(timer);
     this.#checks.clear();
     this.#config.closedDown();
@@ -508,8 +536,8 @@ export class StreamTracker extends Layer {
   closeStream(stream: Stream): void {
     stream.cancelled = true;
     this.#forgetStream(stream);
+    if (this.#closedThisTurn.size === 0) yieldTask(this.#turnEnded);
     this.#closedThisTurn.add(stream.id);
-    if (this.#closedThisTurn.size === 1) yieldTask(() => this.#closedThisTurn.clear());
     if (stream.lastEventId !== undefined && !this.#config.v2) this.#block(stream.lastEventId, stream.id);
     stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
   }
