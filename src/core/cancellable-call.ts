@@ -929,15 +929,21 @@ function describeError(error: unknown, httpStatus?: number): RunRecord["error"] 
     return { ...described!, message: truncate(text), httpStatus };
   }
   if (typeof error !== "object" || error === null) return { code: null, message: truncate(textOf(error)) };
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  const text = typeof message === "string" ? message : textOf(error);
-  const numeric = typeof code === "number" || typeof code === "string" ? code : null;
-  // Only the v1 SDK's McpError puts "MCP error <code>: " in front of the server's text; the v2
-  // SDK's ProtocolError keeps the text as sent. Strip that one prefix, and only from a v1 McpError,
-  // so the record keeps the server's own words on both lines (a server may send the prefix itself).
-  const prefix = `MCP error ${String(numeric)}: `;
-  const own = isV1McpError(error) && text.startsWith(prefix) ? text.slice(prefix.length) : text;
-  return { code: numeric, message: truncate(own) };
+  try {
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    const text = typeof message === "string" ? message : textOf(error);
+    const numeric = typeof code === "number" || typeof code === "string" ? code : null;
+    // Only the v1 SDK's McpError puts "MCP error <code>: " in front of the server's text; the v2
+    // SDK's ProtocolError keeps the text as sent. Strip that one prefix, and only from a v1 McpError,
+    // so the record keeps the server's own words on both lines (a server may send the prefix itself).
+    const prefix = `MCP error ${String(numeric)}: `;
+    const own = isV1McpError(error) && text.startsWith(prefix) ? text.slice(prefix.length) : text;
+    return { code: numeric, message: truncate(own) };
+  } catch {
+    // An error whose parts cannot be read (a getter that throws, a revoked Proxy), read where the
+    // call settles: a throw here would lose the call.
+    return { code: null, message: truncate(textOf(error)) };
+  }
 }
 
 /** True for the v1 SDK's `McpError` or a subclass (they all carry `name` "McpError" or extend it). */

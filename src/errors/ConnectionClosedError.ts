@@ -1,12 +1,23 @@
 import { McpCancellableError, unknownOutcome } from "./McpCancellableError.js";
 import type { RecordAtSettle } from "./McpCancellableError.js";
+import { textOf } from "../utils/hooks.js";
 import type { RunRecord } from "../types/record.js";
 
+/**
+ * ` (message: code)` of the error a transport failed with, or "" for anything else. Read where the
+ * call settles: an error whose `message`, `cause` or `code` cannot be read (a getter that throws, a
+ * revoked Proxy) gives "", never a throw (which would lose the call: an outside tester's).
+ */
 function causeText(cause: unknown): string {
-  if (!(cause instanceof Error)) return "";
-  const inner = (cause as { cause?: unknown }).cause;
-  const code = typeof inner === "object" && inner !== null ? (inner as { code?: unknown }).code : undefined;
-  return ` (${cause.message}${typeof code === "string" ? `: ${code}` : ""})`;
+  try {
+    if (!(cause instanceof Error)) return "";
+    const inner = (cause as { cause?: unknown }).cause;
+    const code = typeof inner === "object" && inner !== null ? (inner as { code?: unknown }).code : undefined;
+    const message = cause.message;
+    return ` (${typeof message === "string" ? message : textOf(message)}${typeof code === "string" ? `: ${code}` : ""})`;
+  } catch {
+    return "";
+  }
 }
 
 /**
