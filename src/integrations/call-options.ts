@@ -24,8 +24,22 @@ import { textOf } from "../utils/hooks.js";
  */
 export function hookedCallOptions<T extends object>(returned: unknown): T | undefined {
   if (returned === null || returned === undefined) return undefined;
-  if (isOptionsObject(returned)) return returned as T;
-  return refused({ returned: described(returned) });
+  try {
+    if (!isOptionsObject(returned)) return refused({ returned: described(returned) });
+    // The framework's own signal for the request cancels it; one from the hook would be taken in
+    // its place where the framework gives none, and its abort answer nothing (an outside tester's:
+    // the AI SDK's request was left unanswered).
+    if ((returned as { signal?: unknown }).signal !== undefined) {
+      return refused({
+        option: "signal",
+        invalid: `"signal" is not one of callOptions' options: the framework's own signal for the request cancels it (a limit of the hook's own: timeoutMs, maxTotalTimeoutMs)`,
+      });
+    }
+    return returned as T;
+  } catch {
+    // A value that cannot be read (a revoked Proxy).
+    return refused({ returned: "a value that cannot be read" });
+  }
 }
 
 /**
@@ -40,10 +54,20 @@ export function callHook<T extends object>(hook: () => unknown): T | undefined {
   try {
     returned = hook();
   } catch (error) {
-    const text = error instanceof Error ? `${error.name}: ${error.message}` : textOf(error);
+    const text = thrownText(error);
     return refused({ threw: text.length > 200 ? `${text.slice(0, 199)}…` : text });
   }
   return hookedCallOptions<T>(returned);
+}
+
+/** `TypeError: ...` for an error, its text for anything else; never a throw (a getter that throws, a revoked Proxy). */
+function thrownText(error: unknown): string {
+  try {
+    if (error instanceof Error) return `${String(error.name)}: ${textOf(error)}`;
+  } catch {
+    // read below as any value
+  }
+  return textOf(error);
 }
 
 function refused<T>(refusal: HookRefusal): T {

@@ -64,8 +64,14 @@ export interface RunnerInit {
  */
 export const REFUSED_HOOK_VALUE: unique symbol = Symbol("mcp-cancellable.refusedHookValue");
 
-/** What an option hook gave that is no options: what it returned, or what it threw. @internal */
-export type HookRefusal = { readonly returned: string } | { readonly threw: string };
+/**
+ * What an option hook gave that is no options: what it returned, what it threw, or an option it
+ * may not give (`option`, with the message naming it). @internal
+ */
+export type HookRefusal =
+  | { readonly returned: string }
+  | { readonly threw: string }
+  | { readonly option: string; readonly invalid: string };
 
 /** One request to run: what it is, and the caller's options for it. */
 export interface RunRequest {
@@ -359,6 +365,7 @@ export class CallRunner {
     const returned = refusal !== undefined && "returned" in refusal ? refusal.returned : undefined;
     const threw = refusal !== undefined && "threw" in refusal ? refusal.threw : undefined;
     try {
+      if (refusal !== undefined && "option" in refusal) throw new InvalidOptionError(refusal.option, refusal.invalid);
       if (refusal !== undefined) throw new InvalidOptionError("callOptions", returned ?? `threw ${threw}`);
       return resolveCallOptions(this.#defaults, options);
     } catch (error) {

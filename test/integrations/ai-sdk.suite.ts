@@ -253,6 +253,26 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         expect(uncaught).toEqual([]);
       }));
 
+    it("callOptions returning a signal (not one of its options) rejects the tool's execute with an InvalidOptionError naming signal; nothing sent", async () => {
+      // An outside tester's: the hook's signal was taken where the AI SDK gave none, and its abort
+      // left the AI SDK's request unanswered (the AI SDK's client has no timeout of its own).
+      const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+      const { transport, tool, uncaught } = await connect(server.adapter, {
+        callOptions: (method) => (method === "tools/call" ? ({ signal: AbortSignal.timeout(50) } as never) : undefined),
+      });
+      const error = await tool("echo")({ text: "hi" }, opts()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ name: "InvalidOptionError", option: "signal" });
+      expect((error as Error).message).toMatch(
+        /callOptions\("tools\/call", params\) returned an invalid option, so tools\/call "echo" was not sent: "signal" is not one of callOptions' options/,
+      );
+      expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+      expect(transport.records().filter((r) => r.method === "tools/call")).toMatchObject([{ status: "failed", outcome: "not-sent" }]);
+      expect(uncaught).toEqual([]);
+    });
+
     // The per-tool maximum total timeout, the idle timeout over HTTP, the abort with the v2 transport
     // and the lost connections are rows of the entry-point contract (test/contract/); here the
     // v1 transport under the AI SDK, and close() must leave no stream open.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hookedCallOptions } from "../../src/integrations/call-options.js";
+import { callHook, hookedCallOptions } from "../../src/integrations/call-options.js";
 import { notOptions } from "../helpers/hook-values.js";
 
 // What a framework's `callOptions` hook may return: an options object (a literal, a class
@@ -27,5 +27,27 @@ describe("a callOptions hook's return value", () => {
       const [key] = Object.getOwnPropertySymbols(refused);
       expect(refused[key!]!.returned).toBe(what);
     }
+  });
+
+  it("a hook that throws an error that cannot be read (a message getter that throws, a revoked Proxy) is refused all the same", () => {
+    const unreadable = new Error("x");
+    Object.defineProperty(unreadable, "message", {
+      get() {
+        throw new Error("message getter threw");
+      },
+    });
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    for (const thrown of [unreadable, revoked.proxy]) {
+      const refused = callHook(() => {
+        throw thrown;
+      }) as Record<symbol, { threw: string }>;
+      const [key] = Object.getOwnPropertySymbols(refused);
+      expect(typeof refused[key!]!.threw).toBe("string");
+    }
+    const returnedRevoked = Proxy.revocable({}, {});
+    returnedRevoked.revoke();
+    const refused = callHook(() => returnedRevoked.proxy) as Record<symbol, { returned: string }>;
+    expect(refused[Object.getOwnPropertySymbols(refused)[0]!]!.returned).toBe("a value that cannot be read");
   });
 });

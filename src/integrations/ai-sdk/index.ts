@@ -56,7 +56,8 @@ export interface CancellableTransportOptions extends CancellationOptions {
   /**
    * Per-request options by method and params (for a tool: `params.name`), merged over the
    * client-wide defaults: a longer idle timeout for one slow tool, a `verify` read. The AI
-   * SDK's signal for the request is always used. `null` or `undefined`: none of the request's
+   * SDK's signal for the request is always used; a `signal` from the hook is refused (an
+   * `InvalidOptionError` naming `signal`). `null` or `undefined`: none of the request's
    * own. Called synchronously for each request but `initialize`.
    * @throws {InvalidOptionError} (as that request's rejection: a tool's `execute`, or `tools()`;
    *   nothing sent) naming `callOptions` when it returns anything but an object or
