@@ -3,7 +3,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { callOptionsSchema, isAbortSignal, isOptionsObject, received } from "../options/schemas.js";
+import { callOptionsSchema, clientOptionsSchema, isAbortSignal, isOptionsObject, received } from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -334,6 +334,14 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
     if (MAPPED.has(key)) continue;
     // The library's own call option where the SDK's request options go: the SDK would ignore it.
     if (Object.hasOwn(callOptionsSchema.shape, key)) throw new InvalidOptionError(key, libraryNameHere(key, where));
+    // A client-wide option of the library's (awaitVerification, verifiers, onRecord, ...): the SDK
+    // would ignore it too, and the call would run as if it were never given.
+    if (Object.hasOwn(clientOptionsSchema.shape, key)) {
+      throw new InvalidOptionError(
+        key,
+        `${where}: "${key}" is a client-wide option of the library (withCancellation or attachCancellation options), not one of the SDK's request options (the SDK would ignore it)`,
+      );
+    }
     extras[key] = source[key];
   }
   const timeout = sdkDuration(source.timeout, "timeout", where);

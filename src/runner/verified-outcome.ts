@@ -8,6 +8,7 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 import type { AwaitVerification } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
+import { noop } from "../utils/hooks.js";
 
 /** The caller's signal(s) of a call, as its options give them. */
 type CallerSignal = AbortSignal | readonly AbortSignal[] | undefined;
@@ -89,8 +90,12 @@ export async function awaitVerifiedText(
   if (record === undefined || (record.verification === null && record.outcome !== "not-sent")) return undefined;
   if (typeof wait === "function") {
     try {
-      const text = wait(record);
+      const text: unknown = wait(record);
       if (typeof text === "string") return text;
+      // An async function (its type says a string): not waited for, and its rejection never
+      // unhandled (an outside tester's: the process died on it); the library's text stands.
+      if (typeof (text as PromiseLike<unknown> | null | undefined)?.then === "function")
+        (text as PromiseLike<unknown>).then(undefined, noop);
     } catch {
       // The developer's text function failed: the library's text says the same facts.
     }

@@ -151,6 +151,17 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
       option: "resetTimeoutOnProgress",
       message: expect.stringMatching(/: "resetTimeoutOnProgress" \(the SDK's request option\) must be true or false; received "yes"$/),
     });
+    // The library's client-wide options there: the SDK would ignore them (an outside tester's: the
+    // call ran as if awaitVerification had never been given).
+    for (const option of ["awaitVerification", "verifiers", "onRecord", "maxRecords"]) {
+      const refused = await client
+        .callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { [option]: true } as never)
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ name: "InvalidOptionError", option });
+      expect((refused as Error).message).toBe(
+        `client.callTool: "${option}" is a client-wide option of the library (withCancellation or attachCancellation options), not one of the SDK's request options (the SDK would ignore it)`,
+      );
+    }
     // signal and onprogress too (an outside tester's: they were named as the library's "call options").
     for (const [option, value, wants] of [
       ["signal", "x", "an AbortSignal"],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CLIENT_CLOSED_REASON } from "../../src/core/cancellable-call.js";
-import { verifiedOutcomeText } from "../../src/runner/verified-outcome.js";
+import { awaitVerifiedText, verifiedOutcomeText } from "../../src/runner/verified-outcome.js";
 import type { RunRecord } from "../../src/index.js";
 
 // What `awaitVerification` tells the model of a cancelled call: the cause in plain words. The
@@ -57,5 +57,30 @@ describe("verifiedOutcomeText: a failed verify read tells the model the library'
     const text = verifiedOutcomeText(failedRead("db connect failed: postgres://admin:SECRET@10.0.0.5/prod"));
     expect(text).toContain("(read failed at 0.2 s). Check");
     expect(text).not.toMatch(/SECRET/);
+  });
+});
+
+// awaitVerification given as an async function (its type says a string): not waited for, the
+// library's text used, and its rejection never unhandled (an outside tester's: the process died).
+describe("awaitVerifiedText: a text function that returns a promise", () => {
+  it("a rejecting promise: the library's text, nothing unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const final = failedRead("verify did not answer within 5 ms");
+      const error = Object.assign(new Error("timed out"), {
+        record: { ...final, outcome: "unverified" },
+        verification: Promise.resolve(final),
+      });
+      const text = await awaitVerifiedText(error, (async () => {
+        throw new Error("text function failed");
+      }) as never);
+      expect(text).toBe(verifiedOutcomeText(final));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
   });
 });
