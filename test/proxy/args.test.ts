@@ -132,6 +132,19 @@ describe("mcp-cancellable proxy: command line", () => {
     );
   });
 
+  it("the config file's odd values are named plainly (outside testers'): 1e999, a tool named __proto__, an entry that is no object", () => {
+    expect(() => parseConfig(JSON.parse('{"defaults":{"timeoutMs":1e999}}'), "c.json")).toThrow(
+      /"defaults.timeoutMs" must be an integer from 1 to 2147483647 \(ms\), or null for no limit, got Infinity \(a number too large for JSON\)$/,
+    );
+    expect(() => parseConfig(JSON.parse('{"tools":{"__proto__":{"timeoutMs":0}}}'), "c.json")).toThrow(
+      '--config c.json: "tools.__proto__" is not a name the proxy takes',
+    );
+    expect(() => parseConfig({ tools: { x: 5 } }, "c.json")).toThrow(
+      '--config c.json: "tools.x" must be an object of limits ("timeoutMs", "maxTotalTimeoutMs", "resetTimeoutOnProgress", "clientWaitTimeoutMs"), got 5',
+    );
+    expect(() => parseConfig({ defaults: "fast" }, "c.json")).toThrow(/"defaults" must be an object of limits .*, got "fast"$/);
+  });
+
   it("limits: tool over method over the command line over the file's defaults over the built-in ones; null is no limit", () => {
     const config = parseConfig(
       {

@@ -115,6 +115,13 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ConfigError(`--config ${file}: expected a JSON object with "defaults", "methods" and "tools"`);
   }
+  // JSON.parse makes "__proto__" an own key, which the schema's records pass over unchecked: refused by name.
+  for (const map of ["methods", "tools"] as const) {
+    const entries = (value as Record<string, unknown>)[map];
+    if (typeof entries === "object" && entries !== null && Object.hasOwn(entries, "__proto__")) {
+      throw new ConfigError(`--config ${file}: "${map}.__proto__" is not a name the proxy takes`);
+    }
+  }
   const result = configSchema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -128,7 +135,13 @@ export function parseConfig(value: unknown, file: string): ProxyConfig {
       throw new ConfigError(`--config ${file}: unknown key "${key}" (expected ${known})`);
     }
     const key = at.join(".");
-    const message = at.length === 1 && (at[0] === "methods" || at[0] === "tools") ? "must be an object of names to limits" : issue.message;
+    const map = at[0] === "methods" || at[0] === "tools";
+    const message =
+      at.length === 1 && map
+        ? "must be an object of names to limits"
+        : (at.length === 2 && map) || (at.length === 1 && at[0] === "defaults")
+          ? 'must be an object of limits ("timeoutMs", "maxTotalTimeoutMs", "resetTimeoutOnProgress", "clientWaitTimeoutMs")'
+          : issue.message;
     throw new ConfigError(`--config ${file}: "${key}" ${message}, got ${received(valueAt(value, at))}`);
   }
   const data = result.data;
@@ -224,6 +237,8 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
 
 function received(value: unknown): string {
   if (value === undefined) return "nothing";
+  // JSON has no infinite number: 1e999 parses as Infinity, which JSON.stringify writes as null.
+  if (typeof value === "number" && !Number.isFinite(value)) return `${String(value)} (a number too large for JSON)`;
   const text = JSON.stringify(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
