@@ -176,6 +176,24 @@ export class TaskDriver implements TaskFollower {
     this.#awaiting = undefined;
   }
 
+  closedAwaiting(): void {
+    if (this.#awaiting === undefined) return;
+    this.#stopAwaiting();
+    const settled = this.#call?.settledRecord;
+    const latest = settled?.record.cancel;
+    if (settled === null || settled === undefined || latest === null || latest === undefined || settled.record.outcome === "not-sent")
+      return;
+    settled.update({
+      cancel: {
+        ...latest,
+        undelivered: {
+          mechanism: "tasks/cancel",
+          error: "the connection closed before a CreateTaskResult came: the task may exist and was not cancelled",
+        },
+      },
+    });
+  }
+
   /** No `CreateTaskResult` within `watchMs` of the cancel: the record says so (and what `tasks/list` shows). */
   async #notCreated(): Promise<void> {
     const settled = this.#call?.settledRecord;

@@ -308,6 +308,10 @@ export class TaskTracker extends Layer {
 
   /** The connection closed: everything is forgotten, and each of the library's requests in flight fails with `error`. */
   closeAll(error: Error): void {
+    // A wait for the CreateTaskResult of a request cancelled before it: none can come now (an
+    // outside tester's: its timer kept the process alive watchMs after the close, and its record
+    // then blamed watchMs).
+    for (const unborn of this.#unborn.values()) unborn?.driver.closedAwaiting?.();
     this.#drivers.clear();
     this.#sdkTokens.clear();
     this.#followed.clear();

@@ -31,6 +31,12 @@ export interface TaskFollower {
   /** The request cancelled before its `CreateTaskResult` was answered without a task: nothing to await. */
   answeredWithoutTask?(): void;
   /**
+   * The connection closed while the follower awaited the `CreateTaskResult` of a request cancelled
+   * before it (`awaitCreated`): none can come now. The wait ends at once (its timer released), and
+   * the record says the task may exist and was not cancelled, for that cause.
+   */
+  closedAwaiting?(): void;
+  /**
    * The server answered the `tools/call` with a `CreateTaskResult`. The wire did not hand it
    * to the SDK (v2 refuses `resultType: "task"`) and ended the SDK's wait locally; the
    * progress token stays live until the task is terminal (the 2025-11-25 Tasks specification).

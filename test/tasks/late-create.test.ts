@@ -120,6 +120,29 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
     await client.close();
   });
 
+  it("the client closes while a CreateTaskResult is awaited: the wait ends at once (no timer left), and the record names the close, not watchMs", async () => {
+    // An outside tester's: the wait's timer kept the process alive watchMs after the close, and
+    // its revision then blamed watchMs.
+    const { client, mcp, peer, records } = await connectPeer();
+    await abortedAfterSending(mcp);
+    expect(vi.getTimerCount()).toBeGreaterThan(0);
+    await client.close();
+    await flush();
+    expect(records.at(-1)!.cancel).toMatchObject({
+      mechanism: "none",
+      undelivered: {
+        mechanism: "tasks/cancel",
+        error: "the connection closed before a CreateTaskResult came: the task may exist and was not cancelled",
+      },
+    });
+    const revisions = records.length;
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(records).toHaveLength(revisions); // no watchMs revision after the close
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
   it('a late CreateTaskResult under its id written as a string ("2" for request 2) still gets its one tasks/cancel, and the record names the task', async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {
