@@ -44,6 +44,30 @@ describe("mcp-cancellable proxy: a malformed answer", () => {
     client.send(call("next", "echo"));
     expect((await client.answer("next")).result!.content![0]!.text).toMatch(/^echo /);
   });
+
+  for (const [name, what] of [
+    ["big-broken", "not JSON"],
+    ["big-both", "both result and error"],
+  ] as const) {
+    it(`a long answer (64 KiB or more) that is ${what}: written as it came, before its parse; nothing more for that request, not a -32001 at its limit (an outside tester's: two answers for one request)`, async () => {
+      const client = start(["--timeout-ms", "500", ...server(LINE)]);
+      await client.initialize();
+      client.send(call("long", name, { bytes: 100_000 }));
+      // Past the request's limit: its -32001 would have come by now.
+      await new Promise((resolve) => setTimeout(resolve, 900));
+      const forLong = [
+        ...client.messages.filter((m) => m.id === "long"),
+        ...client.notJson.filter((line) => line.endsWith('"id":"long"}')),
+      ];
+      expect(forLong).toHaveLength(1);
+      if (name === "big-broken") {
+        expect(client.stderr).toMatch(/malformed line \(not JSON\) as the answer of request "long"; it had reached the client already/);
+        expect(client.stderr).not.toMatch(/malformed line \(not JSON\), dropped/);
+      }
+      client.send(call("next", "echo"));
+      expect((await client.answer("next")).result!.content![0]!.text).toMatch(/^echo /);
+    });
+  }
 });
 
 describe("mcp-cancellable proxy: large messages", () => {

@@ -225,7 +225,12 @@ interface Pending {
   augmented?: true;
   /** `initialize` only: its own timer (the library does not time it: rule 39). */
   timer?: ReturnType<typeof setTimeout>;
-  /** Its answer's line was written to the client before it was parsed (`#earlyLine`): not again. */
+  /**
+   * Its answer's line was written to the client before it was parsed (`#earlyLine`): the client
+   * has an answer for it, as the server wrote it; nothing more is written for it (not the parsed
+   * message again, nor a -32001 at its limit when the line was no answer the SDK takes: an outside
+   * tester's, two answers for one request).
+   */
   early?: boolean;
   /** The tool (`tools/call`) or resource, for its limits. */
   readonly name: string | null;
@@ -314,6 +319,8 @@ export class ProxySession<T extends TransportLike> {
   #initialize: JsonRpcMessage | undefined;
   #initialized: JsonRpcMessage | undefined;
   #renewal: Renewal | undefined;
+  /** The upstream id of the long answer being parsed after its bytes went to the client (`#earlyLine`), until it is read. */
+  #earlyParsing: Id | undefined;
   #ending: Promise<number> | undefined;
   #done!: (code: number) => void;
   /** Resolves with the exit status once the session ended, whatever ended it. */
@@ -798,6 +805,7 @@ export class ProxySession<T extends TransportLike> {
 
   #fromServer(message: JsonRpcMessage): void {
     const { method, id } = message as { method?: unknown; id?: unknown };
+    if (id === this.#earlyParsing) this.#earlyParsing = undefined; // the long answer written early was read
     if (method === undefined && (typeof id === "string" || typeof id === "number")) {
       if (this.#renewal?.upstreamId === id) {
         this.#renewed(message);
@@ -824,9 +832,9 @@ export class ProxySession<T extends TransportLike> {
           own ?? (pending.early === true ? "written as it came, before it was parsed" : undefined),
         );
       }
-      // Written already, as it came (a message the library made, such as a timeout's -32001 for a
-      // line that then was not JSON, has no line of its own and is written).
-      if (pending.early === true && rawLineOf(message) !== undefined) return;
+      // Written already, as it came: nothing more for it (not even a timeout's -32001 the library
+      // made because the line was not JSON, or no answer the SDK takes: one answer per request).
+      if (pending.early === true) return;
       // The server's own bytes with only the id changed, when the message is large (one pass less over it).
       const raw = rawLineOf(message);
       const line = raw !== undefined && lineLength(raw) >= REUSE_LINE_BYTES ? replaceId(raw, id, pending.clientId) : undefined;
@@ -930,6 +938,7 @@ export class ProxySession<T extends TransportLike> {
     const line = replaceId(pieces, id, pending.clientId);
     if (line === undefined) return undefined;
     pending.early = true;
+    this.#earlyParsing = id;
     this.#toClient({ jsonrpc: "2.0", id: pending.clientId }, { line, clientRequestId: pending.clientId });
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, wait);
@@ -1211,10 +1220,23 @@ export class ProxySession<T extends TransportLike> {
     await new Promise<void>((resolve) => records.end(() => resolve()));
   }
 
-  /** A line from the server that is not a JSON-RPC message: dropped and counted. */
+  /**
+   * A line from the server that is not a JSON-RPC message: dropped and counted. A long answer's
+   * line written to the client before its parse (`#earlyLine`) has reached the client as the
+   * server wrote it: its request gets nothing more, and the log says so (not "dropped").
+   */
   #serverMalformed(line: string, why: string): void {
     this.counts.malformedFromServer++;
-    this.#log(`the server wrote a malformed line (${why}), dropped: ${line.length > 200 ? `${line.slice(0, 200)}...` : line}`);
+    const early = this.#earlyParsing === undefined ? undefined : this.#pending.get(this.#earlyParsing);
+    this.#earlyParsing = undefined;
+    const shown = line.length > 200 ? `${line.slice(0, 200)}...` : line;
+    if (early?.early === true) {
+      this.#log(
+        `the server wrote a malformed line (${why}) as the answer of request ${JSON.stringify(early.clientId)}; it had reached the client already (a long answer is written as it comes, before it is parsed), and nothing more is written for that request: ${shown}`,
+      );
+      return;
+    }
+    this.#log(`the server wrote a malformed line (${why}), dropped: ${shown}`);
   }
 
   #log(text: string): void {
