@@ -11,6 +11,7 @@ import { wasNotSent } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { isoTime } from "../utils/iso.js";
+import { noop } from "../utils/hooks.js";
 
 /** Default poll interval, in ms, when the server suggests none. */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
@@ -405,9 +406,16 @@ export class TaskDriver implements TaskFollower {
       // connection): poll again; the call's idle timeout cuts a server that stays away (an outside
       // tester's: one 503 failed a task that then completed).
       if (this.#unanswered(error)) return this.#schedule(false);
-      // The task is gone (expired, unknown: -32602): the call fails with that error; a connection
-      // the client is closing ends it as connection-closed.
-      return this.#fail(error);
+      // The server's error (the task is gone: -32602; or another, -32603 say): the call fails with
+      // it; a connection the client is closing ends it as connection-closed. A task the server did
+      // not say is gone may run on, followed by nobody: it is cancelled, once (an outside tester's:
+      // one -32603 left a task running to its end).
+      this.#fail(error);
+      const task = this.#task!;
+      if (this.wire.open && !isTerminalTaskStatus(task.status) && !(error instanceof TaskRequestError && error.code === -32602)) {
+        this.wire.taskRequest("tasks/cancel", this.#params(task), this.options.watchMs, this.timers).catch(noop);
+      }
+      return;
     }
     this.#readInterval(answer);
     const task = this.#see(answer.status);

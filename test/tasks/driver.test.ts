@@ -34,6 +34,31 @@ describe("task driver", () => {
     await client.close();
   });
 
+  for (const [code, cancels] of [
+    [-32603, 1],
+    [-32602, 0],
+  ] as const) {
+    it(`a poll answered with a JSON-RPC error (${code}) fails the call with it; a task the server did not say is gone gets one tasks/cancel (${cancels})`, async () => {
+      // An outside tester's: one -32603 on a poll failed the call and left its task running, followed by nobody.
+      const { client, mcp, peer, records } = await connectPeer();
+      peer.onRequest((m: Message) => {
+        if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+        if (m.method === "tasks/get") void peer.error(m.id, code, code === -32602 ? "unknown task" : "transient internal error");
+        if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+      });
+      const error = await mcp.callTool({ name: "report" }, { task: true }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TaskRequestError);
+      expect((error as TaskRequestError).code).toBe(code);
+      await sleep(50);
+      expect(peer.requests("tasks/cancel")).toHaveLength(cancels);
+      if (cancels === 1) expect(peer.requests("tasks/cancel")[0]!.params).toEqual({ taskId: "t1" });
+      expect(peer.cancels()).toHaveLength(0);
+      expect(records.at(-1)).toMatchObject({ status: "failed", outcome: "error" });
+      expect(mcp.pendingCount).toBe(0);
+      await client.close();
+    });
+  }
+
   it("a task the server never settles after the cancel stays unverified once watchMs is over, and polling stops", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {
