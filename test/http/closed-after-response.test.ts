@@ -1,10 +1,9 @@
-import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/index.js";
 import { connectV1, connectV2 } from "./clients.js";
 import { eventually } from "../helpers/timing.js";
+import { startRaw } from "./servers.js";
 import { otelRecorder } from "../../src/otel/index.js";
 import { otelHarness } from "../otel/harness.js";
 
@@ -70,20 +69,7 @@ async function rawServer() {
       res.end(event(progress) + event(result)); // one write, then the response ends
     }, 50);
   };
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => {
-      body += chunk.toString("utf8");
-    });
-    req.on("end", () => handle(req, res, body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-  const stop = (): Promise<void> =>
-    new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const { url, stop } = await startRaw(handle);
   return { url, ended, cancels, stop };
 }
 

@@ -1,10 +1,9 @@
-import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/index.js";
 import { connectV1, connectV2 } from "./clients.js";
 import { eventually } from "../helpers/timing.js";
+import { startRaw } from "./servers.js";
 
 // Two misbehaving 2025/2026 servers seen by outside testers, raw servers on 127.0.0.1:
 // - the late answer of a cancelled call comes on another stream (another request's, or the
@@ -117,20 +116,7 @@ async function rawServer(mode: Mode) {
       }, 50);
     });
   };
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => {
-      body += chunk.toString("utf8");
-    });
-    req.on("end", () => handle(req, res, body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
-  const stop = (): Promise<void> =>
-    new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const { url, stop } = await startRaw(handle);
   return { url, seen, held, stop };
 }
 
@@ -145,6 +131,25 @@ const settle = (promise: Promise<unknown>): Promise<string> =>
     (error: unknown) => (error as Error).name,
   );
 
+/** A raw server in `mode` and a client of `line` through the library, its tools/call records kept; both stopped after the test. */
+async function connected(mode: Mode, line: "v1" | "v2" | "v2-pinned") {
+  const server = await rawServer(mode);
+  cleanup.push(server.stop);
+  const records: RunRecord[] = [];
+  const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+  const client =
+    line === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { pin: line === "v2-pinned", onRecord });
+  cleanup.push(client.close);
+  /** Starts a call the server holds, and returns its outcome and its controller once the server has it. */
+  const held = async (count = 1) => {
+    const controller = new AbortController();
+    const outcome = settle(client.mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
+    expect(await eventually(() => server.held.size === count, 3_000)).toBe(true);
+    return { controller, outcome };
+  };
+  return { server, records, held, ...client };
+}
+
 describe("a late answer that comes another way, after its stream's close reached the server: the record keeps the close", () => {
   const cases = [
     ["2026-07-28 (v2 pinned): on another request's stream", "late-on-other-stream", "v2-pinned", "stream-close"],
@@ -153,23 +158,11 @@ describe("a late answer that comes another way, after its stream's close reached
   ] as const;
   for (const [name, mode, client, mechanism] of cases) {
     it(name, async () => {
-      const server = await rawServer(mode);
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-      const { mcp, close } =
-        client === "v1"
-          ? await connectV1(server.url, { onRecord })
-          : await connectV2(server.url, { pin: client === "v2-pinned", onRecord });
-      cleanup.push(close);
-      const a = new AbortController();
-      const first = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: a.signal }));
-      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
-      const b = new AbortController();
-      const second = settle(mcp.callTool({ name: "b", arguments: {} }, { signal: b.signal }));
-      expect(await eventually(() => server.held.size === 2, 3_000)).toBe(true);
-      a.abort();
-      expect(await first).toBe("CallCancelledError");
+      const { server, records, held, mcp } = await connected(mode, client);
+      const first = await held(1);
+      const second = await held(2);
+      first.controller.abort();
+      expect(await first.outcome).toBe("CallCancelledError");
       // A's stream closed at the server (cut, not ended), then A's answer came some other way.
       expect(await eventually(() => server.seen.closed.length === 1, 3_000)).toBe(true);
       expect(server.seen.closed[0]!.finished).toBe(false);
@@ -178,8 +171,8 @@ describe("a late answer that comes another way, after its stream's close reached
       expect(last).toMatchObject({ status: "cancelled", outcome: "late-result-discarded" });
       expect(last.cancel).toMatchObject({ mechanism, undelivered: null });
       expect(last.cancel?.sentAt).not.toBeNull();
-      b.abort();
-      expect(await second).toBe("CallCancelledError");
+      second.controller.abort();
+      expect(await second.outcome).toBe("CallCancelledError");
       expect(mcp.pendingCount).toBe(0);
     });
   }
@@ -188,17 +181,10 @@ describe("a late answer that comes another way, after its stream's close reached
 describe("a server that redirects every POST (307 /mcp to /mcp/): the cancel's notification follows the redirect", () => {
   for (const client of ["v1", "v2"] as const) {
     it(client, async () => {
-      const server = await rawServer("redirect");
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-      const { mcp, close } = client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
-      cleanup.push(close);
-      const controller = new AbortController();
-      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
-      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      const { server, records, held, close } = await connected("redirect", client);
+      const { controller, outcome } = await held();
       controller.abort();
-      expect(await call).toBe("CallCancelledError");
+      expect(await outcome).toBe("CallCancelledError");
       expect(await eventually(() => server.seen.cancels.length === 1, 3_000)).toBe(true);
       // Posted to /mcp (redirected), then to /mcp/, where it was taken (202).
       expect(server.seen.paths.filter((p) => p === "POST /mcp").length).toBeGreaterThanOrEqual(3);
@@ -214,18 +200,10 @@ describe("a server that redirects every POST (307 /mcp to /mcp/): the cancel's n
 describe("2025-era: a server that resets the request's stream when the notification arrives: the record names the notification only", () => {
   for (const client of ["v1", "v2"] as const) {
     it(client, async () => {
-      const server = await rawServer("reset-on-cancel");
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-      const { mcp, adapter, close } =
-        client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
-      cleanup.push(close);
-      const controller = new AbortController();
-      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
-      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      const { server, records, held, mcp, adapter } = await connected("reset-on-cancel", client);
+      const { controller, outcome } = await held();
       controller.abort();
-      expect(await call).toBe("CallCancelledError");
+      expect(await outcome).toBe("CallCancelledError");
       expect(records[0]!.cancel?.mechanism).toBe("notification+stream-close"); // what was to be done, at the abort
       // The stream was gone before the close: nothing was closed by the client.
       expect(await eventually(() => records.at(-1)!.cancel?.mechanism === "notification", 3_000)).toBe(true);
@@ -242,18 +220,10 @@ describe("2025-era: a redirect the SDK would not follow with the POST (a 302, an
   for (const mode of ["redirect-302", "redirect-cross"] as const) {
     for (const client of ["v1", "v2"] as const) {
       it(`${mode}, ${client}`, async () => {
-        const server = await rawServer(mode);
-        cleanup.push(server.stop);
-        const records: RunRecord[] = [];
-        const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-        const { mcp, errors, close } =
-          client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
-        cleanup.push(close);
-        const controller = new AbortController();
-        const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
-        expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+        const { server, records, held, errors } = await connected(mode, client);
+        const { controller, outcome } = await held();
         controller.abort();
-        expect(await call).toBe("CallCancelledError");
+        expect(await outcome).toBe("CallCancelledError");
         const status = mode === "redirect-302" ? 302 : 307;
         expect(await eventually(() => records.at(-1)!.cancel?.undelivered !== null, 3_000)).toBe(true);
         expect(records.at(-1)!.cancel).toMatchObject({
@@ -270,17 +240,10 @@ describe("2025-era: a redirect the SDK would not follow with the POST (a 302, an
 describe("2025-era, a JSON answer whose body comes with the notification's 202: read before the close, the record says notification", () => {
   for (const client of ["v1", "v2"] as const) {
     it(client, async () => {
-      const server = await rawServer("json-held");
-      cleanup.push(server.stop);
-      const records: RunRecord[] = [];
-      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
-      const { mcp, close } = client === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
-      cleanup.push(close);
-      const controller = new AbortController();
-      const call = settle(mcp.callTool({ name: "a", arguments: {} }, { signal: controller.signal }));
-      expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
+      const { server, records, held } = await connected("json-held", client);
+      const { controller, outcome } = await held();
       controller.abort();
-      expect(await call).toBe("CallCancelledError");
+      expect(await outcome).toBe("CallCancelledError");
       expect(await eventually(() => records.at(-1)!.late.results === 1, 3_000)).toBe(true);
       expect(await eventually(() => server.seen.closed.length === 1, 3_000)).toBe(true);
       expect(server.seen.closed[0]!.finished).toBe(true);

@@ -151,6 +151,28 @@ async function listen(server: http.Server): Promise<URL> {
   return new URL(`http://127.0.0.1:${address.port}/mcp`);
 }
 
+/**
+ * A raw node:http server on 127.0.0.1, port 0, for what no SDK server does (a result written with
+ * the 202, an answer on another stream, a redirect): `handle` gets each request with its body read.
+ * Its URL's path is /mcp; `stop()` closes every connection, then the server.
+ */
+export async function startRaw(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
+): Promise<{ url: URL; stop(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    void readBody(req).then((body) => handle(req, res, body));
+  });
+  const url = await listen(server);
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 /** server-everything's resumable event store, in memory. */
 class MemoryEventStore implements EventStore {
   readonly #events = new Map<string, { streamId: string; message: unknown }>();
