@@ -11,7 +11,7 @@ import { wasNotSent } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { isoTime } from "../utils/iso.js";
-import { noop } from "../utils/hooks.js";
+import { noop, textOf } from "../utils/hooks.js";
 
 /** Default poll interval, in ms, when the server suggests none. */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000;
@@ -591,9 +591,7 @@ export class TaskDriver implements TaskFollower {
       // Not sent at all (the client began closing the connection meanwhile): the record says so.
       if (wasNotSent(error)) {
         this.#notSent(
-          this.wire.open
-            ? `not sent: the transport refused it (${error instanceof Error ? error.message : String(error)}); the task was not cancelled`
-            : TASK_CANCEL_NOT_SENT,
+          this.wire.open ? `not sent: the transport refused it (${textOf(error)}); the task was not cancelled` : TASK_CANCEL_NOT_SENT,
         );
       }
       return this.#conclude(undefined);

@@ -89,7 +89,9 @@ export class TaskTracker extends Layer {
    * timeout came first, and a task that had completed failed).
    */
   override fact(requestId: RequestId, fact: WireFact): void {
-    if (fact.kind === "ended" && typeof requestId === "string") this.#requests.lost(requestId, fact.cause);
+    if (fact.kind === "ended" && typeof requestId === "string") {
+      this.#requests.lost(requestId, fact.cause, fact.how === "refused" || fact.how === "dropped");
+    }
     this.up.fact(requestId, fact);
   }
 

@@ -3,6 +3,7 @@ import type { Timers } from "../types/options.js";
 import type { Message } from "./messages.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
+import { textOf } from "../utils/hooks.js";
 
 /** The 2026-07-28 tasks extension's identifier (rule 36). */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -146,7 +147,7 @@ export class TaskRequests {
       });
       this.send({ jsonrpc: "2.0", id, method, params }).catch((error: unknown) => {
         const pending = this.#pending.get(id);
-        if (pending !== undefined && this.#pending.delete(id)) pending.reject(notSent(error));
+        if (pending !== undefined && this.#pending.delete(id)) pending.reject(notSent(readable(error, `${method}: its send failed`)));
       });
     });
   }
@@ -175,11 +176,17 @@ export class TaskRequests {
   }
 
   /** The stream of one of ours ended without its answer: it fails with `cause` (no answer: the caller polls again). */
-  lost(id: string, cause: unknown): void {
+  /**
+   * One of ours ended without its answer (a wire fact): it fails with the cause; `neverSent` (the
+   * fact says it never left: a refused connection, a line never written) marks it not sent, so
+   * the record says so (an outside tester's: a refused `tasks/cancel` was recorded as sent).
+   */
+  lost(id: string, cause: unknown, neverSent = false): void {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
-    pending.reject(cause instanceof Error ? cause : new Error(`${pending.method}: its response stream ended without its answer`));
+    const error = readable(cause, `${pending.method}: its response stream ended without its answer`);
+    pending.reject(neverSent ? notSent(error) : error);
   }
 
   /** The connection closed: every request in flight fails. */
@@ -188,6 +195,21 @@ export class TaskRequests {
     this.#pending.clear();
     for (const entry of pending) entry.reject(error);
   }
+}
+
+/**
+ * `cause` as an Error the task driver can read: itself when it is one, else an Error of its text
+ * (a thrown string), or `fallback` for nothing. Never a throw: a revoked Proxy or an error whose
+ * `message` getter throws (an outside tester's: the driver's `instanceof` on a revoked Proxy was an
+ * unhandled rejection that ended the process) becomes an Error of its own, the value its `cause`.
+ */
+function readable(cause: unknown, fallback: string): Error {
+  try {
+    if (cause instanceof Error && typeof cause.message === "string") return cause;
+  } catch {
+    // read below as any value
+  }
+  return new Error(cause === undefined ? fallback : textOf(cause), { cause });
 }
 
 /** Failures of the library's own requests that never went out (see {@link wasNotSent}). */

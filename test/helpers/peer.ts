@@ -68,7 +68,7 @@ export async function connectPeer(options: CancellationOptions = {}) {
       } as never),
     close: () => serverTransport.close(),
   };
-  return { client, mcp, peer, records, errors };
+  return { client, mcp, peer, records, errors, transport: clientTransport };
 }
 
 /** Lets queued microtasks and in-memory deliveries run without moving fake time. */

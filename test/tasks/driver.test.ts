@@ -59,6 +59,46 @@ describe("task driver", () => {
     });
   }
 
+  const revoked = (): unknown => {
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    return revocable.proxy;
+  };
+  for (const [name, refusal] of [
+    ["an Error", () => new Error("write EPIPE")],
+    ["a revoked Proxy", revoked],
+  ] as const) {
+    it(`a tasks/cancel the transport refuses (${name}): the record says it was not sent, and nothing is unhandled (outside testers')`, async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+      process.on("unhandledRejection", onUnhandled);
+      try {
+        const { client, mcp, peer, records, transport } = await connectPeer();
+        const send = transport.send.bind(transport);
+        transport.send = (message, options) =>
+          "method" in message && message.method === "tasks/cancel" ? Promise.reject(refusal()) : send(message, options);
+        peer.onRequest((m: Message) => {
+          if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+          if (m.method === "tasks/get") void peer.result(m.id, task("working"));
+        });
+        const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 300 }, maxTotalTimeoutMs: 100 }).catch((e: unknown) => e);
+        expect(isCallTimeoutError(error)).toBe(true);
+        await until(() => records.at(-1)?.cancel?.mechanism === "none");
+        expect(records.at(-1)!.cancel!.undelivered).toMatchObject({ mechanism: "tasks/cancel" });
+        expect(records.at(-1)!.cancel!.undelivered!.error).toMatch(
+          /^not sent: the transport refused it \(.+\); the task was not cancelled$/,
+        );
+        expect(peer.requests("tasks/cancel")).toHaveLength(0);
+        await sleep(50);
+        expect(unhandled).toEqual([]);
+        expect(mcp.pendingCount).toBe(0);
+        await client.close();
+      } finally {
+        process.off("unhandledRejection", onUnhandled);
+      }
+    });
+  }
+
   it("a task the server never settles after the cancel stays unverified once watchMs is over, and polling stops", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {
