@@ -65,8 +65,15 @@ afterEach(async () => {
 });
 
 describe("C01 2025-era HTTP: the result written in the same tick as the 202 is read, and discarded, before the stream closes", () => {
-  for (const line of ["v1", "v2 (2025-era)"] as const) {
-    it(line, async () => {
+  for (const [line, door] of [
+    ["v1", "abort"],
+    ["v2 (2025-era)", "abort"],
+    ["v1", "close"],
+    ["v2 (2025-era)", "close"],
+  ] as const) {
+    // The client's close() cancels its pending calls the same way; it closes the transport a turn
+    // after their notifications' answers too (an outside tester's: the close cut the result off).
+    it(`${line}, ${door === "abort" ? "the caller's abort" : "the client's close()"}`, async () => {
       const server = await rawServer();
       cleanup.push(server.stop);
       const records: RunRecord[] = [];
@@ -86,16 +93,18 @@ describe("C01 2025-era HTTP: the result written in the same tick as the 202 is r
         },
       );
       expect(await eventually(() => server.held.size === 1, 3_000)).toBe(true);
-      controller.abort();
-      expect(await outcome).toBe("CallCancelledError");
+      if (door === "abort") controller.abort();
+      else await close();
+      expect(await outcome).toBe(door === "abort" ? "CallCancelledError" : "ConnectionClosedError");
       expect(await eventually(() => records.at(-1)?.late.results === 1, 3_000)).toBe(true);
       expect(await eventually(() => server.ended.some((e) => e.method === "tools/call"), 3_000)).toBe(true);
       expect(server.ended.find((e) => e.method === "tools/call")?.finished).toBe(true);
       expect(server.cancels).toHaveLength(1);
       const last = records.at(-1)!;
       expect(last).toMatchObject({ status: "cancelled", outcome: "late-result-discarded" });
-      expect(last.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification", undelivered: null });
-      expect(last.summary).toBe("cancelled (aborted), late result discarded");
+      const trigger = door === "abort" ? "aborted" : "connection-closed";
+      expect(last.cancel).toMatchObject({ trigger, mechanism: "notification", undelivered: null });
+      expect(last.summary).toBe(`cancelled (${trigger}), late result discarded`);
       expect(settled).toBe(1);
       expect(errors).toEqual([]);
       expect(mcp.pendingCount).toBe(0);

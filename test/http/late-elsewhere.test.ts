@@ -251,3 +251,58 @@ describe("2025-era, a JSON answer whose body comes with the notification's 202: 
     });
   }
 });
+
+// A task call (2025-11-25) cancelled before its CreateTaskResult keeps its stream open for
+// watchMs (docs/tasks.md); the server resets that stream meanwhile. At the bound nothing is left
+// to close, and the record does not say a stream was closed (an outside tester's: it said
+// `stream-close` on the v1 client).
+describe("2025-11-25 tasks over HTTP: a held stream the server resets is not claimed closed at the bound", () => {
+  for (const line of ["v1", "v2"] as const) {
+    it(line, async () => {
+      let held: ServerResponse | undefined;
+      const server = await startRaw((req, res, body) => {
+        if (req.method !== "POST") {
+          res.writeHead(req.method === "DELETE" ? 200 : 405).end();
+          return;
+        }
+        const message = JSON.parse(body) as { id?: number; method: string; params?: { protocolVersion?: string } };
+        if (message.id === undefined) {
+          res.writeHead(202).end();
+          return;
+        }
+        if (message.method === "tools/call") {
+          res.writeHead(200, { "content-type": "text/event-stream", "mcp-session-id": "s1" });
+          res.flushHeaders();
+          held = res;
+          return;
+        }
+        const result =
+          message.method === "initialize"
+            ? {
+                protocolVersion: "2025-11-25",
+                serverInfo: { name: "s", version: "1" },
+                capabilities: { tools: {}, tasks: { cancel: {}, requests: { tools: { call: {} } } } },
+              }
+            : {};
+        res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s1" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+      });
+      cleanup.push(server.stop);
+      const records: RunRecord[] = [];
+      const onRecord = (record: RunRecord): void => void (record.method === "tools/call" && records.push(record));
+      const { mcp, adapter, close } = line === "v1" ? await connectV1(server.url, { onRecord }) : await connectV2(server.url, { onRecord });
+      cleanup.push(close);
+      const controller = new AbortController();
+      const outcome = settle(mcp.callTool({ name: "long", arguments: {} }, { task: { watchMs: 400 }, signal: controller.signal }));
+      expect(await eventually(() => held !== undefined, 3_000)).toBe(true);
+      controller.abort();
+      expect(await outcome).toBe("CallCancelledError");
+      held!.socket?.destroy(); // the server resets the held stream
+      // Past the bound (watchMs) and the record's revision for it.
+      expect(await eventually(() => records.some((r) => r.cancel?.undelivered?.mechanism === "tasks/cancel"), 3_000)).toBe(true);
+      expect(await eventually(() => adapter.stats().holding === 0, 3_000)).toBe(true);
+      expect(records.every((r) => r.cancel?.mechanism === "none")).toBe(true);
+      expect(adapter.stats().streams).toBe(0);
+    });
+  }
+});

@@ -3,7 +3,10 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ConnectionClosedError, withCancellation } from "../../src/index.js";
+import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import { startV1 } from "../http/servers.js";
 
 // A transport whose `send` rejects a request with an error that cannot be read (a `cause` or
 // `message` getter that throws, a message that cannot be made a string, a revoked Proxy): the call
@@ -83,6 +86,46 @@ describe("a transport's send that rejects with an error that cannot be read: the
       expect(mcp.pendingCount).toBe(0);
       // The connection is fine: the next request is answered.
       await expect(client.listTools()).resolves.toMatchObject({ tools: [{ name: "fast" }] });
+    });
+  }
+});
+
+// The same over Streamable HTTP: the fetch given to cancellableFetch rejects the tools/call POST
+// with an error that cannot be read. An outside tester's: the adapter's look at the error (did the
+// request leave?) threw, and the call failed with that internal TypeError instead of its own error.
+describe("Streamable HTTP: a fetch that rejects with an error that cannot be read: the call settles ConnectionClosedError", () => {
+  const cases: Array<[string, () => unknown]> = [
+    ...oddErrors(),
+    [
+      "fetch failed, its cause's code a getter that throws",
+      () =>
+        new TypeError("fetch failed", {
+          cause: Object.defineProperty({}, "code", {
+            get() {
+              throw new Error("code getter threw");
+            },
+          }),
+        }),
+    ],
+  ];
+  for (const [name, make] of cases) {
+    it(name, async () => {
+      const server = await startV1({ stateful: true });
+      cleanup.push(() => server.stop());
+      const fetch = cancellableFetch({
+        fetch: (url, init) =>
+          typeof init?.body === "string" && init.body.includes('"tools/call"') ? Promise.reject(make()) : globalThis.fetch(url, init),
+      });
+      const client = new Client({ name: "c", version: "1" });
+      const mcp = withCancellation(client, streamableHttpCancellation(new StreamableHTTPClientTransport(server.url, { fetch })), {
+        timeoutMs: 2_000,
+      });
+      client.onerror = () => {};
+      await client.connect(mcp.transport);
+      cleanup.push(() => client.close());
+      const error = await mcp.callTool({ name: "echo", arguments: { text: "x" } }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectionClosedError);
+      expect(mcp.pendingCount).toBe(0);
     });
   }
 });

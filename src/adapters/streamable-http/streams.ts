@@ -488,6 +488,12 @@ export class StreamTracker extends Layer {
     const timer = setTimeout(() => {
       this.#unhold(stream);
       if (this.#streams.get(stream.id) !== stream) return;
+      if (stream.endedFirst === true) {
+        // The server ended it meanwhile (reset it): nothing is closed now, and the record does not
+        // say one was (an outside tester's: it said `stream-close`).
+        this.#forgetStream(stream);
+        return;
+      }
       this.closeStream(stream);
       request.delivery({ sent: "stream-close", failed: null });
     }, request.awaitsTask);
@@ -729,10 +735,14 @@ export class StreamTracker extends Layer {
 
 /** fetch's network failure (`TypeError: fetch failed`, `terminated`), not an HTTP status or a bug in the message. */
 export function isNetworkError(error: unknown): boolean {
-  return (
-    error instanceof TypeError &&
-    (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
-  );
+  try {
+    return (
+      error instanceof TypeError &&
+      (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
+    );
+  } catch {
+    return false; // an error that cannot be read (a getter that throws, a revoked Proxy): no network error it can be told for
+  }
 }
 
 /**
@@ -767,6 +777,12 @@ export function neverLeft(error: unknown): boolean {
     if (Array.isArray(inner)) for (const item of inner) walk(item, depth + 1);
     walk((value as { cause?: unknown }).cause, depth + 1);
   };
-  walk(error, 0);
+  try {
+    walk(error, 0);
+  } catch {
+    // An error that cannot be read (a getter that throws, a revoked Proxy) proves nothing (an outside
+    // tester's: the throw failed the call with an internal TypeError instead of its own error).
+    return false;
+  }
   return codes.length > 0 && codes.every((code) => NEVER_CONNECTED.has(code));
 }
