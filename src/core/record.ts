@@ -40,7 +40,7 @@ export function taskStatus(status: unknown): TaskStatus {
 }
 
 /** The record's text for a cancel notification not sent because its request's response was read first (rule 7). */
-export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7)";
+export const ANSWERED_FIRST = "not sent: the response arrived first (rule 7 in docs/spec-rules.md)";
 
 /** The longest server text a summary quotes, in characters. */
 const SUMMARY_TEXT_LENGTH = 200;

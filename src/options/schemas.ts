@@ -153,7 +153,17 @@ export function parseOptions<T>(
       return meant === undefined ? [] : [`"${meant}" (not "${key}")`];
     });
     const hint = hints.length > 0 ? `; use ${hints.join(", ")}` : "";
-    throw new InvalidOptionError(named(issue.keys[0]!), `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}`);
+    // A client-wide option given per call (`awaitVerification`, `verifiers`, `onRecord`): where it goes.
+    const wide =
+      schema === (callOptionsSchema as z.ZodType) ? issue.keys.filter((key) => Object.hasOwn(clientOptionsSchema.shape, key)) : [];
+    const clientWide =
+      wide.length > 0
+        ? `; ${wide.map((key) => `"${key}"`).join(", ")} ${wide.length > 1 ? "are client-wide options" : "is a client-wide option"} (withCancellation or attachCancellation options)`
+        : "";
+    throw new InvalidOptionError(
+      named(issue.keys[0]!),
+      `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}`,
+    );
   }
   const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");
   throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);

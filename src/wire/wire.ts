@@ -881,7 +881,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       if (call.responded()) {
         call.fail(
           new Error(
-            `subscriptions/listen ended by the server (notifications/cancelled${typeof reason === "string" ? `: ${reason}` : ""}; rule 12)`,
+            `subscriptions/listen ended by the server (notifications/cancelled${typeof reason === "string" ? `: ${reason}` : ""}; rule 12 in docs/spec-rules.md)`,
           ),
         );
       }

@@ -766,7 +766,7 @@ describe("CancellableCall: a response read after its limit passed is late (soak 
         trigger: "timeout",
         mechanism: "none",
         sentAt: null,
-        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
       },
     });
   });
@@ -868,7 +868,7 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
   it("a notification not sent because the answer came first: the first record says so (revision 0), not what cancel() returned", async () => {
     const { records, outcome } = callTellingAtOnce({
       sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
     await vi.advanceTimersByTimeAsync(100);
     expect(outcome.status).toBe("rejected");
@@ -879,7 +879,7 @@ describe("CancellableCall: what a layer knew during the cancel itself", () => {
       cancel: {
         mechanism: "none",
         sentAt: null,
-        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+        undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
       },
     });
     expect((outcome.error as CallTimeoutError).record).toEqual(records[0]);

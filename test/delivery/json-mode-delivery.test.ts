@@ -107,7 +107,7 @@ describe("a response that arrives before the notification is sent", () => {
     expect(record.cancel).toMatchObject({
       mechanism: "none",
       sentAt: null,
-      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
     expect(record.late.results).toBe(1); // the result itself was discarded as late
     expect(server.events.filter((e) => e.kind === "http" && e.rpc === "notifications/cancelled")).toEqual([]);

@@ -16,7 +16,10 @@ import { sleep } from "../helpers/reliability.js";
 
 /** What a line still queued behind the full pipe tells its record at once: not out yet. */
 const HELD = { sent: "notification", failed: null, sentWall: null };
-const ANSWERED_FIRST = { sent: "none", failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" } };
+const ANSWERED_FIRST = {
+  sent: "none",
+  failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
+};
 
 function cancelRequest(requestId: number) {
   const delivery = vi.fn();
@@ -168,7 +171,7 @@ describe("a real server that stops reading while it works", () => {
       trigger: "aborted",
       mechanism: "none",
       sentAt: null,
-      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
     expect(record.outcome).toBe("late-result-discarded");
     // Not sent by choice (rule 7), not a failed delivery: the summary says the late result, no "not delivered".

@@ -62,7 +62,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     expect(cancels(sent)).toBe(0);
     expect(timed.delivery).toHaveBeenCalledExactlyOnceWith({
       sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
   });
 
@@ -77,7 +77,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     expect(sent.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId)).toEqual([4]);
     expect(timed.delivery).toHaveBeenCalledExactlyOnceWith({
       sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
   });
 
@@ -108,7 +108,7 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     expect(ids).toEqual(timed.map(({ request }) => request.requestId).filter((id) => id !== 107));
     expect(timed[7]!.delivery).toHaveBeenCalledExactlyOnceWith({
       sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
     // The rest: no failure told; at most a later sentWall (a line that went 1 ms or more after the check phase).
     for (const [i, { delivery }] of timed.entries()) {

@@ -123,7 +123,7 @@ describe("mcp-cancellable proxy: large messages", () => {
     await client.answer("after");
     const refusals = client.messages.filter((m) => m.id === null && m.method === undefined);
     expect(refusals.map((m) => m.error?.code)).toEqual([-32600, -32600, -32600, -32600]);
-    expect(refusals[0]!.error!.message).toContain("is not a string or an integer JSON carries exactly (rule 1)");
+    expect(refusals[0]!.error!.message).toContain("is not a string or an integer JSON carries exactly (rule 1 in docs/spec-rules.md)");
     expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1);
   });
 

@@ -81,7 +81,7 @@ describe("proxy: a task the client made", () => {
     const answer = await client.answer("t3");
     expect((answer.error as { code?: number }).code).toBe(-32001);
     expect((answer.error as { message: string }).message).toContain(
-      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)",
+      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36 in docs/spec-rules.md)",
     );
     // Nothing else went upstream at the timeout (rule 35: never notifications/cancelled); tasks/cancel once the task exists.
     expect(await eventually(() => received(client.stderr).some((m) => m.method === "tasks/cancel"), 5_000)).toBe(true);

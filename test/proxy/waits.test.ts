@@ -95,7 +95,7 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     client.send({ jsonrpc: "2.0", id: "discover", method: "server/discover", params: {} });
     const answer = await client.answer("discover");
     expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT" } });
-    expect(answer.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39\)/);
+    expect(answer.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39 in docs\/spec-rules.md\)/);
     expect(performance.now() - sentAt).toBeGreaterThanOrEqual(650); // not the 100 ms idle timeout
     await sleep(200);
     expect(received(client.stderr).some((m) => m.method === "server/discover")).toBe(true);

@@ -114,6 +114,16 @@ describe("mistakes from the second new-user trial", () => {
     expect(error.message).toBe('call options: unknown option "timeoutMS"; use "timeoutMs" (not "timeoutMS")');
   });
 
+  it("a client-wide option given per call says where it goes (an outside tester's: only 'unknown option')", async () => {
+    const { mcp } = await connectPeer();
+    const error = (await mcp.callTool({ name: "x" }, { awaitVerification: true } as never).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("awaitVerification");
+    expect(error.message).toBe(
+      'call options: unknown option "awaitVerification"; "awaitVerification" is a client-wide option (withCancellation or attachCancellation options)',
+    );
+  });
+
   it('callTool("name") says params is an object and shows its shape', async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool("echo" as never).catch((e: unknown) => e)) as InvalidOptionError;

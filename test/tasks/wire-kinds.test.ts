@@ -175,7 +175,7 @@ describe("subscriptions/listen entries", () => {
     await expect(answered).resolves.toMatchObject({ resultType: "complete" });
     // Ended by the server without its result: failed with the server's reason, not succeeded with {}.
     expect((await cancelled) as Error).toMatchObject({
-      message: "subscriptions/listen ended by the server (notifications/cancelled: server restarts; rule 12)",
+      message: "subscriptions/listen ended by the server (notifications/cancelled: server restarts; rule 12 in docs/spec-rules.md)",
     });
     const record = mcp.records().find((r) => r.requestId === callCancelled)!;
     expect(record).toMatchObject({ status: "failed", error: { code: null, message: expect.stringContaining("server restarts") } });
@@ -199,7 +199,7 @@ describe("subscriptions/listen entries", () => {
     } as never);
     await flush();
     expect((await listen) as Error).toMatchObject({
-      message: "subscriptions/listen ended by the server (notifications/cancelled: bye; rule 12)",
+      message: "subscriptions/listen ended by the server (notifications/cancelled: bye; rule 12 in docs/spec-rules.md)",
     });
     await serverTransport.send({
       jsonrpc: "2.0",

@@ -69,7 +69,7 @@ describe("DeferredCancels with a hop (stdio)", () => {
     cancels.answered({ jsonrpc: "2.0", id: 1, result: {} });
     expect(a.delivery).toHaveBeenCalledExactlyOnceWith({
       sent: "none",
-      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7)" },
+      failed: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
     });
     cancels.flush();
     expect(unhop).toHaveBeenCalledOnce();

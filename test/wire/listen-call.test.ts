@@ -34,7 +34,11 @@ describe("a call's subscriptions/listen ended by the server (rule 12)", () => {
     expect(transport.records()[0]).toMatchObject({
       method: "subscriptions/listen",
       status: "failed",
-      error: { code: null, message: "subscriptions/listen ended by the server (notifications/cancelled: server ends the listen; rule 12)" },
+      error: {
+        code: null,
+        message:
+          "subscriptions/listen ended by the server (notifications/cancelled: server ends the listen; rule 12 in docs/spec-rules.md)",
+      },
     });
     // The client hears the server's own notification; the library adds no answer of its own.
     expect(toClient.filter((m) => (m as { id?: unknown }).id === "L1")).toEqual([]);

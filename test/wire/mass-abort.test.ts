@@ -43,7 +43,10 @@ describe("a response that overtakes its call's abort in a mass settle", () => {
     expect(second.cancel?.trigger).toBe("aborted");
     expect(second.cancel?.mechanism).toBe("none");
     // Why nothing went, as the adapters' queues say it for a timer-fired cancel whose response came first (an outside tester's: null here).
-    expect(second.cancel?.undelivered).toEqual({ mechanism: "notification", error: "not sent: the response arrived first (rule 7)" });
+    expect(second.cancel?.undelivered).toEqual({
+      mechanism: "notification",
+      error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)",
+    });
     expect(second.cancel?.sentAt).toBeNull();
     const latest = mcp.records().find((r) => r.requestId === ids[1])!;
     expect(latest.outcome).toBe("late-result-discarded");

@@ -69,7 +69,10 @@ describe("timer-fired cancels on a notification transport", () => {
     expect(first.status).toBe("cancelled");
     expect(first.cancel?.mechanism).toBe("none");
     expect(first.cancel?.sentAt).toBeNull();
-    expect(first.cancel?.undelivered).toEqual({ mechanism: "notification", error: "not sent: the response arrived first (rule 7)" });
+    expect(first.cancel?.undelivered).toEqual({
+      mechanism: "notification",
+      error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)",
+    });
     expect(first.late.results).toBe(1);
     expect(first.outcome).toBe("late-result-discarded");
   });

@@ -47,9 +47,9 @@ export function proxyErrorResponse(
       record.cancel?.mechanism !== "none"
         ? "cancelled upstream"
         : record.method === "server/discover" || record.method === "initialize"
-          ? `not cancelled (${record.method} never is: rules 19, 39)`
+          ? `not cancelled (${record.method} never is: rules 19, 39 in docs/spec-rules.md)`
           : taskAugmented && record.task === undefined
-            ? "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)"
+            ? "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36 in docs/spec-rules.md)"
             : "nothing sent upstream";
     const message = !idle
       ? `mcp-cancellable proxy: ${what} exceeded its maximum total timeout of ${error.timeoutMs} ms (maxTotalTimeoutMs); ${upstream}`

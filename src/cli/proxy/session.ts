@@ -483,7 +483,7 @@ export class ProxySession<T extends TransportLike> {
       // upstream with no id of the proxy's, no limits and no record: answered here instead.
       this.malformed(
         null,
-        `the ${named} request's id ${JSON.stringify(given) ?? String(given)} is not a string or an integer JSON carries exactly (rule 1)`,
+        `the ${named} request's id ${JSON.stringify(given) ?? String(given)} is not a string or an integer JSON carries exactly (rule 1 in docs/spec-rules.md)`,
         INVALID_REQUEST_CODE,
         "Invalid Request",
       );
@@ -709,14 +709,14 @@ export class ProxySession<T extends TransportLike> {
     pending.timer = setTimeout(() => {
       if (this.#pending.get(upstreamId) !== pending) return;
       this.#forget(upstreamId);
-      this.#log(`initialize got no answer within ${ms} ms: answered -32001 (not cancelled: rule 39)`);
+      this.#log(`initialize got no answer within ${ms} ms: answered -32001 (not cancelled: rule 39 in docs/spec-rules.md)`);
       const idle = which === "timeoutMs";
       this.#toClient({
         jsonrpc: "2.0",
         id: pending.clientId,
         error: {
           code: TIMEOUT_ERROR_CODE,
-          message: `mcp-cancellable proxy: initialize got no answer within ${ms} ms (${idle ? "the idle timeout, timeoutMs" : "maxTotalTimeoutMs"}); not cancelled (initialize never is, rule 39)`,
+          message: `mcp-cancellable proxy: initialize got no answer within ${ms} ms (${idle ? "the idle timeout, timeoutMs" : "maxTotalTimeoutMs"}); not cancelled (initialize never is, rule 39 in docs/spec-rules.md)`,
           data: {
             code: idle ? "REQUEST_TIMEOUT" : "MAX_TOTAL_TIMEOUT",
             trigger: idle ? "timeout" : "max-total-timeout",
@@ -750,18 +750,23 @@ export class ProxySession<T extends TransportLike> {
     if (upstreamId === undefined || pending === undefined) {
       // Rule 10: a cancel for nothing in progress (answered already, or never sent) is ignored.
       this.counts.ignoredCancels++;
-      this.#verbose("client->proxy", message, undefined, "ignored: no such request in progress (rule 10)");
+      this.#verbose("client->proxy", message, undefined, "ignored: no such request in progress (rule 10 in docs/spec-rules.md)");
       return;
     }
     if (pending.method === "initialize") {
       this.counts.ignoredCancels++;
-      this.#log("the client cancelled initialize: ignored (initialize is never cancelled, rule 39)");
+      this.#log("the client cancelled initialize: ignored (initialize is never cancelled, rule 39 in docs/spec-rules.md)");
       return;
     }
     if (pending.early === true) {
       // Its answer is on its way to the client already: the cancel crossed it (rule 9).
       this.counts.ignoredCancels++;
-      this.#verbose("client->proxy", message, upstreamId, "ignored: its answer is being written to the client (rule 9)");
+      this.#verbose(
+        "client->proxy",
+        message,
+        upstreamId,
+        "ignored: its answer is being written to the client (rule 9 in docs/spec-rules.md)",
+      );
       return;
     }
     this.counts.clientCancels++;
@@ -855,7 +860,12 @@ export class ProxySession<T extends TransportLike> {
         if (pending.method !== "subscriptions/listen") {
           // Rule 12: a server cancels only its own requests or a listen; the library reported it
           // (an anomaly) and the call goes on. Its id is the upstream's: never the client's to see.
-          this.#verbose("server->proxy", message, requestId, "a server cancel of a client request: ignored (rule 12)");
+          this.#verbose(
+            "server->proxy",
+            message,
+            requestId,
+            "a server cancel of a client request: ignored (rule 12 in docs/spec-rules.md)",
+          );
           return;
         }
         // The server ends the client's listen (rule 12): the client knows it under its own id.

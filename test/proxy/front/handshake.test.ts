@@ -20,7 +20,7 @@ describe("proxy --listen: server/discover is a handshake", () => {
     const [answer] = (await messagesOf(response)) as Array<{ error?: { code: number; message: string; data?: { code?: string } } }>;
     expect(performance.now() - sentAt).toBeGreaterThanOrEqual(950); // not the 200 ms idle timeout
     expect(answer?.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT" } });
-    expect(answer!.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39\)/);
+    expect(answer!.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39 in docs\/spec-rules.md\)/);
     await sleep(200);
     expect(received(front.stderr()).some((m) => m.method === "server/discover")).toBe(true);
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);

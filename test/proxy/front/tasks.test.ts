@@ -73,7 +73,7 @@ describe("HTTP front: a task the client made", () => {
     ).find((m) => m.id === 8)!;
     expect((answer.error as { code?: number }).code).toBe(-32001);
     expect((answer.error as { message: string }).message).toContain(
-      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36)",
+      "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36 in docs/spec-rules.md)",
     );
     expect(await eventually(() => received(front.stderr()).some((m) => m.method === "tasks/cancel"), 5_000)).toBe(true);
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
