@@ -21,7 +21,9 @@ export class CallTimeoutError extends McpCancellableError {
    * The option the expired limit came from, as the message names it: `timeoutMs`,
    * `maxTotalTimeoutMs`, `clientWaitTimeoutMs` (the idle timeout was paused while the client's
    * own answer to the server's request was awaited, and that wait ran out), the SDK request
-   * option a framework passed, or `signal` (the caller's signal timed out).
+   * option a framework passed in the words the message names it with (`the SDK request option
+   * "timeout", as the framework set it`, or `"maxTotalTimeout"`), or `signal` (the caller's signal
+   * timed out).
    */
   readonly limitName: string;
 
