@@ -309,10 +309,13 @@ class CallTrace implements CallObservation {
     const verification = record.verification;
     if (verification?.settledAt != null && previous.verification?.settledAt !== verification.settledAt) {
       const failed = record.outcome === "verify-failed";
-      if (failed) attributes[ATTR_ERROR_TYPE] = ERROR_TYPE_VERIFY_FAILED;
       const span = this.#settings.tracer.startSpan(
         `verify ${this.#name}`,
-        { kind: SpanKind.INTERNAL, attributes, startTime: new Date(verification.startedAt) },
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: failed ? { ...attributes, [ATTR_ERROR_TYPE]: ERROR_TYPE_VERIFY_FAILED } : attributes,
+          startTime: new Date(verification.startedAt),
+        },
         parent,
       );
       span.addEvent(EVENT_VERIFICATION, { [ATTR_CALL_OUTCOME]: record.outcome }, new Date(verification.settledAt));
@@ -322,6 +325,7 @@ class CallTrace implements CallObservation {
         );
       }
       span.end(new Date(verification.settledAt));
+      this.#undeliveredToo(previous, record, attributes, parent);
       return;
     }
     const kinds = lateKinds(previous.late, record.late);
@@ -341,14 +345,30 @@ class CallTrace implements CallObservation {
       task !== undefined &&
       (task.status !== previous.task?.status || record.outcome !== previous.outcome || cancel?.mechanism !== previous.cancel?.mechanism)
     ) {
-      attributes[ATTR_TASK_ID] = task.taskId;
-      attributes[ATTR_TASK_STATUS] = task.status;
-      const span = this.#settings.tracer.startSpan(`task ${this.#name}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+      const span = this.#settings.tracer.startSpan(
+        `task ${this.#name}`,
+        { kind: SpanKind.INTERNAL, attributes: { ...attributes, [ATTR_TASK_ID]: task.taskId, [ATTR_TASK_STATUS]: task.status } },
+        parent,
+      );
       span.addEvent(EVENT_TASK, { [ATTR_CALL_OUTCOME]: record.outcome, [ATTR_TASK_STATUS]: task.status });
       span.end();
+      this.#undeliveredToo(previous, record, attributes, parent);
       return;
     }
     this.#cancelDelivery(previous, record, attributes, parent);
+  }
+
+  /**
+   * A revision that brought a verification or a task's news may also say that part of the cancel
+   * did not get through (a `tasks/cancel` the transport refused): its `cancel` span too, with
+   * `undelivered` and status `ERROR` (an outside tester's: no span carried it).
+   */
+  #undeliveredToo(previous: RunRecord, record: RunRecord, attributes: Attributes, parent: Context): void {
+    const undelivered = record.cancel?.undelivered ?? null;
+    const before = previous.cancel?.undelivered ?? null;
+    if (undelivered !== null && (undelivered.mechanism !== before?.mechanism || undelivered.error !== before.error)) {
+      this.#cancelDelivery(previous, record, attributes, parent);
+    }
   }
 
   /**

@@ -20,7 +20,15 @@ interface Seen {
   paths: string[];
 }
 
-type Mode = "late-on-other-stream" | "late-on-get" | "redirect" | "reset-on-cancel" | "redirect-302" | "redirect-cross" | "json-held";
+type Mode =
+  | "late-on-other-stream"
+  | "late-on-get"
+  | "redirect"
+  | "reset-on-cancel"
+  | "redirect-302"
+  | "redirect-cross"
+  | "json-held"
+  | "json-head-only";
 
 async function rawServer(mode: Mode) {
   const seen: Seen = { closed: [], cancels: [], paths: [] };
@@ -94,8 +102,8 @@ async function rawServer(mode: Mode) {
       return;
     }
     const id = message.id;
-    if (mode === "json-held") {
-      // A JSON answer whose head is flushed and whose body is held.
+    if (mode === "json-held" || mode === "json-head-only") {
+      // A JSON answer whose head is flushed and whose body is held (json-head-only: never written).
       res.writeHead(200, { "content-type": "application/json" });
       res.flushHeaders();
       held.set(id, res);
@@ -303,6 +311,24 @@ describe("2025-11-25 tasks over HTTP: a held stream the server resets is not cla
       expect(await eventually(() => adapter.stats().holding === 0, 3_000)).toBe(true);
       expect(records.every((r) => r.cancel?.mechanism === "none")).toBe(true);
       expect(adapter.stats().streams).toBe(0);
+    });
+  }
+});
+
+describe("2025-era, a JSON head whose body never comes, then the client's close(): the notification goes, and the record never says the response came first", () => {
+  for (const client of ["v1", "v2"] as const) {
+    it(client, async () => {
+      // An outside tester's: at the close a head alone was taken for the answer; no notification
+      // went, and the record said "the response arrived first" for a server that had written nothing else.
+      const { server, records, held, close } = await connected("json-head-only", client);
+      const { outcome } = await held();
+      await close();
+      expect(await outcome).toBe("ConnectionClosedError");
+      expect(server.seen.cancels).toHaveLength(1);
+      const last = records.at(-1)!;
+      expect(last.cancel).toMatchObject({ trigger: "connection-closed", mechanism: "notification+stream-close", undelivered: null });
+      expect(last.cancel?.sentAt).not.toBeNull();
+      expect(records.some((r) => r.cancel?.undelivered?.error?.includes("arrived first") === true)).toBe(false);
     });
   }
 });

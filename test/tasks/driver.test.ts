@@ -8,6 +8,8 @@ import { isCallTimeoutError, isInvalidOptionError } from "../../src/index.js";
 import { TaskRequestError } from "../../src/errors/TaskRequestError.js";
 import type { Message } from "../../src/core.js";
 import { connectPeer } from "../helpers/peer.js";
+import { otelRecorder } from "../../src/otel/index.js";
+import { otelHarness } from "../otel/harness.js";
 import { until } from "../helpers/timing.js";
 
 const task = (status: string) => ({ taskId: "t1", status, ttl: 60_000, createdAt: "", lastUpdatedAt: "", pollInterval: 20 });
@@ -73,7 +75,10 @@ describe("task driver", () => {
       const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
       process.on("unhandledRejection", onUnhandled);
       try {
-        const { client, mcp, peer, records, transport } = await connectPeer();
+        const otel = otelHarness();
+        const { client, mcp, peer, records, transport } = await connectPeer({
+          observer: otelRecorder({ tracer: otel.tracer, meter: otel.meter }),
+        });
         const send = transport.send.bind(transport);
         transport.send = (message, options) =>
           "method" in message && message.method === "tasks/cancel" ? Promise.reject(refusal()) : send(message, options);
@@ -89,6 +94,12 @@ describe("task driver", () => {
           /^not sent: the transport refused it \(.+\); the task was not cancelled$/,
         );
         expect(peer.requests("tasks/cancel")).toHaveLength(0);
+        // The trace says it too: a cancel span with what did not get through, status ERROR (an
+        // outside tester's: the revision went to a task span only, and no span carried it).
+        const cancelSpan = otel.spans().find((span) => span.name === "cancel tools/call report");
+        expect(cancelSpan?.attributes["mcp_cancellable.cancel.undelivered"]).toMatch(/^tasks\/cancel: not sent: the transport refused it/);
+        expect(cancelSpan?.status.code).toBe(2);
+        await otel.shutdown();
         await sleep(50);
         expect(unhandled).toEqual([]);
         expect(mcp.pendingCount).toBe(0);
