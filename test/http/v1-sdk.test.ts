@@ -204,6 +204,23 @@ describe("v1 SDK client over Streamable HTTP (2025-11-25)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("closing the client past flushTimeoutMs with a notification unanswered: the close resolves after the record says so (undelivered), nothing left flushing", async () => {
+    const server = await startV1({ stateful: false, holdCancelMs: 20_000 });
+    cleanup.push(() => server.stop());
+    const { mcp, adapter, close } = await connectV1(server.url, {}, { flushTimeoutMs: 100 });
+    const { call, controller } = await inFlight(server, mcp, 1);
+    controller.abort();
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => seen(server, "notifications/cancelled").length === 1)).toBe(true);
+    expect(mcp.records().at(-1)!.cancel!.undelivered).toBeNull(); // unanswered, not given up yet
+    await close();
+    // Right after the close, not some milliseconds later (an outside tester's).
+    expect(adapter.stats().flushing).toBe(0);
+    const record = mcp.records().at(-1)!;
+    expect(record.cancel!.undelivered).toMatchObject({ mechanism: "notification", written: true });
+    expect(record.summary).toMatch(/cancel notification sent, unanswered$/);
+  });
+
   it("closing the client while a notification is unanswered waits at most flushTimeoutMs, and clears that wait's timer", async () => {
     // A value no other timer in the process uses (the server in this process, the test runner).
     const FLUSH_MS = 4_321;

@@ -133,7 +133,8 @@ export class LegacyDelivery extends Layer {
   /**
    * The decorated `close()`: a cancel made just before it still reaches the server. The
    * notifications on their way are given at most flushTimeoutMs, then the transport closes
-   * (aborting whatever is left, which is then recorded as undelivered).
+   * (aborting whatever is left, which is then recorded as undelivered: the close resolves after
+   * those records' revisions, at most flushTimeoutMs more).
    */
   override async close(): Promise<void> {
     if (this.#deliveries.size > 0) {
@@ -154,7 +155,19 @@ export class LegacyDelivery extends Layer {
       // (an outside tester's: closing the client cut it off, where an abort read it).
       await new Promise<void>((resolve) => yieldTask(resolve));
     }
-    return this.below.close();
+    await this.below.close();
+    // The transport's close aborted what was still unanswered: each such notification's record
+    // says so (undelivered) before the close resolves (an outside tester's: a bot reading its
+    // records right after `await client.close()` got them unrevised). Their fetches reject at
+    // once; bounded all the same.
+    if (this.#deliveries.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.all([...this.#deliveries].map((delivery) => delivery.done)),
+        new Promise((resolve) => (timer = setTimeout(resolve, this.#flushTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+    }
   }
 
   override closed(): void {
@@ -206,6 +219,18 @@ export class LegacyDelivery extends Layer {
     closedFirst = false,
   ): Promise<void> {
     const closes = stream !== undefined || closedFirst;
+    const answeredFirst = { mechanism: "notification", error: ANSWERED_FIRST } as const;
+    // Its response arriving while the notification is held: the record learns at once that
+    // nothing goes (rule 7), before the response's late revision (an outside tester's: that
+    // revision named the notification as the cancel; the next one took it back).
+    let toldAnswered = false;
+    if (stream !== undefined) {
+      stream.onAnswered = () => {
+        stream.onAnswered = undefined;
+        toldAnswered = true;
+        request.delivery({ sent: "none", failed: answeredFirst });
+      };
+    }
     if (stream !== undefined && !this.#decided(stream)) {
       delivery.held = true;
       await this.#bounded(
@@ -231,6 +256,7 @@ export class LegacyDelivery extends Layer {
       await this.#withHead(stream);
     }
     if (stream !== undefined) {
+      stream.onAnswered = undefined;
       // A request that provably never reached the server: nothing to cancel. Its body was never
       // fully written (a fetch that reports it), or its connection was never made.
       if (
@@ -274,10 +300,9 @@ export class LegacyDelivery extends Layer {
       if (stream.responded || (stream.answeredInJson && (stream.bodyStarted || stream.settled !== "pending"))) {
         // Not closed at once: the answer is in its body, to be read (and dropped as late, and
         // counted), within flushTimeoutMs.
-        const answeredFirst = { mechanism: "notification", error: ANSWERED_FIRST } as const;
         if (stream.responded) this.#tracker.closeStream(stream);
         else this.#tracker.drain(stream, this.#flushTimeoutMs, () => request.delivery({ sent: "stream-close", failed: answeredFirst }));
-        request.delivery({ sent: "none", failed: answeredFirst });
+        if (!toldAnswered) request.delivery({ sent: "none", failed: answeredFirst });
         return;
       }
     }

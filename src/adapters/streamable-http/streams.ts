@@ -97,6 +97,12 @@ export interface Stream {
   onUnsent?: (() => void) | undefined;
   /** Told once whenever a fact arrives (the 2025-era delivery waits on it). */
   onFact: (() => void) | undefined;
+  /**
+   * Told when its response arrives after its cancel, before the layers above get it: a 2025-era
+   * notification still held then is never sent, and its record says so before the response's
+   * late revision (which would otherwise claim the notification as the cancel).
+   */
+  onAnswered?: (() => void) | undefined;
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
   check?: ReturnType<typeof setTimeout> | undefined;
   /** Cancelled before its task id was known: kept open for its `CreateTaskResult` until this timer closes it. */
@@ -425,6 +431,7 @@ export class StreamTracker extends Layer {
           this.#heldAnswered(stream); // before the wire's late path sees it
         else {
           stream.responded = true; // a cancel's notification still waiting is dropped
+          stream.onAnswered?.();
           stream.onFact?.();
           this.#forgetStream(stream);
         }
