@@ -172,6 +172,40 @@ const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({
   onprogress: noop,
 });
 
+/** The requests a 2026-07-28 server's `input_required` answer may ask of the client. */
+const INPUT_REQUEST_METHODS = ["elicitation/create", "sampling/createMessage", "roots/list"] as const;
+
+/**
+ * A v2 SDK client that answers a server's input requests itself (a handler for one of
+ * `INPUT_REQUEST_METHODS`), on a connection not known to be 2025-era: its multi round-trip
+ * driver runs those handlers between rounds, with the request's signal.
+ */
+function answersInputRequests(client: unknown, protocolVersion: string | undefined): boolean {
+  if (protocolVersion !== undefined && protocolVersion < "2026-07-28") return false;
+  const handlerOf = (client as { _getRequestHandler?: unknown } | null)?._getRequestHandler;
+  if (typeof handlerOf !== "function") return false; // v1, or not an SDK client
+  try {
+    return INPUT_REQUEST_METHODS.some((method) => handlerOf.call(client, method) !== undefined);
+  } catch {
+    return false; // not the SDK's own: its handlers get no signal of ours
+  }
+}
+
+/**
+ * The SDK options with a signal that aborts when the call settles without its answer (its limit,
+ * the caller's abort, the connection's loss): the signal the v2 SDK's multi round-trip driver
+ * hands the client's own handlers (an elicitation form, a sampling run), which otherwise ran on
+ * after the call had ended (an abandoned multi round-trip is one not retried, with nothing else
+ * to cancel on the wire: docs/spec-rules.md, "What this library does with them"). Only for such
+ * clients: an `AbortController` a call, and the SDK's listener on it. The SDK's own cancel that
+ * follows its abort never goes out (the wire sent the call's already).
+ */
+function withInputAbort(options: SdkRequestOptions, call: CancellableCall<unknown>): SdkRequestOptions {
+  const controller = new AbortController();
+  call.promise.then(undefined, (error: unknown) => controller.abort(error));
+  return { ...options, signal: controller.signal };
+}
+
 /** The cancel hook of a call that has no wire (the connection is gone): nothing goes out. */
 const cancelNone: CallHooks["cancel"] = () => "none";
 
@@ -347,8 +381,11 @@ export class CallRunner {
     // MessageTransport): its caller's progress goes back by its own `onprogress`.
     const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
     if (callerToken && request.promise !== false) wire.progressUp(call);
-    const sdkOptions =
+    let sdkOptions =
       !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
+    if (request.promise !== false && answersInputRequests(this.#init.client, wire.protocolVersion)) {
+      sdkOptions = withInputAbort(sdkOptions, call);
+    }
     let sent: Promise<unknown> | undefined;
     try {
       sent = invoke(marked(withMeta(params, observation), key), sdkOptions, call as CancellableCall<unknown>);

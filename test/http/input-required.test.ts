@@ -14,6 +14,7 @@ import * as z from "zod";
 import { isCallTimeoutError, withCancellation } from "../../src/index.js";
 import type { RunRecord } from "../../src/index.js";
 import { streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import { until } from "../helpers/timing.js";
 
 const schema = { type: "object" as const, properties: { reply: { type: "string" as const } } };
 const open: Array<() => Promise<void>> = [];
@@ -78,7 +79,9 @@ async function connect(
     { name: "mrtr-test", version: "1.0.0" },
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
   );
-  client.setRequestHandler("elicitation/create", async () => {
+  const handlerSignals: AbortSignal[] = [];
+  client.setRequestHandler("elicitation/create", async (_request, ctx) => {
+    handlerSignals.push(ctx.mcpReq.signal);
     await new Promise((resolve) => setTimeout(resolve, personMs));
     return { action: "accept", content: { reply: "yes" } };
   });
@@ -89,15 +92,16 @@ async function connect(
   });
   await client.connect(mcp.transport);
   open.push(() => client.close());
-  return { mcp, records };
+  return { mcp, records, handlerSignals };
 }
 
 describe("2026-07-28 multi round-trip through the library", () => {
   it("the next round goes out with the answers and the call settles once with the final result; the person's wait does not count as the server's silence", async () => {
     const { url, rounds } = await serve();
     // The idle timeout (300 ms) is shorter than the person takes (600 ms): paused meanwhile.
-    const { mcp, records } = await connect(url, 600, { timeoutMs: 300, clientWaitTimeoutMs: 5_000 });
+    const { mcp, records, handlerSignals } = await connect(url, 600, { timeoutMs: 300, clientWaitTimeoutMs: 5_000 });
     const result = await mcp.callTool({ name: "confirm", arguments: {} });
+    expect(handlerSignals.map((signal) => signal.aborted)).toEqual([false]); // answered: the person's form was never withdrawn
     expect(result.content).toEqual([{ type: "text", text: 'confirmed {"reply":"yes"}' }]);
     expect(rounds).toHaveLength(2);
     expect(rounds[0]).toBeNull();
@@ -117,9 +121,14 @@ describe("2026-07-28 multi round-trip through the library", () => {
 
   it("a person slower than clientWaitTimeoutMs: the call times out naming it, and the next round is never sent", async () => {
     const { url, rounds } = await serve();
-    const { mcp, records } = await connect(url, 1_000, { timeoutMs: 5_000, clientWaitTimeoutMs: 300 });
+    const { mcp, records, handlerSignals } = await connect(url, 1_000, { timeoutMs: 5_000, clientWaitTimeoutMs: 300 });
     const error = await mcp.callTool({ name: "confirm", arguments: {} }).catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
+    // The client's own handler (a person's form) learns the call is over: its signal aborts with
+    // the call's error, where it ran on to the end before.
+    await until(() => handlerSignals[0]?.aborted === true, 1_000);
+    expect(handlerSignals).toHaveLength(1);
+    expect(handlerSignals[0]!.reason).toMatchObject({ limitName: "clientWaitTimeoutMs" });
     expect(error).toMatchObject({ code: "REQUEST_TIMEOUT", limitName: "clientWaitTimeoutMs", timeoutMs: 300 });
     await new Promise((resolve) => setTimeout(resolve, 1_200)); // the person answers meanwhile
     expect(rounds).toHaveLength(1);
