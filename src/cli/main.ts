@@ -1,5 +1,5 @@
 import { parseProbeArgs, PROBE_HELP, UsageError } from "./args.js";
-import { packageRoot } from "./package-root.js";
+import { docHint, packageRoot } from "./package-root.js";
 import { probe } from "./probe.js";
 import { runProxyCommand } from "./proxy/command.js";
 import { Recorder } from "./recorder.js";
@@ -80,7 +80,7 @@ export async function main(argv: string[], out: Output): Promise<number> {
     return exitCodeOf(report);
   } catch (error) {
     if (error instanceof UsageError) {
-      out.stderr(`mcp-cancellable probe: ${error.message}\nRun mcp-cancellable probe --help for the options.\n`);
+      out.stderr(`mcp-cancellable probe: ${error.message}\nRun mcp-cancellable probe --help for the options; see ${docHint("probe.md")}\n`);
       return EXIT_USAGE;
     }
     if (error instanceof StartupError) {

@@ -472,7 +472,8 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
     if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
     try {
       const { schema, options } = splitTail(first, second);
-      const { call, extras } = mapped(options, `${where}.request`);
+      // Named by its method: the SDK's listTools, ping, readResource, ... all come here as request.
+      const { call, extras } = mapped(options, `${where}.request (${method})`);
       const body = params ?? {};
       return runner.run({ method, name: nameOf(body), params: body, options: call }, (withMarker, ours) =>
         sendRequest(original, v2, { ...(request as object), method, params: withMarker }, schema, { ...extras, ...ours }),

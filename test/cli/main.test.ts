@@ -34,4 +34,11 @@ describe("mcp-cancellable (the command)", () => {
     );
     expect((JSON.parse(json.out.stdout) as { exitCode: number }).exitCode).toBe(2);
   });
+
+  it("a probe usage error says where the flags are documented: --help and docs/probe.md (as the proxy's do)", async () => {
+    const { out, sink } = capture();
+    expect(await main(["probe", "--stdio", "node x.js", "--grace", "9000", "--window", "100"], sink)).toBe(EXIT_USAGE);
+    expect(out.stderr).toMatch(/^mcp-cancellable probe: --grace: must be shorter than --window/);
+    expect(out.stderr).toMatch(/Run mcp-cancellable probe --help for the options; see .*docs\/probe\.md/);
+  });
 });

@@ -143,6 +143,12 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
         /"timeout" \(the SDK's request option, in ms\) must be a positive number of ms, or Infinity; received 0$/,
       ),
     });
+    // Through listTools (which calls request): the error names the method, not only client.request.
+    await expect(client.listTools({}, { timeout: -1 })).rejects.toMatchObject({
+      name: "InvalidOptionError",
+      option: "timeout",
+      message: expect.stringMatching(/^client\.request \(tools\/list\): "timeout" \(the SDK's request option, in ms\)/),
+    });
     // Named as the SDK's option where it was given, not as the library's call options.
     await expect(
       client.callTool({ name: "sleep", arguments: { ms: 1 } }, undefined, { resetTimeoutOnProgress: "yes" } as never),

@@ -27,6 +27,21 @@ const call = (id: string, name: string, args: Record<string, unknown> = {}) => (
   params: { name, arguments: args },
 });
 
+describe("mcp-cancellable proxy: anomalies on stderr", () => {
+  it("name the client's request id first and the upstream's after, as every other line does (an outside tester's: the upstream id alone, as 'client request 2' for the client's id 1)", async () => {
+    const client = start(["--timeout-ms", "5000", ...server(LINE)]);
+    await client.initialize();
+    client.send({ ...call("mine", "misbehave"), params: { name: "misbehave", arguments: {}, _meta: { progressToken: "p" } } });
+    expect((await client.answer("mine")).result!.content![0]!.text).toBe("misbehaved");
+    const upstream = received(client.stderr).find((m) => m.method === "tools/call")!.id;
+    const anomalies = client.stderr.split("\n").filter((text) => text.includes("anomaly"));
+    expect(anomalies).toEqual([
+      expect.stringContaining(`anomaly on id "mine" (upstream ${JSON.stringify(upstream)}): progress 3 for token`),
+      expect.stringContaining(`anomaly on id "mine" (upstream ${JSON.stringify(upstream)}): server sent notifications/cancelled`),
+    ]);
+  });
+});
+
 describe("mcp-cancellable proxy: a malformed answer", () => {
   it("both result and error: not relayed (an SDK client refuses it and waits its own timeout); the call ends by the proxy's limit, -32001, cancelled upstream once (an outside tester's)", async () => {
     const client = start(["--timeout-ms", "500", ...server(LINE)]);

@@ -31,6 +31,9 @@ export interface ProxyOptions {
 /** Where the proxy's documentation is, for its errors: its path in the package that runs, and the project's page. */
 export const docsHint = (): string => docHint("proxy.md");
 
+/** The smallest `--max-message-bytes` accepted, in bytes. */
+export const MIN_MESSAGE_BYTES = 1_024;
+
 export const PROXY_HELP = `Usage: mcp-cancellable proxy [options] -- <command> [args...]
        mcp-cancellable proxy [options] --url <url> [--header "Name: value"]...
 
@@ -83,7 +86,8 @@ Limits (milliseconds; "none" for no limit):
 
 Messages:
   --max-message-bytes <n>      The longest message (one JSON-RPC line) read from the client or a
-                               stdio server, in bytes. Default: ${DEFAULT_MAX_MESSAGE_BYTES} (256 MiB). A longer one is
+                               stdio server, in bytes, ${MIN_MESSAGE_BYTES} to ${MAX_MESSAGE_BYTES_LIMIT}.
+                               Default: ${DEFAULT_MAX_MESSAGE_BYTES} (256 MiB). A longer one is
                                dropped as it streams in and answered with an error naming this
                                option. What waits unread for the client is bounded by it too.
 
@@ -217,9 +221,6 @@ export function parseProxyArgs(
     maxMessageBytes: bytesFlag("--max-message-bytes", v["max-message-bytes"]) ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
 }
-
-/** The smallest `--max-message-bytes` accepted, in bytes. */
-export const MIN_MESSAGE_BYTES = 1_024;
 
 /** A size flag: a whole number of bytes from `MIN_MESSAGE_BYTES` to `MAX_MESSAGE_BYTES_LIMIT`; `undefined` when absent. */
 function bytesFlag(flag: string, text: string | undefined): number | undefined {

@@ -17,7 +17,7 @@ import { jsonLines } from "../../ledger/json-lines.js";
 import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } from "../../runner/message-transport.js";
 import type { JsonRpcMessage } from "../../runner/message-transport.js";
 import { nameOf } from "../../runner/runner.js";
-import type { CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
+import type { Anomaly, CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
 import type { RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { SUBSCRIPTION_ID_META, subscriptionOf } from "../../wire/listens.js";
@@ -363,7 +363,7 @@ export class ProxySession<T extends TransportLike> {
       forwardAbortReason: true,
       // Records go to the file, not to memory.
       maxRecords: 0,
-      onAnomaly: (anomaly) => this.#log(`anomaly: ${anomaly.message}`),
+      onAnomaly: (anomaly) => this.#log(anomalyLine(anomaly, (id) => this.#pending.get(id)?.clientId)),
       // proxyPid: callId is unique within one process, and several proxies may append to one file
       // (a client that starts the proxy twice: the v2 SDK client pinned to 2026-07-28 does).
       ...(writeLine === undefined
@@ -1256,6 +1256,22 @@ export class ProxySession<T extends TransportLike> {
   #verbose(direction: string, message: JsonRpcMessage, upstreamId?: Id, note?: string): void {
     if (this.#options.verbose) this.#log(verboseLine(direction, message, upstreamId, note));
   }
+}
+
+/**
+ * An anomaly's stderr line. The library names a request by its upstream id (and the proxy's own
+ * progress token): the line names the client's id first, as every other line does (an outside
+ * tester's: `client request 2` where the client had sent id 1).
+ */
+export function anomalyLine(anomaly: Anomaly, clientIdOf: (upstreamId: Id) => Id | undefined): string {
+  const upstreamId = anomaly.requestId;
+  if (upstreamId === undefined) return `anomaly: ${anomaly.message}`;
+  const clientId = clientIdOf(upstreamId);
+  const ids =
+    clientId === undefined
+      ? `upstream id ${JSON.stringify(upstreamId)}`
+      : `id ${JSON.stringify(clientId)} (upstream ${JSON.stringify(upstreamId)})`;
+  return `anomaly on ${ids}: ${anomaly.message}`;
 }
 
 /** `--verbose`'s line for one relayed message: direction, method (or result, error), the id as the client knows it and the upstream's, a note. */

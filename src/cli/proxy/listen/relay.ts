@@ -19,7 +19,7 @@ import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
 import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
-import { proxyToken, requestMeta, verboseLine } from "../session.js";
+import { anomalyLine, proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
 import { summarize } from "../../../core/record.js";
 import { SUBSCRIPTION_ID_META } from "../../../wire/listens.js";
@@ -159,7 +159,7 @@ export class Relay<T extends TransportLike = TransportLike> {
       // The client's cancel reason was meant for the server: it goes upstream as it is.
       forwardAbortReason: true,
       maxRecords: 0,
-      onAnomaly: (anomaly) => init.log(`anomaly: ${anomaly.message}`),
+      onAnomaly: (anomaly) => init.log(anomalyLine(anomaly, (id) => this.#pending.get(id)?.clientId ?? this.#remembered.get(id)?.clientId)),
       ...(writeLine === undefined ? {} : { onRecord: (record: RunRecord) => this.#record(record, writeLine) }),
       ...(init.observer === undefined ? {} : { observer: init.observer }),
     };
