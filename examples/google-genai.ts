@@ -5,7 +5,7 @@ import { withCancellation } from "mcp-cancellable";
 import { stdioCancellation } from "mcp-cancellable/stdio";
 
 const client = new Client({ name: "gemini-bot", version: "1.0.0" });
-const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "report-server" })), {
+const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "node", args: ["report-server.js"] })), {
   timeoutMs: 30_000, // GenAI passes no AbortSignal and, by default, no timeout: this bounds every tool call, ms
   maxTotalTimeoutMs: 120_000,
 });

@@ -5,7 +5,7 @@ import { attachCancellation } from "mcp-cancellable";
 // MultiServerMCPClient creates and connects one SDK client per server itself: attach to each
 // once it is connected, before its tools are used.
 const multi = new MultiServerMCPClient({
-  mcpServers: { reports: { transport: "stdio", command: "report-server", args: [] } },
+  mcpServers: { reports: { transport: "stdio", command: "node", args: ["report-server.js"] } },
 });
 await multi.initializeConnections();
 const client = await multi.getClient("reports");

@@ -5,7 +5,7 @@ import { withCancellation } from "mcp-cancellable";
 import { stdioCancellation } from "mcp-cancellable/stdio";
 
 const client = new Client({ name: "report-agent", version: "1.0.0" });
-const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "report-server" })), {
+const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport({ command: "node", args: ["report-server.js"] })), {
   timeoutMs: 30_000, // idle timeout per tool call, ms: applies even though LangChain sets none
   maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
   onRecord: (record) => console.log(record.summary),
@@ -13,7 +13,8 @@ const mcp = withCancellation(client, stdioCancellation(new StdioClientTransport(
 await client.connect(mcp.transport);
 
 // LangChain calls sdkClient.callTool(params, undefined, { timeout, signal, onprogress }):
-// its timeout becomes our idle timeout, its run's signal cancels the call on the wire.
+// its run's signal cancels the call on the wire. LangChain's `timeout` is a limit from the start
+// (an AbortSignal.timeout: progress never extends it); `metadata: { timeoutMs }` alone is our idle timeout.
 const tools = await loadMcpTools("reports", mcp.sdkClient);
 const run = new AbortController();
 const summary = tools.find((tool) => tool.name === "generate_quarterly_summary");

@@ -103,6 +103,28 @@ describe("LangChain JS: loadMcpTools(serverName, mcp.sdkClient) over stdio", () 
     expect((error as Error).message).toMatch(/CallTimeoutError: tools\/call timed out after \d+ ms/);
   });
 
+  it("LangChain's `timeout` is a limit from the start (its AbortSignal.timeout: progress never extends it); `metadata.timeoutMs` alone is our idle timeout, which progress resets (an outside tester's: the docs called `timeout` the idle timeout)", async () => {
+    const { mcp, tool } = await overStdio("sdk-stdio-server.mjs", [], { resetTimeoutOnProgress: true, maxTotalTimeoutMs: 1_200 });
+    // Progress every 100 ms: an idle timeout of 300 ms never fires.
+    const t0 = performance.now();
+    const viaTimeout = await tool("ticker")
+      .invoke({ every: 100 }, { timeout: 300 })
+      .catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(300 + SLACK_MS);
+    expect((viaTimeout as Error).message).toMatch(/timed out after \d+ ms/);
+    const t1 = performance.now();
+    const viaMetadata = await tool("ticker")
+      .invoke({ every: 100 }, { metadata: { timeoutMs: 300 } })
+      .catch((e: unknown) => e);
+    expect(performance.now() - t1).toBeGreaterThanOrEqual(1_200 - 5); // our maximum total timeout ended it
+    expect((viaMetadata as Error).message).toContain("exceeded its maximum total timeout of 1200 ms");
+    const [first, second] = calls(mcp);
+    expect(first!.cancel).toMatchObject({ trigger: "timeout" });
+    expect(first!.progress!.count).toBeLessThanOrEqual(3);
+    expect(second!.cancel).toMatchObject({ trigger: "max-total-timeout" }); // never the idle timeout: progress reset it
+    expect(second!.progress!.count).toBeGreaterThanOrEqual(5);
+  });
+
   /** A view of `mcp.sdkClient` whose callTool drops one of the SDK options LangChain passes. */
   const dropping = (sdkClient: object, drop: "timeout" | "signal") =>
     new Proxy(sdkClient, {
