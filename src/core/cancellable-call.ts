@@ -351,14 +351,17 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * slices): the abort came first, so the call is cancelled now (`aborted`, or `timeout` for a
    * signal whose reason is a `TimeoutError`) and the response is
    * late (rule 8). The caller of this method takes the request off the wire first, so no cancel
-   * goes out for it (the response is here), and counts the response on the record as late.
+   * goes out for it (the response is here); the response is counted late on the record the
+   * cancel settles (`kind`: a result or an error; none for what is no response), so its first
+   * revision says both (an outside tester's: it said "the response arrived first" beside
+   * "outcome unverified", the count following in a revision of its own).
    */
-  responded(): boolean {
+  responded(kind?: "result" | "error"): boolean {
     if (this.#state !== "pending") return true;
     const signal = this.#callerSignal;
     const reason = signal === undefined ? NOT_ABORTED : abortReason(signal);
     if (reason !== NOT_ABORTED) {
-      this.#cancelAnswered(abortTrigger(reason), reason);
+      this.#cancelAnswered(kind, abortTrigger(reason), reason);
       return false;
     }
     // Read after one of its limits had passed, before a busy event loop ran its timer: the
@@ -367,11 +370,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const total = this.#totalDeadline();
     const idle = this.#idle();
     if (now > total && total <= idle) {
-      this.#cancelAnswered("max-total-timeout");
+      this.#cancelAnswered(kind, "max-total-timeout");
       return false;
     }
     if (now > idle) {
-      this.#cancelAnswered("timeout");
+      this.#cancelAnswered(kind, "timeout");
       return false;
     }
     this.#state = "responded";
@@ -385,8 +388,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * queues do for a timer-fired cancel whose response came first (rule 7): `undelivered`
    * "not sent: the response arrived first", the same record on every path.
    */
-  #cancelAnswered(trigger: CancelTrigger, cause?: unknown): void {
-    this.#rareFacts().early = { sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } };
+  #cancelAnswered(kind: "result" | "error" | undefined, trigger: CancelTrigger, cause?: unknown): void {
+    const rare = this.#rareFacts();
+    rare.early = { sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } };
+    if (kind !== undefined) rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
     this.cancel(trigger, cause);
   }
 
@@ -481,6 +486,16 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   /**
+   * The connection the client closed is gone and this call, which nothing on the wire could
+   * cancel (a multi round-trip call between rounds, a task being followed), is still pending: it
+   * settles `connection-closed` with the client's close as its reason (never "its connection was
+   * lost": an outside tester's), nothing sent.
+   */
+  closedByClient(): void {
+    this.#cancel("connection-closed", undefined, false, false, CLIENT_CLOSED_REASON);
+  }
+
+  /**
    * The client is closing the connection (`client.close()`) while this call is pending: the
    * cancel goes out by the transport's mechanism before the close (the server may run the work
    * to its end otherwise: a 2025-era session outlives a closed stream, rule 40), and the call
@@ -532,6 +547,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     let sentWall: number | null = mechanism === "none" ? null : Date.now();
     let undelivered: CancelUndelivered | null = null;
     let outcome: CallOutcome = this.requestId === null || neverSent ? "not-sent" : "unverified";
+    // Its response already read, late (see `responded`): the result was discarded.
+    const lateAnswers = this.#rare?.late ?? null;
+    if (outcome === "unverified" && lateAnswers !== null && lateAnswers.results + lateAnswers.errors > 0) outcome = "late-result-discarded";
     if (early !== undefined) {
       this.#rare!.early = undefined;
       mechanism = early.sent;

@@ -164,6 +164,13 @@ export class SettledRecord implements LateSink {
   readonly #emit: ((record: RunRecord) => void) | undefined;
   /** Its response was read after the settle (a late result or error): a stream close after it stopped nothing (see `closedAfterItsResponse`). */
   #answered = false;
+  /**
+   * "Not sent: the response arrived first", reported as that response is read, just before it is
+   * counted late (`late`): held for that count, so one revision says both (an outside tester's:
+   * one said "the response arrived first" beside "outcome unverified", the next took it back).
+   * Reported alone at the end of the turn if no count comes.
+   */
+  #answeredFirst: CancelDelivery | undefined = undefined;
 
   /**
    * @param emit receives each revision, built: revision 0 at `report()`, then each update (none
@@ -227,7 +234,14 @@ export class SettledRecord implements LateSink {
     const late = countLate(this.record.late, kind);
     const answered = kind !== "progress" && !afterItsClose;
     if (answered) this.#answered = true;
-    const cancel = answered ? closedAfterItsResponse(this.record.cancel) : null;
+    let cancel = answered ? closedAfterItsResponse(this.record.cancel) : null;
+    const held = kind === "progress" ? undefined : this.#answeredFirst;
+    if (held !== undefined) {
+      this.#answeredFirst = undefined;
+      const current = cancel ?? this.record.cancel;
+      if (current !== null && held.failed !== null)
+        cancel = { ...current, mechanism: "none", sentAt: null, undelivered: undeliveredOf(held.failed) };
+    }
     const changes: RecordUpdate = cancel === null ? { late } : { late, cancel };
     if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
       this.update({ ...changes, outcome: "late-result-discarded" });
@@ -243,6 +257,22 @@ export class SettledRecord implements LateSink {
    */
   delivery(report: CancelDelivery): void {
     if (this.#facts.trigger === null) return;
+    if (!this.#answered && report.sent === "none" && report.failed?.error === ANSWERED_FIRST) {
+      if (this.#answeredFirst === undefined) queueMicrotask(() => this.#flushAnsweredFirst());
+      this.#answeredFirst = report;
+      return;
+    }
+    this.#deliver(report);
+  }
+
+  /** An "arrived first" report no late count took (see `#answeredFirst`): a revision of its own. */
+  #flushAnsweredFirst(): void {
+    const held = this.#answeredFirst;
+    this.#answeredFirst = undefined;
+    if (held !== undefined) this.#deliver(held);
+  }
+
+  #deliver(report: CancelDelivery): void {
     const { sent, failed, sentWall } = this.#answered ? answeredBeforeClose(report) : report;
     // Against what the record says now (a late response may have revised the mechanism since the settle).
     const mechanism = this.#record === null ? this.#facts.mechanism : this.#record.cancel?.mechanism;

@@ -31,7 +31,7 @@ import type { WireOptions } from "../wire/wire.js";
 import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
-import { isV2Client, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
+import { isV2Client, sdkAnswersInputRequests, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
 
 /** The wire a call goes through, chosen when the call is made. */
@@ -172,23 +172,14 @@ const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({
   onprogress: noop,
 });
 
-/** The requests a 2026-07-28 server's `input_required` answer may ask of the client. */
-const INPUT_REQUEST_METHODS = ["elicitation/create", "sampling/createMessage", "roots/list"] as const;
-
 /**
- * A v2 SDK client that answers a server's input requests itself (a handler for one of
- * `INPUT_REQUEST_METHODS`), on a connection not known to be 2025-era: its multi round-trip
- * driver runs those handlers between rounds, with the request's signal.
+ * A v2 SDK client that answers a server's input requests itself (`sdkAnswersInputRequests`), on a
+ * connection not known to be 2025-era: its multi round-trip driver runs those handlers between
+ * rounds, with the request's signal.
  */
-function answersInputRequests(client: unknown, protocolVersion: string | undefined): boolean {
-  if (protocolVersion !== undefined && protocolVersion < "2026-07-28") return false;
-  const handlerOf = (client as { _getRequestHandler?: unknown } | null)?._getRequestHandler;
-  if (typeof handlerOf !== "function") return false; // v1, or not an SDK client
-  try {
-    return INPUT_REQUEST_METHODS.some((method) => handlerOf.call(client, method) !== undefined);
-  } catch {
-    return false; // not the SDK's own: its handlers get no signal of ours
-  }
+function answersInputRequests(client: object | undefined, protocolVersion: string | undefined): boolean {
+  if (client === undefined || (protocolVersion !== undefined && protocolVersion < "2026-07-28")) return false;
+  return sdkAnswersInputRequests(client);
 }
 
 /**
@@ -383,7 +374,10 @@ export class CallRunner {
     if (callerToken && request.promise !== false) wire.progressUp(call);
     let sdkOptions =
       !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
-    if (request.promise !== false && answersInputRequests(this.#init.client, wire.protocolVersion)) {
+    // Not for a task-augmented call: the v2 SDK's abort closes its own request's stream on
+    // 2026-07-28 Streamable HTTP, which must stay open for a CreateTaskResult after an early cancel
+    // (an outside tester's: the task was lost); its task's input requests are the driver's.
+    if (task === undefined && request.promise !== false && answersInputRequests(this.#init.client, wire.protocolVersion)) {
       sdkOptions = withInputAbort(sdkOptions, call);
     }
     let sent: Promise<unknown> | undefined;

@@ -93,6 +93,8 @@ export interface TaskWire {
   readonly protocolVersion?: string | undefined;
   /** False once the client began closing the connection (or it closed): nothing goes out any more. */
   readonly open: boolean;
+  /** The client's own `close()` closed it (not a lost connection). Default: false. */
+  readonly closedByClient?: boolean;
 }
 
 /** The text of a `tasks/cancel` that could not go out: the client was closing the connection. */
@@ -325,6 +327,12 @@ export class TaskDriver implements TaskFollower {
   /** The call settled some other way: no more polling. */
   stop(): void {
     this.#stop();
+    // Handlers still answering the task's input requests: nobody wants their answers now (an
+    // outside tester's: the client's close left one waiting for a person on a closed connection).
+    const input = this.#inputAbort;
+    if (input !== undefined && !input.signal.aborted) {
+      input.abort(this.#call?.settledRecord?.record.cancel?.reason ?? "The call ended");
+    }
     if (this.#call?.settledRecord?.status !== "cancelled") this.#stopAwaiting();
     // Still watching after a cancel: notifications stay wanted until the watch concludes.
     if (this.#task !== undefined && this.#watchUntil === 0) this.wire.unfollow(this.#task.taskId);
@@ -614,6 +622,7 @@ export class TaskDriver implements TaskFollower {
     const call = this.#call;
     if (call === undefined || call.settled) return;
     if (this.wire.open) call.fail(error);
+    else if (this.wire.closedByClient === true) call.closedByClient();
     else call.cancel("connection-closed");
   }
 

@@ -420,6 +420,28 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
 
 // ---- v2 Client: its own handlers of embedded input requests (2026-07-28) ------------------------
 
+/** The requests a 2026-07-28 server's `input_required` answer may ask of the client. */
+const INPUT_REQUEST_METHODS = ["elicitation/create", "sampling/createMessage", "roots/list"] as const;
+
+/**
+ * Whether the v2 SDK client has a handler of its own for a server's input requests (one of
+ * `INPUT_REQUEST_METHODS`): `Protocol._getRequestHandler(method)` (2.4.0
+ * client/dist/src-CeKsbNLO.mjs:5797, the map `setRequestHandler` fills). Its multi round-trip
+ * driver (`runInputRequiredFlow`, :6544) hands those handlers the request's `signal`.
+ *
+ * Fallback: `false` when the client has no `_getRequestHandler` (v1, or a v2 release that moved
+ * it), or it throws: the handlers then get no signal of the library's, as before.
+ */
+export function sdkAnswersInputRequests(client: object): boolean {
+  const handlerOf = (client as { _getRequestHandler?: unknown })._getRequestHandler;
+  if (typeof handlerOf !== "function") return false;
+  try {
+    return INPUT_REQUEST_METHODS.some((method) => handlerOf.call(client, method) !== undefined);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Hands one embedded input request (`{ method, params }`: `elicitation/create`,
  * `sampling/createMessage`, `roots/list`) to the SDK client's own registered handler and

@@ -185,6 +185,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #answeredInbound: BoundedIdMap<RequestId, true> | undefined = undefined;
   /** False until the SDK starts the transport (client.connect), and again once it closed. */
   #open = false;
+  /** `close()` came from the client: what is still pending at `closed()` is its close, not a lost connection. */
+  #closedByClient = false;
   /** True once the transport was open (started through this pipeline, or attached connected). */
   #started = false;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
@@ -266,6 +268,11 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** True while the transport is open: started through this decorator and not closed since. */
   get open(): boolean {
     return this.#open;
+  }
+
+  /** The client's own `close()` closed the connection (see `TaskWire.closedByClient`). */
+  get closedByClient(): boolean {
+    return this.#closedByClient;
   }
 
   /** True once the transport has been open (it may have closed since): tells "not connected yet" from "closed". */
@@ -555,12 +562,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       // Closing from here on: a call made while the cancels flush is never sent (it would reach a
       // session nobody cancels it in, rule 40); it settles `connection-closed`, never sent.
       this.#open = false;
+      this.#closedByClient = true;
     }
     return this.below.close();
   }
 
   override start(): Promise<void> {
     this.#open = true;
+    this.#closedByClient = false;
     this.#started = true;
     return this.below.start();
   }
@@ -718,7 +727,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         ) {
           this.#tokens.set(entry.token, { call: null, token: entry.token });
         }
-        if (!call.responded()) call.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
+        // Cancelled at this read (its limit or abort came first), the response counted late on the
+        // record it settles with.
+        call.responded("error" in message ? "error" : "result");
       }
       return under;
     }
@@ -905,7 +916,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
     this.#tasks.drainCalls(calls);
-    for (const call of calls) call.cancel("connection-closed");
+    for (const call of calls) {
+      if (this.#closedByClient) call.closedByClient();
+      else call.cancel("connection-closed");
+    }
     this.#unbound.clear();
     this.#pending.clear();
     this.#tokens.clear();

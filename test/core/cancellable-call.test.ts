@@ -771,6 +771,24 @@ describe("CancellableCall: a response read after its limit passed is late (soak 
     });
   });
 
+  it("the first record (the caller's error.record) already counts the late response and says it was discarded (an outside tester's: 'outcome unverified' beside 'the response arrived first')", async () => {
+    const { call, outcome } = makeCall({ timeoutMs: 100 });
+    call.start();
+    call.bind(1);
+    vi.setSystemTime(Date.now() + 150);
+    expect(call.responded("result")).toBe(false);
+    await vi.advanceTimersByTimeAsync(0);
+    const first = (outcome.error as { record: RunRecord }).record;
+    expect(first).toMatchObject({
+      revision: 0,
+      outcome: "late-result-discarded",
+      late: { results: 1, errors: 0 },
+      summary: "cancelled (timeout), late result discarded",
+      cancel: { mechanism: "none", undelivered: { error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" } },
+    });
+    expect(call.record!.revision).toBe(0);
+  });
+
   it("a response at the deadline itself, or before it, is the result", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 100 });
     call.start();

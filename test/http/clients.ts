@@ -23,15 +23,25 @@ export async function connectV1(url: URL, options: CancellationOptions = {}, ada
 /** A v2 `Client` (2025-era by default, or pinned to 2026-07-28) over the v2 transport as it is. */
 export async function connectV2(
   url: URL,
-  { pin = false, fetch, ...options }: CancellationOptions & { pin?: boolean; fetch?: typeof globalThis.fetch } = {},
+  {
+    pin = false,
+    fetch,
+    answersInput = false,
+    ...options
+  }: CancellationOptions & { pin?: boolean; fetch?: typeof globalThis.fetch; answersInput?: boolean } = {},
   adapterOptions: StreamableHttpCancellationOptions = {},
 ) {
   // `fetch`: the transport's own fetch, as a user passes one (the library cannot see its bodies written).
   const transport = new TransportV2(url, fetch === undefined ? undefined : { fetch });
   const client = new ClientV2(
     { name: "http-test", version: "1.0.0" },
-    pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : undefined,
+    {
+      ...(pin ? { versionNegotiation: { mode: { pin: "2026-07-28" } } } : {}),
+      // `answersInput`: the client answers a server's elicitation itself (a handler of its own).
+      ...(answersInput ? { capabilities: { elicitation: { form: {} } } } : {}),
+    },
   );
+  if (answersInput) client.setRequestHandler("elicitation/create", async () => ({ action: "decline" as const }));
   const errors: Error[] = [];
   const anomalies: Anomaly[] = [];
   client.onerror = (error) => errors.push(error);

@@ -27,8 +27,9 @@ const clients = [
  * A session with the raw server (known to answer in SSE first: the delivery then waits for a
  * head), and a call to `tool` aborted 60 ms after it was made: its body is written, its head held.
  */
-async function abortWhileHeadHeld(connect: (typeof clients)[number][1], tool: string, args: Record<string, unknown>) {
+async function abortWhileHeadHeld(connect: (typeof clients)[number][1], tool: string, args: Record<string, unknown>, holdCancelsMs = 0) {
   const server = await startRawHttp({ era: "2025-11-25" });
+  server.control.holdCancelsMs = holdCancelsMs;
   cleanup.push(server.stop);
   const records: RunRecord[] = [];
   const { mcp, close } = await connect(server.url, (record) => records.push(record));
@@ -60,9 +61,13 @@ describe("2025-era: a cancel that waits for a held response head", () => {
         outcome: "late-result-discarded",
         cancel: { mechanism: "none", sentAt: null, undelivered: { mechanism: "notification", error: ANSWERED_FIRST } },
       });
-      // No revision between says the notification was the cancel (an outside tester's: the late
-      // result's revision named "notification", the next took it back): after the first, "none".
-      expect(revisions().map((r) => r.cancel!.mechanism)).toEqual(["notification+stream-close", "none", "none"]);
+      // One revision after the first says both that nothing went and the late result (outside
+      // testers': the late result's revision named "notification", the next took it back; then a
+      // revision said "the response arrived first" beside "outcome unverified").
+      expect(revisions().map((r) => [r.cancel!.mechanism, r.outcome, r.late.results])).toEqual([
+        ["notification+stream-close", "unverified", 0],
+        ["none", "late-result-discarded", 1],
+      ]);
     });
     it(`${name}: the head comes with the answer under the id written as a string ("1" for 1): no notification is POSTed either (rule 7)`, async () => {
       const { server, revisions } = await abortWhileHeadHeld(connect, "late", { ms: 150, stringId: true });
@@ -77,9 +82,12 @@ describe("2025-era: a cancel that waits for a held response head", () => {
     });
 
     it(`${name}: the head comes with a progress event: the notification goes then (the request is in progress)`, async () => {
-      const { server, id, revisions } = await abortWhileHeadHeld(connect, "progress", { every: 150, steps: 20 });
+      const { server, id, revisions } = await abortWhileHeadHeld(connect, "progress", { every: 150, steps: 20 }, 300);
       const cancels = () => server.events.filter((e) => e.kind === "request" && e.rpc === "notifications/cancelled" && e.cancelOf === id);
       expect(await eventually(() => cancels().length === 1, 2_000)).toBe(true);
+      // Its answer held 300 ms: the record already says it went (an outside tester's: sentAt stayed
+      // null until the 202 was read, after the server had the notification).
+      expect(revisions().at(-1)!.cancel!.sentAt).not.toBeNull();
       expect(revisions()[0]!.cancel).toMatchObject({ mechanism: "notification+stream-close", sentAt: null });
       // The revision that says when it went follows the notification's answer, which the client
       // may read a little after the server logged the POST (a loaded machine).

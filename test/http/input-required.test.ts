@@ -92,7 +92,7 @@ async function connect(
   });
   await client.connect(mcp.transport);
   open.push(() => client.close());
-  return { mcp, records, handlerSignals };
+  return { mcp, records, handlerSignals, close: () => client.close() };
 }
 
 describe("2026-07-28 multi round-trip through the library", () => {
@@ -135,5 +135,21 @@ describe("2026-07-28 multi round-trip through the library", () => {
     expect(records.filter((r) => r.method === "tools/call")).toHaveLength(1);
     expect(records.find((r) => r.method === "tools/call")).toMatchObject({ status: "cancelled", cancel: { trigger: "timeout" } });
     expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("client.close() while the person answers: the call ends as the client's close (not a lost connection), the handler's signal aborts, no next round", async () => {
+    const { url, rounds } = await serve();
+    const { mcp, records, handlerSignals, close } = await connect(url, 1_000, { timeoutMs: 5_000, clientWaitTimeoutMs: 5_000 });
+    const call = mcp.callTool({ name: "confirm", arguments: {} }).catch((e: unknown) => e);
+    await until(() => handlerSignals.length === 1);
+    await close();
+    const error = await call;
+    expect(error).toMatchObject({ code: "CONNECTION_CLOSED", message: expect.stringMatching(/when the client closed its connection/) });
+    expect(records.find((r) => r.method === "tools/call")).toMatchObject({
+      cancel: { trigger: "connection-closed", reason: "The client closed the connection", mechanism: "none" },
+    });
+    expect(handlerSignals[0]!.aborted).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // the person answers meanwhile
+    expect(rounds).toHaveLength(1);
   });
 });

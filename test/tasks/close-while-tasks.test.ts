@@ -43,6 +43,9 @@ describe("client.close() while a task-augmented call is under way (v1 SDK stdio 
     expect(isConnectionClosedError(error)).toBe(true);
     const record = records.at(-1)!;
     expect(record).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed", mechanism: "none" } });
+    // The client's close, not a lost connection (an outside tester's: "when its connection was lost").
+    expect(record.cancel!.reason).toBe("The client closed the connection");
+    expect((error as Error).message).toMatch(/was pending when the client closed its connection/);
     expect(records.filter((r) => r.status === "failed")).toEqual([]);
     expect(received("tasks/cancel")).toEqual([]); // the task outlives the connection (no cancel at a close)
   }, 15_000);

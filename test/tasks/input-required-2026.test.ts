@@ -56,7 +56,7 @@ async function connect(onElicit: Elicit) {
       .join("")
       .split("\n")
       .filter((line) => line.startsWith("FATE "));
-  return { mcp, records, read, fates };
+  return { mcp, records, read, fates, close: () => client.close() };
 }
 
 describe("2026-07-28 input_required: v2 client pinned to 2026-07-28, a scripted extension server over stdio", () => {
@@ -108,5 +108,29 @@ describe("2026-07-28 input_required: v2 client pinned to 2026-07-28, a scripted 
     expect(read("notifications/cancelled")).toHaveLength(0); // rule 36: never for a task
     expect(records.at(-1)).toMatchObject({ cancel: { mechanism: "tasks/cancel" }, task: { status: "cancelled", revision: "2026-07-28" } });
     expect(fates()).toEqual([`FATE ${taskId} cancelled`]);
+  });
+
+  it("client.close() while the handler waits: the handler's signal aborts (nobody can use its answer), the call ends as the client's close, nothing sent (the task outlives the connection)", async () => {
+    let waiting: AbortSignal | undefined;
+    const { mcp, records, read, close } = await connect(
+      (_message, signal) =>
+        new Promise((_resolve, reject) => {
+          waiting = signal;
+          signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+        }),
+    );
+    const call = mcp.callTool({ name: "ask", arguments: { questions: ["Delete everything?"] } }, { task: true }).catch((e: unknown) => e);
+    await until(() => waiting !== undefined);
+    await close();
+    closeClient = undefined;
+    const error = await call;
+    expect(error).toMatchObject({ code: "CONNECTION_CLOSED" });
+    // An outside tester's: the handler went on waiting for a person on a closed connection.
+    expect(waiting!.aborted).toBe(true);
+    expect(records.at(-1)).toMatchObject({
+      cancel: { trigger: "connection-closed", reason: "The client closed the connection", mechanism: "none" },
+    });
+    expect(read("tasks/cancel")).toHaveLength(0);
+    expect(read("tasks/update")).toHaveLength(0);
   });
 });

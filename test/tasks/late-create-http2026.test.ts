@@ -24,52 +24,54 @@ afterEach(async () => {
 const latest = (records: RunRecord[]) => [...new Map(records.map((r) => [r.callId, r])).values()];
 
 describe("2026-07-28 Streamable HTTP: a task-augmented call cancelled before its task id was known", () => {
-  it("10 calls aborted right after sending: each stream is held, each CreateTaskResult arrives and gets one tasks/cancel; no task left working", async () => {
-    server = await startRaw2026TaskServer();
-    const records: RunRecord[] = [];
-    // The hold bound is the task's watchMs (10 s by default): on a loaded machine the answer (50 ms after the read) lands in it.
-    const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
-    closeClient = peer.close;
-    const holding: number[] = [];
-    const errors = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => {
-        const controller = new AbortController();
-        const call = peer.mcp
-          .callTool({ name: "report", arguments: { ms: 3_000, answerDelayMs: 50 } }, { task: true, signal: controller.signal })
-          .catch((error: unknown) => error);
-        // Aborted as soon as the server has read this tools/call, before it answers (50 ms later).
-        void until(() => methods(server!, "tools/call").length > i).then(() => {
-          controller.abort();
-          holding.push(peer.adapter.stats().holding);
+  for (const answersInput of [false, true]) {
+    it(`10 calls aborted right after sending${answersInput ? ", the client answering elicitations itself (an outside tester's: the SDK's own abort closed the stream)" : ""}: each stream is held, each CreateTaskResult arrives and gets one tasks/cancel; no task left working`, async () => {
+      server = await startRaw2026TaskServer();
+      const records: RunRecord[] = [];
+      // The hold bound is the task's watchMs (10 s by default): on a loaded machine the answer (50 ms after the read) lands in it.
+      const peer = await connectV2(server.url, { pin: true, answersInput, onRecord: (r) => records.push(r) });
+      closeClient = peer.close;
+      const holding: number[] = [];
+      const errors = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => {
+          const controller = new AbortController();
+          const call = peer.mcp
+            .callTool({ name: "report", arguments: { ms: 3_000, answerDelayMs: 50 } }, { task: true, signal: controller.signal })
+            .catch((error: unknown) => error);
+          // Aborted as soon as the server has read this tools/call, before it answers (50 ms later).
+          void until(() => methods(server!, "tools/call").length > i).then(() => {
+            controller.abort();
+            holding.push(peer.adapter.stats().holding);
+          });
+          return call;
+        }),
+      );
+      // The callers were released at the abort, not at the answer.
+      expect(errors.every((error) => isCallCancelledError(error))).toBe(true);
+      expect(holding.every((n) => n >= 1)).toBe(true);
+      await until(() => server!.statuses().length === 10 && server!.statuses().every((status) => status === "cancelled"));
+      expect(server.closedBeforeAnswer).toEqual([]); // no answer lost with a closed stream
+      const cancels = methods(server, "tasks/cancel");
+      expect(cancels).toHaveLength(10); // one per task
+      expect(new Set(cancels.map((m) => m.params!.taskId)).size).toBe(10);
+      for (const cancel of cancels) {
+        expect(cancel.mcpName).toBe(cancel.params!.taskId);
+        expect(cancel.params!._meta).toMatchObject({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
+      }
+      expect(methods(server, "notifications/cancelled")).toHaveLength(0); // rule 28: never on 2026-07-28 HTTP
+      await until(() => latest(records).length === 10 && latest(records).every((r) => r.outcome === "task-cancelled"));
+      for (const record of latest(records)) {
+        // What was done: the stream was not closed (its response came first), the task got tasks/cancel.
+        expect(record).toMatchObject({
+          status: "cancelled",
+          cancel: { trigger: "aborted", mechanism: "tasks/cancel", undelivered: null },
+          task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true },
         });
-        return call;
-      }),
-    );
-    // The callers were released at the abort, not at the answer.
-    expect(errors.every((error) => isCallCancelledError(error))).toBe(true);
-    expect(holding.every((n) => n >= 1)).toBe(true);
-    await until(() => server!.statuses().length === 10 && server!.statuses().every((status) => status === "cancelled"));
-    expect(server.closedBeforeAnswer).toEqual([]); // no answer lost with a closed stream
-    const cancels = methods(server, "tasks/cancel");
-    expect(cancels).toHaveLength(10); // one per task
-    expect(new Set(cancels.map((m) => m.params!.taskId)).size).toBe(10);
-    for (const cancel of cancels) {
-      expect(cancel.mcpName).toBe(cancel.params!.taskId);
-      expect(cancel.params!._meta).toMatchObject({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
-    }
-    expect(methods(server, "notifications/cancelled")).toHaveLength(0); // rule 28: never on 2026-07-28 HTTP
-    await until(() => latest(records).length === 10 && latest(records).every((r) => r.outcome === "task-cancelled"));
-    for (const record of latest(records)) {
-      // What was done: the stream was not closed (its response came first), the task got tasks/cancel.
-      expect(record).toMatchObject({
-        status: "cancelled",
-        cancel: { trigger: "aborted", mechanism: "tasks/cancel", undelivered: null },
-        task: { status: "cancelled", revision: "2026-07-28", createdAfterCancel: true },
-      });
-    }
-    expect(peer.adapter.stats()).toMatchObject({ streams: 0, holding: 0 });
-    expect(peer.mcp.pendingCount).toBe(0);
-  }, 20_000);
+      }
+      expect(peer.adapter.stats()).toMatchObject({ streams: 0, holding: 0 });
+      expect(peer.mcp.pendingCount).toBe(0);
+    }, 20_000);
+  }
 
   it("a server slower than the bound (the task's watchMs): the stream closes when it ends, the record says stream-close and that the task may exist uncancelled", async () => {
     server = await startRaw2026TaskServer();

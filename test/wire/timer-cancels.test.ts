@@ -75,6 +75,9 @@ describe("timer-fired cancels on a notification transport", () => {
     });
     expect(first.late.results).toBe(1);
     expect(first.outcome).toBe("late-result-discarded");
+    // One revision says both (an outside tester's: one said "the response arrived first" beside
+    // "outcome unverified", the late count following in the next).
+    expect(first.revision).toBe(1);
   });
 
   it("a notification that went out a millisecond or more after the settle: the record's sentAt says when it went", async () => {

@@ -314,6 +314,11 @@ export class LegacyDelivery extends Layer {
     // its socket released), and the record says so: no wait, and no record, stays open on it.
     const attempt = { at: since, wall: 0 };
     const sending = this.#sendNotification(request, attempt);
+    // Held until now, its first record said it had not gone (`sentAt` null): it goes now, and the
+    // record says so at once, not when its answer comes (an outside tester's: a revision in between
+    // still said not gone, after the server had it).
+    if (delivery.held)
+      request.delivery({ sent: closes ? "notification+stream-close" : "notification", failed: null, sentWall: attempt.wall });
     if (stream !== undefined) {
       const close = (): void => {
         clearTimeout(timer);
