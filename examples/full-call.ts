@@ -22,7 +22,7 @@ try {
       reason: "exceeded 10s budget",
       signal: userAbort.signal,
       // After a cancel: a separate, idempotent read tells whether the side effect happened.
-      verify: () => (existsSync("reports/Q3.md") ? "applied" : "not-applied"),
+      verify: () => (existsSync("reports/Q3-summary.md") ? "applied" : "not-applied"),
       verifyDelayMs: 2_000,
     },
   );

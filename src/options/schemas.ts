@@ -118,6 +118,9 @@ export function isSignalOnly(options: unknown): boolean {
   return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
 }
 
+/** The call options that only a call can have (a client-wide one would be shared by every call). */
+const PER_CALL_ONLY = { signal: true, onprogress: true, verify: true } as const;
+
 /** The SDK's request option names a caller may pass by habit, and this library's name for each. */
 export const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", maxTotalTimeout: "maxTotalTimeoutMs" };
 
@@ -160,9 +163,15 @@ export function parseOptions<T>(
       wide.length > 0
         ? `; ${wide.map((key) => `"${key}"`).join(", ")} ${wide.length > 1 ? "are client-wide options" : "is a client-wide option"} (withCancellation or attachCancellation options)`
         : "";
+    // And the other way: a per-call option among the client-wide ones (an outside tester's: a bare refusal).
+    const perCall = schema === (clientOptionsSchema as z.ZodType) ? issue.keys.filter((key) => Object.hasOwn(PER_CALL_ONLY, key)) : [];
+    const perCallHint =
+      perCall.length > 0
+        ? `; ${perCall.map((key) => `"${key}"`).join(", ")} ${perCall.length > 1 ? "are per-call options" : "is a per-call option"} (pass ${perCall.length > 1 ? "them" : "it"} to each call: callTool(params, { ${perCall[0]} })${perCall.includes("verify") ? '; "verifiers" ({ toolName: verify }) gives tools their verify client-wide' : ""})`
+        : "";
     throw new InvalidOptionError(
       named(issue.keys[0]!),
-      `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}`,
+      `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}${perCallHint}`,
     );
   }
   const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");

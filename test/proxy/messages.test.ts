@@ -29,7 +29,7 @@ const call = (id: string, name: string, args: Record<string, unknown> = {}) => (
 
 describe("mcp-cancellable proxy: anomalies on stderr", () => {
   it("name the client's request id first and the upstream's after, as every other line does (an outside tester's: the upstream id alone, as 'client request 2' for the client's id 1)", async () => {
-    const client = start(["--timeout-ms", "5000", ...server(LINE)]);
+    const client = start(["--verbose", "--timeout-ms", "5000", ...server(LINE)]);
     await client.initialize();
     client.send({ ...call("mine", "misbehave"), params: { name: "misbehave", arguments: {}, _meta: { progressToken: "p" } } });
     expect((await client.answer("mine")).result!.content![0]!.text).toBe("misbehaved");
@@ -39,6 +39,8 @@ describe("mcp-cancellable proxy: anomalies on stderr", () => {
       expect.stringContaining(`anomaly on id "mine" (upstream ${JSON.stringify(upstream)}): progress 3 for token`),
       expect.stringContaining(`anomaly on id "mine" (upstream ${JSON.stringify(upstream)}): server sent notifications/cancelled`),
     ]);
+    // --verbose names the server's cancel by the client's id too.
+    expect(client.stderr).toContain(`server->proxy notifications/cancelled id "mine" (upstream ${JSON.stringify(upstream)})`);
   });
 });
 

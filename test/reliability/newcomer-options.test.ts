@@ -124,6 +124,29 @@ describe("mistakes from the second new-user trial", () => {
     );
   });
 
+  it("a per-call option given client-wide says where it goes, and for verify names verifiers (an outside tester's: only 'unknown option')", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { InMemoryTransport } = await import("@modelcontextprotocol/sdk/inMemory.js");
+    const { withCancellation } = await import("../../src/index.js");
+    const [transport] = InMemoryTransport.createLinkedPair();
+    const refused = (options: object) => {
+      try {
+        withCancellation(new Client({ name: "c", version: "1" }), transport, options as never);
+      } catch (error) {
+        return error as InvalidOptionError;
+      }
+      throw new Error("not refused");
+    };
+    expect(refused({ verify: () => "applied" })).toMatchObject({
+      option: "verify",
+      message:
+        'withCancellation options: unknown option "verify"; "verify" is a per-call option (pass it to each call: callTool(params, { verify }); "verifiers" ({ toolName: verify }) gives tools their verify client-wide)',
+    });
+    expect(refused({ signal: new AbortController().signal }).message).toMatch(
+      /"signal" is a per-call option \(pass it to each call: callTool\(params, \{ signal \}\)\)$/,
+    );
+  });
+
   it('callTool("name") says params is an object and shows its shape', async () => {
     const { mcp } = await connectPeer();
     const error = (await mcp.callTool("echo" as never).catch((e: unknown) => e)) as InvalidOptionError;

@@ -857,12 +857,14 @@ export class ProxySession<T extends TransportLike> {
       const requestId = findAnswered(isObject(params) ? params.requestId : undefined, (key) => (this.#pending.has(key) ? key : undefined));
       const pending = requestId === undefined ? undefined : this.#pending.get(requestId);
       if (pending !== undefined && requestId !== undefined) {
+        const asClients = { ...message, params: { ...(params as Record<string, unknown>), requestId: pending.clientId } } as JsonRpcMessage;
         if (pending.method !== "subscriptions/listen") {
           // Rule 12: a server cancels only its own requests or a listen; the library reported it
           // (an anomaly) and the call goes on. Its id is the upstream's: never the client's to see.
+          // The line names it by the client's id, then the upstream's (an outside tester's: the upstream id as the client's).
           this.#verbose(
             "server->proxy",
-            message,
+            asClients,
             requestId,
             "a server cancel of a client request: ignored (rule 12 in docs/spec-rules.md)",
           );
@@ -870,8 +872,8 @@ export class ProxySession<T extends TransportLike> {
         }
         // The server ends the client's listen (rule 12): the client knows it under its own id.
         this.#forget(requestId);
-        this.#verbose("server->client", message, requestId, `the server ended the client's listen ${JSON.stringify(pending.clientId)}`);
-        this.#toClient({ ...message, params: { ...(params as Record<string, unknown>), requestId: pending.clientId } });
+        this.#verbose("server->client", asClients, requestId, `the server ended the client's listen ${JSON.stringify(pending.clientId)}`);
+        this.#toClient(asClients);
         return;
       }
     }
