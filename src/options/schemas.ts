@@ -119,7 +119,10 @@ export function isSignalOnly(options: unknown): boolean {
 }
 
 /** The call options that only a call can have (a client-wide one would be shared by every call). */
-const PER_CALL_ONLY = { signal: true, onprogress: true, verify: true } as const;
+const PER_CALL_ONLY = { signal: true, onprogress: true, verify: true, task: true } as const;
+
+/** The Streamable HTTP adapter's options (`streamableHttpCancellation(transport, options)`), never a client's or a call's. */
+const ADAPTER_OPTIONS = { flushTimeoutMs: true, notificationTimeoutMs: true } as const;
 
 /** The SDK's request option names a caller may pass by habit, and this library's name for each. */
 export const SDK_OPTION_NAMES: Record<string, string> = { timeout: "timeoutMs", maxTotalTimeout: "maxTotalTimeoutMs" };
@@ -165,13 +168,19 @@ export function parseOptions<T>(
         : "";
     // And the other way: a per-call option among the client-wide ones (an outside tester's: a bare refusal).
     const perCall = schema === (clientOptionsSchema as z.ZodType) ? issue.keys.filter((key) => Object.hasOwn(PER_CALL_ONLY, key)) : [];
+    // The Streamable HTTP adapter's own options, given to the client or a call.
+    const adapter = issue.keys.filter((key) => Object.hasOwn(ADAPTER_OPTIONS, key));
+    const adapterHint =
+      (schema === (clientOptionsSchema as z.ZodType) || schema === (callOptionsSchema as z.ZodType)) && adapter.length > 0
+        ? `; ${adapter.map((key) => `"${key}"`).join(", ")} ${adapter.length > 1 ? "are options" : "is an option"} of the adapter: streamableHttpCancellation(transport, { ${adapter.join(", ")} })`
+        : "";
     const perCallHint =
       perCall.length > 0
         ? `; ${perCall.map((key) => `"${key}"`).join(", ")} ${perCall.length > 1 ? "are per-call options" : "is a per-call option"} (pass ${perCall.length > 1 ? "them" : "it"} to each call: callTool(params, { ${perCall[0]} })${perCall.includes("verify") ? '; "verifiers" ({ toolName: verify }) gives tools their verify client-wide' : ""})`
         : "";
     throw new InvalidOptionError(
       named(issue.keys[0]!),
-      `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}${perCallHint}`,
+      `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}${perCallHint}${adapterHint}`,
     );
   }
   const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");

@@ -142,6 +142,16 @@ describe("mistakes from the second new-user trial", () => {
       message:
         'withCancellation options: unknown option "verify"; "verify" is a per-call option (pass it to each call: callTool(params, { verify }); "verifiers" ({ toolName: verify }) gives tools their verify client-wide)',
     });
+    expect(refused({ task: true }).message).toMatch(
+      /"task" is a per-call option \(pass it to each call: callTool\(params, \{ task \}\)\)$/,
+    );
+    // The adapter's own options: where they go.
+    expect(refused({ flushTimeoutMs: 100 }).message).toMatch(
+      /"flushTimeoutMs" is an option of the adapter: streamableHttpCancellation\(transport, \{ flushTimeoutMs \}\)$/,
+    );
+    const { mcp } = await connectPeer();
+    const perCall = (await mcp.callTool({ name: "x" }, { notificationTimeoutMs: 100 } as never).catch((e: unknown) => e)) as Error;
+    expect(perCall.message).toMatch(/"notificationTimeoutMs" is an option of the adapter: streamableHttpCancellation/);
     expect(refused({ signal: new AbortController().signal }).message).toMatch(
       /"signal" is a per-call option \(pass it to each call: callTool\(params, \{ signal \}\)\)$/,
     );

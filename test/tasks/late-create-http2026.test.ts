@@ -105,6 +105,30 @@ describe("2026-07-28 Streamable HTTP: a task-augmented call cancelled before its
     expect(methods(server, "notifications/cancelled")).toHaveLength(0);
   });
 
+  it("client.close() while the stream is held: the close ends it, and the record says stream-close as at the bound (an outside tester's: 'none')", async () => {
+    server = await startRaw2026TaskServer();
+    const records: RunRecord[] = [];
+    const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
+    const controller = new AbortController();
+    const call = peer.mcp
+      .callTool({ name: "report", arguments: { ms: 3_000, answerDelayMs: 5_000 } }, { task: true, signal: controller.signal })
+      .catch((error: unknown) => error);
+    await until(() => methods(server!, "tools/call").length === 1);
+    controller.abort();
+    expect(isCallCancelledError(await call)).toBe(true);
+    expect(peer.adapter.stats().holding).toBe(1);
+    await peer.close();
+    await until(() => server!.closedBeforeAnswer!.length === 1);
+    expect(latest(records)[0]).toMatchObject({
+      cancel: {
+        mechanism: "stream-close",
+        sentAt: expect.any(String),
+        undelivered: { mechanism: "tasks/cancel", error: expect.stringMatching(/the connection closed before a CreateTaskResult came/) },
+      },
+    });
+    expect(peer.adapter.stats()).toMatchObject({ streams: 0, holding: 0 });
+  });
+
   it("a call that is not task-augmented: its stream closes at the abort, never held", async () => {
     server = await startRaw2026TaskServer();
     const records: RunRecord[] = [];

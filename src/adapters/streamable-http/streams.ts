@@ -106,7 +106,7 @@ export interface Stream {
   /** The one-macrotask look after its body ended (cleared when the response removes the stream). */
   check?: ReturnType<typeof setTimeout> | undefined;
   /** Cancelled before its task id was known: kept open for its `CreateTaskResult` until this timer closes it. */
-  hold?: { timer: ReturnType<typeof setTimeout> } | undefined;
+  hold?: { timer: ReturnType<typeof setTimeout>; request: CancelRequest } | undefined;
 }
 
 /** Counts the tracker keeps (see `StreamableHttpStats`). */
@@ -443,7 +443,13 @@ export class StreamTracker extends Layer {
   override closed(): void {
     this.#closed = true;
     for (const stream of this.#streams.values()) {
-      this.#unhold(stream);
+      const held = stream.hold?.request;
+      // A held stream (a task call cancelled before its CreateTaskResult) the close ends: recorded
+      // as at the hold's bound, `stream-close` (on 2026-07-28 the request's cancel, rule 28; an
+      // outside tester's: the record said nothing went out).
+      if (this.#unhold(stream) && stream.endedFirst !== true) {
+        held!.delivery({ sent: "stream-close", failed: null });
+      }
       stream.unlink();
       stream.onFact?.();
     }
@@ -504,7 +510,7 @@ export class StreamTracker extends Layer {
       this.closeStream(stream);
       request.delivery({ sent: "stream-close", failed: null });
     }, request.awaitsTask);
-    stream.hold = { timer };
+    stream.hold = { timer, request };
     this.#holds.add(stream);
   }
 
