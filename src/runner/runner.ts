@@ -360,8 +360,9 @@ export class CallRunner {
     if (wire === null || !wire.open) call.cancel("connection-closed");
     if (call.settled || wire === null) return call; // nothing was sent: aborted signal, or closed connection
     wire.register(call, key, task);
-    // No signal for the SDK: an AbortController per call would cost more than the rest of the
-    // wrapper together (the SDK adds a listener to it), and the wire ends the SDK's wait itself.
+    // No signal for the SDK (but below, for a v2 client that answers input requests itself): an
+    // AbortController per call would cost more than the rest of the wrapper together (the SDK adds
+    // a listener to it), and the wire ends the SDK's wait itself.
     // A progress token is requested whenever progress can matter (case C05). The wire hands
     // progress to the call (and its onprogress) itself; the SDK's handler only gets the token sent.
     // Shared by every call (the SDK lines only read them): no object per pending call.
