@@ -59,6 +59,19 @@ async function connect(onElicit: Elicit) {
   return { mcp, records, read, fates, close: () => client.close() };
 }
 
+/** A person who never answers: the handler waits until its signal aborts, then rejects; `signal` is the one it got. */
+function waitingPerson(): { elicit: Elicit; signal: AbortSignal | undefined } {
+  const person: { elicit: Elicit; signal: AbortSignal | undefined } = {
+    signal: undefined,
+    elicit: (_message, signal) =>
+      new Promise((_resolve, reject) => {
+        person.signal = signal;
+        signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+      }),
+  };
+  return person;
+}
+
 describe("2026-07-28 input_required: v2 client pinned to 2026-07-28, a scripted extension server over stdio", () => {
   it("each input request reaches the client's elicitation handler once; tasks/update carries its answer; the call resolves with the final result", async () => {
     const asked: string[] = [];
@@ -84,23 +97,17 @@ describe("2026-07-28 input_required: v2 client pinned to 2026-07-28, a scripted 
   });
 
   it("a cancel while the handler waits: one tasks/cancel, the handler's signal aborts, no tasks/update, the task ends cancelled", async () => {
-    let waiting: AbortSignal | undefined;
-    const { mcp, records, read, fates } = await connect(
-      (_message, signal) =>
-        new Promise((_resolve, reject) => {
-          waiting = signal;
-          signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
-        }),
-    );
+    const person = waitingPerson();
+    const { mcp, records, read, fates } = await connect(person.elicit);
     const controller = new AbortController();
     const call = mcp
       .callTool({ name: "ask", arguments: { questions: ["Delete everything?"] } }, { task: true, signal: controller.signal })
       .catch((error: unknown) => error);
-    await until(() => waiting !== undefined);
-    expect(waiting!.aborted).toBe(false);
+    await until(() => person.signal !== undefined);
+    expect(person.signal!.aborted).toBe(false);
     controller.abort();
     expect(isCallCancelledError(await call)).toBe(true);
-    expect(waiting!.aborted).toBe(true); // at the cancel, before any answer from the server
+    expect(person.signal!.aborted).toBe(true); // at the cancel, before any answer from the server
     await until(() => records.at(-1)?.outcome === "task-cancelled");
     const taskId = records.at(-1)!.task!.taskId;
     expect(read("tasks/cancel").map((m) => m.params!.taskId)).toEqual([taskId]);
@@ -111,22 +118,16 @@ describe("2026-07-28 input_required: v2 client pinned to 2026-07-28, a scripted 
   });
 
   it("client.close() while the handler waits: the handler's signal aborts (nobody can use its answer), the call ends as the client's close, nothing sent (the task outlives the connection)", async () => {
-    let waiting: AbortSignal | undefined;
-    const { mcp, records, read, close } = await connect(
-      (_message, signal) =>
-        new Promise((_resolve, reject) => {
-          waiting = signal;
-          signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
-        }),
-    );
+    const person = waitingPerson();
+    const { mcp, records, read, close } = await connect(person.elicit);
     const call = mcp.callTool({ name: "ask", arguments: { questions: ["Delete everything?"] } }, { task: true }).catch((e: unknown) => e);
-    await until(() => waiting !== undefined);
+    await until(() => person.signal !== undefined);
     await close();
     closeClient = undefined;
     const error = await call;
     expect(error).toMatchObject({ code: "CONNECTION_CLOSED" });
     // An outside tester's: the handler went on waiting for a person on a closed connection.
-    expect(waiting!.aborted).toBe(true);
+    expect(person.signal!.aborted).toBe(true);
     expect(records.at(-1)).toMatchObject({
       cancel: { trigger: "connection-closed", reason: "The client closed the connection", mechanism: "none" },
     });
