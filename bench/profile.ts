@@ -8,6 +8,7 @@
  *   --cancel: profile cancelled calls (to a silent peer) instead of answered ones;
  *   --line, --concurrent: answered calls on that SDK line (bench/lib/lines.ts), sequential or 1,000 in flight;
  *   --alloc: with --line, a sampling allocation profile (bytes allocated per call, by owner) instead of a CPU profile;
+ *   --lines: name each frame with its line too (tells apart same-named methods);
  *   --source: profile src/ through tsx instead of the tsup build (adds tsx's `__name` wrappers);
  *   --lib=PATH: profile another build of the library (such as an ablation variant's out/index.js).
  * The .cpuprofile files themselves go to /tmp/mcp-cancellable-bench-*.cpuprofile (open in Chrome DevTools).
@@ -63,7 +64,8 @@ function shortName(node: ProfileNode): string {
     .replace(/^.*\/bench\/.tmp\/ablation\/[^/]+\/out\//, "build/")
     .replace(/^.*\/sdk\/dist\/esm\//, "sdk/")
     .replace(/^.*\/@modelcontextprotocol\/([^/]+)\/dist\//, "$1/");
-  return `${file}:${node.callFrame.functionName || "(anonymous)"}`;
+  const line = process.argv.includes("--lines") ? `:${node.callFrame.lineNumber + 1}` : "";
+  return `${file}:${node.callFrame.functionName || "(anonymous)"}${line}`;
 }
 
 /** Charges each sample to its nearest ours/SDK frame, tagging what the leaf was (zod, builtin, ...). */
