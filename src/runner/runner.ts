@@ -370,9 +370,12 @@ export class CallRunner {
     // in its place) and, through the SDK, gets its progress as it would without the library (a
     // framework's own progress handler: Mastra's `enableProgressTracking`; an outside tester's).
     // Not for an entry point that answers from the call itself (`promise: false`, the proxy's
-    // MessageTransport): its caller's progress goes back by its own `onprogress`.
+    // MessageTransport): its caller's progress goes back by its own `onprogress`. Nor for a call
+    // given an `onprogress` of the library's: the progress is that handler's, and the SDK, which
+    // knows no such token, would report each one to `onerror` (without the library, the SDK puts
+    // its own token in place of the caller's when it has an `onprogress`; an outside tester's).
     const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
-    if (callerToken && request.promise !== false) wire.progressUp(call);
+    if (callerToken && request.promise !== false && resolved.onprogress === undefined) wire.progressUp(call);
     let sdkOptions =
       !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
     // Not for a task-augmented call: the v2 SDK's abort closes its own request's stream on

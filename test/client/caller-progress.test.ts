@@ -39,4 +39,30 @@ describe("a caller's own progress token", () => {
     expect(records.at(-1)).toMatchObject({ status: "succeeded", progress: { count: 3 } });
     await client.close();
   });
+
+  it("given with an onprogress of the library's, its progress goes to that onprogress only: the SDK, which knows no such token, reports nothing to onerror", async () => {
+    // An outside tester's: each live progress also reached the SDK's own progress handler, which
+    // called `client.onerror` ("unknown token") four times; without the library, the SDK puts its
+    // own token in place of the caller's when given `onprogress`, and reports nothing.
+    const { client, mcp, peer } = await connectPeer();
+    const errors: Error[] = [];
+    client.onerror = (error) => void errors.push(error);
+    const got: number[] = [];
+    let id: unknown;
+    peer.onRequest((message) => {
+      if (message.method === "tools/call") id = message.id;
+    });
+    const call = mcp.callTool(
+      { name: "work", arguments: {}, _meta: { progressToken: "mine" } },
+      { onprogress: (progress) => void got.push(progress.progress) },
+    );
+    await flush();
+    for (let step = 1; step <= 4; step++) await peer.progress("mine", step, 4);
+    await peer.result(id);
+    await expect(call).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await flush();
+    expect(got).toEqual([1, 2, 3, 4]);
+    expect(errors).toEqual([]);
+    await client.close();
+  });
 });
