@@ -18,3 +18,4 @@ const response = await ai.models.generateContent({
   config: { tools: [mcpToTool(mcp.sdkClient)] }, // { timeout } here becomes our idle timeout
 });
 console.log(response.text, mcp.records());
+await client.close(); // stops the server: the process can exit

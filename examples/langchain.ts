@@ -19,3 +19,4 @@ const tools = await loadMcpTools("reports", mcp.sdkClient);
 const run = new AbortController();
 const summary = tools.find((tool) => tool.name === "generate_quarterly_summary");
 await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
+await client.close(); // stops the server: the process can exit

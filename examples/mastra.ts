@@ -16,3 +16,4 @@ const attached = await attachMastra(mcp, {
 });
 const tools = await mcp.listTools(); // hand them to a Mastra Agent: each call now goes through the library
 console.log(Object.keys(tools), attached.records());
+await mcp.disconnect(); // when the agent is done: stops the server, so the process can exit

@@ -130,6 +130,8 @@ class TransportPort implements Port {
   }
 
   send(message: Message, options?: SendOptions): Promise<void> {
+    // Timer-fired notifications still waiting go before it (deferred-cancels.ts).
+    this.#deferred.beforeSend();
     let sending: Promise<void>;
     try {
       sending = this.#sendNow(message, options);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CallCancelledError } from "../../src/index.js";
+import { CallCancelledError, CallTimeoutError } from "../../src/index.js";
 import { eventually, spawnServer } from "../helpers/stdio.js";
 
 // Issue 16 item 4 and issue 11 item 1 on stdio, with a real child process
@@ -46,6 +46,23 @@ async function backpressure(blockMs: number) {
 }
 
 describe("stdio delivery", () => {
+  it("a caller that retries in its timeout's own continuation: each timed-out call's notifications/cancelled reaches the server before the retry", async () => {
+    // An outside tester's (through LangChain, Mastra and a plain retry loop): the timer-fired line
+    // waited for the check phase, and the retry, written at once, got there first, every time.
+    const server = await spawnServer("scripted-server.mjs");
+    cleanup.push(() => server.client.close());
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await expect(server.mcp.callTool({ name: "silent" }, { timeoutMs: 100 })).rejects.toBeInstanceOf(CallTimeoutError);
+    }
+    await server.mcp.callTool({ name: "echo" }, { timeoutMs: 5_000 });
+    expect(await eventually(() => server.cancelsReceived().length === 3)).toBe(true);
+    const order = server
+      .received()
+      .filter((m) => m.method === "tools/call" || m.method === "notifications/cancelled")
+      .map((m) => (m.method === "tools/call" ? `call ${m.id}` : `cancel ${(m.params as { requestId: number }).requestId}`));
+    expect(order).toEqual(["call 1", "cancel 1", "call 2", "cancel 2", "call 3", "cancel 3", "call 4"]);
+  });
+
   it("under stdin backpressure the library's cancel lines add at most one drain listener, no warning, and all reach the server once it reads again", async () => {
     const { server, controllers, calls, stdin, sdkListeners } = await backpressure(800);
     for (const controller of controllers) controller.abort();

@@ -40,6 +40,26 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
       expect(report).toEqual({ sent: "notification", failed: null, sentWall: expect.any(Number) });
   });
 
+  it("a message sent after a timer's cancel (the caller's retry in the timeout's own continuation) goes after it: the waiting line goes first, at once", async () => {
+    // An outside tester's: the retry reached the server before the timed-out call's notification,
+    // every time (the line waited for the check phase; the retry was written at once).
+    const { queue, sent } = fakeStdioQueue();
+    const first = cancelRequest(1, true);
+    const second = cancelRequest(2, true);
+    queue.cancel(first.request);
+    queue.cancel(second.request);
+    expect(sent).toEqual([]);
+    await queue.send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "retry" } });
+    expect(sent.map((m) => (m.method === "notifications/cancelled" ? `cancel ${m.params!.requestId}` : `${m.method} ${m.id}`))).toEqual([
+      "cancel 1",
+      "cancel 2",
+      "tools/call 3",
+    ]);
+    await checkPhase();
+    expect(cancels(sent)).toBe(2); // not twice
+    for (const { delivery } of [first, second]) for (const [report] of delivery.mock.calls) expect(report.sent).toBe("notification");
+  });
+
   it("a busy turn: the line goes at the check phase 2 ms or more after its settle, and its record learns when it left", async () => {
     const { queue, sent } = fakeStdioQueue();
     const timed = cancelRequest(2, true);

@@ -147,4 +147,29 @@ describe("timer-fired cancels on a notification transport", () => {
     for (const record of records) expect(record.cancel).toMatchObject({ trigger: "timeout", mechanism: "notification", undelivered: null });
     expect(mcp.pendingCount).toBe(0);
   });
+
+  it("a request sent while notifications are held (the caller's retry in the first timeout's continuation) goes after them: the server learns of each cancel first", async () => {
+    // An outside tester's, on stdio (test/delivery/stdio-delivery.test.ts); here the held
+    // notifications of a burst of deadlines, on a notification transport.
+    vi.useFakeTimers();
+    const events: string[] = [];
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((message: Message) => {
+      if (message.method === "notifications/cancelled") events.push(`cancel ${(message.params as { requestId: number }).requestId}`);
+      else if (message.method === "tools/call") events.push(`call ${message.id as number}`);
+    });
+    let retry: ReturnType<typeof settleOf> | undefined;
+    const first = mcp.callTool({ name: "t0", arguments: {} }, { timeoutMs: 1_000 });
+    first.catch(() => void (retry = settleOf(mcp.callTool({ name: "retry", arguments: {} }, { timeoutMs: 5_000 }))));
+    await vi.advanceTimersByTimeAsync(1);
+    const second = settleOf(mcp.callTool({ name: "t1", arguments: {} }, { timeoutMs: 1_000 }));
+    for (let i = 0; i < 1_010 && (second.status === "pending" || !events.includes("call 3")); i++) await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(20); // whatever was held has gone by now
+    await flush();
+    expect(second.status).toBe("rejected");
+    expect(retry).toBeDefined();
+    // The retry (id 3) never goes ahead of the notification for the call it follows (id 1).
+    expect(events.indexOf("cancel 1")).toBeGreaterThanOrEqual(0);
+    expect(events.indexOf("cancel 1")).toBeLessThan(events.indexOf("call 3"));
+  });
 });

@@ -133,6 +133,8 @@ export class StdioQueue extends Layer {
   }
 
   override send(message: Message, options?: SendOptions): Promise<void> {
+    // Timer-fired cancel lines still waiting for the check phase go before it (deferred-cancels.ts).
+    this.#deferred.beforeSend();
     const stdin = this.#stdin();
     const id = message.method !== undefined ? message.id : undefined;
     if (stdin === undefined || !this.#busy(stdin) || !this.#holdMessages) return this.#write(message, options, id ?? undefined, stdin);
