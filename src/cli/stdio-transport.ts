@@ -6,6 +6,7 @@ import type { Readable, Writable } from "node:stream";
 import type { Message } from "../wire/messages.js";
 import { JsonLineReader, rawLineOf } from "./json-lines.js";
 import type { TooLongLine } from "./json-lines.js";
+import { STDOUT_END_GRACE_MS } from "../adapters/stdio/stdout-end.js";
 
 /** How long `close()` waits after closing stdin before it sends SIGTERM to the process group, in ms. */
 export const STDIN_CLOSE_GRACE_MS = 300;
@@ -21,12 +22,13 @@ export const SIGKILL_WAIT_MS = 500;
 export const STOP_BOUND_MS = STDIN_CLOSE_GRACE_MS + SIGTERM_GRACE_MS + SIGKILL_WAIT_MS;
 /** The most stderr kept for error messages, in characters (the tail is kept). */
 export const STDERR_TAIL_CHARS = 4_000;
+
 /**
  * How long, in ms, after the server's stdout ended the process may take to exit before the
  * connection counts as closed with the process still running (`closeOnStdoutEnd`): a process
- * that exits closes its stdout a moment before its exit is seen.
+ * that exits closes its stdout a moment before its exit is seen. The stdio adapter's own.
  */
-export const STDOUT_END_GRACE_MS = 200;
+export { STDOUT_END_GRACE_MS };
 
 /** How the server process ended. */
 export interface ExitInfo {

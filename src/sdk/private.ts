@@ -227,6 +227,23 @@ export function stdioChildStdin(transport: object): ChildStdin | undefined {
     : undefined;
 }
 
+/**
+ * The server's stdout of a started `StdioClientTransport` (the same `_process` as
+ * {@link stdioChildStdin}), for the stdio adapter to see it end while the process runs on.
+ * Fallback: `undefined` (that end is then seen only when the process exits, as without the library).
+ */
+export function stdioChildStdout(
+  transport: object,
+): { once: (...args: never[]) => unknown; removeListener: (...args: never[]) => unknown } | undefined {
+  const child = (transport as { _process?: unknown })._process;
+  const stdout = typeof child === "object" && child !== null ? (child as { stdout?: unknown }).stdout : undefined;
+  if (typeof stdout !== "object" || stdout === null) return undefined;
+  const stream = stdout as { once?: unknown; removeListener?: unknown };
+  return typeof stream.once === "function" && typeof stream.removeListener === "function"
+    ? (stdout as { once: (...args: never[]) => unknown; removeListener: (...args: never[]) => unknown })
+    : undefined;
+}
+
 // ---- StreamableHTTPClientTransport ---------------------------------------------------------------
 
 /**

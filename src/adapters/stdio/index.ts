@@ -1,9 +1,10 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import { stdioChildStdin } from "../../sdk/private.js";
+import { stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 import { refuseStreamableHttp } from "../notification.js";
 import { stdioAdapter } from "./adapter.js";
 import type { Stdin } from "./queue.js";
+import type { Stdout } from "./stdout-end.js";
 
 /**
  * The stdio adapter (`mcp-cancellable/stdio`): a cancel is exactly one
@@ -20,6 +21,11 @@ import type { Stdin } from "./queue.js";
  * one blocked write of the SDK's own is in flight, so there is never more than one SDK listener.
  * A request still waiting when its call is cancelled is never written (record: never sent). A
  * `close()` right after a cancel writes every waiting message before stdin ends.
+ *
+ * A server that closes its stdout and keeps running can answer nothing more: 200 ms after its
+ * stdout ended (time for an exiting process's exit to be seen) the connection counts as closed:
+ * calls pending settle `connection-closed` at once (not at their own timeouts), the SDK client's
+ * `onerror` gets why and its `onclose` runs, and the transport is closed (its process stopped).
  *
  * @param transport an SDK stdio transport: v1 `StdioClientTransport` from
  *   `@modelcontextprotocol/sdk/client/stdio.js`, or v2's from `@modelcontextprotocol/client`.
@@ -44,5 +50,10 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
     );
   }
   refuseStreamableHttp(transport);
-  return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined);
+  return stdioAdapter(
+    transport,
+    () => stdioChildStdin(transport) as Stdin | undefined,
+    undefined,
+    () => stdioChildStdout(transport) as Stdout | undefined,
+  );
 }
