@@ -244,6 +244,18 @@ export function stdioChildStdout(
     : undefined;
 }
 
+/**
+ * Whether the server's process of a `StdioClientTransport` has exited (Node's `exitCode` or
+ * `signalCode` set on its `_process`): true also once the transport dropped its process (closed).
+ * False while it runs, and where neither can be read.
+ */
+export function stdioChildExited(transport: object): boolean {
+  const child = (transport as { _process?: unknown })._process;
+  if (typeof child !== "object" || child === null) return true;
+  const { exitCode, signalCode } = child as { exitCode?: unknown; signalCode?: unknown };
+  return (typeof exitCode === "number" && exitCode !== null) || (typeof signalCode === "string" && signalCode !== null);
+}
+
 // ---- StreamableHTTPClientTransport ---------------------------------------------------------------
 
 /**

@@ -4,7 +4,20 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConnectionClosedError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { alive, eventually, spawnServer } from "../helpers/stdio.js";
+
+/** A v1 client through the library to `node <args>` (a server written inline). */
+async function spawnServerCommand(args: string[]) {
+  const transport = new StdioClientTransport({ command: process.execPath, args, stderr: "pipe" });
+  const client = new Client({ name: "e2e-bot", version: "1.0.0" });
+  const errors: Error[] = [];
+  client.onerror = (error) => void errors.push(error);
+  const mcp = withCancellation(client, stdioCancellation(transport));
+  await client.connect(mcp.transport);
+  return { client, mcp, errors };
+}
 
 // A stdio server that closes its stdout and keeps running (an outside tester's chaos run): nothing
 // it answers can arrive, yet the SDK's transport closes only when the process exits, so each
@@ -63,6 +76,30 @@ describe("a stdio server that closes its stdout and keeps running", () => {
     expect(mcp.pendingCount).toBe(0);
     expect(await eventually(() => !alive(pid), 10_000)).toBe(true);
   }, 20_000);
+
+  it("a server that exited while a process it started holds its pipes open: closed as an exit, no word of a server that kept running", async () => {
+    // An outside tester's: the SDK's `onclose` waits for every pipe of the process, so the exit
+    // went unseen by it, and the error said the server "kept running".
+    const script = `
+      const { spawn } = require("node:child_process");
+      spawn(process.execPath, ["-e", "setTimeout(() => {}, 1500)"], { stdio: ["ignore", "ignore", "inherit"] }).unref();
+      const write = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
+      require("node:readline").createInterface({ input: process.stdin }).on("line", (line) => {
+        const m = JSON.parse(line);
+        if (m.method === "initialize") write({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "s", version: "1" } } });
+        if (m.method === "tools/call") setTimeout(() => process.exit(0), 50);
+      });`;
+    const server = await spawnServerCommand(["-e", script]);
+    cleanup.push(() => server.client.close());
+    let closes = 0;
+    server.client.onclose = () => void closes++;
+    const started = performance.now();
+    await expect(server.mcp.callTool({ name: "work" }, { timeoutMs: 20_000 })).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(performance.now() - started).toBeLessThan(1_400); // before the helper lets the pipes go
+    expect(server.errors.map((error) => error.message).filter((text) => text.includes("kept running"))).toEqual([]);
+    expect(await eventually(() => closes === 1)).toBe(true);
+    expect(server.mcp.pendingCount).toBe(0);
+  });
 
   it("a server that exits (its stdout ends with it) is an exit as before: no word of a closed stdout", async () => {
     const server = await spawnServer("scripted-server.mjs");

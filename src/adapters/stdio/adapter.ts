@@ -13,7 +13,7 @@ import type { Stdout } from "./stdout-end.js";
 /**
  * The stdio adapter over `transport` (see `stdioCancellation`), with its write queue reading the
  * server's stdin through `stdin` (it changes when the transport is started again), and, given
- * `stdout`, the server's stdout watched for an end while its process runs on (stdout-end.ts; the
+ * `stdout` (the server's stdout, and whether its process exited), the server's stdout watched for an end while its process runs on (stdout-end.ts; the
  * CLI's transport sees that itself).
  * @internal
  */
@@ -21,7 +21,7 @@ export function stdioAdapter<T extends TransportLike>(
   transport: T,
   stdin: () => Stdin | undefined,
   options?: StdioQueueOptions,
-  stdout?: () => Stdout | undefined,
+  stdout?: { readonly stdout: () => Stdout | undefined; readonly exited: () => boolean },
 ): CancellationAdapter<T> {
   let queue: StdioQueue | undefined;
   const adapter: CancellationAdapter<T> & LayeredAdapter = {
@@ -30,7 +30,7 @@ export function stdioAdapter<T extends TransportLike>(
     cancel: (request) => (queue !== undefined ? queue.cancel(request) : notify({ send: sendOf(transport) }, request)),
     [ADAPTER_LAYERS]: () => [
       (below: Port) => (queue = new StdioQueue(below, stdin, options)),
-      ...(stdout === undefined ? [] : [(below: Port) => new StdoutEnd(below, stdout)]),
+      ...(stdout === undefined ? [] : [(below: Port) => new StdoutEnd(below, stdout.stdout, stdout.exited)]),
     ],
   };
   return adapter;

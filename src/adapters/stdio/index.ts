@@ -1,5 +1,5 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
-import { stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
+import { stdioChildExited, stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 import { refuseStreamableHttp } from "../notification.js";
 import { stdioAdapter } from "./adapter.js";
@@ -50,10 +50,8 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
     );
   }
   refuseStreamableHttp(transport);
-  return stdioAdapter(
-    transport,
-    () => stdioChildStdin(transport) as Stdin | undefined,
-    undefined,
-    () => stdioChildStdout(transport) as Stdout | undefined,
-  );
+  return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined, undefined, {
+    stdout: () => stdioChildStdout(transport) as Stdout | undefined,
+    exited: () => stdioChildExited(transport),
+  });
 }
