@@ -209,11 +209,18 @@ export class ChildStdioTransport {
         this.#brokePipe("stdin");
         this.onerror?.(error); // EPIPE when the server is gone
       });
+      // Its exit, seen before its pipes close (a process it started may hold them open for long).
+      let exited: ExitInfo | undefined;
+      child.once("exit", (code, signal) => void (exited = { code, signal }));
       child.stdout!.once("end", () => {
         this.#brokePipe("stdout");
         if (!this.#closeOnStdoutEnd) return;
         setTimeout(() => {
-          if (this.exit === undefined) this.#finish();
+          if (this.exit !== undefined) return;
+          // Exited, its pipes still held (an outside tester's, in the library's stdio adapter): an
+          // exit, told as one, not a server that closed its stdout and ran on.
+          if (exited !== undefined) this.exit = exited;
+          this.#finish();
         }, STDOUT_END_GRACE_MS).unref();
       });
       child.stdout!.on("data", (chunk: Buffer) => {
