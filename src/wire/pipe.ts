@@ -202,7 +202,11 @@ class TransportPort implements Port {
   cancel(request: CancelRequest): CancelMechanism {
     // A task-augmented request awaiting its CreateTaskResult gets no notification (rules 2, 35, 36).
     if (request.awaitsTask !== undefined) return "none";
-    if (request.byTimer !== true) return notify(this.#sendPort, request, undefined, this.#sending);
+    if (request.byTimer !== true) {
+      // At once, after the timer-fired notifications still waiting (decided first).
+      this.#deferred.beforeSend();
+      return notify(this.#sendPort, request, undefined, this.#sending);
+    }
     // A timer fired it: the notification goes after the settling under way (deferred-cancels.ts);
     // a lone timeout's goes in this same task, right after its settle.
     return this.#deferred.defer(request);

@@ -60,6 +60,19 @@ describe("stdio queue: timer-fired cancels wait for the turn's input", () => {
     for (const { delivery } of [first, second]) for (const [report] of delivery.mock.calls) expect(report.sent).toBe("notification");
   });
 
+  it("a user's abort of another call after a timer's cancel: the waiting line goes first, then the abort's, both at once", async () => {
+    // An outside tester's: B timed out, B's rejection handler aborted A (a shared controller), and
+    // A's cancel reached the server before B's.
+    const { queue, sent } = fakeStdioQueue();
+    const timed = cancelRequest(2, true);
+    const aborted = cancelRequest(1, false);
+    queue.cancel(timed.request);
+    queue.cancel(aborted.request);
+    expect(sent.map((m) => m.params!.requestId)).toEqual([2, 1]);
+    await checkPhase();
+    expect(cancels(sent)).toBe(2);
+  });
+
   it("a busy turn: the line goes at the check phase 2 ms or more after its settle, and its record learns when it left", async () => {
     const { queue, sent } = fakeStdioQueue();
     const timed = cancelRequest(2, true);

@@ -172,4 +172,25 @@ describe("timer-fired cancels on a notification transport", () => {
     expect(events.indexOf("cancel 1")).toBeGreaterThanOrEqual(0);
     expect(events.indexOf("cancel 1")).toBeLessThan(events.indexOf("call 3"));
   });
+
+  it("a caller's own abort of another call while notifications are held: the held ones go first, then its own", async () => {
+    vi.useFakeTimers();
+    const events: string[] = [];
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((message: Message) => {
+      if (message.method === "notifications/cancelled") events.push(`cancel ${(message.params as { requestId: number }).requestId}`);
+    });
+    const shared = new AbortController();
+    const timed = mcp.callTool({ name: "t0", arguments: {} }, { timeoutMs: 1_000 });
+    timed.catch(() => shared.abort());
+    await vi.advanceTimersByTimeAsync(1);
+    const other = settleOf(mcp.callTool({ name: "t1", arguments: {} }, { timeoutMs: 1_000 })); // its deadline holds the first's notification
+    const aborted = settleOf(mcp.callTool({ name: "t2", arguments: {} }, { signal: shared.signal, timeoutMs: 60_000 }));
+    for (let i = 0; i < 1_010 && (other.status === "pending" || aborted.status === "pending"); i++) await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(20);
+    await flush();
+    expect(aborted.status).toBe("rejected");
+    expect(events.indexOf("cancel 1")).toBeGreaterThanOrEqual(0);
+    expect(events.indexOf("cancel 1")).toBeLessThan(events.indexOf("cancel 3"));
+  });
 });

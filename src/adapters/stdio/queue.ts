@@ -145,6 +145,8 @@ export class StdioQueue extends Layer {
   }
 
   override cancel(request: CancelRequest): CancelMechanism {
+    // A user's own abort goes at once, after the timer-fired lines still waiting (decided first).
+    if (request.byTimer !== true) this.#deferred.beforeSend();
     return this.#cancel(request, undefined);
   }
 
