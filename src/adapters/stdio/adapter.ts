@@ -7,31 +7,23 @@ import { notify, sendOf } from "../../wire/pipe.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 import { StdioQueue } from "./queue.js";
 import type { Stdin, StdioQueueOptions } from "./queue.js";
-import { StdoutEnd } from "./stdout-end.js";
-import type { Stdout } from "./stdout-end.js";
 
 /**
  * The stdio adapter over `transport` (see `stdioCancellation`), with its write queue reading the
- * server's stdin through `stdin` (it changes when the transport is started again), and, given
- * `stdout` (the server's stdout, and whether its process exited), the server's stdout watched for an end while its process runs on (stdout-end.ts; the
- * CLI's transport sees that itself).
+ * server's stdin through `stdin` (it changes when the transport is started again).
  * @internal
  */
 export function stdioAdapter<T extends TransportLike>(
   transport: T,
   stdin: () => Stdin | undefined,
   options?: StdioQueueOptions,
-  stdout?: { readonly stdout: () => Stdout | undefined; readonly exited: () => boolean },
 ): CancellationAdapter<T> {
   let queue: StdioQueue | undefined;
   const adapter: CancellationAdapter<T> & LayeredAdapter = {
     transport,
     // Used only when the adapter is not in a pipeline (the wire always is): the plain notification.
     cancel: (request) => (queue !== undefined ? queue.cancel(request) : notify({ send: sendOf(transport) }, request)),
-    [ADAPTER_LAYERS]: () => [
-      (below: Port) => (queue = new StdioQueue(below, stdin, options)),
-      ...(stdout === undefined ? [] : [(below: Port) => new StdoutEnd(below, stdout.stdout, stdout.exited)]),
-    ],
+    [ADAPTER_LAYERS]: () => [(below: Port) => (queue = new StdioQueue(below, stdin, options))],
   };
   return adapter;
 }

@@ -50,8 +50,7 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
     );
   }
   refuseStreamableHttp(transport);
-  return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined, undefined, {
-    stdout: () => stdioChildStdout(transport) as Stdout | undefined,
-    exited: () => stdioChildExited(transport),
+  return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined, {
+    stdout: { stdout: () => stdioChildStdout(transport) as Stdout | undefined, exited: () => stdioChildExited(transport) },
   });
 }

@@ -16,6 +16,8 @@ import { findAnswered, unserialisable } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { noop, textOf } from "../../utils/hooks.js";
+import { STDOUT_CLOSED_TEXT, StdoutWatch } from "./stdout-end.js";
+import type { StdoutSource } from "./stdout-end.js";
 
 /** The part of the server's stdin the queue watches. */
 export interface Stdin extends ChildStdin {
@@ -42,6 +44,11 @@ export interface StdioQueueOptions {
    * its write returned true).
    */
   readonly sendSettlesAtWrite?: boolean | undefined;
+  /**
+   * Where to watch the server's stdout end while its process runs on (stdout-end.ts): the SDK's
+   * stdio transports. None for the CLI's transport, which sees that itself.
+   */
+  readonly stdout?: StdoutSource | undefined;
 }
 
 /** One message waiting for the pipe. */
@@ -114,6 +121,13 @@ export class StdioQueue extends Layer {
   /** Cancel lines among the waiting (most of the time 0: an answer then costs no scan). */
   #waitingCancels = 0;
 
+  /** The server's stdout watched for an end while its process runs on (`StdioQueueOptions.stdout`). */
+  readonly #stdoutWatch: StdoutWatch | undefined;
+  /** The layers above were told the connection closed (once per start: the watch may tell first). */
+  #toldClosed = false;
+  /** `close()` was called: the client is closing. */
+  #closing = false;
+
   /** `StdioQueueOptions.holdMessages`. */
   readonly #holdMessages: boolean;
   /** `StdioQueueOptions.sendSettlesAtWrite`. */
@@ -125,7 +139,30 @@ export class StdioQueue extends Layer {
     this.#stdin = stdin;
     this.#holdMessages = options?.holdMessages ?? true;
     this.#sendSettlesAtWrite = options?.sendSettlesAtWrite ?? false;
+    const stdout = options?.stdout;
+    this.#stdoutWatch = stdout === undefined ? undefined : new StdoutWatch(stdout, this.#stdoutLost);
+    // A transport started before the pipeline was made (a client attached once connected): watched from now.
+    this.#stdoutWatch?.watch();
   }
+
+  override start(): Promise<void> {
+    this.#toldClosed = false;
+    this.#closing = false;
+    const started = this.below.start();
+    const watch = this.#stdoutWatch;
+    return watch === undefined ? started : started.then(() => watch.watch());
+  }
+
+  /**
+   * The server's stdout ended and the grace is over (stdout-end.ts): the connection counts as
+   * closed, the SDK client told why when the process runs on, and the transport is closed.
+   */
+  readonly #stdoutLost = (exited: boolean): void => {
+    if (this.#toldClosed || this.#closing) return;
+    if (!exited) this.up.error(new Error(STDOUT_CLOSED_TEXT));
+    this.closed();
+    this.below.close().catch(noop);
+  };
 
   /** Messages waiting for the pipe (0 when it takes writes). */
   get waiting(): number {
@@ -238,6 +275,9 @@ export class StdioQueue extends Layer {
         else entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: gone } });
       }
     }
+    this.#stdoutWatch?.stop();
+    if (this.#toldClosed) return; // the transport's own close, after the watch told it
+    this.#toldClosed = true;
     this.up.closed();
   }
 
@@ -248,6 +288,8 @@ export class StdioQueue extends Layer {
    * about to end).
    */
   override close(): Promise<void> {
+    this.#closing = true;
+    this.#stdoutWatch?.stop();
     this.#deferred.flush();
     this.#unlisten();
     if (this.#flushing !== undefined) clearImmediate(this.#flushing);
