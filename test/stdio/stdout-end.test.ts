@@ -2,11 +2,13 @@ import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConnectionClosedError, withCancellation } from "../../src/index.js";
+import { attachCancellation, ConnectionClosedError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { alive, eventually, spawnServer } from "../helpers/stdio.js";
+
+const SCRIPTED = fileURLToPath(new URL("../fixtures/scripted-server.mjs", import.meta.url));
 
 /** A v1 client through the library to `node <args>` (a server written inline). */
 async function spawnServerCommand(args: string[]) {
@@ -75,6 +77,29 @@ describe("a stdio server that closes its stdout and keeps running", () => {
     expect(errors.map((error) => error.message)).toContainEqual(expect.stringContaining("closed its stdout"));
     expect(mcp.pendingCount).toBe(0);
     expect(await eventually(() => !alive(pid), 10_000)).toBe(true);
+  }, 20_000);
+
+  it("a client attached after its server closed its stdout: the next call settles connection-closed, not at its timeout", async () => {
+    // An outside tester's: the watch listened for an `end` already emitted, and missed it.
+    const transport = new StdioClientTransport({ command: process.execPath, args: [SCRIPTED], stderr: "pipe" });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => void (stderr += chunk.toString("utf8")));
+    const client = new Client({ name: "e2e-bot", version: "1.0.0" });
+    const errors: Error[] = [];
+    client.onerror = (error) => void errors.push(error);
+    await client.connect(transport);
+    cleanup.push(() => client.close());
+    void client.callTool({ name: "close-stdout", arguments: { ms: 0 } }).catch(() => {});
+    expect(await eventually(() => stderr.includes("STDOUT-CLOSED"))).toBe(true);
+    const stdout = (transport as unknown as { _process: { stdout: { readableEnded: boolean } } })._process.stdout;
+    expect(await eventually(() => stdout.readableEnded)).toBe(true);
+    const mcp = attachCancellation(client);
+    const started = performance.now();
+    // A tool the server never answers (it reads on, and runs on: it writes nothing).
+    await expect(mcp.callTool({ name: "silent" }, { timeoutMs: 20_000 })).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(errors.map((error) => error.message)).toContainEqual(expect.stringContaining("closed its stdout"));
+    expect(mcp.pendingCount).toBe(0);
   }, 20_000);
 
   it("a server that exited while a process it started holds its pipes open: closed as an exit, no word of a server that kept running", async () => {

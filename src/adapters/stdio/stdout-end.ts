@@ -16,6 +16,8 @@ export const STDOUT_END_GRACE_MS = 200;
 export interface Stdout {
   once(event: "end", listener: () => void): unknown;
   removeListener(event: "end", listener: () => void): unknown;
+  /** Node's: true once `end` was emitted (before the watch began: a client attached, or a call made, after it). */
+  readonly readableEnded?: boolean | undefined;
 }
 
 /** Where the watch reads the server's process (both change when the transport is started again). */
@@ -50,6 +52,12 @@ export class StdoutWatch {
     this.stop();
     const stdout = this.#source.stdout();
     if (stdout === undefined || typeof stdout.once !== "function") return;
+    // Ended already, before the watch began (a client attached, or reconnected and first called,
+    // after its server closed its stdout: an outside tester's): the grace starts now.
+    if (stdout.readableEnded === true) {
+      this.#ended();
+      return;
+    }
     this.#watched = stdout;
     stdout.once("end", this.#ended);
   }
