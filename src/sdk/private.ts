@@ -232,16 +232,12 @@ export function stdioChildStdin(transport: object): ChildStdin | undefined {
  * {@link stdioChildStdin}), for the stdio adapter to see it end while the process runs on.
  * Fallback: `undefined` (that end is then seen only when the process exits, as without the library).
  */
-export function stdioChildStdout(
-  transport: object,
-): { once: (...args: never[]) => unknown; removeListener: (...args: never[]) => unknown } | undefined {
+export function stdioChildStdout(transport: object): object | undefined {
   const child = (transport as { _process?: unknown })._process;
   const stdout = typeof child === "object" && child !== null ? (child as { stdout?: unknown }).stdout : undefined;
   if (typeof stdout !== "object" || stdout === null) return undefined;
   const stream = stdout as { once?: unknown; removeListener?: unknown };
-  return typeof stream.once === "function" && typeof stream.removeListener === "function"
-    ? (stdout as { once: (...args: never[]) => unknown; removeListener: (...args: never[]) => unknown })
-    : undefined;
+  return typeof stream.once === "function" && typeof stream.removeListener === "function" ? stdout : undefined;
 }
 
 /**
@@ -253,7 +249,7 @@ export function stdioChildExited(transport: object): boolean {
   const child = (transport as { _process?: unknown })._process;
   if (typeof child !== "object" || child === null) return true;
   const { exitCode, signalCode } = child as { exitCode?: unknown; signalCode?: unknown };
-  return (typeof exitCode === "number" && exitCode !== null) || (typeof signalCode === "string" && signalCode !== null);
+  return typeof exitCode === "number" || typeof signalCode === "string";
 }
 
 // ---- StreamableHTTPClientTransport ---------------------------------------------------------------

@@ -165,10 +165,10 @@ export class DeferredCancels {
   /**
    * A message is about to go out after these cancels were decided (the caller's retry in the
    * timeout's own continuation, a framework's next tool call, the cancel of a caller's own abort
-   * of another call): they go first, now, so the server
-   * learns of each cancel before anything the client sent after it (an outside tester's: the
-   * retry reached the server before the timed-out call's notification, every time). What waited
-   * for the turn's input gives that up: order on the wire comes first.
+   * of another call): they go first, now, so the server learns of each cancel before anything the
+   * client sent after it (an outside tester's: the retry reached the server before the timed-out
+   * call's notification, every time). What waited for the turn's input gives that up: order on
+   * the wire comes first.
    */
   beforeSend(): void {
     if (this.#waiting.size > 0 || this.#beforeHop.size > 0) this.flush();
