@@ -405,6 +405,12 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
   }
   if (stdio !== undefined) {
     add("StdioClientTransport._process.stdin", true, stdioChildStdin(stdio) !== undefined, "cancel through transport.send");
+    add(
+      "StdioClientTransport._process.stdout and exitCode",
+      true,
+      stdioChildStdout(stdio) !== undefined && !stdioChildExited(stdio),
+      "a closed stdout seen only at the process's exit",
+    );
     add("StdioClientTransport.stderr (stdio marker)", true, isStdioTransport(stdio), "no network.transport attribute");
     add("StdioClientTransport (not Streamable HTTP)", false, isStreamableHttpTransport(stdio), "none needed");
   }
