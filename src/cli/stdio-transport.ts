@@ -218,8 +218,12 @@ export class ChildStdioTransport {
         setTimeout(() => {
           if (this.exit !== undefined) return;
           // Exited, its pipes still held (an outside tester's, in the library's stdio adapter): an
-          // exit, told as one, not a server that closed its stdout and ran on.
-          if (exited !== undefined) this.exit = exited;
+          // exit, told as one, not a server that closed its stdout and ran on; what holds its pipes
+          // goes with it, as at its pipes' close.
+          if (exited !== undefined) {
+            this.exit = exited;
+            this.#kill("SIGKILL", true);
+          }
           this.#finish();
         }, STDOUT_END_GRACE_MS).unref();
       });

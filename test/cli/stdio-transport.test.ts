@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChildStdioTransport } from "../../src/cli/stdio-transport.js";
+import { alive, eventually } from "../helpers/stdio.js";
 
 // The CLI's own stdio transport (the probe's target; the proxy's upstream inherits stderr, so a
 // process the server starts cannot hold its pipes there): a server that exits while a process it
@@ -36,5 +37,9 @@ describe("ChildStdioTransport, closeOnStdoutEnd", () => {
     await closed;
     expect(closedAt! - sent).toBeLessThan(2_500); // before the helper lets the pipes go
     expect(transport.exit).toEqual({ code: 0, signal: null });
+    // What held its pipes (the helper, in its process group) went with it.
+    const helper = Number(/HELD-BY (\d+)/.exec(transport.stderrTail)?.[1]);
+    expect(helper).toBeGreaterThan(0);
+    expect(await eventually(() => !alive(helper), 2_000)).toBe(true);
   });
 });

@@ -10,17 +10,6 @@ import { alive, eventually, spawnServer } from "../helpers/stdio.js";
 
 const SCRIPTED = fileURLToPath(new URL("../fixtures/scripted-server.mjs", import.meta.url));
 
-/** A v1 client through the library to `node <args>` (a server written inline). */
-async function spawnServerCommand(args: string[]) {
-  const transport = new StdioClientTransport({ command: process.execPath, args, stderr: "pipe" });
-  const client = new Client({ name: "e2e-bot", version: "1.0.0" });
-  const errors: Error[] = [];
-  client.onerror = (error) => void errors.push(error);
-  const mcp = withCancellation(client, stdioCancellation(transport));
-  await client.connect(mcp.transport);
-  return { client, mcp, errors };
-}
-
 // A stdio server that closes its stdout and keeps running (an outside tester's chaos run): nothing
 // it answers can arrive, yet the SDK's transport closes only when the process exits, so each
 // pending call waited out its own timeout and was recorded a timeout. The stdio adapter watches
@@ -105,22 +94,16 @@ describe("a stdio server that closes its stdout and keeps running", () => {
   it("a server that exited while a process it started holds its pipes open: closed as an exit, no word of a server that kept running", async () => {
     // An outside tester's: the SDK's `onclose` waits for every pipe of the process, so the exit
     // went unseen by it, and the error said the server "kept running".
-    const script = `
-      const { spawn } = require("node:child_process");
-      spawn(process.execPath, ["-e", "setTimeout(() => {}, 1500)"], { stdio: ["ignore", "ignore", "inherit"] }).unref();
-      const write = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
-      require("node:readline").createInterface({ input: process.stdin }).on("line", (line) => {
-        const m = JSON.parse(line);
-        if (m.method === "initialize") write({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "s", version: "1" } } });
-        if (m.method === "tools/call") setTimeout(() => process.exit(0), 50);
-      });`;
-    const server = await spawnServerCommand(["-e", script]);
+    const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
     let closes = 0;
     server.client.onclose = () => void closes++;
     const started = performance.now();
-    await expect(server.mcp.callTool({ name: "work" }, { timeoutMs: 20_000 })).rejects.toBeInstanceOf(ConnectionClosedError);
-    expect(performance.now() - started).toBeLessThan(1_400); // before the helper lets the pipes go
+    const leaving = server.mcp.callTool({ name: "exit-held", arguments: { ms: 50, holdMs: 5_000 } }, { timeoutMs: 20_000 });
+    await expect(leaving).rejects.toBeInstanceOf(ConnectionClosedError);
+    const helper = Number(/HELD-BY (\d+)/.exec(server.stderrLines.join("\n"))?.[1]);
+    if (helper > 0) cleanup.push(async () => void (alive(helper) && process.kill(helper, "SIGKILL")));
+    expect(performance.now() - started).toBeLessThan(4_000); // before the helper lets the pipes go
     expect(server.errors.map((error) => error.message).filter((text) => text.includes("kept running"))).toEqual([]);
     expect(await eventually(() => closes === 1)).toBe(true);
     expect(server.mcp.pendingCount).toBe(0);
