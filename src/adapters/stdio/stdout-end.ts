@@ -29,7 +29,7 @@ export interface StdoutSource {
 }
 
 /** The error the SDK client's `onerror` gets when a server closed its stdout and kept running. */
-export const STDOUT_CLOSED_TEXT = `the server closed its stdout and kept running (${STDOUT_END_GRACE_MS} ms): nothing it answers can arrive, so the connection is closed and the server stopped (stdin ended, then signalled if it does not exit)`;
+export const STDOUT_CLOSED_TEXT = `the server closed its stdout and kept running (${STDOUT_END_GRACE_MS} ms): nothing it answers can arrive, so the connection is closed and the server is being stopped (its stdin ended, then a signal if it does not exit)`;
 
 /** @internal */
 export class StdoutWatch {
