@@ -78,6 +78,7 @@ describe("a stdio server that closes its stdout and keeps running", () => {
     client.onerror = (error) => void errors.push(error);
     await client.connect(transport);
     cleanup.push(() => client.close());
+    const pid = transport.pid; // read now: the SDK forgets it at its close
     void client.callTool({ name: "close-stdout", arguments: { ms: 0 } }).catch(() => {});
     expect(await eventually(() => stderr.includes("STDOUT-CLOSED"))).toBe(true);
     const stdout = (transport as unknown as { _process: { stdout: { readableEnded: boolean } } })._process.stdout;
@@ -89,6 +90,9 @@ describe("a stdio server that closes its stdout and keeps running", () => {
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(errors.map((error) => error.message)).toContainEqual(expect.stringContaining("closed its stdout"));
     expect(mcp.pendingCount).toBe(0);
+    // Stopped (its stdin ended, then signalled: it ignores the end), not left behind the test.
+    expect(pid).toBeGreaterThan(0);
+    expect(await eventually(() => !alive(pid), 10_000)).toBe(true);
   }, 20_000);
 
   it("a server that exited while a process it started holds its pipes open: closed as an exit, no word of a server that kept running", async () => {
