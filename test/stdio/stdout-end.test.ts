@@ -42,7 +42,7 @@ describe("a stdio server that closes its stdout and keeps running", () => {
     expect(await eventually(() => closes === 1)).toBe(true);
     expect(server.mcp.pendingCount).toBe(0);
     // A call after it fails at once, as on any closed connection.
-    await expect(server.mcp.callTool({ name: "echo" }, { timeoutMs: 20_000 })).rejects.toThrow();
+    await expect(server.mcp.callTool({ name: "echo" }, { timeoutMs: 20_000 })).rejects.toBeInstanceOf(ConnectionClosedError);
     expect(await eventually(() => !alive(server.pid), 10_000)).toBe(true);
     expect(closes).toBe(1);
   }, 20_000);
@@ -50,7 +50,7 @@ describe("a stdio server that closes its stdout and keeps running", () => {
   it("the same with the v2 SDK's client and transport", async () => {
     const transport = new StdioV2({
       command: process.execPath,
-      args: [fileURLToPath(new URL("../fixtures/scripted-server.mjs", import.meta.url))],
+      args: [SCRIPTED],
       stderr: "pipe",
     });
     const client = new ClientV2({ name: "e2e-bot", version: "1.0.0" });
