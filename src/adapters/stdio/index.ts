@@ -25,7 +25,8 @@ import type { Stdout } from "./stdout-end.js";
  * A server that closes its stdout and keeps running can answer nothing more: 200 ms after its
  * stdout ended (time for an exiting process's exit to be seen) the connection counts as closed:
  * calls pending settle `connection-closed` at once (not at their own timeouts), the SDK client's
- * `onerror` gets why and its `onclose` runs, and the transport is closed (its process stopped).
+ * `onerror` gets why and its `onclose` runs, and the transport is closed (the SDK's `close()`
+ * ends the server's stdin, then signals it if it has not exited about 2 s later).
  *
  * @param transport an SDK stdio transport: v1 `StdioClientTransport` from
  *   `@modelcontextprotocol/sdk/client/stdio.js`, or v2's from `@modelcontextprotocol/client`.
