@@ -354,14 +354,16 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * goes out for it (the response is here); the response is counted late on the record the
    * cancel settles (`kind`: a result or an error; none for what is no response), so its first
    * revision says both (an outside tester's: it said "the response arrived first" beside
-   * "outcome unverified", the count following in a revision of its own).
+   * "outcome unverified", the count following in a revision of its own). `closesStream`: the
+   * transport's cancel is the request's stream close (2026-07-28 Streamable HTTP), so the record
+   * names that as what was not done (no notification is ever sent there).
    */
-  responded(kind?: "result" | "error"): boolean {
+  responded(kind?: "result" | "error", closesStream = false): boolean {
     if (this.#state !== "pending") return true;
     const signal = this.#callerSignal;
     const reason = signal === undefined ? NOT_ABORTED : abortReason(signal);
     if (reason !== NOT_ABORTED) {
-      this.#cancelAnswered(kind, abortTrigger(reason), reason);
+      this.#cancelAnswered(kind, closesStream, abortTrigger(reason), reason);
       return false;
     }
     // Read after one of its limits had passed, before a busy event loop ran its timer: the
@@ -370,11 +372,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const total = this.#totalDeadline();
     const idle = this.#idle();
     if (now > total && total <= idle) {
-      this.#cancelAnswered(kind, "max-total-timeout");
+      this.#cancelAnswered(kind, closesStream, "max-total-timeout");
       return false;
     }
     if (now > idle) {
-      this.#cancelAnswered(kind, "timeout");
+      this.#cancelAnswered(kind, closesStream, "timeout");
       return false;
     }
     this.#state = "responded";
@@ -388,9 +390,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * queues do for a timer-fired cancel whose response came first (rule 7): `undelivered`
    * "not sent: the response arrived first", the same record on every path.
    */
-  #cancelAnswered(kind: "result" | "error" | undefined, trigger: CancelTrigger, cause?: unknown): void {
+  #cancelAnswered(kind: "result" | "error" | undefined, closesStream: boolean, trigger: CancelTrigger, cause?: unknown): void {
     const rare = this.#rareFacts();
-    rare.early = { sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } };
+    rare.early = { sent: "none", failed: { mechanism: closesStream ? "stream-close" : "notification", error: ANSWERED_FIRST } };
     if (kind !== undefined) rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
     this.cancel(trigger, cause);
   }

@@ -345,14 +345,15 @@ function closedAfterItsResponse(cancel: RunRecord["cancel"]): RunRecord["cancel"
 /**
  * What reached the server of a cancel whose stream close came after its response was read:
  * `notification+stream-close` is `notification`; `stream-close` is `none` (on 2026-07-28 with the
- * undelivered entry saying the response came first, as when it was read before the close). Also
+ * undelivered entry saying the stream close was not done, the response came first, as when it was
+ * read before the close). Also
  * for the delivery reports that come after such a response (an outside tester's second pass: a
  * refused 2025-era notification, reported after the late result, said `stream-close` again).
  */
 function answeredBeforeClose(report: CancelDelivery): CancelDelivery {
   if (report.sent === "notification+stream-close") return { ...report, sent: "notification" };
   if (report.sent !== "stream-close") return report;
-  return { sent: "none", failed: report.failed ?? { mechanism: "notification", error: ANSWERED_FIRST } };
+  return { sent: "none", failed: report.failed ?? { mechanism: "stream-close", error: ANSWERED_FIRST } };
 }
 
 /** Whether `outcome` raises a cancelled record's outcome (an update only ever raises it: OUTCOME_RANK). */

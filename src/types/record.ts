@@ -15,12 +15,14 @@ export type CancelMechanism = "notification" | "stream-close" | "notification+st
 
 /**
  * The part of a cancel that did not reach the server (see `RunRecord.cancel.undelivered`): a
- * `notifications/cancelled` that did not get through or was not sent, or a `tasks/cancel` that
- * could not be sent (no `CreateTaskResult` came within `watchMs`). A stream close cannot fail
- * to be delivered: the socket is gone either way.
+ * `notifications/cancelled` that did not get through or was not sent, a 2026-07-28 stream close
+ * that was not done because the response came first (rule 7: the only way a stream close is
+ * undelivered; once done, the socket is gone either way), or a `tasks/cancel` that could not be
+ * sent (no `CreateTaskResult` came within `watchMs`). `mechanism` names the transport's own
+ * cancel: `stream-close` only on 2026-07-28 Streamable HTTP, where no notification is ever sent.
  */
 export interface CancelUndelivered {
-  mechanism: "notification" | "tasks/cancel";
+  mechanism: "notification" | "stream-close" | "tasks/cancel";
   error: string;
   /**
    * `true` when the notification's POST body was written (the server, or something between, may

@@ -228,8 +228,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       { send: options.send, close: options.close, plain: own.length === 0 },
     );
     wire!.#view = view;
+    wire!.#era = adapter as { readonly era?: unknown };
     return wire!;
   }
+
+  /** The adapter, for its era (`StreamableHttpAdapter.era`): on `"modern"` (2026-07-28) a cancel is the stream's close. */
+  #era: { readonly era?: unknown } | undefined;
 
   private constructor(below: Port, tasks: TaskTracker, listens: ListenTracker, underlying: T, options: WireOptions) {
     super(below);
@@ -729,7 +733,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         }
         // Cancelled at this read (its limit or abort came first), the response counted late on the
         // record it settles with.
-        call.responded("error" in message ? "error" : "result");
+        call.responded("error" in message ? "error" : "result", this.#era?.era === "modern");
       }
       return under;
     }
@@ -889,7 +893,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       const call = entry.call;
       this.#forget(requestId, entry);
       const reason = (message.params as { reason?: unknown } | undefined)?.reason;
-      if (call.responded()) {
+      if (call.responded(undefined, this.#era?.era === "modern")) {
         call.fail(
           new Error(
             `subscriptions/listen ended by the server (notifications/cancelled${typeof reason === "string" ? `: ${reason}` : ""}; rule 12 in docs/spec-rules.md)`,

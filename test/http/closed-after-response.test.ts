@@ -116,7 +116,8 @@ describe("a response read after its stream's close: the close stopped nothing, a
           trigger: "aborted",
           mechanism: "none",
           sentAt: null,
-          undelivered: { mechanism: "notification", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
+          // The stream close, 2026-07-28's cancel, stopped nothing; no notification exists there.
+          undelivered: { mechanism: "stream-close", error: "not sent: the response arrived first (rule 7 in docs/spec-rules.md)" },
         });
         expect(server.cancels).toHaveLength(0);
         // The trace says it too, in the same revision as the late result: a `cancel` follow-up
@@ -124,7 +125,7 @@ describe("a response read after its stream's close: the close stopped nothing, a
         const cancelSpan = otel.spans().find((span) => span.name === "cancel tools/call same-chunk");
         expect(cancelSpan?.attributes).toMatchObject({
           "mcp_cancellable.cancel.mechanism": "none",
-          "mcp_cancellable.cancel.undelivered": "notification: not sent: the response arrived first (rule 7 in docs/spec-rules.md)",
+          "mcp_cancellable.cancel.undelivered": "stream-close: not sent: the response arrived first (rule 7 in docs/spec-rules.md)",
         });
         expect(cancelSpan?.status.code).toBe(0);
         expect(otel.spans().some((span) => span.name === "late tools/call same-chunk")).toBe(true);
