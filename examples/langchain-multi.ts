@@ -15,7 +15,8 @@ const mcp = attachCancellation(client, {
   maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
   // LangChain's own tool calls, verified after a cancel: no bypass of its tools.
   verifiers: {
-    generate_quarterly_summary: ({ arguments: args }) => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+    generate_quarterly_summary: ({ arguments: args }) =>
+      existsSync(`reports/${String(args.quarter)}-summary.md`) ? "applied" : "not-applied",
   },
   awaitVerification: true, // LangChain's ToolException then carries what the check found
   onRecord: (record) => console.log(record.summary),
@@ -24,6 +25,9 @@ const mcp = attachCancellation(client, {
 const tools = await multi.getTools(); // their callTool now goes through mcp
 const run = new AbortController();
 const summary = tools.find((tool) => tool.name.endsWith("generate_quarterly_summary"));
-await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
-console.log(mcp.records().map((record) => record.summary));
-await multi.close();
+try {
+  await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
+} finally {
+  console.log(mcp.records().map((record) => record.summary));
+  await multi.close(); // also when the call timed out or was cancelled
+}

@@ -18,5 +18,8 @@ await client.connect(mcp.transport);
 const tools = await loadMcpTools("reports", mcp.sdkClient);
 const run = new AbortController();
 const summary = tools.find((tool) => tool.name === "generate_quarterly_summary");
-await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
-await client.close(); // stops the server: the process can exit
+try {
+  await summary?.invoke({ quarter: "Q3" }, { signal: run.signal });
+} finally {
+  await client.close(); // stops the server, also when the call timed out: the process can exit
+}

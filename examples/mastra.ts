@@ -8,7 +8,8 @@ const attached = await attachMastra(mcp, {
   maxTotalTimeoutMs: 120_000, // hard cap from the send, ms
   // After a cancel, Mastra's own tool call is verified by the tool's MCP name (not reports_...).
   verifiers: {
-    generate_quarterly_summary: ({ arguments: args }) => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+    generate_quarterly_summary: ({ arguments: args }) =>
+      existsSync(`reports/${String(args.quarter)}-summary.md`) ? "applied" : "not-applied",
   },
   verifyDelayMs: 2_000,
   awaitVerification: true, // the model's next turn reads what the check found, not "timed out"

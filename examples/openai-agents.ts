@@ -14,7 +14,7 @@ const reports = new CancellableMCPServerStdio({
       ? {
           timeoutMs: 90_000,
           // After a cancel: an idempotent read of the side effect, waited for before the model's next turn.
-          verify: () => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+          verify: () => (existsSync(`reports/${String(args.quarter)}-summary.md`) ? "applied" : "not-applied"),
           verifyDelayMs: 2_000,
           awaitVerification: (record) =>
             `cancelled after ${Math.round(record.elapsedMs / 1000)} s; the report was ${record.outcome === "verified-applied" ? "" : "not "}created`,

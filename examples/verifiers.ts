@@ -11,7 +11,8 @@ const mcp = attachCancellation(client, {
   timeoutMs: 30_000,
   verifiers: {
     // ctx: the tool's name and arguments, the run record, a signal aborted after verifyTimeoutMs
-    generate_quarterly_summary: ({ arguments: args }) => (existsSync(`reports/${String(args.quarter)}.md`) ? "applied" : "not-applied"),
+    generate_quarterly_summary: ({ arguments: args }) =>
+      existsSync(`reports/${String(args.quarter)}-summary.md`) ? "applied" : "not-applied",
     "*": () => "not-applied", // every other tool (read-only ones: nothing to find)
   },
   verifyDelayMs: 2_000, // the same window options as verify: verifyTimeoutMs, verifyWindowMs, verifyIntervalMs

@@ -16,6 +16,11 @@
 //   turn is read first, and then go, all of them, in that check phase. Not in the slices: under a
 //   steady stream of settles (200 calls in flight, a timeout every few ms) the after-queue waited
 //   up to 130 ms for a turn, and the server answered meanwhile (the soak's crossings).
+//
+// A process that exits while such cancels wait (a bot's `catch` that calls `process.exit`, an
+// uncaught rejection of the timeout's error) sends them from its `exit` event: the write to a
+// child's stdin pipe is made at once, as the SDK's own timer makes it (an outside tester's: the
+// server saw only its stdin end and ran the tool to its end, the record saying the line went).
 import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelMechanism } from "../types/record.js";
 import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
@@ -57,6 +62,30 @@ export function leftLate(since: number | undefined): number | undefined {
   return since !== undefined && processClock() - since >= 1 ? Date.now() : undefined;
 }
 
+/** The instances with cancels waiting, sent from the process's `exit` event if it comes first. */
+const waitingAtExit = new Set<DeferredCancels>();
+let exitHooked = false;
+
+/**
+ * Hooks the process's `exit` event, once (one listener for the process, never removed: it holds
+ * nothing open). Not on a runtime without `process.on` (a browser): there nothing waits for an exit.
+ */
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  const proc = (globalThis as { process?: { on?: (event: "exit", listener: () => void) => unknown } }).process;
+  if (typeof proc?.on !== "function") return;
+  proc.on("exit", () => {
+    for (const deferred of [...waitingAtExit]) {
+      try {
+        deferred.flush();
+      } catch {
+        // Best effort (rule 10): the process is going either way.
+      }
+    }
+  });
+}
+
 /**
  * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). Each is
  * sent with the time it could have gone, so the sender tells its record when it really went
@@ -89,6 +118,10 @@ export class DeferredCancels {
 
   /** Takes a timer-fired cancel; it goes out later (see the class comment). Returns its mechanism. */
   defer(request: CancelRequest): CancelMechanism {
+    if (this.size === 0) {
+      hookExit();
+      waitingAtExit.add(this);
+    }
     if (this.#hop === undefined) {
       this.#ready(request, processClock());
       return "notification";
@@ -101,7 +134,13 @@ export class DeferredCancels {
   readonly #hopped = (): void => {
     this.#hopping = undefined;
     this.#afterHop();
+    this.#emptied();
   };
+
+  /** Nothing waits any more: off the exit's list. */
+  #emptied(): void {
+    if (this.size === 0) waitingAtExit.delete(this);
+  }
 
   /** The hop is over (or cut short by a close): its cancels go now, in the order they came. */
   #afterHop(): void {
@@ -133,6 +172,7 @@ export class DeferredCancels {
       this.#send(request, since);
       if (this.#waiting.size > 0) return true;
       this.#queued = false;
+      this.#emptied();
       return false;
     },
   };
@@ -150,6 +190,7 @@ export class DeferredCancels {
     if (request === undefined) return;
     this.#waiting.delete(request.requestId);
     this.#beforeHop.delete(request.requestId);
+    this.#emptied();
     request.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
   }
 
@@ -160,6 +201,7 @@ export class DeferredCancels {
     for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     this.#beforeHop.clear();
     this.#waiting.clear();
+    waitingAtExit.delete(this);
   }
 
   /**
@@ -174,11 +216,12 @@ export class DeferredCancels {
     if (this.#waiting.size > 0 || this.#beforeHop.size > 0) this.flush();
   }
 
-  /** The client is closing: everything waiting goes now, before the transport ends. */
+  /** The client is closing (or the process exiting): everything waiting goes now, before the transport ends. */
   flush(): void {
     this.#stopHop();
     this.#afterHop();
     while (this.#waiting.size > 0) this.#work.step();
+    waitingAtExit.delete(this);
   }
 
   #stopHop(): void {

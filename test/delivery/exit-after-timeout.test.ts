@@ -1,0 +1,56 @@
+// A bot that exits in the turn its call timed out (its `catch` calls `process.exit`, or the
+// timeout's rejection is left uncaught) still tells the server: the timer-fired cancel line,
+// which waits for the turn's check phase (rule 7: an answer already in the pipe is read first),
+// goes from the process's `exit` event (rule 6). The raw SDK writes it in its timer and gets it
+// out; an outside tester found the library's line lost every time, the record saying it went.
+// A real child (the bot) and its real child (test/fixtures/scripted-server.mjs, which logs every
+// line it reads as `RECV <json>` on the stderr it shares with the bot).
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const bot = fileURLToPath(new URL("../fixtures/delivery/exit-after-timeout.ts", import.meta.url));
+
+/** Runs the bot to its end and the server to its own (their shared stderr closes), bounded. */
+function run(how: string, adapter: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", bot, how, adapter], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`bot ${how} ${adapter} did not end within 20 s:\n${stderr}`));
+    }, 20_000);
+    let code: number | null = null;
+    child.on("exit", (exitCode) => (code = exitCode));
+    // "close": the bot's pipes and the server's (which inherited stderr) are all closed.
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const received = (stderr: string) =>
+  stderr
+    .split("\n")
+    .filter((line) => line.startsWith("RECV "))
+    .map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: number; params?: { requestId?: number; reason?: string } });
+
+describe("a bot that exits in the turn its call timed out still sends the cancel (rule 6)", () => {
+  for (const how of ["exit", "throw"]) {
+    for (const adapter of ["stdio", "plain"]) {
+      it(`${how === "exit" ? "process.exit in its catch" : "the timeout's rejection uncaught"}, ${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}: the server reads notifications/cancelled for the call, once`, async () => {
+        const { code, stderr } = await run(how, adapter);
+        expect(code).toBe(1);
+        const lines = received(stderr);
+        const call = lines.find((m) => m.method === "tools/call");
+        expect(call).toBeDefined();
+        const cancels = lines.filter((m) => m.method === "notifications/cancelled");
+        expect(cancels).toEqual([expect.objectContaining({ params: { requestId: call!.id, reason: "Request timed out after 200 ms" } })]);
+      }, 30_000);
+    }
+  }
+});
