@@ -288,12 +288,14 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   /**
    * A sign of life from the work behind a call that follows its task (an answered `tasks/get`, a
-   * task status notification, progress): the idle timeout starts again from now. The maximum
-   * total timeout is untouched. A no-op once the call is no longer pending.
+   * task status notification, progress), or from its server that was starting (the proxy's
+   * `startHoldMs`): the idle timeout starts again from now, sooner or later than it would have
+   * come. The maximum total timeout is untouched. A no-op once the call is no longer pending.
    */
   alive(): void {
     if (this.#state !== "pending") return;
     this.#restartIdle();
+    this.#arm(); // the deadline may come sooner than the one queued: queue it there
   }
 
   /**

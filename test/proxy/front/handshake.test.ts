@@ -26,3 +26,14 @@ describe("proxy --listen: server/discover is a handshake", () => {
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 });
+
+describe("proxy --listen: a stdio server's start is not its silence", () => {
+  it("a 2026-07-28 tools/call that starts the shared server (1,200 ms to start) under --timeout-ms 400: answered, not -32001", async () => {
+    const front = await startFront(["--timeout-ms", "400", ...server(SCRIPTED, "--start-delay-ms", "1200")]);
+    const response = await post2026(front.url, { id: 1, method: "tools/call", params: { name: "echo", arguments: {} } });
+    const [answer] = (await messagesOf(response)) as Array<{ result?: unknown; error?: unknown }>;
+    expect(answer?.error).toBeUndefined();
+    expect(answer?.result).toBeDefined();
+    expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  }, 20_000);
+});
