@@ -88,14 +88,6 @@ export interface MessageTransportInit {
   readonly name?: string | undefined;
   /** How a settled request is answered (default `libraryErrorResponse`). */
   readonly respond?: ErrorResponder | undefined;
-  /**
-   * Until the server's first message, each request's idle timeout is held, at most this many ms
-   * more (the maximum total timeout holds throughout), then runs from that message: a stdio
-   * server spawned for its first request is starting, not silent (a 2026-07-28 client sends no
-   * `initialize`, the request that otherwise takes the start, exempt from the idle timeout, rule
-   * 39). Default: nothing held.
-   */
-  readonly startHoldMs?: number | undefined;
 }
 
 /**
@@ -144,10 +136,6 @@ export class MessageTransport<T extends TransportLike> {
   /** The progress tokens added here to requests whose client gave none, while their call is pending. */
   readonly #ownTokens = new Set<string | number>();
   #closed = false;
-  /** See `MessageTransportInit.startHoldMs`: set until the server's first message. */
-  #startHoldMs: number | undefined;
-  /** The calls whose idle timeout is held for the server's start (see `#startHoldMs`). */
-  #heldForStart: CancellableCall<unknown>[] = [];
 
   constructor(adapter: CancellationAdapter<T>, init: MessageTransportInit) {
     const { defaults } = init;
@@ -155,7 +143,6 @@ export class MessageTransport<T extends TransportLike> {
     this.#name = init.name ?? "MessageTransport";
     this.#awaitVerification = init.awaitVerification;
     this.#respond = init.respond ?? libraryErrorResponse;
-    this.#startHoldMs = init.startHoldMs;
     // Nothing above waits on its own: this transport answers from the call's outcome.
     // A task the client made is the client's to follow: its progress reaches it for the task's
     // life, under a token the client gave (one added here, for the idle timeout's reset, is not the client's).
@@ -250,10 +237,6 @@ export class MessageTransport<T extends TransportLike> {
         }
         waiting.call = call;
         this.#waiting.set(id, waiting);
-        if (this.#startHoldMs !== undefined) {
-          call.idleAfter(this.#startHoldMs);
-          this.#heldForStart.push(call);
-        }
         handed = this.#forward({ ...message, params: meta === undefined ? marked : { ...marked, ...meta } }, sendOptions).catch(
           (error: unknown) => {
             // The server answered its POST with an HTTP error: the request fails with the
@@ -350,7 +333,6 @@ export class MessageTransport<T extends TransportLike> {
   }
 
   readonly #onmessage = (message: Message): void => {
-    if (this.#startHoldMs !== undefined) this.#started();
     if (
       typeof message === "object" &&
       message !== null &&
@@ -377,17 +359,7 @@ export class MessageTransport<T extends TransportLike> {
     this.#deliver(message as JsonRpcMessage, false);
   };
 
-  /** The server's first message: it is up; a held request's idle timeout runs from now. */
-  #started(): void {
-    this.#startHoldMs = undefined;
-    const held = this.#heldForStart;
-    this.#heldForStart = [];
-    for (const call of held) call.alive();
-  }
-
   readonly #onclose = (): void => {
-    this.#startHoldMs = undefined;
-    this.#heldForStart = [];
     // The wire has settled every pending call `connection-closed` already; their answers are
     // queued before this, so the client gets each request's documented error (with its record)
     // before its own close handler rejects whatever is left.

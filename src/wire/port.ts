@@ -161,6 +161,13 @@ export class Layer implements Port, Up {
  */
 export const ADAPTER_LAYERS: unique symbol = Symbol("mcp-cancellable.adapterLayers");
 
+/**
+ * Marks an adapter whose transport starts its server with the connection (stdio: a child
+ * process): until the server's first message, the wire holds each request's idle timeout (the
+ * server's start is not its silence; see `Wire`'s `#heldForStart`). @internal
+ */
+export const STARTS_SERVER: unique symbol = Symbol("mcp-cancellable.startsServer");
+
 /** An adapter that brings its own layers (see `ADAPTER_LAYERS`). @internal */
 export interface LayeredAdapter {
   readonly [ADAPTER_LAYERS]: () => readonly LayerFactory[];

@@ -21,11 +21,19 @@ import { augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.j
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
-import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer } from "./port.js";
+import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer, STARTS_SERVER } from "./port.js";
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
 
+/**
+ * The most a server's start may hold a request's idle timeout (see `Wire`'s `#holdForStart`), in
+ * ms: a slow start (an interpreter loading its packages, a first `npx -y` downloading the server)
+ * fits; a first request that hangs on a server that started at once and says nothing is cancelled
+ * this much later than its idle timeout alone would have (a call's own maximum total timeout,
+ * when sooner, ends it first).
+ */
+export const START_HOLD_MS = 60_000;
 /**
  * An outbound request awaiting its response: the facade's call, or `null` for a request the SDK
  * made on its own; and what the layers below observed of it on its way (its wire facts).
@@ -229,7 +237,30 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     );
     wire!.#view = view;
     wire!.#era = adapter as { readonly era?: unknown };
+    // A transport already connected (attaching to a client) has a server that has spoken.
+    wire!.#holdForStart = options.connected !== true && (adapter as { readonly [STARTS_SERVER]?: unknown })[STARTS_SERVER] === true;
     return wire!;
+  }
+
+  /**
+   * Until its server's first message, a connection whose transport starts the server (stdio)
+   * holds each request's idle timeout: the server is starting, not silent (a 2026-07-28 client
+   * sends no `initialize`, which otherwise takes the start and has no idle timeout, rule 39;
+   * `connect()` resolves at the spawn, and a server that took 1.5 s to start failed the first
+   * call of a 1 s idle timeout: an outside tester's, through the proxy). At most `START_HOLD_MS`
+   * more; the maximum total timeout holds throughout. From that message on, each held request's
+   * idle timeout runs.
+   */
+  #holdForStart = false;
+  /** The calls whose idle timeout is held for the server's start (see `#holdForStart`). */
+  #heldForStart: CancellableCall[] = [];
+
+  /** The server's first message: it has started; a held request's idle timeout runs from now. */
+  #serverStarted(): void {
+    this.#holdForStart = false;
+    const held = this.#heldForStart;
+    this.#heldForStart = [];
+    for (const call of held) call.alive();
   }
 
   /** The adapter, for its era (`StreamableHttpAdapter.era`): on `"modern"` (2026-07-28) a cancel is the stream's close. */
@@ -608,6 +639,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       const round = call.requestId !== null;
       call.bind(id, token);
       if (round) call.nextRound();
+      else if (this.#holdForStart) {
+        call.idleAfter(START_HOLD_MS);
+        this.#heldForStart.push(call);
+      }
       // The SDK's own timer is dropped where the call's deadlines are the request's limits.
       if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }
@@ -649,6 +684,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   override message(message: Message, extra?: MessageExtra): void {
+    if (this.#holdForStart) this.#serverStarted();
     if (typeof message === "object" && message !== null) {
       const method = message.method;
       if (method === undefined) {
@@ -917,6 +953,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
 
   override closed(): void {
     this.#open = false;
+    this.#holdForStart = false;
+    this.#heldForStart = [];
     const calls: CancellableCall[] = [...this.#unbound.values()];
     for (const entry of this.#pending.values()) if (entry.call !== null) calls.push(entry.call);
     this.#tasks.drainCalls(calls);

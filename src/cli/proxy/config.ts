@@ -222,15 +222,6 @@ export function totalLimitMs(limits: Limits): number {
   return limits.maxTotalTimeoutMs ?? Math.max(DEFAULT_MAX_TOTAL_MS, limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS);
 }
 
-/**
- * How long a stdio server's start may hold a request's idle timeout (`MessageTransportInit.startHoldMs`):
- * the handshake's own bound, `initialize`'s maximum total timeout (600,000 ms unless the config
- * file or the command line says otherwise). A stdio upstream only: an HTTP server is up or refuses.
- */
-export function startHoldMs(config: ProxyConfig, cli: Limits): number {
-  return totalLimitMs(limitsFor(config, cli, "initialize", null));
-}
-
 /** The longest a request with these limits may wait for anything, in ms: the smaller of its idle and maximum total timeouts (`Infinity`: no limit). */
 export function waitLimitMs(limits: Limits): { ms: number; which: "timeoutMs" | "maxTotalTimeoutMs" } {
   const idle = limits.timeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;

@@ -35,7 +35,6 @@ import {
   limitsFor,
   SHUTDOWN_BOUND_MS,
   EXIT_RESERVE_MS,
-  startHoldMs,
   totalLimitMs,
   waitLimitMs,
 } from "./config.js";
@@ -374,10 +373,6 @@ export class ProxySession<T extends TransportLike> {
     };
     this.#transport = new MessageTransport(this.#upstream.adapter, {
       defaults,
-      // A stdio server starts with its first request: its start is not an idle timeout's silence
-      // (a 2026-07-28 client sends no initialize, which is exempt; an outside tester's: a server
-      // that took 1.5 s to start failed the first call under --timeout-ms 1000).
-      startHoldMs: this.#upstream.onRead === undefined ? undefined : startHoldMs(this.#config, this.#options.limits),
       callOptions: (method, params) => this.#callOptions(method, params),
       respond: (error) =>
         proxyErrorResponse(

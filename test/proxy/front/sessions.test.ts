@@ -353,6 +353,9 @@ describe("proxy --listen: 2025-era sessions", () => {
       await post({ jsonrpc: "2.0", id: "t1", method: "tools/call", params: { name: "silent", arguments: {} } }),
     );
     expect(legacy!.error?.code).toBe(-32001);
+    // The shared 2026-07-28 server is started by its first request: one it answers first (until a
+    // stdio server has spoken, a request's idle timeout is held for its start).
+    await messagesOf(await post2026(front.url, { id: "warm", method: "tools/call", params: { name: "echo", arguments: {} } }));
     const [modern] = await messagesOf(
       await post2026(front.url, { id: "t2", method: "tools/call", params: { name: "silent", arguments: {} } }),
     );

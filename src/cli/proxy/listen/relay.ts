@@ -17,7 +17,7 @@ import type { CallObserver, CallOptions, CancellationOptions, Progress } from ".
 import type { RunRecord } from "../../../types/record.js";
 import { BoundedMap } from "../../../utils/bounded-map.js";
 import type { ProxyOptions } from "../args.js";
-import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides, startHoldMs } from "../config.js";
+import { baseLimits, entryLimits, hasBuiltInLimits, hasOverrides } from "../config.js";
 import type { ProxyConfig } from "../config.js";
 import { anomalyLine, proxyToken, requestMeta, verboseLine } from "../session.js";
 import type { Upstream } from "../session.js";
@@ -166,8 +166,6 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#transport = new MessageTransport(upstream.adapter, {
       defaults,
       name: "mcp-cancellable proxy",
-      // A stdio server (re)started with a request: its start is not an idle timeout's silence.
-      startHoldMs: upstream.onRead === undefined ? undefined : startHoldMs(init.config, init.options.limits),
       callOptions: (method, params) => this.#callOptions(method, params),
       respond: (error) =>
         proxyErrorResponse(
