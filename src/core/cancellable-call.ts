@@ -288,9 +288,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
 
   /**
    * A sign of life from the work behind a call that follows its task (an answered `tasks/get`, a
-   * task status notification, progress), or from its server that was starting (the proxy's
-   * `startHoldMs`): the idle timeout starts again from now, sooner or later than it would have
-   * come. The maximum total timeout is untouched. A no-op once the call is no longer pending.
+   * task status notification, progress), or from its server that was starting (the wire holds a
+   * stdio call's idle timeout until its server's first message): the idle timeout starts again
+   * from now, sooner or later than it would have come. The maximum total timeout is untouched. A no-op once the call is no longer pending.
    */
   alive(): void {
     if (this.#state !== "pending") return;

@@ -249,11 +249,28 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * `connect()` resolves at the spawn, and a server that took 1.5 s to start failed the first
    * call of a 1 s idle timeout: an outside tester's, through the proxy). At most `START_HOLD_MS`
    * more; the maximum total timeout holds throughout. From that message on, each held request's
-   * idle timeout runs.
+   * idle timeout runs. A server silent `START_HOLD_MS` after the first request was held is not
+   * starting: later requests are not held (and the list of held calls stays bounded).
    */
   #holdForStart = false;
   /** The calls whose idle timeout is held for the server's start (see `#holdForStart`). */
   #heldForStart: CancellableCall[] = [];
+  /** When the first call was held (`performance.now()`, ms). */
+  #holdSince = 0;
+
+  /** Holds a call's idle timeout for its server's start (see `#holdForStart`). */
+  #holdIdle(call: CancellableCall): void {
+    const now = performance.now();
+    if (this.#heldForStart.length === 0) this.#holdSince = now;
+    else if (now - this.#holdSince > START_HOLD_MS) {
+      // Silent that long since the first held request: not starting. Those held keep their bound.
+      this.#holdForStart = false;
+      this.#heldForStart = [];
+      return;
+    }
+    call.idleAfter(START_HOLD_MS);
+    this.#heldForStart.push(call);
+  }
 
   /** The server's first message: it has started; a held request's idle timeout runs from now. */
   #serverStarted(): void {
@@ -639,10 +656,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       const round = call.requestId !== null;
       call.bind(id, token);
       if (round) call.nextRound();
-      else if (this.#holdForStart) {
-        call.idleAfter(START_HOLD_MS);
-        this.#heldForStart.push(call);
-      }
+      else if (this.#holdForStart) this.#holdIdle(call);
       // The SDK's own timer is dropped where the call's deadlines are the request's limits.
       if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }

@@ -67,6 +67,16 @@ describe("the idle timeout waits for a starting server's first message", () => {
     await peer.close();
   });
 
+  it("a server silent START_HOLD_MS after the first held request is not starting: a request made then is not held", async () => {
+    const peer = await open(true, { timeoutMs: 1_000, maxTotalTimeoutMs: 600_000 });
+    peer.call(1);
+    await vi.advanceTimersByTimeAsync(START_HOLD_MS + 1);
+    peer.call(2);
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(peer.answerOf(2)?.error?.code).toBe(-32001);
+    await peer.close();
+  });
+
   it("the maximum total timeout holds while the idle timeout is held", async () => {
     const peer = await open(true, { timeoutMs: 1_000, maxTotalTimeoutMs: 3_000 });
     peer.call(1);
