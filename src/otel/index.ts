@@ -184,8 +184,9 @@ class CallTrace implements CallObservation {
   constructor(settings: Settings, call: ObservedCall) {
     this.#settings = settings;
     const { method, params } = call;
-    const tool = method === "tools/call" && typeof params.name === "string" ? params.name : undefined;
-    const prompt = method === "prompts/get" && typeof params.name === "string" ? params.name : undefined;
+    // As the record shows them: cut at 1,000 characters (a name that long made spans as long).
+    const tool = method === "tools/call" && typeof params.name === "string" ? (call.name ?? params.name) : undefined;
+    const prompt = method === "prompts/get" && typeof params.name === "string" ? (call.name ?? params.name) : undefined;
     // The conventions: `{mcp.method.name} {target}`, target the tool or prompt name; a resource
     // URI is high-cardinality and stays out of the name.
     this.#name = tool !== undefined ? `${method} ${tool}` : prompt !== undefined ? `${method} ${prompt}` : method;

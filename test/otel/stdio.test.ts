@@ -52,6 +52,18 @@ function revisionsBefore(record: RunRecord): number {
 }
 
 describe("otel over stdio: one CLIENT span and one duration point per call", () => {
+  it("a tool name of 5,000 characters: the span's name and gen_ai.tool.name are cut as the record's name (1,000 characters, ending in …)", async () => {
+    const { mcp, otel } = await setUp();
+    const long = "t".repeat(5_000);
+    await mcp.callTool({ name: long, arguments: {} }, { timeoutMs: 500 }).catch(() => {}); // the server answers no such tool
+    const [span] = otel.spans();
+    const shown = mcp.records().find((r) => r.method === "tools/call")!.name!;
+    expect(shown).toHaveLength(1_000);
+    expect(shown.endsWith("…")).toBe(true);
+    expect(span!.name).toBe(`tools/call ${shown}`);
+    expect(span!.attributes["gen_ai.tool.name"]).toBe(shown);
+  });
+
   it("a succeeded call: name, kind, attributes, status UNSET, no events; the point has no error.type", async () => {
     const { mcp, otel } = await setUp();
     await mcp.callTool({ name: "echo", arguments: { secret: "s3cr3t" } });
