@@ -1,4 +1,4 @@
-import { McpCancellableError, unknownOutcome } from "./McpCancellableError.js";
+import { McpCancellableError, outcomeNote } from "./McpCancellableError.js";
 import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
@@ -16,7 +16,7 @@ export class CallCancelledError extends McpCancellableError {
     super(
       record.outcome === "not-sent"
         ? `${record.method} was cancelled by the caller before it was sent (never sent: its signal was already aborted)`
-        : `${record.method} was cancelled by the caller (request id ${String(record.requestId)})${unknownOutcome(record)}`,
+        : `${record.method} was cancelled by the caller (request id ${String(record.requestId)})${outcomeNote(record)}`,
       record,
       verification,
       { cause },

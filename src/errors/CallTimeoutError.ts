@@ -1,4 +1,4 @@
-import { McpCancellableError, unknownOutcome } from "./McpCancellableError.js";
+import { McpCancellableError, outcomeNote } from "./McpCancellableError.js";
 import type { RecordAtSettle } from "./McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 
@@ -50,7 +50,7 @@ export class CallTimeoutError extends McpCancellableError {
           : cause === undefined
             ? `${record.method} timed out after ${timeoutMs} ms (the idle timeout, ${option ?? "timeoutMs"}; ${id}) and was cancelled`
             : `${record.method} timed out after ${timeoutMs} ms (the caller's signal timed out: a TimeoutError, such as AbortSignal.timeout or a framework's own timeout; ${id}) and was cancelled`) +
-        unknownOutcome(record),
+        outcomeNote(record),
       record,
       verification,
       cause === undefined ? undefined : { cause },

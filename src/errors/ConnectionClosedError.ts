@@ -1,4 +1,4 @@
-import { McpCancellableError, unknownOutcome } from "./McpCancellableError.js";
+import { McpCancellableError, outcomeNote } from "./McpCancellableError.js";
 import type { RecordAtSettle } from "./McpCancellableError.js";
 import { textOf } from "../utils/hooks.js";
 import type { RunRecord } from "../types/record.js";
@@ -44,7 +44,7 @@ export class ConnectionClosedError extends McpCancellableError {
           ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
           : // Not "connection closed": frameworks (Mastra's MCPClient) reconnect and send a call again
             // when an error says so, and this call may have been done (its outcome is unverified).
-            `${record.method} (request id ${String(record.requestId)}) was pending when ${byClient ? "the client closed its connection" : "its connection was lost"} and was not retried${unknownOutcome(record) || "; it may have run"}`,
+            `${record.method} (request id ${String(record.requestId)}) was pending when ${byClient ? "the client closed its connection" : "its connection was lost"} and was not retried${outcomeNote(record) || "; it may have run"}`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

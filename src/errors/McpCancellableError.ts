@@ -19,13 +19,18 @@ export interface RecordAtSettle {
 
 /**
  * The end of a cancelled tool call's message, for whoever reads it next (often a model, handed the
- * error as the tool's text by its framework): whether the call ran is not known, so it is checked
- * before it is made again. Empty for other methods and for a call that was never sent. @internal
+ * error as the tool's text by its framework): what is known of its outcome at the settle. Whether
+ * it ran is not known (`unverified`), so it is checked before it is made again; or it ran: the
+ * server's answer was read as the call was given up, after its limit or its caller's abort, and
+ * discarded (`late-result-discarded`; an outside tester's: the message said only "was cancelled").
+ * Empty for other methods and for a call that was never sent. @internal
  */
-export function unknownOutcome(record: { readonly method: string; readonly outcome: CallOutcome }): string {
-  return record.method === "tools/call" && record.outcome === "unverified"
-    ? "; whether it ran is unknown (outcome unverified): check before calling it again"
-    : "";
+export function outcomeNote(record: { readonly method: string; readonly outcome: CallOutcome }): string {
+  if (record.method !== "tools/call") return "";
+  if (record.outcome === "unverified") return "; whether it ran is unknown (outcome unverified): check before calling it again";
+  if (record.outcome === "late-result-discarded")
+    return "; it ran: the server's answer came as the call was given up and was discarded (late result discarded): check its effects before calling it again";
+  return "";
 }
 
 /**

@@ -752,6 +752,18 @@ describe("CancellableCall: waiting on the client pauses the idle timeout (issue 
 });
 
 describe("CancellableCall: a response read after its limit passed is late (soak finding, rule 8)", () => {
+  it("the caller's error says the tool ran (its answer discarded), not only that it was cancelled (an outside tester's: a model read 'was cancelled')", async () => {
+    const timedOut = makeCall({ timeoutMs: 100 });
+    timedOut.call.start();
+    timedOut.call.bind(1);
+    vi.setSystemTime(Date.now() + 150);
+    expect(timedOut.call.responded("result")).toBe(false);
+    await vi.advanceTimersByTimeAsync(0);
+    expect((timedOut.outcome.error as Error).message).toBe(
+      "tools/call timed out after 100 ms (the idle timeout, timeoutMs; request id 1) and was cancelled; it ran: the server's answer came as the call was given up and was discarded (late result discarded): check its effects before calling it again",
+    );
+  });
+
   it("a busy event loop read the response before running the overdue timer: the limit came first; the response is late, not the result", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 100 });
     call.start();

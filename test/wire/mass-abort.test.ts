@@ -36,6 +36,11 @@ describe("a response that overtakes its call's abort in a mass settle", () => {
     await flush();
     expect(calls[1]!.status).toBe("rejected");
     expect(isCallCancelledError(calls[1]!.error)).toBe(true);
+    // Its caller reads that the tool ran (its answer came first), not only that it was cancelled.
+    expect((calls[1]!.error as Error).message).toBe(
+      "tools/call was cancelled by the caller (request id 2); it ran: the server's answer came as the call was given up and was discarded (late result discarded): check its effects before calling it again",
+    );
+    expect((calls[0]!.error as Error).message).toMatch(/; whether it ran is unknown \(outcome unverified\)/);
     for (let i = 0; i < 5 && calls[2]!.status === "pending"; i++) await nextTask();
     expect(calls.map((c) => c.status)).toEqual(["rejected", "rejected", "rejected"]);
     const second = records.find((r) => r.requestId === ids[1])!;
