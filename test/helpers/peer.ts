@@ -2,14 +2,18 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { withCancellation } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
-import type { CancellationOptions, RunRecord } from "../../src/index.js";
+import type { CancellationAdapter, CancellationOptions, RunRecord } from "../../src/index.js";
 
 /**
  * An in-process JSON-RPC peer on the far side of the SDK's in-memory transport: it answers
  * `initialize` and records every message the client puts on the wire, and the test decides
- * what it sends back and when. With fake timers this fixes the order of every race.
+ * what it sends back and when. With fake timers this fixes the order of every race. `adapt`: what
+ * the client's transport is wrapped in for the library (default: the transport itself, plain).
  */
-export async function connectPeer(options: CancellationOptions = {}) {
+export async function connectPeer(
+  options: CancellationOptions = {},
+  adapt: (transport: InMemoryTransport) => CancellationAdapter<InMemoryTransport> | InMemoryTransport = (transport) => transport,
+) {
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   const received: Message[] = [];
   const records: RunRecord[] = [];
@@ -35,7 +39,7 @@ export async function connectPeer(options: CancellationOptions = {}) {
   await serverTransport.start();
   const client = new Client({ name: "test-bot", version: "1.0.0" });
   client.onerror = (error) => errors.push(error);
-  const mcp = withCancellation(client, clientTransport, {
+  const mcp = withCancellation(client, adapt(clientTransport), {
     clock: () => Date.now(),
     ...options,
     onRecord: (record) => {

@@ -3,12 +3,9 @@
 // notification is ever sent there). Here, a response read after the call's limit passed, before
 // its overdue timer ran (a busy event loop): the limit came first, the response is late (rule 8),
 // and nothing goes out. The adapter's `era` (`StreamableHttpAdapter.era`) says which cancel it is.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { withCancellation } from "../../src/index.js";
-import type { Message } from "../../src/core.js";
 import type { CancelMechanism, RunRecord } from "../../src/index.js";
+import { connectPeer } from "../helpers/peer.js";
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -20,44 +17,25 @@ afterEach(() => {
 async function overdueAnswer(
   era: "modern" | "legacy" | undefined,
 ): Promise<{ record: RunRecord; cancels: number; adapterCancels: number }> {
-  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
-  const received: Message[] = [];
-  serverTransport.onmessage = (raw) => {
-    const message = raw as Message;
-    received.push(message);
-    if (message.method === "initialize") {
-      void serverTransport.send({
-        jsonrpc: "2.0",
-        id: message.id as number,
-        result: { protocolVersion: "2025-11-25", capabilities: { tools: {} }, serverInfo: { name: "peer", version: "1.0.0" } },
-      } as never);
-    }
-  };
-  await serverTransport.start();
   let adapterCancels = 0;
-  const adapter = {
-    transport: clientTransport,
+  const { client, mcp, peer, records } = await connectPeer({}, (transport) => ({
+    transport,
     ...(era === undefined ? {} : { era }),
     cancel: (): CancelMechanism => {
       adapterCancels++;
       return era === "modern" ? "stream-close" : "notification";
     },
-  };
-  const records: RunRecord[] = [];
-  const client = new Client({ name: "test-bot", version: "1.0.0" });
-  const mcp = withCancellation(client, adapter, { clock: () => Date.now(), onRecord: (record) => void records.push(record) });
-  await client.connect(mcp.transport);
+  }));
   const call = mcp.callTool({ name: "slow", arguments: {} }, { timeoutMs: 100 });
   call.catch(() => {});
   await vi.advanceTimersByTimeAsync(0);
-  const request = received.find((m) => m.method === "tools/call")!;
+  const request = peer.requests("tools/call")[0]!;
   vi.setSystemTime(Date.now() + 150); // the clock moved past the limit; its timer has not run yet
-  await serverTransport.send({ jsonrpc: "2.0", id: request.id as number, result: { content: [] } } as never);
+  await peer.result(request.id, { content: [] });
   await expect(call).rejects.toMatchObject({ code: "REQUEST_TIMEOUT" });
   await vi.advanceTimersByTimeAsync(200);
   await client.close();
-  const cancels = received.filter((m) => m.method === "notifications/cancelled").length;
-  return { record: records.find((r) => r.method === "tools/call")!, cancels, adapterCancels };
+  return { record: records.find((r) => r.method === "tools/call")!, cancels: peer.cancels().length, adapterCancels };
 }
 
 describe("a cancel not done because the response came first names the transport's own cancel", () => {
