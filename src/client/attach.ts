@@ -161,6 +161,10 @@ export function attachWith<C extends ClientLike>(
     const closeToo = assignable(target, "close");
     const wire = clientWire(adapterFor(target), client, defaults, {
       connected: true,
+      // On 2026-07-28 nothing was answered on this transport before the attach (no initialize; the
+      // v2 client's server/discover went to a probe process of its own): a stdio server there may
+      // still be starting (an outside tester's: the first call timed out during the start).
+      serverSpoke: !negotiated2026(client),
       send: ownSend(target),
       close: closeToo ? ownClose(target) : undefined,
     });
@@ -230,6 +234,21 @@ export function refuseOtherOptions(first: CancellationOptions | undefined, again
           "so these would do nothing. Attach once with the options you want, or call again with the same options (or none) to get the handle",
       );
     }
+  }
+}
+
+/**
+ * The v2 client negotiated 2026-07-28 or later (its public `getNegotiatedProtocolVersion()`):
+ * no `initialize` was answered on its transport. False for a v1 client, which always initializes.
+ */
+function negotiated2026(client: object): boolean {
+  const read = (client as { getNegotiatedProtocolVersion?: unknown }).getNegotiatedProtocolVersion;
+  if (typeof read !== "function") return false;
+  try {
+    const version: unknown = read.call(client);
+    return typeof version === "string" && version >= "2026-07-28";
+  } catch {
+    return false;
   }
 }
 

@@ -500,6 +500,8 @@ export interface WireExtras {
   readonly client?: object | undefined;
   /** The transport is already started and connected (attaching to a connected client). */
   readonly connected?: boolean | undefined;
+  /** See `WireOptions.serverSpoke`. */
+  readonly serverSpoke?: boolean | undefined;
   /**
    * Ends the entry point's own wait for a request the call already settled. Default: the SDK
    * client's (`client`); an entry point that answers its caller from the call's outcome itself
@@ -533,6 +535,7 @@ export function openWire<T extends TransportLike>(
     // The v1 SDK's request() keeps the response handler of a request whose send failed.
     releaseFailedSends: client !== undefined && !isV2Client(client),
     connected: extras.connected ?? false,
+    serverSpoke: extras.serverSpoke,
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: extras.releaseWait ?? (client === undefined ? undefined : sdkWaitDropper(client)),
     // The SDK's own timer of each call's request (the longest delay: it never decides) is dropped as the request goes out.

@@ -18,12 +18,13 @@
 //   up to 130 ms for a turn, and the server answered meanwhile (the soak's crossings).
 //
 // A process that exits while such cancels wait (a bot's `catch` that calls `process.exit`, an
-// uncaught rejection of the timeout's error) sends them from its `exit` event: the write to a
-// child's stdin pipe is made at once, as the SDK's own timer makes it (an outside tester's: the
-// server saw only its stdin end and ran the tool to its end, the record saying the line went).
+// uncaught rejection of the timeout's error) sends them from its `exit` event (`flushAtExit`,
+// after the settle slicer's waiting work): the write to a child's stdin pipe is made at once, as
+// the SDK's own timer makes it (an outside tester's: the server saw only its stdin end and ran the
+// tool to its end, the record saying the line went).
 import type { RequestId } from "../core/cancellable-call.js";
 import type { CancelMechanism } from "../types/record.js";
-import { Slicer, processClock, settleSlicer } from "../utils/slices.js";
+import { Slicer, flushAtExit, keepFromExit, processClock, settleSlicer } from "../utils/slices.js";
 import type { SliceWork } from "../utils/slices.js";
 import { findAnswered } from "./messages.js";
 import type { Message } from "./messages.js";
@@ -62,30 +63,6 @@ export function leftLate(since: number | undefined): number | undefined {
   return since !== undefined && processClock() - since >= 1 ? Date.now() : undefined;
 }
 
-/** The instances with cancels waiting, sent from the process's `exit` event if it comes first. */
-const waitingAtExit = new Set<DeferredCancels>();
-let exitHooked = false;
-
-/**
- * Hooks the process's `exit` event, once (one listener for the process, never removed: it holds
- * nothing open). Not on a runtime without `process.on` (a browser): there nothing waits for an exit.
- */
-function hookExit(): void {
-  if (exitHooked) return;
-  exitHooked = true;
-  const proc = (globalThis as { process?: { on?: (event: "exit", listener: () => void) => unknown } }).process;
-  if (typeof proc?.on !== "function") return;
-  proc.on("exit", () => {
-    for (const deferred of [...waitingAtExit]) {
-      try {
-        deferred.flush();
-      } catch {
-        // Best effort (rule 10): the process is going either way.
-      }
-    }
-  });
-}
-
 /**
  * Timer-fired cancels waiting to be sent, in the order they came (see the file comment). Each is
  * sent with the time it could have gone, so the sender tells its record when it really went
@@ -118,10 +95,7 @@ export class DeferredCancels {
 
   /** Takes a timer-fired cancel; it goes out later (see the class comment). Returns its mechanism. */
   defer(request: CancelRequest): CancelMechanism {
-    if (this.size === 0) {
-      hookExit();
-      waitingAtExit.add(this);
-    }
+    if (this.size === 0) flushAtExit(this);
     if (this.#hop === undefined) {
       this.#ready(request, processClock());
       return "notification";
@@ -139,7 +113,7 @@ export class DeferredCancels {
 
   /** Nothing waits any more: off the exit's list. */
   #emptied(): void {
-    if (this.size === 0) waitingAtExit.delete(this);
+    if (this.size === 0) keepFromExit(this);
   }
 
   /** The hop is over (or cut short by a close): its cancels go now, in the order they came. */
@@ -201,7 +175,7 @@ export class DeferredCancels {
     for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     this.#beforeHop.clear();
     this.#waiting.clear();
-    waitingAtExit.delete(this);
+    keepFromExit(this);
   }
 
   /**
@@ -221,7 +195,7 @@ export class DeferredCancels {
     this.#stopHop();
     this.#afterHop();
     while (this.#waiting.size > 0) this.#work.step();
-    waitingAtExit.delete(this);
+    keepFromExit(this);
   }
 
   #stopHop(): void {

@@ -75,6 +75,13 @@ export interface WireOptions {
   /** True when the transport is already started and connected (attaching to a connected client). Default false. */
   readonly connected?: boolean;
   /**
+   * The server under the transport has spoken already (its `initialize` was answered before the
+   * wire was there): no call's idle timeout is held for its start (see `Wire`'s `#holdForStart`).
+   * Default: `connected`. False for a client attached on 2026-07-28, which sends no `initialize`
+   * (the v2 client's `server/discover` went to a probe process of its own).
+   */
+  readonly serverSpoke?: boolean | undefined;
+  /**
    * The client-wide `forwardAbortReason`: when false (the default) the SDK's own cancels go out
    * with a text naming the trigger, never `String(signal.reason)`.
    */
@@ -237,8 +244,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     );
     wire!.#view = view;
     wire!.#era = adapter as { readonly era?: unknown };
-    // A transport already connected (attaching to a client) has a server that has spoken.
-    wire!.#holdForStart = options.connected !== true && (adapter as { readonly [STARTS_SERVER]?: unknown })[STARTS_SERVER] === true;
+    wire!.#holdForStart =
+      (options.serverSpoke ?? options.connected) !== true && (adapter as { readonly [STARTS_SERVER]?: unknown })[STARTS_SERVER] === true;
     return wire!;
   }
 

@@ -39,7 +39,19 @@ const received = (stderr: string) =>
     .filter((line) => line.startsWith("RECV "))
     .map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: number; params?: { requestId?: number; reason?: string } });
 
-describe("a bot that exits in the turn its call timed out still sends the cancel (rule 6)", () => {
+describe("a bot that exits in the turn its calls were given up still sends their cancels (rule 6)", () => {
+  for (const adapter of ["stdio", "plain"]) {
+    it(`300 calls on one signal, aborted, the bot exits in the first one's catch (${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}): the server reads a notifications/cancelled for each, once (the raw SDK sends all 300)`, async () => {
+      const { code, stderr } = await run("abort", adapter);
+      expect(code).toBe(1);
+      const lines = received(stderr);
+      const calls = lines.filter((m) => m.method === "tools/call").map((m) => m.id);
+      expect(calls).toHaveLength(300);
+      const cancelled = lines.filter((m) => m.method === "notifications/cancelled").map((m) => m.params!.requestId);
+      expect([...cancelled].sort((a, b) => a! - b!)).toEqual([...calls].sort((a, b) => a! - b!));
+    }, 30_000);
+  }
+
   for (const how of ["exit", "throw"]) {
     for (const adapter of ["stdio", "plain"]) {
       it(`${how === "exit" ? "process.exit in its catch" : "the timeout's rejection uncaught"}, ${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}: the server reads notifications/cancelled for the call, once`, async () => {

@@ -9,7 +9,7 @@ import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { CallTimeoutError, withCancellation } from "../../src/index.js";
+import { CallTimeoutError, attachCancellation, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 
 const SERVER = fileURLToPath(new URL("../fixtures/http/v2-stdio-server.mjs", import.meta.url));
@@ -27,7 +27,23 @@ async function connectSlow(startDelayMs: number) {
   return mcp;
 }
 
+const slowTransport = (startDelayMs: number) =>
+  new StdioV2({ command: process.execPath, args: [SERVER, "--start-delay-ms", String(startDelayMs)], stderr: "pipe" });
+
 describe("stdio: a server's start is not its silence", () => {
+  it("attachCancellation after a pinned v2 client connected (its server/discover went to a probe process), and after it reconnects: the first call is answered", async () => {
+    const client = new ClientV2({ name: "slow-start", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    await client.connect(slowTransport(1_200));
+    cleanup.push(() => client.close());
+    const mcp = attachCancellation(client as never, { timeoutMs: 400 });
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 0 } })).resolves.toHaveProperty("content");
+    // A reconnect: a new server, starting again; the next call attaches to its transport.
+    await client.close();
+    await client.connect(slowTransport(1_200));
+    await expect(mcp.callTool({ name: "sleep", arguments: { ms: 0 } })).resolves.toHaveProperty("content");
+    expect(mcp.records().map((r) => r.status)).toEqual(["succeeded", "succeeded"]);
+  }, 30_000);
+
   it("v2 client pinned to 2026-07-28, a server that starts in 1,200 ms: the first call, with a 400 ms idle timeout, is answered", async () => {
     const mcp = await connectSlow(1_200);
     const startedAt = performance.now();
