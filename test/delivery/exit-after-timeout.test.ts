@@ -40,9 +40,13 @@ const received = (stderr: string) =>
     .map((line) => JSON.parse(line.slice(5)) as { method?: string; id?: number; params?: { requestId?: number; reason?: string } });
 
 describe("a bot that exits in the turn its calls were given up still sends their cancels (rule 6)", () => {
-  for (const adapter of ["stdio", "plain"]) {
-    it(`300 calls on one signal, aborted, the bot exits in the first one's catch (${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}): the server reads a notifications/cancelled for each, once (the raw SDK sends all 300)`, async () => {
-      const { code, stderr } = await run("abort", adapter);
+  for (const [adapter, how] of [
+    ["stdio", "abort"],
+    ["plain", "abort"],
+    ["stdio", "abort-onrecord"],
+  ] as const) {
+    it(`300 calls on one signal, aborted, the bot exits ${how === "abort" ? "in the first one's catch" : "from onRecord at the first record (inside the abort's first slice)"} (${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}): the server reads a notifications/cancelled for each, once (the raw SDK sends all 300)`, async () => {
+      const { code, stderr } = await run(how, adapter);
       expect(code).toBe(1);
       const lines = received(stderr);
       const calls = lines.filter((m) => m.method === "tools/call").map((m) => m.id);
