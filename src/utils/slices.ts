@@ -301,7 +301,7 @@ function hookExit(): void {
     // as it did to get here, would end the process at once, the rest unsent (an outside tester's:
     // 2 of 300). The process is exiting already: its exit() does nothing until this is done.
     const exit = proc.exit;
-    proc.exit = () => {};
+    const held = replaceExit(proc, () => {});
     try {
       settleSlicer.finish();
       for (const target of [...flushedAtExit]) {
@@ -312,9 +312,19 @@ function hookExit(): void {
         }
       }
     } finally {
-      proc.exit = exit;
+      if (held) replaceExit(proc, exit);
     }
   });
+}
+
+/** Sets `process.exit`; false where it cannot be set (a runtime that freezes it): the exit's sends then run as they can. */
+function replaceExit(proc: { exit?: unknown }, exit: unknown): boolean {
+  try {
+    proc.exit = exit;
+    return proc.exit === exit;
+  } catch {
+    return false;
+  }
 }
 
 /** `target.flush()` runs at the process's exit, after the settle slicer's waiting work, until `keepFromExit`. @internal */
