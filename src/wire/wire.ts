@@ -252,9 +252,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /**
    * Until its server's first message, a connection whose transport starts the server (stdio)
    * holds each request's idle timeout: the server is starting, not silent (a 2026-07-28 client
-   * sends no `initialize`, which otherwise takes the start and has no idle timeout, rule 39;
-   * `connect()` resolves at the spawn, and a server that took 1.5 s to start failed the first
-   * call of a 1 s idle timeout: an outside tester's, through the proxy). At most `START_HOLD_MS`
+   * sends no `initialize`, which otherwise takes the start and has no idle timeout, rule 39; the
+   * v2 client asks `server/discover` of a probe process of its own, and the real server starts
+   * with the first call: a server that took 1.5 s to start failed the first call of a 1 s idle
+   * timeout, an outside tester's, through the proxy). At most `START_HOLD_MS`
    * more; the maximum total timeout holds throughout. From that message on, each held request's
    * idle timeout runs. A server silent `START_HOLD_MS` after the first request was held is not
    * starting: later requests are not held (and the list of held calls stays bounded).
