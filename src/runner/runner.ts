@@ -31,7 +31,14 @@ import type { WireOptions } from "../wire/wire.js";
 import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
-import { isV2Client, sdkAnswersInputRequests, sdkInputDispatcher, sdkTimerDropper, sdkWaitDropper } from "../sdk/private.js";
+import {
+  isV2Client,
+  sdkAnswersInputRequests,
+  sdkInputDispatcher,
+  sdkTimerDropper,
+  sdkTimerSkipper,
+  sdkWaitDropper,
+} from "../sdk/private.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
 
 /** The wire a call goes through, chosen when the call is made. */
@@ -164,10 +171,24 @@ function keptListDropper(drop: ((id: RequestId) => void) | undefined): ((id: Req
   return drop;
 }
 
+/**
+ * The SDK's `timeout` for the requests of calls with a limit of their own, on a client whose SDK
+ * sets up no timer for it (`sdkTimerSkipper`); elsewhere the SDK's timer of this delay is cleared
+ * as the request goes out (`sdkTimerDropper`).
+ */
+const SDK_TIMEOUT_SKIPPED = SDK_TIMEOUT - 1;
+
 /** The SDK request options of every call (frozen: an entry point spreads them, never writes them). */
 const SDK_OPTIONS: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT, resetTimeoutOnProgress: false as const });
 const SDK_OPTIONS_PROGRESS: SdkRequestOptions = Object.freeze({
   timeout: SDK_TIMEOUT,
+  resetTimeoutOnProgress: false as const,
+  onprogress: noop,
+});
+/** The same, for a call with a limit of its own on a client that skips the SDK's timer (`SDK_TIMEOUT_SKIPPED`). */
+const SDK_OPTIONS_SKIPPED: SdkRequestOptions = Object.freeze({ timeout: SDK_TIMEOUT_SKIPPED, resetTimeoutOnProgress: false as const });
+const SDK_OPTIONS_PROGRESS_SKIPPED: SdkRequestOptions = Object.freeze({
+  timeout: SDK_TIMEOUT_SKIPPED,
   resetTimeoutOnProgress: false as const,
   onprogress: noop,
 });
@@ -376,8 +397,15 @@ export class CallRunner {
     // its own token in place of the caller's when it has an `onprogress`; an outside tester's).
     const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
     if (callerToken && request.promise !== false && resolved.onprogress === undefined) wire.progressUp(call);
+    const progress = !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress);
     let sdkOptions =
-      !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress) ? SDK_OPTIONS_PROGRESS : SDK_OPTIONS;
+      wire.skipsSdkTimer && call.limited
+        ? progress
+          ? SDK_OPTIONS_PROGRESS_SKIPPED
+          : SDK_OPTIONS_SKIPPED
+        : progress
+          ? SDK_OPTIONS_PROGRESS
+          : SDK_OPTIONS;
     // Not for a task-augmented call: the v2 SDK's abort closes its own request's stream on
     // 2026-07-28 Streamable HTTP, which must stay open for a CreateTaskResult after an early cancel
     // (an outside tester's: the task was lost); its task's input requests are the driver's.
@@ -526,6 +554,7 @@ export function openWire<T extends TransportLike>(
   extras: WireExtras = {},
 ): Wire<T> {
   const client = extras.client;
+  const skipsSdkTimer = client !== undefined && sdkTimerSkipper(client, SDK_TIMEOUT_SKIPPED);
   const timers = defaults.timers ?? systemTimers;
   const clock = defaults.clock ?? monotonic;
   let wire: Wire<T> | undefined;
@@ -538,8 +567,11 @@ export function openWire<T extends TransportLike>(
     serverSpoke: extras.serverSpoke,
     forwardSdkReason: defaults.forwardAbortReason ?? false,
     releaseWait: extras.releaseWait ?? (client === undefined ? undefined : sdkWaitDropper(client)),
-    // The SDK's own timer of each call's request (the longest delay: it never decides) is dropped as the request goes out.
-    dropTimer: client === undefined ? undefined : keptListDropper(sdkTimerDropper(client)),
+    // The SDK's own timer of each call's request (the longest delay: it never decides) is never
+    // set up for the calls with a limit of their own, where the SDK lets it; else it is dropped as
+    // the request goes out.
+    skipsSdkTimer,
+    dropTimer: client === undefined ? undefined : skipsSdkTimer ? sdkTimerDropper(client) : keptListDropper(sdkTimerDropper(client)),
     // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
     inputDispatcher: client === undefined ? undefined : sdkInputDispatcher(client),
     // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to

@@ -120,6 +120,45 @@ export function sdkTimerDropper(client: object): ((id: string | number) => void)
   return (id) => void cleanup.call(client, Number(id));
 }
 
+/** Marks a client whose `_setupTimeout` skips the marked requests (`sdkTimerSkipper`): installed once. */
+const SKIPS_TIMER = Symbol.for("mcp-cancellable.skipsSdkTimer");
+
+/**
+ * Makes the SDK client set up no timer of its own for a request whose `timeout` request option is
+ * `marker`: an own `_setupTimeout` on the client (v1 1.32.2 dist/esm/shared/protocol.js:181, v2
+ * 2.4.0 client/dist/src-CeKsbNLO.mjs:5804, both called by `request()` just before its `send`)
+ * that returns at once for that delay and hands every other to the SDK's. The library marks the
+ * requests of calls with a limit of their own (their deadlines are the request's limits); the
+ * SDK then keeps no `Timeout`, no entry in `_timeoutInfo` and no place in Node's timer list for
+ * them, where `sdkTimerDropper` cleared them as the request went out (about 0.5 µs and 120 B a
+ * call). What the SDK does later for that id (`_cleanupTimeout`, `_onprogress`) finds no entry, as
+ * it expects of an id without one. A request the caller makes on the client without the library,
+ * with any other `timeout`, is the SDK's as before.
+ *
+ * Fallback: `false` when the client has no `_setupTimeout` function (another SDK version) or
+ * cannot take an own property: the marked requests get the SDK's timer (of `marker` ms, the longest
+ * delay less 1 ms) and `sdkTimerDropper` clears it as the request goes out.
+ */
+export function sdkTimerSkipper(client: object, marker: number): boolean {
+  const own = client as { _setupTimeout?: unknown; [SKIPS_TIMER]?: number };
+  if (own[SKIPS_TIMER] === marker) return true;
+  const setup = own._setupTimeout;
+  if (typeof setup !== "function" || own[SKIPS_TIMER] !== undefined) return false;
+  const sdkSetup = setup as (...args: unknown[]) => unknown;
+  // The SDK's five parameters, named (a rest parameter would make an array per request).
+  function _setupTimeout(this: unknown, id: unknown, timeout: unknown, total: unknown, onTimeout: unknown, reset: unknown): unknown {
+    if (timeout === marker) return undefined;
+    return sdkSetup.call(this, id, timeout, total, onTimeout, reset);
+  }
+  try {
+    Object.defineProperty(client, "_setupTimeout", { value: _setupTimeout, configurable: true, writable: true });
+    Object.defineProperty(client, SKIPS_TIMER, { value: marker, configurable: true });
+  } catch {
+    return false;
+  }
+  return true;
+}
+
 /**
  * Whether the v1 client refuses `callTool` for this tool because its `execution.taskSupport` is
  * `"required"`: v1's `Client.isToolTaskRequired(name)` (declared `private`; 1.32.2
@@ -389,6 +428,12 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
     add("Client._responseHandlers", true, parts.responses !== undefined, wait);
     add("Client._progressHandlers", true, parts.progress !== undefined, wait);
     add("Client._cleanupTimeout", true, parts.cleanupTimeout !== undefined, wait);
+    add(
+      "Client._setupTimeout",
+      true,
+      typeof (client as { _setupTimeout?: unknown })._setupTimeout === "function",
+      "the SDK's timer of each call's request is set up, then cleared as the request goes out",
+    );
     add(
       "Client.isToolTaskRequired",
       line === "v1",

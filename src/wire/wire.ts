@@ -103,6 +103,12 @@ export interface WireOptions {
    */
   readonly dropTimer?: ((id: RequestId) => void) | undefined;
   /**
+   * The entry point's SDK client sets up no timer of its own for the requests of calls with a
+   * limit of their own when they are made with the runner's marked options (for an SDK client:
+   * `sdkTimerSkipper`, its `_setupTimeout`); see `Wire.skipsSdkTimer`. Default: false.
+   */
+  readonly skipsSdkTimer?: boolean;
+  /**
    * Makes the task driver of a task-augmented request the library does not follow itself (the
    * SDK's own: through `attachCancellation`'s or `sdkClient`'s calls, or made on the SDK
    * directly), for the call it belongs to (`null`: the SDK's own request). Used only when such
@@ -304,6 +310,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#forwardSdkReason = options.forwardSdkReason ?? false;
     this.#dropSdkWait = options.releaseWait;
     this.#dropSdkTimer = options.dropTimer;
+    this.skipsSdkTimer = options.skipsSdkTimer ?? false;
     this.#taskDriver = options.taskDriver;
     this.#keepTaskTokens = options.keepTaskTokens;
     this.inputRequest = options.inputDispatcher;
@@ -345,6 +352,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * before that answer (and on a sessionless 2026-07-28 connection, which has no `initialize`).
    * The v1 SDK client keeps it nowhere on stdio, so the otel observer reads it here.
    */
+  /**
+   * The SDK client behind this connection sets up no timer for a request made with the runner's
+   * marked options (`WireOptions.skipsSdkTimer`): the runner marks the requests of calls with a
+   * limit of their own.
+   */
+  readonly skipsSdkTimer: boolean;
+
   get protocolVersion(): string | undefined {
     return this.#protocolVersion;
   }

@@ -14,7 +14,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { CallCancelledError, InvalidOptionError, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
-import { hasFetchSlot, probeSdkShapes, sdkTimerDropper, sdkWaitDropper, stdioChildStdin, transportFetch } from "../../src/sdk/private.js";
+import {
+  hasFetchSlot,
+  probeSdkShapes,
+  sdkTimerDropper,
+  sdkTimerSkipper,
+  sdkWaitDropper,
+  stdioChildStdin,
+  transportFetch,
+} from "../../src/sdk/private.js";
 import type { SdkLine } from "../../src/sdk/private.js";
 
 type Ctor<T = object> = new (first?: unknown, second?: unknown) => T;
@@ -266,6 +274,43 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         expect(timer, `${label}: Client._timeoutInfo had no timer under the id when the request was sent`).toBe(true);
         sdkTimerDropper(client)!(String(id));
         expect(client._timeoutInfo?.has(id), `${label}: _cleanupTimeout(Number(id)) left the timer`).toBe(false);
+      });
+
+      it("Client: request() sets its timer up through _setupTimeout(id, timeout, ...), so a request of the marked timeout gets none (sdkTimerSkipper)", async () => {
+        const transport = stdio();
+        const client = new sdk.Client(CLIENT_INFO as never) as {
+          connect(t: unknown): Promise<void>;
+          callTool(...args: unknown[]): Promise<unknown>;
+          close(): Promise<void>;
+          _timeoutInfo?: Map<unknown, unknown>;
+        };
+        const atSend: Array<{ id: unknown; timer: boolean }> = [];
+        const send = transport.send.bind(transport);
+        transport.send = (message, options) => {
+          const id = (message as { id?: unknown }).id;
+          atSend.push({ id, timer: client._timeoutInfo?.has(id) === true });
+          return send(message, options);
+        };
+        await client.connect(transport);
+        cleanups.push(() => client.close());
+        expect(sdkTimerSkipper(client, 2_147_483_646), `${label}: Client._setupTimeout is not a function`).toBe(true);
+        // v1 takes (params, resultSchema, options), v2 (params, options).
+        const call = (timeout: number) =>
+          (label.startsWith("v1")
+            ? client.callTool({ name: "silent", arguments: {} }, undefined, { timeout })
+            : client.callTool({ name: "silent", arguments: {} }, { timeout })
+          ).catch(() => undefined);
+        for (const [timeout, expected] of [
+          [2_147_483_646, false],
+          [60_000, true],
+        ] as const) {
+          const before = atSend.length;
+          void call(timeout);
+          expect(await until(() => atSend.length > before), `${label}: tools/call was not sent`).toBe(true);
+          expect(atSend.at(-1)!.timer, `${label}: a request of timeout ${timeout} had ${expected ? "no" : "a"} timer when sent`).toBe(
+            expected,
+          );
+        }
       });
     });
 

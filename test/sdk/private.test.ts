@@ -7,7 +7,7 @@ import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMem
 import { Client as ClientV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/client";
 import { McpServer as McpServerV2 } from "@modelcontextprotocol/server";
 import { CallCancelledError, CallTimeoutError, withCancellation } from "../../src/index.js";
-import { sdkTimerDropper, sdkWaitDropper } from "../../src/sdk/private.js";
+import { sdkTimerDropper, sdkTimerSkipper, sdkWaitDropper } from "../../src/sdk/private.js";
 
 // A settled call's SDK-side wait is ended by dropping the SDK's per-request state directly
 // (no local error response through the SDK's zod checks); a client without that state gets
@@ -62,6 +62,40 @@ describe("sdkTimerDropper", () => {
     expect(cleaned).toEqual([7, 8]);
     expect(sdkTimerDropper({})).toBeUndefined();
     expect(sdkTimerDropper({ _cleanupTimeout: 1 })).toBeUndefined();
+  });
+});
+
+describe("sdkTimerSkipper", () => {
+  it("sets up no timer for the marked delay, hands every other request to the SDK's _setupTimeout with its five arguments", () => {
+    const setups: unknown[][] = [];
+    const fake = {
+      name: "fake",
+      _setupTimeout(this: { name: string }, ...args: unknown[]) {
+        setups.push([this.name, ...args]);
+      },
+    };
+    expect(sdkTimerSkipper(fake, 1234)).toBe(true);
+    const onTimeout = () => {};
+    fake._setupTimeout(1, 1234, undefined, onTimeout, false);
+    fake._setupTimeout(2, 60_000, 90_000, onTimeout, true);
+    fake._setupTimeout(3, 1235, undefined, onTimeout);
+    expect(setups).toEqual([
+      ["fake", 2, 60_000, 90_000, onTimeout, true],
+      ["fake", 3, 1235, undefined, onTimeout, undefined],
+    ]);
+    // Installed once: the same marker again is true (another wrapper of the client) and wraps nothing more.
+    expect(sdkTimerSkipper(fake, 1234)).toBe(true);
+    fake._setupTimeout(4, 60_000, undefined, onTimeout, false);
+    expect(setups).toHaveLength(3);
+    // Another marker on a client that skips one already: refused (its requests get the SDK's timer).
+    expect(sdkTimerSkipper(fake, 99)).toBe(false);
+  });
+
+  it("answers false where it cannot: no _setupTimeout function (another SDK version), or a client that takes no property", () => {
+    expect(sdkTimerSkipper({}, 1234)).toBe(false);
+    expect(sdkTimerSkipper({ _setupTimeout: 1 }, 1234)).toBe(false);
+    const frozen = Object.freeze({ _setupTimeout() {} });
+    expect(sdkTimerSkipper(frozen, 1234)).toBe(false);
   });
 });
 
@@ -131,10 +165,19 @@ describe("a pending call holds no SDK timer: its own deadlines are its limits", 
       const { client, transport } = await open();
       const errors: Error[] = [];
       client.onerror = (error) => void errors.push(error);
+      // The SDK's own _setupTimeout, watched: the library's calls with a limit never get as far as setting a timer up.
+      const setups: unknown[] = [];
+      const own = client as unknown as { _setupTimeout(...args: unknown[]): unknown };
+      const sdkSetup = own._setupTimeout;
+      own._setupTimeout = function (this: unknown, ...args: unknown[]) {
+        setups.push(args[1]);
+        return sdkSetup.apply(this, args);
+      };
       const mcp = withCancellation(client as never, transport as never);
       await client.connect(mcp.transport as never);
       const before = sizes(client).timeouts; // what the SDK's own requests (initialize) left: none
       expect(before).toBe(0);
+      const setupsBefore = setups.length; // initialize's
       const calls = Array.from({ length: 5 }, (_, i) =>
         mcp.callTool({ name: "never", arguments: {} }, { timeoutMs: 400 + i }).then(
           () => null,
@@ -146,16 +189,19 @@ describe("a pending call holds no SDK timer: its own deadlines are its limits", 
       for (const call of calls) expect(await call).toBeInstanceOf(CallTimeoutError);
       expect(sizes(client)).toEqual({ responses: 0, progress: 0, timeouts: 0 });
       expect(mcp.pendingCount).toBe(0);
+      expect(setups.length).toBe(setupsBefore);
       // A call with no limit of its own (both Infinity, asked for) keeps the SDK's timer as the last word.
       const unlimited = mcp
         .callTool({ name: "never", arguments: {} }, { timeoutMs: Number.POSITIVE_INFINITY, maxTotalTimeoutMs: Number.POSITIVE_INFINITY })
         .catch(() => undefined);
       await vi.waitFor(() => expect(sizes(client).responses).toBe(1), { interval: 5 });
       expect(sizes(client).timeouts).toBe(1);
+      expect(setups.slice(setupsBefore)).toEqual([2_147_483_647]); // the longest delay Node allows
       const cancelled = new AbortController();
       const limited = mcp.callTool({ name: "never", arguments: {} }, { signal: cancelled.signal }).catch(() => undefined);
       await vi.waitFor(() => expect(sizes(client).responses).toBe(2), { interval: 5 });
-      expect(sizes(client).timeouts).toBe(1); // the default timeoutMs is a limit: dropped
+      expect(sizes(client).timeouts).toBe(1); // the default timeoutMs is a limit: never set up
+      expect(setups.length).toBe(setupsBefore + 1);
       cancelled.abort();
       await limited;
       if (line === "v1") {
