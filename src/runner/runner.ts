@@ -571,7 +571,7 @@ export function openWire<T extends TransportLike>(
     // set up for the calls with a limit of their own, where the SDK lets it; else it is dropped as
     // the request goes out.
     skipsSdkTimer,
-    dropTimer: client === undefined ? undefined : skipsSdkTimer ? sdkTimerDropper(client) : keptListDropper(sdkTimerDropper(client)),
+    dropTimer: client === undefined || skipsSdkTimer ? undefined : keptListDropper(sdkTimerDropper(client)),
     // 2026-07-28 tasks waiting for input: their inputRequests go to the SDK client's own handlers.
     inputDispatcher: client === undefined ? undefined : sdkInputDispatcher(client),
     // The SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to
