@@ -1,4 +1,5 @@
 import { claimClient } from "./owner.js";
+import { CARRIER, THIS_COPY } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
@@ -173,6 +174,10 @@ export function attachWith<C extends ClientLike>(
     (target as { send: unknown }).send = wire.transport.send;
     if (closeToo) (target as { close: unknown }).close = wire.transport.close;
     decorated.add(target);
+    // Marked for every copy: a withCancellation of it is refused (a second wire would drop this one's requests).
+    if (Object.isExtensible(target) && !Object.hasOwn(target, CARRIER)) {
+      Object.defineProperty(target, CARRIER, { value: THIS_COPY, configurable: true });
+    }
     return { target, wire, top: target.onmessage };
   };
 

@@ -5,11 +5,9 @@
 // after a second copy's attachCancellation, no request reached the server). The mark lives on
 // the client under a registered symbol, which every copy reads.
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import { anotherCopyMessage } from "../utils/copies.js";
+import { THIS_COPY, anotherCopyMessage } from "../utils/copies.js";
 
 const OWNER = Symbol.for("mcp-cancellable/owner");
-/** This copy: an object no other copy has. */
-const THIS_COPY: object = Object.freeze({});
 
 /**
  * Marks `client` as carried by this copy of the library.

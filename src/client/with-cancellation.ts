@@ -1,5 +1,5 @@
 import { claimClient } from "./owner.js";
-import { anotherCopyMessage, fromAnotherCopy } from "../utils/copies.js";
+import { anotherCopyMessage, carrierOf, fromAnotherCopy } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notificationCancellation } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
@@ -137,6 +137,20 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   type T = TransportOf<A>;
   const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
   if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
+  // The library is in its path already (a handle's mcp.transport, or a transport attachCancellation
+  // decorated): a second wire over it would take the first one's requests for settled calls of its
+  // own and drop them (an outside tester's: no call of the second handle reached the server).
+  const inner = (transport as { transport?: unknown }).transport;
+  const carrier = carrierOf(transport) ?? (typeof inner === "object" && inner !== null ? carrierOf(inner) : undefined);
+  if (carrier === "another") throw new InvalidOptionError("transport", anotherCopyMessage("the library on this transport", where));
+  if (carrier === "this") {
+    throw new InvalidOptionError(
+      "transport",
+      `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
+        "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
+        "transport (or its adapter), or keep using the handle that carries it",
+    );
+  }
   // Its cancel would be taken for a plain notification, its layers unseen (an outside tester's: a
   // 2026-07-28 cancel went out as a notification, its stream left open).
   if (fromAnotherCopy(transport, ADAPTER_LAYERS)) throw new InvalidOptionError("transport", anotherCopyMessage("this adapter", where));

@@ -26,3 +26,19 @@ export function anotherCopyMessage(what: string, where: string): string {
     "withCancellation from one copy (one import style)"
   );
 }
+
+/** This copy of the library: an object no other copy has (the value of the marks below). */
+export const THIS_COPY: object = Object.freeze({});
+
+/**
+ * The mark of a transport the library is in the path of: a handle's `mcp.transport` (the view
+ * answers it) and a transport `attachCancellation` decorated in place. A registered symbol, which
+ * every copy reads; its value says which copy (`THIS_COPY` or another's).
+ */
+export const CARRIER = Symbol.for("mcp-cancellable/carrier");
+
+/** Which copy of the library is in the path of `transport`: `"this"`, `"another"`, or `undefined` for none. */
+export function carrierOf(transport: object): "this" | "another" | undefined {
+  const carrier = (transport as Record<symbol, unknown>)[CARRIER];
+  return carrier === undefined ? undefined : carrier === THIS_COPY ? "this" : "another";
+}
