@@ -19,6 +19,11 @@ export default defineConfig([
     // of the core: one CallTimeoutError class (instanceof holds across subpaths), one id counter,
     // one registry of attached clients. Without it each CommonJS entry carried its own core.
     splitting: true,
+    // The CommonJS chunks go through rollup (ESM to CommonJS, nothing lowered). Without it tsup
+    // converts them with sucrase, which also lowered every `?.`, `??` and class field for
+    // Node 20 that runs them natively: a helper call with an array and closures per `?.`, and
+    // classes named `_class2` (an outside tester's: util.inspect of a CommonJS CallTimeoutError).
+    treeshake: true,
     dts: true,
     clean: true,
     // No source maps in the package: the build is not minified, so a stack trace already points

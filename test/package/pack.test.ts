@@ -273,13 +273,25 @@ describe("the package as installed", () => {
       try {
         cjs.withCancellation(new Client({ name: "mixed", version: "1.0.0" }), stdioCancellation(InMemoryTransport.createLinkedPair()[0]));
       } catch (error) { adapterRefused = { option: error.option, copy: /another copy/.test(error.message) }; }
+      // One copy's handle transport (mcp.transport) handed to the other's withCancellation: a second wire would drop the first's requests.
+      let viewRefused = null;
+      try {
+        const [clientSide] = InMemoryTransport.createLinkedPair();
+        const first = esm.withCancellation(new Client({ name: "view", version: "1.0.0" }), clientSide);
+        cjs.withCancellation(new Client({ name: "view2", version: "1.0.0" }), first.transport);
+      } catch (error) { viewRefused = { option: error.option, copy: /another copy/.test(error.message) }; }
+      // The CommonJS build's classes keep their names (its chunks were once lowered to _class2 = class ...).
+      const names = Object.entries(cjs).filter(([, v]) => typeof v === "function" && Function.prototype.toString.call(v).startsWith("class"))
+        .filter(([k, v]) => cjs[v.name] !== v).map(([k, v]) => k + " is named " + v.name);
       for (const client of clients) await client.close();
-      console.log(JSON.stringify({ refused, adapterRefused, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
+      console.log(JSON.stringify({ refused, adapterRefused, viewRefused, names, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
     `;
     const { stdout } = await sh(process.execPath, ["--input-type=module", "-e", script], consumer, 60_000);
     expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
       refused: { name: "InvalidOptionError", option: "client", copy: true },
       adapterRefused: { option: "transport", copy: true },
+      viewRefused: { option: "transport", copy: true },
+      names: [],
       sameCallId: false,
       sameConnectionId: false,
     });
