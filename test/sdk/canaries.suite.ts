@@ -250,7 +250,8 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         expect(drop(id), `${label}: the dropper removed nothing the first time`).toBe(false);
       });
 
-      it("Client: a request's timer is set up by the time it is sent, and _cleanupTimeout(Number(id)) clears it (sdkTimerDropper)", async () => {
+      /** A connected client over stdio whose sends note whether the SDK's timer for the request was set up by then. */
+      const timerWatched = async () => {
         const transport = stdio();
         const client = new sdk.Client(CLIENT_INFO as never) as {
           connect(t: unknown): Promise<void>;
@@ -267,6 +268,11 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
         };
         await client.connect(transport);
         cleanups.push(() => client.close());
+        return { client, atSend };
+      };
+
+      it("Client: a request's timer is set up by the time it is sent, and _cleanupTimeout(Number(id)) clears it (sdkTimerDropper)", async () => {
+        const { client, atSend } = await timerWatched();
         const before = atSend.length;
         client.callTool({ name: "silent", arguments: {} }).catch(() => undefined);
         expect(await until(() => atSend.length > before), `${label}: tools/call was not sent`).toBe(true);
@@ -277,22 +283,7 @@ export function defineSdkCanaries(packages: readonly SdkPackage[]): void {
       });
 
       it("Client: request() sets its timer up through _setupTimeout(id, timeout, ...), so a request of the marked timeout gets none (sdkTimerSkipper)", async () => {
-        const transport = stdio();
-        const client = new sdk.Client(CLIENT_INFO as never) as {
-          connect(t: unknown): Promise<void>;
-          callTool(...args: unknown[]): Promise<unknown>;
-          close(): Promise<void>;
-          _timeoutInfo?: Map<unknown, unknown>;
-        };
-        const atSend: Array<{ id: unknown; timer: boolean }> = [];
-        const send = transport.send.bind(transport);
-        transport.send = (message, options) => {
-          const id = (message as { id?: unknown }).id;
-          atSend.push({ id, timer: client._timeoutInfo?.has(id) === true });
-          return send(message, options);
-        };
-        await client.connect(transport);
-        cleanups.push(() => client.close());
+        const { client, atSend } = await timerWatched();
         expect(sdkTimerSkipper(client, 2_147_483_646), `${label}: Client._setupTimeout is not a function`).toBe(true);
         // v1 takes (params, resultSchema, options), v2 (params, options).
         const call = (timeout: number) =>
