@@ -1,4 +1,5 @@
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
+import { anotherCopyMessage, carrierOf } from "../utils/copies.js";
 import { isStreamableHttpTransport } from "../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "./types.js";
 import { ADAPTER_LAYERS } from "../wire/port.js";
@@ -30,6 +31,28 @@ export function refuseStreamableHttp(transport: object): void {
     "a Streamable HTTP transport needs streamableHttpCancellation(transport) from mcp-cancellable/streamable-http: " +
       "a cancel there closes the request's stream (rules 6, 28, 40 in docs/spec-rules.md); a notification alone leaves it open",
   );
+}
+
+/** The message refusing a transport the library is already in the path of (`where`: the function refusing it). @internal */
+export function carriedMessage(where: string): string {
+  return (
+    `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
+    "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
+    "transport (or its adapter), or keep using the handle that carries it"
+  );
+}
+
+/**
+ * Refuses a handle's `mcp.transport` (of this copy or another) given to an adapter: a second
+ * wire over it would drop the first one's requests. A transport this copy's `attachCancellation`
+ * decorated passes (the attach makes its adapter anew when the SDK starts it again); a
+ * `withCancellation` of it is refused there. @internal
+ * @throws {InvalidOptionError} (option `transport`).
+ */
+export function refuseView(transport: object, where: string): void {
+  const carrier = carrierOf(transport);
+  if (carrier === "view") throw new InvalidOptionError("transport", carriedMessage(where));
+  if (carrier === "another") throw new InvalidOptionError("transport", anotherCopyMessage("the library on this transport", where));
 }
 
 /**

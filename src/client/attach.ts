@@ -1,5 +1,5 @@
-import { claimClient } from "./owner.js";
-import { CARRIER, THIS_COPY } from "../utils/copies.js";
+import { claimClient, markAttached } from "./owner.js";
+import { CARRIER, THIS_COPY, carrierOf } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
@@ -187,6 +187,17 @@ export function attachWith<C extends ClientLike>(
     wire: () => {
       const target = connectedTransport(client) as TransportLike | undefined;
       if (target === undefined) return current?.wire.open === true ? current.wire : null;
+      // Connected again through a transport the library is in the path of (another handle's
+      // mcp.transport): a wire of the attach over it would drop that one's requests.
+      const carrier = carrierOf(target);
+      if (carrier === "view" || carrier === "another") {
+        throw new InvalidOptionError(
+          "client",
+          `${where}: the client is now connected through a transport the library is already in the path of (a handle's ` +
+            "mcp.transport), so this call would go through two wires, and the other one would drop it (nothing was sent): " +
+            "connect the client to its own SDK transport, or make the call through the handle that carries that transport",
+        );
+      }
       // A new transport (reconnect), or the same one started again by the SDK (which then set
       // its own handlers over ours): attach to it.
       if (current === undefined || current.target !== target || (!current.wire.open && target.onmessage !== current.top)) {
@@ -202,6 +213,7 @@ export function attachWith<C extends ClientLike>(
   const shell = createSdkShell(runner, original, v2, "client", sdkTimeout === "tighter");
   sdk.callTool = shell.callTool;
   sdk.request = shell.request;
+  markAttached(client);
 
   const handle: CancellableClient<TransportLike, C> = {
     get transport() {

@@ -22,3 +22,27 @@ export function claimClient(client: object, where: string): void {
   // Not enumerable: never copied, never serialised. A frozen client cannot be marked (nor wrapped).
   if (Object.isExtensible(client)) Object.defineProperty(client, OWNER, { value: THIS_COPY, configurable: true });
 }
+
+/** The clients this copy's `attachCancellation` carries (their own `callTool` and `request` are the library's). */
+const attached = new WeakSet<object>();
+
+/** Marks `client` as attached (`attachCancellation`). */
+export function markAttached(client: object): void {
+  attached.add(client);
+}
+
+/**
+ * Refuses a client `attachCancellation` carries, where `where` would wrap it again: the attach's
+ * own calls (the client's `callTool`, a framework's) would follow the new connection through a
+ * second wire, which drops the other one's requests.
+ * @throws {InvalidOptionError} (`client`).
+ */
+export function refuseAttached(client: object, where: string): void {
+  if (!attached.has(client)) return;
+  throw new InvalidOptionError(
+    "client",
+    `${where}: this client carries attachCancellation (its own callTool and request go through the library, and the ` +
+      "attach follows a reconnect): connect it again with client.connect(transport) and keep using the attach's handle, " +
+      "or use a new SDK Client here",
+  );
+}

@@ -1,7 +1,7 @@
-import { claimClient } from "./owner.js";
+import { claimClient, refuseAttached } from "./owner.js";
 import { anotherCopyMessage, carrierOf, fromAnotherCopy } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import { notificationCancellation } from "../adapters/notification.js";
+import { carriedMessage, notificationCancellation } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
 import { ADAPTER_LAYERS } from "../wire/port.js";
 import { parseCancellationOptions } from "../options/resolve.js";
@@ -56,6 +56,7 @@ export function withCancellation<A extends AdapterOrTransport, C extends ClientL
         "or call withCancellation before client.connect() and connect with client.connect(mcp.transport)",
     );
   }
+  refuseAttached(client, "withCancellation");
   const adapter: CancellationAdapter<T> = toAdapter(transport);
   const defaults = parseCancellationOptions(options, "withCancellation options");
   claimClient(client, "withCancellation");
@@ -143,14 +144,7 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   const inner = (transport as { transport?: unknown }).transport;
   const carrier = carrierOf(transport) ?? (typeof inner === "object" && inner !== null ? carrierOf(inner) : undefined);
   if (carrier === "another") throw new InvalidOptionError("transport", anotherCopyMessage("the library on this transport", where));
-  if (carrier === "this") {
-    throw new InvalidOptionError(
-      "transport",
-      `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
-        "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
-        "transport (or its adapter), or keep using the handle that carries it",
-    );
-  }
+  if (carrier !== undefined) throw new InvalidOptionError("transport", carriedMessage(where));
   // Its cancel would be taken for a plain notification, its layers unseen (an outside tester's: a
   // 2026-07-28 cancel went out as a notification, its stream left open).
   if (fromAnotherCopy(transport, ADAPTER_LAYERS)) throw new InvalidOptionError("transport", anotherCopyMessage("this adapter", where));

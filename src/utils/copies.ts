@@ -29,16 +29,23 @@ export function anotherCopyMessage(what: string, where: string): string {
 
 /** This copy of the library: an object no other copy has (the value of the marks below). */
 export const THIS_COPY: object = Object.freeze({});
+/** This copy's handles' transports (`mcp.transport`, the view the SDK connects through): their mark. */
+export const THIS_COPY_VIEW: object = Object.freeze({});
 
 /**
  * The mark of a transport the library is in the path of: a handle's `mcp.transport` (the view
- * answers it) and a transport `attachCancellation` decorated in place. A registered symbol, which
- * every copy reads; its value says which copy (`THIS_COPY` or another's).
+ * answers it: `THIS_COPY_VIEW`) and a transport `attachCancellation` decorated in place (an own
+ * property: `THIS_COPY`). A registered symbol, which every copy reads.
  */
 export const CARRIER = Symbol.for("mcp-cancellable/carrier");
 
-/** Which copy of the library is in the path of `transport`: `"this"`, `"another"`, or `undefined` for none. */
-export function carrierOf(transport: object): "this" | "another" | undefined {
+/**
+ * Which library is in the path of `transport`: `"view"` (a handle's `mcp.transport` of this copy),
+ * `"attached"` (a transport this copy's `attachCancellation` decorated), `"another"` (another
+ * copy's either), or `undefined` for none.
+ */
+export function carrierOf(transport: object): "view" | "attached" | "another" | undefined {
   const carrier = (transport as Record<symbol, unknown>)[CARRIER];
-  return carrier === undefined ? undefined : carrier === THIS_COPY ? "this" : "another";
+  if (carrier === undefined) return undefined;
+  return carrier === THIS_COPY_VIEW ? "view" : carrier === THIS_COPY ? "attached" : "another";
 }

@@ -10,7 +10,7 @@ import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
 import { textOf } from "../utils/hooks.js";
-import { CARRIER, THIS_COPY } from "../utils/copies.js";
+import { CARRIER, THIS_COPY_VIEW } from "../utils/copies.js";
 
 /** The SDK `Transport` as the two edges touch it: the members both SDK lines define. */
 interface SdkTransport {
@@ -299,7 +299,7 @@ function sdkView<T extends TransportLike>(transport: T, top: Port, bottom: Trans
       if (typeof property === "string") {
         if (PIPE_METHODS.has(property)) return methods[property];
         if (CALLBACKS.has(property)) return handlers[property];
-      } else if (property === CARRIER) return THIS_COPY; // the library is in its path: never wrapped again
+      } else if (property === CARRIER) return THIS_COPY_VIEW; // the library is in its path: never wrapped again
       const value: unknown = Reflect.get(target, property, target);
       // Methods (on the prototype) are bound, so they run on the transport and its `#private`
       // fields; an own function-valued field (`_fetch`, a handler) is returned as it is, so its

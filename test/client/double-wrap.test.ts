@@ -4,7 +4,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { attachCancellation, withCancellation } from "../../src/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
+import { CancellableMCPServer } from "../../src/integrations/openai-agents/index.js";
 
 // An outside tester's: withCancellation(client, mcp.transport), a handle's transport wrapped again,
 // was accepted on stdio and in memory, and no call of the second handle ever reached the server
@@ -15,15 +17,23 @@ import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters
 const CARRIES =
   /withCancellation: this transport carries the library already \(it is a handle's mcp\.transport, or a transport attachCancellation decorated\)/;
 
-async function connected() {
+let received = 0;
+
+/** A v1 server on an in-memory pair, counting the tool calls it received (all servers together). */
+async function serving() {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  let received = 0;
   const server = new McpServer({ name: "s", version: "1.0.0" });
   server.registerTool("echo", {}, () => {
     received++;
     return { content: [{ type: "text" as const, text: "echo" }] };
   });
   await server.connect(serverSide);
+  return { clientSide, server };
+}
+
+async function connected() {
+  received = 0;
+  const { clientSide, server } = await serving();
   const client = new ClientV1({ name: "c", version: "1.0.0" });
   return { client, clientSide, server, received: () => received };
 }
@@ -76,5 +86,80 @@ describe("a transport the library is in the path of is never wrapped again", () 
     })();
     expect(refused?.message).toMatch(CARRIES);
     expect(refused?.message).not.toMatch(/needs streamableHttpCancellation/);
+  });
+
+  it("an adapter around a handle's mcp.transport: refused by the adapter, naming the second wrap (not its fetch)", () => {
+    const { clientSide } = { clientSide: InMemoryTransport.createLinkedPair()[0] };
+    const mcp = withCancellation(new ClientV1({ name: "c", version: "1.0.0" }), clientSide);
+    expect(() => stdioCancellation(mcp.transport)).toThrow(/^stdioCancellation: this transport carries the library already/);
+    const http = withCancellation(
+      new ClientV1({ name: "h", version: "1.0.0" }),
+      streamableHttpCancellation(new StreamableHTTPClientTransport(new URL("http://127.0.0.1:9/mcp"), { fetch: cancellableFetch() })),
+    );
+    expect(() => streamableHttpCancellation(http.transport)).toThrow(
+      /^streamableHttpCancellation: this transport carries the library already/,
+    );
+  });
+});
+
+// A second outside tester's: attachCancellation, client.close(), then withCancellation on the same
+// client with a new transport was accepted; the client's own callTool (a framework's) then followed
+// the new connection through the attach's wire over the handle's, and never reached the server.
+describe("a client attachCancellation carries is never wrapped again", () => {
+  it("withCancellation of it after its close: refused; connected again as it is, the attach follows and its calls arrive", async () => {
+    const { client, clientSide, server } = await connected();
+    await client.connect(clientSide);
+    const mcp = attachCancellation(client);
+    await client.callTool({ name: "echo", arguments: {} });
+    await client.close();
+    const next = await serving();
+    expect(() => withCancellation(client, next.clientSide)).toThrow(
+      expect.objectContaining({
+        name: "InvalidOptionError",
+        option: "client",
+        message: expect.stringMatching(/^withCancellation: this client carries attachCancellation/),
+      }),
+    );
+    await client.connect(next.clientSide);
+    await client.callTool({ name: "echo", arguments: {} });
+    expect(received).toBe(2);
+    expect(mcp.records().map((record) => record.status)).toEqual(["succeeded", "succeeded"]);
+    await client.close();
+    await server.close();
+    await next.server.close();
+  });
+
+  it("connected through another handle's mcp.transport: its own calls are refused, nothing sent", async () => {
+    const { client, clientSide, server } = await connected();
+    await client.connect(clientSide);
+    attachCancellation(client);
+    await client.close();
+    const next = await serving();
+    const other = withCancellation(new ClientV1({ name: "other", version: "1.0.0" }), next.clientSide);
+    await client.connect(other.transport);
+    await expect(client.callTool({ name: "echo", arguments: {} })).rejects.toMatchObject({
+      name: "InvalidOptionError",
+      option: "client",
+      message: expect.stringMatching(/now connected through a transport the library is already in the path of/),
+    });
+    expect(received).toBe(0);
+    await client.close();
+    await server.close();
+    await next.server.close();
+  });
+
+  it("the Agents server's create() returning such a client: connect() refuses it", async () => {
+    const { client, clientSide, server } = await connected();
+    await client.connect(clientSide);
+    attachCancellation(client);
+    await client.close();
+    const next = await serving();
+    const agents = new CancellableMCPServer({
+      name: "agents",
+      create: () => ({ client: client as never, transport: next.clientSide as never }),
+    });
+    await expect(agents.connect()).rejects.toThrow(/^CancellableMCPServer create\(\): this client carries attachCancellation/);
+    await server.close();
+    await next.server.close();
   });
 });

@@ -1,3 +1,4 @@
+import { refuseView } from "../notification.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { z } from "zod";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
@@ -157,6 +158,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (typeof transport !== "object" || transport === null || typeof transport.send !== "function") {
       throw new InvalidOptionError("transport", "streamableHttpCancellation: transport must be a StreamableHTTPClientTransport");
     }
+    refuseView(transport, "streamableHttpCancellation");
     parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
     // A cancellableFetch() of another copy of the library: its reports go to that copy's tables.
     for (const [option, fetch] of [
