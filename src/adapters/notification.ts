@@ -33,26 +33,25 @@ export function refuseStreamableHttp(transport: object): void {
   );
 }
 
-/** The message refusing a transport the library is already in the path of (`where`: the function refusing it). @internal */
-export function carriedMessage(where: string): string {
-  return (
-    `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
-    "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
-    "transport (or its adapter), or keep using the handle that carries it"
-  );
-}
-
 /**
- * Refuses a handle's `mcp.transport` (of this copy or another) given to an adapter: a second
- * wire over it would drop the first one's requests. A transport this copy's `attachCancellation`
- * decorated passes (the attach makes its adapter anew when the SDK starts it again); a
- * `withCancellation` of it is refused there. @internal
+ * Refuses a transport the library is already in the path of: a second wire over it would drop
+ * the first one's requests. An adapter (`attached: "passes"`) refuses a handle's `mcp.transport`
+ * (of this copy or another) and lets a transport this copy's `attachCancellation` decorated pass
+ * (the attach makes its adapter anew when the SDK starts it again); `withCancellation` refuses
+ * that one too. @internal
  * @throws {InvalidOptionError} (option `transport`).
  */
-export function refuseView(transport: object, where: string): void {
+export function refuseCarried(transport: object, where: string, attached: "passes" | "refused" = "refused"): void {
   const carrier = carrierOf(transport);
-  if (carrier === "view") throw new InvalidOptionError("transport", carriedMessage(where));
-  if (carrier === "another") throw new InvalidOptionError("transport", anotherCopyMessage("the library on this transport", where));
+  if (carrier === undefined || (carrier === "attached" && attached === "passes")) return;
+  throw new InvalidOptionError(
+    "transport",
+    carrier === "another"
+      ? anotherCopyMessage("the library on this transport", where)
+      : `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
+          "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
+          "transport (or its adapter), or keep using the handle that carries it",
+  );
 }
 
 /**

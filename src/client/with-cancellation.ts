@@ -1,7 +1,7 @@
 import { claimClient, refuseAttached } from "./owner.js";
-import { anotherCopyMessage, carrierOf, fromAnotherCopy } from "../utils/copies.js";
+import { anotherCopyMessage, fromAnotherCopy } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import { carriedMessage, notificationCancellation } from "../adapters/notification.js";
+import { notificationCancellation, refuseCarried } from "../adapters/notification.js";
 import type { AdapterOrTransport, CancellationAdapter, TransportLike, TransportOf } from "../adapters/types.js";
 import { ADAPTER_LAYERS } from "../wire/port.js";
 import { parseCancellationOptions } from "../options/resolve.js";
@@ -141,10 +141,9 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   // The library is in its path already (a handle's mcp.transport, or a transport attachCancellation
   // decorated): a second wire over it would take the first one's requests for settled calls of its
   // own and drop them (an outside tester's: no call of the second handle reached the server).
+  refuseCarried(transport, where);
   const inner = (transport as { transport?: unknown }).transport;
-  const carrier = carrierOf(transport) ?? (typeof inner === "object" && inner !== null ? carrierOf(inner) : undefined);
-  if (carrier === "another") throw new InvalidOptionError("transport", anotherCopyMessage("the library on this transport", where));
-  if (carrier !== undefined) throw new InvalidOptionError("transport", carriedMessage(where));
+  if (typeof inner === "object" && inner !== null) refuseCarried(inner, where);
   // Its cancel would be taken for a plain notification, its layers unseen (an outside tester's: a
   // 2026-07-28 cancel went out as a notification, its stream left open).
   if (fromAnotherCopy(transport, ADAPTER_LAYERS)) throw new InvalidOptionError("transport", anotherCopyMessage("this adapter", where));

@@ -36,7 +36,14 @@ async function open(startsServer: boolean, limits: { timeoutMs: number; maxTotal
   const call = (id: number) =>
     void transport.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "t", arguments: {} } } as JsonRpcMessage);
   const say = () => serverSide.send({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "up" } } as never);
-  return { call, answerOf, say, received, close: () => transport.close() };
+  /** Request `id` is still unanswered `ms - 1` ms from now, and failed -32001 (timed out) by `ms + 1`. */
+  const timesOutAt = async (id: number, ms: number) => {
+    await vi.advanceTimersByTimeAsync(ms - 1);
+    expect(answerOf(id)).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(2);
+    expect(answerOf(id)?.error?.code).toBe(-32001);
+  };
+  return { call, answerOf, timesOutAt, say, received, close: () => transport.close() };
 }
 
 describe("the idle timeout waits for a starting server's first message", () => {
@@ -46,10 +53,7 @@ describe("the idle timeout waits for a starting server's first message", () => {
     await vi.advanceTimersByTimeAsync(5_000); // the server is starting: 5 s, no word
     expect(peer.answerOf(1)).toBeUndefined();
     await peer.say(); // its first message
-    await vi.advanceTimersByTimeAsync(999);
-    expect(peer.answerOf(1)).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(2);
-    expect(peer.answerOf(1)?.error?.code).toBe(-32001);
+    await peer.timesOutAt(1, 1_000);
     // A request after it has spoken is timed as ever.
     peer.call(2);
     await vi.advanceTimersByTimeAsync(1_001);
@@ -60,10 +64,7 @@ describe("the idle timeout waits for a starting server's first message", () => {
   it("a server that never speaks: the hold ends START_HOLD_MS after the send (plus the idle timeout)", async () => {
     const peer = await open(true, { timeoutMs: 1_000, maxTotalTimeoutMs: 600_000 });
     peer.call(1);
-    await vi.advanceTimersByTimeAsync(START_HOLD_MS + 999);
-    expect(peer.answerOf(1)).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(2);
-    expect(peer.answerOf(1)?.error?.code).toBe(-32001);
+    await peer.timesOutAt(1, START_HOLD_MS + 1_000);
     await peer.close();
   });
 
@@ -80,10 +81,7 @@ describe("the idle timeout waits for a starting server's first message", () => {
   it("the maximum total timeout holds while the idle timeout is held", async () => {
     const peer = await open(true, { timeoutMs: 1_000, maxTotalTimeoutMs: 3_000 });
     peer.call(1);
-    await vi.advanceTimersByTimeAsync(2_999);
-    expect(peer.answerOf(1)).toBeUndefined();
-    await vi.advanceTimersByTimeAsync(2);
-    expect(peer.answerOf(1)?.error?.code).toBe(-32001);
+    await peer.timesOutAt(1, 3_000);
     await peer.close();
   });
 

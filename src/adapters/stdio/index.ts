@@ -1,7 +1,7 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { stdioChildExited, stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
-import { refuseStreamableHttp, refuseView } from "../notification.js";
+import { refuseStreamableHttp, refuseCarried } from "../notification.js";
 import { stdioAdapter } from "./adapter.js";
 import type { Stdin } from "./queue.js";
 import type { Stdout } from "./stdout-end.js";
@@ -50,7 +50,7 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
         : 'stdioCancellation: transport must be an SDK StdioClientTransport, such as stdioCancellation(new StdioClientTransport({ command: "report-server" }))',
     );
   }
-  refuseView(transport, "stdioCancellation");
+  refuseCarried(transport, "stdioCancellation", "passes");
   refuseStreamableHttp(transport);
   return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined, {
     stdout: { stdout: () => stdioChildStdout(transport) as Stdout | undefined, exited: () => stdioChildExited(transport) },

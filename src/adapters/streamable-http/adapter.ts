@@ -1,4 +1,4 @@
-import { refuseView } from "../notification.js";
+import { refuseCarried } from "../notification.js";
 import type { CancelMechanism } from "../../types/record.js";
 import { z } from "zod";
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
@@ -158,7 +158,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     if (typeof transport !== "object" || transport === null || typeof transport.send !== "function") {
       throw new InvalidOptionError("transport", "streamableHttpCancellation: transport must be a StreamableHTTPClientTransport");
     }
-    refuseView(transport, "streamableHttpCancellation");
+    refuseCarried(transport, "streamableHttpCancellation", "passes");
     parseOptions(adapterOptionsSchema, options, "streamableHttpCancellation options");
     // A cancellableFetch() of another copy of the library: its reports go to that copy's tables.
     for (const [option, fetch] of [
