@@ -48,9 +48,13 @@ export function refuseCarried(transport: object, where: string, attached: "passe
     "transport",
     carrier === "another"
       ? anotherCopyMessage("the library on this transport", where)
-      : `${where}: this transport carries the library already (it is a handle's mcp.transport, or a transport ` +
-          "attachCancellation decorated), and a second wrap of it would drop the first one's requests: pass the SDK's own " +
-          "transport (or its adapter), or keep using the handle that carries it",
+      : carrier === "view"
+        ? `${where}: this transport carries the library already (a handle's mcp.transport, the AI SDK's cancellableTransport, ` +
+          "or the Agents server's), and a second wrap of it would drop the first one's requests: pass the SDK's own transport " +
+          "(or its adapter), or keep using the handle that carries it"
+        : `${where}: attachCancellation decorated this transport in place (its send goes through that attach's wire), and a ` +
+          "second wrap of it would drop the first one's requests: give this wrapper a new SDK transport, or connect the client " +
+          "with client.connect(transport) and attachCancellation(client)",
   );
 }
 

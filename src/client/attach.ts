@@ -1,5 +1,5 @@
 import { claimClient, markAttached } from "./owner.js";
-import { CARRIER, THIS_COPY, carrierOf } from "../utils/copies.js";
+import { anotherCopyMessage, carrierOf, markAttachedTransport } from "../utils/copies.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { notifyOnCancel } from "../adapters/notification.js";
 import { streamableHttpCancellation } from "../adapters/streamable-http/adapter.js";
@@ -14,7 +14,7 @@ import { isStdioTransport, isStreamableHttpTransport, isV2Client, replaceTranspo
 import { stdioCancellation } from "../adapters/stdio/index.js";
 import { perRequestFetch } from "../adapters/streamable-http/fetch.js";
 import type { FetchLike } from "../adapters/streamable-http/fetch.js";
-import { createFacade, createSdkShell, decorated, sdkCallsOf } from "./facade.js";
+import { createFacade, createSdkShell, sdkCallsOf } from "./facade.js";
 import type { CancellableClient, ClientLike, SdkCalls } from "./facade.js";
 import { clientWire, connectedTransport } from "./with-cancellation.js";
 
@@ -143,10 +143,15 @@ export function attachWith<C extends ClientLike>(
         "withCancellation(client, transport) before connecting",
     );
   }
-  if (decorated.has(first)) {
+  // A transport an earlier attach of this copy decorated (another client's, since closed) is attached anew
+  // from its own send; one the library is in the path of otherwise is refused.
+  const carrier = carrierOf(first);
+  if (carrier === "another") throw new InvalidOptionError("client", anotherCopyMessage("the library on this client's transport", where));
+  if (carrier === "view") {
     throw new InvalidOptionError(
       "client",
-      "attachCancellation: the client is connected through withCancellation's mcp.transport already; use that handle",
+      `${where}: the client is connected through a transport the library is already in the path of (withCancellation's ` +
+        "mcp.transport, the AI SDK's cancellableTransport, or the Agents server's); use that handle",
     );
   }
   const defaults = parseCancellationOptions(options, `${where} options`);
@@ -173,11 +178,8 @@ export function attachWith<C extends ClientLike>(
     // close sends the cancels still waiting first: a timeout followed at once by client.close()).
     (target as { send: unknown }).send = wire.transport.send;
     if (closeToo) (target as { close: unknown }).close = wire.transport.close;
-    decorated.add(target);
     // Marked for every copy: a withCancellation of it is refused (a second wire would drop this one's requests).
-    if (Object.isExtensible(target) && !Object.hasOwn(target, CARRIER)) {
-      Object.defineProperty(target, CARRIER, { value: THIS_COPY, configurable: true });
-    }
+    markAttachedTransport(target);
     return { target, wire, top: target.onmessage };
   };
 

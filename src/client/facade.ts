@@ -197,9 +197,6 @@ export interface Facade {
 
 export const anyResult = z.looseObject({});
 
-/** Transports (and decorated transports) that already carry the library, so they are never decorated twice. */
-export const decorated = new WeakSet<object>();
-
 /**
  * The `CancellableClient` calls (`callTool(params, options)`, `request(request, options)`, the
  * library's own option shape) as a shell over the runner: each checks its arguments and makes

@@ -9,7 +9,7 @@ import type { CancellationOptions } from "../types/options.js";
 import type { Wire } from "../wire/wire.js";
 import { CallRunner, openWire } from "../runner/runner.js";
 import type { WireExtras } from "../runner/runner.js";
-import { createFacade, createSdkShell, decorated, sdkCallsOf, sdkClientOver } from "./facade.js";
+import { createFacade, createSdkShell, sdkCallsOf, sdkClientOver } from "./facade.js";
 import { isV2Client } from "../sdk/private.js";
 import type { CancellableClient, ClientLike } from "./facade.js";
 
@@ -123,7 +123,6 @@ export function clientWire<T extends TransportLike>(
   extras: Omit<WireExtras, "client"> = {},
 ): Wire<T> {
   const wire = openWire(adapter, defaults, { ...extras, client });
-  decorated.add(wire.transport);
   return wire;
 }
 

@@ -2,6 +2,7 @@
 // (the Vercel AI SDK's MCP client; the proxy's front). Each request it is handed becomes one
 // `CallRunner.run`; the outcome goes back as the response the client expects, or as a JSON-RPC
 // error response naming what the library did (never an internal message).
+import { CARRIER, THIS_COPY_VIEW } from "../utils/copies.js";
 import { isCallTimeoutError, isConnectionClosedError } from "../errors/guards.js";
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
@@ -121,6 +122,11 @@ function isLibraryError(error: unknown): error is McpCancellableError {
  * through as they are.
  */
 export class MessageTransport<T extends TransportLike> {
+  /** The library is in its path (its own runner and wire): a client's wrapper refuses it (`carrierOf`). */
+  get [CARRIER](): object {
+    return THIS_COPY_VIEW;
+  }
+
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JsonRpcMessage) => void;

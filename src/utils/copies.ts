@@ -39,13 +39,23 @@ export const THIS_COPY_VIEW: object = Object.freeze({});
  */
 export const CARRIER = Symbol.for("mcp-cancellable/carrier");
 
+/** This copy's marks on transports that take no property (not extensible). */
+const marked = new WeakMap<object, object>();
+
+/** Marks `transport` as decorated in place by this copy's `attachCancellation` (`carrierOf` says `"attached"`). */
+export function markAttachedTransport(transport: object): void {
+  if (Object.hasOwn(transport, CARRIER)) return;
+  if (Object.isExtensible(transport)) Object.defineProperty(transport, CARRIER, { value: THIS_COPY, configurable: true });
+  else marked.set(transport, THIS_COPY);
+}
+
 /**
  * Which library is in the path of `transport`: `"view"` (a handle's `mcp.transport` of this copy),
  * `"attached"` (a transport this copy's `attachCancellation` decorated), `"another"` (another
  * copy's either), or `undefined` for none.
  */
 export function carrierOf(transport: object): "view" | "attached" | "another" | undefined {
-  const carrier = (transport as Record<symbol, unknown>)[CARRIER];
+  const carrier = (transport as Record<symbol, unknown>)[CARRIER] ?? marked.get(transport);
   if (carrier === undefined) return undefined;
   return carrier === THIS_COPY_VIEW ? "view" : carrier === THIS_COPY ? "attached" : "another";
 }

@@ -7,6 +7,7 @@ import { attachCancellation, withCancellation } from "../../src/index.js";
 import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import { cancellableFetch, streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import { CancellableMCPServer } from "../../src/integrations/openai-agents/index.js";
+import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
 
 // An outside tester's: withCancellation(client, mcp.transport), a handle's transport wrapped again,
 // was accepted on stdio and in memory, and no call of the second handle ever reached the server
@@ -14,8 +15,9 @@ import { CancellableMCPServer } from "../../src/integrations/openai-agents/index
 // tool "timed out" with a record saying it was cancelled and may have run; a call without a limit
 // never settled. Over Streamable HTTP it was refused, but with a message naming the adapter.
 
-const CARRIES =
-  /withCancellation: this transport carries the library already \(it is a handle's mcp\.transport, or a transport attachCancellation decorated\)/;
+const CARRIES = /withCancellation: this transport carries the library already \(a handle's mcp\.transport/;
+const DECORATED = /^withCancellation: attachCancellation decorated this transport in place/;
+/withCancellation: this transport carries the library already \(it is a handle's mcp\.transport, or a transport attachCancellation decorated\)/;
 
 let received = 0;
 
@@ -65,7 +67,7 @@ describe("a transport the library is in the path of is never wrapped again", () 
     const { client, clientSide, server, received } = await connected();
     await client.connect(clientSide);
     const mcp = attachCancellation(client);
-    expect(() => withCancellation(new ClientV1({ name: "other", version: "1.0.0" }), clientSide)).toThrow(CARRIES);
+    expect(() => withCancellation(new ClientV1({ name: "other", version: "1.0.0" }), clientSide)).toThrow(DECORATED);
     await client.callTool({ name: "echo", arguments: {} });
     expect(received()).toBe(1);
     expect(mcp.records()).toHaveLength(1);
@@ -158,5 +160,67 @@ describe("a client attachCancellation carries is never wrapped again", () => {
     await expect(agents.connect()).rejects.toThrow(/^CancellableMCPServer create\(\): this client carries attachCancellation/);
     await server.close();
     await next.server.close();
+  });
+});
+
+// A third outside tester's: the AI SDK's cancellableTransport (a transport of the SDK's shape with
+// the library's own runner in its path) was taken by withCancellation and attachCancellation: the
+// outer wire's notifications/cancelled went into the inner one, which drops a cancel for a request
+// of its own call still pending, and the server ran the tool to its end while the record said the
+// cancel went. And a transport an attach had decorated (its client since closed) was refused
+// to a new client's attach, as if it were a handle's transport.
+describe("the AI SDK's transport, and a transport a closed attach decorated", () => {
+  it("cancellableTransport: refused by withCancellation and by attachCancellation of a client connected through it", async () => {
+    received = 0;
+    const { clientSide, server } = await serving();
+    const viaAiSdk = cancellableTransport(clientSide);
+    expect(() => withCancellation(new ClientV1({ name: "c", version: "1.0.0" }), viaAiSdk as never)).toThrow(
+      /^withCancellation: this transport carries the library already \(a handle's mcp\.transport, the AI SDK's cancellableTransport/,
+    );
+    const client = new ClientV1({ name: "framework", version: "1.0.0" });
+    await client.connect(viaAiSdk as never);
+    expect(() => attachCancellation(client)).toThrow(
+      expect.objectContaining({
+        option: "client",
+        message: expect.stringMatching(
+          /^attachCancellation: the client is connected through a transport the library is already in the path of/,
+        ),
+      }),
+    );
+    await client.close();
+    await server.close();
+  });
+
+  it("a new client on the transport a closed client's attach decorated is attached anew, its calls arrive; withCancellation of it says why not", async () => {
+    // A transport that can start again (as the SDK's stdio transport does, which the raw SDK then
+    // answers with an unhandled "write after end" of its own): a new server on each start.
+    let current: Awaited<ReturnType<typeof serving>> | undefined;
+    const started: Array<Awaited<ReturnType<typeof serving>>> = [];
+    const transport: Record<string, unknown> & { onmessage?: (m: unknown) => void; onclose?: () => void } = {
+      async start() {
+        current = await serving();
+        started.push(current);
+        current.clientSide.onmessage = (message) => transport.onmessage?.(message);
+        current.clientSide.onclose = () => transport.onclose?.();
+        await current.clientSide.start();
+      },
+      send: (message: never) => current!.clientSide.send(message),
+      close: () => current!.clientSide.close(),
+    };
+    received = 0;
+    const first = new ClientV1({ name: "first", version: "1.0.0" });
+    await first.connect(transport as never);
+    attachCancellation(first);
+    await first.close();
+    const second = new ClientV1({ name: "second", version: "1.0.0" });
+    await second.connect(transport as never);
+    const mcp = attachCancellation(second, { timeoutMs: 5_000 });
+    await second.callTool({ name: "echo", arguments: {} });
+    expect(received).toBe(1);
+    expect(mcp.records().map((record) => record.status)).toEqual(["succeeded"]);
+    expect(() => withCancellation(new ClientV1({ name: "third", version: "1.0.0" }), transport as never)).toThrow(DECORATED);
+    await second.close();
+    for (const { server } of started) await server.close();
+    expect(started).toHaveLength(2);
   });
 });

@@ -280,17 +280,31 @@ describe("the package as installed", () => {
         const first = esm.withCancellation(new Client({ name: "view", version: "1.0.0" }), clientSide);
         cjs.withCancellation(new Client({ name: "view2", version: "1.0.0" }), first.transport);
       } catch (error) { viewRefused = { option: error.option, copy: /another copy/.test(error.message) }; }
+      // A client one copy's Agents server connected: the other copy's attach is refused, naming the copy.
+      let agentsRefused = null;
+      {
+        const { CancellableMCPServer } = await import("mcp-cancellable/openai-agents");
+        const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+        const server = new McpServer({ name: "s", version: "1.0.0" });
+        await server.connect(serverSide);
+        const client = new Client({ name: "agents", version: "1.0.0" });
+        const agents = new CancellableMCPServer({ name: "a", create: () => ({ client, transport: clientSide }) });
+        await agents.connect();
+        try { cjs.attachCancellation(client); } catch (error) { agentsRefused = { option: error.option, copy: /another copy/.test(error.message) }; }
+        await agents.close();
+      }
       // The CommonJS build's classes keep their names (its chunks were once lowered to _class2 = class ...).
       const names = Object.entries(cjs).filter(([, v]) => typeof v === "function" && Function.prototype.toString.call(v).startsWith("class"))
         .filter(([k, v]) => cjs[v.name] !== v).map(([k, v]) => k + " is named " + v.name);
       for (const client of clients) await client.close();
-      console.log(JSON.stringify({ refused, adapterRefused, viewRefused, names, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
+      console.log(JSON.stringify({ refused, adapterRefused, viewRefused, agentsRefused, names, sameCallId: ids[0][0] === ids[1][0], sameConnectionId: ids[0][1] === ids[1][1] }));
     `;
     const { stdout } = await sh(process.execPath, ["--input-type=module", "-e", script], consumer, 60_000);
     expect(JSON.parse(stdout.trim().split("\n").pop()!)).toEqual({
       refused: { name: "InvalidOptionError", option: "client", copy: true },
       adapterRefused: { option: "transport", copy: true },
       viewRefused: { option: "transport", copy: true },
+      agentsRefused: { option: "client", copy: true },
       names: [],
       sameCallId: false,
       sameConnectionId: false,

@@ -7,7 +7,7 @@ import { clientWire, toAdapter } from "../../client/with-cancellation.js";
 import { isV2Client } from "../../sdk/private.js";
 import type { ClientLike, ToolResult } from "../../client/with-cancellation.js";
 import { createFacade, sdkCallsOf } from "../../client/facade.js";
-import { refuseAttached } from "../../client/owner.js";
+import { claimClient, refuseAttached } from "../../client/owner.js";
 import type { Facade } from "../../client/facade.js";
 import type { RunRecord } from "../../types/record.js";
 import { callErrorOf, isCallCancelledError, isCallTimeoutError } from "../../errors/guards.js";
@@ -257,6 +257,8 @@ export class CancellableMCPServer implements MCPServer {
     const { client, transport } = await this.#create();
     // A client attachCancellation carries: its own calls would follow this connection through a second wire.
     refuseAttached(client, "CancellableMCPServer create()");
+    // Marked as this copy's: another copy's attachCancellation of it is refused, naming that copy.
+    claimClient(client, "CancellableMCPServer create()");
     const wire = clientWire(toAdapter(transport, "CancellableMCPServer create()"), client, this.#runner.defaults);
     const boundMs = this.#connectTimeoutMs;
     // Told when the transport reports itself closed (a stdio child exited): see the catch below.
