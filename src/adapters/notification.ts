@@ -53,8 +53,8 @@ export function refuseCarried(transport: object, where: string, attached: "passe
           "or the Agents server's), and a second wrap of it would drop the first one's requests: pass the SDK's own transport " +
           "(or its adapter), or keep using the handle that carries it"
         : `${where}: attachCancellation decorated this transport in place (its send goes through that attach's wire), and a ` +
-          "second wrap of it would drop the first one's requests: give this wrapper a new SDK transport, or connect the client " +
-          "with client.connect(transport) and attachCancellation(client)",
+          "second wrap of it would drop the first one's requests: give this wrapper a new SDK transport, or, once the client " +
+          "that attached it has closed, connect the new client with client.connect(transport) and attachCancellation(client)",
   );
 }
 
