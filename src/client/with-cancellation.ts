@@ -137,9 +137,10 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
   type T = TransportOf<A>;
   const refused = `${where}: transport must be an MCP transport or a cancellation adapter`;
   if (typeof transport !== "object" || transport === null) throw new InvalidOptionError("transport", refused);
-  // The library is in its path already (a handle's mcp.transport, or a transport attachCancellation
-  // decorated): a second wire over it would take the first one's requests for settled calls of its
-  // own and drop them (an outside tester's: no call of the second handle reached the server).
+  // The library is in its path already (a handle's mcp.transport, the AI SDK's cancellableTransport,
+  // or a transport attachCancellation decorated), or under an adapter's: a second wire over it would
+  // take the first one's requests for settled calls of its own and drop them (outside testers': no
+  // call of the second handle reached the server).
   refuseCarried(transport, where);
   const inner = (transport as { transport?: unknown }).transport;
   if (typeof inner === "object" && inner !== null) refuseCarried(inner, where);

@@ -141,8 +141,9 @@ const runtimeSetInterval = globalThis.setInterval;
 let sdkTimerListKept = false;
 
 /**
- * Node keeps one list of timers per delay. The SDK's own timer of each call's request
- * (`SDK_TIMEOUT`) is cleared as the request goes out (`sdkTimerDropper`), which left that delay's
+ * Node keeps one list of timers per delay. Where the SDK's own timer of a call's request cannot
+ * be skipped (`sdkTimerSkipper`: an SDK release without `_setupTimeout`), it is set up with
+ * `SDK_TIMEOUT` and cleared as the request goes out (`sdkTimerDropper`), which left that delay's
  * list empty: Node deleted it and made it again for the next request, a `TimersList` and its
  * place in the timers' priority queue per call (about 0.7 µs of the v1 SDK's call, 1,000 in
  * flight). One unreferenced interval of that delay keeps the list: it holds no process open,
