@@ -7,7 +7,7 @@ import {
   DEFAULT_VERIFY_TIMEOUT_MS,
   DEFAULT_VERIFY_WINDOW_MS,
 } from "./defaults.js";
-import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly, parseOptions } from "./schemas.js";
+import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly, isValidCallOptions, parseOptions } from "./schemas.js";
 import { warnIfShort } from "./warnings.js";
 
 // Options at the boundary: the client-wide ones validated once, and each call's merged over them.
@@ -39,7 +39,7 @@ export function parseCancellationOptions(
  */
 export function resolveCallOptions(defaults: CancellationOptions, options: CallOptions | undefined): ResolvedCallOptions {
   if (options !== undefined && !isSignalOnly(options)) {
-    parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
+    if (!isValidCallOptions(options)) parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
     warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
     warnIfShort("maxTotalTimeoutMs", (options as CallOptions).maxTotalTimeoutMs);
   }
