@@ -98,6 +98,41 @@ describe("onAbort", () => {
       clock.mockRestore();
     }
   });
+
+  it("one subscriber, then more: each is called once in subscription order, an unsubscribed one never, the same one given twice once", async () => {
+    await idleSlicer();
+    const clock = vi.spyOn(performance, "now").mockReturnValue(performance.now());
+    try {
+      const controller = new AbortController();
+      const order: string[] = [];
+      const a = (): void => void order.push("a");
+      const b = (): void => void order.push("b");
+      const c = (): void => void order.push("c");
+      const offA = onAbort(controller.signal, a);
+      onAbort(controller.signal, a); // the same function again: still one subscription
+      expect(abortSubscribers(controller.signal)).toBe(1);
+      onAbort(controller.signal, b);
+      onAbort(controller.signal, c);
+      expect(abortSubscribers(controller.signal)).toBe(3);
+      offA();
+      expect(abortSubscribers(controller.signal)).toBe(2);
+      expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+      controller.abort();
+      expect(order).toEqual(["b", "c"]);
+      expect(abortSubscribers(controller.signal)).toBe(0);
+
+      // A lone subscriber that left and came back is called; one that left for good is not.
+      const other = new AbortController();
+      const offB = onAbort(other.signal, b);
+      offB();
+      expect(getEventListeners(other.signal, "abort")).toHaveLength(0);
+      onAbort(other.signal, c);
+      other.abort();
+      expect(order).toEqual(["b", "c", "c"]);
+    } finally {
+      clock.mockRestore();
+    }
+  });
 });
 
 describe("onAbort: a signal shared by many subscribers settles them in slices", () => {
