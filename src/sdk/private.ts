@@ -33,16 +33,9 @@ export type SdkLine = "v1" | "v2";
 
 // ---- Protocol (both lines' Client extends it): the per-request state ----------------------------
 
-/** What both lines' `Protocol` keeps per request: the maps and the timer clean-up. */
-interface ProtocolWaitState {
-  readonly responses: Map<unknown, unknown>;
-  readonly progress: Map<unknown, unknown>;
-  readonly cleanupTimeout: (messageId: number) => void;
-}
-
 /**
- * The SDK client's per-request state: `Protocol._responseHandlers` (a Map, request id as a
- * number → response handler), `Protocol._progressHandlers` (a Map, same keys) and
+ * What both lines' `Protocol` keeps per request, the SDK client's per-request state: `Protocol._responseHandlers` (a Map, request id as
+ * a number → response handler), `Protocol._progressHandlers` (a Map, same keys) and
  * `Protocol._cleanupTimeout(messageId)` (clears and forgets the request's timer).
  *
  * - v1 1.32.2: assigned in the constructor, dist/esm/shared/protocol.js:20-21; `_cleanupTimeout`
@@ -51,17 +44,17 @@ interface ProtocolWaitState {
  *
  * Read anew on every use (`_onclose` replaces `_responseHandlers` with a new Map).
  *
- * Fallback: `undefined` when any of the three is missing or not of that kind; `sdkWaitDropper`
- * then answers `false` and the wire ends the SDK's wait with a local error response instead
+ * Fallback: where any of the three is missing or not of that kind, `sdkWaitDropper` answers
+ * `false` and the wire ends the SDK's wait with a local error response instead
  * (through the SDK's `_onresponse` and its zod checks: correct, 20 to 50 µs slower a call).
  */
-function protocolWaitState(client: object): ProtocolWaitState | undefined {
-  const { responses, progress, cleanupTimeout } = protocolWaitParts(client);
-  if (responses === undefined || progress === undefined || cleanupTimeout === undefined) return undefined;
-  return { responses, progress, cleanupTimeout };
+interface ProtocolWaitState {
+  readonly responses: Map<unknown, unknown>;
+  readonly progress: Map<unknown, unknown>;
+  readonly cleanupTimeout: (messageId: number) => void;
 }
 
-/** Each part of `protocolWaitState` on its own (`undefined` where missing), for the probe. */
+/** Each part of a `ProtocolWaitState` on its own (`undefined` where missing), for the probe. */
 function protocolWaitParts(client: object): { [K in keyof ProtocolWaitState]: ProtocolWaitState[K] | undefined } {
   const own = client as { _responseHandlers?: unknown; _progressHandlers?: unknown; _cleanupTimeout?: unknown };
   const cleanup = own._cleanupTimeout;
@@ -75,7 +68,7 @@ function protocolWaitParts(client: object): { [K in keyof ProtocolWaitState]: Pr
 /**
  * Ends the SDK's wait for a request the call already settled by dropping what the SDK's
  * `Protocol` keeps for it (its response handler, progress handler and timer: see
- * `protocolWaitState`), exactly what its own `_onresponse` drops before calling the handler.
+ * `ProtocolWaitState`), exactly what its own `_onresponse` drops before calling the handler.
  * The SDK's promise for that request then never settles; the facade has stopped listening to
  * it, and nothing holds it any more.
  *
@@ -86,22 +79,27 @@ function protocolWaitParts(client: object): { [K in keyof ProtocolWaitState]: Pr
  * SDK version) gets `false`, and the wire falls back to the local error response.
  */
 export function sdkWaitDropper(client: object): (id: string | number) => boolean {
+  // The shape of a `ProtocolWaitState`, read in place: nothing allocated per cancel (its object
+  // and closure were about 150 B of each timed-out call's garbage).
+  const own = client as { _responseHandlers?: unknown; _progressHandlers?: unknown; _cleanupTimeout?: unknown };
   return (id) => {
-    const state = protocolWaitState(client);
-    if (state === undefined) return false;
+    const responses = own._responseHandlers;
+    const progress = own._progressHandlers;
+    const cleanup = own._cleanupTimeout;
+    if (!(responses instanceof Map) || !(progress instanceof Map) || typeof cleanup !== "function") return false;
     // The SDKs key their maps by Number(id), as their _onresponse does.
     const key = Number(id);
-    if (!state.responses.has(key)) return false;
-    state.responses.delete(key);
-    state.progress.delete(key);
-    state.cleanupTimeout(key);
+    if (!responses.has(key)) return false;
+    responses.delete(key);
+    progress.delete(key);
+    cleanup.call(client, key);
     return true;
   };
 }
 
 /**
  * Drops the SDK's own timer for a request of a call as the request goes out: the SDK's
- * `Protocol._cleanupTimeout(messageId)` (see `protocolWaitState`), which clears the timer the
+ * `Protocol._cleanupTimeout(messageId)` (see `ProtocolWaitState`), which clears the timer the
  * SDK's `request()` set up just before its `send` (v1 1.32.2 dist/esm/shared/protocol.js:742-772,
  * v2 2.4.0 client/dist/src-CeKsbNLO.mjs:6255-6256) and forgets its entry. The library gives that
  * timer the longest delay (it must never decide a call's fate, the call's deadlines do), so all
