@@ -34,8 +34,8 @@ export type SdkLine = "v1" | "v2";
 // ---- Protocol (both lines' Client extends it): the per-request state ----------------------------
 
 /**
- * What both lines' `Protocol` keeps per request, the SDK client's per-request state: `Protocol._responseHandlers` (a Map, request id as
- * a number → response handler), `Protocol._progressHandlers` (a Map, same keys) and
+ * What both lines' `Protocol` keeps per request: `Protocol._responseHandlers` (a Map, request id
+ * as a number → response handler), `Protocol._progressHandlers` (a Map, same keys) and
  * `Protocol._cleanupTimeout(messageId)` (clears and forgets the request's timer).
  *
  * - v1 1.32.2: assigned in the constructor, dist/esm/shared/protocol.js:20-21; `_cleanupTimeout`
