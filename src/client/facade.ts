@@ -3,7 +3,7 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { callOptionsSchema, clientOptionsSchema, isAbortSignal, isOptionsObject, received } from "../options/schemas.js";
+import { callOptionsSchema, clientOptionsSchema, isAbortSignal, isOptionsObject, readCallOptions, received } from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -282,11 +282,13 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         );
       }
       if (requestOptions !== undefined && !isOptionsObject(requestOptions)) {
-        // Checked before the spread below, which would turn a Date or a Map into {} (every default).
+        // Checked before the read below, which would turn a Date or a Map into {} (every default).
         return Promise.reject(new InvalidOptionError("options", `call options must be an object; received ${received(requestOptions)}`));
       }
       try {
-        const { resultSchema, ...callOptions } = requestOptions ?? {};
+        const resultSchema = requestOptions?.resultSchema;
+        // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
+        const callOptions = requestOptions === undefined ? undefined : (readCallOptions(requestOptions, "resultSchema") as CallOptions);
         const params = request.params ?? {};
         return runner.run<R>({ method: request.method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) =>
           sendRequest(sdk, v2, { method: request.method, params: marked }, resultSchema, sdkOptions),
@@ -529,8 +531,8 @@ export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
 
 /** The call options without `task` (which the runner does not take as a call option). */
 function withoutTask(options: ToolCallOptions): CallOptions {
-  const { task: _task, ...rest } = options;
-  return rest;
+  // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
+  return isOptionsObject(options) ? (readCallOptions(options, "task") as CallOptions) : options;
 }
 
 /** The caller's signal(s) among a call's options, if any (a caller's own abort is never waited for: `answerVerified`). */

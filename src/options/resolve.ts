@@ -7,7 +7,16 @@ import {
   DEFAULT_VERIFY_TIMEOUT_MS,
   DEFAULT_VERIFY_WINDOW_MS,
 } from "./defaults.js";
-import { SDK_OPTION_NAMES, callOptionsSchema, clientOptionsSchema, isSignalOnly, isValidCallOptions, parseOptions } from "./schemas.js";
+import {
+  SDK_OPTION_NAMES,
+  callOptionsSchema,
+  clientOptionsSchema,
+  isOptionsObject,
+  isSignalOnly,
+  isValidCallOptions,
+  parseOptions,
+  readCallOptions,
+} from "./schemas.js";
 import { warnIfShort } from "./warnings.js";
 
 // Options at the boundary: the client-wide ones validated once, and each call's merged over them.
@@ -37,11 +46,16 @@ export function parseCancellationOptions(
  * Validates one call's options and merges them over the client-wide defaults.
  * @throws {InvalidOptionError} naming the first option at fault.
  */
-export function resolveCallOptions(defaults: CancellationOptions, options: CallOptions | undefined): ResolvedCallOptions {
-  if (options !== undefined && !isSignalOnly(options)) {
+export function resolveCallOptions(defaults: CancellationOptions, given: CallOptions | undefined): ResolvedCallOptions {
+  let options = given;
+  if (given !== undefined && !isSignalOnly(given)) {
+    // Not an object of options (a Date, an array, a number): refused as it is.
+    if (!isOptionsObject(given)) parseOptions(callOptionsSchema, given, "call options", SDK_OPTION_NAMES);
+    // Read once: what is validated is what the call uses (see `readCallOptions`).
+    options = readCallOptions(given) as CallOptions;
     if (!isValidCallOptions(options)) parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
-    warnIfShort("timeoutMs", (options as CallOptions).timeoutMs);
-    warnIfShort("maxTotalTimeoutMs", (options as CallOptions).maxTotalTimeoutMs);
+    warnIfShort("timeoutMs", options.timeoutMs);
+    warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
   }
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {

@@ -106,6 +106,37 @@ const QUICK: Record<keyof typeof callShape, (value: unknown) => boolean> = {
   verifyIntervalMs: ms(1, false),
 };
 
+/** Every call option's name. */
+const CALL_OPTION_NAMES: readonly string[] = Object.keys(QUICK);
+
+/**
+ * A call's options as one plain object, each read once, so that what is validated is what is
+ * used: every call option by property access (own or inherited, a getter's value, enumerable or
+ * not: as the SDKs read their own request options), then every other own enumerable key (an
+ * unknown or misspelt option, for its error) but `omit` (a key another layer takes: `task`,
+ * `resultSchema`); keys whose value is `undefined` are left out (they mean "the default"). Own
+ * symbol keys are kept as they are (the library's own marks). An outside tester's: a class
+ * instance with a getter `timeoutMs` and a field left `undefined` was validated on a copy without
+ * the getter and run with -5 or NaN; `request()` copied its options without their getters.
+ * @internal
+ */
+export function readCallOptions(options: object, omit?: string): Record<string | symbol, unknown> {
+  const source = options as Record<string | symbol, unknown>;
+  const read: Record<string | symbol, unknown> = {};
+  for (let i = 0; i < CALL_OPTION_NAMES.length; i++) {
+    const key = CALL_OPTION_NAMES[i]!;
+    const value = source[key];
+    if (value !== undefined) read[key] = value;
+  }
+  for (const key in source) {
+    if (key === omit || Object.hasOwn(QUICK, key) || !Object.hasOwn(source, key)) continue;
+    const value = source[key];
+    if (value !== undefined) read[key] = value;
+  }
+  for (const key of Object.getOwnPropertySymbols(source)) read[key] = source[key];
+  return read;
+}
+
 /**
  * True for call options the schema takes, told without a zod parse: an object literal whose every
  * key is a call option with a value its schema takes, or `undefined`. False sends the options to

@@ -1,0 +1,80 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CallTimeoutError, InvalidOptionError } from "../../src/index.js";
+import { connectPeer, settleOf } from "../helpers/peer.js";
+
+// A call's options are read once, as the SDKs read theirs (property access: a getter's value,
+// an inherited one), and what is validated is what the call uses, through callTool, callTool with
+// `task` and request alike. An outside tester's: a class instance with a getter `timeoutMs` and a
+// field left undefined was validated on a copy without the getter and ran with -5, 1.5 or NaN;
+// request() copied its options with a spread and ran such a call with the defaults.
+
+class Budget {
+  // A field a TypeScript class often declares and leaves unset.
+  signal: AbortSignal | undefined = undefined;
+  readonly #ms: number;
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+  get timeoutMs(): number {
+    return this.#ms;
+  }
+}
+
+const TOOL = { name: "slow", arguments: {} };
+
+describe("call options read once", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a getter's invalid value is refused naming the option, nothing sent, through callTool and request alike", async () => {
+    const { mcp, peer } = await connectPeer();
+    for (const ms of [-5, 1.5, Number.NaN]) {
+      await expect(mcp.callTool(TOOL, new Budget(ms) as never)).rejects.toMatchObject({ name: "InvalidOptionError", option: "timeoutMs" });
+      await expect(mcp.request({ method: "tools/call", params: TOOL }, new Budget(ms) as never)).rejects.toBeInstanceOf(InvalidOptionError);
+    }
+    expect(peer.requests("tools/call")).toHaveLength(0);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("a getter's valid value is the call's limit, through callTool, callTool with task: undefined, and request", async () => {
+    const { mcp, peer } = await connectPeer();
+    const withTask = Object.assign(new Budget(150), { task: undefined });
+    const calls = [
+      settleOf(mcp.callTool(TOOL, new Budget(150) as never)),
+      settleOf(mcp.callTool(TOOL, withTask as never)),
+      settleOf(mcp.request({ method: "tools/call", params: TOOL }, new Budget(150) as never)),
+      // Inherited, as the SDK's own `options?.timeout` would read it.
+      settleOf(mcp.callTool(TOOL, Object.create({ timeoutMs: 150 }) as never)),
+    ];
+    await vi.advanceTimersByTimeAsync(149);
+    expect(calls.map((c) => c.status)).toEqual(["pending", "pending", "pending", "pending"]);
+    await vi.advanceTimersByTimeAsync(2);
+    for (const call of calls) {
+      expect(call.status).toBe("rejected");
+      expect(call.error).toBeInstanceOf(CallTimeoutError);
+      expect((call.error as CallTimeoutError).timeoutMs).toBe(150);
+    }
+    expect(peer.cancels()).toHaveLength(4);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("a getter is read once: the value validated is the value used", async () => {
+    const { mcp } = await connectPeer();
+    let reads = 0;
+    const options = {
+      get timeoutMs() {
+        reads++;
+        return reads === 1 ? 150 : -1;
+      },
+    };
+    const call = settleOf(mcp.callTool(TOOL, options));
+    await vi.advanceTimersByTimeAsync(151);
+    expect(call.status).toBe("rejected");
+    expect((call.error as CallTimeoutError).timeoutMs).toBe(150);
+    expect(reads).toBe(1);
+  });
+});
