@@ -370,7 +370,7 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
     if (!(Array.isArray(signal) ? signal.every(isAbortSignal) : isAbortSignal(signal))) {
       throw new InvalidOptionError(
         "signal",
-        `${where}: "signal" (the SDK's request option) must be an AbortSignal; received ${received(signal)}`,
+        `${where}: "signal" (the SDK's request option) must be an AbortSignal or an array of AbortSignals; received ${received(signal)}`,
       );
     }
     call.signal = signal as AbortSignal;
