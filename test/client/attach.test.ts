@@ -170,7 +170,7 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     }
     // signal and onprogress too (an outside tester's: they were named as the library's "call options").
     for (const [option, value, wants] of [
-      ["signal", "x", "an AbortSignal"],
+      ["signal", "x", "an AbortSignal or an array of AbortSignals"],
       ["onprogress", 5, "a function"],
     ] as const) {
       const refused = await client
