@@ -112,8 +112,9 @@ const CALL_OPTION_NAMES: readonly string[] = Object.keys(QUICK);
 /**
  * A call's options as one plain object, each read once, so that what is validated is what is
  * used: every call option by property access (own or inherited, a getter's value, enumerable or
- * not: as the SDKs read their own request options), then every other own enumerable key (an
- * unknown or misspelt option, for its error) but `omit` (a key another layer takes: `task`,
+ * not: as the SDKs read their own request options), then every other enumerable key, own or
+ * inherited, and the SDK's names (`timeout`, `maxTotalTimeout`) by property access (an unknown
+ * or misspelt option, for its error), but `omit` (a key another layer takes: `task`,
  * `resultSchema`); keys whose value is `undefined` are left out (they mean "the default"). Own
  * symbol keys are kept as they are (the library's own marks). An outside tester's: a class
  * instance with a getter `timeoutMs` and a field left `undefined` was validated on a copy without
@@ -128,8 +129,15 @@ export function readCallOptions(options: object, omit?: string): Record<string |
     const value = source[key];
     if (value !== undefined) read[key] = value;
   }
+  // Every other key, own or inherited (not Object.prototype's), for its error: a typo, a client-wide option.
   for (const key in source) {
-    if (key === omit || Object.hasOwn(QUICK, key) || !Object.hasOwn(source, key)) continue;
+    if (key === omit || Object.hasOwn(QUICK, key) || (!Object.hasOwn(source, key) && key in Object.prototype)) continue;
+    const value = source[key];
+    if (value !== undefined) read[key] = value;
+  }
+  // The SDK's names for two of them, as the SDK reads them (a getter of an options class too): refused, naming ours.
+  for (const key in SDK_OPTION_NAMES) {
+    if (key === omit || Object.hasOwn(read, key)) continue;
     const value = source[key];
     if (value !== undefined) read[key] = value;
   }

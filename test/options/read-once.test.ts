@@ -62,6 +62,25 @@ describe("call options read once", () => {
     expect(mcp.pendingCount).toBe(0);
   });
 
+  it("the SDK's names and unknown keys are refused however they are given: a getter, inherited, own", async () => {
+    const { mcp, peer } = await connectPeer();
+    class SdkStyle {
+      get timeout(): number {
+        return 150;
+      }
+    }
+    for (const options of [new SdkStyle(), Object.create({ timeout: 150 }), { timeout: 150 }]) {
+      await expect(mcp.callTool(TOOL, options as never)).rejects.toThrow(/"timeoutMs" instead of the SDK's "timeout"/);
+      await expect(mcp.request({ method: "tools/call", params: TOOL }, options as never)).rejects.toThrow(
+        /"timeoutMs" instead of the SDK's "timeout"/,
+      );
+    }
+    await expect(mcp.callTool(TOOL, Object.create({ timeoutMS: 150 }) as never)).rejects.toThrow(
+      /unknown option "timeoutMS"; use "timeoutMs"/,
+    );
+    expect(peer.requests("tools/call")).toHaveLength(0);
+  });
+
   it("a getter is read once: the value validated is the value used", async () => {
     const { mcp } = await connectPeer();
     let reads = 0;
