@@ -209,17 +209,19 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
     : (marked, sdkOptions) => sdk.callTool(marked, undefined, sdkOptions);
   return {
     callTool(params, callOptions, optionsFrom) {
-      if (typeof params !== "object" || params === null || typeof params.name !== "string") {
-        return Promise.reject(
-          new InvalidOptionError(
+      // Everything in the try, the params' own reads too (a getter of `name` that throws): the call
+      // rejects, never throws (as the SDK's own callTool).
+      try {
+        // Read once (a getter's value is the one checked and the one sent).
+        const name: unknown = typeof params === "object" && params !== null ? params.name : undefined;
+        if (typeof name !== "string") {
+          throw new InvalidOptionError(
             typeof params === "string" ? "params" : "params.name",
             typeof params === "string"
               ? `callTool: params must be an object such as { name: ${JSON.stringify(params)}, arguments: { ... } }, not a string`
               : "callTool: params.name must be a string",
-          ),
-        );
-      }
-      try {
+          );
+        }
         // Only a plain object carries `task`; anything else goes on to be refused as "options".
         const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
         // Options without `task` go on as they are (no copy per call); `task` is taken out of the rest.
@@ -227,17 +229,17 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         if (task === undefined || task === false) {
           // The v1 SDK refuses a tool whose execution.taskSupport is "required" with advice that
           // does not apply here: say what does.
-          if (sdkRequiresToolTask(client, params.name)) {
+          if (sdkRequiresToolTask(client, name)) {
             throw new InvalidOptionError(
               "task",
-              `callTool: tool "${params.name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
+              `callTool: tool "${name}" requires task-augmented execution (execution.taskSupport "required"); pass the task option, e.g. { task: { ttlMs: 60_000 } }`,
             );
           }
           return answerVerified(
             runner.run<ToolResult>(
               {
                 method: "tools/call",
-                name: params.name,
+                name,
                 params,
                 options: plain && "task" in callOptions ? withoutTask(callOptions) : (callOptions as CallOptions | undefined),
                 optionsFrom,
@@ -252,7 +254,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
           runner.run<ToolResult>(
             {
               method: "tools/call",
-              name: params.name,
+              name,
               params,
               options: withoutTask(callOptions as ToolCallOptions),
               task: resolveTaskOptions(task),
@@ -484,10 +486,12 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
   const shell: SdkShell = {
     request,
     callTool(params: unknown, first?: unknown, second?: unknown): Promise<unknown> {
-      const name = (params as { name?: unknown } | null)?.name;
-      // The SDK refuses malformed params with its own error.
-      if (marked(params) || typeof name !== "string") return original.callTool(params, first, second);
+      // Everything in the try, the params' own reads too (a getter of `name` that throws): the call
+      // rejects, never throws, as the SDK's own callTool does.
       try {
+        const name = (params as { name?: unknown } | null)?.name;
+        // The SDK refuses malformed params with its own error.
+        if (marked(params) || typeof name !== "string") return original.callTool(params, first, second);
         const { schema, options } = splitTail(first, second);
         const { call, extras } = mapped(options, `${where}.callTool`);
         return answerVerified(

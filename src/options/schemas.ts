@@ -198,7 +198,30 @@ export function isSignalOnly(options: unknown): boolean {
   // A literal only: anything else (an array, a Date, another realm's object) goes to parseOptions.
   if (typeof options !== "object" || options === null || Object.getPrototypeOf(options) !== Object.prototype) return false;
   for (const key in options) if (key !== "signal") return false;
-  const { signal } = options as { signal?: unknown };
+  // Every other option read by property access too, as `readCallOptions` reads them (and the SDK
+  // its own): one that `for...in` does not list (non-enumerable, a Proxy's `get`) is an option
+  // all the same, not a signal-only call (an outside tester's: a non-enumerable timeoutMs was
+  // never read). Named loads: a few nanoseconds on a literal's shape.
+  const o = options as Record<keyof typeof callShape | "timeout" | "maxTotalTimeout", unknown>;
+  if (
+    o.timeoutMs !== undefined ||
+    o.maxTotalTimeoutMs !== undefined ||
+    o.resetTimeoutOnProgress !== undefined ||
+    o.clientWaitTimeoutMs !== undefined ||
+    o.reason !== undefined ||
+    o.forwardAbortReason !== undefined ||
+    o.onprogress !== undefined ||
+    o.verify !== undefined ||
+    o.verifyTimeoutMs !== undefined ||
+    o.verifyDelayMs !== undefined ||
+    o.verifyWindowMs !== undefined ||
+    o.verifyIntervalMs !== undefined ||
+    o.timeout !== undefined ||
+    o.maxTotalTimeout !== undefined
+  ) {
+    return false;
+  }
+  const { signal } = o;
   return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
 }
 

@@ -96,4 +96,48 @@ describe("call options read once", () => {
     expect((call.error as CallTimeoutError).timeoutMs).toBe(150);
     expect(reads).toBe(1);
   });
+
+  it("an option for...in does not list (non-enumerable, a Proxy's get) is read as the SDK reads it, with or without a signal beside it", async () => {
+    const { mcp, peer } = await connectPeer();
+    const signal = new AbortController().signal;
+    const hidden = (extra: object) => Object.defineProperty({ ...extra }, "timeoutMs", { value: 150, enumerable: false });
+    const hiddenGetter = Object.defineProperty({}, "timeoutMs", { get: () => 150, enumerable: false });
+    const proxied = new Proxy({}, { get: (_target, key) => (key === "timeoutMs" ? 150 : undefined) });
+    const calls = [hidden({}), hidden({ signal }), hiddenGetter, proxied].map((options) => settleOf(mcp.callTool(TOOL, options as never)));
+    calls.push(settleOf(mcp.request({ method: "tools/call", params: TOOL }, hidden({ signal }) as never)));
+    await vi.advanceTimersByTimeAsync(149);
+    expect(calls.map((c) => c.status)).toEqual(["pending", "pending", "pending", "pending", "pending"]);
+    await vi.advanceTimersByTimeAsync(2);
+    for (const call of calls) expect((call.error as CallTimeoutError).timeoutMs).toBe(150);
+    expect(peer.cancels()).toHaveLength(5);
+    // An invalid value given so is refused naming it, nothing sent.
+    const invalid = Object.defineProperty({ signal }, "timeoutMs", { value: -1, enumerable: false });
+    await expect(mcp.callTool(TOOL, invalid as never)).rejects.toMatchObject({ name: "InvalidOptionError", option: "timeoutMs" });
+    // So is the SDK's name, and any other option: each one read, none left to the defaults.
+    const sdkName = Object.defineProperty({ signal }, "timeout", { value: 150, enumerable: false });
+    await expect(mcp.callTool(TOOL, sdkName as never)).rejects.toThrow(/"timeoutMs" instead of the SDK's "timeout"/);
+    expect(peer.requests("tools/call")).toHaveLength(5);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("params whose name getter throws: the call rejects with that error, never throws, nothing sent (callTool and sdkClient.callTool)", async () => {
+    const { mcp, peer } = await connectPeer();
+    const boom = new Error("name getter boom");
+    const params = {
+      get name(): string {
+        throw boom;
+      },
+      arguments: {},
+    };
+    let direct: unknown;
+    let viaSdk: unknown;
+    expect(() => {
+      direct = mcp.callTool(params);
+      viaSdk = (mcp.sdkClient as unknown as { callTool(p: unknown): Promise<unknown> }).callTool(params);
+    }).not.toThrow();
+    await expect(direct).rejects.toBe(boom);
+    await expect(viaSdk).rejects.toBe(boom);
+    expect(peer.requests("tools/call")).toHaveLength(0);
+    expect(mcp.pendingCount).toBe(0);
+  });
 });
