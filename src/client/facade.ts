@@ -272,28 +272,27 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
       }
     },
     request<R>(request: RequestParams, requestOptions?: RequestOptions<R>) {
-      if (typeof request !== "object" || request === null || typeof request.method !== "string") {
-        return Promise.reject(new InvalidOptionError("request.method", "request: request.method must be a string"));
-      }
-      if (request.method === "initialize") {
-        return Promise.reject(
-          new InvalidOptionError(
+      // Everything in the try, the request's own reads too (a getter that throws): the call rejects, never throws.
+      try {
+        // Read once (a getter's value is the one checked and the one sent).
+        const method: unknown = typeof request === "object" && request !== null ? request.method : undefined;
+        if (typeof method !== "string") throw new InvalidOptionError("request.method", "request: request.method must be a string");
+        if (method === "initialize") {
+          throw new InvalidOptionError(
             "request.method",
             "request: initialize must not be cancelled (rule 39 in docs/spec-rules.md); use client.connect()",
-          ),
-        );
-      }
-      if (requestOptions !== undefined && !isOptionsObject(requestOptions)) {
-        // Checked before the read below, which would turn a Date or a Map into {} (every default).
-        return Promise.reject(new InvalidOptionError("options", `call options must be an object; received ${received(requestOptions)}`));
-      }
-      try {
+          );
+        }
+        if (requestOptions !== undefined && !isOptionsObject(requestOptions)) {
+          // Checked before the read below, which would turn a Date or a Map into {} (every default).
+          throw new InvalidOptionError("options", `call options must be an object; received ${received(requestOptions)}`);
+        }
         const resultSchema = requestOptions?.resultSchema;
         // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
         const callOptions = requestOptions === undefined ? undefined : (readCallOptions(requestOptions, "resultSchema") as CallOptions);
         const params = request.params ?? {};
-        return runner.run<R>({ method: request.method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) =>
-          sendRequest(sdk, v2, { method: request.method, params: marked }, resultSchema, sdkOptions),
+        return runner.run<R>({ method, name: nameOf(params), params, options: callOptions }, (marked, sdkOptions) =>
+          sendRequest(sdk, v2, { method, params: marked }, resultSchema, sdkOptions),
         );
       } catch (error) {
         return Promise.reject(error);
@@ -469,9 +468,10 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
     return mapping;
   };
   const request = (request: unknown, first?: unknown, second?: unknown): Promise<unknown> => {
-    const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
-    if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
+    // The request's own reads in the try too (a getter that throws): the call rejects, never throws.
     try {
+      const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
+      if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
       const { schema, options } = splitTail(first, second);
       // Named by its method: the SDK's listTools, ping, readResource, ... all come here as request.
       const { call, extras } = mapped(options, `${where}.request (${method})`);

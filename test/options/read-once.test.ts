@@ -120,7 +120,7 @@ describe("call options read once", () => {
     expect(mcp.pendingCount).toBe(0);
   });
 
-  it("params whose name getter throws: the call rejects with that error, never throws, nothing sent (callTool and sdkClient.callTool)", async () => {
+  it("params whose name getter (or a request whose method getter) throws: the call rejects with that error, never throws, nothing sent", async () => {
     const { mcp, peer } = await connectPeer();
     const boom = new Error("name getter boom");
     const params = {
@@ -129,14 +129,21 @@ describe("call options read once", () => {
       },
       arguments: {},
     };
-    let direct: unknown;
-    let viaSdk: unknown;
+    const request = {
+      get method(): string {
+        throw boom;
+      },
+      params: TOOL,
+    };
+    const sdk = mcp.sdkClient as unknown as { callTool(p: unknown): Promise<unknown>; request(r: unknown, s: unknown): Promise<unknown> };
+    const made: unknown[] = [];
     expect(() => {
-      direct = mcp.callTool(params);
-      viaSdk = (mcp.sdkClient as unknown as { callTool(p: unknown): Promise<unknown> }).callTool(params);
+      made.push(mcp.callTool(params));
+      made.push(sdk.callTool(params));
+      made.push(mcp.request(request as never));
+      made.push(sdk.request(request, {}));
     }).not.toThrow();
-    await expect(direct).rejects.toBe(boom);
-    await expect(viaSdk).rejects.toBe(boom);
+    for (const call of made) await expect(call).rejects.toBe(boom);
     expect(peer.requests("tools/call")).toHaveLength(0);
     expect(mcp.pendingCount).toBe(0);
   });
