@@ -5,7 +5,7 @@ import type { Summary } from "./lib/stats.js";
 import type { MaxTimeoutResult } from "./max-timeout.js";
 import type { OverheadResult } from "./overhead.js";
 import type { ProfileBreakdown } from "./profile.js";
-import type { ScaleResult } from "./scale.js";
+import type { ScaleLine, ScaleResult } from "./scale.js";
 import type { StdioResult } from "./stdio-latency.js";
 
 /** One target of issue 5, judged. `met: null` when it could not be measured in this run. */
@@ -106,13 +106,23 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
   }
   const lines = r.scale.lines;
   const v1 = lines.v1.concurrent;
+  // A v2 line's abort: the ratio, the notifications the peer was handed by each side, and ours
+  // again with the peer dropping them unread (its work on them is on the client's thread here).
+  const v2AbortText = (c: ScaleLine["concurrent"], label: string): string => {
+    const ratio = `${label} ${ratioText(c.ours.settleAllMs / c.raw.settleAllMs)}×`;
+    if (c.oursPeerDrops === undefined) return ratio;
+    return (
+      `${ratio} (the peer handed ${c.ours.cancelsSent.toLocaleString("en-US")} notifications/cancelled by ours, ${c.raw.cancelsSent.toLocaleString("en-US")} by raw; ` +
+      `with the peer dropping them unread ${ratioText(c.oursPeerDrops.settleAllMs / c.raw.settleAllMs)}×)`
+    );
+  };
   targets.push(
     ratioTarget(
       `${v1.ours.calls.toLocaleString("en-US")} pending calls aborted at once: all settled (v1)`,
       "≤ 1.0 × raw v1 time",
       1.0,
       v1.ours.settleAllMs / v1.raw.settleAllMs,
-      `v2 legacy ${ratioText(lines["v2-legacy"].concurrent.ours.settleAllMs / lines["v2-legacy"].concurrent.raw.settleAllMs)}×, v2 2026 ${ratioText(lines["v2-2026"].concurrent.ours.settleAllMs / lines["v2-2026"].concurrent.raw.settleAllMs)}×; nothing left: pending ${v1.ours.pendingAfter}, listeners ${v1.ours.listenersLeftOnSignal}, resources ${JSON.stringify(v1.ours.resourcesLeft)}`,
+      `${v2AbortText(lines["v2-legacy"].concurrent, "v2 legacy")}, ${v2AbortText(lines["v2-2026"].concurrent, "v2 2026")}; nothing left: pending ${v1.ours.pendingAfter}, listeners ${v1.ours.listenersLeftOnSignal}, resources ${JSON.stringify(v1.ours.resourcesLeft)}`,
       `${fmt(v1.raw.settleAllMs)} ms`,
       `${fmt(v1.ours.settleAllMs)} ms`,
     ),
@@ -126,7 +136,11 @@ export function judge(r: Omit<Results, "targets" | "durationS">): Target[] {
     targets.push({
       name: `${t.ours.calls.toLocaleString("en-US")} pending calls timing out together (silent peer), ${label}`,
       target: "the last settles ≤ 50 ms after its deadline",
-      value: `last +${fmt(t.ours.latenessMaxMs)} ms, p50 +${fmt(t.ours.latenessP50Ms)} ms, ${t.ours.early} early (raw SDK: last +${fmt(t.raw.latenessMaxMs)} ms, p50 +${fmt(t.raw.latenessP50Ms)} ms)`,
+      value:
+        `last +${fmt(t.ours.latenessMaxMs)} ms, p50 +${fmt(t.ours.latenessP50Ms)} ms, ${t.ours.early} early (raw SDK: last +${fmt(t.raw.latenessMaxMs)} ms, p50 +${fmt(t.raw.latenessP50Ms)} ms)` +
+        (t.ours.peerCancels == null
+          ? ""
+          : `; the in-memory peer handled ${t.ours.peerCancels.toLocaleString("en-US")} notifications/cancelled from ours, ${(t.raw.peerCancels ?? 0).toLocaleString("en-US")} from raw, on this thread`),
       met: t.ours.latenessMaxMs <= 50 && t.ours.early === 0,
       raw: `+${fmt(t.raw.latenessMaxMs)} ms`,
       wrapped: `+${fmt(t.ours.latenessMaxMs)} ms`,
@@ -507,7 +521,15 @@ export function markdown(r: Results): string {
       ]);
     }),
     "",
-    "On the v2 lines the peer is a v2 McpServer whose tool waits for the cancel (its memory counts on both sides alike); on v1 it is the silent peer.",
+    "On the v2 lines the peer is a v2 McpServer whose tool waits for the cancel (its memory counts on both sides alike); on v1 it is the silent peer. " +
+      "The v2 peer is in memory, so its work on each notifications/cancelled (a zod parse, the tool's abort) runs on the client's thread and counts in the client's times; " +
+      "raw v2 pinned to 2026-07-28 sends none on a transport without per-request streams (rule 6 wants one), so that work is on ours alone. " +
+      `Ours with the peer dropping them unread, aborted at once: ${(["v2-legacy", "v2-2026"] as const)
+        .map((line) => {
+          const c = r.scale.lines[line].concurrent;
+          return c.oursPeerDrops === undefined ? `${line} not measured` : `${line} ${fmt(c.oursPeerDrops.settleAllMs)} ms`;
+        })
+        .join(", ")}.`,
     "",
     `### ${s.calls.toLocaleString("en-US")} calls cancelled in sequence`,
     "",

@@ -3,7 +3,7 @@ import { getEventListeners, setMaxListeners } from "node:events";
 import { activeResources, collect, heapUsed, resourceDiff, tick } from "./lib/env.js";
 import { silentPeer } from "./lib/servers.js";
 import { LINES, openLine } from "./lib/lines.js";
-import type { Line, LineClient } from "./lib/lines.js";
+import type { Line, LineClient, PeerOptions } from "./lib/lines.js";
 import type { Subject } from "./lib/subject.js";
 import { round } from "./lib/stats.js";
 
@@ -68,6 +68,8 @@ export interface TimeoutsSide {
   latenessMaxMs: number;
   /** Calls that settled before their deadline (must be 0). */
   early: number;
+  /** `notifications/cancelled` the peer was handed (v2 lines; null on v1). */
+  peerCancels: number | null;
 }
 
 /** Calls cancelled one after another, raw beside wrapped in alternating chunks, µs per call. */
@@ -84,7 +86,13 @@ export interface CancelSequenceLine {
 
 /** Every scale figure of one SDK line, raw beside wrapped. */
 export interface ScaleLine {
-  concurrent: { ours: ConcurrentCancelSide; raw: ConcurrentCancelSide };
+  /**
+   * `oursPeerDrops` (v2 lines): ours again with the in-memory peer dropping the notifications
+   * unread, so the peer's handling of them (on the client's thread here, never with a real
+   * server) is left out: raw v2 pinned to 2026-07-28 sends none on a transport without
+   * per-request streams, where rule 6 wants one.
+   */
+  concurrent: { ours: ConcurrentCancelSide; raw: ConcurrentCancelSide; oursPeerDrops?: ConcurrentCancelSide };
   timeouts: { ours: TimeoutsSide; raw: TimeoutsSide };
   cancelSequence: CancelSequenceLine;
 }
@@ -127,19 +135,30 @@ async function open(kind: "ours" | "raw", subject: Subject): Promise<Pending> {
 }
 
 /** A line's silent side as the concurrent-cancel run needs it. */
-async function openSilentLine(line: Line, kind: "ours" | "raw", subject: Subject): Promise<Pending> {
+async function openSilentLine(line: Line, kind: "ours" | "raw", subject: Subject, peer: PeerOptions = {}): Promise<Pending> {
   if (line === "v1") return open(kind, subject);
-  const side = await openLine(line, kind === "raw" ? null : subject.root.withCancellation, true);
+  const side = await openLine(line, kind === "raw" ? null : subject.root.withCancellation, true, peer);
   return {
     client: { close: () => side.close() } as unknown as Client,
     call: (signal) => side.call("never", { signal }),
     counts: side.counts,
-    received: { requests: 0, cancels: Number.NaN },
+    received: {
+      requests: 0,
+      get cancels() {
+        return side.peerCancels() ?? Number.NaN;
+      },
+    },
   };
 }
 
-async function concurrentCancel(kind: "ours" | "raw", calls: number, subject: Subject, line: Line = "v1"): Promise<ConcurrentCancelSide> {
-  const side = await openSilentLine(line, kind, subject);
+async function concurrentCancel(
+  kind: "ours" | "raw",
+  calls: number,
+  subject: Subject,
+  line: Line = "v1",
+  peer: PeerOptions = {},
+): Promise<ConcurrentCancelSide> {
+  const side = await openSilentLine(line, kind, subject, peer);
   // Warm up the code paths so JIT state is not counted as heap.
   for (let i = 0; i < 200; i++) {
     const warm = new AbortController();
@@ -285,6 +304,7 @@ async function timeoutsAtOnce(line: Line, kind: "ours" | "raw", calls: number, t
   });
   const spreadMs = performance.now() - first;
   await Promise.all(all);
+  const peerCancels = side.peerCancels();
   await side.close();
   const lateness = settledAt.map((at, i) => at - deadlines[i]!).sort((a, b) => a - b);
   return {
@@ -294,6 +314,7 @@ async function timeoutsAtOnce(line: Line, kind: "ours" | "raw", calls: number, t
     latenessP50Ms: round(lateness[Math.floor(calls / 2)]!),
     latenessMaxMs: round(lateness[calls - 1]!),
     early: lateness.filter((x) => x < -0.5).length,
+    peerCancels,
   };
 }
 
@@ -368,6 +389,10 @@ export async function runScale(plan: ScalePlan, subject: Subject, log: (line: st
     const concurrent = {} as ScaleLine["concurrent"];
     for (const kind of order) {
       concurrent[kind] = await concurrentCancel(kind, plan.concurrent, subject, line);
+      collect();
+    }
+    if (line !== "v1") {
+      concurrent.oursPeerDrops = await concurrentCancel("ours", plan.concurrent, subject, line, { dropCancels: true });
       collect();
     }
     log(

@@ -33,7 +33,45 @@ export interface LineClient {
   call(name: "echo" | "never", options?: LineCallOptions): Promise<unknown>;
   /** The wrapper's counters (null for raw). */
   counts(): { pending: number | null; tombstones: number | null; records: number | null };
+  /** `notifications/cancelled` the peer has been handed (v2 lines; null on v1, whose silent peer counts its own). */
+  peerCancels(): number | null;
   close(): Promise<void>;
+}
+
+/** How the peer of a v2 line treats the client's `notifications/cancelled`. */
+export interface PeerOptions {
+  /**
+   * Drop them unread, before the v2 server's transport handler (which parses each with zod and
+   * aborts the tool's handler): the peer's own work on the cancels, which an in-memory peer does on
+   * the client's thread, is then left out of the client's figures. They are still counted.
+   */
+  dropCancels?: boolean;
+}
+
+/**
+ * Counts the `notifications/cancelled` given to `transport`'s handler (set by the server's
+ * `connect`), and with `drop` keeps them from it.
+ */
+function countPeerCancels(transport: object, drop: boolean): () => number {
+  let cancels = 0;
+  let handler: ((message: unknown, extra?: unknown) => void) | undefined;
+  Object.defineProperty(transport, "onmessage", {
+    configurable: true,
+    get: () => handler,
+    set: (next: typeof handler) => {
+      handler =
+        next === undefined
+          ? undefined
+          : (message, extra) => {
+              if ((message as { method?: unknown }).method === "notifications/cancelled") {
+                cancels++;
+                if (drop) return;
+              }
+              next(message, extra);
+            };
+    },
+  });
+  return () => cancels;
 }
 
 type WithCancellation = Subject["root"]["withCancellation"];
@@ -69,7 +107,7 @@ const PIN = { versionNegotiation: { mode: { pin: "2026-07-28" } } } as const;
  * but initialize; v2: the v2 server's `never` tool, which waits for the cancel).
  * `wrap` null: the raw SDK; otherwise the library's `withCancellation`.
  */
-export async function openLine(line: Line, wrap: WithCancellation | null, silent: boolean): Promise<LineClient> {
+export async function openLine(line: Line, wrap: WithCancellation | null, silent: boolean, peer: PeerOptions = {}): Promise<LineClient> {
   const noCounts = () => ({ pending: null, tombstones: null, records: null });
   if (line === "v1") {
     const transport = silent ? silentPeer().transport : (await inMemoryServer()).transport;
@@ -79,6 +117,7 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
       return {
         call: (name, o) => client.callTool({ name, arguments: {} }, undefined, sdkOptions(o)),
         counts: noCounts,
+        peerCancels: () => null,
         close: () => client.close(),
       };
     }
@@ -87,10 +126,12 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
     return {
       call: (name, o) => mcp.callTool({ name, arguments: {} }, o),
       counts: () => ({ pending: mcp.pendingCount, tombstones: mcp.tombstoneCount, records: mcp.records().length }),
+      peerCancels: () => null,
       close: () => client.close(),
     };
   }
   const [clientSide, serverSide] = InMemoryV2.createLinkedPair();
+  const peerCancels = countPeerCancels(serverSide, peer.dropCancels === true);
   if (line === "v2-2026") serveStdio(() => v2Server(), { transport: serverSide as never });
   else await v2Server().connect(serverSide);
   const client = new ClientV2({ name: `bench-${line}`, version: "1.0.0" }, line === "v2-2026" ? PIN : undefined);
@@ -99,6 +140,7 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
     return {
       call: (name, o) => client.callTool({ name, arguments: {} }, sdkOptions(o)),
       counts: noCounts,
+      peerCancels,
       close: () => client.close(),
     };
   }
@@ -107,6 +149,7 @@ export async function openLine(line: Line, wrap: WithCancellation | null, silent
   return {
     call: (name, o) => mcp.callTool({ name, arguments: {} }, o),
     counts: () => ({ pending: mcp.pendingCount, tombstones: mcp.tombstoneCount, records: mcp.records().length }),
+    peerCancels,
     close: () => client.close(),
   };
 }
