@@ -522,8 +522,9 @@ export function markdown(r: Results): string {
     }),
     "",
     "On the v2 lines the peer is a v2 McpServer whose tool waits for the cancel (its memory counts on both sides alike); on v1 it is the silent peer. " +
-      "The v2 peer is in memory, so its work on each notifications/cancelled (a zod parse, the tool's abort) runs on the client's thread and counts in the client's times; " +
-      "raw v2 pinned to 2026-07-28 sends none on a transport without per-request streams (rule 6 wants one), so that work is on ours alone. " +
+      "The v2 peer is in memory, so its work on each notifications/cancelled (a zod parse, the tool's abort) runs on the client's thread: both sides send one a call, " +
+      "but raw settles every call in the abort's one listener run and most of that work comes after its last settle, while ours settles in slices (the loop is never held " +
+      "longer than one) and the peer's work on each slice's notifications runs between them, inside ours' figure. " +
       `Ours with the peer dropping them unread, aborted at once: ${(["v2-legacy", "v2-2026"] as const)
         .map((line) => {
           const c = r.scale.lines[line].concurrent;

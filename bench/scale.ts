@@ -89,8 +89,9 @@ export interface ScaleLine {
   /**
    * `oursPeerDrops` (v2 lines): ours again with the in-memory peer dropping the notifications
    * unread, so the peer's handling of them (on the client's thread here, never with a real
-   * server) is left out: raw v2 pinned to 2026-07-28 sends none on a transport without
-   * per-request streams, where rule 6 wants one.
+   * server) is left out. Both sides send one a call; raw settles every call in the abort's one
+   * listener run, before most of the peer's work, while ours settles in slices with the peer's
+   * work on each slice's notifications between them.
    */
   concurrent: { ours: ConcurrentCancelSide; raw: ConcurrentCancelSide; oursPeerDrops?: ConcurrentCancelSide };
   timeouts: { ours: TimeoutsSide; raw: TimeoutsSide };
