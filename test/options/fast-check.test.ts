@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { DEFAULT_MAX_TOTAL_TIMEOUT_MS } from "../../src/options/defaults.js";
 import { resolveCallOptions } from "../../src/options/resolve.js";
-import { callOptionsSchema, isValidCallOptions, parseOptions } from "../../src/options/schemas.js";
+import { SDK_OPTION_NAMES, callOptionsSchema, isSignalOnly, isValidCallOptions, parseOptions } from "../../src/options/schemas.js";
 
 // A call's options that pass the quick check skip the zod parse; the check must say "valid" only
 // where the schema does, and should say it wherever the schema does for one plain value.
@@ -107,6 +107,17 @@ describe("call options: the quick check beside the schema", () => {
       expect(parse).toHaveBeenCalledTimes(2);
     } finally {
       parse.mockRestore();
+    }
+  });
+
+  it("the signal-only shortcut looks for every other call option by name: a new option in the schema must be read there too", () => {
+    const signal = new AbortController().signal;
+    expect(isSignalOnly({ signal })).toBe(true);
+    for (const key of [...Object.keys(callOptionsSchema.shape), ...Object.keys(SDK_OPTION_NAMES)]) {
+      if (key === "signal") continue;
+      // Not listed by for...in: only a read by name finds it.
+      const hidden = Object.defineProperty({ signal }, key, { value: 1, enumerable: false });
+      expect({ key, signalOnly: isSignalOnly(hidden) }).toEqual({ key, signalOnly: false });
     }
   });
 });
