@@ -198,7 +198,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   }
 
   #rareFacts(): RareFacts {
-    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, byTimer: false, task: undefined, early: undefined });
+    return (this.#rare ??= { late: null, httpStatus: undefined, clientWaits: 0, task: undefined, early: undefined });
   }
 
   /** The idle deadline: the start plus `timeoutMs` until progress moved it. */
@@ -412,10 +412,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
   /**
    * A timer cancelled the call: its idle or maximum total timeout, or a caller's signal that timed
    * out. Timers run before the event loop reads its input, so the server's answer may be waiting
-   * unread (see `CancelRequest.byTimer`).
+   * unread (see `CancelRequest.byTimer`). Read while the cancel goes on the wire (the `cancel`
+   * hook); false before and after.
    */
   get byTimer(): boolean {
-    return this.#rare?.byTimer ?? false;
+    return timerCancelling === this;
   }
 
   get task(): TaskInfo | undefined {
@@ -539,12 +540,17 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
           : `The client's answer to the server's request did not come within clientWaitTimeoutMs (${clientWaitMs} ms)`),
     );
     let mechanism: CancelMechanism = "none";
-    if (trigger === "timeout" || trigger === "max-total-timeout") this.#rareFacts().byTimer = true;
     if (onWire) {
+      // `byTimer` is read only by the cancel hook, so it is known for as long as that runs: no fact
+      // kept on the call for it (a rare-facts object was made for every timed-out call, 64 B).
+      const outer = timerCancelling;
+      timerCancelling = trigger === "timeout" || trigger === "max-total-timeout" ? this : null;
       try {
         mechanism = this.#hooks.cancel(this, reason);
       } catch {
         // A cancel is best-effort (rule 10): a transport that throws must not keep the caller waiting.
+      } finally {
+        timerCancelling = outer;
       }
     }
     const early = this.#rare?.early;
@@ -1034,6 +1040,9 @@ const RELEASED_HOOKS: CallHooks = { cancel: () => "none", settled: noop };
  */
 const WALL_EPOCH = Date.now();
 
+/** The call whose timer-fired cancel is on its way to the wire right now (see `byTimer`), else null. */
+let timerCancelling: CancellableCall<unknown> | null = null;
+
 /** Progress a call received while live (rules 21, 22). */
 interface ProgressSeen {
   count: number;
@@ -1050,8 +1059,6 @@ interface RareFacts {
   httpStatus: number | undefined;
   /** Server requests awaiting the client's own answer that pause the call's idle timeout (0: none). */
   clientWaits: number;
-  /** A timer cancelled it (see `byTimer`). */
-  byTimer: boolean;
   /** The task a task-augmented call follows, or its status as last seen (see `setTask`). */
   task: TaskInfo | undefined;
   /** A delivery report that came during the cancel, before the settle existed (see `delivery`). */
