@@ -69,7 +69,8 @@ describe("the mcp-cancellable executable", () => {
     );
     expect(result.code).toBe(130);
     expect(serverPid).toBeGreaterThan(0);
-    for (let i = 0; i < 40 && alive(serverPid); i++) await new Promise((r) => setTimeout(r, 50));
+    // Gone within 10 s (a loaded machine may take a while to reap it).
+    for (let i = 0; i < 200 && alive(serverPid); i++) await new Promise((r) => setTimeout(r, 50));
     expect(alive(serverPid)).toBe(false);
   });
 });

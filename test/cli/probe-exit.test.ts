@@ -230,7 +230,8 @@ describe("probe: stopped by a signal", () => {
         `mcp-cancellable probe: interrupted by ${signal}; the server it started is stopped; no report (exit status ${status})\n`,
       );
       expect(result.serverPid).toBeGreaterThan(0);
-      for (let i = 0; i < 40 && alive(result.serverPid); i++) await new Promise((r) => setTimeout(r, 50));
+      // Gone within 10 s (a loaded machine may take a while to reap it).
+      for (let i = 0; i < 200 && alive(result.serverPid); i++) await new Promise((r) => setTimeout(r, 50));
       expect(alive(result.serverPid)).toBe(false);
     }, 30_000);
   }

@@ -122,7 +122,10 @@ describe("the stdio write queue (issue 27, item 4)", () => {
     const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
     const { mcp } = server;
-    await block({ mcp, transport: server.transport, client: server.client, sent: [] }, 800);
+    // The server stays blocked 3 s: the queued call and the one that times out (100 ms) must both
+    // settle before it reads again, which takes a few hundred ms on a loaded machine (with 800 ms
+    // the pipe could drain first, and the queued request be written).
+    await block({ mcp, transport: server.transport, client: server.client, sent: [] }, 3_000);
     const controller = new AbortController();
     const call = mcp.callTool({ name: "echo", arguments: { marker: "queued" } }, { signal: controller.signal, timeoutMs: 20_000 });
     controller.abort();
@@ -154,13 +157,17 @@ describe("a limit that fires late or on time, its answer already in the pipe (so
     const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
     const { mcp } = server;
-    // The server answers at 80 ms; the idle timeout is 40 ms; the bot's event loop is busy from
-    // 20 to 300 ms (a long synchronous task), so the timer fires about 260 ms late, with the
-    // answer waiting unread in the pipe.
-    const call = mcp.callTool({ name: "late", arguments: { ms: 80 } }, { timeoutMs: 40 });
+    // The server answers 300 ms after it read the call; the idle timeout is 40 ms; the bot's event
+    // loop is busy from 20 ms to 2 s (a long synchronous task), so the timer fires almost 2 s late,
+    // with the answer waiting unread in the pipe. The busy time is long because the answer must be
+    // in the pipe when it ends: the child reading the call and its 300 ms timer are late on a
+    // loaded machine (with 280 ms, a server that read the call 200 ms late would answer after it: the
+    // cancel would go out and the test fail); the 300 ms keep the answer out of the pipe until the
+    // loop is busy, even when the 20 ms timer fires late.
+    const call = mcp.callTool({ name: "late", arguments: { ms: 300 } }, { timeoutMs: 40 });
     call.catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const until = performance.now() + 280;
+    const until = performance.now() + 2_000;
     while (performance.now() < until) {
       // busy
     }
@@ -178,9 +185,13 @@ describe("a limit that fires late or on time, its answer already in the pipe (so
     const server = await spawnServer("scripted-server.mjs");
     cleanup.push(() => server.client.close());
     const { mcp } = server;
-    const timeoutMs = 150;
+    // The server answers 300 ms after it read the call, the deadline is at 1,500 ms: the answer is
+    // in the pipe by the deadline even when the child reads the call late on a loaded machine (with
+    // an answer at 40 ms and a deadline at 150 ms, a server 110 ms late would answer after the
+    // deadline, and the cancel would go out), and not before the loop is busy.
+    const timeoutMs = 1_500;
     const start = performance.now();
-    const call = mcp.callTool({ name: "late", arguments: { ms: 40 } }, { timeoutMs });
+    const call = mcp.callTool({ name: "late", arguments: { ms: 300 } }, { timeoutMs });
     call.catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Busy in the check phase (after this turn's timers and input), so the next turn updates its

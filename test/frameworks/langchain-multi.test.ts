@@ -183,6 +183,7 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
 
   it("the SSE fallback (an HTTP+SSE server): the abort is the POSTed notification, the handler stops; recorded notification", async () => {
     const aborted: string[] = [];
+    const started: string[] = [];
     const transports = new Map<string, SSEServerTransport>();
     const web = http.createServer(async (req, res) => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -191,6 +192,7 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
         transports.set(transport.sessionId, transport);
         const mcpServer = new McpServer({ name: "sse", version: "1.0.0" });
         mcpServer.registerTool("slow", { inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+          started.push(String(extra.requestId));
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, ms);
             extra.signal.addEventListener("abort", () => {
@@ -224,7 +226,9 @@ describe("LangChain JS: MultiServerMCPClient over Streamable HTTP and its SSE fa
     const controller = new AbortController();
     const call = tool("slow").invoke({ ms: 5_000 }, { signal: controller.signal });
     expect(await eventually(() => mcp.pendingCount === 1, 5_000)).toBe(true);
-    await sleep(100); // the handler has started (a cancel that beats the dispatch is ignored: rule 10)
+    // The handler has started (a cancel that beats the dispatch is ignored: rule 10); a fixed
+    // 100 ms could end first on a loaded machine.
+    expect(await eventually(() => started.length === 1, 10_000)).toBe(true);
     controller.abort();
     expect(await call.catch((e: unknown) => e)).toBeInstanceOf(Error);
     expect(await eventually(() => aborted.length === 1, 3_000)).toBe(true);

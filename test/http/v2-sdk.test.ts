@@ -59,10 +59,13 @@ describe("v2 SDK client pinned to 2026-07-28 against the v2 server", () => {
   it("C12 (2026-07-28): the SSE response stream is closed and no cancel POST is made; the handler's signal fires", async () => {
     const { server, mcp, errors } = await setup(await startV2({ responseMode: "sse" }), true);
     const controller = new AbortController();
-    const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, onprogress: () => {} });
+    let progress = 0;
+    const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, onprogress: () => progress++ });
     call.catch(() => {});
     expect(await eventually(() => mcp.records().length === 0 && handlerStarts(server) === 1)).toBe(true);
-    await sleep(700); // a progress event or two: the stream is SSE, headers sent
+    // A progress event came (the tool reports every 500 ms): the stream is SSE, headers sent. A
+    // fixed 700 ms could end before the first on a loaded machine.
+    expect(await eventually(() => progress > 0, 10_000)).toBe(true);
     controller.abort();
     await expect(call).rejects.toBeInstanceOf(CallCancelledError);
     expect(await eventually(() => seen(server, "tools/call")[0]?.aborted !== undefined)).toBe(true);

@@ -23,6 +23,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
+/** How many tool handlers the shared server has started (its events accumulate over the tests). */
+const handlerStarts = () => server.events.filter((e) => e.kind === "handler-start").length;
+
 const toClose: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of toClose.splice(0)) await close();
@@ -147,9 +150,12 @@ describe.each([
 
   it("client.close() under a call: connection_closed, the call cancelled by the era's mechanism first", async () => {
     const { mcp, otel, client } = await setUp(pin);
+    const starts = handlerStarts();
     const call = mcp.callTool({ name: "slow", arguments: { ms: 3_000 } });
     call.catch(() => {}); // it rejects during the close, before it is awaited below
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The call in flight: the server's handler started (a fixed 100 ms could pass before the
+    // request was out on a loaded machine, and the record would say never sent).
+    expect(await eventually(() => handlerStarts() > starts, 10_000)).toBe(true);
     await client.close();
     await expect(call).rejects.toMatchObject({ code: "CONNECTION_CLOSED" });
     const [span] = otel.spans();
@@ -164,8 +170,12 @@ describe.each([
   it("an abort: error.type cancelled", async () => {
     const { mcp, otel } = await setUp(pin);
     const controller = new AbortController();
+    const starts = handlerStarts();
     const call = mcp.callTool({ name: "slow", arguments: { ms: 3_000 } }, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 100);
+    call.catch(() => {});
+    // Aborted in flight: once the server's handler started, not after a fixed 100 ms.
+    expect(await eventually(() => handlerStarts() > starts, 10_000)).toBe(true);
+    controller.abort();
     await expect(call).rejects.toMatchObject({ code: "CANCELLED" });
     const [span] = otel.spans();
     expect(span!.attributes).toMatchObject({ "error.type": "cancelled", "mcp_cancellable.cancel.mechanism": mechanism });
@@ -223,13 +233,27 @@ describe("otel over Streamable HTTP, 2025-era: what the adapter learns after the
     expect(await eventually(() => v1.events.some((e) => e.kind === "handler-start"))).toBe(true);
     controller.abort();
     await call.catch(() => {});
-    expect(await eventually(() => mcp.records().at(-1)!.cancel!.undelivered !== null, 2_000)).toBe(true);
+    // notificationTimeoutMs (300 ms) after the notification went; 10 s for a loaded machine.
+    expect(await eventually(() => mcp.records().at(-1)!.cancel!.undelivered !== null, 10_000)).toBe(true);
     const spans = otel.spans();
     const callSpan = spans.find((s) => s.name === "tools/call slow")!;
     expect(callSpan.attributes["mcp_cancellable.cancel.mechanism"]).toBe("notification+stream-close");
     const followUps = spans.filter((s) => s.name === "cancel tools/call slow");
-    expect(followUps).toHaveLength(1);
-    const [span] = followUps;
+    // One says what did not get through. On a loaded machine the request's response head may not
+    // have been read at the abort: the notification then waits for it and leaves after the settle,
+    // and that revision gets a follow-up of its own first (when it left: status unset, nothing
+    // undelivered), as docs/observability.md says.
+    const [span, ...more] = followUps.filter((s) => s.attributes["mcp_cancellable.cancel.undelivered"] !== undefined);
+    expect(more).toEqual([]);
+    const left = followUps.filter((s) => s !== span);
+    expect(left.length).toBeLessThanOrEqual(1);
+    for (const went of left) {
+      expect(went.parentSpanId).toBe(callSpan.spanId);
+      expect(went.status.code).toBe(SpanStatusCode.UNSET);
+      expect(went.attributes["mcp_cancellable.record.revision"]).toBeLessThan(
+        span!.attributes["mcp_cancellable.record.revision"] as number,
+      );
+    }
     const error = "sent (its body written), but no answer came within notificationTimeoutMs (300 ms)";
     expect(span!.parentSpanId).toBe(callSpan.spanId);
     expect(span!.attributes).toMatchObject({

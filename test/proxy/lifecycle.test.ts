@@ -340,7 +340,9 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     client.send(cancel("cancelled"));
     client.send(call("timeout", "silent"));
     await client.answer("timeout");
-    await sleep(400); // the late result of "cancelled" arrives and is discarded
+    // The late result of "cancelled" arrives and is discarded: the records file says so (a fixed
+    // 400 ms could end first on a loaded machine, and the proxy be ended before it came).
+    expect(await eventually(() => existsSync(file) && readFileSync(file, "utf8").includes("late result discarded"), 10_000)).toBe(true);
     expect((await client.end()).code).toBe(0);
     const lines = readFileSync(file, "utf8")
       .trim()

@@ -101,9 +101,15 @@ describe("the v1 SDK client through the proxy", () => {
     });
     await client.connect(transport);
     open.push(() => client.close());
-    await sleep(300); // the server registers these tools once it knows the client's capabilities
-    const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(["trigger-sampling-request", "get-roots-list"]));
+    // The server registers these tools once it knows the client's capabilities: listed until they
+    // are there, 10 s at most (a fixed 300 ms could end first on a loaded machine).
+    const wanted = ["trigger-sampling-request", "get-roots-list"];
+    let names: string[] = [];
+    for (const end = performance.now() + 10_000; performance.now() < end; await sleep(100)) {
+      names = (await client.listTools()).tools.map((t) => t.name);
+      if (wanted.every((name) => names.includes(name))) break;
+    }
+    expect(names).toEqual(expect.arrayContaining(wanted));
     const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hi" } });
     expect(JSON.stringify(sampled)).toContain("sampled through the proxy");
     const roots = await client.callTool({ name: "get-roots-list", arguments: {} });

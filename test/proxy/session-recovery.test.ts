@@ -4,7 +4,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { proxyCommand, RawClient, tempDir } from "./helpers.js";
+import { eventually, proxyCommand, RawClient, tempDir } from "./helpers.js";
 import type { ProxyRecord } from "./helpers.js";
 import { startRestartable } from "./restartable-server.js";
 import type { RestartableServer } from "./restartable-server.js";
@@ -131,7 +131,10 @@ describe("proxy --url: a session the server lost is started anew", () => {
     await client.callTool({ name: "echo", arguments: { text: "one" } });
     const first = server.seen.find((s) => s.rpc === "tools/call")!.session;
     const slow = client.callTool({ name: "slow", arguments: { ms: 10_000 } }).catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The slow call reached the server in the first session (a fixed 200 ms could end first on a
+    // loaded machine, and the call go in the next one).
+    const callsIn = (session: string | undefined) => server.seen.filter((s) => s.rpc === "tools/call" && s.session === session);
+    expect(await eventually(() => callsIn(first).length === 2, 10_000)).toBe(true);
     server.expire(); // the slow call's stream stays open
     expect(((await client.callTool({ name: "echo", arguments: { text: "two" } }).catch((e: unknown) => e)) as McpError).code).toBe(-32000);
     await expect(client.callTool({ name: "echo", arguments: { text: "three" } })).resolves.toMatchObject({
@@ -140,8 +143,11 @@ describe("proxy --url: a session the server lost is started anew", () => {
     const second = server.seen.filter((s) => s.rpc === "tools/call").at(-1)!.session;
     expect(second).not.toBe(first);
     expect(((await slow) as McpError).code).toBe(-32001);
+    // Its cancel reached the server (the client's -32001 does not wait for it), then 300 ms for one
+    // more that must not come.
+    expect(await eventually(() => server.seen.some((s) => s.rpc === "notifications/cancelled"), 10_000)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const slowId = server.seen.filter((s) => s.rpc === "tools/call" && s.session === first)[1]!.id;
+    const slowId = callsIn(first)[1]!.id;
     const cancels = server.seen.filter((s) => s.rpc === "notifications/cancelled");
     expect(cancels.map((c) => c.session)).toEqual([first]);
     expect(cancels).toHaveLength(1);

@@ -203,13 +203,16 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
 
   for (const how of ["refused", "unanswered"] as const) {
     it(`--url, the client leaves with a call in flight and the server ${how === "refused" ? "refuses (500)" : "never answers"} the POSTed cancel: the records file has what became of it (an outside tester's: it said delivered)`, async () => {
-      const http = await heldServer({ deleted: 200, cancelled: how === "refused" ? 500 : "hang" });
+      const seenByServer: string[] = [];
+      const http = await heldServer({ deleted: 200, cancelled: how === "refused" ? 500 : "hang", seen: (what) => seenByServer.push(what) });
       const file = join(dir, `shutdown-${how}.jsonl`);
       try {
         const client = start(["--url", http.url, "--records", file]);
         await client.initialize();
         client.send(call("a", "slow"));
-        await sleep(300);
+        // The call in flight: the server has it (a fixed 300 ms could end before the proxy sent it
+        // on a loaded machine, and nothing be there to cancel).
+        expect(await eventually(() => seenByServer.includes("tools/call"), 10_000)).toBe(true);
         client.child.stdin.end();
         expect((await client.exited).code).toBe(0);
         const lines = readFileSync(file, "utf8")

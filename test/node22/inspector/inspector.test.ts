@@ -59,7 +59,11 @@ function config(
 }
 
 /** Runs `mcp-inspector --cli --config <file> --server proxied <args>`; bounded (killed after 45 s). */
-function inspect(file: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+/** Runs the Inspector's CLI to its end; `soFar()` is its stderr up to now (the proxy's and the server's lines). */
+function inspect(
+  file: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> & { soFar: () => string } {
   const started = performance.now();
   const child = spawn(process.execPath, [inspector, "--cli", "--config", file, "--server", "proxied", ...args], {
     cwd: repo,
@@ -72,12 +76,13 @@ function inspect(file: string, args: string[]): Promise<{ code: number | null; s
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
   const kill = setTimeout(() => child.kill("SIGKILL"), 45_000);
-  return new Promise((done) =>
+  const ended = new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((done) =>
     child.once("close", (code) => {
       clearTimeout(kill);
       done({ code, stdout, stderr, ms: performance.now() - started });
     }),
   );
+  return Object.assign(ended, { soFar: () => stderr });
 }
 
 describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
@@ -131,7 +136,8 @@ describe("the MCP Inspector's CLI mode through mcp-cancellable proxy", () => {
     expect(await until(() => existsSync(join(dir, "server.pid")) && existsSync(join(dir, "proxy.pid")))).toBe(true);
     const proxyPid = Number(readFileSync(join(dir, "proxy.pid"), "utf8"));
     const serverPid = Number(readFileSync(join(dir, "server.pid"), "utf8"));
-    await new Promise((resolve) => setTimeout(resolve, 500)); // the call is on its way
+    // The server read the call (its `RECV` line; a fixed 500 ms could pass before it on a loaded machine).
+    expect(await until(() => /RECV \{[^\n]*"method":"tools\/call"/.test(running.soFar()), 20_000)).toBe(true);
     process.kill(proxyPid, "SIGTERM");
     const run = await running;
     expect(run.code).toBe(1);

@@ -56,8 +56,9 @@ async function serve(id: string | number): Promise<Served> {
 
 /** Lets the sockets carry whatever is on its way (a check that nothing more came). */
 const settle = (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 50));
+/** Polls `check` every 5 ms, 10 s at most (a loaded machine); what follows asserts what it waited for. */
 const until = async (check: () => boolean): Promise<void> => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 2_000 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
 };
 
 describe("SseExchange", () => {
