@@ -70,8 +70,8 @@ async function postAndStall(url: URL, headers: Record<string, string>, body: unk
   return { socket, head };
 }
 
-/** A 2025-era session by hand (fetch): its id. */
-async function legacySession(url: URL): Promise<Record<string, string>> {
+/** A 2025-era session by hand (fetch): its id (2025-11-25 unless `version` says another). */
+async function legacySession(url: URL, version = "2025-11-25"): Promise<Record<string, string>> {
   const base = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   const init = await fetch(url, {
     method: "POST",
@@ -80,11 +80,11 @@ async function legacySession(url: URL): Promise<Record<string, string>> {
       jsonrpc: "2.0",
       id: "init",
       method: "initialize",
-      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "undelivered", version: "1" } },
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "undelivered", version: "1" } },
     }),
   });
   await init.text();
-  const headers = { "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-11-25" };
+  const headers = { "mcp-session-id": init.headers.get("mcp-session-id")!, "mcp-protocol-version": version };
   const initialized = await fetch(url, {
     method: "POST",
     headers: { ...base, ...headers },
@@ -241,6 +241,42 @@ describe("proxy --listen: an answer the client's cut stream never received", () 
       expect(linesOf(file, "cut-2025")).toHaveLength(2);
     });
   }
+
+  it("2025-era (2025-06-18, no priming event): a request whose client dropped its stream, then timed out: one chain of revisions, the last saying the answer was lost because the transport refused it (events on)", async () => {
+    // An outside tester's: revision 0, the front's revision 1 (answerUndelivered), then the
+    // library's cancel revision as a second revision 1 without it; the summary blamed
+    // --events-per-session 0, which was not given.
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, "--timeout-ms", "800", ...server(LINE)]);
+    const session = await legacySession(front.url, "2025-06-18");
+    const dropped = new AbortController();
+    const post = await fetch(front.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...session },
+      signal: dropped.signal,
+      body: JSON.stringify({ jsonrpc: "2.0", id: "dropped", method: "tools/call", params: { name: "silent", arguments: {} } }),
+    });
+    expect(post.status).toBe(200);
+    dropped.abort();
+    const undelivered = () => linesOf(file, "dropped").some((line) => line.answerUndelivered !== undefined);
+    expect(await eventually(undelivered, 20_000)).toBe(true);
+    await front.stop("SIGTERM");
+    const lines = linesOf(file, "dropped");
+    const revisions = lines.map((line) => line.revision as number);
+    expect(revisions).toEqual(revisions.map((_, i) => i));
+    const first = lines.findIndex((line) => line.answerUndelivered !== undefined);
+    const lost = "lost (the session's transport refused it, so no resume has it)";
+    for (const line of lines.slice(first)) {
+      expect(line).toMatchObject({
+        status: "cancelled",
+        cancel: { trigger: "timeout" },
+        answerUndelivered: { resumable: false, error: expect.stringContaining("No connection established") },
+        summary: expect.stringMatching(new RegExp(`: ${lost.replace(/[()]/g, "\\$&")}$`)),
+      });
+    }
+  });
 
   it("2025-era: a stream dropped before its answer and resumed (GET Last-Event-ID) before it came gets the answer live: one success line, no answerUndelivered", async () => {
     // An outside tester's: the resumed stream got the answer, and the record said it was not written.

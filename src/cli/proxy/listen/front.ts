@@ -45,6 +45,7 @@ import type { Refusal } from "./guard.js";
 import { InFlightGauge, Relay } from "./relay.js";
 import type { ClientHandle, Id } from "./relay.js";
 import { recordsFor } from "./records.js";
+import type { AnswerFate } from "./records.js";
 import type { SessionRecords } from "./records.js";
 import { setReplica, withCallFacts } from "./spans.js";
 
@@ -481,7 +482,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
                 () => watch?.sent(sent),
                 (error: unknown) => {
                   log(`could not write to a client: ${(error as Error).message}`);
-                  watch?.unwritten((error as Error).message, false);
+                  watch?.unwritten((error as Error).message, made.events === undefined ? "events-off" : "refused");
                 },
               );
           },
@@ -546,7 +547,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     session: Session,
     sessionRecords: SessionRecords,
     outbound: Outbound,
-  ): { sent(message: object): void; unwritten(error: string, resumable: boolean): void } | undefined {
+  ): { sent(message: object): void; unwritten(error: string, fate: AnswerFate): void } | undefined {
     const id = outbound.clientRequestId;
     const message = outbound.message as { method?: unknown };
     if (id === undefined || message.method !== undefined) return undefined;
@@ -555,13 +556,13 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const line = sessionRecords.take(id);
     if (line === undefined) return undefined;
     let told = false;
-    const unwritten = (error: string, resumable: boolean): void => {
+    const unwritten = (error: string, fate: AnswerFate): void => {
       if (told) return;
       told = true;
-      sessionRecords.unwritten(line, error, resumable);
+      sessionRecords.unwritten(line, error, fate);
     };
-    const resumable = session.events !== undefined;
-    const watch = (on: http.ServerResponse) => watchAnswer(on, (error) => error !== undefined && unwritten(error, resumable));
+    const fate: AnswerFate = session.events === undefined ? "events-off" : "resumable";
+    const watch = (on: http.ServerResponse) => watchAnswer(on, (error) => error !== undefined && unwritten(error, fate));
     if (res !== undefined && res !== null) watch(res);
     const sent = (message: object): void => {
       if (res !== null) return;
@@ -569,7 +570,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       // unless a GET resumed the stream and is still open (the transport wrote it there).
       const stream = session.events?.streamOf(message);
       const live = stream === undefined ? undefined : session.resumed?.get(stream);
-      if (live === undefined || live.destroyed) unwritten(ANSWER_CUT, resumable);
+      if (live === undefined || live.destroyed) unwritten(ANSWER_CUT, fate);
       else watch(live);
     };
     return { sent, unwritten };

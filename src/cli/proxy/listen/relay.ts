@@ -26,6 +26,7 @@ import { SUBSCRIPTION_ID_META } from "../../../wire/listens.js";
 import { isTaskAugmented } from "../../../wire/tasks.js";
 import type { Message } from "../../../wire/messages.js";
 import { STREAM_CLOSED_REASON } from "./exchange.js";
+import { FrontRevisions } from "./records.js";
 import type { AnswerWritten } from "./exchange.js";
 import { withCallFacts } from "./spans.js";
 
@@ -35,6 +36,8 @@ export type Id = string | number;
 const INVALID_REQUEST_CODE = -32600;
 /** How many settled requests' client facts are remembered for the records of late revisions. */
 const MAX_REMEMBERED = 10_000;
+/** How many calls' last written lines are kept (`Relay.#lastLines`): an answer's write ends within a few turns of its record. */
+const KEPT_LAST_LINES = 256;
 
 /** The answer a drain gives a request it cancels upstream: built from its method and the cancel's record (`null` if none was made). */
 export type DrainAnswer = (method: string, record: RunRecord | null) => LibraryErrorResponse;
@@ -138,6 +141,10 @@ export class Relay<T extends TransportLike = TransportLike> {
    * answer's write did not complete.
    */
   readonly #answered = new Map<Id, RunRecord>();
+  /** What the front learned of records after they were written (an answer its client never got), for their later revisions. */
+  readonly #front = new FrontRevisions();
+  /** The last line written of each of the latest calls, by `callId`: a front revision is made from it (the library may have revised the record since its answer). */
+  readonly #lastLines = new BoundedMap<number, RunRecord>(KEPT_LAST_LINES);
   readonly #perRequestLimits: boolean;
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
   #nextId = 1;
@@ -395,7 +402,8 @@ export class Relay<T extends TransportLike = TransportLike> {
 
   /** A record to the records file; one of a request the upstream answered is kept until its answer is handed to the client. */
   #record(record: RunRecord, writeLine: (record: RunRecord) => void): void {
-    const line: RunRecord = Object.assign(this.#withClient(record), { proxyPid: process.pid });
+    const line: RunRecord = this.#front.apply(Object.assign(this.#withClient(record), { proxyPid: process.pid }));
+    this.#lastLines.set(line.callId, line);
     const id = record.requestId;
     if (id !== null && record.status !== "cancelled" && this.#pending.has(id)) this.#answered.set(id, line);
     writeLine(line);
@@ -410,17 +418,20 @@ export class Relay<T extends TransportLike = TransportLike> {
    */
   #unwritten(record: RunRecord, message: JsonRpcMessage, error: string): void {
     const isError = "error" in message;
-    const late = record.late;
-    const revised: RunRecord = Object.assign({}, record, {
-      revision: record.revision + 1,
-      status: "cancelled",
-      cancel: { trigger: "aborted", reason: STREAM_CLOSED_REASON, mechanism: "none", sentAt: null, undelivered: null },
-      outcome: "late-result-discarded",
-      error: null,
-      late: { ...late, results: late.results + (isError ? 0 : 1), errors: late.errors + (isError ? 1 : 0) },
-      answerUndelivered: { error, resumable: false },
-    } as const);
-    revised.summary = summarize(revised);
+    // The library's later revisions of this record (a server answering twice) carry it too.
+    const revised = this.#front.revise(this.#lastLines.get(record.callId) ?? record, (line) => {
+      const late = line.late;
+      const cancelled: RunRecord = Object.assign(line, {
+        status: "cancelled",
+        cancel: { trigger: "aborted", reason: STREAM_CLOSED_REASON, mechanism: "none", sentAt: null, undelivered: null },
+        outcome: "late-result-discarded",
+        error: null,
+        late: { ...late, results: late.results + (isError ? 0 : 1), errors: late.errors + (isError ? 1 : 0) },
+        answerUndelivered: { error, resumable: false },
+      } as const);
+      cancelled.summary = summarize(cancelled);
+      return cancelled;
+    });
     if (this.#init.options.verbose)
       this.#init.log(`the answer to upstream id ${JSON.stringify(record.requestId)} was not written: ${error}`);
     this.#writeLine?.(revised);
