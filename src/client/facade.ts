@@ -190,9 +190,29 @@ export function sdkCallsOf(client: ClientLike): SdkCalls {
 
 /** The library-shaped calls of a `CancellableClient` (`callTool`, `request`), over one runner. */
 export interface Facade {
-  /** `optionsFrom`: the option hook `options` came from (see `RunRequest.optionsFrom`), for the framework shells. */
-  callTool(params: CallToolParams, options?: ToolCallOptions, optionsFrom?: string): Promise<ToolResult>;
+  callTool(params: CallToolParams, options?: ToolCallOptions): Promise<ToolResult>;
+  /** `callTool` for a framework shell: `optionsFrom` names the option hook `options` came from (see `RunRequest.optionsFrom`). */
+  callToolFrom(params: CallToolParams, options: ToolCallOptions | undefined, optionsFrom: string | undefined): Promise<ToolResult>;
   request<R>(request: RequestParams, options?: RequestOptions<R>): Promise<R>;
+}
+
+/**
+ * Refuses what the SDK's argument order puts where these calls take their options (an outside
+ * tester's: `mcp.callTool(params, undefined, { timeout: 200, signal })`, the v1 SDK's order, ran
+ * on the 60 s default, its signal ignored, and a result schema second gave an error about keys
+ * `def` and `type`): a result schema as the options, or a third argument.
+ * @throws {InvalidOptionError} naming `options`.
+ */
+function refuseSdkOrder(call: "callTool" | "request", options: unknown, third: unknown): void {
+  const schema = isSchema(options);
+  if (third === undefined && !schema) return;
+  const first = call === "callTool" ? "params" : "request";
+  const schemaGoes =
+    call === "callTool" ? "and validates the result as the SDK's own callTool does" : "and a result schema as options.resultSchema";
+  throw new InvalidOptionError(
+    "options",
+    `${call}: ${schema ? "a result schema was given as the options" : "a third argument was given"}, as in the SDK's ${call}(${first}, resultSchema, options); this ${call} takes (${first}, options), the options in this library's names ({ timeoutMs, maxTotalTimeoutMs, signal, ... }, durations in ms), ${schemaGoes}`,
+  );
 }
 
 export const anyResult = z.looseObject({});
@@ -207,8 +227,16 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
   const invokeTool: Invoke = v2
     ? (marked, sdkOptions) => sdk.callTool(marked, sdkOptions)
     : (marked, sdkOptions) => sdk.callTool(marked, undefined, sdkOptions);
-  return {
-    callTool(params, callOptions, optionsFrom) {
+  const facade: Facade = {
+    callTool(params, callOptions, third?: unknown) {
+      try {
+        refuseSdkOrder("callTool", callOptions, third);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return facade.callToolFrom(params, callOptions, undefined);
+    },
+    callToolFrom(params, callOptions, optionsFrom) {
       // Everything in the try, the params' own reads too (a getter of `name` that throws): the call
       // rejects, never throws (as the SDK's own callTool).
       try {
@@ -271,9 +299,10 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         return Promise.reject(error);
       }
     },
-    request<R>(request: RequestParams, requestOptions?: RequestOptions<R>) {
+    request<R>(request: RequestParams, requestOptions?: RequestOptions<R>, third?: unknown) {
       // Everything in the try, the request's own reads too (a getter that throws): the call rejects, never throws.
       try {
+        refuseSdkOrder("request", requestOptions, third);
         // Read once (a getter's value is the one checked and the one sent).
         const method: unknown = typeof request === "object" && request !== null ? request.method : undefined;
         if (typeof method !== "string") throw new InvalidOptionError("request.method", "request: request.method must be a string");
@@ -299,6 +328,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
       }
     },
   };
+  return facade;
 }
 
 /** A request through the SDK's `request`: v2 takes a result schema only for methods outside the spec; v1 always needs one. */

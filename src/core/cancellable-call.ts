@@ -831,7 +831,7 @@ async function readOnce(
       Promise.resolve().then(() => verify({ record, signal: controller.signal })),
       {
         milliseconds: verifyTimeoutMs,
-        message: `verify did not answer within ${verifyTimeoutMs} ms`,
+        message: `verify did not answer within ${verifyTimeoutMs} ms (verifyTimeoutMs)`,
         customTimers: {
           setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
           clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,

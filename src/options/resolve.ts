@@ -39,6 +39,7 @@ export function parseCancellationOptions(
   parseOptions(clientOptionsSchema, options, where, SDK_OPTION_NAMES);
   warnIfShort("timeoutMs", options.timeoutMs);
   warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
+  warnIfShort("verifyTimeoutMs", options.verifyTimeoutMs);
   return options;
 }
 
@@ -56,6 +57,7 @@ export function resolveCallOptions(defaults: CancellationOptions, given: CallOpt
     if (!isValidCallOptions(options)) parseOptions(callOptionsSchema, options, "call options", SDK_OPTION_NAMES);
     warnIfShort("timeoutMs", options.timeoutMs);
     warnIfShort("maxTotalTimeoutMs", options.maxTotalTimeoutMs);
+    warnIfShort("verifyTimeoutMs", options.verifyTimeoutMs);
   }
   const timeoutMs = options?.timeoutMs ?? defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return {

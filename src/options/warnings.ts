@@ -6,14 +6,14 @@ import { SHORT_DURATION_WARNING_MS } from "./defaults.js";
 const warned = new Set<string>();
 
 /** Warns once per option and process when a duration is under `SHORT_DURATION_WARNING_MS` (likely seconds meant). */
-export function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs", value: number | undefined): void {
+export function warnIfShort(option: "timeoutMs" | "maxTotalTimeoutMs" | "verifyTimeoutMs", value: number | undefined): void {
   if (value === undefined || value >= SHORT_DURATION_WARNING_MS || warned.has(option)) return;
   warned.add(option);
   // The SDK's request options (`timeout`, `maxTotalTimeout`, as an attached client or a framework
-  // passes them) are mapped to these: the text names both, so it names what the caller wrote.
-  const sdk = option === "timeoutMs" ? "timeout" : "maxTotalTimeout";
+  // passes them) are mapped to the first two: the text names both, so it names what the caller wrote.
+  const sdk = option === "timeoutMs" ? "timeout" : option === "maxTotalTimeoutMs" ? "maxTotalTimeout" : undefined;
   const text =
-    `${option} is ${value} ms (given as ${option}, or as the SDK's request option ${sdk}). ` +
+    `${option} is ${value} ms (given as ${option}${sdk === undefined ? "" : `, or as the SDK's request option ${sdk}`}). ` +
     `Durations are in milliseconds: for ${value} seconds write ${value * 1000}. (Shown once per option.)`;
   emitWarning(text, "MCP_CANCELLABLE_SHORT_DURATION");
 }

@@ -413,7 +413,7 @@ describe("CancellableCall: verification (the worked example's second rule)", () 
     expect(seen?.aborted).toBe(true);
     expect(verification.value).toMatchObject({
       outcome: "verify-failed",
-      verification: { error: "verify did not answer within 200 ms" },
+      verification: { error: "verify did not answer within 200 ms (verifyTimeoutMs)" },
       summary: "cancelled (timeout), verification failed, outcome unverified",
     });
   });

@@ -137,7 +137,9 @@ describe("Vercel AI SDK (ai 6 generateText, @ai-sdk/mcp 1.x): what the model is 
       const record = transport.records().find((r) => r.method === "tools/call")!;
       expect(record.outcome).toBe("verify-failed");
       expect(record.verification!.error).toBe(
-        how === "does not answer" ? "verify did not answer within 200 ms" : "db connect failed: postgres://admin:hunter2@10.0.0.5/prod",
+        how === "does not answer"
+          ? "verify did not answer within 200 ms (verifyTimeoutMs)"
+          : "db connect failed: postgres://admin:hunter2@10.0.0.5/prod",
       );
     });
   }

@@ -2,6 +2,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { CallCancelledError, CallTimeoutError, InvalidOptionError } from "../../src/index.js";
 import { abortSubscribers } from "../../src/utils/abort-link.js";
 import { connectPeer, flush } from "../helpers/peer.js";
+import { z } from "zod";
+
+type Mcp = Awaited<ReturnType<typeof connectPeer>>["mcp"];
+/** The handle as JavaScript sees it: no types to refuse the SDK's argument order. */
+type Js = { callTool: (...args: unknown[]) => Promise<unknown>; request: (...args: unknown[]) => Promise<unknown> };
 
 // Mistakes a new user makes (issue 13, item 7): a duration in seconds by mistake, and a call
 // that should stop on either of two signals (a session-wide one and its own).
@@ -24,6 +29,23 @@ describe("durations given in seconds by mistake", () => {
       "maxTotalTimeoutMs is 50 ms (given as maxTotalTimeoutMs, or as the SDK's request option maxTotalTimeout). Durations are in milliseconds: for 50 seconds write 50000. (Shown once per option.)",
     ]);
     expect(warn.mock.calls[0]![1]).toMatchObject({ type: "McpCancellableWarning", code: "MCP_CANCELLABLE_SHORT_DURATION" });
+  });
+
+  it("verifyTimeoutMs: 5 (5 s meant) is accepted with one warning naming it; a verify that runs out says which option ended it", async () => {
+    const warn = vi.spyOn(process, "emitWarning").mockImplementation(() => {});
+    const { mcp } = await connectPeer();
+    // Never answered: the call times out, its verify read hangs past verifyTimeoutMs.
+    const error = (await mcp
+      .callTool({ name: "x" }, { timeoutMs: 100, verifyTimeoutMs: 5, verify: () => new Promise(() => {}) })
+      .catch((e: unknown) => e)) as CallTimeoutError;
+    expect(error).toBeInstanceOf(CallTimeoutError);
+    const verified = await error.verification;
+    expect(verified.verification?.error).toBe("verify did not answer within 5 ms (verifyTimeoutMs)");
+    await mcp.callTool({ name: "x" }, { timeoutMs: 100, verifyTimeoutMs: 6, verify: () => "applied" }).catch(() => {});
+    const texts = warn.mock.calls.map((c) => String(c[0])).filter((text) => text.startsWith("verifyTimeoutMs"));
+    expect(texts).toEqual([
+      "verifyTimeoutMs is 5 ms (given as verifyTimeoutMs). Durations are in milliseconds: for 5 seconds write 5000. (Shown once per option.)",
+    ]);
   });
 
   it("a refused duration's message quotes the value received", async () => {
@@ -205,5 +227,59 @@ describe("a framework's own timeout arrives as the caller's signal", () => {
     await flush();
     plain.abort();
     expect(((await call.catch((e: unknown) => e)) as Error).message).toMatch(/^tools\/call was cancelled by the caller \(request id/);
+  });
+});
+
+describe("the SDK's argument order, from JavaScript where no type error catches it", () => {
+  // An outside tester's: `mcp.callTool(params, undefined, { timeout: 200, signal })` (the v1 SDK's
+  // order) ran on the 60 s default with its signal ignored; a result schema second gave an error
+  // about keys named `def` and `type`. Each is refused, naming `options`, nothing sent, no record.
+  const CallToolResultSchema = z.object({ content: z.array(z.unknown()) });
+  it.each([
+    [
+      "callTool(params, undefined, { timeout, signal })",
+      "callTool",
+      (mcp: Mcp, signal: AbortSignal) => (mcp as unknown as Js).callTool({ name: "x" }, undefined, { timeout: 200, signal }),
+    ],
+    [
+      "callTool(params, schema, { timeoutMs })",
+      "callTool",
+      (mcp: Mcp) => (mcp as unknown as Js).callTool({ name: "x" }, CallToolResultSchema, { timeoutMs: 200 }),
+    ],
+    ["callTool(params, schema)", "callTool", (mcp: Mcp) => mcp.callTool({ name: "x" }, CallToolResultSchema as never)],
+    [
+      "request(request, undefined, { timeoutMs })",
+      "request",
+      (mcp: Mcp) => (mcp as unknown as Js).request({ method: "ping" }, undefined, { timeoutMs: 200 }),
+    ],
+    [
+      "request(request, schema, { timeoutMs })",
+      "request",
+      (mcp: Mcp) => (mcp as unknown as Js).request({ method: "ping" }, CallToolResultSchema, { timeoutMs: 200 }),
+    ],
+  ] as const)("%s is refused with InvalidOptionError naming options; nothing is sent", async (_, call, make) => {
+    const { mcp, peer, records } = await connectPeer();
+    const controller = new AbortController();
+    const error = (await (make as (mcp: Mcp, signal: AbortSignal) => Promise<unknown>)(mcp, controller.signal).catch(
+      (e: unknown) => e,
+    )) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("options");
+    expect(error.message).toMatch(
+      new RegExp(`^${call}: (a third argument was given|a result schema was given as the options), as in the SDK's ${call}\\(`),
+    );
+    expect(error.message).toContain("{ timeoutMs, maxTotalTimeoutMs, signal, ... }, durations in ms");
+    await flush();
+    expect([...peer.requests("tools/call"), ...peer.requests("ping")]).toHaveLength(0);
+    expect(records).toHaveLength(0);
+    expect(mcp.pendingCount).toBe(0);
+  });
+
+  it("an explicit undefined third argument is no argument: the call runs", async () => {
+    const { mcp, peer } = await connectPeer();
+    peer.onRequest((m) => {
+      if (m.id !== undefined) void peer.result(m.id);
+    });
+    await expect((mcp as unknown as Js).callTool({ name: "x" }, { timeoutMs: 5_000 }, undefined)).resolves.toBeDefined();
   });
 });

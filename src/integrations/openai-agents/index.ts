@@ -368,7 +368,7 @@ export class CancellableMCPServer implements MCPServer {
     const { awaitVerification, ...perCall } =
       hook === undefined ? {} : (callHook<ToolCallOptions>(() => this.#callOptions?.(toolName, callArgs)) ?? {});
     try {
-      const result: ToolResult = await calls.callTool(
+      const result: ToolResult = await calls.callToolFrom(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
         { ...perCall, ...(signal === undefined ? {} : { signal }) },
         // The Agents runtime hands a tool's error to the model as text: an invalid option from the
