@@ -12,7 +12,7 @@ import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, isPlainResponse, responseSchema, type Message } from "../wire/messages.js";
 import type { Wire } from "../wire/wire.js";
 import { CallRunner, nameOf, openWire } from "./runner.js";
-import { awaitVerifiedText, checkAwaitVerification } from "./verified-outcome.js";
+import { awaitVerifiedText, splitAwaitVerification } from "./verified-outcome.js";
 import type { AwaitVerification } from "./verified-outcome.js";
 import { textOf } from "../utils/hooks.js";
 
@@ -142,6 +142,8 @@ export class MessageTransport<T extends TransportLike> {
   /** The progress tokens added here to requests whose client gave none, while their call is pending. */
   readonly #ownTokens = new Set<string | number>();
   #closed = false;
+  /** Answers that wait for their call's verification (`awaitVerification`): the client's `onclose` waits for them. */
+  readonly #verifying = new Set<Promise<void>>();
 
   constructor(adapter: CancellationAdapter<T>, init: MessageTransportInit) {
     const { defaults } = init;
@@ -219,11 +221,9 @@ export class MessageTransport<T extends TransportLike> {
         callOptions = signal === undefined ? undefined : { signal };
         wait = method === "tools/call" ? this.#awaitVerification : undefined;
       } else {
-        const { awaitVerification, ...perCall } = hooked;
-        wait =
-          method === "tools/call"
-            ? (checkAwaitVerification(awaitVerification, `${this.#name} callOptions("tools/call")`) ?? this.#awaitVerification)
-            : undefined;
+        // An invalid awaitVerification refuses the call as any invalid option from the hook does.
+        const { options: perCall, awaitVerification } = splitAwaitVerification(hooked);
+        wait = method === "tools/call" ? (awaitVerification ?? this.#awaitVerification) : undefined;
         callOptions = signal === undefined ? perCall : { ...perCall, signal };
       }
       let handed: Promise<void> = Promise.resolve();
@@ -315,9 +315,10 @@ export class MessageTransport<T extends TransportLike> {
     }
     // The client still waits for this answer (its own signal did not fire: that has no response):
     // once verify is done, a tool result that says what it found.
-    void awaitVerifiedText(error, wait, signal)
+    const answered: Promise<void> = awaitVerifiedText(error, wait, signal)
       .catch(() => undefined)
       .then((text) => {
+        this.#verifying.delete(answered);
         // Closed, or the client's own signal fired while the verification was awaited: it rejected
         // its request itself and waits for no answer (a caller's abort is never waited for).
         if (this.#closed || signal?.aborted === true) return;
@@ -327,6 +328,7 @@ export class MessageTransport<T extends TransportLike> {
             : { jsonrpc: "2.0", id, result: { content: [{ type: "text", text }], isError: true } },
         );
       });
+    this.#verifying.add(answered);
   }
 
   #deliver(message: JsonRpcMessage, local = true): void {
@@ -368,10 +370,18 @@ export class MessageTransport<T extends TransportLike> {
   readonly #onclose = (): void => {
     // The wire has settled every pending call `connection-closed` already; their answers are
     // queued before this, so the client gets each request's documented error (with its record)
-    // before its own close handler rejects whatever is left.
+    // before its own close handler rejects whatever is left. An answer that waits for its call's
+    // verification (`awaitVerification`: a call the connection's end cancelled, or a limit just
+    // before) is waited for too, each bounded by its read's own limits (an outside tester's: the
+    // AI SDK's close handler rejected the call with "Connection closed" first, and the model
+    // read less than without `awaitVerification`).
     queueMicrotask(() => {
-      this.#closed = true;
-      this.onclose?.();
+      const closed = (): void => {
+        this.#closed = true;
+        this.onclose?.();
+      };
+      if (this.#verifying.size === 0) closed();
+      else void Promise.all([...this.#verifying]).then(closed);
     });
   };
 }

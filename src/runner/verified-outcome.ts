@@ -9,6 +9,9 @@ import type { RunRecord } from "../types/record.js";
 import type { AwaitVerification } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
 import { noop } from "../utils/hooks.js";
+import { received } from "../options/schemas.js";
+import { REFUSED_HOOK_VALUE } from "./runner.js";
+import type { HookRefusal } from "./runner.js";
 
 /** The caller's signal(s) of a call, as its options give them. */
 type CallerSignal = AbortSignal | readonly AbortSignal[] | undefined;
@@ -20,6 +23,33 @@ export type { AwaitVerification };
 export function checkAwaitVerification(value: unknown, where: string): AwaitVerification | undefined {
   if (value === undefined || typeof value === "boolean" || typeof value === "function") return value as AwaitVerification | undefined;
   throw new InvalidOptionError("awaitVerification", `${where}: "awaitVerification" must be true, false or a function (record) => string`);
+}
+
+/**
+ * Takes `awaitVerification` out of what a `callOptions` hook returned (`callHook` in src/integrations/call-options.ts): the rest are
+ * the call's options. A value that is not `true`, `false` or a function refuses the call as any
+ * invalid option from the hook does (`... returned an invalid option, so tools/call "x" was not
+ * sent: "awaitVerification" must be ...`, nothing sent, warned once, recorded `failed`,
+ * `not-sent`): an outside tester's, the OpenAI Agents server sent the call and checked it only
+ * once the call had failed, and the AI SDK transport refused it with no warning and no record.
+ */
+export function splitAwaitVerification<T extends object>(
+  hooked: (T & { awaitVerification?: unknown }) | undefined,
+): { options: T | undefined; awaitVerification: AwaitVerification | undefined } {
+  if (hooked === undefined || REFUSED_HOOK_VALUE in hooked) return { options: hooked, awaitVerification: undefined };
+  const { awaitVerification, ...options } = hooked;
+  if (awaitVerification === undefined || typeof awaitVerification === "boolean" || typeof awaitVerification === "function") {
+    return { options: options as T, awaitVerification: awaitVerification as AwaitVerification | undefined };
+  }
+  return {
+    options: {
+      [REFUSED_HOOK_VALUE]: {
+        option: "awaitVerification",
+        invalid: `"awaitVerification" must be true, false or a function (record) => string; received ${received(awaitVerification)}`,
+      } satisfies HookRefusal,
+    } as unknown as T,
+    awaitVerification: undefined,
+  };
 }
 
 const TRIGGER_WORDS: Record<string, string> = {

@@ -253,6 +253,62 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
         expect(uncaught).toEqual([]);
       }));
 
+    it("callOptions returning an invalid awaitVerification refuses the call as any invalid option: named, warned once, recorded failed/not-sent; nothing sent", async () =>
+      withWarnings(async (warnings) => {
+        // An outside tester's: it was refused with no warning and no record, in words of its own.
+        const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+        const { transport, tool, uncaught } = await connect(server.adapter, {
+          callOptions: (method) => (method === "tools/call" ? ({ timeoutMs: 5_000, awaitVerification: "yes" } as never) : undefined),
+        });
+        const error = (await tool("echo")({ text: "hi" }, opts()).then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as Error & { option?: string };
+        expect(error).toMatchObject({ name: "InvalidOptionError", option: "awaitVerification" });
+        expect(error.message).toMatch(
+          /^cancellableTransport callOptions\("tools\/call", params\) returned an invalid option, so tools\/call "echo" was not sent: "awaitVerification" must be true, false or a function \(record\) => string; received "yes"$/,
+        );
+        await sleep(50);
+        expect(
+          warnings.filter(
+            (w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION" && w.message.includes('"awaitVerification"'),
+          ),
+        ).toHaveLength(1);
+        expect(transport.records().filter((r) => r.method === "tools/call")).toMatchObject([
+          { status: "failed", outcome: "not-sent", error: { code: "INVALID_OPTION" } },
+        ]);
+        expect(server.received().filter((m) => m.method === "tools/call")).toHaveLength(0);
+        expect(uncaught).toEqual([]);
+      }));
+
+    it("stdio, awaitVerification: a call its server's crash cancelled answers with the verified outcome, not the AI SDK's own 'Connection closed'", async () => {
+      // An outside tester's: the AI SDK's close handler rejected the call first, so the model read
+      // less with awaitVerification than without it (the library's -32000 text).
+      const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+      const { transport, tool, uncaught } = await connect(server.adapter, {
+        awaitVerification: true,
+        verifiers: { crash: async () => "applied" as const },
+      });
+      const result = await tool("crash")({ ms: 100 }, opts());
+      expect(result).toMatchObject({
+        isError: true,
+        content: [
+          {
+            type: "text",
+            text: expect.stringMatching(
+              /^The tool call "crash" was cancelled after \d+\.\d s \(lost its connection\); a check afterwards found that its effect was applied/,
+            ),
+          },
+        ],
+      });
+      expect(transport.records().find((r) => r.method === "tools/call")).toMatchObject({
+        status: "cancelled",
+        cancel: { trigger: "connection-closed" },
+        outcome: "verified-applied",
+      });
+      expect(uncaught).toEqual([]);
+    });
+
     it("callOptions returning a signal (not one of its options) rejects the tool's execute with an InvalidOptionError naming signal; nothing sent", async () => {
       // An outside tester's: the hook's signal was taken where the AI SDK gave none, and its abort
       // left the AI SDK's request unanswered (the AI SDK's client has no timeout of its own).

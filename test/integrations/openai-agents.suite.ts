@@ -283,6 +283,36 @@ export function defineAgentsSuite(agents: AgentsModule, label: string): void {
       }
     });
 
+    it("callOptions returning an invalid awaitVerification refuses the call before it is sent: warned once naming the hook, recorded failed/not-sent", async () => {
+      // An outside tester's: the call went out (and its cancel, on a timeout), the value was
+      // checked only once the call had failed, and nothing was warned or recorded.
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        const { server, received } = await scripted({
+          name: `agents-await-${label}`,
+          callOptions: () => ({ timeoutMs: 5_000, awaitVerification: 5 }) as never,
+        });
+        const m = model("echo", { text: "hi" });
+        const result = await runner().run(agentWith(server, m), "go");
+        expect(result.finalOutput).toBe("done");
+        expect(m.toolResultText()).toBe(AGENTS_DEFAULT_TEXT);
+        await sleep(50);
+        const ours = warnings.filter((w) => (w as { code?: string }).code === "MCP_CANCELLABLE_INVALID_OPTION");
+        expect(ours).toHaveLength(1);
+        expect(ours[0]!.message).toBe(
+          `CancellableMCPServer "agents-await-${label}" callOptions("echo", args) returned an invalid option, so tools/call "echo" was not sent: "awaitVerification" must be true, false or a function (record) => string; received 5`,
+        );
+        expect(server.records().filter((r) => r.method === "tools/call")).toMatchObject([
+          { status: "failed", outcome: "not-sent", requestId: null, error: { code: "INVALID_OPTION" } },
+        ]);
+        expect(received().filter((r) => r.method === "tools/call")).toHaveLength(0);
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+
     it("a server's JSON-RPC error reaches the model as Agents' own default text only: none of its message (a connection string with its password), no 'Error: ...' appended", async () => {
       const server = new CancellableMCPServerStdio({ name: `leaky-${label}`, command: process.execPath, args: ["-e", LEAKY_SERVER] });
       await server.connect();

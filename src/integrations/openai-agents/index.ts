@@ -21,7 +21,7 @@ import { MAX_TIMER_DELAY_MS } from "../../options/defaults.js";
 import { isOptionsObject, received } from "../../options/schemas.js";
 import type { CallOptions, CancellationOptions } from "../../types/options.js";
 import { CallRunner } from "../../runner/runner.js";
-import { awaitVerifiedText, checkAwaitVerification } from "../../runner/verified-outcome.js";
+import { awaitVerifiedText, checkAwaitVerification, splitAwaitVerification } from "../../runner/verified-outcome.js";
 import type { AwaitVerification } from "../../runner/verified-outcome.js";
 import type { Wire } from "../../wire/wire.js";
 
@@ -365,8 +365,12 @@ export class CancellableMCPServer implements MCPServer {
       this.#callOptions === undefined
         ? undefined
         : `CancellableMCPServer ${JSON.stringify(this.#name)} callOptions(${JSON.stringify(toolName)}, args)`;
-    const { awaitVerification, ...perCall } =
-      hook === undefined ? {} : (callHook<ToolCallOptions>(() => this.#callOptions?.(toolName, callArgs)) ?? {});
+    // An invalid awaitVerification refuses the call before it is sent, as any invalid option from the hook.
+    const { options: perCall, awaitVerification } = splitAwaitVerification(
+      hook === undefined
+        ? undefined
+        : callHook<ToolCallOptions & { awaitVerification?: unknown }>(() => this.#callOptions?.(toolName, callArgs)),
+    );
     try {
       const result: ToolResult = await calls.callToolFrom(
         { name: toolName, arguments: callArgs, ...(meta == null ? {} : { _meta: meta }) },
@@ -385,7 +389,7 @@ export class CancellableMCPServer implements MCPServer {
         throw signal.reason;
       }
       // A cancelled side effect, verified before the model decides what to do next.
-      const wait = checkAwaitVerification(awaitVerification, `CancellableMCPServer callOptions("${toolName}")`) ?? this.#awaitVerification;
+      const wait = awaitVerification ?? this.#awaitVerification;
       const text = await awaitVerifiedText(error, wait, signal);
       // The run was stopped while its verification was awaited: never waited for (see above).
       if (signal?.aborted === true) throw signal.reason;
