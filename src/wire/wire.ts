@@ -25,6 +25,8 @@ import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer, STARTS_SERVER } from "./port.js
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
+import { keepFromCork, writeTogetherAtExit } from "../utils/slices.js";
+import { stdioChildStdin } from "../sdk/private.js";
 
 /**
  * The most a server's start may hold a request's idle timeout (see `Wire`'s `#holdForStart`), in
@@ -645,8 +647,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#open = true;
     this.#closedByClient = false;
     this.#started = true;
+    // A stdio server's stdin: what the process's exit writes to it goes in one write (slices.ts, `corkAll`).
+    writeTogetherAtExit(this.#stdinAtExit);
     return this.below.start();
   }
+
+  /** The server's stdin of an SDK stdio transport, else `undefined` (see `start`). */
+  readonly #stdinAtExit = (): unknown => stdioChildStdin(this.underlying as object);
 
   override send(original: Message, options?: SendOptions): Promise<void> {
     let message = original;
@@ -988,6 +995,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   override closed(): void {
+    keepFromCork(this.#stdinAtExit);
     this.#open = false;
     this.#holdForStart = false;
     this.#heldForStart = [];

@@ -16,6 +16,7 @@ import { findAnswered, unserialisable } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import type { CancelRequest } from "../types.js";
 import { noop, textOf } from "../../utils/hooks.js";
+import { flushAtExit, keepFromExit } from "../../utils/slices.js";
 import { STDOUT_CLOSED_TEXT, StdoutWatch } from "./stdout-end.js";
 import type { StdoutSource } from "./stdout-end.js";
 
@@ -264,6 +265,7 @@ export class StdioQueue extends Layer {
     // notification the dying server never got).
     const gone = "not sent: the connection closed before the line was written";
     this.#deferred.drop(gone);
+    keepFromExit(this.#atExit);
     // So do the cancel lines waiting for the pipe, now: the pipe's own close (whose flush would
     // report them) may come after the connection's, when the records are ended already (a proxy
     // that exits with its server: its records file missed the revision, now and then).
@@ -289,6 +291,7 @@ export class StdioQueue extends Layer {
    */
   override close(): Promise<void> {
     this.#closing = true;
+    keepFromExit(this.#atExit);
     this.#stdoutWatch?.stop();
     this.#deferred.flush();
     this.#unlisten();
@@ -536,6 +539,8 @@ export class StdioQueue extends Layer {
   }
 
   #listen(stdin: Stdin): void {
+    // What waits goes at the process's exit all the same (`#atExit`).
+    flushAtExit(this.#atExit);
     if (this.#listening !== undefined || this.#flushing !== undefined) return;
     this.#listening = stdin;
     stdin.once("drain", this.#drain);
@@ -571,6 +576,25 @@ export class StdioQueue extends Layer {
       this.#put(entry);
     }
     if (this.#waiting.length > 0) this.#listen(stdin);
+    else keepFromExit(this.#atExit);
+  };
+
+  /**
+   * At the process's exit (slices.ts, `hookExit`): everything waiting for the pipe is written to
+   * stdin now, as the close writes it (`#direct`): no `drain` comes for a process that exits. The
+   * exit's writes to the stdin are corked (`writeTogetherAtExit`) and go in one write after it; a
+   * corked stdin soon reads as full, and without this the lines behind held on (an outside
+   * tester's, and CI's: the last 155 of 300 cancels lost).
+   */
+  readonly #atExit = {
+    flush: (): void => {
+      keepFromExit(this.#atExit);
+      const stdin = this.#stdin();
+      if (stdin === undefined || !stdin.writable || this.#waiting.length === 0) return;
+      this.#unlisten();
+      this.#waitingCancels = 0;
+      for (const entry of this.#waiting.splice(0)) this.#direct(stdin, entry);
+    },
   };
 }
 
