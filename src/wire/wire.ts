@@ -309,6 +309,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#releaseFailedSends = options.releaseFailedSends ?? false;
     this.#open = options.connected ?? false;
     this.#started = this.#open;
+    // Attached to a connected client: its transport started already (see `start`).
+    if (this.#open) writeTogetherAtExit(this.#stdinAtExit);
     this.#forwardSdkReason = options.forwardSdkReason ?? false;
     this.#dropSdkWait = options.releaseWait;
     this.#dropSdkTimer = options.dropTimer;

@@ -583,8 +583,8 @@ export class StdioQueue extends Layer {
    * At the process's exit (slices.ts, `hookExit`): everything waiting for the pipe is written to
    * stdin now, as the close writes it (`#direct`): no `drain` comes for a process that exits. The
    * exit's writes to the stdin are corked (`writeTogetherAtExit`) and go in one write after it; a
-   * corked stdin soon reads as full, and without this the lines behind held on (an outside
-   * tester's, and CI's: the last 155 of 300 cancels lost).
+   * corked stdin soon reads as full (past its 16 KB mark), and without this the lines behind it
+   * stayed here (test/delivery/exit-after-timeout.test.ts: the last 155 of 300 cancels).
    */
   readonly #atExit = {
     flush: (): void => {
