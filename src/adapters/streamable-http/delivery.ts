@@ -225,7 +225,6 @@ export class LegacyDelivery extends Layer {
     closedFirst = false,
   ): Promise<void> {
     const closes = stream !== undefined || closedFirst;
-    const answeredFirst = ANSWERED_FIRST_FAILURE;
     // Its response arriving while the notification is held: the record learns at once that
     // nothing goes (rule 7), before the response's late revision (an outside tester's: that
     // revision named the notification as the cancel; the next one took it back).
@@ -234,7 +233,7 @@ export class LegacyDelivery extends Layer {
       stream.onAnswered = () => {
         stream.onAnswered = undefined;
         toldAnswered = true;
-        request.delivery({ sent: "none", failed: answeredFirst });
+        request.delivery({ sent: "none", failed: ANSWERED_FIRST_FAILURE });
       };
     }
     if (stream !== undefined && !this.#decided(stream)) {
@@ -303,14 +302,7 @@ export class LegacyDelivery extends Layer {
       // A JSON head alone is no answer (its body may never come), at a client's close too: there the
       // notification goes at once (an outside tester's: the record said "the response arrived
       // first" and no notification went, for a server that had written nothing but the head).
-      if (stream.responded || (stream.answeredInJson && (stream.bodyStarted || stream.settled !== "pending"))) {
-        // Not closed at once: the answer is in its body, to be read (and dropped as late, and
-        // counted), within flushTimeoutMs.
-        if (stream.responded) this.#tracker.closeStream(stream);
-        else this.#tracker.drain(stream, this.#flushTimeoutMs, () => request.delivery({ sent: "stream-close", failed: answeredFirst }));
-        if (!toldAnswered) request.delivery({ sent: "none", failed: answeredFirst });
-        return;
-      }
+      if (this.#answeredFirst(stream, request, toldAnswered)) return;
     }
     if (stream?.status !== undefined) this.#tracker.allowPooled(request.requestId);
     // The notification goes first; the stream closes once the server answered it (or its send
@@ -406,6 +398,21 @@ export class LegacyDelivery extends Layer {
   }
 
   /**
+   * Rule 7: the request's response arrived (or its JSON head came with the body that answers it),
+   * so the request is no longer in progress and nothing is POSTed; true when so. The stream is not
+   * closed at once when the answer is in its body: it is read (dropped as late, and counted), at
+   * most flushTimeoutMs. `told`: the record knows already.
+   */
+  #answeredFirst(stream: Stream, request: CancelRequest, told: boolean): boolean {
+    if (!stream.responded && !(stream.answeredInJson && (stream.bodyStarted || stream.settled !== "pending"))) return false;
+    if (stream.responded) this.#tracker.closeStream(stream);
+    else
+      this.#tracker.drain(stream, this.#flushTimeoutMs, () => request.delivery({ sent: "stream-close", failed: ANSWERED_FIRST_FAILURE }));
+    if (!told) request.delivery({ sent: "none", failed: ANSWERED_FIRST_FAILURE });
+    return true;
+  }
+
+  /**
    * `#sendNotification` from a step of the settle slicer's after-queue, entered in the next task
    * (see `#deliver`); `undefined`, nothing sent, when the request's response arrived meanwhile
    * (rule 7: the record says so).
@@ -420,13 +427,7 @@ export class LegacyDelivery extends Layer {
       const send: SliceWork = {
         step: () => {
           this.#afterSettling--;
-          if (stream !== undefined && (stream.responded || (stream.answeredInJson && stream.bodyStarted))) {
-            if (stream.responded) this.#tracker.closeStream(stream);
-            else
-              this.#tracker.drain(stream, this.#flushTimeoutMs, () =>
-                request.delivery({ sent: "stream-close", failed: ANSWERED_FIRST_FAILURE }),
-              );
-            request.delivery({ sent: "none", failed: ANSWERED_FIRST_FAILURE });
+          if (stream !== undefined && this.#answeredFirst(stream, request, false)) {
             resolve(undefined);
           } else {
             // In a box: a promise given to `resolve` would be waited for, not handed over.
