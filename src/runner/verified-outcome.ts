@@ -19,15 +19,21 @@ type CallerSignal = AbortSignal | readonly AbortSignal[] | undefined;
 /** See `AwaitVerification` in src/types/options.ts (an option of every entry point, and per call where it takes per-call options). */
 export type { AwaitVerification };
 
+/** What an `awaitVerification` value must be (absent, or one of these). */
+const AWAIT_VERIFICATION_RULE = '"awaitVerification" must be true, false or a function (record) => string';
+
+const isAwaitVerification = (value: unknown): value is AwaitVerification | undefined =>
+  value === undefined || typeof value === "boolean" || typeof value === "function";
+
 /** Checks an `awaitVerification` value. @throws {InvalidOptionError} naming it and where. */
 export function checkAwaitVerification(value: unknown, where: string): AwaitVerification | undefined {
-  if (value === undefined || typeof value === "boolean" || typeof value === "function") return value as AwaitVerification | undefined;
-  throw new InvalidOptionError("awaitVerification", `${where}: "awaitVerification" must be true, false or a function (record) => string`);
+  if (isAwaitVerification(value)) return value;
+  throw new InvalidOptionError("awaitVerification", `${where}: ${AWAIT_VERIFICATION_RULE}`);
 }
 
 /**
- * Takes `awaitVerification` out of what a `callOptions` hook returned (`callHook` in src/integrations/call-options.ts): the rest are
- * the call's options. A value that is not `true`, `false` or a function refuses the call as any
+ * Takes `awaitVerification` out of what a `callOptions` hook returned (`callHook`,
+ * src/integrations/call-options.ts): the rest are the call's options. A value that is not `true`, `false` or a function refuses the call as any
  * invalid option from the hook does (`... returned an invalid option, so tools/call "x" was not
  * sent: "awaitVerification" must be ...`, nothing sent, warned once, recorded `failed`,
  * `not-sent`): an outside tester's, the OpenAI Agents server sent the call and checked it only
@@ -38,14 +44,12 @@ export function splitAwaitVerification<T extends object>(
 ): { options: T | undefined; awaitVerification: AwaitVerification | undefined } {
   if (hooked === undefined || REFUSED_HOOK_VALUE in hooked) return { options: hooked, awaitVerification: undefined };
   const { awaitVerification, ...options } = hooked;
-  if (awaitVerification === undefined || typeof awaitVerification === "boolean" || typeof awaitVerification === "function") {
-    return { options: options as T, awaitVerification: awaitVerification as AwaitVerification | undefined };
-  }
+  if (isAwaitVerification(awaitVerification)) return { options: options as T, awaitVerification };
   return {
     options: {
       [REFUSED_HOOK_VALUE]: {
         option: "awaitVerification",
-        invalid: `"awaitVerification" must be true, false or a function (record) => string; received ${received(awaitVerification)}`,
+        invalid: `${AWAIT_VERIFICATION_RULE}; received ${received(awaitVerification)}`,
       } satisfies HookRefusal,
     } as unknown as T,
     awaitVerification: undefined,
