@@ -372,6 +372,8 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
         `${where}: "${key}" is a client-wide option of the library (withCancellation or attachCancellation options), not one of the SDK's request options (the SDK would ignore it)`,
       );
     }
+    const meant = nearMiss(key);
+    if (meant !== undefined) throw new InvalidOptionError(key, nearMissText(key, meant, where));
     extras[key] = source[key];
   }
   const timeout = sdkDuration(source.timeout, "timeout", where);
@@ -416,6 +418,37 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
     call.onprogress = onprogress as CallOptions["onprogress"] & {};
   }
   return { call, extras };
+}
+
+/** A name folded for the near-miss check: lower case, without `_` and `-`. */
+const fold = (name: string): string => name.toLowerCase().replace(/[_-]/g, "");
+
+/** The SDK request options the library reads and its own options, by their folded names (see `nearMiss`). */
+let nearNames: Map<string, string> | undefined;
+
+/**
+ * The option a key misspells, when it differs from one only in case, `_` or `-` (`timeoutMS`,
+ * `Timeout`, `onProgress`, `max_total_timeout`): the SDK would ignore such a key, and the call
+ * would run with the default limit it was meant to change. Undefined for any other key (the
+ * SDK's `relatedRequestId`, `resumptionToken`, v2 `headers`, ... pass through).
+ */
+function nearMiss(key: string): string | undefined {
+  nearNames ??= new Map(
+    [...MAPPED, ...Object.keys(callOptionsSchema.shape), ...Object.keys(clientOptionsSchema.shape)]
+      .reverse()
+      .map((name) => [fold(name), name]),
+  );
+  const meant = nearNames.get(fold(key));
+  return meant === key ? undefined : meant;
+}
+
+function nearMissText(key: string, meant: string, where: string): string {
+  const sdk = MAPPED.has(meant) ? meant : meant === "timeoutMs" ? "timeout" : meant === "maxTotalTimeoutMs" ? "maxTotalTimeout" : undefined;
+  const hint =
+    sdk !== undefined
+      ? `the SDK's request option is "${sdk}"${sdk === "timeout" || sdk === "maxTotalTimeout" ? " (ms)" : ""}`
+      : `"${meant}" is the library's option (withCancellation or attachCancellation options, or the library's own callTool)`;
+  return `${where}: "${key}" is not one of the SDK's request options (the SDK would ignore it, and the call would run without it): ${hint}`;
 }
 
 /** The error for one of the library's call options given among the SDK's request options. */

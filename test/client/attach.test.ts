@@ -215,6 +215,35 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     expect(stderr().match(/STARTED/g)).toHaveLength(1);
     expect(mcp.records().map((r) => r.status)).toEqual(["succeeded"]); // the refused calls are usage errors: no record
   });
+  it("an SDK request option misspelt in case, _ or - (timeoutMS, onProgress, max_total_timeout) is refused naming the option meant, not passed to the SDK to be ignored; nothing is sent", async () => {
+    const { client, stderr } = await v1Stdio("sdk-stdio-server.mjs");
+    const mcp = attachCancellation(client);
+    const sleep = { name: "sleep", arguments: { ms: 1 } };
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [
+        { timeoutMS: 300 },
+        "timeoutMS",
+        /"timeoutMS" is not one of the SDK's request options \(the SDK would ignore it, .*\): the SDK's request option is "timeout" \(ms\)$/,
+      ],
+      [{ Timeout: 300 }, "Timeout", /the SDK's request option is "timeout" \(ms\)$/],
+      [{ max_total_timeout: 900 }, "max_total_timeout", /the SDK's request option is "maxTotalTimeout" \(ms\)$/],
+      [{ onProgress: () => {} }, "onProgress", /the SDK's request option is "onprogress"$/],
+      [{ resettimeoutonprogress: true }, "resettimeoutonprogress", /the SDK's request option is "resetTimeoutOnProgress"$/],
+      [{ awaitverification: true }, "awaitverification", /"awaitVerification" is the library's option/],
+    ];
+    for (const [options, option, message] of cases) {
+      await expect(client.callTool(sleep, undefined, options)).rejects.toMatchObject({ name: "InvalidOptionError", option, message });
+      await expect(mcp.sdkClient.request({ method: "tools/call", params: sleep }, undefined as never, options)).rejects.toMatchObject({
+        name: "InvalidOptionError",
+        option,
+      });
+    }
+    // The SDK's own options that only look alike pass through: resumptionToken and relatedRequestId.
+    await expect(client.callTool(sleep, undefined, { timeout: 5_000, relatedRequestId: 7 })).resolves.toBeDefined();
+    expect(await eventually(() => /STARTED/.test(stderr()))).toBe(true);
+    expect(stderr().match(/STARTED/g)).toHaveLength(1); // only that call reached the tool
+    expect(mcp.records().map((r) => r.status)).toEqual(["succeeded"]);
+  });
 });
 
 describe("attachCancellation: late results over stdio (a raw server that ignores cancels)", () => {
