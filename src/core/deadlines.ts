@@ -145,33 +145,36 @@ export class DeadlineQueue implements SliceWork {
    * left, ends the settling and re-arms the timer for the next deadline. @internal
    */
   step(): boolean {
+    // One clock read a step: a slot woken here is followed by a step of its own for the next
+    // (one step more at the end of the settling, one clock read fewer per call settled).
+    const now = this.clock();
     const heap = this.#heap;
     const slot = this.#size > 0 ? heap[0] : undefined;
-    if (slot !== undefined && this.#due(slot)) {
+    if (slot !== undefined && this.#due(slot, now)) {
       Wakeable.remove(heap, this.#size--, slot);
       try {
         Wakeable.wake(slot);
       } catch {
         // A wake never throws (the call catches its own hooks); one must not stop the others.
       }
+      if (this.#size > 0) return true;
     }
-    const next = this.#size > 0 ? heap[0] : undefined;
-    if (next !== undefined && this.#due(next)) return true;
     this.#settling = false;
+    const next = this.#size > 0 ? heap[0] : undefined;
     if (next === undefined) this.#park();
     else {
       const at = Wakeable.at(next);
       if (at < this.#armedFor) this.#arm(at);
       // The next deadline is a moment away: what the settling brought after it (the timer-fired
       // cancels' notifications) waits for that one's settle too (`Slicer.hold`).
-      if (at - this.clock() <= HOLD_AHEAD_MS) this.#slicer.hold(at + HOLD_AHEAD_MS);
+      if (at - now <= HOLD_AHEAD_MS) this.#slicer.hold(at + HOLD_AHEAD_MS);
     }
     return false;
   }
 
   /** Due in this settling: queued before the fire, and its deadline reached. */
-  #due(slot: Wakeable): boolean {
-    return Wakeable.seq(slot) <= this.#batch && Wakeable.at(slot) <= this.clock();
+  #due(slot: Wakeable, now: number): boolean {
+    return Wakeable.seq(slot) <= this.#batch && Wakeable.at(slot) <= now;
   }
 
   #arm(at: number): void {
