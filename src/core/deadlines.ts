@@ -2,7 +2,7 @@ import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import type { Timers } from "../types/options.js";
 import { SLICE_BUDGET_MS, Slicer, processClock, settleSlicer, yieldTask } from "../utils/slices.js";
 import type { SliceWork } from "../utils/slices.js";
-import { Wakeable } from "../utils/wakeable.js";
+import { WakeRun, Wakeable } from "../utils/wakeable.js";
 
 /** A next deadline this close (ms) holds the settling's `runAfter` work for it (see `DeadlineQueue.step`). */
 const HOLD_AHEAD_MS = 1;
@@ -29,16 +29,18 @@ export class DeadlineSlot extends Wakeable {
 }
 
 /**
- * The deadlines of many calls behind one timer: a binary min-heap ordered by deadline, then by
- * insertion order (the entries are the calls themselves: `Wakeable`), with one `setTimeout` armed
- * for the earliest deadline. Scheduling a
- * deadline later than the one the timer is armed for touches no timer; removing a slot is
- * O(log n) and clears the timer only when the queue becomes empty, so no timer outlives the
- * last pending call. A client's calls share one queue (one timer for any number of pending
- * calls, where there was one per call); a call made on its own gets a private queue.
+ * The deadlines of many calls behind one timer, ordered by deadline, then by insertion order
+ * (the entries are the calls themselves: `Wakeable`), with one `setTimeout` armed for the
+ * earliest deadline. A slot whose deadline is not before the last one's in the run goes at the
+ * run's end (`WakeRun`: calls that share one timeout, O(1) in and out); any other goes to a binary
+ * min-heap (O(log n)); the earliest is the first of either. Scheduling a deadline later than the
+ * one the timer is armed for touches no timer; removing a slot clears the timer only when the
+ * queue becomes empty, so no timer outlives the last pending call. A client's calls share one
+ * queue (one timer for any number of pending calls, where there was one per call); a call made on
+ * its own gets a private queue.
  *
- * When the timer fires, the slots whose deadline the clock has reached are taken off the heap one
- * at a time, earliest first, and each is woken as it is taken; a slot scheduled again while the
+ * When the timer fires, the slots whose deadline the clock has reached are taken off the queue
+ * one at a time, earliest first, and each is woken as it is taken; a slot scheduled again while the
  * queue settles (an idle deadline moved by progress, a new call) is judged at the next fire. The
  * settling runs in slices (`Slicer`, shared by the process's queues and abort fan-outs): when
  * 10,000 calls are due at once, the queue settles as many as fit in the slice's budget, yields to
@@ -57,6 +59,8 @@ export class DeadlineQueue implements SliceWork {
   /** The heap's entries are `#heap[0..#size)`; the array never shrinks (see `Wakeable.remove`). */
   readonly #heap: Wakeable[] = [];
   #size = 0;
+  /** The slots scheduled in deadline order (see `WakeRun`); the heap holds the others. */
+  readonly #run = new WakeRun();
   /** The queue's clock (monotonic, ms); the calls it holds read it too. */
   readonly clock: () => number;
   /** Where its timer comes from; the calls it holds use them too (verification). */
@@ -102,7 +106,7 @@ export class DeadlineQueue implements SliceWork {
 
   /** Slots waiting for their deadline. */
   get size(): number {
-    return this.#size;
+    return this.#size + this.#run.size;
   }
 
   /** True while a timer is armed for a queued deadline (tests); a parked one (see `#park`) is not. */
@@ -115,9 +119,9 @@ export class DeadlineQueue implements SliceWork {
    * moved to the new deadline.
    */
   schedule(slot: Wakeable, at: number): void {
-    const heap = this.#heap;
-    if (Wakeable.queued(slot)) Wakeable.remove(heap, this.#size--, slot);
-    Wakeable.push(heap, this.#size++, slot, at, ++this.#seq);
+    if (Wakeable.queued(slot)) this.#take(slot);
+    const seq = ++this.#seq;
+    if (!Wakeable.append(this.#run, slot, at, seq)) Wakeable.push(this.#heap, this.#size++, slot, at, seq);
     if (at < this.#armedFor) this.#arm(at);
     else if (this.#parked) this.#unpark();
   }
@@ -125,8 +129,22 @@ export class DeadlineQueue implements SliceWork {
   /** Takes `slot` off the queue (a no-op when it is not queued). The timer stops with the last slot. */
   remove(slot: Wakeable): void {
     if (!Wakeable.queued(slot)) return;
-    Wakeable.remove(this.#heap, this.#size--, slot);
-    if (this.#size === 0) this.#park();
+    this.#take(slot);
+    if (this.#size === 0 && this.#run.size === 0) this.#park();
+  }
+
+  /** Takes a queued slot out of the run or the heap, wherever it is. */
+  #take(slot: Wakeable): void {
+    if (Wakeable.inRun(slot)) Wakeable.unlink(this.#run, slot);
+    else Wakeable.remove(this.#heap, this.#size--, slot);
+  }
+
+  /** The slot due first: the run's first or the heap's top, whichever comes before. */
+  #first(): Wakeable | undefined {
+    const head = this.#run.head;
+    const top = this.#size > 0 ? this.#heap[0] : undefined;
+    if (top === undefined) return head;
+    return head === undefined || Wakeable.before(top, head) ? top : head;
   }
 
   readonly #fire = (): void => {
@@ -140,7 +158,7 @@ export class DeadlineQueue implements SliceWork {
   };
 
   /**
-   * One item of the settling (see `Slicer`): takes the earliest slot off the heap and wakes it,
+   * One item of the settling (see `Slicer`): takes the earliest slot off the queue and wakes it,
    * if the clock has reached its deadline and it was queued before the fire. Once no such slot is
    * left, ends the settling and re-arms the timer for the next deadline. @internal
    */
@@ -148,19 +166,18 @@ export class DeadlineQueue implements SliceWork {
     // One clock read a step: a slot woken here is followed by a step of its own for the next
     // (one step more at the end of the settling, one clock read fewer per call settled).
     const now = this.clock();
-    const heap = this.#heap;
-    const slot = this.#size > 0 ? heap[0] : undefined;
+    const slot = this.#first();
     if (slot !== undefined && this.#due(slot, now)) {
-      Wakeable.remove(heap, this.#size--, slot);
+      this.#take(slot);
       try {
         Wakeable.wake(slot);
       } catch {
         // A wake never throws (the call catches its own hooks); one must not stop the others.
       }
-      if (this.#size > 0) return true;
+      if (this.#size > 0 || this.#run.size > 0) return true;
     }
     this.#settling = false;
-    const next = this.#size > 0 ? heap[0] : undefined;
+    const next = this.#first();
     if (next === undefined) this.#park();
     else {
       const at = Wakeable.at(next);
