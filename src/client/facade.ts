@@ -3,7 +3,15 @@ import type { RunRecord } from "../types/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
-import { callOptionsSchema, clientOptionsSchema, isAbortSignal, isOptionsObject, readCallOptions, received } from "../options/schemas.js";
+import {
+  callOptionsSchema,
+  clientOptionsSchema,
+  isAbortSignal,
+  isOptionsObject,
+  readCallOptions,
+  received,
+  signalRefusal,
+} from "../options/schemas.js";
 import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
@@ -401,10 +409,7 @@ export function fromSdkOptions(options: unknown, where: string): { call: CallOpt
   const { signal, onprogress } = source;
   if (signal !== undefined) {
     if (!(Array.isArray(signal) ? signal.every(isAbortSignal) : isAbortSignal(signal))) {
-      throw new InvalidOptionError(
-        "signal",
-        `${where}: "signal" (the SDK's request option) must be an AbortSignal or an array of AbortSignals; received ${received(signal)}`,
-      );
+      throw new InvalidOptionError("signal", `${where}: "signal" (the SDK's request option) ${signalRefusal(signal)}`);
     }
     call.signal = signal as AbortSignal;
   }

@@ -55,6 +55,31 @@ export function isAbortSignal(value: unknown): value is AbortSignal {
   );
 }
 
+/**
+ * Why a `signal` option is refused, for its error: what it must be, and what is wrong with what
+ * came (a polyfill's member that is off, an array's item that is no signal). @internal
+ */
+export function signalRefusal(value: unknown): string {
+  const must =
+    "must be an AbortSignal or an array of AbortSignals (an object with a boolean `aborted` and `addEventListener` and `removeEventListener` functions will do)";
+  if (Array.isArray(value)) {
+    const index = value.findIndex((item) => !isAbortSignal(item));
+    return `${must}; received an array whose item ${index} is not one: ${signalFault(value[index])}`;
+  }
+  return `${must}; received ${signalFault(value)}`;
+}
+
+function signalFault(value: unknown): string {
+  if (typeof value !== "object" || value === null) return received(value);
+  const signal = value as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown };
+  const faults: string[] = [];
+  if (typeof signal.aborted !== "boolean") faults.push(`its \`aborted\` is ${received(signal.aborted)}`);
+  for (const member of ["addEventListener", "removeEventListener"] as const) {
+    if (typeof signal[member] !== "function") faults.push(`it has no \`${member}\` function`);
+  }
+  return `${received(value)} (${faults.join(", ")})`;
+}
+
 const callShape = {
   timeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   maxTotalTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
@@ -62,7 +87,7 @@ const callShape = {
   clientWaitTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   signal: z.custom<AbortSignal | readonly AbortSignal[]>(
     (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
-    { error: "must be an AbortSignal or an array of AbortSignals" },
+    { error: (issue) => signalRefusal(issue.input) },
   ),
   reason: z.string({ error: "must be a string" }),
   forwardAbortReason: booleanOption(),

@@ -63,7 +63,7 @@ class Fanout implements SliceWork {
       this.#one = undefined;
       this.#many?.clear();
       fire(only);
-      if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
+      this.#done();
       return;
     }
     this.#fired = this.#many === undefined ? [] : [...this.#many];
@@ -81,8 +81,24 @@ class Fanout implements SliceWork {
     }
     if (this.#next < fired.length) return true;
     this.#fired = undefined;
-    if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
+    this.#done();
     return false;
+  }
+
+  /**
+   * Every callback subscribed at the abort was called: the fan-out is forgotten. A native signal
+   * dropped its listener as it fired (`once`); a signal of the caller's own making that ignores
+   * `once` (a polyfill with `addEventListener` and `removeEventListener` only: an outside tester's)
+   * gets it removed here, so it keeps nothing of ours after its abort either.
+   */
+  #done(): void {
+    if (fanouts.get(this.signal) === this) fanouts.delete(this.signal);
+    if (typeof AbortSignal === "function" && this.signal instanceof AbortSignal) return;
+    try {
+      this.signal.removeEventListener("abort", this.listener);
+    } catch {
+      // Its `removeEventListener` throws: the listener left behind calls an empty fan-out.
+    }
   }
 }
 

@@ -170,7 +170,11 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     }
     // signal and onprogress too (an outside tester's: they were named as the library's "call options").
     for (const [option, value, wants] of [
-      ["signal", "x", "an AbortSignal or an array of AbortSignals"],
+      [
+        "signal",
+        "x",
+        "an AbortSignal or an array of AbortSignals \\(an object with a boolean `aborted` and `addEventListener` and `removeEventListener` functions will do\\)",
+      ],
       ["onprogress", 5, "a function"],
     ] as const) {
       const refused = await client

@@ -110,6 +110,27 @@ describe("call options: the quick check beside the schema", () => {
     }
   });
 
+  it("a refused signal's error says what would do and what is off: a polyfill's member, an array's item", () => {
+    const refusal = (value: unknown): string => {
+      try {
+        resolveCallOptions({}, { signal: value } as never);
+      } catch (error) {
+        expect(error).toMatchObject({ name: "InvalidOptionError", option: "signal" });
+        return (error as Error).message;
+      }
+      throw new Error("not refused");
+    };
+    const must =
+      "must be an AbortSignal or an array of AbortSignals (an object with a boolean `aborted` and `addEventListener` and `removeEventListener` functions will do)";
+    expect(refusal("x")).toBe(`call options: "signal" ${must}; received "x"`);
+    expect(refusal({ ...duck, aborted: "no" })).toMatch(/; received an Object \(its `aborted` is "no"\)$/);
+    expect(refusal({ aborted: false, addEventListener() {} })).toMatch(
+      /; received an Object \(it has no `removeEventListener` function\)$/,
+    );
+    expect(refusal([signal, 5])).toMatch(/; received an array whose item 1 is not one: 5$/);
+    expect(resolveCallOptions({}, { signal: duck as never }).signal).toBe(duck); // what would do, does
+  });
+
   it("the signal-only shortcut looks for every other call option by name: a new option in the schema must be read there too", () => {
     const signal = new AbortController().signal;
     expect(isSignalOnly({ signal })).toBe(true);

@@ -135,6 +135,40 @@ describe("onAbort", () => {
   });
 });
 
+describe("onAbort: a signal of the caller's own making (a polyfill) that ignores `once`", () => {
+  /** `aborted`, `addEventListener` and `removeEventListener` only, its listeners in a Set: `once` is not honoured. */
+  function polyfill() {
+    const listeners = new Set<() => void>();
+    const signal = {
+      aborted: false,
+      reason: undefined as unknown,
+      addEventListener: (_type: string, listener: () => void) => void listeners.add(listener),
+      removeEventListener: (_type: string, listener: () => void) => void listeners.delete(listener),
+      abort(reason: unknown) {
+        signal.aborted = true;
+        signal.reason = reason;
+        for (const listener of [...listeners]) listener();
+      },
+    };
+    return { signal, listeners };
+  }
+
+  it("keeps no listener of ours after its abort, with one subscriber or many; each subscriber is called once", async () => {
+    await idleSlicer();
+    for (const count of [1, 3]) {
+      const { signal, listeners } = polyfill();
+      const fired = vi.fn();
+      for (let i = 0; i < count; i++) onAbort(signal as unknown as AbortSignal, () => fired());
+      expect(listeners.size).toBe(1);
+      signal.abort("stop");
+      for (let i = 0; i < 100 && settleSlicer.pending > 0; i++) await nextTask();
+      expect(fired).toHaveBeenCalledTimes(count);
+      expect(listeners.size).toBe(0);
+      expect(abortSubscribers(signal as unknown as AbortSignal)).toBe(0);
+    }
+  });
+});
+
 describe("onAbort: a signal shared by many subscribers settles them in slices", () => {
   // The process's clock (`performance.now()`) is the test's: each callback costs what the test
   // says, and the slices (5 ms) are cut by it. The yields are the runtime's setImmediate.
