@@ -244,7 +244,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
       }
       return facade.callToolFrom(params, callOptions, undefined);
     },
-    callToolFrom(params, callOptions, optionsFrom) {
+    callToolFrom(params, given, optionsFrom) {
       // Everything in the try, the params' own reads too (a getter of `name` that throws): the call
       // rejects, never throws (as the SDK's own callTool).
       try {
@@ -258,6 +258,15 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               : "callTool: params.name must be a string",
           );
         }
+        // With awaitVerification on, the caller's signal is read for it too: the options are read
+        // once, into a plain object, for the call and for it alike (a getter answering a new signal
+        // on each read was read two to four times).
+        const awaiting = runner.defaults.awaitVerification;
+        const read =
+          awaiting !== undefined && awaiting !== false && typeof given === "object" && given !== null && !Array.isArray(given)
+            ? (readCallOptions(given) as ToolCallOptions)
+            : undefined;
+        const callOptions = read ?? given;
         // Only a plain object carries `task`; anything else goes on to be refused as "options".
         const plain = typeof callOptions === "object" && callOptions !== null && !Array.isArray(callOptions);
         // Options without `task` go on as they are (no copy per call); `task` is taken out of the rest.
@@ -282,8 +291,8 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               },
               invokeTool,
             ),
-            runner.defaults.awaitVerification,
-            signalOf(callOptions),
+            awaiting,
+            read?.signal,
           );
         }
         return answerVerified(
@@ -300,8 +309,8 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             (marked, sdkOptions) =>
               v2 ? sdk.callTool(marked, sdkOptions) : sdk.request({ method: "tools/call", params: marked }, anyResult, sdkOptions),
           ),
-          runner.defaults.awaitVerification,
-          signalOf(callOptions),
+          awaiting,
+          read?.signal,
         );
       } catch (error) {
         return Promise.reject(error);
@@ -605,11 +614,4 @@ export function sdkClientOver<C extends object>(client: C, shell: SdkShell): C {
 function withoutTask(options: ToolCallOptions): CallOptions {
   // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
   return isOptionsObject(options) ? (readCallOptions(options, "task") as CallOptions) : options;
-}
-
-/** The caller's signal(s) among a call's options, if any (a caller's own abort is never waited for: `answerVerified`). */
-function signalOf(options: unknown): AbortSignal | readonly AbortSignal[] | undefined {
-  return typeof options === "object" && options !== null
-    ? (options as { signal?: AbortSignal | readonly AbortSignal[] }).signal
-    : undefined;
 }

@@ -220,9 +220,22 @@ export const clientOptionsSchema = z
  * @internal
  */
 export function isSignalOnly(options: unknown): boolean {
+  return signalOnly(options) !== NOT_SIGNAL_ONLY;
+}
+
+/** What `signalOnly` answers for options that hold more than a signal. @internal */
+export const NOT_SIGNAL_ONLY: unique symbol = Symbol("not signal-only");
+
+/**
+ * `isSignalOnly`'s verdict and the signal it read, in one read of `signal` (a getter answering a
+ * new signal on each read gives the call the one it checked): the options' signal, or undefined,
+ * when they hold only a signal; else `NOT_SIGNAL_ONLY`.
+ * @internal
+ */
+export function signalOnly(options: unknown): AbortSignal | undefined | typeof NOT_SIGNAL_ONLY {
   // A literal only: anything else (an array, a Date, another realm's object) goes to parseOptions.
-  if (typeof options !== "object" || options === null || Object.getPrototypeOf(options) !== Object.prototype) return false;
-  for (const key in options) if (key !== "signal") return false;
+  if (typeof options !== "object" || options === null || Object.getPrototypeOf(options) !== Object.prototype) return NOT_SIGNAL_ONLY;
+  for (const key in options) if (key !== "signal") return NOT_SIGNAL_ONLY;
   // Every other option read by property access too, as `readCallOptions` reads them (and the SDK
   // its own): one that `for...in` does not list (non-enumerable, a Proxy's `get`) is an option
   // all the same, not a signal-only call (an outside tester's: a non-enumerable timeoutMs was
@@ -244,10 +257,12 @@ export function isSignalOnly(options: unknown): boolean {
     o.timeout !== undefined ||
     o.maxTotalTimeout !== undefined
   ) {
-    return false;
+    return NOT_SIGNAL_ONLY;
   }
   const { signal } = o;
-  return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal);
+  return signal === undefined || (typeof AbortSignal === "function" && signal instanceof AbortSignal)
+    ? (signal as AbortSignal | undefined)
+    : NOT_SIGNAL_ONLY;
 }
 
 /** The call options that only a call can have (a client-wide one would be shared by every call). */

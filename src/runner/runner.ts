@@ -17,7 +17,7 @@ import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { resolveCallOptions } from "../options/resolve.js";
-import { isSignalOnly } from "../options/schemas.js";
+import { NOT_SIGNAL_ONLY, signalOnly } from "../options/schemas.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers, Verifiers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
 import { toolVerify, verifierFor } from "./verifiers.js";
@@ -317,7 +317,8 @@ export class CallRunner {
     let signal: CallOptions["signal"];
     let resolved = this.#plainOptions;
     if (options !== undefined) {
-      if (isSignalOnly(options) && !(REFUSED_HOOK_VALUE in options)) signal = options.signal;
+      const only = signalOnly(options);
+      if (only !== NOT_SIGNAL_ONLY && !(REFUSED_HOOK_VALUE in options)) signal = only;
       else resolved = this.#resolve(request, options);
     }
     // A tool call without its own `verify` takes its tool's verifier (`verifiers`), if any; not one

@@ -97,6 +97,31 @@ describe("call options read once", () => {
     expect(reads).toBe(1);
   });
 
+  it("a signal getter answering a new signal on each read is read once, alone or beside other options, with awaitVerification on or off: the signal read is the one that cancels", async () => {
+    for (const awaitVerification of [false, true]) {
+      const { mcp } = await connectPeer({ awaitVerification });
+      for (const extra of [{}, { timeoutMs: 5_000 }]) {
+        const controllers: AbortController[] = [];
+        const options = {
+          get signal() {
+            controllers.push(new AbortController());
+            return controllers.at(-1)!.signal;
+          },
+          ...extra,
+        };
+        const call = settleOf(mcp.callTool(TOOL, options));
+        await vi.advanceTimersByTimeAsync(10);
+        expect(controllers).toHaveLength(1);
+        controllers[0]!.abort(new Error("stop"));
+        await vi.advanceTimersByTimeAsync(10);
+        // The caller's own abort is never waited for (awaitVerification too): it is that signal's.
+        expect(call.status).toBe("rejected");
+        expect(call.error).toMatchObject({ name: "CallCancelledError" });
+        expect(controllers).toHaveLength(1);
+      }
+    }
+  });
+
   it("an option for...in does not list (non-enumerable, a Proxy's get) is read as the SDK reads it, with or without a signal beside it", async () => {
     const { mcp, peer } = await connectPeer();
     const signal = new AbortController().signal;
