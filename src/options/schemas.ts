@@ -71,9 +71,11 @@ export function signalRefusal(value: unknown): string {
 
 function signalFault(value: unknown): string {
   if (typeof value !== "object" || value === null) return received(value);
+  if (typeof AbortController === "function" && value instanceof AbortController) return "an AbortController (pass its .signal)";
   const signal = value as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown };
   const faults: string[] = [];
-  if (typeof signal.aborted !== "boolean") faults.push(`its \`aborted\` is ${received(signal.aborted)}`);
+  if (signal.aborted === undefined) faults.push("it has no boolean `aborted`");
+  else if (typeof signal.aborted !== "boolean") faults.push(`its \`aborted\` is ${received(signal.aborted)}`);
   for (const member of ["addEventListener", "removeEventListener"] as const) {
     if (typeof signal[member] !== "function") faults.push(`it has no \`${member}\` function`);
   }

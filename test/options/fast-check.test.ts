@@ -128,6 +128,8 @@ describe("call options: the quick check beside the schema", () => {
       /; received an Object \(it has no `removeEventListener` function\)$/,
     );
     expect(refusal([signal, 5])).toMatch(/; received an array whose item 1 is not one: 5$/);
+    expect(refusal(new AbortController())).toMatch(/; received an AbortController \(pass its \.signal\)$/);
+    expect(refusal({ addEventListener() {}, removeEventListener() {} })).toMatch(/; received an Object \(it has no boolean `aborted`\)$/);
     expect(resolveCallOptions({}, { signal: duck as never }).signal).toBe(duck); // what would do, does
   });
 
