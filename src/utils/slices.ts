@@ -74,6 +74,8 @@ export class Slicer {
   /** The wake-up scheduled for held work (its handle), if any. */
   #holdTimer: unknown = undefined;
   readonly #cancelLater: (handle: unknown) => void;
+  /** The streams a slice under way corked (`corkDuringSlice`): uncorked when it ends. */
+  #corked: Set<Corkable> | undefined = undefined;
 
   constructor(init: SlicerInit) {
     this.#clock = init.clock;
@@ -212,7 +214,43 @@ export class Slicer {
       }
     } finally {
       draining = outer;
+      this.#uncorkSlice();
     }
+  }
+
+  /**
+   * Corks `stream` for the rest of the slice under way (see `corkDuringSlice`); a stream corked
+   * already by it is uncorked and corked again once it holds half its high-water mark, so no
+   * write of the slice asks its writer to wait for `drain` (the SDK's `send` adds a listener per
+   * such write).
+   */
+  #cork(stream: Corkable): void {
+    const corked = (this.#corked ??= new Set());
+    if (!corked.has(stream)) {
+      stream.cork();
+      corked.add(stream);
+    } else if (stream.writableLength >= stream.writableHighWaterMark / 2) {
+      stream.uncork();
+      stream.cork();
+    }
+  }
+
+  #uncorkSlice(): void {
+    const corked = this.#corked;
+    if (corked === undefined) return;
+    this.#corked = undefined;
+    for (const stream of corked) {
+      try {
+        stream.uncork();
+      } catch {
+        // A stream that cannot be uncorked any more (destroyed): what it held is lost with it.
+      }
+    }
+  }
+
+  /** @internal See `corkDuringSlice`. */
+  static cork(stream: Corkable): void {
+    if (draining !== undefined) draining.#cork(stream);
   }
 
   /** @param first the first item goes whatever the budget (see the class comment). */
@@ -253,6 +291,7 @@ export class Slicer {
       }
     } finally {
       draining = outer;
+      this.#uncorkSlice();
       this.#running = false;
       this.#drainEnd = clock();
       this.#spent += this.#drainEnd - start;
@@ -348,7 +387,8 @@ function corkAll(): Array<{ uncork(): void }> {
 function uncorkAll(corked: Array<{ uncork(): void }>): void {
   for (const stream of corked) {
     try {
-      stream.uncork();
+      // Every cork, a slice's too (the exit can come inside a slice, which would uncork it after).
+      for (let i = 0; i < 64 && (stream as { writableCorked?: unknown }).writableCorked !== 0; i++) stream.uncork();
     } catch {
       // Best effort: the process is going either way.
     }
@@ -363,6 +403,47 @@ function uncorkAll(corked: Array<{ uncork(): void }>): void {
 export function writeTogetherAtExit(source: () => unknown): void {
   hookExit();
   corkedAtExit.add(source);
+}
+
+/** A writable stream that can be corked (a child's stdin). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+  readonly writableLength: number;
+  readonly writableHighWaterMark: number;
+}
+
+function corkable(stream: unknown): stream is Corkable {
+  const s = stream as Partial<Record<keyof Corkable | "writable", unknown>> | null | undefined;
+  return (
+    typeof s === "object" &&
+    s !== null &&
+    s.writable === true &&
+    typeof s.cork === "function" &&
+    typeof s.uncork === "function" &&
+    typeof s.writableLength === "number" &&
+    typeof s.writableHighWaterMark === "number"
+  );
+}
+
+/**
+ * Corks the stream `source` gives (a stdio server's stdin) for the rest of the settle slice under
+ * way, if any: the cancel lines a mass abort writes in one slice go in one system call, not one
+ * each. Written one by one, each line is a buffer of the child stdin's socket pair, which counts a
+ * buffer's overhead, not its bytes: about 170 small lines fill it while the server reads none (a
+ * starved or stopped server; Node 24), the next write waits for the event loop, and a bot that
+ * exits in that turn loses every line behind it (CI: 175 of 300). Outside a slice (a lone abort,
+ * the call's own signal), nothing: the line goes at once. @internal
+ */
+export function corkDuringSlice(source: () => unknown): void {
+  if (draining === undefined) return;
+  let stream: unknown;
+  try {
+    stream = source();
+  } catch {
+    return;
+  }
+  if (corkable(stream)) Slicer.cork(stream);
 }
 
 /** See `writeTogetherAtExit`. @internal */

@@ -25,7 +25,7 @@ import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer, STARTS_SERVER } from "./port.js
 import type { LayerFactory, LayeredAdapter, MessageExtra, Port, SendOptions, StreamEnd, WireFact } from "./port.js";
 import { pipe } from "./pipe.js";
 import { callHook, noop, textOf } from "../utils/hooks.js";
-import { keepFromCork, writeTogetherAtExit } from "../utils/slices.js";
+import { corkDuringSlice, keepFromCork, writeTogetherAtExit } from "../utils/slices.js";
 import { stdioChildStdin } from "../sdk/private.js";
 
 /**
@@ -508,6 +508,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // Set, not spread: this is on the path from the abort to the cancel's write.
     if (awaitsTask !== undefined) request.awaitsTask = awaitsTask;
     if (call?.byTimer === true) request.byTimer = true;
+    // A mass settle's cancel lines to a stdio server go in one write a slice (see `corkDuringSlice`).
+    corkDuringSlice(this.#stdinAtExit);
     return this.below.cancel(request);
   }
 

@@ -51,8 +51,16 @@ describe("a bot that exits in the turn its calls were given up still sends their
     ["stdio", "abort"],
     ["plain", "abort"],
     ["stdio", "abort-onrecord"],
+    ["stdio", "abort-stopped"],
+    ["plain", "abort-stopped"],
   ] as const) {
-    it(`300 calls on one signal, aborted, the bot exits ${how === "abort" ? "in the first one's catch" : "from onRecord at the first record (inside the abort's first slice)"} (${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}): the server reads a notifications/cancelled for each, once (the raw SDK loses some on Node 24 under load)`, async () => {
+    const exits =
+      how === "abort"
+        ? "in the first one's catch"
+        : how === "abort-onrecord"
+          ? "from onRecord at the first record (inside the abort's first slice)"
+          : "in the first one's catch while the server is stopped, reading nothing (its stdin's buffer holds about 170 lines written one by one: they go in one write a slice)";
+    it(`300 calls on one signal, aborted, the bot exits ${exits} (${adapter === "stdio" ? "stdioCancellation" : "a plain transport"}): the server reads a notifications/cancelled for each, once (the raw SDK loses some on Node 24 under load)`, async () => {
       const { code, stderr } = await run(how, adapter);
       expect(code).toBe(1);
       const lines = received(stderr);
