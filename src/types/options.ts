@@ -116,7 +116,9 @@ export interface CallOptions {
    * the reason of the signal that aborted). One listener per signal, removed when the call
    * settles, so a long-lived signal is safe. Prefer the array to `AbortSignal.any([...])`: on
    * Node 20 a signal made by `AbortSignal.any` stays referenced from the long-lived signal it
-   * was made from, so one per call accumulates for the life of the session (node#55351).
+   * was made from, so one per call accumulates for the life of the session (node#55351). An
+   * empty array is no signal (as `AbortSignal.any([])` never aborts): a list built per call may
+   * come out empty. Anything else is refused (`InvalidOptionError` naming `signal`).
    */
   signal?: AbortSignal | readonly AbortSignal[] | undefined;
   /**

