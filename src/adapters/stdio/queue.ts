@@ -18,6 +18,8 @@ import type { CancelRequest } from "../types.js";
 import { noop, textOf } from "../../utils/hooks.js";
 import { flushAtExit, keepFromExit } from "../../utils/slices.js";
 import { STDOUT_CLOSED_TEXT, StdoutWatch } from "./stdout-end.js";
+import { WaitingLine } from "./waiting-line.js";
+import type { Waiting } from "./waiting-line.js";
 import type { StdoutSource } from "./stdout-end.js";
 
 /** The part of the server's stdin the queue watches. */
@@ -52,18 +54,6 @@ export interface StdioQueueOptions {
   readonly stdout?: StdoutSource | undefined;
 }
 
-/** One message waiting for the pipe. */
-interface Waiting {
-  readonly message: Message;
-  readonly options: SendOptions | undefined;
-  /** The request id, for a request (a queued request can be dropped by its cancel). */
-  readonly id: RequestId | undefined;
-  /** The cancel line's request, for a `notifications/cancelled` of the library's own. */
-  readonly cancel: CancelRequest | undefined;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
-}
-
 /** What became of the writes one `send` made to a stdin that does not count what it holds (`StdioQueue.#watched`). */
 interface Writes {
   /** Writes made while the `send` ran. */
@@ -93,7 +83,7 @@ const ownWriteErrors = new WeakSet<object>();
  */
 export class StdioQueue extends Layer {
   readonly #stdin: () => Stdin | undefined;
-  readonly #waiting: Waiting[] = [];
+  readonly #waiting = new WaitingLine();
   /**
    * Timer-fired cancels: the server's answer may be waiting unread in the pipe (timers run before
    * input is read, and a busy event loop lets answers pile up). Their lines wait for the check
@@ -119,9 +109,6 @@ export class StdioQueue extends Layer {
   #unwrittenOn: Stdin | undefined = undefined;
   /** The last stdin found to count what it holds (`countsItsBuffer`, looked up once per stdin). */
   #counting: Stdin | undefined = undefined;
-  /** Cancel lines among the waiting (most of the time 0: an answer then costs no scan). */
-  #waitingCancels = 0;
-
   /** The server's stdout watched for an end while its process runs on (`StdioQueueOptions.stdout`). */
   readonly #stdoutWatch: StdoutWatch | undefined;
   /** The layers above were told the connection closed (once per start: the watch may tell first). */
@@ -167,7 +154,7 @@ export class StdioQueue extends Layer {
 
   /** Messages waiting for the pipe (0 when it takes writes). */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#waiting.size;
   }
 
   override send(message: Message, options?: SendOptions): Promise<void> {
@@ -203,11 +190,10 @@ export class StdioQueue extends Layer {
       return "none";
     }
     // Still waiting here: it never left, so there is nothing to cancel on the wire.
-    const queued = this.#waiting.length === 0 ? -1 : this.#waiting.findIndex((entry) => entry.id === request.requestId);
-    if (queued >= 0) {
-      const [entry] = this.#waiting.splice(queued, 1);
+    const queued = this.#waiting.size === 0 ? undefined : this.#waiting.takeRequest(request.requestId);
+    if (queued !== undefined) {
       // The SDK's wait is ended by the wire; its send resolves, nothing was written.
-      entry!.resolve();
+      queued.resolve();
       this.up.fact(request.requestId, { kind: "ended", how: "dropped", cause: undefined, at: performance.now() });
       // Told now, during the cancel: the first record (the one on the caller's error) says `never
       // sent`, not `whether it ran is unknown` (an outside tester's: it said so until a revision).
@@ -226,7 +212,6 @@ export class StdioQueue extends Layer {
         reject: noop,
       };
       this.#waiting.push(entry);
-      this.#waitingCancels++;
       this.#listen(stdin);
       // Not out yet: the record's sentAt is null (from the first record on) until the line is
       // written (then its time), unless it is settled otherwise first (its answer read, the
@@ -240,7 +225,7 @@ export class StdioQueue extends Layer {
 
   override message(message: Message, extra?: MessageExtra): void {
     this.#deferred.answered(message);
-    if (this.#waitingCancels > 0 && message.method === undefined) this.#answeredWhileWaiting(message.id);
+    if (this.#waiting.cancels > 0 && message.method === undefined) this.#answeredWhileWaiting(message.id);
     this.up.message(message, extra);
   }
 
@@ -250,14 +235,10 @@ export class StdioQueue extends Layer {
    * it: "1" answers request 1.
    */
   #answeredWhileWaiting(id: RequestId | null | undefined): void {
-    const at = findAnswered(id, (requestId) => {
-      const index = this.#waiting.findIndex((entry) => entry.cancel?.requestId === requestId);
-      return index < 0 ? undefined : index;
-    });
-    if (at === undefined) return;
-    const [entry] = this.#waiting.splice(at, 1);
-    this.#waitingCancels--;
-    entry!.cancel!.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
+    const entry = findAnswered(id, (requestId) => this.#waiting.cancelOf(requestId));
+    if (entry === undefined) return;
+    this.#waiting.take(entry);
+    entry.cancel!.delivery({ sent: "none", failed: { mechanism: "notification", error: ANSWERED_FIRST } });
   }
 
   override closed(): void {
@@ -269,14 +250,8 @@ export class StdioQueue extends Layer {
     // So do the cancel lines waiting for the pipe, now: the pipe's own close (whose flush would
     // report them) may come after the connection's, when the records are ended already (a proxy
     // that exits with its server: its records file missed the revision, now and then).
-    if (this.#waitingCancels > 0) {
-      const waiting = this.#waiting.splice(0);
-      this.#waitingCancels = 0;
-      for (const entry of waiting) {
-        if (entry.cancel === undefined) this.#waiting.push(entry);
-        else entry.cancel.delivery({ sent: "none", failed: { mechanism: "notification", error: gone } });
-      }
-    }
+    for (const entry of this.#waiting.takeCancels())
+      entry.cancel!.delivery({ sent: "none", failed: { mechanism: "notification", error: gone } });
     this.#stdoutWatch?.stop();
     if (this.#toldClosed) return; // the transport's own close, after the watch told it
     this.#toldClosed = true;
@@ -297,9 +272,8 @@ export class StdioQueue extends Layer {
     this.#unlisten();
     if (this.#flushing !== undefined) clearImmediate(this.#flushing);
     this.#flushing = undefined;
-    this.#waitingCancels = 0;
     const stdin = this.#stdin();
-    for (const entry of this.#waiting.splice(0)) {
+    for (const entry of this.#waiting.takeAll()) {
       if (stdin === undefined || !stdin.writable || !this.#full(stdin)) this.#put(entry);
       else this.#direct(stdin, entry);
     }
@@ -333,7 +307,7 @@ export class StdioQueue extends Layer {
 
   /** True while a message must wait: the pipe is full, or something waits already (order). */
   #busy(stdin: Stdin): boolean {
-    return this.#waiting.length > 0 || this.#full(stdin);
+    return this.#waiting.size > 0 || this.#full(stdin);
   }
 
   /** `countsItsBuffer`, once per stdin: on Node's path one comparison. */
@@ -570,12 +544,8 @@ export class StdioQueue extends Layer {
 
   readonly #flush = (stdin: Stdin): void => {
     this.#flushing = undefined;
-    while (this.#waiting.length > 0 && (!stdin.writable || !this.#full(stdin))) {
-      const entry = this.#waiting.shift()!;
-      if (entry.cancel !== undefined) this.#waitingCancels--;
-      this.#put(entry);
-    }
-    if (this.#waiting.length > 0) this.#listen(stdin);
+    while (this.#waiting.size > 0 && (!stdin.writable || !this.#full(stdin))) this.#put(this.#waiting.shift()!);
+    if (this.#waiting.size > 0) this.#listen(stdin);
     else keepFromExit(this.#atExit);
   };
 
@@ -590,10 +560,9 @@ export class StdioQueue extends Layer {
     flush: (): void => {
       keepFromExit(this.#atExit);
       const stdin = this.#stdin();
-      if (stdin === undefined || !stdin.writable || this.#waiting.length === 0) return;
+      if (stdin === undefined || !stdin.writable || this.#waiting.size === 0) return;
       this.#unlisten();
-      this.#waitingCancels = 0;
-      for (const entry of this.#waiting.splice(0)) this.#direct(stdin, entry);
+      for (const entry of this.#waiting.takeAll()) this.#direct(stdin, entry);
     },
   };
 }
