@@ -10,7 +10,8 @@ import type { Wire } from "../wire/wire.js";
 import { CallRunner, openWire } from "../runner/runner.js";
 import type { WireExtras } from "../runner/runner.js";
 import { createFacade, createSdkShell, sdkCallsOf, sdkClientOver } from "./facade.js";
-import { isV2Client } from "../sdk/private.js";
+import { isStdioTransport, isV2Client } from "../sdk/private.js";
+import { stdioCancellation } from "../adapters/stdio/index.js";
 import type { CancellableClient, ClientLike } from "./facade.js";
 
 export type {
@@ -166,5 +167,9 @@ export function toAdapter<A extends AdapterOrTransport>(transport: A, where = "w
       `${refused}${typeof (transport as { callTool?: unknown }).callTool === "function" ? " (this is an MCP client, not its transport)" : ""}`,
     );
   }
+  // An SDK stdio transport given as it is gets the stdio adapter, as `attachCancellation` gives it:
+  // the notification alone, through the SDK's own `send`, left a server that stopped reading to
+  // one `drain` listener per write and the exit's cancels to one write each (no write queue).
+  if (isStdioTransport(transport)) return stdioCancellation(transport as T);
   return notificationCancellation(transport as T);
 }
