@@ -87,6 +87,8 @@ export class StdioFront implements ClientPort {
   #gap = false;
   /** When each request's last progress was handed to the output (`performance.now()`), until its answer is written. */
   readonly #progressAt = new Map<Id, number>();
+  /** `#progressAt` is swept of old progress once it holds more than this many requests (`#progressWritten`). */
+  #sweepAt = MAX_PROGRESS_REMEMBERED;
   /** Progress handed to the output before this time has been read by the client (a gap ended: its ping answered, or waited out). */
   #readBefore = Number.NEGATIVE_INFINITY;
   #paused = false;
@@ -239,9 +241,12 @@ export class StdioFront implements ClientPort {
   #progressWritten(id: Id): void {
     const now = performance.now();
     this.#progressAt.set(id, now);
-    if (this.#progressAt.size <= MAX_PROGRESS_REMEMBERED) return;
+    if (this.#progressAt.size <= this.#sweepAt) return;
     // Requests whose answer never came through here (a listen, a task): their old progress goes.
     for (const [key, at] of this.#progressAt) if (now - at >= PROGRESS_FORGOTTEN_MS || at <= this.#readBefore) this.#progressAt.delete(key);
+    // What is left is recent and unread: swept again once it has doubled, not at the next progress
+    // (a sweep per progress line cost 40 µs each with 10,000 calls reporting progress).
+    this.#sweepAt = Math.max(MAX_PROGRESS_REMEMBERED, 2 * this.#progressAt.size);
   }
 
   #enqueue(queued: Queued, first: boolean): void {
