@@ -181,6 +181,16 @@ export class SettledRecord implements LateSink {
     this.#emit = emit;
   }
 
+  /**
+   * True when only the ledger (`records()`) can read this record's revisions: nothing is told of
+   * them (no `emit`: no `onRecord`, no observer), and the call was not cancelled (a cancel's
+   * delivery and its verification revise the record through this object). The wire's tombstone
+   * of such a call may hold its call number instead of it (`Wire.lateRecords`).
+   */
+  get readByLedgerOnly(): boolean {
+    return this.#emit === undefined && this.#facts.trigger === null;
+  }
+
   /** Hands revision 0 to `emit` (built for it), if there is one. Called once, when the call settles. */
   report(): void {
     if (this.#emit !== undefined) this.#emit(this.record);

@@ -22,6 +22,11 @@ export class MemoryLedger {
     this.#records.set(key, source);
   }
 
+  /** The record source of call `key`, while the ledger holds it. */
+  get(key: number): RecordSource | undefined {
+    return this.#records.get(key);
+  }
+
   list(): RunRecord[] {
     const records: RunRecord[] = [];
     for (const source of this.#records.values()) records.push(source.record);

@@ -4,7 +4,7 @@
 // `CancellableCall`. See docs/architecture.md.
 import { CancellableCall } from "../core/cancellable-call.js";
 import type { CallHooks, CallIds } from "../core/cancellable-call.js";
-import type { SettledRecord } from "../core/settled-record.js";
+import { SettledRecord } from "../core/settled-record.js";
 import { frozenRecord } from "../core/settled-record.js";
 import { DeadlineQueue } from "../core/deadlines.js";
 import { processClock } from "../utils/slices.js";
@@ -256,6 +256,11 @@ export class CallRunner {
   readonly #onRecord: ((record: RunRecord) => void) | undefined;
   /** A settled call's record source goes to memory: its record is built when `records()` reads it. */
   readonly #keep = (settled: SettledRecord): void => this.#ledger.put(settled.callId, settled);
+  /** A settled call's record while the ledger holds it (`Wire.lateRecords`). */
+  readonly #lateRecord = (callId: number): SettledRecord | undefined => {
+    const source = this.#ledger.get(callId);
+    return source instanceof SettledRecord ? source : undefined;
+  };
 
   constructor(init: RunnerInit) {
     this.#init = init;
@@ -350,6 +355,8 @@ export class CallRunner {
           });
     if (wire !== null && wire !== this.#sessionWire) {
       this.#sessionWire = wire;
+      // Its tombstones of answered calls whose records only the ledger reads hold their numbers.
+      wire.lateRecords ??= this.#lateRecord;
       this.#sessionId = sessionIdOf(wire);
       this.#wireCancel = (call, reason) => wire.cancelCall(call, reason);
       this.#wireHooks = null;

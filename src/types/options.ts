@@ -270,7 +270,11 @@ export interface CancellationOptions extends Omit<CallOptions, "signal" | "onpro
   maxRecords?: number | undefined;
   /**
    * How many settled request ids are remembered so late messages for them are dropped before
-   * the SDK sees them (oldest forgotten first). Integer from 1 to 2_147_483_647.
+   * the SDK sees them (oldest forgotten first), each counted on its call's record (rules 8, 11).
+   * A tombstone holds a cancelled call's record (about 400 B); an answered call's, when no
+   * `onRecord` or `observer` reads its revisions, only its number (under 100 B): its late
+   * messages then revise the record while `records()` still holds it. Integer from 1 to
+   * 2_147_483_647.
    * @default 10_000
    */
   maxTombstones?: number | undefined;

@@ -151,18 +151,25 @@ describe("many calls in flight on one signal", () => {
 });
 
 describe("tombstones keep only the record", () => {
-  it("a settled call leaves well under 1.5 KB behind (its SettledRecord), not its params, result or callbacks", async () => {
-    const tombstoneScript = resolve(root, "test/fixtures/reliability/tombstone-size.ts");
-    const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", tombstoneScript, "10000"], {
+  const tombstoneScript = resolve(root, "test/fixtures/reliability/tombstone-size.ts");
+  const measure = async (mode: "answered" | "aborted") => {
+    const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", tombstoneScript, "10000", mode], {
       cwd: root,
       timeout: 60_000,
     });
-    const { tombstones, bytesPerTombstone } = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
-      tombstones: number;
-      bytesPerTombstone: number;
-    };
+    return JSON.parse(stdout.trim().split("\n").at(-1)!) as { tombstones: number; bytesPerTombstone: number };
+  };
+
+  it("a cancelled call leaves well under 1.5 KB behind (its SettledRecord), not its params, result or callbacks", async () => {
+    const { tombstones, bytesPerTombstone } = await measure("aborted");
     expect(tombstones).toBe(10_000);
-    // Each call carried a 2 KB argument and a 2 KB result: keeping either would exceed the bound.
+    // Each call carried a 2 KB argument (and a 2 KB result when answered): keeping either would exceed the bound.
     expect(bytesPerTombstone).toBeLessThan(1_500);
+  }, 90_000);
+
+  it("an answered call whose record only the ledger reads leaves its number, not its record (under 200 B: the record was about 370 B)", async () => {
+    const { tombstones, bytesPerTombstone } = await measure("answered");
+    expect(tombstones).toBe(10_000);
+    expect(bytesPerTombstone).toBeLessThan(200);
   }, 90_000);
 });
