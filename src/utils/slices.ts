@@ -346,11 +346,17 @@ function hookExit(): void {
     const corked = corkAll();
     try {
       settleSlicer.finish();
-      for (const target of [...flushedAtExit]) {
-        try {
-          target.flush();
-        } catch {
-          // Best effort (rule 10): the process is going either way.
+      // Until none is left: a target's flush can hand lines to another that was not on the list
+      // yet (the deferred cancels of a mass timeout, written to a corked stdin that reads as full
+      // past 16 KB, wait in the stdio queue, which joins the list then: 165 of 300 were left
+      // unwritten). Each target leaves the list as it flushes (and joins it again with new work); the rounds are bounded.
+      for (let round = 0; round < 8 && flushedAtExit.size > 0; round++) {
+        for (const target of [...flushedAtExit]) {
+          try {
+            target.flush();
+          } catch {
+            // Best effort (rule 10): the process is going either way.
+          }
         }
       }
     } finally {
