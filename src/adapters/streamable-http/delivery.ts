@@ -30,6 +30,11 @@ interface Delivery {
    * next one says when it went.
    */
   held: boolean;
+  /**
+   * Decided while a mass settle was under way (a shared signal's abort, settled in slices): its
+   * notification goes after the settling, as a timer-fired one does (see `#deliver`).
+   */
+  inBurst: boolean;
   done: Promise<void>;
 }
 
@@ -123,7 +128,14 @@ export class LegacyDelivery extends Layer {
     const closedFirst =
       stream !== undefined && stream.status === undefined && !stream.responded && stream.settled === "pending" && fetchQueuesOutOfSight();
     if (closedFirst) this.#tracker.closeStream(stream);
-    const delivery: Delivery = { timer: undefined, wake: undefined, sending: false, held: false, done: Promise.resolve() };
+    const delivery: Delivery = {
+      timer: undefined,
+      wake: undefined,
+      sending: false,
+      held: false,
+      inBurst: Slicer.draining !== undefined,
+      done: Promise.resolve(),
+    };
     this.#deliveries.add(delivery);
     delivery.done = this.#deliver(request, closedFirst ? undefined : stream, delivery, processClock(), closedFirst).finally(() => {
       clearTimeout(delivery.timer);
@@ -318,9 +330,11 @@ export class LegacyDelivery extends Layer {
     // connection, do not hold the timers of the calls due next). An outside tester's: 200 calls
     // timing out together were released up to 0.8 s after their limit, the raw SDK's within 0.3 s.
     // What was decided above is in the first record already; a response that arrives meanwhile
-    // ends it unsent (rule 7).
+    // ends it unsent (rule 7). So does one decided in a mass settle (a shared signal's abort,
+    // settled in slices): an outside tester's 600 calls on one aborted signal were released up to
+    // 1.3 s after the abort, each slice's POSTs started between it and the next (the raw SDK's 0.15 s).
     let sending: Promise<unknown>;
-    if (request.byTimer === true && !closedFirst && !delivery.held) {
+    if ((request.byTimer === true || delivery.inBurst) && !closedFirst && !delivery.held) {
       const sent = await this.#afterSettles(request, stream, attempt);
       if (sent === undefined) return;
       sending = sent.sending;
