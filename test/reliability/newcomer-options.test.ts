@@ -111,6 +111,16 @@ describe("several signals per call", () => {
 });
 
 describe("mistakes from the second new-user trial", () => {
+  it("stdioCancellation given options as a second argument (as streamableHttpCancellation takes them) names them: it takes none", async () => {
+    const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const transport = new StdioClientTransport({ command: process.execPath, args: ["-e", ""] });
+    const given = () => (stdioCancellation as (t: unknown, o: unknown) => unknown)(transport, { flushTimeoutMs: 500 });
+    expect(given).toThrow(InvalidOptionError);
+    expect(given).toThrow(/stdioCancellation takes the transport only, no options; received a second argument: an Object/);
+    expect(() => (stdioCancellation as (t: unknown, o: unknown) => unknown)(transport, undefined)).not.toThrow();
+  });
+
   it("stdioCancellation given the server's parameters, or nothing, names the transport and shows the call to make", async () => {
     const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
     const params = () => stdioCancellation({ command: "node", args: ["server.mjs"] } as never);

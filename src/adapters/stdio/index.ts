@@ -1,4 +1,5 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
+import { received } from "../../options/schemas.js";
 import { stdioChildExited, stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 import { refuseStreamableHttp, refuseCarried } from "../notification.js";
@@ -36,6 +37,14 @@ import type { Stdout } from "./stdout-end.js";
  *   the `{ command, args }` parameters themselves.
  */
 export function stdioCancellation<T extends TransportLike>(transport: T): CancellationAdapter<T> {
+  // No options: a second argument (`{ flushTimeoutMs }`, as `streamableHttpCancellation` takes)
+  // would otherwise be ignored without a word (an outside tester's).
+  if (arguments.length > 1 && arguments[1] !== undefined) {
+    throw new InvalidOptionError(
+      "options",
+      `stdioCancellation takes the transport only, no options; received a second argument: ${received(arguments[1])}. Limits go to withCancellation(client, adapter, { timeoutMs, ... }) or to each call`,
+    );
+  }
   if (
     typeof transport !== "object" ||
     transport === null ||
