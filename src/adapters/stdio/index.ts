@@ -40,9 +40,13 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
   // No options: a second argument (`{ flushTimeoutMs }`, as `streamableHttpCancellation` takes)
   // would otherwise be ignored without a word (an outside tester's).
   if (arguments.length > 1 && arguments[1] !== undefined) {
+    const given: unknown = arguments[1];
+    const keys = typeof given === "object" && given !== null ? Object.keys(given) : [];
     throw new InvalidOptionError(
       "options",
-      `stdioCancellation takes the transport only, no options; received a second argument: ${received(arguments[1])}. Limits go to withCancellation(client, adapter, { timeoutMs, ... }) or to each call`,
+      `stdioCancellation takes the transport only, no options; received a second argument: ${received(given)}${
+        keys.length > 0 ? ` with ${keys.map((key) => JSON.stringify(key)).join(", ")}` : ""
+      }. On stdio a cancel's line is written at once, and a close writes what waits before the server's stdin ends: there is no flushTimeoutMs to set. Call limits go to withCancellation(client, adapter, { timeoutMs, ... }) or to each call`,
     );
   }
   if (
