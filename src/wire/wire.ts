@@ -507,8 +507,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const record = call.settledRecord;
     // Its tombstone (made when it was answered or cancelled) now points at its small record, not
     // the call; at its number alone when only the ledger reads its revisions (an answered call with
-    // no `onRecord`: 10,000 tombstones held as many records, about 330 B each, into the old
-    // generation; at 1,000 calls in flight on v1 the collector's cost of them was some 3 % a call).
+    // no `onRecord`: 10,000 tombstones held as many records, about 270 B each, into the old
+    // generation; with the tombstones cut to 64 by hand, 1,000 calls in flight on v1 read about 3
+    // points lower, within the row's run-to-run spread: bench/NOTES.md).
     const sink: LateSink | number =
       record === null ? call : this.lateRecords !== undefined && record.readByLedgerOnly && call.task === undefined ? call.callId : record;
     if (!this.#tombIds.replace(id, call, sink) && !this.#tombIds.has(id)) this.#tombstone(id, sink, undefined);
