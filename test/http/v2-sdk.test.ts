@@ -215,6 +215,29 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("a transport given the user's own fetch: each cancel's marks go with its delivery, none stays for the connection's life (an audit's: one a cancel stayed)", async () => {
+    const server = await startV1({ stateful: true });
+    cleanup.push(() => server.stop());
+    // The user's own fetch: the library cannot see its bodies written, so it never asks whether a
+    // cancel may take a pooled connection (the mark that said so was left behind).
+    const { mcp, adapter, errors, close } = await connectV2(server.url, { fetch: (url, init) => globalThis.fetch(url, init) });
+    cleanup.push(close);
+    const calls = 5;
+    for (let id = 1; id <= calls; id++) {
+      const controller = new AbortController();
+      const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal, timeoutMs: 3_000 });
+      call.catch(() => {});
+      expect(await eventually(() => started(server, id))).toBe(true); // its head came: the server has it
+      controller.abort();
+      await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    }
+    expect(await eventually(() => seen(server, "notifications/cancelled").length === calls, 3_000)).toBe(true);
+    expect(await eventually(() => adapter.stats().flushing === 0, 3_000)).toBe(true);
+    expect(mcp.records().map((record) => record.cancel?.mechanism)).toEqual(Array(calls).fill("notification+stream-close"));
+    expect(adapter.stats()).toMatchObject({ cancelMarks: 0, streams: 0, flushing: 0 });
+    expect(errors).toEqual([]);
+  });
+
   it("against the v2 server's stateless 2025 fallback the stream close stops the handler", async () => {
     const server = await startV2({ responseMode: "sse" });
     const { mcp, errors } = await setup(server, false);

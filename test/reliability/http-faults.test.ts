@@ -68,7 +68,7 @@ for (const { sdk, era, connect } of SUBJECTS) {
       // Both SDK lines keep a response handler (and a timer) per request until it is answered.
       expect((client.client as unknown as { _responseHandlers: Map<unknown, unknown> })._responseHandlers.size).toBe(0);
       const { resumesRefused: _r, blockedTokens: _b, ...held } = client.adapter.stats();
-      expect(held).toEqual({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0, holding: 0 });
+      expect(held).toEqual({ streams: 0, sending: 0, flushing: 0, checks: 0, resuming: 0, holding: 0, cancelMarks: 0 });
     }
 
     const closesOf = (server: RawHttpServer, tool: string) => server.events.filter((e) => e.kind === "close" && e.tool === tool);

@@ -86,6 +86,12 @@ export interface StreamableHttpStats {
    * on its way is not lost with them.
    */
   holding: number;
+  /**
+   * What is kept of 2025-era cancels while their notification is on its way: a mark that it may
+   * take a pooled connection, the watch of its POST's body, the HTTP error it was refused with.
+   * Each goes when its cancel's delivery is over.
+   */
+  cancelMarks: number;
 }
 
 /** The Streamable HTTP adapter: a `CancellationAdapter` plus read-only counts. */
@@ -130,6 +136,7 @@ const adapterOptionsSchema = z
   .partial();
 
 const NO_STATS: StreamableHttpStats = {
+  cancelMarks: 0,
   streams: 0,
   sending: 0,
   flushing: 0,

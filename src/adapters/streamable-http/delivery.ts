@@ -35,6 +35,8 @@ interface Delivery {
    * notification goes after the settling, as a timer-fired one does (see `#deliver`).
    */
   inBurst: boolean;
+  /** The delivery ended (its record written): a notification POST still on its way is not sent again. */
+  over: boolean;
   done: Promise<void>;
 }
 
@@ -134,12 +136,18 @@ export class LegacyDelivery extends Layer {
       sending: false,
       held: false,
       inBurst: Slicer.draining !== undefined,
+      over: false,
       done: Promise.resolve(),
     };
     this.#deliveries.add(delivery);
     delivery.done = this.#deliver(request, closedFirst ? undefined : stream, delivery, processClock(), closedFirst).finally(() => {
       clearTimeout(delivery.timer);
       this.#deliveries.delete(delivery);
+      // What the tracker kept of this cancel goes with it, on every path (an audit's: a request
+      // whose cancel took no fetch that consults it kept its pooled-connection mark for the
+      // connection's life, one a cancel).
+      delivery.over = true;
+      this.#tracker.cancelOver(request.requestId);
     });
     const mechanism = stream === undefined ? "notification" : "notification+stream-close";
     // Waiting (its request has not reached the server yet, or its head came without a body): the
@@ -335,11 +343,11 @@ export class LegacyDelivery extends Layer {
     // 1.3 s after the abort, each slice's POSTs started between it and the next (the raw SDK's 0.15 s).
     let sending: Promise<unknown>;
     if ((request.byTimer === true || delivery.inBurst) && !closedFirst && !delivery.held) {
-      const sent = await this.#afterSettles(request, stream, attempt);
+      const sent = await this.#afterSettles(request, stream, attempt, delivery);
       if (sent === undefined) return;
       sending = sent.sending;
     } else {
-      sending = this.#sendNotification(request, attempt);
+      sending = this.#sendNotification(request, attempt, delivery);
     }
     // Held until now, its first record said it had not gone (`sentAt` null): it goes now, and the
     // record says so at once, not when its answer comes (an outside tester's: a revision in between
@@ -435,6 +443,7 @@ export class LegacyDelivery extends Layer {
     request: CancelRequest,
     stream: Stream | undefined,
     attempt: { at: number; wall: number },
+    delivery: Delivery,
   ): Promise<{ sending: Promise<unknown> } | undefined> {
     this.#afterSettling++;
     return new Promise((resolve) => {
@@ -445,7 +454,7 @@ export class LegacyDelivery extends Layer {
             resolve(undefined);
           } else {
             // In a box: a promise given to `resolve` would be waited for, not handed over.
-            resolve({ sending: this.#sendNotification(request, attempt) });
+            resolve({ sending: this.#sendNotification(request, attempt, delivery) });
           }
           return false;
         },
@@ -465,8 +474,9 @@ export class LegacyDelivery extends Layer {
   /**
    * Sends the notification; resolves `undefined` once the server answered it, else the failure.
    * Never rejects. `last` gets when the last attempt started (`processClock` and `Date.now()`).
+   * Not sent again once the delivery is over (it gave up waiting for the answer: its record is written).
    */
-  async #sendNotification(request: CancelRequest, last: { at: number; wall: number }): Promise<unknown> {
+  async #sendNotification(request: CancelRequest, last: { at: number; wall: number }, delivery: Delivery): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       try {
         last.at = processClock();
@@ -482,7 +492,7 @@ export class LegacyDelivery extends Layer {
         return new Error(`the server refused the notification: HTTP ${status}`);
       } catch (error) {
         // Retry once on a connection-level failure (fetch failed, other side closed), never after the close.
-        if (attempt === 1 && isCancelSendFailure(error) && isNetworkError(error) && !this.#tracker.closedDown) continue;
+        if (attempt === 1 && !delivery.over && isCancelSendFailure(error) && isNetworkError(error) && !this.#tracker.closedDown) continue;
         return error ?? new Error("the notification could not be sent");
       }
     }

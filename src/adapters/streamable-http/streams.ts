@@ -118,6 +118,7 @@ export interface TrackerStats {
   blockedTokens: number;
   resumesRefused: number;
   holding: number;
+  cancelMarks: number;
 }
 
 /**
@@ -205,6 +206,7 @@ export class StreamTracker extends Layer {
       blockedTokens: this.#blocked.size,
       resumesRefused: this.#resumesRefused,
       holding: this.#holds.size,
+      cancelMarks: this.#pooled.size + this.#cancelsSent.size + this.#refusals.size,
     };
   }
 
@@ -246,6 +248,13 @@ export class StreamTracker extends Layer {
    */
   allowPooled(id: RequestId): void {
     this.#pooled.add(id);
+  }
+
+  /** The delivery of this request's cancel is over: what was kept for it goes (its pooled-connection mark, its POST's watch). */
+  cancelOver(id: RequestId): void {
+    this.#pooled.delete(id);
+    this.#cancelsSent.delete(id);
+    this.#refusals.delete(id);
   }
 
   /** The tracked stream of a request, if it still has one. */
@@ -702,7 +711,10 @@ export class StreamTracker extends Layer {
       stream.check = timer;
       this.#checks.add(timer);
     },
-    refused: (id, status) => this.#refusals.set(id, status),
+    // Kept only while the delivery waits for this POST (after it, no one would read it).
+    refused: (id, status) => {
+      if (this.#cancelsSent.has(id)) this.#refusals.set(id, status);
+    },
     cancelSent: (id) => {
       const entry = this.#cancelsSent.get(id);
       if (entry !== undefined) entry.written = true;
