@@ -61,6 +61,8 @@ export class TaskTracker extends Layer {
    * task id → their request ids. Bounded by `max` tasks.
    */
   readonly #input = new Map<string, Set<string | number>>();
+  /** The same, by request id (an answer finds its task in one lookup, not a walk over every task's). */
+  readonly #inputTask = new Map<string | number, string>();
 
   /** @param max how many followed tasks and SDK task tokens are kept at most (the wire's `maxTombstones`). */
   constructor(below: Port, max: number) {
@@ -277,26 +279,35 @@ export class TaskTracker extends Layer {
     if (typeof related?.taskId !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
     let ids = this.#input.get(related.taskId);
     if (ids === undefined) {
-      if (this.#input.size >= this.#max) this.#input.delete(this.#input.keys().next().value!);
+      if (this.#input.size >= this.#max) this.#forgetInput(this.#input.keys().next().value!);
       ids = new Set();
       this.#input.set(related.taskId, ids);
     }
     ids.add(id);
+    this.#inputTask.set(id, related.taskId);
   }
 
   /** The SDK answered a server request. */
   #answeredInbound(id: string | number): void {
-    if (this.#input.size === 0) return;
-    for (const [taskId, ids] of this.#input) {
-      if (ids.delete(id) && ids.size === 0) this.#input.delete(taskId);
-    }
+    const taskId = this.#inputTask.get(id);
+    if (taskId === undefined) return;
+    this.#inputTask.delete(id);
+    const ids = this.#input.get(taskId);
+    if (ids !== undefined && ids.delete(id) && ids.size === 0) this.#input.delete(taskId);
   }
 
   /** The server requests of this task the SDK has not answered yet (forgotten here: their handlers are to be aborted). */
   takeInbound(taskId: string): (string | number)[] {
+    return this.#forgetInput(taskId);
+  }
+
+  /** Forgets a task's unanswered server requests, and returns them. */
+  #forgetInput(taskId: string): (string | number)[] {
     const ids = this.#input.get(taskId);
+    if (ids === undefined) return [];
     this.#input.delete(taskId);
-    return ids === undefined ? [] : [...ids];
+    for (const id of ids) if (this.#inputTask.get(id) === taskId) this.#inputTask.delete(id);
+    return [...ids];
   }
 
   /**
@@ -318,6 +329,7 @@ export class TaskTracker extends Layer {
     this.#sdkTokens.clear();
     this.#followed.clear();
     this.#input.clear();
+    this.#inputTask.clear();
     this.#unborn = new BoundedMap(this.#max);
     this.#requests.closeAll(error);
   }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import type { TaskInfo } from "../../src/core/record.js";
 import type { TaskFollower } from "../../src/wire/tasks.js";
 import { TaskTracker } from "../../src/wire/task-tracker.js";
@@ -102,6 +102,33 @@ describe("TaskTracker", () => {
 });
 
 describe("ListenTracker", () => {
+  it("a task's unanswered server requests: an answer finds its task in one lookup, not a walk over every task's (an audit's: quadratic in a burst)", async () => {
+    const { tasks } = tracker(10_000);
+    tasks.connect({ message: () => {}, fact: () => {}, closed: () => {}, error: () => {} });
+    const related = (taskId: string) => ({ _meta: { "io.modelcontextprotocol/related-task": { taskId } } });
+    const count = 1_000;
+    // Each task asks the client twice (an elicitation, a sampling) on its tasks/result stream.
+    for (let i = 0; i < count; i++) {
+      tasks.message({ jsonrpc: "2.0", id: `e${i}`, method: "elicitation/create", params: related(`t${i}`) });
+      tasks.message({ jsonrpc: "2.0", id: i, method: "sampling/createMessage", params: related(`t${i}`) });
+    }
+    const walks = vi.spyOn(Map.prototype, Symbol.iterator);
+    onTestFinished(() => walks.mockRestore());
+    // The SDK answers every elicitation, and an id no task asked for.
+    for (let i = 0; i < count; i++) await tasks.send({ jsonrpc: "2.0", id: `e${i}`, result: { action: "decline" } });
+    await tasks.send({ jsonrpc: "2.0", id: "nobody's", result: {} });
+    expect(walks).toHaveBeenCalledTimes(0);
+    walks.mockRestore();
+    // What each task still waits for is its sampling alone; taken once.
+    expect(tasks.takeInbound("t7")).toEqual([7]);
+    expect(tasks.takeInbound("t7")).toEqual([]);
+    // An answer to a request taken already (its handler aborted) changes nothing else.
+    await tasks.send({ jsonrpc: "2.0", id: 7, result: {} });
+    expect(tasks.takeInbound("t8")).toEqual([8]);
+    await tasks.send({ jsonrpc: "2.0", id: 9, result: {} }); // answered: task t9 waits for nothing
+    expect(tasks.takeInbound("t9")).toEqual([]);
+  });
+
   it("tracks only the SDK's subscriptions/listen requests, until each ends", async () => {
     const listens = new ListenTracker(stubPort());
     const request = (id: string | number, method: string) => ({ jsonrpc: "2.0" as const, id, method, params: {} });
