@@ -730,6 +730,9 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
    * Reads `verify` after `verifyDelayMs`, and again every `verifyIntervalMs` (and once at the
    * window's end) while `verifyWindowMs` lasts: "applied" ends it at once; "not-applied" is only
    * known as of its read, so `verified-not-applied` needs the window's last read to find nothing.
+   * The whole of it ends within `verifyDelayMs` + `verifyWindowMs` + `verifyTimeoutMs` (the bound
+   * api.md gives): a read that starts after the window's end (the one before it ran past it) gets
+   * what is left of that bound, and none starts with less than 1 ms left.
    */
   async #verify(settled: SettledRecord): Promise<RunRecord> {
     // Read everything now: the call releases its options when it returns.
@@ -747,13 +750,21 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const startedAt = new Date().toISOString();
     const windowStart = clock();
     const windowEnd = windowStart + verifyWindowMs;
+    // The last read's answer comes by then (an outside tester's: a read that ran past the window's
+    // end was followed by a whole verifyTimeoutMs more, past the bound the options document).
+    const verifyEnd = windowEnd + verifyTimeoutMs;
     const reads: VerifyRead[] = [];
     /** This read is the one planned at the window's end. */
     let final = false;
     for (let planned = 1; ; planned++) {
       if (neverSent()) return settled.record;
       const at = clock();
-      const read = await readOnce(verify!, settled.record, verifyTimeoutMs, timers);
+      // The first read has its whole verifyTimeoutMs (the bound counts from it); a later one what is
+      // left, cut only when that is shorter by more than a timer's millisecond of lateness.
+      const left = planned === 1 ? verifyTimeoutMs : verifyEnd - at;
+      if (left < 1) break;
+      const cut = left < verifyTimeoutMs - 1;
+      const read = await readOnce(verify!, settled.record, cut ? Math.round(left) : verifyTimeoutMs, timers, cut);
       reads.push({ atMs: Math.max(0, Math.round((at - cancelledAt) * 10) / 10), ...read });
       // The window ends with the read planned at its end (even if its timer fired a little early
       // by the clock), or one that started there or later; never with one that started before.
@@ -822,6 +833,8 @@ async function readOnce(
   record: RunRecord,
   verifyTimeoutMs: number,
   timers: Timers,
+  /** Bounded by the verification's end (what was left of it), not a whole `verifyTimeoutMs`. */
+  cut = false,
 ): Promise<Pick<VerifyRead, "found" | "error">> {
   const controller = new AbortController();
   try {
@@ -831,7 +844,9 @@ async function readOnce(
       Promise.resolve().then(() => verify({ record, signal: controller.signal })),
       {
         milliseconds: verifyTimeoutMs,
-        message: `verify did not answer within ${verifyTimeoutMs} ms (verifyTimeoutMs)`,
+        message: cut
+          ? `verify did not answer within ${verifyTimeoutMs} ms (what was left of the verification's bound: verifyWindowMs + verifyTimeoutMs from its first read)`
+          : `verify did not answer within ${verifyTimeoutMs} ms (verifyTimeoutMs)`,
         customTimers: {
           setTimeout: timers.setTimeout as typeof globalThis.setTimeout,
           clearTimeout: timers.clearTimeout as typeof globalThis.clearTimeout,

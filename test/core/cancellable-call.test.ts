@@ -632,6 +632,42 @@ describe("CancellableCall: verification with a window (issue 24 item 4)", () => 
     expect(atMs).toEqual([0, 250, 500, 750, 1_000]);
   });
 
+  it("a read that runs past the window's end: the one after it gets only what is left of verifyWindowMs + verifyTimeoutMs, so the verification ends within its documented bound (an outside tester's: 1,805 ms against 1,600)", async () => {
+    const starts: number[] = [];
+    let cancelledAt = 0;
+    const { verification } = await cancelWith(
+      {
+        verifyWindowMs: 1_000,
+        verifyIntervalMs: 100,
+        verifyTimeoutMs: 600,
+        verify: () => {
+          starts.push(Date.now() - cancelledAt);
+          return new Promise(() => {}); // never answers
+        },
+      },
+      (at) => (cancelledAt = at),
+    );
+    await vi.advanceTimersByTimeAsync(1_599);
+    expect(starts).toEqual([0, 600, 1_200]); // the third after the window's end (the second ran past it)
+    expect(verification.status).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(verification.status).toBe("fulfilled"); // at 1,600 ms: verifyWindowMs + verifyTimeoutMs
+    expect(verification.value).toMatchObject({
+      outcome: "verify-failed",
+      verification: {
+        error:
+          "verify did not answer within 400 ms (what was left of the verification's bound: verifyWindowMs + verifyTimeoutMs from its first read)",
+        reads: [
+          { atMs: 0, found: "failed", error: "verify did not answer within 600 ms (verifyTimeoutMs)" },
+          { atMs: 600, found: "failed" },
+          { atMs: 1_200, found: "failed" },
+        ],
+      },
+    });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(starts).toHaveLength(3); // nothing after the bound
+  });
+
   it("without a window: one read, as before (its record lists it)", async () => {
     const effect = scripted(() => "not-applied");
     const { verification } = await cancelWith({ verify: effect.verify }, effect.cancelAt);
