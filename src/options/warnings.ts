@@ -37,7 +37,8 @@ export function warnMistakeOnce(text: string): boolean {
  * mistakes are: `MCP_CANCELLABLE_INVALID_OPTION` (`warnMistakeOnce`), `MCP_CANCELLABLE_UNPROTECTED`
  * for calls that will not go through the library (a framework's server it could not attach to),
  * `MCP_CANCELLABLE_HOOK_THREW` for a throwing `onRecord` (its records are lost; the calls settle
- * as they would). Returns whether it warned.
+ * as they would) or a failing `awaitVerification` text function (the library's own text is used).
+ * Returns whether it warned.
  */
 export function warnOnce(
   text: string,

@@ -8,7 +8,8 @@ import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { RunRecord } from "../types/record.js";
 import type { AwaitVerification } from "../types/options.js";
 import { onAbort } from "../utils/abort-link.js";
-import { noop } from "../utils/hooks.js";
+import { noop, textOf } from "../utils/hooks.js";
+import { warnOnce } from "../options/warnings.js";
 import { received } from "../options/schemas.js";
 import { REFUSED_HOOK_VALUE } from "./runner.js";
 import type { HookRefusal } from "./runner.js";
@@ -107,8 +108,9 @@ const OWN_VERIFY_ERROR =
  * tool call with; `undefined` when there is nothing to wait for (no `verify`, not a cancel, the
  * request never left), `awaitVerification` is off, or the caller's `signal` aborts while it waits
  * (a caller's own abort is never waited for: the run is being stopped; the verification goes on
- * and its record is revised as ever). Never rejects: a throwing text function falls back to the
- * library's text.
+ * and its record is revised as ever). Never rejects: a text function that throws, or answers
+ * anything but a string (an async function included: it is not waited for), falls back to the
+ * library's text, and is warned about once per distinct message (`MCP_CANCELLABLE_HOOK_THREW`).
  */
 export async function awaitVerifiedText(
   error: unknown,
@@ -128,10 +130,19 @@ export async function awaitVerifiedText(
       if (typeof text === "string") return text;
       // An async function (its type says a string): not waited for, and its rejection never
       // unhandled (an outside tester's: the process died on it); the library's text stands.
-      if (typeof (text as PromiseLike<unknown> | null | undefined)?.then === "function")
-        (text as PromiseLike<unknown>).then(undefined, noop);
-    } catch {
+      const thenable = typeof (text as PromiseLike<unknown> | null | undefined)?.then === "function";
+      if (thenable) (text as PromiseLike<unknown>).then(undefined, noop);
+      // Said, not silent (an outside tester's: a JavaScript bot author got no hint).
+      warnOnce(
+        `awaitVerification's text function answered ${thenable ? "a promise (it must answer a string at once; it is not waited for)" : `${received(text)}, not a string`}, so the library's own text was used`,
+        "MCP_CANCELLABLE_HOOK_THREW",
+      );
+    } catch (error) {
       // The developer's text function failed: the library's text says the same facts.
+      warnOnce(
+        `awaitVerification's text function threw, so the library's own text was used: ${textOf(error)}`,
+        "MCP_CANCELLABLE_HOOK_THREW",
+      );
     }
   }
   return verifiedOutcomeText(record);

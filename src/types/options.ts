@@ -55,7 +55,9 @@ export type Verifiers = Readonly<Record<string, ToolVerifier>>;
  *   after 30.0 s (timed out); a check afterwards found that its effect was applied (applied at
  *   2.0 s). Do not call it again to repeat it.`
  * - a function of the final run record: your own text, returned synchronously (a promise is not
- *   waited for: the library's text is used; a throw or a rejection falls back to it too).
+ *   waited for: the library's text is used; a throw or a rejection falls back to it too; each
+ *   such failure is warned about once per distinct message, `McpCancellableWarning`
+ *   `MCP_CANCELLABLE_HOOK_THREW`).
  * - `false` (the default): the error at once; the verification goes on after (`error.verification`).
  *
  * A caller's own abort is never waited for: the run is being stopped. The wait is bounded by the

@@ -63,10 +63,13 @@ describe("verifiedOutcomeText: a failed verify read tells the model the library'
 // awaitVerification given as an async function (its type says a string): not waited for, the
 // library's text used, and its rejection never unhandled (an outside tester's: the process died).
 describe("awaitVerifiedText: a text function that returns a promise", () => {
-  it("a rejecting promise: the library's text, nothing unhandled", async () => {
+  it("a rejecting promise: the library's text, nothing unhandled, and the developer told once", async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => void warnings.push(warning);
     process.on("unhandledRejection", onUnhandled);
+    process.on("warning", onWarning);
     try {
       const final = failedRead("verify did not answer within 5 ms");
       const error = Object.assign(new Error("timed out"), {
@@ -79,8 +82,44 @@ describe("awaitVerifiedText: a text function that returns a promise", () => {
       expect(text).toBe(verifiedOutcomeText(final));
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(unhandled).toEqual([]);
+      const said = warnings.filter((w) => /answered a promise \(it must answer a string at once; it is not waited for\)/.test(w.message));
+      expect(said).toHaveLength(1);
     } finally {
       process.off("unhandledRejection", onUnhandled);
+      process.off("warning", onWarning);
     }
   });
+});
+
+// A text function that fails (throws, answers a number, answers a promise) is not silent: the
+// library's text is used and the developer is told once (an outside tester's: nothing said so).
+describe("awaitVerifiedText: a text function that fails is warned about once, naming awaitVerification", () => {
+  const final = failedRead("verify did not answer within 5 ms");
+  const cancelled = () =>
+    Object.assign(new Error("timed out"), { record: { ...final, outcome: "unverified" }, verification: Promise.resolve(final) });
+  for (const [how, fn, said] of [
+    [
+      "throws",
+      () => {
+        throw new Error("template missing (text test)");
+      },
+      /awaitVerification's text function threw, so the library's own text was used: template missing \(text test\)/,
+    ],
+    ["answers a number", () => 42, /awaitVerification's text function answered 42, not a string, so the library's own text was used/],
+  ] as const) {
+    it(`one that ${how}: the library's text, and one warning however often it fails`, async () => {
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error) => void warnings.push(warning);
+      process.on("warning", onWarning);
+      try {
+        for (let i = 0; i < 3; i++) expect(await awaitVerifiedText(cancelled(), fn as never)).toBe(verifiedOutcomeText(final));
+        await new Promise((resolve) => setTimeout(resolve, 20)); // warnings are emitted on the next tick
+      } finally {
+        process.off("warning", onWarning);
+      }
+      const ours = warnings.filter((w) => w.name === "McpCancellableWarning" && said.test(w.message));
+      expect(ours).toHaveLength(1);
+      expect(ours[0]).toMatchObject({ code: "MCP_CANCELLABLE_HOOK_THREW" });
+    });
+  }
 });
