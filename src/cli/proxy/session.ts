@@ -639,7 +639,7 @@ export class ProxySession<T extends TransportLike> {
         id: clientId,
         error: {
           code: INVALID_REQUEST_CODE,
-          message: `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress`,
+          message: `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress (rule 1 in docs/spec-rules.md)`,
         },
       });
       return;

@@ -175,7 +175,7 @@ describe("proxy --listen: 2025-era sessions", () => {
     const refusal = JSON.parse(await second.text()) as { id: unknown; error: { code: number; message: string } };
     expect(refusal.id).toBe(20);
     expect(refusal.error.code).toBe(-32600);
-    expect(refusal.error.message).toContain("already used by a request in progress");
+    expect(refusal.error.message).toContain("already used by a request in progress (rule 1 in docs/spec-rules.md)");
     const answer = await (await first).text();
     expect(answer).toContain('"id":20');
     expect(answer).toContain('"result"');

@@ -307,7 +307,7 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       // stream, and the first request's answer would then have nowhere to go.
       const reused = reusedId(body, (id) => session.proxy?.inProgress(id) === true);
       if (reused !== undefined) {
-        const message = `Invalid Request: id ${JSON.stringify(reused)} is already used by a request in progress`;
+        const message = `Invalid Request: id ${JSON.stringify(reused)} is already used by a request in progress (rule 1 in docs/spec-rules.md)`;
         if (!Array.isArray(body)) {
           return Response.json(
             { jsonrpc: "2.0", id: reused, error: { code: INVALID_REQUEST_CODE, message } },

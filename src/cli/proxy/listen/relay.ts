@@ -554,7 +554,10 @@ export class ClientHandle {
       this.port.deliver({ jsonrpc: "2.0", id: clientId, error: { code, message: `mcp-cancellable proxy: ${text}` } }, clientId);
     if (this.#byClientId.has(clientId)) {
       // Rule 1: an id must not match another request still unanswered.
-      refuse(INVALID_REQUEST_CODE, `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress`);
+      refuse(
+        INVALID_REQUEST_CODE,
+        `Invalid Request: id ${JSON.stringify(clientId)} is already used by a request in progress (rule 1 in docs/spec-rules.md)`,
+      );
       return;
     }
     if (this.#byClientId.size >= this.#max) {
