@@ -5,6 +5,7 @@
  * Used to measure each optimisation of issue 12 (bench/NOTES.md section 0) on a busy machine.
  *
  * Run: node --expose-gc --import tsx bench/ab.ts [ref] [seq,conc,mass,seqcancel]
+ * (`AB_ROUNDS=N`: rounds of the 1,000-in-flight turn, default 6.)
  */
 import { execFileSync, execSync } from "node:child_process";
 import { setMaxListeners } from "node:events";
@@ -72,7 +73,8 @@ async function abRounds(label: string, rounds: number, run: (name: string) => Pr
 }
 for (const n of Object.keys(sides)) await measure(sides[n]!, 3000);
 if (only.includes("seq")) await abRounds("sequential us/call wall/cpu", 30, (n) => measure(sides[n]!, 1000));
-if (only.includes("conc")) await abRounds("1000 in flight us/call", 6, (n) => measure(sides[n]!, 5000, 1000));
+if (only.includes("conc"))
+  await abRounds("1000 in flight us/call", Number(process.env.AB_ROUNDS ?? 6), (n) => measure(sides[n]!, 5000, 1000));
 async function massSide(lib: any) {
   const peer = silentPeer();
   const c = new Client({ name: "m", version: "1" });
