@@ -8,6 +8,7 @@ import type { RpcMessage } from "./helpers.js";
 // A bound on every wait (issue 29, item 5): initialize, the hold behind notifications/initialized,
 // no progress token the proxy does not need, subscriptions/listen left to the client and the session.
 const LINE = new URL("./fixtures/line-server.mjs", import.meta.url).pathname;
+const SLOW_READER = new URL("./fixtures/slow-reader-server.mjs", import.meta.url).pathname;
 const SLACK_MS = 1_500;
 
 const running: RawClient[] = [];
@@ -120,6 +121,31 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(took).toBeGreaterThanOrEqual(950);
     expect(took).toBeLessThan(1_000 + SLACK_MS);
     expect(http.posts).toEqual(["initialize", "notifications/initialized"]);
+  });
+
+  it("held behind notifications/initialized: the client's cancel of its request in progress is not taken for its held answer to a server request of the same id (an audit's: the answer was dropped, the cancel never sent)", async () => {
+    const client = start(["--timeout-ms", "20000", ...server(SLOW_READER)]);
+    client.send(INITIALIZE());
+    expect((await client.answer("init")).result).toBeDefined();
+    client.send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "hang", arguments: {} } });
+    // The server reads nothing now: a large line fills the pipe, so notifications/initialized waits.
+    client.send({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x".repeat(300_000) } });
+    client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(await eventually(() => client.messages.some((m) => m.method === "roots/list"))).toBe(true);
+    const ask = client.messages.find((m) => m.method === "roots/list")!;
+    expect(ask.id).toBe(5); // the server's numbering meets the client's
+    client.send({ jsonrpc: "2.0", id: ask.id, result: { roots: [] } }); // held
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5, reason: "user" } }); // held too
+    // Once the server reads again, it gets both: its answer, then the cancel of the call's upstream id.
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"), 8_000)).toBe(true);
+    const read = received(client.stderr);
+    const call = read.find((m) => m.method === "tools/call")!;
+    const answer = read.findIndex((m) => m.method === undefined && m.id === 5 && m.result !== undefined);
+    const cancel = read.findIndex((m) => m.method === "notifications/cancelled");
+    expect(answer).toBeGreaterThan(-1);
+    expect(read[cancel]!.params).toMatchObject({ requestId: call.id, reason: "user" });
+    expect(read.filter((m) => m.method === "notifications/cancelled")).toHaveLength(1);
+    expect(client.stderr).not.toMatch(/cancelled while held/);
   });
 
   it("a progress token upstream only where it is needed: the client's own (mapped), or the idle timeout's reset; none with --timeout-ms none or --no-reset-on-progress", async () => {

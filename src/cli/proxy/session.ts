@@ -315,6 +315,8 @@ export class ProxySession<T extends TransportLike> {
   readonly #perRequestLimits: boolean;
   /** The client's messages that wait, and why (see `#hold`). */
   #held: HoldState | undefined;
+  /** A hold's queue being released, and the index of the next entry to go: a shutdown during the release answers the rest. */
+  #releasing: { queue: Held[]; next: number } | undefined;
   /** The client's `initialize` and `notifications/initialized`, as it sent them: replayed for a new session. */
   #initialize: JsonRpcMessage | undefined;
   #initialized: JsonRpcMessage | undefined;
@@ -497,8 +499,13 @@ export class ProxySession<T extends TransportLike> {
     const { method, id, params } = message as { method?: unknown; id?: unknown; params?: unknown };
     if (method === "notifications/cancelled") {
       // A cancel for a request still held: it never went out; it is dropped here (nothing goes upstream).
+      // Only a held request matches: an answer held for a server request may carry the same id in
+      // the server's numbering (an audit's: that answer was dropped, and the cancel never sent).
       const requestId = isObject(params) ? params.requestId : undefined;
-      const index = held.queue.findIndex((entry) => (entry.message as { id?: unknown }).id === requestId);
+      const index = held.queue.findIndex((entry) => {
+        const heldMessage = entry.message as { id?: unknown; method?: unknown };
+        return typeof heldMessage.method === "string" && heldMessage.id === requestId;
+      });
       if (index !== -1 && requestId !== undefined) {
         held.queue.splice(index, 1);
         this.counts.clientCancels++;
@@ -568,13 +575,19 @@ export class ProxySession<T extends TransportLike> {
     if (held === undefined) return;
     this.#held = undefined;
     clearTimeout(held.timer);
-    for (const entry of held.queue) {
+    // A message released may end the session (a client that reads nothing past the output's bound):
+    // the shutdown then answers what is left of the queue (an audit's: those requests got no answer).
+    const releasing = { queue: held.queue, next: 0 };
+    this.#releasing = releasing;
+    while (releasing.next < releasing.queue.length) {
       if (this.#ending !== undefined) return;
+      const entry = releasing.queue[releasing.next++]!;
       // A message may hold again (a second notifications/initialized): the rest waits behind it.
       const again = this.#currentHold();
       if (again !== undefined) again.queue.push(entry);
       else this.#fromClient(entry.message);
     }
+    if (this.#releasing === releasing) this.#releasing = undefined;
     this.#armHold();
   }
 
@@ -1090,9 +1103,14 @@ export class ProxySession<T extends TransportLike> {
   async #shutdown(reason: EndReason): Promise<number> {
     const deadline = (reason.kind === "signal" ? reason.by : undefined) ?? performance.now() + SHUTDOWN_BOUND_MS;
     this.#client.stopReading();
-    const held = this.#held;
+    const hold = this.#held;
     this.#held = undefined;
-    if (held !== undefined) clearTimeout(held.timer);
+    if (hold !== undefined) clearTimeout(hold.timer);
+    // What a release under way had not sent yet is held still (see `#releaseHold`).
+    const releasing = this.#releasing;
+    this.#releasing = undefined;
+    const rest = releasing === undefined ? [] : releasing.queue.slice(releasing.next);
+    const held = hold === undefined && rest.length === 0 ? undefined : { queue: [...rest, ...(hold?.queue ?? [])] };
     if (this.#renewal !== undefined) clearTimeout(this.#renewal.timer);
     const clientThere = reason.kind === "signal" || reason.kind === "fatal" || reason.kind === "upstream-closed";
     const why =
