@@ -17,6 +17,8 @@ export class SessionEventStore implements SessionEventStoreShape {
   readonly #events = new Map<number, { streamId: string; message: Message }>();
   /** The stream each message stored went on (the SDK transport stores the object it then writes). */
   readonly #streamOfMessage = new WeakMap<object, string>();
+  /** The ids kept of each stream, oldest first (a cancel's stream finds its own without a walk over every event). */
+  readonly #idsOfStream = new Map<string, Set<number>>();
   #next = 1;
 
   constructor(capacity: number) {
@@ -27,10 +29,19 @@ export class SessionEventStore implements SessionEventStoreShape {
     const id = this.#next++;
     this.#events.set(id, { streamId, message });
     if (typeof message === "object" && message !== null) this.#streamOfMessage.set(message, streamId);
+    const ids = this.#idsOfStream.get(streamId);
+    if (ids === undefined) this.#idsOfStream.set(streamId, new Set([id]));
+    else ids.add(id);
     // Every id is stored, one more each time, and only here is one dropped: the oldest is the one
     // `capacity` back. (Found through `keys().next()`, it cost a walk past every id dropped before
     // it that the map still kept as a hole: 39 µs an event at a capacity of 100,000.)
-    if (this.#events.size > this.#capacity) this.#events.delete(id - this.#capacity);
+    if (this.#events.size > this.#capacity) {
+      const oldest = id - this.#capacity;
+      const dropped = this.#events.get(oldest);
+      this.#events.delete(oldest);
+      const of = dropped === undefined ? undefined : this.#idsOfStream.get(dropped.streamId);
+      if (of !== undefined && of.delete(oldest) && of.size === 0) this.#idsOfStream.delete(dropped!.streamId);
+    }
     return String(id);
   }
 
@@ -42,9 +53,12 @@ export class SessionEventStore implements SessionEventStoreShape {
     const from = parseId(lastEventId);
     const streamId = this.#events.get(from)?.streamId;
     if (streamId === undefined) return "";
-    for (const [id, event] of [...this.#events]) {
-      // Priming events ({}) carry no message: nothing to replay.
-      if (id > from && event.streamId === streamId && isMessage(event.message)) await send(String(id), event.message as never);
+    // The stream's own ids after `from`, as kept now (a copy: events stored meanwhile are not replayed).
+    const ids = [...(this.#idsOfStream.get(streamId) ?? [])].filter((id) => id > from);
+    for (const id of ids) {
+      const event = this.#events.get(id);
+      // Priming events ({}) carry no message: nothing to replay. One dropped meanwhile is gone.
+      if (event !== undefined && isMessage(event.message)) await send(String(id), event.message as never);
     }
     return streamId;
   }
@@ -61,9 +75,7 @@ export class SessionEventStore implements SessionEventStoreShape {
 
   /** The ids of the events still kept for `streamId`, oldest first. */
   eventIdsOf(streamId: string): string[] {
-    const ids: string[] = [];
-    for (const [id, event] of this.#events) if (event.streamId === streamId) ids.push(String(id));
-    return ids;
+    return [...(this.#idsOfStream.get(streamId) ?? [])].map(String);
   }
 
   get size(): number {
