@@ -563,6 +563,13 @@ export class StreamTracker extends Layer {
   /** Closes the stream on purpose: aborts its POST (or resumed GET); its resume is refused. */
   closeStream(stream: Stream): void {
     stream.cancelled = true;
+    // After the transport closed (a delivery's close step that comes later): the stream is gone
+    // with it; its fetch is aborted, and nothing is kept for it (an audit's: a resume token and a
+    // request id were put back into the tables the close had cleared).
+    if (this.#closed) {
+      stream.controller.abort(new DOMException(`${OWN_ABORT} ${JSON.stringify(stream.id)}`, "AbortError"));
+      return;
+    }
     this.#forgetStream(stream);
     if (this.#closedThisTurn.size === 0) yieldTask(this.#turnEnded);
     this.#closedThisTurn.add(stream.id);
@@ -698,7 +705,13 @@ export class StreamTracker extends Layer {
       const timer = setTimeout(() => {
         this.#checks.delete(timer);
         stream.check = undefined;
-        if (this.#streams.get(id) !== stream || stream.cancelled) return;
+        if (this.#streams.get(id) !== stream) return;
+        // Cancelled meanwhile (its drain saw this look under way and left the stream to it): the
+        // body ended without its response, so it is gone now (an audit's: it stayed until the close).
+        if (stream.cancelled) {
+          this.#lost(stream, "eof", cause);
+          return;
+        }
         // With a priming event id the v1 SDK resumes the stream (GET Last-Event-ID): wait for it.
         if (stream.lastEventId !== undefined) this.#awaitResume(stream, stream.lastEventId);
         else
