@@ -31,6 +31,7 @@ import type { WireOptions } from "../wire/wire.js";
 import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
+import { TASKS_EXTENSION } from "../wire/tasks.js";
 import {
   isV2Client,
   sdkAnswersInputRequests,
@@ -590,11 +591,33 @@ export function openWire<T extends TransportLike>(
       if (call !== null) driver.attach(call);
       return driver;
     },
+    serverTakesTasks: client === undefined ? undefined : () => serverTakesTasks(client),
     send: extras.send,
     close: extras.close,
     keepTaskTokens: extras.keepTaskTokens,
   });
   return wire;
+}
+
+/**
+ * Whether the server takes task-augmented `tools/call` requests, by the capabilities the client
+ * read from it (the public `getServerCapabilities()` of both SDK lines): 2025-11-25
+ * `tasks.requests.tools.call`, or the 2026-07-28 tasks extension (`extensions` naming
+ * `io.modelcontextprotocol/tasks`, rule 36). `undefined` when they are not known (before the
+ * handshake, or a client without the method).
+ */
+function serverTakesTasks(client: object): boolean | undefined {
+  const read = (client as { getServerCapabilities?: unknown }).getServerCapabilities;
+  if (typeof read !== "function") return undefined;
+  let capabilities: unknown;
+  try {
+    capabilities = read.call(client);
+  } catch {
+    return undefined;
+  }
+  if (typeof capabilities !== "object" || capabilities === null) return undefined;
+  const declared = capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } }; extensions?: Record<string, unknown> };
+  return declared.tasks?.requests?.tools?.call !== undefined || declared.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */

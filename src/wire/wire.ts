@@ -119,6 +119,12 @@ export interface WireOptions {
    */
   readonly taskDriver?: ((call: CancellableCall | null) => TaskFollower) | undefined;
   /**
+   * Whether the server takes task-augmented `tools/call` requests, by the capabilities it declared
+   * (`undefined`: not known, taken as yes). A server that declared none cannot make a task of one,
+   * so such a request cancelled before its answer is cancelled as any other request.
+   */
+  readonly serverTakesTasks?: (() => boolean | undefined) | undefined;
+  /**
    * Hands an embedded input request of a task (2026-07-28 `inputRequests`) to the SDK client's
    * own handler (for a v2 client: `sdkInputDispatcher`). Without it, a task waiting for input is
    * polled like a working one.
@@ -234,6 +240,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   readonly #dropSdkWait: ((id: RequestId) => boolean) | undefined;
   readonly #dropSdkTimer: ((id: RequestId) => void) | undefined;
   readonly #taskDriver: ((call: CancellableCall | null) => TaskFollower) | undefined;
+  readonly #serverTakesTasks: (() => boolean | undefined) | undefined;
   readonly #keepTaskTokens: ((token: string | number) => boolean) | undefined;
   /** The SDK client's own handlers of a task's embedded input requests (2026-07-28), if reachable. */
   readonly inputRequest: InputDispatcher | undefined;
@@ -323,6 +330,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#dropSdkTimer = options.dropTimer;
     this.skipsSdkTimer = options.skipsSdkTimer ?? false;
     this.#taskDriver = options.taskDriver;
+    this.#serverTakesTasks = options.serverTakesTasks;
     this.#keepTaskTokens = options.keepTaskTokens;
     this.inputRequest = options.inputDispatcher;
     this.#tombIds = new BoundedIdMap(maxTombstones);
@@ -548,6 +556,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    */
   #cancelledBeforeTask(id: RequestId, entry: Entry): number | undefined {
     if (entry.augmented !== true) return undefined;
+    // A server that declared no task support for tools/call answers the request as a plain one
+    // (no CreateTaskResult can come): it is cancelled the transport's way, at once (an outside
+    // tester's: its stream was held, or its notification withheld, for watchMs while it ran on).
+    if (this.#serverTakesTasks?.() === false) return undefined;
     const driver = entry.follower ?? this.#taskDriver?.(entry.call);
     if (driver === undefined) return undefined;
     this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});

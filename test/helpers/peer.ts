@@ -4,15 +4,21 @@ import { withCancellation } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
 import type { CancellationAdapter, CancellationOptions, RunRecord } from "../../src/index.js";
 
+/** A server that takes task-augmented `tools/call` requests (2025-11-25 `tasks.requests.tools.call`) and `tasks/cancel`. */
+export const TASK_PEER_CAPABILITIES = { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } };
+
 /**
  * An in-process JSON-RPC peer on the far side of the SDK's in-memory transport: it answers
  * `initialize` and records every message the client puts on the wire, and the test decides
  * what it sends back and when. With fake timers this fixes the order of every race. `adapt`: what
  * the client's transport is wrapped in for the library (default: the transport itself, plain).
+ * `capabilities`: what the peer declares (default: tools, and task-augmented `tools/call`, since
+ * tests script CreateTaskResults from it).
  */
 export async function connectPeer(
   options: CancellationOptions = {},
   adapt: (transport: InMemoryTransport) => CancellationAdapter<InMemoryTransport> | InMemoryTransport = (transport) => transport,
+  capabilities: Record<string, unknown> = TASK_PEER_CAPABILITIES,
 ) {
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
   const received: Message[] = [];
@@ -28,7 +34,7 @@ export async function connectPeer(
         id: message.id as number,
         result: {
           protocolVersion: (message.params as { protocolVersion: string }).protocolVersion,
-          capabilities: { tools: {} },
+          capabilities,
           serverInfo: { name: "peer", version: "1.0.0" },
         },
       });

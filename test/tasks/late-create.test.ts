@@ -241,6 +241,25 @@ describe("a late CreateTaskResult after a cancel: one tasks/cancel for its task,
   });
 });
 
+describe("a task-augmented call to a server that declared no task support: cancelled as any request (an outside tester's)", () => {
+  it("aborted before its answer: one notifications/cancelled at once, no wait for a CreateTaskResult, and its plain answer after is late", async () => {
+    const { client, mcp, peer, records } = await connectPeer({}, undefined, { tools: {} });
+    await abortedAfterSending(mcp);
+    // The server cannot make a task of it (no tasks.requests.tools.call): it runs it as a plain
+    // call, which only notifications/cancelled stops (rules 2, 6).
+    const [create] = peer.requests("tools/call");
+    expect(peer.cancels()).toHaveLength(1);
+    expect(peer.cancels()[0]!.params).toMatchObject({ requestId: create!.id });
+    expect(records.at(-1)!.cancel).toMatchObject({ trigger: "aborted", mechanism: "notification", undelivered: null });
+    await peer.result(create!.id, { content: [{ type: "text", text: "done anyway" }] });
+    await vi.advanceTimersByTimeAsync(1_000); // past watchMs: nothing was awaited, nothing more said
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    expect(records.at(-1)).toMatchObject({ outcome: "late-result-discarded", late: { results: 1 }, cancel: { undelivered: null } });
+    expect(mcp.pendingCount).toBe(0);
+    await client.close();
+  });
+});
+
 describe("the SDK's own task-augmented requests: a late CreateTaskResult after a cancel is a task to cancel too", () => {
   /** A v1 client connected to a scripted peer; `attach` routes its own calls through attachCancellation. */
   async function sdkPeer(attach: boolean) {
@@ -259,7 +278,7 @@ describe("the SDK's own task-augmented requests: a late CreateTaskResult after a
           id: message.id as number,
           result: {
             protocolVersion: (message.params as { protocolVersion: string }).protocolVersion,
-            capabilities: { tools: {}, tasks: { cancel: {} } },
+            capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } },
             serverInfo: { name: "peer", version: "1.0.0" },
           },
         });
