@@ -379,8 +379,15 @@ export class LegacyDelivery extends Layer {
         ? "before the client closed the connection"
         : `within notificationTimeoutMs (${this.#notificationTimeoutMs} ms)`;
       const giveUp = new Error(`no answer came ${unanswered}`);
-      // A fetch of ours aborts the POST, which then settles; any other fetch's goes on unheard.
-      failure = this.#tracker.giveUpCancel(request.requestId, giveUp) ? await sending : giveUp;
+      // A fetch of ours aborts the POST, which then settles; any other fetch's goes on unheard. The
+      // wait for that settle is bounded too (flushTimeoutMs): past the abort the SDK's send may do
+      // what no abort reaches (an audit's: its auth flow on a 401), and the delivery would stay open.
+      if (this.#tracker.giveUpCancel(request.requestId, giveUp)) {
+        const after = await this.#bounded(delivery, sending, this.#flushTimeoutMs);
+        failure = after === TIMED_OUT ? giveUp : after;
+      } else {
+        failure = giveUp;
+      }
     }
     // The stream ended on its own while the notification was on its way (the server reset it): the
     // close that follows closes nothing, and the record names only the notification.
