@@ -26,12 +26,11 @@ import { observe, observeRecord, observeResult, withMeta } from "./observe.js";
 import { TaskDriver, resolveTaskOptions } from "./tasks.js";
 import type { ResolvedTaskOptions } from "./tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
-import { Wire } from "../wire/wire.js";
+import { Wire, declaresTasks } from "../wire/wire.js";
 import type { WireOptions } from "../wire/wire.js";
 import type { CancellationAdapter } from "../adapters/types.js";
 import type { RequestId } from "../core/cancellable-call.js";
 import { DEFAULT_MAX_TOMBSTONES } from "../options/defaults.js";
-import { TASKS_EXTENSION } from "../wire/tasks.js";
 import {
   isV2Client,
   sdkAnswersInputRequests,
@@ -615,9 +614,7 @@ function serverTakesTasks(client: object): boolean | undefined {
   } catch {
     return undefined;
   }
-  if (typeof capabilities !== "object" || capabilities === null) return undefined;
-  const declared = capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } }; extensions?: Record<string, unknown> };
-  return declared.tasks?.requests?.tools?.call !== undefined || declared.extensions?.[TASKS_EXTENSION] !== undefined;
+  return typeof capabilities === "object" && capabilities !== null ? declaresTasks(capabilities) : undefined;
 }
 
 /** The MCP session id of the transport under a wire (Streamable HTTP `Mcp-Session-Id`), if any. */

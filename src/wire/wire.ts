@@ -17,7 +17,7 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
+import { TASKS_EXTENSION, augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
@@ -57,6 +57,16 @@ interface Entry {
   augmented?: boolean;
   /** A call's `subscriptions/listen` (the proxy relays a client's): the server may end it (rule 12). */
   listen?: true;
+}
+
+/**
+ * Whether server capabilities declare task-augmented `tools/call`: 2025-11-25
+ * `tasks.requests.tools.call`, or the 2026-07-28 tasks extension (`extensions` naming
+ * `io.modelcontextprotocol/tasks`, rule 36).
+ */
+export function declaresTasks(capabilities: object): boolean {
+  const declared = capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } }; extensions?: Record<string, unknown> };
+  return declared.tasks?.requests?.tools?.call !== undefined || declared.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /** A 2026-07-28 `input_required` result: the request is to be sent again with the client's input (multi round-trip). */
@@ -388,6 +398,20 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     return version !== undefined && version < "2026-07-28";
   }
 
+  /**
+   * Whether the server takes task-augmented `tools/call` requests, from the capabilities its
+   * handshake answer declared (2025-11-25 `tasks.requests.tools.call`, the 2026-07-28 tasks
+   * extension); `undefined` until a handshake answer is seen. Read where no entry point's client
+   * says (`WireOptions.serverTakesTasks`): the proxy's.
+   */
+  #serverTasks: boolean | undefined = undefined;
+
+  #noteTasks(result: unknown): void {
+    const capabilities = (result as { capabilities?: unknown } | null | undefined)?.capabilities;
+    if (typeof capabilities !== "object" || capabilities === null) return;
+    this.#serverTasks = declaresTasks(capabilities);
+  }
+
   #noteVersion(result: unknown): void {
     const version = (result as { protocolVersion?: unknown } | null | undefined)?.protocolVersion;
     if (typeof version === "string") this.#protocolVersion = version;
@@ -559,7 +583,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // A server that declared no task support for tools/call answers the request as a plain one
     // (no CreateTaskResult can come): it is cancelled the transport's way, at once (an outside
     // tester's: its stream was held, or its notification withheld, for watchMs while it ran on).
-    if (this.#serverTakesTasks?.() === false) return undefined;
+    if ((this.#serverTakesTasks?.() ?? this.#serverTasks) === false) return undefined;
     const driver = entry.follower ?? this.#taskDriver?.(entry.call);
     if (driver === undefined) return undefined;
     this.#tasks.cancelledBeforeTask(id, driver, entry.meta ?? {});
@@ -818,7 +842,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       }
       if (entry.call === null) {
         if (this.#tasks.keepToken(entry.token, message.result)) entry.token = undefined; // #dropSdkRequest must leave it in #tokens
-        if (this.#neverCancel.has(id)) this.#noteVersion(message.result);
+        if (this.#neverCancel.has(id)) {
+          this.#noteVersion(message.result);
+          this.#noteTasks(message.result);
+        }
         this.#dropSdkRequest(id);
       } else if (entry.follower !== undefined && this.#taskCreated(id, entry, message.result)) {
         return false;
@@ -852,6 +879,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         ) {
           this.#tokens.set(entry.token, { call: null, token: entry.token });
         }
+        // A handshake made as a call (the proxy's client's): what the server declared of tasks.
+        if (call.method === "initialize" || call.method === "server/discover") this.#noteTasks(message.result);
         // Cancelled at this read (its limit or abort came first), the response counted late on the
         // record it settles with.
         call.responded("error" in message ? "error" : "result", this.#era?.era === "modern");

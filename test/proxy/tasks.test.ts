@@ -7,6 +7,7 @@ import { eventually, RawClient, received, server } from "./helpers.js";
 // client's own token (an outside tester's finding: none did). Against the v1 SDK's own McpServer
 // with a task store (test/fixtures/tasks/v1-stdio-task-server.mjs), over stdio.
 const TASK_SERVER = new URL("../fixtures/tasks/v1-stdio-task-server.mjs", import.meta.url).pathname;
+const LINE = new URL("./fixtures/line-server.mjs", import.meta.url).pathname;
 
 const running: RawClient[] = [];
 afterEach(async () => {
@@ -26,6 +27,24 @@ async function connected(...flags: string[]): Promise<RawClient> {
   client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return client;
 }
+
+describe("proxy: a task-augmented request to a server that declared no task support", () => {
+  it("the client's cancel before its answer goes upstream at once as notifications/cancelled: no CreateTaskResult can come (an outside tester's, through the library)", async () => {
+    // line-server.mjs declares tools only: no tasks.requests.tools.call, so it runs the call as a plain one.
+    const client = new RawClient(server(LINE));
+    running.push(client);
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "t", method: "tools/call", params: { name: "silent", arguments: {}, task: { ttl: 60_000 } } });
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "tools/call"))).toBe(true);
+    const upstreamId = received(client.stderr).find((m) => m.method === "tools/call")!.id;
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "t", reason: "user" } });
+    expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"), 3_000)).toBe(true);
+    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled").map((m) => m.params)).toEqual([
+      { requestId: upstreamId, reason: "user" },
+    ]);
+    expect(received(client.stderr).filter((m) => m.method === "tasks/cancel")).toEqual([]);
+  });
+});
 
 describe("proxy: a task the client made", () => {
   it("its progress after the CreateTaskResult reaches the client under the client's token, every step", async () => {
