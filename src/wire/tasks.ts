@@ -99,6 +99,16 @@ export function isTaskAugmented(message: Message): boolean {
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
+/**
+ * Whether server capabilities declare task-augmented `tools/call`: 2025-11-25
+ * `tasks.requests.tools.call`, or the 2026-07-28 tasks extension (`extensions` naming
+ * `io.modelcontextprotocol/tasks`, rule 36).
+ */
+export function declaresTasks(capabilities: object): boolean {
+  const declared = capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } }; extensions?: Record<string, unknown> };
+  return declared.tasks?.requests?.tools?.call !== undefined || declared.extensions?.[TASKS_EXTENSION] !== undefined;
+}
+
 /** The create request's `_meta` for follow-up requests: the same, minus its progress token. */
 export function followUpMeta(message: Message): Record<string, unknown> {
   const { progressToken: _token, ...meta } = message.params?._meta ?? {};

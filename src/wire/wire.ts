@@ -17,7 +17,7 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { TASKS_EXTENSION, augmentCreate, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
+import { augmentCreate, declaresTasks, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
 import type { InputDispatcher, TaskFollower } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
@@ -57,16 +57,6 @@ interface Entry {
   augmented?: boolean;
   /** A call's `subscriptions/listen` (the proxy relays a client's): the server may end it (rule 12). */
   listen?: true;
-}
-
-/**
- * Whether server capabilities declare task-augmented `tools/call`: 2025-11-25
- * `tasks.requests.tools.call`, or the 2026-07-28 tasks extension (`extensions` naming
- * `io.modelcontextprotocol/tasks`, rule 36).
- */
-export function declaresTasks(capabilities: object): boolean {
-  const declared = capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } }; extensions?: Record<string, unknown> };
-  return declared.tasks?.requests?.tools?.call !== undefined || declared.extensions?.[TASKS_EXTENSION] !== undefined;
 }
 
 /** A 2026-07-28 `input_required` result: the request is to be sent again with the client's input (multi round-trip). */

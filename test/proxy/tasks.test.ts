@@ -39,9 +39,11 @@ describe("proxy: a task-augmented request to a server that declared no task supp
     const upstreamId = received(client.stderr).find((m) => m.method === "tools/call")!.id;
     client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "t", reason: "user" } });
     expect(await eventually(() => received(client.stderr).some((m) => m.method === "notifications/cancelled"), 3_000)).toBe(true);
-    expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled").map((m) => m.params)).toEqual([
-      { requestId: upstreamId, reason: "user" },
-    ]);
+    expect(
+      received(client.stderr)
+        .filter((m) => m.method === "notifications/cancelled")
+        .map((m) => m.params),
+    ).toEqual([{ requestId: upstreamId, reason: "user" }]);
     expect(received(client.stderr).filter((m) => m.method === "tasks/cancel")).toEqual([]);
   });
 });
