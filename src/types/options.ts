@@ -116,9 +116,10 @@ export interface CallOptions {
    * `signal: [session.signal, userAbort.signal]`; the first to abort wins). Aborting cancels
    * the call on the wire and rejects it with `CallCancelledError` (code `CANCELLED`, `cause` =
    * the reason of the signal that aborted). One listener per signal, removed when the call
-   * settles, so a long-lived signal is safe. Prefer the array to `AbortSignal.any([...])`: on
-   * Node 20 a signal made by `AbortSignal.any` stays referenced from the long-lived signal it
-   * was made from, so one per call accumulates for the life of the session (node#55351). An
+   * settles, so a long-lived signal is safe. The array costs less than `AbortSignal.any([...])`
+   * (one composed signal per call); on Node 20, where each composed signal leaves an entry on
+   * the long-lived one it was made from for that one's life (node#55351), the library sweeps
+   * the entries of collected ones off it as it links a call's signal. An
    * empty array is no signal (as `AbortSignal.any([])` never aborts): a list built per call may
    * come out empty. Anything else is refused (`InvalidOptionError` naming `signal`).
    */

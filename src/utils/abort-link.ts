@@ -2,6 +2,7 @@ import { settleSlicer } from "./slices.js";
 import type { SliceWork } from "./slices.js";
 import { Wakeable } from "./wakeable.js";
 import { noop } from "./hooks.js";
+import { sweepComposedSignals } from "./composed-signals.js";
 
 /** What an abort reaches: a callback, or a pending call (woken through its method: no closure per call). */
 export type AbortTarget = (() => void) | Wakeable;
@@ -132,6 +133,9 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 export function linkAbort(signal: AbortSignal, callback: AbortTarget): void {
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
+    // A signal made per call by `AbortSignal.any([session, own])`: on Node 20 each one stays on
+    // the session's signal unless swept (see composed-signals.ts).
+    sweepComposedSignals(signal);
     fanout = new Fanout(signal);
     // Added first: a signal whose `addEventListener` throws leaves nothing behind (the call that
     // links it fails before its send).

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { CallCancelledError, CallTimeoutError, ConnectionClosedError, withCancellation } from "../../src/index.js";
@@ -6,6 +8,13 @@ import { connectV2 } from "./clients.js";
 import { closedUnfinished, eventually, sawDisconnect, seen, sleep, startV1, startV2, started } from "./servers.js";
 import type { TestServer } from "./servers.js";
 import { SLACK_MS } from "../helpers/timing.js";
+import { composedEntries } from "../../src/utils/composed-signals.js";
+
+/** A full collection, in this process (the test runs without --expose-gc). */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
 
 // The v2 SDK client (@modelcontextprotocol/client) over Streamable HTTP, pinned to 2026-07-28
 // (the stream close is the cancel, rules 6, 28) and in the 2025-era (notification, then close,
@@ -25,6 +34,32 @@ async function setup(server: TestServer, pin: boolean) {
 }
 
 const handlerStarts = (server: TestServer): number => server.events.filter((e) => e.kind === "handler-start").length;
+
+/**
+ * node#55351: 300 answered calls, then the transport's own signal holds (nearly) no entry for the
+ * signals the v2 transport composed with it for each request (Node 20 kept one a request for the
+ * connection's life); a cancel and the close still work after the sweeps.
+ */
+async function composedSignalsSwept(server: TestServer, pin: boolean): Promise<void> {
+  const { mcp, transport, errors } = await setup(server, pin);
+  const transportSignal = (transport as unknown as { _abortController: AbortController })._abortController.signal;
+  const calls = 300;
+  for (let i = 1; i <= calls; i++) {
+    await mcp.callTool({ name: "slow", arguments: { ms: 0 } }, { timeoutMs: 5_000 });
+    if (i % 50 === 0) collectGarbage();
+  }
+  collectGarbage();
+  await mcp.callTool({ name: "slow", arguments: { ms: 0 } }, { timeoutMs: 5_000 }); // its fetch sweeps
+  expect(composedEntries(transportSignal)).toBeLessThan(100); // Node 20 without the sweep: 301 and more
+  const controller = new AbortController();
+  const call = mcp.callTool({ name: "slow", arguments: { ms: 5_000 } }, { signal: controller.signal });
+  call.catch(() => {});
+  expect(await eventually(() => handlerStarts(server) === calls + 2)).toBe(true);
+  controller.abort();
+  await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+  expect(await eventually(() => closedUnfinished(seen(server, "tools/call")[calls + 1]), 3_000)).toBe(true);
+  expect(errors).toEqual([]);
+}
 
 describe("v2 SDK client pinned to 2026-07-28 against the v2 server", () => {
   it("C11 a cancel before the first byte: settles at once, the server sees the close within 100 ms, no notification POST", async () => {
@@ -80,6 +115,10 @@ describe("v2 SDK client pinned to 2026-07-28 against the v2 server", () => {
     expect(record.progress.count).toBeGreaterThan(0);
     expect(errors).toEqual([]);
   });
+
+  it("node#55351: the transport's signal keeps no entry for each request's composed signal (2026-07-28: the SDK's own per-request signal)", async () => {
+    await composedSignalsSwept(await startV2({ responseMode: "json" }), true);
+  }, 60_000);
 
   it("a timeout closes the stream the same way and is reported as REQUEST_TIMEOUT, not as the SDK's error", async () => {
     const { server, mcp, errors } = await setup(await startV2(), true);
@@ -237,6 +276,10 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(adapter.stats()).toMatchObject({ cancelMarks: 0, streams: 0, flushing: 0 });
     expect(errors).toEqual([]);
   });
+
+  it("node#55351: the transport's signal keeps no entry for each request's composed signal (2025-era: the library's per-request signal)", async () => {
+    await composedSignalsSwept(await startV1({ stateful: true }), false);
+  }, 60_000);
 
   it("against the v2 server's stateless 2025 fallback the stream close stops the handler", async () => {
     const server = await startV2({ responseMode: "sse" });

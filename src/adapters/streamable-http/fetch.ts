@@ -1,4 +1,5 @@
 import type { RequestId } from "../../core/cancellable-call.js";
+import { sweepComposedSignals } from "../../utils/composed-signals.js";
 import { abortSubscribers, onAbort } from "../../utils/abort-link.js";
 import { noop } from "../../utils/hooks.js";
 
@@ -312,6 +313,9 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
     }
   }
   const controller = new AbortController();
+  // The v2 transport composes its own signal with the request's (`AbortSignal.any`): on Node 20
+  // each composition stays on the transport's signal for the connection's life unless swept.
+  sweepComposedSignals(init.signal);
   const unlinkTransport = link(init.signal ?? undefined, controller);
   const unlinkRequest = link(id !== undefined ? port?.signalFor(id) : cancel ? cancelSignalFor(port, init.body) : undefined, controller);
   let released = false;
