@@ -62,19 +62,24 @@ export async function runProxy<T extends TransportLike>(
     redact,
     log: (text) => io.log(redact(text)),
   });
-  if (!(await session.start())) return session.done;
-  front.attach(session);
-  // A signal runs the same shutdown; a second one while it runs ends the process at once.
+  // A signal runs the same shutdown; a second one while it runs ends the process at once. The
+  // signals are the proxy's before the server starts: one that comes while it starts ends the
+  // proxy once it is up (its default action would leave the server's process group running).
   let stopping = false;
+  const starting = session.start();
   const off = io.onSignal?.((signal) => {
     if (stopping) {
       io.log(`mcp-cancellable proxy: ${signal} again while stopping: exiting now\n`);
       process.exit(128 + (signal === "SIGHUP" ? 1 : signal === "SIGINT" ? 2 : 15));
     }
     stopping = true;
-    void session.end({ kind: "signal", signal });
+    void starting.then((started) => {
+      if (started) void session.end({ kind: "signal", signal });
+    });
   });
   try {
+    if (!(await starting)) return await session.done;
+    front.attach(session);
     return await session.done;
   } finally {
     off?.();

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -6,7 +7,7 @@ import { splitListenArgs } from "../../../src/cli/proxy/listen/args.js";
 import { frontUpstreams } from "../../../src/cli/proxy/listen/command.js";
 import { startFront as startFrontHere } from "../../../src/cli/proxy/listen/front.js";
 import type { Front } from "../../../src/cli/proxy/listen/front.js";
-import { eventually, fixture, server, tempDir } from "../helpers.js";
+import { eventually, fixture, proxyCommand, server, tempDir } from "../helpers.js";
 import type { RpcMessage } from "../helpers.js";
 import { messagesOf, openSession, post2026, startFront, stopFronts } from "./helpers.js";
 
@@ -15,6 +16,16 @@ import { messagesOf, openSession, post2026, startFront, stopFronts } from "./hel
 // reasons, its log line and the refusals while draining; only the replica's own "SIGINT:
 // draining" line was right).
 const V2_STDIO = fixture("http/v2-stdio-server.mjs");
+
+/** The process is still there (signal 0 reaches it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 const DRAIN_MS = 1_500;
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -104,6 +115,31 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
       expect(stderr).not.toContain("draining (SIGTERM)");
     });
   }
+
+  it("SIGTERM the moment the \"listening on\" line is out: the front drains and exits 0, and its shared stdio server is gone (an outside tester's: the signal's default action killed the process, 10 runs of 10, and the server outlived it)", async () => {
+    const { command, args } = proxyCommand(["--listen", "127.0.0.1:0", ...server(V2_STDIO, "--print-pid")]);
+    const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+    cleanups.push(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
+    let stderr = "";
+    child.stdout.resume();
+    child.stderr.setEncoding("utf8");
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once("close", (code, signal) => resolve({ code, signal })),
+    );
+    child.stderr.on("data", (chunk: string) => {
+      const before = stderr;
+      stderr += chunk;
+      if (!before.includes("listening on") && stderr.includes("listening on")) child.kill("SIGTERM"); // in the same turn
+    });
+    const exit = await exited;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(stderr).toContain("SIGTERM: draining");
+    const pid = Number(/PID (\d+)/.exec(stderr)?.[1]);
+    expect(pid).toBeGreaterThan(0); // the shared 2026-07-28 server had started before the line
+    expect(await eventually(() => !alive(pid), 3_000)).toBe(true);
+  });
 
   it("drain(signal) on a front run in this process says that signal; drain() without one says SIGTERM", async () => {
     for (const signal of ["SIGINT", undefined] as const) {

@@ -24,47 +24,67 @@ export function frontUpstreams(
   };
 }
 
-/** Runs the front until a signal ends it; resolves with the exit status. */
+/**
+ * Runs the front until a signal ends it; resolves with the exit status. The signals are the
+ * front's from before it starts: one that comes while it starts (its shared stdio server
+ * starting, its socket binding, the "listening on" line just written) is held and drains it as
+ * soon as it is up (an outside tester's: a SIGTERM within 3 ms of that line killed the process by
+ * the signal's default action, and the stdio server outlived it).
+ */
 export async function runFront(
   options: ProxyOptions,
   listen: ListenOptions,
   log: (text: string) => void,
   extras: ProxyExtras,
 ): Promise<number> {
-  const front = await startFront(options, listen, {
-    log,
-    observer: extras.observer,
-    makeUpstream: frontUpstreams(options, log),
-    flush: extras.flush,
-  });
+  let front: Awaited<ReturnType<typeof startFront>> | undefined;
+  let heldSignal: EndSignal | undefined;
+  let signalled = 0;
   let finished!: () => void;
+  let exit!: (status: number) => void;
+  const status = new Promise<number>((resolve) => (exit = resolve));
   const drained = new Promise<void>((resolve) => (finished = resolve));
-  return new Promise<number>((resolve) => {
-    let signalled = 0;
-    const onSignal = (signal: EndSignal): void => {
-      signalled++;
-      if (signalled > 1) {
-        log(`mcp-cancellable proxy [${listen.replica}]: ${signal} again: exiting now\n`);
-        finished();
-        resolve(1);
-        return;
-      }
-      log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
-      void front.drain(signal).then(() => {
-        finished();
-        resolve(0);
-      });
-    };
-    // The front owns these signals while it runs: the executable's own handlers (exit at once)
-    // are set aside and put back once the drain is over.
-    const setAside = SIGNALS.map((name) => [name, process.listeners(name)] as const);
-    for (const [name, listeners] of setAside) for (const listener of listeners) process.removeListener(name, listener);
-    for (const name of SIGNALS) process.on(name, onSignal);
-    void drained.then(() => {
-      for (const name of SIGNALS) process.removeListener(name, onSignal);
-      for (const [name, listeners] of setAside) for (const listener of listeners) process.on(name, listener as () => void);
+  const drain = (running: NonNullable<typeof front>, signal: EndSignal): void => {
+    void running.drain(signal).then(() => {
+      finished();
+      exit(0);
     });
+  };
+  const onSignal = (signal: EndSignal): void => {
+    signalled++;
+    if (signalled > 1) {
+      log(`mcp-cancellable proxy [${listen.replica}]: ${signal} again: exiting now\n`);
+      finished();
+      exit(1);
+      return;
+    }
+    log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
+    if (front === undefined) heldSignal = signal;
+    else drain(front, signal);
+  };
+  // The front owns these signals while it runs: the executable's own handlers (exit at once)
+  // are set aside and put back once the drain is over.
+  const setAside = SIGNALS.map((name) => [name, process.listeners(name)] as const);
+  for (const [name, listeners] of setAside) for (const listener of listeners) process.removeListener(name, listener);
+  for (const name of SIGNALS) process.on(name, onSignal);
+  void drained.then(() => {
+    for (const name of SIGNALS) process.removeListener(name, onSignal);
+    for (const [name, listeners] of setAside) for (const listener of listeners) process.on(name, listener as () => void);
   });
+  try {
+    front = await startFront(options, listen, {
+      log,
+      observer: extras.observer,
+      makeUpstream: frontUpstreams(options, log),
+      flush: extras.flush,
+    });
+  } catch (error) {
+    finished(); // the signals go back to the executable
+    throw error;
+  }
+  // A signal held while it started drains it now (a second one meanwhile has ended it already).
+  if (heldSignal !== undefined && signalled === 1) drain(front, heldSignal);
+  return status;
 }
 
 const SIGNALS: readonly EndSignal[] = ["SIGTERM", "SIGINT", "SIGHUP"];
