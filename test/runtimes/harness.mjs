@@ -46,6 +46,7 @@ const watchdog = setTimeout(() => {
 let code = 1;
 try {
   if (runtime === "deno" || runtime === "bun") code = await runScript(runtime, binary);
+  if (runtime === "deno") code = (await exitCheck(binary)) && code === 0 ? 0 : 1;
   else if (runtime === "chromium") code = await runBrowser(binary);
   else throw new Error(`unknown runtime ${runtime}`);
 } catch (error) {
@@ -84,6 +85,47 @@ function runScript(name, bin) {
       resolve(exitCode ?? 1);
     });
   });
+}
+
+/**
+ * Deno without env access (only MCP_TEST_URL): test/runtimes/exit.mjs closes a v1 client on a
+ * session of a v1 server (its GET stream open) and must then exit on its own within
+ * EXIT_WITHIN_MS. Counted as one more check of the leg. Resolves whether it passed.
+ */
+async function exitCheck(bin) {
+  const EXIT_WITHIN_MS = 5_000;
+  const { startV1SessionServer } = await import("../fixtures/runtime/v1-session-server.mjs");
+  const v1 = await startV1SessionServer();
+  const args = ["run", "--allow-env=MCP_TEST_URL", "--allow-net=127.0.0.1", `--allow-read=${root}`, join(here, "exit.mjs")];
+  let passed = false;
+  try {
+    passed = await new Promise((resolve) => {
+      const child = spawn(bin, args, {
+        cwd: root,
+        stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, MCP_TEST_URL: v1.url.href },
+      });
+      let out = "";
+      let timer;
+      child.stdout.on("data", (chunk) => {
+        out += chunk.toString("utf8");
+        if (timer === undefined && out.includes("closed")) timer = setTimeout(() => child.kill("SIGKILL"), EXIT_WITHIN_MS);
+      });
+      // Bounded before the "closed" line too (a call that hangs).
+      const hard = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      child.on("close", (exitCode, signal) => {
+        clearTimeout(timer);
+        clearTimeout(hard);
+        resolve(out.includes("closed") && exitCode === 0 && signal === null);
+      });
+    });
+  } finally {
+    await v1.stop();
+  }
+  console.log(`${passed ? "ok" : "FAIL"} exit: without env access (no undici), the process exits on its own after client.close()`);
+  counts = passed ? { passed: counts.passed + 1, failed: counts.failed } : { passed: counts.passed, failed: counts.failed + 1 };
+  console.log(`${counts.passed} passed, ${counts.failed} failed`);
+  return passed;
 }
 
 /**

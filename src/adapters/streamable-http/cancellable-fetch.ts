@@ -68,8 +68,30 @@ let undici: Promise<Undici | undefined> | undefined;
 /** What `undici` resolved to (`undefined`: not loadable here), or `null` before it settled. */
 let loaded: Undici | undefined | null = null;
 
+/**
+ * Whether undici may be imported here: not in Deno without env access (`--allow-env`), where its
+ * import fails part way (`NotCapable`, reading `NODE_V8_COVERAGE`) and what it set up before the
+ * failure keeps a connection of the process open after the transport's close: the process never
+ * exited (an outside tester's: 5 runs of 8, the session's GET stream still open at the server;
+ * a failed `import("undici")` alone beside a plain fetch did the same). The global `fetch` then,
+ * as where undici is missing.
+ */
+function undiciMayLoad(): boolean {
+  const deno = (globalThis as { Deno?: { permissions?: { querySync?: (descriptor: { name: string }) => { state?: unknown } } } }).Deno;
+  if (deno === undefined) return true;
+  try {
+    return deno.permissions?.querySync?.({ name: "env" })?.state === "granted";
+  } catch {
+    return false;
+  }
+}
+
 /** Starts loading undici once per process (the global `fetch` where it cannot be loaded). */
 function loadUndici(): Promise<Undici | undefined> {
+  if (undici === undefined && !undiciMayLoad()) {
+    loaded = undefined;
+    undici = Promise.resolve(undefined);
+  }
   undici ??= import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI).then(
     ({ Agent, fetch }): Undici => {
       loaded = { Agent, fetch };
