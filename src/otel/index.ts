@@ -175,8 +175,11 @@ class CallTrace implements CallObservation {
   /** The attributes the metric and the follow-up spans share with the call span. */
   readonly #common: Attributes;
   #span: Span | undefined;
-  /** True when the span is an outer `execute_tool` span: its owner ends it. */
-  readonly #borrowed: boolean;
+  /**
+   * Set when the span is an outer `execute_tool` span (its owner ends it): the attributes a span
+   * of ours would have started with, for the span the outcome goes on if the owner ended it first.
+   */
+  #borrowed: Attributes | undefined;
   #spanContext: SpanContext;
   #toolError = false;
   #previous: RunRecord | undefined;
@@ -214,7 +217,7 @@ class CallTrace implements CallObservation {
     if (extra !== undefined) Object.assign(spanAttributes, extra);
     const parent = context.active();
     const outer = settings.useOuterToolSpan && tool !== undefined ? outerToolSpan(parent, tool) : undefined;
-    this.#borrowed = outer !== undefined;
+    this.#borrowed = outer === undefined ? undefined : spanAttributes;
     const span = outer ?? settings.tracer.startSpan(this.#name, { kind: SpanKind.CLIENT, attributes: spanAttributes }, parent);
     if (outer !== undefined) outer.setAttributes(spanAttributes);
     this.#span = span;
@@ -238,9 +241,24 @@ class CallTrace implements CallObservation {
 
   /** Revision 0: the call settled. The span gets its outcome and ends; the metric gets its point. */
   #settle(record: RunRecord): void {
-    const span = this.#span;
+    let span = this.#span;
     if (span === undefined) return;
     this.#span = undefined; // nothing but the span context is kept for the follow-ups
+    const borrowed = this.#borrowed;
+    if (borrowed !== undefined && !span.isRecording()) {
+      // The outer span's owner ended it before the call settled (a framework that gave up on the
+      // tool at its own deadline, or ended its span from its own abort listener): what was
+      // written on it now would be dropped, and no span would say the call was cancelled. The
+      // outcome goes on a span of ours, a child of it, over the call's whole time, as it would
+      // have without the outer span.
+      span = this.#settings.tracer.startSpan(
+        this.#name,
+        { kind: SpanKind.CLIENT, attributes: borrowed, startTime: new Date(record.startedAt) },
+        trace.setSpanContext(context.active(), this.#spanContext),
+      );
+      this.#spanContext = span.spanContext();
+      this.#borrowed = undefined;
+    }
     const errorType = this.#errorType(record);
     const outcome: Attributes = {
       [ATTR_CALL_STATUS]: record.status,
@@ -278,7 +296,7 @@ class CallTrace implements CallObservation {
             : "tool returned isError";
       span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });
     }
-    if (!this.#borrowed) span.end();
+    if (this.#borrowed === undefined) span.end();
 
     const point: Attributes = { ...this.#common };
     if (errorType !== undefined) point[ATTR_ERROR_TYPE] = errorType;

@@ -349,6 +349,41 @@ describe("otel over stdio: what goes to the server, and opt-ins", () => {
     expect((await otel.duration()).points[0]!.count).toBe(2);
   });
 
+  it("an outer execute_tool span its owner ends before the call settles: the outcome goes on a span of ours under it, not on the ended one (an outside tester's: the trace lost the cancel)", async () => {
+    context.setGlobalContextManager(new StackContextManager());
+    const { mcp, otel, received } = await setUp();
+    const outer = otel.tracer.startSpan("execute_tool late", {
+      attributes: { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "late" },
+    });
+    const controller = new AbortController();
+    const call = context.with(trace.setSpan(context.active(), outer), () =>
+      mcp.callTool({ name: "late", arguments: { ms: 2_000 } }, { signal: controller.signal, timeoutMs: 5_000 }),
+    );
+    call.catch(() => {});
+    expect(await eventually(() => received().some((m) => m.method === "tools/call"))).toBe(true);
+    // The framework gives up on the tool: it ends its span, then aborts the call.
+    outer.end();
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    const spans = otel.spans();
+    expect(spans.map((s) => s.name).sort()).toEqual(["execute_tool late", "tools/call late"]);
+    const borrowed = spans.find((s) => s.name === "execute_tool late")!;
+    expect(borrowed.status.code).toBe(SpanStatusCode.UNSET); // ended by its owner, before the outcome
+    const ours = spans.find((s) => s.name === "tools/call late")!;
+    expect(ours.parentSpanId).toBe(outer.spanContext().spanId);
+    expect(ours.status.code).toBe(SpanStatusCode.ERROR);
+    expect(ours.attributes).toMatchObject({
+      ...tool("late"),
+      "error.type": "cancelled",
+      "mcp_cancellable.cancel.trigger": "aborted",
+      "mcp_cancellable.call.status": "cancelled",
+    });
+    expect(ours.events.map((e) => e.name)).toContain("mcp_cancellable.cancel");
+    // Its time is the call's: it started when the call did, before the outer span ended.
+    expect(ours.startMs).toBeLessThanOrEqual(borrowed.endMs);
+    expect(ours.kind).toBe("CLIENT");
+  });
+
   it("attributes: read once when the call starts, put on its span beside the recorder's own", async () => {
     const seen: string[] = [];
     const { mcp, otel } = await setUp({
