@@ -39,7 +39,7 @@ const count = (min: 0 | 1) => {
 
 /** A function option. */
 export const fnOption = z.custom<(...args: never[]) => unknown>((value) => typeof value === "function", {
-  error: "must be a function",
+  error: (issue) => `must be a function; received ${received(issue.input)}`,
 });
 
 /**
@@ -197,7 +197,9 @@ const verifiersOption = z
   .refine((value) => !Array.isArray(value), { error: "must be an object of verify functions by tool name" });
 
 /** `awaitVerification`: true, false or a function (record) => string. */
-const awaitVerificationOption = z.union([z.boolean(), fnOption], { error: "must be true, false or a function (record) => string" });
+const awaitVerificationOption = z.union([z.boolean(), fnOption], {
+  error: (issue) => `must be true, false or a function (record) => string; received ${received(issue.input)}`,
+});
 
 /** @internal */
 export const clientOptionsSchema = z
@@ -270,6 +272,26 @@ export function signalOnly(options: unknown): AbortSignal | undefined | typeof N
 /** The call options that only a call can have (a client-wide one would be shared by every call). */
 const PER_CALL_ONLY = { signal: true, onprogress: true, verify: true, task: true } as const;
 
+/**
+ * Where a per-call option given client-wide goes, for the entry point named by `where`: a
+ * framework's tools take a signal their own way, and have no `callTool` of ours.
+ */
+function perCallWay(where: string, options: readonly string[]): string {
+  const option = options[0]!;
+  const it = options.length > 1 ? "them" : "it";
+  if (option === "signal") {
+    if (where.startsWith("cancellableTransport")) {
+      return "the AI SDK hands each tool call's abortSignal to the transport: generateText({ abortSignal }) or the tool's execute(input, { abortSignal })";
+    }
+    if (where.startsWith("CancellableMCPServer")) return "Agents hands each tool call the run's signal: run(agent, input, { signal })";
+    if (where.startsWith("attachMastra")) return "Mastra hands each tool call its abortSignal: execute(input, { abortSignal })";
+  }
+  if (where.startsWith("cancellableTransport") || where.startsWith("CancellableMCPServer")) {
+    return `return ${it} per call from callOptions: callOptions: (...) => ({ ${option} })`;
+  }
+  return `pass ${it} to each call: callTool(params, { ${option} })`;
+}
+
 /** The Streamable HTTP adapter's options (`streamableHttpCancellation(transport, options)`), never a client's or a call's. */
 const ADAPTER_OPTIONS = { flushTimeoutMs: true, notificationTimeoutMs: true } as const;
 
@@ -325,7 +347,7 @@ export function parseOptions<T>(
         : "";
     const perCallHint =
       perCall.length > 0
-        ? `; ${perCall.map((key) => `"${key}"`).join(", ")} ${perCall.length > 1 ? "are per-call options" : "is a per-call option"} (pass ${perCall.length > 1 ? "them" : "it"} to each call: callTool(params, { ${perCall[0]} })${perCall.includes("verify") ? '; "verifiers" ({ toolName: verify }) gives tools their verify client-wide' : ""})`
+        ? `; ${perCall.map((key) => `"${key}"`).join(", ")} ${perCall.length > 1 ? "are per-call options" : "is a per-call option"} (${perCallWay(where, perCall)}${perCall.includes("verify") ? '; "verifiers" ({ toolName: verify }) gives tools their verify client-wide' : ""})`
         : "";
     throw new InvalidOptionError(
       named(issue.keys[0]!),

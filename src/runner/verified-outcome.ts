@@ -29,7 +29,7 @@ const isAwaitVerification = (value: unknown): value is AwaitVerification | undef
 /** Checks an `awaitVerification` value. @throws {InvalidOptionError} naming it and where. */
 export function checkAwaitVerification(value: unknown, where: string): AwaitVerification | undefined {
   if (isAwaitVerification(value)) return value;
-  throw new InvalidOptionError("awaitVerification", `${where}: ${AWAIT_VERIFICATION_RULE}`);
+  throw new InvalidOptionError("awaitVerification", `${where}: ${AWAIT_VERIFICATION_RULE}; received ${received(value)}`);
 }
 
 /**

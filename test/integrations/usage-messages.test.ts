@@ -10,6 +10,7 @@ import { alive, eventually } from "../helpers/stdio.js";
 import { isInvalidOptionError } from "../../src/index.js";
 import { streamableHttpCancellation } from "../../src/adapters/streamable-http/index.js";
 import { cancellableTransport } from "../../src/integrations/ai-sdk/index.js";
+import { stdioCancellation } from "../../src/adapters/stdio/index.js";
 import {
   CancellableMCPServer,
   CancellableMCPServerStdio,
@@ -38,6 +39,23 @@ describe("usage messages", () => {
       expect(message).not.toMatch(/withCancellation/);
       expect(message).toContain("this is an MCP client, not its transport");
     }
+  });
+
+  it("a signal given client-wide to a framework's entry point says how that framework hands each tool call its signal (an outside tester's: it said callTool(params, { signal }), which these have no such call for)", () => {
+    const inner = stdioCancellation(new V1Stdio({ command: "node" }));
+    const signal = new AbortController().signal;
+    const ai = refusal(() => cancellableTransport(inner, { signal } as never));
+    expect(ai.option).toBe("signal");
+    expect(ai.message).toContain("generateText({ abortSignal })");
+    expect(ai.message).not.toContain("callTool");
+    const agents = refusal(() => new CancellableMCPServer({ name: "x", create: () => ({}) as never, signal } as never));
+    expect(agents.option).toBe("signal");
+    expect(agents.message).toContain("run(agent, input, { signal })");
+    // Another per-call option on those: returned per call from callOptions.
+    const task = refusal(() => cancellableTransport(inner, { task: true } as never));
+    expect(task.message).toMatch(
+      /"task" is a per-call option \(return it per call from callOptions: callOptions: \(\.\.\.\) => \(\{ task \}\)\)$/,
+    );
   });
 
   it("streamableHttpCancellation(a stdio transport) says it is not a Streamable HTTP transport and names stdioCancellation, not the v1 fetch advice", () => {
