@@ -204,4 +204,47 @@ describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
     expect(alive(Number(readFileSync(pidFile, "utf8")))).toBe(false); // gone by the rejection
     await server.close();
   }, 15_000);
+
+  it("close() while connect() waits for initialize gives the connect up: it rejects saying so, the child is stopped, nothing is connected (an audit's: the close was lost and the server stayed connected)", async () => {
+    const { server, pidFile } = silentServer(`process.stdin.resume(); process.stdin.on("end", () => process.exit(0));`, {
+      connectTimeoutMs: 30_000,
+    });
+    const connecting = server.connect();
+    connecting.catch(() => {});
+    expect(await eventually(() => existsSync(pidFile))).toBe(true); // its initialize is out, unanswered
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    const closedAt = performance.now();
+    await server.close();
+    const error = await connecting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/: connect\(\) was given up: close\(\) was called while it connected$/);
+    expect(performance.now() - closedAt).toBeLessThan(5_000); // not the 30 s connectTimeoutMs
+    expect(await eventually(() => !alive(pid))).toBe(true);
+    await expect(server.listTools()).rejects.toThrow(/connect/);
+  }, 15_000);
+
+  it("two connect()s at once: one after the other, the first's client closed by the second; one close() then leaves no child (an audit's: the overwritten client's child ran on)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agents-connect-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const pids = join(dir, "pids");
+    // Answers initialize after 200 ms; appends its pid; exits when its stdin ends.
+    const script = `
+      const fs = require("node:fs"); fs.appendFileSync(${JSON.stringify(pids)}, process.pid + "\\n");
+      let buffer = "";
+      process.stdin.on("data", (chunk) => {
+        buffer += chunk;
+        for (let at = buffer.indexOf("\\n"); at >= 0; at = buffer.indexOf("\\n")) {
+          const message = JSON.parse(buffer.slice(0, at)); buffer = buffer.slice(at + 1);
+          if (message.method === "initialize") setTimeout(() => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: message.id,
+            result: { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "slow", version: "1" } } }) + "\\n"), 200);
+        }
+      });
+      process.stdin.on("end", () => process.exit(0));`;
+    const server = new CancellableMCPServerStdio({ command: process.execPath, args: ["-e", script], stderr: "ignore" });
+    await Promise.all([server.connect(), server.connect()]);
+    const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+    expect(started).toHaveLength(2);
+    await server.close();
+    for (const pid of started) expect(await eventually(() => !alive(pid))).toBe(true);
+  }, 15_000);
 });

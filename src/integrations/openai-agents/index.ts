@@ -2,6 +2,7 @@
 // tool calls go through the library: a shell over one `CallRunner` (src/runner/runner.ts) that
 // lives across reconnects. Type-only imports of the framework: nothing of it is loaded at run
 // time, and the root entry never reaches this file.
+import { noop } from "../../utils/hooks.js";
 import type { MCPServer } from "@openai/agents";
 import { clientWire, toAdapter } from "../../client/with-cancellation.js";
 import { isV2Client } from "../../sdk/private.js";
@@ -252,9 +253,29 @@ export class CancellableMCPServer implements MCPServer {
    * @throws {Error} naming `connectTimeoutMs` when the server did not answer in time; the SDK's
    *   error when the connect failed otherwise. The transport (a spawned child) is closed either way.
    */
-  async connect(): Promise<void> {
-    if (this.#connected !== null) await this.close();
+  connect(): Promise<void> {
+    // One connect at a time, in the order called: two at once each made a client, and the one
+    // overwritten was never closed (its child ran on). `close()` gives up every connect under way.
+    const before = [...this.#openings].map((other) => other.done);
+    const opening: Opening = { givenUp: false, client: undefined, done: Promise.resolve() };
+    const run = (async () => {
+      await Promise.all(before);
+      if (opening.givenUp) throw closedWhileConnecting(this.#name);
+      await this.#connectNow(opening);
+    })();
+    opening.done = run.then(noop, noop);
+    this.#openings.add(opening);
+    void opening.done.then(() => this.#openings.delete(opening));
+    return run;
+  }
+
+  /** Connects under way (see `connect`); `close()` gives them up. */
+  readonly #openings = new Set<Opening>();
+
+  async #connectNow(opening: Opening): Promise<void> {
+    if (this.#connected !== null) await this.#closeConnected();
     const { client, transport } = await this.#create();
+    opening.client = client;
     // A client attachCancellation carries: its own calls would follow this connection through a second wire.
     refuseAttached(client, "CancellableMCPServer create()");
     // Marked as this copy's: another copy's attachCancellation of it is refused, naming that copy.
@@ -270,12 +291,15 @@ export class CancellableMCPServer implements MCPServer {
       reportClosed();
       prior?.call(client);
     };
+    // Given up before it began (`close()` while `create()` ran): nothing was started, nothing is sent.
+    if (opening.givenUp) throw closedWhileConnecting(this.#name);
     try {
       await (client as unknown as { connect(transport: never, options: { timeout: number }): Promise<void> }).connect(
         wire.transport as never,
         { timeout: boundMs },
       );
       sdkClient.onclose = prior;
+      if (opening.givenUp) throw closedWhileConnecting(this.#name);
     } catch (error) {
       // A half-open transport (a spawned child) must not outlive the failure. The v1 SDK's connect
       // began a close of its own (`void this.close()`), so this one may return at once: the child
@@ -285,6 +309,8 @@ export class CancellableMCPServer implements MCPServer {
       await client.close().catch(() => {});
       await within(transportClosed, CONNECT_CLOSE_WAIT_MS);
       sdkClient.onclose = prior;
+      // `close()` came while it connected: that, not the SDK's error from the close, is why.
+      if (opening.givenUp) throw error instanceof CloseWhileConnecting ? error : closedWhileConnecting(this.#name, error);
       // The only request of a connect is initialize, under this bound: its timeout is ours.
       if (isSdkTimeout(error)) {
         throw new Error(
@@ -299,8 +325,22 @@ export class CancellableMCPServer implements MCPServer {
     this.#tools = null;
   }
 
-  /** Closes the client (and its transport); calls still pending settle as `connection-closed`. */
+  /**
+   * Closes the client (and its transport); calls still pending settle as `connection-closed`. A
+   * `connect()` under way is given up: its client is closed at once (a spawned child stopped),
+   * and it rejects, saying `close()` was called while it connected.
+   */
   async close(): Promise<void> {
+    const openings = [...this.#openings];
+    for (const opening of openings) {
+      opening.givenUp = true;
+      void opening.client?.close().catch(noop);
+    }
+    await Promise.all(openings.map((opening) => opening.done));
+    await this.#closeConnected();
+  }
+
+  async #closeConnected(): Promise<void> {
     const client = this.#connected?.client;
     this.#connected = null;
     this.#tools = null;
@@ -657,6 +697,27 @@ export class CancellableMCPServerStreamableHttp extends CancellableMCPServer {
 
 /** How long a failed `connect()` waits for its transport to close (its child to exit), in ms: the SDK's stdio close ends stdin, then SIGTERM after 2 s, SIGKILL after 4 s. */
 const CONNECT_CLOSE_WAIT_MS = 5_000;
+
+/** A `connect()` under way: `close()` gives it up (see `CancellableMCPServer.close`). */
+interface Opening {
+  givenUp: boolean;
+  /** Its client, once `create()` made it: closed by a `close()` meanwhile. */
+  client: { close(): Promise<void> } | undefined;
+  /** Settles (never rejects) when the connect is over, either way. */
+  done: Promise<void>;
+}
+
+/** The error of a `connect()` that `close()` gave up. */
+class CloseWhileConnecting extends Error {
+  override name = "Error";
+}
+
+function closedWhileConnecting(name: string, cause?: unknown): Error {
+  return new CloseWhileConnecting(
+    `${name}: connect() was given up: close() was called while it connected`,
+    cause === undefined ? undefined : { cause },
+  );
+}
 
 /** `promise`, or nothing after `ms` (the timer released either way). */
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
