@@ -7,7 +7,7 @@ import { splitListenArgs } from "../../../src/cli/proxy/listen/args.js";
 import { frontUpstreams } from "../../../src/cli/proxy/listen/command.js";
 import { startFront as startFrontHere } from "../../../src/cli/proxy/listen/front.js";
 import type { Front } from "../../../src/cli/proxy/listen/front.js";
-import { eventually, fixture, proxyCommand, server, tempDir } from "../helpers.js";
+import { alive, eventually, fixture, proxyCommand, server, tempDir } from "../helpers.js";
 import type { RpcMessage } from "../helpers.js";
 import { messagesOf, openSession, post2026, startFront, stopFronts } from "./helpers.js";
 
@@ -17,15 +17,6 @@ import { messagesOf, openSession, post2026, startFront, stopFronts } from "./hel
 // draining" line was right).
 const V2_STDIO = fixture("http/v2-stdio-server.mjs");
 
-/** The process is still there (signal 0 reaches it). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 const DRAIN_MS = 1_500;
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -138,7 +129,41 @@ describe("proxy --listen: the drain names the signal that stopped the replica", 
     expect(stderr).toContain("SIGTERM: draining");
     const pid = Number(/PID (\d+)/.exec(stderr)?.[1]);
     expect(pid).toBeGreaterThan(0); // the shared 2026-07-28 server had started before the line
-    expect(await eventually(() => !alive(pid), 3_000)).toBe(true);
+    expect(await eventually(() => !alive(pid), 5_000)).toBe(true);
+  });
+
+  it("a drain while a 2025-era session is still opening (its server starting): the session and its server go with the drain, its initialize is refused, not sent (an audit's: the drain did not see it, and it outlived the drain with its server)", async () => {
+    const dir = tempDir();
+    cleanups.push(dir.cleanup);
+    const pidLog = join(dir.dir, "pids");
+    process.env.V2_STDIO_PID_LOG = pidLog;
+    cleanups.push(() => delete process.env.V2_STDIO_PID_LOG);
+    const { listen, rest } = splitListenArgs(["--listen", "127.0.0.1:0", "--drain-ms", "200", ...server(V2_STDIO)], {});
+    const options = parseProxyArgs(rest);
+    if (options === "help" || listen === undefined) throw new Error("bad front arguments");
+    let log = "";
+    const write = (text: string): void => void (log += text);
+    const upstreams = frontUpstreams(options, write);
+    // The session's upstream is made 300 ms late (as the first import of an HTTP upstream's module can be): the drain comes meanwhile.
+    let making = false;
+    const makeUpstream = (era: "legacy" | "2026-07-28") => {
+      if (era === "2026-07-28") return upstreams(era);
+      making = true;
+      return new Promise((resolve) => setTimeout(resolve, 300)).then(() => upstreams(era)!);
+    };
+    const front: Front = await startFrontHere(options, listen, { log: write, makeUpstream });
+    cleanups.push(() => front.drain());
+    const init = fetch(front.url, { method: "POST", headers: HEADERS, body: JSON.stringify(INIT) });
+    expect(await eventually(() => making)).toBe(true);
+    await front.drain("SIGTERM");
+    const answer = await init;
+    expect(answer.status).toBe(503);
+    const [message] = await messagesOf(answer);
+    expect(message?.error?.message).toContain("initialize refused, not sent: this replica is draining (SIGTERM)");
+    expect(front.stats().sessions).toBe(0);
+    const pids = readFileSync(pidLog, "utf8").trim().split("\n").map(Number);
+    expect(pids).toHaveLength(2); // the 2026-07-28 server and the session's
+    for (const pid of pids) expect(await eventually(() => !alive(pid), 5_000)).toBe(true);
   });
 
   it("drain(signal) on a front run in this process says that signal; drain() without one says SIGTERM", async () => {

@@ -498,6 +498,13 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         made.closed = true;
         return rpcError(502, CONNECTION_CLOSED_ERROR_CODE, "mcp-cancellable proxy: the server could not be started", echoId(body));
       }
+      // The drain began while the session opened (its server starting): the session and its
+      // server go now, and its initialize, not sent yet, is refused as any during the drain (an
+      // audit's: the drain did not see an opening session, which then outlived it with its server).
+      if (draining) {
+        await closeSession(made, "the replica shut down", stopSignal);
+        return notSent(echoId(body), `initialize refused, not sent: this replica is draining (${stopSignal}); connect again`);
+      }
       await transport.start();
       const response = await transport.handleRequest(request, { parsedBody: body });
       if (made.id === undefined) void closeSession(made, "its initialize was refused");
@@ -796,7 +803,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     const count = inFlightNow();
     log(`draining: no new sessions or requests; ${count} request${count === 1 ? "" : "s"} in flight get up to ${listen.drainMs} ms`);
     const deadline = performance.now() + listen.drainMs;
-    while (inFlightNow() > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    // A session still opening (its server starting) is waited for too: it sees the drain once
+    // started and ends itself, or is registered by then and closed below with the others.
+    while ((inFlightNow() > 0 || opening > 0) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     // From here the shutdown is bounded as the stdio proxy's is (SHUTDOWN_BOUND_MS): --help and
     // the Kubernetes grace period in docs/proxy.md count on --drain-ms plus that bound.
     const stopBy = performance.now() + SHUTDOWN_BOUND_MS;
@@ -837,6 +846,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     // 50 ms it keeps for the exit.
     const flushing = io.flush?.(stopBy - performance.now() - 50);
     await stopping;
+    // A session still opening past the drain's time ends itself once its server started (it sees
+    // the drain), refusing its initialize: waited for within the bound, before the connections close.
+    while (opening > 0 && performance.now() < stopBy - FRONT_EXIT_RESERVE_MS) await new Promise((resolve) => setTimeout(resolve, 20));
     // Let the last answers reach their sockets before the connections close.
     await new Promise((resolve) => setTimeout(resolve, 50));
     server.closeAllConnections();
