@@ -79,7 +79,7 @@ export function summarize(
     case "succeeded":
       return "succeeded";
     case "task-created":
-      return "task created, not followed (pass the task option to follow it)";
+      return "task created, not followed (the library follows a task only for a call given the task option)";
     case "failed":
       return record.error === null
         ? "failed"

@@ -81,7 +81,14 @@ export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOption
 
 /** What the driver needs of the wire. */
 export interface TaskWire {
-  taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>>;
+  /** `given`: aborting it gives the request up (see `TaskRequests.request`). */
+  taskRequest(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+    given?: AbortSignal,
+  ): Promise<Record<string, unknown>>;
   cancelCall(call: CancellableCall, reason: string): CancelMechanism;
   /** Status notifications for this task are no longer wanted. */
   unfollow(taskId: string): void;
@@ -356,7 +363,13 @@ export class TaskDriver implements TaskFollower {
       this.timers.clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    // The live call's result read, bounded by the call's own limits: given up with the call.
+    this.#resultRead?.abort(new Error("tasks/result given up: the call ended"));
+    this.#resultRead = undefined;
   }
+
+  /** The `tasks/result` of a live call whose task is terminal (see `#finish`), while it waits. */
+  #resultRead: AbortController | undefined;
 
   /**
    * The next poll, an interval from now. `answered`: it follows a sign of life (the
@@ -565,16 +578,30 @@ export class TaskDriver implements TaskFollower {
     // 2025-11-25: the result (or the original error) comes from tasks/result. A task that
     // ended `failed` may answer it with a result (`isError: true`, as the SDK's servers store a
     // failure): the call still fails, with that result as the error's data.
+    // The task is done and only its result is awaited: the call's own limits bound the wait (its
+    // idle timeout counts the server's silence from the last answered poll, and the maximum total
+    // timeout holds), not `watchMs`, which cut a result still on its way while the caller's
+    // limits had time left (an outside tester's: a result 11 s after `completed` was lost at 10 s
+    // to a call with `timeoutMs` 60,000). The read is given up when the call ends.
+    const read = new AbortController();
+    this.#resultRead = read;
     try {
-      const result = await this.wire.taskRequest("tasks/result", this.#params(task), this.#requestTimeout(), this.timers);
+      const result = await this.wire.taskRequest("tasks/result", this.#params(task), MAX_TIMER_DELAY_MS, this.timers, read.signal);
       if (task.status === "failed") call.fail(failedTask(task, result));
       else call.succeed(result);
     } catch (error) {
+      if (read.signal.aborted || call.settled) return;
       // Failed without an answer (an HTTP error status, a network failure): the next poll finds
-      // the task terminal again and asks again. No answer within watchMs still fails the call
-      // (TaskRequestTimeoutError): answered polls would keep a silent tasks/result going forever.
-      if (!(error instanceof TaskRequestTimeoutError) && this.#unanswered(error) && !call.settled) return this.#schedule(false);
+      // the task terminal again and asks again.
+      if (this.#unanswered(error)) return this.#schedule(false);
+      // 2025-11-25: a task that ended `failed` may answer tasks/result with the original JSON-RPC
+      // error: the call's error is the task's, as on the other paths (`method` "tools/call").
+      if (task.status === "failed" && error instanceof TaskRequestError) {
+        return call.fail(new TaskRequestError("tools/call", error.code, error.message, error.data));
+      }
       this.#fail(error);
+    } finally {
+      if (this.#resultRead === read) this.#resultRead = undefined;
     }
   }
 

@@ -268,8 +268,14 @@ export class TaskTracker extends Layer {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
    * See `TaskRequests.request`.
    */
-  request(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
-    return this.#requests.request(method, params, timeoutMs, timers);
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+    given?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    return this.#requests.request(method, params, timeoutMs, timers, given);
   }
 
   /** A server request passed by on its way to the SDK: one related to a task is remembered until answered. */

@@ -141,15 +141,30 @@ export class TaskRequests {
   /**
    * Sends one request. Settles with the result, or rejects with a `TaskRequestError` (the
    * server's error), a `TaskRequestTimeoutError`, the send's error, or a closed connection.
+   * `given`: aborting it gives the request up (its entry and timer go; a late answer is dropped),
+   * rejecting with the signal's reason.
    */
-  request(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+    given?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const id = `mcp-cancellable-task-${++this.#next}`;
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).
       const timer = timers.setTimeout(() => {
         if (this.#pending.delete(id)) reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
-      const done = (): void => timers.clearTimeout(timer);
+      const giveUp = (): void => {
+        if (this.#pending.delete(id)) timers.clearTimeout(timer), reject(given!.reason);
+      };
+      given?.addEventListener("abort", giveUp, { once: true });
+      const done = (): void => {
+        timers.clearTimeout(timer);
+        given?.removeEventListener("abort", giveUp);
+      };
       this.#pending.set(id, {
         method,
         resolve: (result) => (done(), resolve(result)),

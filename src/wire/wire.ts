@@ -457,9 +457,15 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`) on
    * the wrapped transport, never through the SDK. Rejects when the connection is not open.
    */
-  taskRequest(method: string, params: Record<string, unknown>, timeoutMs: number, timers: Timers): Promise<Record<string, unknown>> {
+  taskRequest(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs: number,
+    timers: Timers,
+    given?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     if (!this.#open) return Promise.reject(notSent(new Error(`${method} not sent: the connection is closed`)));
-    return this.#tasks.request(method, params, timeoutMs, timers);
+    return this.#tasks.request(method, params, timeoutMs, timers, given);
   }
 
   /**

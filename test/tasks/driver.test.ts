@@ -3,7 +3,7 @@
 // settles the task within the watch bound, and when a poll is never answered. A task whose polls
 // answer is never cut by the idle timeout (test/tasks/idle.test.ts), so these cancel on the
 // maximum total timeout.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { isCallTimeoutError, isInvalidOptionError } from "../../src/index.js";
 import { TaskRequestError } from "../../src/errors/TaskRequestError.js";
 import type { Message } from "../../src/core.js";
@@ -136,9 +136,63 @@ describe("task driver", () => {
       if (m.method === "tasks/result") void peer.error(m.id, -32603, "report generator crashed");
     });
     const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
-    expect((error as { code?: unknown }).code).toBe(-32603);
+    // The task's error, as on the other paths: method tools/call, not the tasks/result that carried it (an outside tester's).
+    expect(error).toBeInstanceOf(TaskRequestError);
+    expect(error).toMatchObject({ method: "tools/call", code: -32603, message: "report generator crashed" });
     expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "failed" } });
     expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    await client.close();
+  });
+
+  it("a completed task's tasks/result is bounded by the call's own limits, not watchMs: a result slower than watchMs still resolves the call (an outside tester's: lost at watchMs with timeoutMs time left)", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("completed"));
+      if (m.method === "tasks/result") setTimeout(() => void peer.result(m.id, { content: [{ type: "text", text: "report" }] }), 400);
+    });
+    const result = await mcp.callTool({ name: "report" }, { task: { watchMs: 100 }, timeoutMs: 2_000 });
+    expect(result).toMatchObject({ content: [{ type: "text", text: "report" }] });
+    expect(peer.requests("tasks/result")).toHaveLength(1);
+    expect(records.at(-1)).toMatchObject({ status: "succeeded", task: { status: "completed" } });
+    await client.close();
+  });
+
+  it("a completed task whose tasks/result never comes: the call's idle timeout ends it, and the read is given up with it (no timer left)", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("completed"));
+    });
+    // The read's timer is the longest a timer may be (the call's own limits bound the read): it must be cleared with the call.
+    const longest = new Set<unknown>();
+    const cleared = new Set<unknown>();
+    const realSet = globalThis.setTimeout;
+    const realClear = globalThis.clearTimeout;
+    const setSpy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((callback: () => void, ms?: number) => {
+      const handle = realSet(callback, ms);
+      if (ms === 2_147_483_647) longest.add(handle);
+      return handle;
+    }) as typeof setTimeout);
+    const clearSpy = vi.spyOn(globalThis, "clearTimeout").mockImplementation(((handle?: unknown) => {
+      cleared.add(handle);
+      realClear(handle as never);
+    }) as typeof clearTimeout);
+    try {
+      const started = performance.now();
+      const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 100 }, timeoutMs: 300 }).catch((e: unknown) => e);
+      expect(isCallTimeoutError(error)).toBe(true);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(300);
+      expect(peer.requests("tasks/result")).toHaveLength(1);
+      expect(peer.requests("tasks/cancel")).toHaveLength(0); // terminal already (rule 7)
+      expect(records.at(-1)).toMatchObject({ status: "cancelled", task: { status: "completed" } });
+      await sleep(50);
+      expect(longest.size).toBe(1);
+      expect([...longest].every((handle) => cleared.has(handle))).toBe(true); // the read went with the call
+    } finally {
+      setSpy.mockRestore();
+      clearSpy.mockRestore();
+    }
     await client.close();
   });
 

@@ -45,6 +45,20 @@ describe("task request errors", () => {
     expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
   });
 
+  it("given up (its signal aborted): rejects with the signal's reason, its entry and timer go, a late answer is dropped", async () => {
+    const sent: Message[] = [];
+    const requests = new TaskRequests(async (message) => void sent.push(message));
+    const clock = manualTimers();
+    const given = new AbortController();
+    const pending = requests.request("tasks/result", { taskId: "t1" }, 2_147_483_647, clock.timers, given.signal);
+    expect(clock.pending).toBe(1);
+    given.abort(new Error("the call ended"));
+    await expect(pending).rejects.toThrow("the call ended");
+    expect(requests.size).toBe(0);
+    expect(clock.pending).toBe(0);
+    expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
+  });
+
   it("the deprecated 0.1 name is the same class", () => {
     expect(TaskRequestTimeout).toBe(TaskRequestTimeoutError);
     const error: TaskRequestTimeout = new TaskRequestTimeout("tasks/result", 10);
