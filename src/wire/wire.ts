@@ -227,6 +227,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #started = false;
   /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
   readonly #neverCancel = new Set<RequestId>();
+  /** Attached to a connected client (`WireOptions.connected`): requests may have gone out before the wire. */
+  readonly #attached: boolean;
   #protocolVersion: string | undefined;
   /** The layer below: task drivers, followed tasks, the SDK's own task tokens, the library's own task requests. */
   readonly #tasks: TaskTracker;
@@ -322,6 +324,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const maxTombstones = options.maxTombstones;
     this.#releaseFailedSends = options.releaseFailedSends ?? false;
     this.#open = options.connected ?? false;
+    this.#attached = options.connected === true;
     this.#started = this.#open;
     // Attached to a connected client: its transport started already (see `start`).
     if (this.#open) writeTogetherAtExit(this.#stdinAtExit);
@@ -763,6 +766,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       entry.augmented = true;
     }
     this.#pending.set(id, entry);
+    if (this.#attached && this.#firstSeenId === undefined && typeof id === "number") this.#firstSeenId = id;
     if (token !== undefined) this.#tokens.set(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.below.send(message, options);
@@ -773,6 +777,20 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
+  /**
+   * The first request id the wire saw go out, on a wire attached to a connected client (see
+   * `#sentBeforeWire`); `undefined` before it, or on a wire that saw the connection open.
+   */
+  #firstSeenId: number | undefined;
+
+  /**
+   * A request the SDK sent before this wire existed (attached to a connected client): its ids are
+   * numbers counted up, so one below the first the wire saw, or any before it saw one.
+   */
+  #sentBeforeWire(id: RequestId): boolean {
+    return this.#attached && typeof id === "number" && (this.#firstSeenId === undefined || id < this.#firstSeenId);
+  }
+
   #sdkCancel(message: Message): Promise<void> {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return Promise.resolve();
@@ -781,6 +799,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // requests still in progress.
     if (this.#neverCancel.has(requestId)) return Promise.resolve();
     const entry = this.#pending.get(requestId);
+    if (entry === undefined && this.#sentBeforeWire(requestId)) {
+      // Sent before the wire was there (attachCancellation on a connected client): the SDK's own
+      // cancel of it goes out as the SDK made it, the reason as for any of its cancels (an
+      // outside tester's: it was dropped as one of ours, and the server worked on).
+      const params = { ...message.params, reason: this.#forwardSdkReason ? (reason ?? ABORTED_REASON) : sdkReason(reason) };
+      return this.below.send({ ...message, params });
+    }
     if (entry === undefined || entry.call !== null) return Promise.resolve(); // ours already went out
     const awaitsTask = this.#cancelledBeforeTask(requestId, entry);
     this.#forget(requestId, entry);

@@ -84,6 +84,29 @@ describe("attachCancellation: v1 client over stdio (SDK server)", () => {
     expect(mcp.records()).toMatchObject([{ method: "tools/call", name: "sleep", status: "succeeded" }]);
   });
 
+  it("a call in flight before the attach, then aborted: the SDK's own notification still reaches the handler, once (an outside tester's: it was dropped as one of ours)", async () => {
+    const { client, stderr, errors } = await v1Stdio("sdk-stdio-server.mjs");
+    const controller = new AbortController();
+    const inFlight = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { signal: controller.signal });
+    inFlight.catch(() => {});
+    expect(await eventually(() => /STARTED /.test(stderr()))).toBe(true);
+    const mcp = attachCancellation(client);
+    // A call through the attach after it: its own cancel is the library's, and the earlier one stays the SDK's.
+    const later = new AbortController();
+    const ours = client.callTool({ name: "sleep", arguments: { ms: 10_000 } }, undefined, { signal: later.signal });
+    ours.catch(() => {});
+    expect(await eventually(() => (stderr().match(/STARTED /g) ?? []).length === 2)).toBe(true);
+    controller.abort(new Error("user stop"));
+    await expect(inFlight).rejects.toThrow();
+    expect(await eventually(() => (stderr().match(/ABORTED \d+/g) ?? []).length === 1)).toBe(true);
+    later.abort(new Error("run aborted"));
+    await expect(ours).rejects.toBeInstanceOf(CallCancelledError);
+    expect(await eventually(() => (stderr().match(/ABORTED \d+/g) ?? []).length === 2)).toBe(true);
+    expect(stderr()).not.toContain("user stop"); // the reason stays local, as for any SDK cancel through the library
+    expect(mcp.records()).toHaveLength(1); // made before the attach: the SDK's own, no record
+    expect(errors).toEqual([]);
+  });
+
   it("the framework's signal: CallCancelledError, one notification that reaches the handler, a record", async () => {
     const { client, stderr, errors } = await v1Stdio("sdk-stdio-server.mjs");
     const mcp = attachCancellation(client);
