@@ -218,6 +218,23 @@ function sincePhrase(run: ProbeRun, boundary: ReadBy, crossed: number): string {
     : `more than the ${run.options.graceMs} ms --grace after the cancel`;
 }
 
+/**
+ * Since when a FAIL counts messages, in words that claim only what was seen: "after it had read
+ * the cancel" only when the fence showed it (an outside tester's: a server that stopped reading
+ * its input was said to have read the cancel, its fence unanswered).
+ */
+function failSince(run: ProbeRun, boundary: ReadBy): string {
+  const cancelAt = run.main!.cancelAt!;
+  switch (boundary.kind) {
+    case "fence":
+      return "after the server had read the cancel";
+    case "fence-2026":
+      return `after the server answered the request sent right after the cancel (${rel(boundary.at, cancelAt)})`;
+    case "grace":
+      return `more than the ${run.options.graceMs} ms --grace after the cancel (whether the server read the cancel is not known: the request sent right after it got no answer)`;
+  }
+}
+
 /** What the fence could not show of when the server read the cancel, for a PASS ("" when it showed it). */
 function readNote(run: ProbeRun, boundary: ReadBy): string {
   const main = run.main!;
@@ -254,7 +271,7 @@ function silentAfterCancel(run: ProbeRun): Check {
     return make(
       "silent-after-cancel",
       "FAIL",
-      `the server sent ${late.length} message(s) for ${idLabel(id)} after it had read the cancel (${countKinds(late)}), ` +
+      `the server sent ${late.length} message(s) for ${idLabel(id)} ${failSince(run, boundary)} (${countKinds(late)}), ` +
         `from ${rel(late[0]!.at, cancelAt)} to ${rel(late.at(-1)!.at, cancelAt)}; after a cancel it MUST NOT send any further messages for the request`,
       [boundary.how, ...lines(late, cancelAt), ...crossedNote],
       late,
@@ -328,7 +345,7 @@ function workStops(run: ProbeRun): Check {
     return make(
       "work-stops",
       "FAIL",
-      `the work went on: ${after.length} progress notification(s) after the server had read the cancel (${values[0]} … ${values.at(-1)}), ` +
+      `the work went on: ${after.length} progress notification(s) ${failSince(run, boundary)} (${values[0]} … ${values.at(-1)}), ` +
         `the last at ${rel(after.at(-1)!.at, cancelAt)}; the server SHOULD stop as soon as practical and MUST NOT send more`,
       [`${before.length} progress notification(s) before the cancel`, boundary.how, ...lines(after, cancelAt), ...cpuLines],
       after,
