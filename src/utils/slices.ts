@@ -462,6 +462,11 @@ export function keepFromCork(source: () => unknown): void {
   corkedAtExit.delete(source);
 }
 
+/** How many connections' stdins the process's exit would cork now (for tests). @internal */
+export function corkedAtExitCount(): number {
+  return corkedAtExit.size;
+}
+
 /** Sets `process.exit`; false where it cannot be set (a runtime that freezes it): the exit's sends then run as they can. */
 function replaceExit(proc: { exit?: unknown }, exit: unknown): boolean {
   try {

@@ -714,7 +714,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#started = true;
     // A stdio server's stdin: what the process's exit writes to it goes in one write (slices.ts, `corkAll`).
     writeTogetherAtExit(this.#stdinAtExit);
-    return this.below.start();
+    return this.below.start().catch((error: unknown) => {
+      // It never started (a stdio server's command not found: the SDK rejects its start and
+      // reports no close): the process's exit keeps nothing of this wire (an audit's: each failed
+      // start held its wire for the process's life).
+      keepFromCork(this.#stdinAtExit);
+      throw error;
+    });
   }
 
   /** The server's stdin of an SDK stdio transport, else `undefined` (see `start`). */
