@@ -16,7 +16,7 @@ import type { CallOptions, LimitNames } from "../types/options.js";
 import { LIMIT_NAMES } from "../options/resolve.js";
 import { nameOf } from "../runner/runner.js";
 import type { CallRunner, Invoke } from "../runner/runner.js";
-import { resolveTaskOptions } from "../runner/tasks.js";
+import { refuseTwoTtls, resolveTaskOptions } from "../runner/tasks.js";
 import { answerVerified } from "../runner/verified-outcome.js";
 import type { TaskOptions } from "../runner/tasks.js";
 import { CALL_MARKER } from "../wire/messages.js";
@@ -295,6 +295,8 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             read?.signal,
           );
         }
+        const resolved = resolveTaskOptions(task);
+        refuseTwoTtls(params as Record<string, unknown>, resolved);
         return answerVerified(
           runner.run<ToolResult>(
             {
@@ -302,7 +304,7 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
               name,
               params,
               options: withoutTask(callOptions as ToolCallOptions),
-              task: resolveTaskOptions(task),
+              task: resolved,
               optionsFrom,
             },
             // v1: request() (callTool refuses task-required tools); the wire adds params.task.

@@ -79,6 +79,21 @@ export function resolveTaskOptions(task: TaskOptions | true): ResolvedTaskOption
   };
 }
 
+/**
+ * A `tools/call` with the `task` option whose params carry a task of their own (`params.task`):
+ * the two must not name different ttls (an outside tester's: `params.task.ttl` went on the wire
+ * and `task.ttlMs` was dropped without a word).
+ * @throws {InvalidOptionError} naming `task.ttlMs` when they differ.
+ */
+export function refuseTwoTtls(params: Record<string, unknown> | undefined, options: ResolvedTaskOptions | undefined): void {
+  const own = params?.task as { ttl?: unknown } | undefined;
+  if (options?.ttlMs === undefined || typeof own !== "object" || own === null || own.ttl === undefined || own.ttl === options.ttlMs) return;
+  throw new InvalidOptionError(
+    "task.ttlMs",
+    `call options: "task.ttlMs" (${options.ttlMs}) and params.task.ttl (${received(own.ttl)}) disagree: give the task's ttl in one of them`,
+  );
+}
+
 /** What the driver needs of the wire. */
 export interface TaskWire {
   /** `given`: aborting it gives the request up (see `TaskRequests.request`). */

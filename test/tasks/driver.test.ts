@@ -314,6 +314,13 @@ describe("the task option, refused when it is neither true, false nor an object 
       expect((error as { option: string }).option).toBe(option);
       expect((error as Error).message).toMatch(message);
     }
+    // A ttl of the params' own task beside the option's: refused when they differ (an outside tester's: the option's was dropped).
+    const twoTtls = await mcp.callTool({ name: "report", task: { ttl: 5 } } as never, { task: { ttlMs: 1_000 } }).catch((e: unknown) => e);
+    expect(isInvalidOptionError(twoTtls)).toBe(true);
+    expect(twoTtls).toMatchObject({ option: "task.ttlMs" });
+    expect((twoTtls as Error).message).toBe(
+      'call options: "task.ttlMs" (1000) and params.task.ttl (5) disagree: give the task\'s ttl in one of them',
+    );
     expect(peer.requests("tools/call")).toHaveLength(0);
     await expect(mcp.callTool({ name: "report" }, { task: false })).resolves.toMatchObject({ content: [{ text: "plain" }] });
     expect(mcp.records().at(-1)).toMatchObject({ status: "succeeded" });

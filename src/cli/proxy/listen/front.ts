@@ -505,8 +505,16 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
         await closeSession(made, "the replica shut down", stopSignal);
         return notSent(echoId(body), `initialize refused, not sent: this replica is draining (${stopSignal}); connect again`);
       }
-      await transport.start();
-      const response = await transport.handleRequest(request, { parsedBody: body });
+      let response: Response;
+      try {
+        await transport.start();
+        response = await transport.handleRequest(request, { parsedBody: body });
+      } catch (error) {
+        // The SDK's transport failed the session's first request: the session and its server go
+        // with it (nothing else would end them: it is in no table yet, or its id was never given).
+        await closeSession(made, `its initialize failed (${(error as Error).message})`);
+        throw error;
+      }
       if (made.id === undefined) void closeSession(made, "its initialize was refused");
       return response;
     } finally {
