@@ -20,7 +20,7 @@
  * Usage: node --import tsx demo/report-server.ts --mode stop|late|ignore --dir <dir> --work-ms <ms>
  * Diagnostics go to stderr; stdout carries only JSON-RPC.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -47,6 +47,8 @@ function main(): void {
     process.exit(2);
   }
   const log = (text: string): void => console.error(`[report-server ${mode}] ${text}`);
+  // The reports directory exists from the start (a run of the README's snippet named one that did not).
+  mkdirSync(dir, { recursive: true });
 
   const server = new McpServer({ name: "report-server", version: "1.0.0" });
   server.registerTool(

@@ -179,11 +179,37 @@ interface ReadBy {
   at: number;
   how: string;
   kind: "fence" | "fence-2026" | "grace";
+  /** For `grace`: why the fence shows nothing (its request got no answer, or the cancel's own POST got none). */
+  why?: string;
+}
+
+/**
+ * 2025-era HTTP: the cancel is its own POST, and only one the server answered with a 2xx status
+ * shows it got the cancel before the fence (an audit's: a cancel POST whose connection was reset
+ * counted as answered, and the fence's answer was taken as proof that the server read the cancel).
+ */
+function cancelAccepted(run: ProbeRun): boolean {
+  const cancelAt = run.main!.cancelAt!;
+  return run.events.some(
+    (event) =>
+      event.kind === "http" &&
+      event.from === "server" &&
+      event.at >= cancelAt &&
+      (event.text ?? "").startsWith("POST notifications/cancelled") &&
+      event.status !== undefined &&
+      event.status >= 200 &&
+      event.status < 300,
+  );
 }
 
 function readCancelBy(run: ProbeRun): ReadBy {
   const main = run.main!;
   const fence = main.fence;
+  const legacyHttp = run.transport === "http" && run.era === "legacy";
+  if (fence?.answeredAt !== undefined && legacyHttp && !cancelAccepted(run)) {
+    const why = "the cancel's own POST got no 2xx answer, so the answer to the request sent right after it shows nothing of the cancel";
+    return { at: main.cancelAt! + run.options.graceMs, how: `${why}: the ${run.options.graceMs} ms --grace applies`, kind: "grace", why };
+  }
   if (fence?.answeredAt !== undefined) {
     const answered = `the server answered ${fence.method} ${idLabel(fence.id)}, sent right after the cancel, at ${rel(fence.answeredAt, main.cancelAt!)}`;
     if (run.transport === "http" && run.era !== "legacy") {
@@ -199,6 +225,7 @@ function readCancelBy(run: ProbeRun): ReadBy {
     at: main.cancelAt! + run.options.graceMs,
     how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies`,
     kind: "grace",
+    why: "the request sent right after it got no answer",
   };
 }
 
@@ -231,7 +258,7 @@ function failSince(run: ProbeRun, boundary: ReadBy): string {
     case "fence-2026":
       return `after the server answered the request sent right after the cancel (${rel(boundary.at, cancelAt)})`;
     case "grace":
-      return `more than the ${run.options.graceMs} ms --grace after the cancel (whether the server read the cancel is not known: the request sent right after it got no answer)`;
+      return `more than the ${run.options.graceMs} ms --grace after the cancel (whether the server read the cancel is not known: ${boundary.why})`;
   }
 }
 
@@ -244,7 +271,7 @@ function readNote(run: ProbeRun, boundary: ReadBy): string {
     case "fence-2026":
       return `on 2026-07-28 the cancel closed the response stream of ${idLabel(main.id)}, so nothing for it could come on that stream; when the server noticed the close is not visible (the request sent right after the cancel is another request)`;
     case "grace":
-      return "the request sent right after the cancel got no answer, so whether, and when, the server read the cancel is not known";
+      return `${boundary.why === "the request sent right after it got no answer" ? "the request sent right after the cancel got no answer" : boundary.why}, so whether, and when, the server read the cancel is not known`;
   }
 }
 

@@ -13,6 +13,7 @@ import { Wakeable } from "../utils/wakeable.js";
 import { ANSWERED_FIRST, createdTask } from "./record.js";
 import type {
   CallOutcome,
+  CancelledOutcome,
   CancelDelivery,
   CancelMechanism,
   CancelTrigger,
@@ -560,6 +561,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // Its response already read, late (see `responded`): the result was discarded.
     const lateAnswers = this.#rare?.late ?? null;
     if (outcome === "unverified" && lateAnswers !== null && lateAnswers.results + lateAnswers.errors > 0) outcome = "late-result-discarded";
+    const known = this.#rare?.known;
+    if (outcome === "unverified" && known !== undefined) outcome = known;
     if (early !== undefined) {
       this.#rare!.early = undefined;
       mechanism = early.sent;
@@ -598,6 +601,16 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // Between the response and the settle there is no record yet: #finish picks the counts up.
     const rare = this.#rareFacts();
     rare.late = countLate(rare.late ?? { results: 0, errors: 0, progress: 0 }, kind);
+  }
+
+  /**
+   * Told by the cancel hook, during the cancel: what is already known to have become of the work
+   * (a task the server reported terminal before the cancel: `task-completed-anyway`,
+   * `task-failed`, `task-cancelled`), so the first record and the caller's error say it instead of
+   * `unverified` (an outside tester's: "whether it ran is unknown" beside `task.status: completed`).
+   */
+  outcomeKnown(outcome: CancelledOutcome): void {
+    if (this.#state === "settled" && this.#settled === null) this.#rareFacts().known = outcome;
   }
 
   /** The adapter learned after the settle how the cancel was delivered (see `SettledRecord.delivery`). */
@@ -1080,4 +1093,6 @@ interface RareFacts {
   early: CancelDelivery | undefined;
   /** Its send was refused because its message cannot be serialised (see `unsendable`). */
   unsendable?: true;
+  /** What the cancel hook knew had become of the work as it cancelled (see `outcomeKnown`). */
+  known?: CancelledOutcome;
 }

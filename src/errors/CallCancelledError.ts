@@ -15,7 +15,12 @@ export class CallCancelledError extends McpCancellableError {
   constructor(record: RunRecord | RecordAtSettle, verification: Promise<RunRecord> | undefined, cause: unknown) {
     super(
       record.outcome === "not-sent"
-        ? `${record.method} was cancelled by the caller before it was sent (never sent: its signal was already aborted)`
+        ? // Never sent: before its request was made (no id: the signal aborted then, or already at
+          // the call), or with an id, still waiting to be written (the stdio queue behind a full
+          // pipe) and dropped. Not "its signal was already aborted" for both (an audit's).
+          record.requestId === null
+          ? `${record.method} was cancelled by the caller before it was sent (never sent: the abort came before its request was made)`
+          : `${record.method} was cancelled by the caller before it was sent (never sent: request id ${String(record.requestId)} was still waiting to be written, and was dropped)`
         : `${record.method} was cancelled by the caller (request id ${String(record.requestId)})${outcomeNote(record)}`,
       record,
       verification,

@@ -30,6 +30,10 @@ export function outcomeNote(record: { readonly method: string; readonly outcome:
   if (record.outcome === "unverified") return "; whether it ran is unknown (outcome unverified): check before calling it again";
   if (record.outcome === "late-result-discarded")
     return "; it ran: the server's answer came as the call was given up and was discarded (late result discarded): check its effects before calling it again";
+  if (record.outcome === "task-completed-anyway")
+    return "; it ran: its task had completed as the call was given up, and its result was discarded (task completed anyway): check its effects before calling it again";
+  if (record.outcome === "task-failed") return "; its task had failed as the call was given up (task failed)";
+  if (record.outcome === "task-cancelled") return "; its task had been cancelled by the server as the call was given up (task cancelled)";
   return "";
 }
 

@@ -1,13 +1,14 @@
 import { z } from "zod";
 import type { CancellableCall } from "../core/cancellable-call.js";
 import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
-import type { CallOutcome, CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
+import type { CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
+import type { CancelledOutcome } from "../types/record.js";
 import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { isOptionsObject, msOption, parseOptions, received } from "../options/schemas.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
-import { wasNotSent } from "../wire/tasks.js";
+import { reachedTheServer, wasNotSent } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { isoTime } from "../utils/iso.js";
@@ -92,6 +93,17 @@ export function refuseTwoTtls(params: Record<string, unknown> | undefined, optio
     "task.ttlMs",
     `call options: "task.ttlMs" (${options.ttlMs}) and params.task.ttl (${received(own.ttl)}) disagree: give the task's ttl in one of them`,
   );
+}
+
+/** What a cancelled call's record says of a task in this status (`undefined`: not terminal, not known). */
+function terminalOutcome(status: TaskStatus): CancelledOutcome | undefined {
+  return status === "cancelled"
+    ? "task-cancelled"
+    : status === "completed"
+      ? "task-completed-anyway"
+      : status === "failed"
+        ? "task-failed"
+        : undefined;
 }
 
 /** What the driver needs of the wire. */
@@ -339,6 +351,9 @@ export class TaskDriver implements TaskFollower {
     this.wire.abortInput?.(task.taskId, reason);
     this.#inputAbort?.abort(reason);
     if (isTerminalTaskStatus(task.status)) {
+      // Known already: the first record says it (the watch's revision then changes nothing).
+      const known = terminalOutcome(task.status);
+      if (known !== undefined) call.outcomeKnown(known);
       queueMicrotask(() => this.#conclude(task.status));
       return "none";
     }
@@ -638,11 +653,23 @@ export class TaskDriver implements TaskFollower {
       // -32602: already terminal (rule 35) or unknown; look once at what it became. A lost
       // connection: nothing more can be learned. Never an error for the caller (released already).
       if (error instanceof TaskRequestError) return this.#poll();
-      // Not sent at all (the client began closing the connection meanwhile): the record says so.
+      // Not sent at all (the client began closing the connection meanwhile, or the transport
+      // refused it and nothing showed it reached the server): the record says so.
       if (wasNotSent(error)) {
         this.#notSent(
           this.wire.open ? `not sent: the transport refused it (${textOf(error)}); the task was not cancelled` : TASK_CANCEL_NOT_SENT,
         );
+        return this.#conclude(undefined);
+      }
+      // It reached the server (a layer below saw its body written or a response head), and its
+      // send failed after (an HTTP error status: a gateway's 502 over a tasks/cancel the server had
+      // taken was recorded "not sent ... the task was not cancelled", an audit's). The record says
+      // no answer came, and a poll looks at what became of the task.
+      if (reachedTheServer(error)) {
+        this.#undelivered(
+          `it reached the server, then its send failed (${textOf(error)}): whether the server cancelled the task is not known`,
+        );
+        return this.#poll();
       }
       return this.#conclude(undefined);
     }
@@ -669,6 +696,14 @@ export class TaskDriver implements TaskFollower {
   }
 
   /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
+  /** The record's `tasks/cancel` went out as far as this process can tell, and no answer came: `cancel.undelivered` says why. */
+  #undelivered(why: string): void {
+    const settled = this.#call?.settledRecord;
+    const cancel = settled?.record.cancel;
+    if (cancel === null || cancel === undefined || cancel.mechanism !== "tasks/cancel") return;
+    settled!.update({ cancel: { ...cancel, undelivered: { mechanism: "tasks/cancel", error: why } } });
+  }
+
   #notSent(why: string): void {
     const settled = this.#call?.settledRecord;
     const cancel = settled?.record.cancel;
@@ -684,14 +719,7 @@ export class TaskDriver implements TaskFollower {
     if (this.#task !== undefined) this.wire.unfollow(this.#task.taskId);
     const settled = this.#call?.settledRecord;
     if (settled === null || settled === undefined || this.#task === undefined) return;
-    const outcome: CallOutcome | undefined =
-      status === "cancelled"
-        ? "task-cancelled"
-        : status === "completed"
-          ? "task-completed-anyway"
-          : status === "failed"
-            ? "task-failed"
-            : undefined;
+    const outcome: CancelledOutcome | undefined = status === undefined ? undefined : terminalOutcome(status);
     // A verification that found the work not applied, then the task completed: the read came
     // before the work ended, and the latest evidence is that it ran (as a late result overrides it).
     if (outcome === "task-completed-anyway" && settled.record.outcome === "verified-not-applied") {

@@ -268,6 +268,11 @@ export class TaskTracker extends Layer {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
    * See `TaskRequests.request`.
    */
+  /** A fact of one of the library's own task requests (see `TaskRequests.fact`). */
+  requestFact(id: RequestId, fact: WireFact): void {
+    this.#requests.fact(id, fact);
+  }
+
   request(
     method: string,
     params: Record<string, unknown>,

@@ -1,6 +1,8 @@
 import type { TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import type { Message } from "./messages.js";
+import type { RequestId } from "../core/cancellable-call.js";
+import type { WireFact } from "./port.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { textOf } from "../utils/hooks.js";
@@ -119,6 +121,8 @@ interface PendingTaskRequest {
   method: string;
   resolve(result: Record<string, unknown>): void;
   reject(error: unknown): void;
+  /** A layer below saw it reach the server (its body written on the connection, or a response head). */
+  reached?: true;
 }
 
 /**
@@ -172,9 +176,20 @@ export class TaskRequests {
       });
       this.send({ jsonrpc: "2.0", id, method, params }).catch((error: unknown) => {
         const pending = this.#pending.get(id);
-        if (pending !== undefined && this.#pending.delete(id)) pending.reject(notSent(readable(error, `${method}: its send failed`)));
+        if (pending === undefined || !this.#pending.delete(id)) return;
+        // Never sent only while nothing showed it reached the server: a request answered with an
+        // HTTP error status (a gateway's 502) was received, whatever its send says (an audit's).
+        const failure = readable(error, `${method}: its send failed`);
+        pending.reject(pending.reached === true ? reachedButFailed(failure) : notSent(failure));
       });
     });
+  }
+
+  /** A fact a layer below observed of one of ours (see `WireFact`): it reached the server, or not yet. */
+  fact(id: RequestId, fact: WireFact): void {
+    if (fact.kind !== "written" && fact.kind !== "answered") return;
+    const pending = typeof id === "string" ? this.#pending.get(id) : undefined;
+    if (pending !== undefined) pending.reached = true;
   }
 
   /** A response: true if it answered one of ours (then nobody else must see it). */
@@ -248,6 +263,19 @@ const NOT_SENT = new WeakSet<object>();
 export function notSent<E>(error: E): E {
   if (typeof error === "object" && error !== null) NOT_SENT.add(error);
   return error;
+}
+
+const REACHED = new WeakSet<object>();
+
+/** Marks the failed send of a request a layer below saw reach the server (see `TaskRequests.fact`). */
+function reachedButFailed<E>(error: E): E {
+  if (typeof error === "object" && error !== null) REACHED.add(error);
+  return error;
+}
+
+/** True for a request's send that failed after it reached the server (an HTTP error status): the server has it. @internal */
+export function reachedTheServer(error: unknown): boolean {
+  return typeof error === "object" && error !== null && REACHED.has(error);
 }
 
 /** True for a failure marked by {@link notSent}: the request never went out. @internal */

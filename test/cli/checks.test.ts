@@ -750,6 +750,30 @@ describe("verdicts that follow their evidence (tester I)", () => {
     expect(check.summary).toMatch(/within a round trip of 800 ms, the time the cancel's POST took to be answered, plus the 100 ms --grace/);
   });
 
+  it("2025-era HTTP: a cancel POST that failed (its connection reset) is no answer: the fence's answer proves nothing of the cancel, and a FAIL says so (an audit's: 'after the server had read the cancel')", () => {
+    const r = withEvents(
+      fenced(
+        [
+          [10, "client", call],
+          [500, "client", cancel],
+          [520, "server", progress(1)],
+          [900, "server", progress(2)],
+        ],
+        505,
+      ),
+      [{ at: 503, from: "server", kind: "http", text: "POST notifications/cancelled #2: fetch failed (other side closed)" }],
+    );
+    r.transport = "http";
+    const checks = byId(evaluate(r));
+    for (const id of ["silent-after-cancel", "work-stops"]) {
+      expect(checks[id]!.status, checks[id]!.summary).toBe("FAIL");
+      expect(checks[id]!.summary).toMatch(
+        /more than the 100 ms --grace after the cancel \(whether the server read the cancel is not known: the cancel's own POST got no 2xx answer/,
+      );
+      expect(checks[id]!.summary).not.toMatch(/had read the cancel/);
+    }
+  });
+
   it("sessions-isolated: neither session received a message of its own call: SKIP saying why, never a PASS without evidence", () => {
     const r = fenced(
       [

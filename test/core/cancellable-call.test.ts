@@ -220,7 +220,9 @@ describe("CancellableCall: the caller's AbortSignal", () => {
     await Promise.resolve();
     const error = outcome.error as CallCancelledError;
     expect(error).toBeInstanceOf(CallCancelledError);
-    expect(error.message).toBe("tools/call was cancelled by the caller before it was sent (never sent: its signal was already aborted)");
+    expect(error.message).toBe(
+      "tools/call was cancelled by the caller before it was sent (never sent: the abort came before its request was made)",
+    );
     expect(error.message).not.toMatch(/request id null/);
   });
 

@@ -137,6 +137,10 @@ describe("the stdio write queue (issue 27, item 4)", () => {
     // tester's: it said "whether it ran is unknown" until a revision right after).
     await expect(call).rejects.toMatchObject({
       code: "CANCELLED",
+      // Its signal was live at the call: the text says what happened, not "already aborted" (an audit's).
+      message: expect.stringMatching(
+        /^tools\/call was cancelled by the caller before it was sent \(never sent: request id \d+ was still waiting to be written, and was dropped\)$/,
+      ),
       record: { revision: 0, outcome: "not-sent", cancel: { mechanism: "none" } },
     });
     expect(mcp.records().at(-1)).toMatchObject({ outcome: "not-sent", cancel: { mechanism: "none" } });

@@ -158,6 +158,32 @@ describe("task driver", () => {
     await client.close();
   });
 
+  it("a call aborted after a poll said its task completed (its result on the way): the first record and the caller's error say so, not 'whether it ran is unknown' (an outside tester's)", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("completed"));
+      // tasks/result: never answered here
+    });
+    const controller = new AbortController();
+    const call = mcp.callTool({ name: "report" }, { task: true, timeoutMs: 5_000, signal: controller.signal });
+    await until(() => peer.requests("tasks/result").length === 1);
+    controller.abort();
+    const error = (await call.catch((e: unknown) => e)) as Error & { record: { revision: number; outcome: string } };
+    expect(error.record).toMatchObject({ revision: 0, outcome: "task-completed-anyway" });
+    expect(error.message).toMatch(
+      /; it ran: its task had completed as the call was given up, and its result was discarded \(task completed anyway\)/,
+    );
+    expect(error.message).not.toMatch(/whether it ran is unknown/);
+    expect(peer.requests("tasks/cancel")).toHaveLength(0); // terminal (rule 7)
+    await sleep(50);
+    expect(records.at(-1)).toMatchObject({
+      outcome: "task-completed-anyway",
+      summary: "cancelled (aborted), task completed anyway, result discarded",
+    });
+    await client.close();
+  });
+
   it("a completed task whose tasks/result never comes: the call's idle timeout ends it, and the read is given up with it (no timer left)", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {
