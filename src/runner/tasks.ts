@@ -7,7 +7,7 @@ import type { Timers } from "../types/options.js";
 import { MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { isOptionsObject, msOption, parseOptions, received } from "../options/schemas.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
-import type { InputDispatcher, TaskFollower } from "../wire/tasks.js";
+import type { InputDispatcher, TaskFollower, TaskRequest } from "../wire/tasks.js";
 import { reachedTheServer, wasNotSent } from "../wire/tasks.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
@@ -108,14 +108,8 @@ function terminalOutcome(status: TaskStatus): CancelledOutcome | undefined {
 
 /** What the driver needs of the wire. */
 export interface TaskWire {
-  /** `given`: aborting it gives the request up (see `TaskRequests.request`). */
-  taskRequest(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-    given?: AbortSignal,
-  ): Promise<Record<string, unknown>>;
+  /** One of the library's own task requests (see `TaskRequest`). */
+  taskRequest(...request: TaskRequest): Promise<Record<string, unknown>>;
   cancelCall(call: CancellableCall, reason: string): CancelMechanism;
   /** Status notifications for this task are no longer wanted. */
   unfollow(taskId: string): void;

@@ -1,14 +1,13 @@
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import { createdTask, isTerminalTaskStatus } from "../core/record.js";
 import type { TaskInfo } from "../core/record.js";
-import type { Timers } from "../types/options.js";
 import { BoundedMap } from "../utils/bounded-map.js";
 import type { Message } from "./messages.js";
 import { Layer } from "./port.js";
 import type { MessageExtra, Port, SendOptions, WireFact } from "./port.js";
 import { findAnswered } from "./messages.js";
 import { RELATED_TASK_META, TaskRequests } from "./tasks.js";
-import type { TaskFollower } from "./tasks.js";
+import type { TaskFollower, TaskRequest } from "./tasks.js";
 
 /**
  * The progress token of one of the SDK's own task-augmented requests is no longer live (its task
@@ -264,23 +263,17 @@ export class TaskTracker extends Layer {
     this.retireToken(token);
   }
 
-  /**
-   * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
-   * See `TaskRequests.request`.
-   */
   /** A fact of one of the library's own task requests (see `TaskRequests.fact`). */
   requestFact(id: RequestId, fact: WireFact): void {
     this.#requests.fact(id, fact);
   }
 
-  request(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-    given?: AbortSignal,
-  ): Promise<Record<string, unknown>> {
-    return this.#requests.request(method, params, timeoutMs, timers, given);
+  /**
+   * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`).
+   * See `TaskRequests.request`.
+   */
+  request(...request: TaskRequest): Promise<Record<string, unknown>> {
+    return this.#requests.request(...request);
   }
 
   /** A server request passed by on its way to the SDK: one related to a task is remembered until answered. */

@@ -117,6 +117,19 @@ export function followUpMeta(message: Message): Record<string, unknown> {
   return meta;
 }
 
+/**
+ * One of the library's own task requests, as each layer hands it down: its method and params,
+ * how long it waits for its answer (ms), the timers that time it, and `given`, whose abort gives
+ * it up (see `TaskRequests.request`).
+ */
+export type TaskRequest = [
+  method: string,
+  params: Record<string, unknown>,
+  timeoutMs: number,
+  timers: Timers,
+  given?: AbortSignal | undefined,
+];
+
 interface PendingTaskRequest {
   method: string;
   resolve(result: Record<string, unknown>): void;
@@ -148,13 +161,7 @@ export class TaskRequests {
    * `given`: aborting it gives the request up (its entry and timer go; a late answer is dropped),
    * rejecting with the signal's reason.
    */
-  request(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-    given?: AbortSignal,
-  ): Promise<Record<string, unknown>> {
+  request(...[method, params, timeoutMs, timers, given]: TaskRequest): Promise<Record<string, unknown>> {
     const id = `mcp-cancellable-task-${++this.#next}`;
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).

@@ -5,7 +5,7 @@ import { BoundedIdMap } from "../utils/bounded-id-map.js";
 import { createdTask } from "../core/record.js";
 import type { CancelMechanism } from "../types/record.js";
 import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.js";
-import type { Anomaly, Timers } from "../types/options.js";
+import type { Anomaly } from "../types/options.js";
 import {
   CALL_MARKER,
   asSdkMatches,
@@ -18,7 +18,7 @@ import {
   type Message,
 } from "./messages.js";
 import { augmentCreate, declaresTasks, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
-import type { InputDispatcher, TaskFollower } from "./tasks.js";
+import type { InputDispatcher, TaskFollower, TaskRequest } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
 import { ADAPTER_LAYERS, AFTER_ITS_CLOSE, Layer, STARTS_SERVER } from "./port.js";
@@ -460,15 +460,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * Sends one of the library's own requests (`tasks/get`, `tasks/result`, `tasks/cancel`) on
    * the wrapped transport, never through the SDK. Rejects when the connection is not open.
    */
-  taskRequest(
-    method: string,
-    params: Record<string, unknown>,
-    timeoutMs: number,
-    timers: Timers,
-    given?: AbortSignal,
-  ): Promise<Record<string, unknown>> {
-    if (!this.#open) return Promise.reject(notSent(new Error(`${method} not sent: the connection is closed`)));
-    return this.#tasks.request(method, params, timeoutMs, timers, given);
+  taskRequest(...request: TaskRequest): Promise<Record<string, unknown>> {
+    if (!this.#open) return Promise.reject(notSent(new Error(`${request[0]} not sent: the connection is closed`)));
+    return this.#tasks.request(...request);
   }
 
   /**
