@@ -317,6 +317,18 @@ export function transportFetch(transport: object): unknown {
 }
 
 /**
+ * True when the transport has an `authProvider` (`_authProvider`, both SDK lines): the SDK then
+ * answers a 401 (or a 403 asking for more scope) by authorizing and sending again, so such an
+ * answer to the library's own notification POST is left to it. Fallback: `false` when the slot is
+ * gone: the 401 is then taken as the server's refusal of the notification (recorded, never
+ * reported to `onerror`), as any other error status.
+ */
+export function hasAuthProvider(transport: object): boolean {
+  const provider = (transport as { _authProvider?: unknown })._authProvider;
+  return provider !== undefined && provider !== null;
+}
+
+/**
  * Replaces the transport's `fetch` (`_fetch`, see `hasFetchSlot`) with `wrap(current)`, so every
  * request the SDK makes from then on goes through the wrapper (both lines read `_fetch` at each
  * request: v1 1.32.2 dist/esm/client/streamableHttp.js:100, :320, :458). The only write into an

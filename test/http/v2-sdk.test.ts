@@ -311,6 +311,23 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(errors).toEqual([]);
   });
 
+  it("a fetch option other than the transport's own is refused, naming fetch (an outside tester's: accepted, no request was observed, and a cancelled call the server ran was recorded never sent)", () => {
+    const url = new URL("http://127.0.0.1:9/mcp");
+    for (const fetch of [cancellableFetch(), globalThis.fetch]) {
+      let refused: unknown;
+      try {
+        streamableHttpCancellation(new StreamableHTTPClientTransport(url), { fetch });
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toMatchObject({ name: "InvalidOptionError", option: "fetch" });
+      expect((refused as Error).message).toMatch(/a v2 transport needs no fetch option: leave it out/);
+    }
+    // Its own fetch, named again: taken.
+    const own = cancellableFetch();
+    expect(() => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: own }), { fetch: own })).not.toThrow();
+  });
+
   it("a v2 transport created with cancellableFetch() (for its timeouts) cancels the same way", async () => {
     const server = await startV1({ stateful: false, json: true });
     cleanup.push(() => server.stop());

@@ -8,6 +8,7 @@ import { ADAPTER_LAYERS } from "../../wire/port.js";
 import type { LayeredAdapter, LayerFactory, Port } from "../../wire/port.js";
 import { notify, sendOf } from "../../wire/pipe.js";
 import {
+  hasAuthProvider,
   hasPerRequestStream,
   isStdioTransport,
   isStreamableHttpTransport,
@@ -181,6 +182,18 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     this.transport = transport;
     // The transport's private `_fetch` and the v2 marker: src/sdk/private.ts.
     this.#v2 = hasPerRequestStream(transport);
+    if (this.#v2 && options.fetch !== undefined && options.fetch !== transportFetch(transport)) {
+      // A v2 transport sends with its own fetch, which the library puts under its per-request
+      // fetch: another one given here is one no request goes through, so none would be observed
+      // (an outside tester's: a cancelled call the server had run to its end was recorded never
+      // sent), and a plain one turned the observation off.
+      throw new InvalidOptionError(
+        "fetch",
+        "streamableHttpCancellation: a v2 transport needs no fetch option: leave it out (the transport's own fetch, or the " +
+          "global one, is put under the library's per-request fetch); to send with a fetch of your own, create the transport " +
+          "with it: new StreamableHTTPClientTransport(url, { fetch })",
+      );
+    }
     if (this.#v2 && options.fetch === undefined && !isCancellableFetch(transportFetch(transport))) {
       // v2: its own fetch (or the global one) goes under the library's per-request fetch, which
       // observes each request (its body written, its response head) and marks the failures of
@@ -233,6 +246,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
           closedDown: this.#closedDown,
           observesBody: this.#observesBody,
           observesDispatch: this.#bound,
+          reauthorizes: () => hasAuthProvider(this.transport),
         });
         return this.#tracker;
       },

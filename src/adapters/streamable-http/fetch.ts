@@ -49,6 +49,8 @@ export interface FetchPort {
   answered(id: RequestId, status: number, contentType: string | null): void;
   /** This fetch cannot report a request's body fully written (not `observesBody`): that fact is unknown. */
   blind(id: RequestId): void;
+  /** The transport answers a 401 or 403 by authorizing and sending again (it has an `authProvider`). */
+  reauthorizes?(): boolean;
   /**
    * The request's POST is handed to the network now (its fetch called). Until then it is still
    * in this process (the default fetch loading undici on its first use): a cancel then stops it
@@ -149,7 +151,7 @@ export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchP
       if (cancel) mark(error);
       throw error;
     }
-    return cancel ? takeRefusal(url, response, init?.body, refused) : response;
+    return cancel ? takeRefusal(url, response, init?.body, refused, false) : response;
   };
 }
 
@@ -169,8 +171,19 @@ async function takeRefusal(
   response: Response,
   body: unknown,
   refused: FetchPort["refused"] | undefined,
+  reauthorizes: boolean,
 ): Promise<Response> {
-  if (response.ok || followed(url, response) || response.status === 401 || response.status === 403 || refused === undefined)
+  if (response.ok) {
+    // Answered: its head is the answer (a notification's 2xx carries nothing the SDK reads). A
+    // body that never ends kept the v2 SDK's `response.text()` of a 202 waiting, and the
+    // notification was recorded unanswered (an outside tester's): the body is let go.
+    if (response.body === null) return response;
+    await response.body.cancel().catch(noop);
+    return new Response(null, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+  // 401 and 403 go to an SDK that authorizes and sends again (an `authProvider`); without one the
+  // SDK only throws (to `onerror`): the server refused the notification (an outside tester's).
+  if (followed(url, response) || (reauthorizes && (response.status === 401 || response.status === 403)) || refused === undefined)
     return response;
   const id = cancelledIdOf(body);
   if (id === undefined) return response;
@@ -360,7 +373,7 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
   }
   if (cancel) {
     release();
-    return takeRefusal(url, response, init.body, port?.refused);
+    return takeRefusal(url, response, init.body, port?.refused, port?.reauthorizes?.() === true);
   }
   if (requestId !== undefined) port?.answered(requestId, response.status, response.headers.get("content-type"));
   // Only a request's own 2xx stream (or its resume) carries its response; other answers (a 202

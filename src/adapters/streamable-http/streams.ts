@@ -58,6 +58,8 @@ export interface TrackerConfig {
   readonly observesBody: () => boolean;
   /** The fetch is the library's own (bound to the adapter): it reports when each request is handed to the network. */
   readonly observesDispatch: boolean;
+  /** The transport answers a 401 or 403 by authorizing and sending again (read at each answer). */
+  readonly reauthorizes: () => boolean;
 }
 
 /** One request's response stream. */
@@ -663,6 +665,7 @@ export class StreamTracker extends Layer {
    * and closed through it; on v2 the SDK's `requestSignal` does that, and the fetch only reports.
    */
   readonly port: FetchPort = {
+    reauthorizes: () => this.#config.reauthorizes(),
     signalFor: (id) => {
       this.#fetchSeen = true;
       return this.#config.v2 ? undefined : (this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal);
