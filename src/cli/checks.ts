@@ -225,7 +225,7 @@ function readCancelBy(run: ProbeRun): ReadBy {
     at: main.cancelAt! + run.options.graceMs,
     how: `the request sent right after the cancel got no answer, so the ${run.options.graceMs} ms --grace applies`,
     kind: "grace",
-    why: "the request sent right after it got no answer",
+    why: "the request sent right after the cancel got no answer",
   };
 }
 
@@ -271,7 +271,7 @@ function readNote(run: ProbeRun, boundary: ReadBy): string {
     case "fence-2026":
       return `on 2026-07-28 the cancel closed the response stream of ${idLabel(main.id)}, so nothing for it could come on that stream; when the server noticed the close is not visible (the request sent right after the cancel is another request)`;
     case "grace":
-      return `${boundary.why === "the request sent right after it got no answer" ? "the request sent right after the cancel got no answer" : boundary.why}, so whether, and when, the server read the cancel is not known`;
+      return `${boundary.why}, so whether, and when, the server read the cancel is not known`;
   }
 }
 

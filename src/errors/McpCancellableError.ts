@@ -33,7 +33,7 @@ export function outcomeNote(record: { readonly method: string; readonly outcome:
   if (record.outcome === "task-completed-anyway")
     return "; it ran: its task had completed as the call was given up, and its result was discarded (task completed anyway): check its effects before calling it again";
   if (record.outcome === "task-failed") return "; its task had failed as the call was given up (task failed)";
-  if (record.outcome === "task-cancelled") return "; its task had been cancelled by the server as the call was given up (task cancelled)";
+  if (record.outcome === "task-cancelled") return "; its task had already been cancelled as the call was given up (task cancelled)";
   return "";
 }
 

@@ -689,8 +689,7 @@ export class TaskDriver implements TaskFollower {
     else call.cancel("connection-closed");
   }
 
-  /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
-  /** The record's `tasks/cancel` went out as far as this process can tell, and no answer came: `cancel.undelivered` says why. */
+  /** The record's `tasks/cancel` reached the server, and no answer came: `cancel.undelivered` says why. */
   #undelivered(why: string): void {
     const settled = this.#call?.settledRecord;
     const cancel = settled?.record.cancel;
@@ -698,6 +697,7 @@ export class TaskDriver implements TaskFollower {
     settled!.update({ cancel: { ...cancel, undelivered: { mechanism: "tasks/cancel", error: why } } });
   }
 
+  /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
   #notSent(why: string): void {
     const settled = this.#call?.settledRecord;
     const cancel = settled?.record.cancel;

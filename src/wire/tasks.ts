@@ -169,7 +169,9 @@ export class TaskRequests {
         if (this.#pending.delete(id)) reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
       const giveUp = (): void => {
-        if (this.#pending.delete(id)) timers.clearTimeout(timer), reject(given!.reason);
+        if (!this.#pending.delete(id)) return;
+        timers.clearTimeout(timer);
+        reject(given!.reason);
       };
       given?.addEventListener("abort", giveUp, { once: true });
       const done = (): void => {

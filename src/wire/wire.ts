@@ -779,7 +779,6 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     return sending;
   }
 
-  /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
   /**
    * The first request id the wire saw go out, on a wire attached to a connected client (see
    * `#sentBeforeWire`); `undefined` before it, or on a wire that saw the connection open.
@@ -794,6 +793,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     return this.#attached && typeof id === "number" && (this.#firstSeenId === undefined || id < this.#firstSeenId);
   }
 
+  /** The SDK cancelling a request on its own: let it out once, through the adapter, if it may go at all. */
   #sdkCancel(message: Message): Promise<void> {
     const parsed = cancelledParamsSchema.safeParse(message.params);
     if (!parsed.success) return Promise.resolve();

@@ -169,7 +169,7 @@ describe("checks on synthetic timelines", () => {
     // No fence answer: the FAIL claims only what was seen, never that the server read the cancel (an outside tester's).
     for (const id of ["silent-after-cancel", "work-stops"]) {
       expect(checks[id]!.summary).toMatch(
-        /more than the 100 ms --grace after the cancel \(whether the server read the cancel is not known: the request sent right after it got no answer\)/,
+        /more than the 100 ms --grace after the cancel \(whether the server read the cancel is not known: the request sent right after the cancel got no answer\)/,
       );
       expect(checks[id]!.summary).not.toMatch(/had read the cancel/);
     }

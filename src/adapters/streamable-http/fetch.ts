@@ -138,24 +138,6 @@ export function isCancelSendFailure(error: unknown): boolean {
 }
 
 /**
- * For a transport whose fetch is not a `cancellableFetch` (v2): the same fetch, with the
- * rejections of `notifications/cancelled` POSTs marked (see `isCancelSendFailure`). @internal
- */
-export function markCancelFailures(fetch: FetchLike | undefined, refused: FetchPort["refused"]): FetchLike {
-  return async (url, init) => {
-    const cancel = isCancelBody(init?.body);
-    let response: Response;
-    try {
-      response = await (fetch ?? globalThis.fetch)(url, init);
-    } catch (error) {
-      if (cancel) mark(error);
-      throw error;
-    }
-    return cancel ? takeRefusal(url, response, init?.body, refused, false) : response;
-  };
-}
-
-/**
  * The answer to a `notifications/cancelled` POST: an HTTP error (but the auth challenges 401 and
  * 403, which the SDK answers by authorizing and sending again) goes to the adapter's record, and
  * the SDK gets a 202 (its only reaction to an error would be `onerror` and a throw the adapter

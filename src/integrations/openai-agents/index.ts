@@ -250,8 +250,11 @@ export class CancellableMCPServer implements MCPServer {
    * Builds a client with `create()` and connects it through the library's decorated transport.
    * A server already connected is closed first. The server's answer to `initialize` is awaited at
    * most `connectTimeoutMs` (default 60_000 ms); `initialize` itself is never cancelled (rule 39).
-   * @throws {Error} naming `connectTimeoutMs` when the server did not answer in time; the SDK's
-   *   error when the connect failed otherwise. The transport (a spawned child) is closed either way.
+   * Connects run one at a time, in the order called; a `close()` meanwhile gives up every
+   * connect under way.
+   * @throws {Error} naming `connectTimeoutMs` when the server did not answer in time; saying
+   *   "connect() was given up" when `close()` came meanwhile; the SDK's error when the connect
+   *   failed otherwise. The transport (a spawned child) is closed either way.
    */
   connect(): Promise<void> {
     // One connect at a time, in the order called: two at once each made a client, and the one
