@@ -311,21 +311,29 @@ describe("v2 SDK client 2025-era (its default)", () => {
     expect(errors).toEqual([]);
   });
 
-  it("a fetch option other than the transport's own is refused, naming fetch (an outside tester's: accepted, no request was observed, and a cancelled call the server ran was recorded never sent)", () => {
+  it("a fetch option the transport does not send with is refused, naming fetch: a plain one at once, another cancellableFetch() at the first request (an outside tester's: accepted, nothing observed, a cancelled call the server ran recorded never sent)", async () => {
     const url = new URL("http://127.0.0.1:9/mcp");
-    for (const fetch of [cancellableFetch(), globalThis.fetch]) {
-      let refused: unknown;
-      try {
-        streamableHttpCancellation(new StreamableHTTPClientTransport(url), { fetch });
-      } catch (error) {
-        refused = error;
-      }
-      expect(refused).toMatchObject({ name: "InvalidOptionError", option: "fetch" });
-      expect((refused as Error).message).toMatch(/a v2 transport needs no fetch option: leave it out/);
+    let refused: unknown;
+    try {
+      streamableHttpCancellation(new StreamableHTTPClientTransport(url), { fetch: globalThis.fetch });
+    } catch (error) {
+      refused = error;
     }
+    expect(refused).toMatchObject({ name: "InvalidOptionError", option: "fetch" });
+    expect((refused as Error).message).toMatch(/a v2 transport needs no fetch option: leave it out/);
     // Its own fetch, named again: taken.
     const own = cancellableFetch();
     expect(() => streamableHttpCancellation(new StreamableHTTPClientTransport(url, { fetch: own }), { fetch: own })).not.toThrow();
+    // Another cancellableFetch(): the transport's fetch might wrap it (as the proxy's does), so it is checked at the first request.
+    const server = await startV1({ stateful: true });
+    cleanup.push(() => server.stop());
+    const transport = new StreamableHTTPClientTransport(server.url);
+    const client = new Client({ name: "http-test", version: "1.0.0" });
+    const mcp = withCancellation(client, streamableHttpCancellation(transport, { fetch: cancellableFetch() }));
+    cleanup.push(() => client.close());
+    const error = await client.connect(mcp.transport).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "InvalidOptionError", option: "fetch" });
+    expect((error as Error).message).toMatch(/the transport's initialize did not go through it/);
   });
 
   it("a v2 transport created with cancellableFetch() (for its timeouts) cancels the same way", async () => {

@@ -154,6 +154,12 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
   readonly #fetch: unknown;
   /** The fetch is bound to this adapter (the library's own): it reports each request's dispatch. */
   readonly #bound: boolean;
+  /**
+   * The first request must go through the bound fetch, else it is not the one the transport sends
+   * with (see `TrackerConfig.checksFetch`): always on v1; on v2 when the `fetch` option named
+   * another than the transport's own.
+   */
+  readonly #checksFetch: boolean;
   readonly #flushTimeoutMs: number;
   readonly #notificationTimeoutMs: number;
   /** The layers of the pipeline the adapter is in (the newest, if it is piped again). */
@@ -182,11 +188,11 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
     this.transport = transport;
     // The transport's private `_fetch` and the v2 marker: src/sdk/private.ts.
     this.#v2 = hasPerRequestStream(transport);
-    if (this.#v2 && options.fetch !== undefined && options.fetch !== transportFetch(transport)) {
+    if (this.#v2 && options.fetch !== undefined && options.fetch !== transportFetch(transport) && !isCancellableFetch(options.fetch)) {
       // A v2 transport sends with its own fetch, which the library puts under its per-request
-      // fetch: another one given here is one no request goes through, so none would be observed
-      // (an outside tester's: a cancelled call the server had run to its end was recorded never
-      // sent), and a plain one turned the observation off.
+      // fetch: a plain fetch given here only turned that observation off (an outside tester's).
+      // A `cancellableFetch()` other than the transport's own is taken (the transport's fetch may
+      // wrap it, as the proxy's does) and checked at the first request, as on v1.
       throw new InvalidOptionError(
         "fetch",
         "streamableHttpCancellation: a v2 transport needs no fetch option: leave it out (the transport's own fetch, or the " +
@@ -208,6 +214,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
       throw new InvalidOptionError("fetch", fetchNotTheTransports("this transport was created with another one (leave the option out)"));
     }
     this.#fetch = options.fetch ?? own;
+    this.#checksFetch = !this.#v2 || (options.fetch !== undefined && options.fetch !== own);
     let bound: boolean;
     try {
       bound = bindFetch(this.#fetch, this, this.#port);
@@ -246,6 +253,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
           closedDown: this.#closedDown,
           observesBody: this.#observesBody,
           observesDispatch: this.#bound,
+          checksFetch: this.#checksFetch,
           reauthorizes: () => hasAuthProvider(this.transport),
         });
         return this.#tracker;

@@ -60,6 +60,11 @@ export interface TrackerConfig {
   readonly observesDispatch: boolean;
   /** The transport answers a 401 or 403 by authorizing and sending again (read at each answer). */
   readonly reauthorizes: () => boolean;
+  /**
+   * The connection's first request (`initialize`, or `server/discover` on 2026-07-28) must go
+   * through the bound fetch: a `fetch` option the transport does not send with is refused then.
+   */
+  readonly checksFetch: boolean;
 }
 
 /** One request's response stream. */
@@ -309,7 +314,12 @@ export class StreamTracker extends Layer {
   override send(message: Message, options?: SendOptions): Promise<void> {
     const id = message.id;
     const method = message.method;
-    if (method === "initialize" && this.#config.observesDispatch && !this.#config.v2 && !this.#fetchSeen) {
+    if (
+      (method === "initialize" || method === "server/discover") &&
+      this.#config.observesDispatch &&
+      this.#config.checksFetch &&
+      !this.#fetchSeen
+    ) {
       // The adapter's fetch must be the one the transport sends with: one that never sees the
       // transport's initialize is another (a second `cancellableFetch()` given as the `fetch`
       // option beside a transport whose own is wrapped, `redirectPolicy: 'follow'`), and no
