@@ -45,9 +45,10 @@ const watchdog = setTimeout(() => {
 }, LEG_DEADLINE_MS);
 let code = 1;
 try {
-  if (runtime === "deno" || runtime === "bun") code = await runScript(runtime, binary);
-  if (runtime === "deno") code = (await exitCheck(binary)) && code === 0 ? 0 : 1;
-  else if (runtime === "chromium") code = await runBrowser(binary);
+  if (runtime === "deno" || runtime === "bun") {
+    code = await runScript(runtime, binary);
+    if (runtime === "deno") code = (await exitCheck(binary)) && code === 0 ? 0 : 1;
+  } else if (runtime === "chromium") code = await runBrowser(binary);
   else throw new Error(`unknown runtime ${runtime}`);
 } catch (error) {
   console.error(error);
