@@ -93,6 +93,8 @@ export class TaskTracker extends Layer {
     if (fact.kind === "ended" && typeof requestId === "string") {
       this.#requests.lost(requestId, fact.cause, fact.how === "refused" || fact.how === "dropped");
     }
+    // Its body written or its response head: it reached the server (a send that fails after is no "never sent").
+    this.#requests.fact(requestId, fact);
     this.up.fact(requestId, fact);
   }
 
@@ -261,11 +263,6 @@ export class TaskTracker extends Layer {
     if (token === undefined) return;
     this.#sdkTokens.delete(taskId);
     this.retireToken(token);
-  }
-
-  /** A fact of one of the library's own task requests (see `TaskRequests.fact`). */
-  requestFact(id: RequestId, fact: WireFact): void {
-    this.#requests.fact(id, fact);
   }
 
   /**

@@ -604,10 +604,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** A fact a layer below observed of a request (see `WireFact`): kept with the request, and acted on. */
   override fact(requestId: RequestId, fact: WireFact): void {
     const entry = this.#pending.get(requestId);
-    if (entry === undefined) {
-      this.#tasks.requestFact(requestId, fact); // one of the library's own task requests, perhaps
-      return;
-    }
+    if (entry === undefined) return;
     switch (fact.kind) {
       case "written":
         entry.writtenAt ??= fact.at;
