@@ -91,7 +91,7 @@ const callShape = {
     (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
     { error: (issue) => signalRefusal(issue.input) },
   ),
-  reason: z.string({ error: "must be a string" }),
+  reason: z.string({ error: (issue) => `must be a string; received ${received(issue.input)}` }),
   forwardAbortReason: booleanOption(),
   onprogress: fnOption,
   verify: fnOption,
@@ -192,9 +192,10 @@ export function isValidCallOptions(options: unknown): boolean {
  * `verifiers`: an object of functions by tool name. A value that is not a function is refused
  * naming `verifiers.<tool>`.
  */
+const VERIFIERS_SHAPE = "must be an object of verify functions by tool name";
 const verifiersOption = z
-  .record(z.string(), fnOption, { error: "must be an object of verify functions by tool name" })
-  .refine((value) => !Array.isArray(value), { error: "must be an object of verify functions by tool name" });
+  .record(z.string(), fnOption, { error: (issue) => `${VERIFIERS_SHAPE}; received ${received(issue.input)}` })
+  .refine((value) => !Array.isArray(value), { error: `${VERIFIERS_SHAPE}; received an array` });
 
 /** `awaitVerification`: true, false or a function (record) => string. */
 const awaitVerificationOption = z.union([z.boolean(), fnOption], {
@@ -209,11 +210,21 @@ export const clientOptionsSchema = z
     awaitVerification: awaitVerificationOption,
     onRecord: fnOption,
     onAnomaly: fnOption,
-    observer: z.object({ start: fnOption }, { error: "must be an object with a start(call) method" }),
+    observer: z.object(
+      { start: fnOption },
+      {
+        error: (issue) => `must be an object with a start(call) method; received ${received(issue.input)}`,
+      },
+    ),
     maxRecords: count(0),
     maxTombstones: count(1),
     clock: fnOption,
-    timers: z.object({ setTimeout: fnOption, clearTimeout: fnOption }, { error: "must be { setTimeout, clearTimeout }" }),
+    timers: z.object(
+      { setTimeout: fnOption, clearTimeout: fnOption },
+      {
+        error: (issue) => `must be { setTimeout, clearTimeout }; received ${received(issue.input)}`,
+      },
+    ),
   })
   .omit({ signal: true, onprogress: true, verify: true })
   .partial();

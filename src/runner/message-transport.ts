@@ -173,8 +173,20 @@ export class MessageTransport<T extends TransportLike> {
     return this.#wire.transport.start();
   }
 
-  close(): Promise<void> {
-    return this.#wire.transport.close();
+  /**
+   * Closes the connection: every pending call settles `connection-closed` (its cancel sent by the
+   * adapter's mechanism) and its client gets the library's answer; one that waits for its
+   * verification (`awaitVerification`) is answered with the verified outcome before this resolves,
+   * each bounded by its read's own limits (`verifyTimeoutMs`, `verifyWindowMs`). A client whose
+   * own `close()` rejects what is left once the transport's resolved (the AI SDK's: an outside
+   * tester's, both callers got a bare "Connection closed" while the verifications ran on) so
+   * hands over those answers first.
+   */
+  async close(): Promise<void> {
+    await this.#wire.transport.close();
+    // The settles' answers are queued (a microtask each): let them in, then wait for the verified ones.
+    await Promise.resolve();
+    while (this.#verifying.size > 0) await Promise.all([...this.#verifying]);
   }
 
   setProtocolVersion(version: string): void {

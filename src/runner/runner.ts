@@ -340,6 +340,13 @@ export class CallRunner {
       if (verifier !== undefined) resolved = { ...resolved, verify: toolVerify(verifier, name, params) };
     }
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
+    const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken;
+    if (callerToken !== undefined && wire?.tokenInUse(callerToken) === true) {
+      throw new InvalidOptionError(
+        "params._meta.progressToken",
+        `progress token ${JSON.stringify(callerToken)} is already in use by a request pending on this connection, so ${name === null ? method : `${method} "${name}"`} was not sent: a progress token must be unique among active requests (rule 20 in docs/spec-rules.md); give each call its own, or leave it out and the SDK sets one`,
+      );
+    }
     const key = nextCallId();
     const shown = name === null || (name === params.name && name.length <= MAX_NAME_LENGTH) ? name : shownName(name, params);
     // Before the call starts, so a span covers the whole call, even one cancelled before the send.
@@ -405,9 +412,9 @@ export class CallRunner {
     // given an `onprogress` of the library's: the progress is that handler's, and the SDK, which
     // knows no such token, would report each one to `onerror` (without the library, the SDK puts
     // its own token in place of the caller's when it has an `onprogress`; an outside tester's).
-    const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken !== undefined;
-    if (callerToken && request.promise !== false && resolved.onprogress === undefined) wire.progressUp(call);
-    const progress = !callerToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress);
+    const ownToken = callerToken !== undefined;
+    if (ownToken && request.promise !== false && resolved.onprogress === undefined) wire.progressUp(call);
+    const progress = !ownToken && (resolved.onprogress !== undefined || resolved.resetTimeoutOnProgress);
     let sdkOptions =
       wire.skipsSdkTimer && call.limited
         ? progress

@@ -587,8 +587,27 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** Moves a pending request to the tombstones. */
   #forget(id: RequestId, entry: Entry): void {
     this.#pending.delete(id);
-    if (entry.token !== undefined) this.#tokens.delete(entry.token);
+    this.#untoken(entry);
     this.#tombstone(id, entry.call, entry.token);
+  }
+
+  /**
+   * Takes a request's progress token off the live ones, if it is still this request's: a token is
+   * unique among active requests (rule 20), and one request's end must never take another's
+   * progress away (an audit's: two calls given one token, the first one's timeout left the second
+   * with no progress, timed out while its server still reported, and its progress then counted
+   * late on the first one's record).
+   */
+  #untoken(entry: Entry): void {
+    if (entry.token !== undefined && this.#tokens.get(entry.token) === entry) this.#tokens.delete(entry.token);
+  }
+
+  /**
+   * Whether a progress token is live on this wire (a pending request's, or a task's followed past
+   * its `CreateTaskResult`): a caller's token must not be (rule 20). `CallRunner` refuses such a call.
+   */
+  tokenInUse(token: unknown): boolean {
+    return (typeof token === "string" || typeof token === "number") && this.#tokens.has(token);
   }
 
   /** Forgets a request the SDK made on its own (answered, its send failed, its stream lost, or a listen the server ended). */
@@ -598,7 +617,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#pending.delete(id);
     this.#neverCancel.delete(id);
     this.#listens.ended(id);
-    if (entry.token !== undefined) this.#tokens.delete(entry.token);
+    this.#untoken(entry);
   }
 
   /** A fact a layer below observed of a request (see `WireFact`): kept with the request, and acted on. */
@@ -879,7 +898,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         // tester's: the new round was dropped, and the call hung with no timer).
         const call = entry.call;
         this.#pending.delete(id);
-        if (entry.token !== undefined) this.#tokens.delete(entry.token);
+        this.#untoken(entry);
         this.#tombIds.set(id, null);
         this.#unbound.set(call.callId, call);
         call.clientWait();
@@ -1016,6 +1035,19 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * pauses none.
    */
   #serverRequest(id: RequestId, method: string): void {
+    const unanswered = this.#inbound.get(id);
+    if (unanswered !== undefined) {
+      // The server reused the id of a request of its own still unanswered (rule 1): the client
+      // answers each, but the second answer finds no request left to end. The calls the first
+      // one paused go on now, so each call is paused once under this id and every answer is
+      // balanced (an audit's: the second pause was never ended, and the call timed out at
+      // clientWaitTimeoutMs, "waiting for the client's answer", which had been sent at once).
+      this.#anomaly({
+        kind: "invalid-message",
+        message: `server request ${JSON.stringify(id)} (${method}) reuses the id of a request of the server's still unanswered (rule 1 in docs/spec-rules.md)`,
+      });
+      if (unanswered !== null) for (const call of unanswered) call.clientAnswered();
+    }
     if (method === "ping") {
       this.#inbound.set(id, null);
       return;

@@ -309,6 +309,58 @@ export function defineAiSdkSuite(ai: AiSdkMcpModule, label: string): void {
       expect(uncaught).toEqual([]);
     });
 
+    it("stdio, awaitVerification: the AI SDK client's own close() with calls pending (one timed out, its read under way) hands each the verified outcome, not 'Connection closed'", async () => {
+      // An outside tester's: the AI SDK's close() is `await transport.close(); onClose()`, and its
+      // onClose rejected both calls with a bare "Connection closed" while their reads ran on.
+      const server = stdio("scripted-server.mjs", { SCRIPTED_LIST_ALL: "1" });
+      const { client, transport, tool, uncaught } = await connect(server.adapter, {
+        timeoutMs: 300,
+        awaitVerification: true,
+        verifyDelayMs: 400,
+        verifiers: { late: async () => "applied" as const, silent: async () => "not-applied" as const },
+      });
+      const outcome = (promise: Promise<unknown>) =>
+        promise.then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        );
+      const timedOut = outcome(tool("late")({ ms: 5_000 }, opts()));
+      await sleep(350); // past its idle timeout: its verification waits verifyDelayMs
+      const pending = outcome(tool("silent")({ ms: 5_000 }, opts()));
+      await sleep(50);
+      await client.close();
+      const [first, second] = await Promise.all([timedOut, pending]);
+      expect(first).toMatchObject({
+        value: {
+          isError: true,
+          content: [
+            {
+              text: expect.stringMatching(
+                /^The tool call "late" was cancelled after \d+\.\d s \(timed out\); a check afterwards found that its effect was applied/,
+              ),
+            },
+          ],
+        },
+      });
+      expect(second).toMatchObject({
+        value: {
+          isError: true,
+          content: [
+            {
+              text: expect.stringMatching(
+                /^The tool call "silent" was cancelled after \d+\.\d s \(its connection was closed by the client\); a check afterwards found that its effect was not applied/,
+              ),
+            },
+          ],
+        },
+      });
+      expect(transport.records().filter((r) => r.method === "tools/call")).toMatchObject([
+        { name: "late", cancel: { trigger: "timeout" }, outcome: "verified-applied" },
+        { name: "silent", cancel: { trigger: "connection-closed" }, outcome: "verified-not-applied" },
+      ]);
+      expect(uncaught).toEqual([]);
+    });
+
     it("callOptions returning a signal (not one of its options) rejects the tool's execute with an InvalidOptionError naming signal; nothing sent", async () => {
       // An outside tester's: the hook's signal was taken where the AI SDK gave none, and its abort
       // left the AI SDK's request unanswered (the AI SDK's client has no timeout of its own).

@@ -71,6 +71,26 @@ describe("durations given in seconds by mistake", () => {
     expect(error.option).toBe("resetTimeoutOnProgress");
     expect(error.message).toContain('"resetTimeoutOnProgress" must be true or false; received "yes"');
   });
+
+  it("a refused reason's message quotes the value received too (an outside tester's: reason: 5 said only 'must be a string')", async () => {
+    const { mcp } = await connectPeer();
+    const error = (await mcp.callTool({ name: "x" }, { reason: 5 as never }).catch((e: unknown) => e)) as InvalidOptionError;
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error.option).toBe("reason");
+    expect(error.message).toContain('"reason" must be a string; received 5');
+  });
+
+  it.each([
+    ["verifiers", [], '"verifiers" must be an object of verify functions by tool name; received an array'],
+    ["verifiers", "write", '"verifiers" must be an object of verify functions by tool name; received "write"'],
+    ["observer", 5, '"observer" must be an object with a start(call) method; received 5'],
+    ["timers", "fake", '"timers" must be { setTimeout, clearTimeout }; received "fake"'],
+  ])("a refused client-wide %s quotes the value received (%j)", async (option, value, message) => {
+    const error = await connectPeer({ [option]: value } as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as InvalidOptionError).option).toBe(option);
+    expect((error as Error).message).toContain(message);
+  });
 });
 
 describe("several signals per call", () => {
