@@ -163,10 +163,15 @@ export class TaskRequests {
    */
   request(...[method, params, timeoutMs, timers, given]: TaskRequest): Promise<Record<string, unknown>> {
     const id = `mcp-cancellable-task-${++this.#next}`;
+    // Given up already: nothing is sent, nothing is held.
+    if (given?.aborted === true) return Promise.reject(given.reason);
     return new Promise((resolve, reject) => {
-      // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped).
+      // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped), and
+      // with it the listener on `given` (an audit's: it stayed until `given` aborted).
       const timer = timers.setTimeout(() => {
-        if (this.#pending.delete(id)) reject(new TaskRequestTimeoutError(method, timeoutMs));
+        if (!this.#pending.delete(id)) return;
+        given?.removeEventListener("abort", giveUp);
+        reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
       const giveUp = (): void => {
         if (!this.#pending.delete(id)) return;

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { TaskRequestError, TaskRequestTimeout, TaskRequestTimeoutError } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
@@ -57,6 +58,24 @@ describe("task request errors", () => {
     expect(requests.size).toBe(0);
     expect(clock.pending).toBe(0);
     expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
+  });
+
+  it("timed out with a signal given: its listener on the signal goes with it; a signal aborted already: nothing sent, nothing held (an audit's)", async () => {
+    const sent: Message[] = [];
+    const requests = new TaskRequests(async (message) => void sent.push(message));
+    const clock = manualTimers();
+    const given = new AbortController();
+    const pending = requests.request("tasks/result", { taskId: "t1" }, 5_000, clock.timers, given.signal);
+    expect(getEventListeners(given.signal, "abort")).toHaveLength(1);
+    clock.fireAll();
+    await expect(pending).rejects.toBeInstanceOf(TaskRequestTimeoutError);
+    expect(getEventListeners(given.signal, "abort")).toHaveLength(0);
+    given.abort(new Error("the call ended"));
+    const gone = requests.request("tasks/result", { taskId: "t2" }, 5_000, clock.timers, given.signal);
+    await expect(gone).rejects.toThrow("the call ended");
+    expect(sent).toHaveLength(1);
+    expect(clock.pending).toBe(0);
+    expect(requests.size).toBe(0);
   });
 
   it("the deprecated 0.1 name is the same class", () => {
