@@ -588,7 +588,7 @@ export class TaskDriver implements TaskFollower {
           "tools/call",
           typeof error.code === "number" ? error.code : null,
           task.status === "cancelled"
-            ? `task ${task.taskId} was cancelled by the server`
+            ? endedCancelled(task.taskId)
             : typeof error.message === "string"
               ? error.message
               : `task ${task.taskId} failed`,
@@ -597,7 +597,7 @@ export class TaskDriver implements TaskFollower {
       );
     }
     if (task.status === "cancelled") {
-      return call.fail(new TaskRequestError("tools/call", null, `task ${task.taskId} was cancelled by the server`));
+      return call.fail(new TaskRequestError("tools/call", null, endedCancelled(task.taskId)));
     }
     // 2025-11-25: the result (or the original error) comes from tasks/result. A task that
     // ended `failed` may answer it with a result (`isError: true`, as the SDK's servers store a
@@ -739,4 +739,12 @@ function failedTask(task: TaskInfo, result: Record<string, unknown>): TaskReques
     text === undefined ? `task ${task.taskId} failed` : `task ${task.taskId} failed: ${text}`,
     result,
   );
+}
+
+/**
+ * A task the call did not cancel reported `cancelled`: what the wire shows is that status, not
+ * who cancelled it (the server itself, or another client's `tasks/cancel`).
+ */
+function endedCancelled(taskId: string): string {
+  return `task ${taskId} ended with status "cancelled" (this call did not cancel it: the server, or another client, did)`;
 }

@@ -128,6 +128,22 @@ describe("task driver", () => {
     await client.close();
   });
 
+  it("a task that ends cancelled while the call is live (not its cancel): a TaskRequestError saying the status, not who cancelled it", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("cancelled"));
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskRequestError);
+    expect((error as Error).message).toMatch(
+      /^task \S+ ended with status "cancelled" \(this call did not cancel it: the server, or another client, did\)$/,
+    );
+    expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "cancelled" } });
+    expect(peer.requests("tasks/cancel")).toHaveLength(0);
+    await client.close();
+  });
+
   it("a task that fails resolves nothing: the caller gets the task's error from tasks/result", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {
