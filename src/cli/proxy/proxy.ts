@@ -47,7 +47,8 @@ export async function runProxy<T extends TransportLike>(
   extras: ProxyExtras = {},
 ): Promise<number> {
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
-  const records = options.records === undefined ? undefined : await openRecords(options.records);
+  const records =
+    options.records === undefined ? undefined : await openRecords(options.records, (text) => io.log(`mcp-cancellable proxy: ${text}\n`));
   const upstream = await makeUpstream();
   // An HTTP upstream's --header secrets never reach the client or the log, even echoed back by it.
   const redact = redactor(options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : []);
@@ -66,19 +67,19 @@ export async function runProxy<T extends TransportLike>(
   // signals are the proxy's before the server starts: one that comes while it starts ends the
   // proxy once it is up (its default action would leave the server's process group running).
   let stopping = false;
-  const starting = session.start();
+  const starting = session.start(START_FAILURE_ANSWER_MS);
   const off = io.onSignal?.((signal) => {
     if (stopping) {
       io.log(`mcp-cancellable proxy: ${signal} again while stopping: exiting now\n`);
       process.exit(128 + (signal === "SIGHUP" ? 1 : signal === "SIGINT" ? 2 : 15));
     }
     stopping = true;
-    void starting.then((started) => {
-      if (started) void session.end({ kind: "signal", signal });
-    });
+    // A server that could not be started: the signal ends the answering of requests (exit 1).
+    void starting.then(() => void session.end({ kind: "signal", signal }));
   });
   try {
-    if (!(await starting)) return await session.done;
+    await starting;
+    // Also when the server could not be started: the client's requests are answered with why.
     front.attach(session);
     return await session.done;
   } finally {
@@ -86,16 +87,29 @@ export async function runProxy<T extends TransportLike>(
   }
 }
 
-/** Opens the `--records` file for appending. @throws {RecordsFileError} it cannot be opened. */
-export function openRecords(file: string): Promise<WriteStream> {
+/**
+ * How long, at most, the stdio proxy answers the client's requests when its server could not be
+ * started (see `ProxySession.start`), in ms: a host writes its `initialize` right after the spawn.
+ */
+const START_FAILURE_ANSWER_MS = 1_000;
+
+/**
+ * Opens the `--records` file for appending. A write that fails once it is open (a full disk:
+ * `ENOSPC`; an I/O error) is said once through `log`, with the records from there on lost: the
+ * proxy goes on relaying (an outside tester's: records were lost with nothing said).
+ * @throws {RecordsFileError} it cannot be opened.
+ */
+export function openRecords(file: string, log: (text: string) => void): Promise<WriteStream> {
   return new Promise((resolve, reject) => {
     const stream = createWriteStream(file, { flags: "a" });
-    stream.once("open", () => resolve(stream));
-    stream.once("error", (error) =>
-      reject(
-        new RecordsFileError(`--records ${file}: cannot open it for writing (${(error as NodeJS.ErrnoException).code ?? error.message})`),
-      ),
-    );
+    const why = (error: Error): string => (error as NodeJS.ErrnoException).code ?? error.message;
+    const refused = (error: Error): void => reject(new RecordsFileError(`--records ${file}: cannot open it for writing (${why(error)})`));
+    stream.once("error", refused);
+    stream.once("open", () => {
+      stream.off("error", refused);
+      stream.once("error", (error) => log(`--records ${file}: cannot write to it (${why(error)}): the run records from here on are lost`));
+      resolve(stream);
+    });
   });
 }
 

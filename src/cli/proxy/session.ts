@@ -324,6 +324,8 @@ export class ProxySession<T extends TransportLike> {
   /** The upstream id of the long answer being parsed after its bytes went to the client (`#earlyLine`), until it is read. */
   #earlyParsing: Id | undefined;
   #ending: Promise<number> | undefined;
+  /** The upstream could not be started: the client's requests meanwhile are answered with why (see `start`). */
+  #startFailure: { readonly why: string; readonly over: () => void } | undefined;
   #done!: (code: number) => void;
   /** Resolves with the exit status once the session ended, whatever ended it. */
   readonly done: Promise<number>;
@@ -397,14 +399,29 @@ export class ProxySession<T extends TransportLike> {
     });
   }
 
-  /** Starts the upstream. Resolves false (the session ended, exit status 1) when it cannot be started. */
-  async start(): Promise<boolean> {
+  /**
+   * Starts the upstream. Resolves false (the session ends, exit status 1) when it cannot be
+   * started (a command that does not exist: `spawn ... ENOENT`). `answerForMs`: then, for at
+   * most this long, or until the client's input ends (`end`), every request the client sends is
+   * answered -32000 with why, nothing relayed: a host that spawned the proxy and wrote its
+   * `initialize` gets an answer saying why, not only the process's end (an outside tester's: the
+   * stdio proxy wrote nothing). 0 (the default): the session ends at once.
+   */
+  async start(answerForMs = 0): Promise<boolean> {
     try {
       await this.#transport.start();
       return true;
     } catch (error) {
-      this.#log(`cannot start the upstream: ${(error as Error).message}`);
-      this.#ending = this.#closeRecords().then(() => 1);
+      const message = (error as Error).message;
+      this.#log(`cannot start the upstream: ${message}`);
+      let over!: () => void;
+      const answering = new Promise<void>((resolve) => (over = resolve));
+      const timer = setTimeout(over, answerForMs);
+      this.#startFailure = {
+        why: `the server could not be started (${message})`,
+        over: () => (clearTimeout(timer), over()),
+      };
+      this.#ending = answering.then(() => this.#closeRecords()).then(() => 1);
       void this.#ending.then((code) => this.#done(code));
       return false;
     }
@@ -478,6 +495,10 @@ export class ProxySession<T extends TransportLike> {
    * once it is accepted) is asked for first.
    */
   receive(message: JsonRpcMessage): void {
+    if (this.#startFailure !== undefined) {
+      this.#answerUnstarted(message, this.#startFailure.why);
+      return;
+    }
     if (this.#ending !== undefined) return;
     const { method: named, id: given } = message as { method?: unknown; id?: unknown };
     if (typeof named === "string" && "id" in message && !isRequestId(given)) {
@@ -522,6 +543,21 @@ export class ProxySession<T extends TransportLike> {
     } else {
       held.queue.push({ message, at, deadline: Infinity, limitMs: Infinity, which: "timeoutMs" });
     }
+  }
+
+  /** A request while the upstream could not be started: answered -32000 with why; nothing is relayed, notifications are dropped. */
+  #answerUnstarted(message: JsonRpcMessage, why: string): void {
+    const { method, id } = message as { method?: unknown; id?: unknown };
+    if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
+    this.#toClient({
+      jsonrpc: "2.0",
+      id,
+      error: {
+        code: CONNECTION_CLOSED_ERROR_CODE,
+        message: `mcp-cancellable proxy: ${method} was not sent: ${why}; not retried`,
+        data: { code: "CONNECTION_CLOSED", trigger: "connection-closed" },
+      },
+    });
   }
 
   /** A line from the client that is not a JSON-RPC message: answered with the spec's error, counted, logged; nothing is relayed. */
@@ -1093,6 +1129,7 @@ export class ProxySession<T extends TransportLike> {
    * for a fatal error.
    */
   end(reason: EndReason): Promise<number> {
+    this.#startFailure?.over();
     this.#ending ??= this.#shutdown(reason).then((code) => {
       this.#done(code);
       return code;

@@ -156,7 +156,10 @@ async function loadSdks(): Promise<{ v1: V1Server; v2: V2Server; node: V2Node }>
 export async function startFront(options: ProxyOptions, listen: ListenOptions, io: FrontIo): Promise<Front> {
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
   const { v1, v2, node } = await loadSdks();
-  const records = options.records === undefined ? undefined : await openRecords(options.records);
+  const records =
+    options.records === undefined
+      ? undefined
+      : await openRecords(options.records, (text) => io.log(`mcp-cancellable proxy [${listen.replica}]: ${text}\n`));
   const upstreamSecrets = options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : [];
   const redact = redactor([...upstreamSecrets, ...(listen.token === undefined ? [] : [listen.token])]);
   const log = (text: string): void => io.log(`mcp-cancellable proxy [${listen.replica}]: ${redact(text)}\n`);
