@@ -393,5 +393,7 @@ export function notJsonRpc(value: unknown): string | null {
   if (message.jsonrpc !== "2.0") return 'JSON without "jsonrpc": "2.0"';
   if (typeof message.method === "string") return null;
   if ("id" in message && ("result" in message || "error" in message)) return null;
+  // A method that is there but no string is said as it is (an outside tester's: "method": 5 read "without a method").
+  if ("method" in message) return `JSON-RPC whose "method" is not a string (${JSON.stringify(message.method) ?? typeof message.method})`;
   return "JSON-RPC without a method, a result or an error";
 }

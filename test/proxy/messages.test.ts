@@ -144,6 +144,16 @@ describe("mcp-cancellable proxy: large messages", () => {
     expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1);
   });
 
+  it("a request whose method is no string: -32600 saying so (not 'without a method'), with its id; the proxy goes on", async () => {
+    const client = start(server(LINE));
+    await client.initialize();
+    client.send({ jsonrpc: "2.0", id: "m5", method: 5, params: {} });
+    const answer = await client.answer("m5");
+    expect(answer.error).toMatchObject({ code: -32600, message: 'Invalid Request: JSON-RPC whose "method" is not a string (5)' });
+    client.send(call("after", "echo"));
+    await client.answer("after");
+  });
+
   it("a client that does not read: past --max-message-bytes plus 16 MiB unread, the proxy ends (exit 1) saying so, instead of holding it all", async () => {
     const http = await startRestartable();
     closers.push(() => http.stop());

@@ -89,7 +89,8 @@ Messages:
                                stdio server, in bytes, ${MIN_MESSAGE_BYTES} to ${MAX_MESSAGE_BYTES_LIMIT}.
                                Default: ${DEFAULT_MAX_MESSAGE_BYTES} (256 MiB). A longer one is
                                dropped as it streams in and answered with an error naming this
-                               option. What waits unread for the client is bounded by it too.
+                               option. What waits unread for the client is bounded by it
+                               plus 16 MiB (beyond it the proxy exits 1).
 
 When a limit expires the request is cancelled upstream and the client gets a JSON-RPC error
 -32001 naming the limit, with data { trigger, limitMs, summary, record }. A client's own
