@@ -260,6 +260,36 @@ describe("mcp-cancellable proxy: ids, cancels and limits, seen line by line", ()
   });
 });
 
+describe("mcp-cancellable proxy: the server's cancel of a request of its own", () => {
+  it("under the number of a client's call in flight upstream: relayed to the client as it is (rule 39), the call untouched (an outside tester's: it was read as the call's, and dropped)", async () => {
+    const client = start(server(SCRIPTED));
+    await client.initialize();
+    client.send(call("w", "withdraw"));
+    const asked = await eventually(() => client.messages.some((m) => m.method === "sampling/createMessage"));
+    expect(asked).toBe(true);
+    const sampling = client.messages.find((m) => m.method === "sampling/createMessage")!;
+    const upstreamId = received(client.stderr).find((m) => m.method === "tools/call")!.id;
+    expect(sampling.id).toBe(upstreamId); // the server's own numbering, as it is
+    expect(await eventually(() => client.messages.some((m) => m.method === "notifications/cancelled"))).toBe(true);
+    expect(client.messages.filter((m) => m.method === "notifications/cancelled")).toEqual([
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: upstreamId, reason: "no longer needed" } },
+    ]);
+    expect((await client.answer("w")).result!.content![0]!.text).toBe(`withdrew ${upstreamId}`);
+  });
+
+  it("answered by the client already: a later cancel naming its number is no withdrawal, and the client's call under that number goes on (rule 12)", async () => {
+    const client = start(server(SCRIPTED));
+    await client.initialize();
+    client.send(call("w", "withdraw", { cancelMs: 400, answerMs: 600 }));
+    expect(await eventually(() => client.messages.some((m) => m.method === "sampling/createMessage"))).toBe(true);
+    const sampling = client.messages.find((m) => m.method === "sampling/createMessage")!;
+    client.send({ jsonrpc: "2.0", id: sampling.id, error: { code: -32601, message: "no sampling here" } }); // answered before the withdrawal
+    await client.answer("w");
+    expect((await client.answer("w")).result!.content![0]!.text).toMatch(/^withdrew /); // after the cancel
+    expect(client.messages.filter((m) => m.method === "notifications/cancelled")).toEqual([]);
+  });
+});
+
 describe("mcp-cancellable proxy: --config and --records", () => {
   it("--config errors name the file and the key; exit 2", async () => {
     const cases: Array<[unknown, RegExp]> = [

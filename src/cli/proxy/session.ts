@@ -307,6 +307,13 @@ export class ProxySession<T extends TransportLike> {
   readonly #taskTokens = new BoundedMap<string, Id>(MAX_REMEMBERED_IDS);
   /** Listens that ended (the client's cancel, the server's end, their result), by upstream id: what their stream still brings is dropped. */
   readonly #endedListens = new BoundedMap<Id, Id>(MAX_REMEMBERED_IDS);
+  /**
+   * The server's own requests the client has not answered yet, by their id (the server's
+   * numbering): a server's cancel naming one withdraws it (rule 39) and goes to the client, even
+   * when a request of the client's went upstream under the same number (the two directions number
+   * apart; an outside tester's: the cancel was read as one of a client's call, and dropped).
+   */
+  readonly #serverAsks = new Set<Id>();
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
   #nextId = 1;
   /** The protocol version last handed to the upstream transport. */
@@ -580,6 +587,7 @@ export class ProxySession<T extends TransportLike> {
     }
     // Notifications, and the client's answers to the server's own requests (ids in the server's
     // space): as they are (over stdio, the very bytes the client wrote).
+    if (method === undefined && (typeof id === "string" || typeof id === "number")) this.#serverAsks.delete(id);
     this.#verbose("client->server", message);
     if (method === "notifications/initialized") this.#initialized = message;
     const sent = this.#transport
@@ -902,6 +910,13 @@ export class ProxySession<T extends TransportLike> {
     }
     if (method === "notifications/cancelled") {
       const params = (message as { params?: unknown }).params;
+      const withdrawn = isObject(params) ? params.requestId : undefined;
+      if ((typeof withdrawn === "string" || typeof withdrawn === "number") && this.#serverAsks.delete(withdrawn)) {
+        // The server withdraws a request of its own (rule 39): the client gets the cancel as it is.
+        this.#verbose("server->client", message, undefined, "the server withdraws its own request");
+        this.#toClient(message, { line: rawLineOf(message) });
+        return;
+      }
       // Matched as answers are ("4" names request 4; an outside tester's: relayed under the upstream's id).
       const requestId = findAnswered(isObject(params) ? params.requestId : undefined, (key) => (this.#pending.has(key) ? key : undefined));
       const pending = requestId === undefined ? undefined : this.#pending.get(requestId);
@@ -967,6 +982,8 @@ export class ProxySession<T extends TransportLike> {
     // The server's own requests (sampling, elicitation, roots/list, ping), notifications, logging,
     // list changes, its cancels of its own requests: ids in the server's space, as they are (over
     // stdio, the very bytes the server wrote).
+    const asked = (message as { id?: unknown }).id;
+    if (typeof method === "string" && (typeof asked === "string" || typeof asked === "number")) this.#serverAsks.add(asked);
     this.#verbose("server->client", message);
     const raw = rawLineOf(message);
     this.#toClient(message, { line: raw });
