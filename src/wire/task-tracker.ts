@@ -2,6 +2,7 @@ import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import { createdTask, isTerminalTaskStatus } from "../core/record.js";
 import type { TaskInfo } from "../core/record.js";
 import { BoundedMap } from "../utils/bounded-map.js";
+import { noop } from "../utils/hooks.js";
 import type { Message } from "./messages.js";
 import { Layer } from "./port.js";
 import type { MessageExtra, Port, SendOptions, WireFact } from "./port.js";
@@ -68,7 +69,18 @@ export class TaskTracker extends Layer {
     super(below);
     this.#max = max;
     this.#unborn = new BoundedMap(max);
-    this.#requests = new TaskRequests((message) => this.below.send(message));
+    this.#requests = new TaskRequests(
+      (message) => this.below.send(message),
+      (requestId, reason) =>
+        void this.below.cancel({
+          requestId,
+          reason,
+          notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason } },
+          send: (message) => this.below.send(message),
+          reportError: noop,
+          delivery: noop,
+        }),
+    );
   }
 
   override message(message: Message, extra?: MessageExtra): void {

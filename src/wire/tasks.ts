@@ -148,7 +148,15 @@ export class TaskRequests {
   readonly #pending = new Map<string, PendingTaskRequest>();
   #next = 0;
 
-  constructor(private readonly send: (message: Message) => Promise<void>) {}
+  /**
+   * @param send puts one request on the wrapped transport.
+   * @param cancel puts the cancel of one request given up (its timeout, or `given`'s abort) on the
+   *   wire by the transport's mechanism (rule 15: a sender that stops waiting cancels); must not throw.
+   */
+  constructor(
+    private readonly send: (message: Message) => Promise<void>,
+    private readonly cancel: (id: string, reason: string) => void = () => {},
+  ) {}
 
   /** Requests in flight (0 when idle). */
   get size(): number {
@@ -171,11 +179,13 @@ export class TaskRequests {
       const timer = timers.setTimeout(() => {
         if (!this.#pending.delete(id)) return;
         given?.removeEventListener("abort", giveUp);
+        this.cancel(id, `Request timed out after ${timeoutMs} ms`);
         reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
       const giveUp = (): void => {
         if (!this.#pending.delete(id)) return;
         timers.clearTimeout(timer);
+        this.cancel(id, "Cancelled by the client");
         reject(given!.reason);
       };
       given?.addEventListener("abort", giveUp, { once: true });

@@ -128,6 +128,31 @@ describe("task driver", () => {
     await client.close();
   });
 
+  it("a tasks/get given up unanswered (its own timeout) is cancelled the transport's way, once each (rule 15); the task-augmented tools/call never is (rule 35)", async () => {
+    // An outside tester's: the unanswered poll was simply dropped, nothing said to the server.
+    const { client, mcp, peer } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled"));
+      // tasks/get: never answered
+    });
+    const error = await mcp.callTool({ name: "report" }, { task: { watchMs: 300 }, maxTotalTimeoutMs: 150 }).catch((e: unknown) => e);
+    expect(isCallTimeoutError(error)).toBe(true);
+    await until(
+      () =>
+        peer.requests("tasks/get").length > 0 &&
+        peer.requests("tasks/get").every((get) => peer.cancels().some((c) => (c.params as { requestId?: unknown }).requestId === get.id)),
+      3_000,
+    );
+    await sleep(100);
+    const gets = peer.requests("tasks/get").map((get) => get.id);
+    const cancelled = peer.cancels().map((c) => (c.params as { requestId?: unknown }).requestId);
+    expect(cancelled).toEqual(gets); // one each, in order, and nothing else
+    expect(peer.cancels()[0]!.params).toMatchObject({ reason: expect.stringMatching(/^Request timed out after \d+ ms$/) });
+    expect(peer.requests("tasks/cancel")).toHaveLength(1);
+    await client.close();
+  });
+
   it("a task that ends cancelled while the call is live (not its cancel): a TaskRequestError saying the status, not who cancelled it", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     peer.onRequest((m: Message) => {

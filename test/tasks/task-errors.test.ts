@@ -46,9 +46,13 @@ describe("task request errors", () => {
     expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
   });
 
-  it("given up (its signal aborted): rejects with the signal's reason, its entry and timer go, a late answer is dropped", async () => {
+  it("given up (its signal aborted): rejects with the signal's reason, its entry and timer go, its cancel goes on the wire once (rule 15), a late answer is dropped", async () => {
     const sent: Message[] = [];
-    const requests = new TaskRequests(async (message) => void sent.push(message));
+    const cancelled: Array<[string, string]> = [];
+    const requests = new TaskRequests(
+      async (message) => void sent.push(message),
+      (id, reason) => void cancelled.push([id, reason]),
+    );
     const clock = manualTimers();
     const given = new AbortController();
     const pending = requests.request("tasks/result", { taskId: "t1" }, 2_147_483_647, clock.timers, given.signal);
@@ -57,6 +61,7 @@ describe("task request errors", () => {
     await expect(pending).rejects.toThrow("the call ended");
     expect(requests.size).toBe(0);
     expect(clock.pending).toBe(0);
+    expect(cancelled).toEqual([[sent[0]!.id, "Cancelled by the client"]]);
     expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
   });
 
