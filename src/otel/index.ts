@@ -276,10 +276,21 @@ class CallTrace implements CallObservation {
     span.setAttributes(outcome);
     const cancel = record.cancel;
     if (cancel !== null) {
-      span.setAttributes({ [ATTR_CANCEL_TRIGGER]: cancel.trigger, [ATTR_CANCEL_MECHANISM]: cancel.mechanism });
+      // What did not get through, when the settle knows it already (a response read in the same
+      // turn as the timeout: the cancel was not sent, rule 7): on the call span, as a follow-up
+      // span carries it when learned later (an outside tester's: no span said the request had
+      // been answered, and mechanism `none` read as "never sent").
+      const undelivered =
+        cancel.undelivered === null ? {} : { [ATTR_CANCEL_UNDELIVERED]: `${cancel.undelivered.mechanism}: ${cancel.undelivered.error}` };
+      span.setAttributes({ [ATTR_CANCEL_TRIGGER]: cancel.trigger, [ATTR_CANCEL_MECHANISM]: cancel.mechanism, ...undelivered });
       span.addEvent(
         EVENT_CANCEL,
-        { [ATTR_CANCEL_TRIGGER]: cancel.trigger, [ATTR_CANCEL_MECHANISM]: cancel.mechanism, [ATTR_CANCEL_REASON]: cancel.reason },
+        {
+          [ATTR_CANCEL_TRIGGER]: cancel.trigger,
+          [ATTR_CANCEL_MECHANISM]: cancel.mechanism,
+          [ATTR_CANCEL_REASON]: cancel.reason,
+          ...undelivered,
+        },
         cancel.sentAt === null ? undefined : new Date(cancel.sentAt),
       );
     }
@@ -371,7 +382,10 @@ class CallTrace implements CallObservation {
       );
       span.addEvent(EVENT_TASK, { [ATTR_CALL_OUTCOME]: record.outcome, [ATTR_TASK_STATUS]: task.status });
       span.end();
-      this.#undeliveredToo(previous, record, attributes, parent);
+      // The same revision may say what became of the cancel: its `tasks/cancel` left (a late
+      // `CreateTaskResult`'s task; the event at that time), or did not get through (an outside
+      // tester's: the `tasks/cancel` that left after the settle had no span of its own).
+      this.#cancelDelivery(previous, record, attributes, parent);
       return;
     }
     this.#cancelDelivery(previous, record, attributes, parent);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { otelRecorder } from "../../src/otel/index.js";
 import type { CancelledRunRecord } from "../../src/index.js";
+import { ANSWERED_FIRST } from "../../src/core/record.js";
 import { otelHarness } from "./harness.js";
 
 const SETTLED = Date.parse("2026-12-05T10:00:00.000Z");
@@ -84,6 +85,50 @@ describe("otel: a cancel that went out after the settle", () => {
     observation.record!(cancelled(new Date(SETTLED + 3).toISOString(), 1));
     expect(otel.spans().map((s) => s.name)).toEqual(["tools/call slow"]);
     expect(otel.eventTimes("tools/call slow")).toEqual([{ name: "mcp_cancellable.cancel", atMs: SETTLED }]);
+    await otel.shutdown();
+  });
+});
+
+describe("otel: what the settle already knows of the cancel", () => {
+  it("the response came first (rule 7), known at the settle: the call span carries cancel.undelivered, on the span and its cancel event (an outside tester's: mechanism none read as never sent)", async () => {
+    const { otel, observation } = observe();
+    const record = cancelled(null, 0);
+    observation.record!({
+      ...record,
+      cancel: { ...record.cancel, mechanism: "none", undelivered: { mechanism: "notification", error: ANSWERED_FIRST } },
+      outcome: "late-result-discarded",
+      late: { results: 1, errors: 0, progress: 0 },
+      summary: "cancelled (timeout), late result discarded",
+    });
+    const [call] = otel.spans();
+    const undelivered = `notification: ${ANSWERED_FIRST}`;
+    expect(call!.attributes).toMatchObject({
+      "mcp_cancellable.call.outcome": "late-result-discarded",
+      "mcp_cancellable.cancel.mechanism": "none",
+      "mcp_cancellable.cancel.undelivered": undelivered,
+    });
+    expect(call!.events.find((e) => e.name === "mcp_cancellable.cancel")!.attributes).toMatchObject({
+      "mcp_cancellable.cancel.undelivered": undelivered,
+    });
+    expect(call!.events.map((e) => e.name)).toEqual(["mcp_cancellable.cancel", "mcp_cancellable.late_message"]);
+    await otel.shutdown();
+  });
+
+  it("a task call's tasks/cancel that left after the settle (a late CreateTaskResult's task): a `task` span and a `cancel` span whose event is at the time it left", async () => {
+    const { otel, observation } = observe();
+    const record = cancelled(null, 0);
+    const settled = { ...record, cancel: { ...record.cancel, mechanism: "none" as const } };
+    observation.record!(settled);
+    const left = new Date(SETTLED + 40).toISOString();
+    observation.record!({
+      ...settled,
+      revision: 1,
+      cancel: { ...settled.cancel, mechanism: "tasks/cancel", sentAt: left },
+      task: { taskId: "t1", status: "working", revision: "2025-11-25", createdAfterCancel: true },
+    });
+    expect(otel.spans().map((s) => s.name)).toEqual(["tools/call slow", "task tools/call slow", "cancel tools/call slow"]);
+    expect(otel.eventTimes("cancel tools/call slow")).toEqual([{ name: "mcp_cancellable.cancel_delivery", atMs: SETTLED + 40 }]);
+    expect(otel.spans()[2]!.attributes).toMatchObject({ "mcp_cancellable.cancel.mechanism": "tasks/cancel" });
     await otel.shutdown();
   });
 });
