@@ -114,7 +114,12 @@ describe("proxy --listen: guards", () => {
     expect(checkOrigin("https://app.example.com", listen)).toBeUndefined();
     for (const origin of ["https://app.example.com:444", "null", "file://", "https://evil.example", "chrome-extension://abc"]) {
       expect(checkOrigin(origin, listen)?.status, origin).toBe(403);
+      // Each refusal names the option that admits origins (an outside tester's: `null` got "invalid Origin header" alone).
+      expect(checkOrigin(origin, listen)?.message, origin).toContain("--allow-origin");
     }
+    expect(checkOrigin("null", listen)?.message).toBe(
+      'Forbidden: the Origin "null" is no origin this front admits (localhost, or one given with --allow-origin)',
+    );
   });
 
   it("the token: only the exact bearer token passes", () => {

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, server, tempDir } from "../helpers.js";
+import { eventually, server, sleep, tempDir } from "../helpers.js";
 import { META_2026, startFront, stopFronts } from "./helpers.js";
 
 const LINE = new URL("../fixtures/line-server.mjs", import.meta.url).pathname;
@@ -294,5 +294,53 @@ describe("proxy --listen: an answer the client's cut stream never received", () 
     await front.stop("SIGTERM");
     expect(linesOf(file, "resumed")).toEqual([expect.objectContaining({ status: "succeeded", revision: 0 })]);
     expect(linesOf(file, "resumed")[0]).not.toHaveProperty("answerUndelivered");
+  });
+
+  it("2025-era: a resume from an event the session does not keep (never sent, or older than --events-per-session) is refused 400 saying so, naming the option", async () => {
+    // An outside tester's: the SDK's "Invalid event ID format", the same text as for garbage.
+    const front = await startFront(["--events-per-session", "4", ...server(LINE)]);
+    const session = await legacySession(front.url);
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...session };
+    for (const lastEventId of ["999999", "zzz"]) {
+      const refused = await fetch(front.url, { method: "GET", headers: { ...headers, "last-event-id": lastEventId } });
+      expect(refused.status).toBe(400);
+      expect((await refused.json()) as unknown).toMatchObject({
+        error: {
+          message: `Bad Request: Last-Event-ID "${lastEventId}" is not among this session's events: it was never sent, or it is older than the newest --events-per-session (4) kept`,
+        },
+      });
+    }
+    await front.stop("SIGTERM");
+  });
+
+  it("2025-era: two resumes of one stream at once: the answer written live on the first keeps one success line, whatever becomes of the second (held, then replayed, then closed)", async () => {
+    // An outside tester's: the later GET was watched, and its close revised the record to say the answer was not written.
+    const dir = tempDir();
+    open.push(() => dir.cleanup());
+    const file = join(dir.dir, "records.jsonl");
+    const front = await startFront(["--records", file, "--events-per-session", "256", ...server(LINE)]);
+    const session = await legacySession(front.url);
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", ...session };
+    const lastEventId = await dropAtFirstEvent(front.url, headers, "twice", 600);
+    const resume = { method: "GET", headers: { ...headers, "last-event-id": lastEventId } };
+    const second = new AbortController();
+    const [first, later] = [fetch(front.url, resume), fetch(front.url, { ...resume, signal: second.signal })];
+    const firstText = (await first).text();
+    expect(await firstText).toContain('"id":"twice"');
+    // The second: read until it carries the replayed answer too (or a bound), then closed by its client.
+    const reader = (await later).body!.getReader();
+    let seen = "";
+    const until = performance.now() + 3_000;
+    while (!seen.includes('"id":"twice"') && performance.now() < until) {
+      const step = await Promise.race([reader.read(), sleep(200).then(() => undefined)]);
+      if (step === undefined) continue;
+      if (step.done) break;
+      seen += new TextDecoder().decode(step.value);
+    }
+    second.abort();
+    await sleep(300);
+    expect(await eventually(() => linesOf(file, "twice").length >= 1)).toBe(true);
+    await front.stop("SIGTERM");
+    expect(linesOf(file, "twice")).toEqual([expect.objectContaining({ status: "succeeded", revision: 0 })]);
   });
 });

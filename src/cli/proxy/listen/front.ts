@@ -110,8 +110,12 @@ interface Session {
    * answer is sent, `null` once that response closed (`SEEN_IDS` at most).
    */
   answering: Map<Id, http.ServerResponse | null> | undefined;
-  /** With `--records`: the GET responses that resumed a stream (`Last-Event-ID`), by stream id, while open: an answer on that stream is written there. */
-  resumed: Map<string, http.ServerResponse> | undefined;
+  /**
+   * With `--records`: the GET responses that resumed a stream (`Last-Event-ID`), by stream id,
+   * while open, in the order they came: an answer on that stream is written on the first (the
+   * SDK's transport holds a later one until the first closes, then replays to it).
+   */
+  resumed: Map<string, http.ServerResponse[]> | undefined;
 }
 
 /** How long a 2025-era cancel that overtook its request waits for it, in ms. */
@@ -323,6 +327,18 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       const resumed = request.method === "GET" ? request.headers.get("last-event-id") : null;
       // The stream of a cancelled request: nothing will come on it (rule 11), so nothing is held open.
       if (resumed !== null && session.ended.has(resumed)) return new Response(null, { status: 204, headers: { "mcp-session-id": sid } });
+      // An event the session no longer keeps (or never sent): the SDK's transport would answer
+      // only "Invalid event ID format" (an outside tester's: the same text as for garbage).
+      if (resumed !== null && session.events !== undefined && session.events.streamIdOf(resumed) === undefined) {
+        return rpcError(
+          400,
+          -32000,
+          `Bad Request: Last-Event-ID ${JSON.stringify(resumed)} is not among this session's events: it was never sent, or it is older than the newest --events-per-session (${listen.eventsPerSession}) kept`,
+          null,
+          undefined,
+          { "mcp-session-id": sid },
+        );
+      }
       if (res !== undefined && session.answering !== undefined) noteAnswering(session.answering, body, res);
       if (res !== undefined && resumed !== null) noteResumed(session, resumed, res);
       return session.transport.handleRequest(request, body === undefined ? undefined : { parsedBody: body });
@@ -546,9 +562,13 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
   function noteResumed(session: Session, lastEventId: string, res: http.ServerResponse): void {
     const streamId = session.events?.streamIdOf(lastEventId);
     if (session.resumed === undefined || streamId === undefined) return;
-    session.resumed.set(streamId, res);
+    const resumes = session.resumed.get(streamId);
+    if (resumes === undefined) session.resumed.set(streamId, [res]);
+    else resumes.push(res);
     res.once("close", () => {
-      if (session.resumed?.get(streamId) === res) session.resumed.delete(streamId);
+      const open = session.resumed?.get(streamId)?.filter((other) => other !== res);
+      if (open === undefined || open.length === 0) session.resumed?.delete(streamId);
+      else session.resumed!.set(streamId, open);
     });
   }
 
@@ -587,7 +607,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       // Its stream closed before the answer came (a dropped stream, rule 40): not written on it,
       // unless a GET resumed the stream and is still open (the transport wrote it there).
       const stream = session.events?.streamOf(message);
-      const live = stream === undefined ? undefined : session.resumed?.get(stream);
+      // The first open resume: a second GET at once is held by the transport until it closes (an
+      // outside tester's: the later one was watched, and its close marked the answer unwritten).
+      const live = stream === undefined ? undefined : session.resumed?.get(stream)?.[0];
       if (live === undefined || live.destroyed) unwritten(ANSWER_CUT, fate);
       else watch(live);
     };

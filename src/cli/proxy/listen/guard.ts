@@ -47,7 +47,11 @@ export function checkOrigin(origin: string | undefined, listen: ListenOptions): 
   try {
     url = new URL(origin);
   } catch {
-    return { status: 403, message: "Forbidden: invalid Origin header" };
+    // `null` (a sandboxed page, a file: URL) included: said as it came, with the option that admits origins.
+    return {
+      status: 403,
+      message: `Forbidden: the Origin ${JSON.stringify(origin.slice(0, 200))} is no origin this front admits (localhost, or one given with --allow-origin)`,
+    };
   }
   if ((url.protocol === "http:" || url.protocol === "https:") && LOOPBACK_NAMES.includes(url.hostname)) return undefined;
   if (listen.allowOrigins.includes(url.origin) && url.origin === origin) return undefined;
