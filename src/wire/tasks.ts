@@ -6,6 +6,10 @@ import type { WireFact } from "./port.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
 import { TaskRequestTimeoutError } from "../errors/TaskRequestTimeoutError.js";
 import { textOf } from "../utils/hooks.js";
+import { BoundedIdMap } from "../utils/bounded-id-map.js";
+
+/** How many of the library's own task requests that ended without their answer are remembered, to drop a late answer. */
+const RETIRED_KEPT = 1_024;
 
 /** The 2026-07-28 tasks extension's identifier (rule 36). */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
@@ -142,10 +146,13 @@ interface PendingTaskRequest {
  * The library's own requests to the server (`tasks/get`, `tasks/result`, `tasks/cancel`): sent
  * on the wrapped transport with string ids the SDKs never use (`mcp-cancellable-task-N`; the
  * SDKs count integers), so no id is shared with a request the SDK issued (rule 1), and answered
- * here, never seen by the SDK.
+ * here, never seen by the SDK. Only the answers of ids sent here are taken (a client of
+ * `cancellableTransport` may number its own requests with strings of the same form).
  */
 export class TaskRequests {
   readonly #pending = new Map<string, PendingTaskRequest>();
+  /** Ours that ended without their answer (given up, timed out, failed, lost): a late answer is dropped. */
+  readonly #retired = new BoundedIdMap<string, true>(RETIRED_KEPT);
   #next = 0;
 
   /**
@@ -157,6 +164,13 @@ export class TaskRequests {
     private readonly send: (message: Message) => Promise<void>,
     private readonly cancel: (id: string, reason: string) => void = () => {},
   ) {}
+
+  /** Takes one of ours off the pending ones without its answer; false if it was not pending. */
+  #retire(id: string): boolean {
+    if (!this.#pending.delete(id)) return false;
+    this.#retired.set(id, true);
+    return true;
+  }
 
   /** Requests in flight (0 when idle). */
   get size(): number {
@@ -177,13 +191,13 @@ export class TaskRequests {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped), and
       // with it the listener on `given` (an audit's: it stayed until `given` aborted).
       const timer = timers.setTimeout(() => {
-        if (!this.#pending.delete(id)) return;
+        if (!this.#retire(id)) return;
         given?.removeEventListener("abort", giveUp);
         this.cancel(id, `Request timed out after ${timeoutMs} ms`);
         reject(new TaskRequestTimeoutError(method, timeoutMs));
       }, timeoutMs);
       const giveUp = (): void => {
-        if (!this.#pending.delete(id)) return;
+        if (!this.#retire(id)) return;
         timers.clearTimeout(timer);
         this.cancel(id, "Cancelled by the client");
         reject(given!.reason);
@@ -200,7 +214,7 @@ export class TaskRequests {
       });
       this.send({ jsonrpc: "2.0", id, method, params }).catch((error: unknown) => {
         const pending = this.#pending.get(id);
-        if (pending === undefined || !this.#pending.delete(id)) return;
+        if (pending === undefined || !this.#retire(id)) return;
         // Never sent only while nothing showed it reached the server: a request answered with an
         // HTTP error status (a gateway's 502) was received, whatever its send says (an audit's).
         const failure = readable(error, `${method}: its send failed`);
@@ -220,7 +234,10 @@ export class TaskRequests {
   answer(message: Message): boolean {
     if (typeof message.id !== "string") return false;
     const pending = this.#pending.get(message.id);
-    if (pending === undefined) return message.id.startsWith("mcp-cancellable-task-");
+    // A late answer of one of ours (given up, or failed): dropped. Only ours: a client of
+    // `cancellableTransport` numbering its own requests with strings may use the same form (an
+    // audit's: its answer was swallowed, and its call timed out).
+    if (pending === undefined) return this.#retired.has(message.id);
     this.#pending.delete(message.id);
     if (message.error !== undefined) {
       const error = message.error as { code?: unknown; message?: unknown; data?: unknown };
@@ -248,7 +265,7 @@ export class TaskRequests {
   lost(id: string, cause: unknown, neverSent = false): void {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
-    this.#pending.delete(id);
+    this.#retire(id);
     const error = readable(cause, `${pending.method}: its response stream ended without its answer`);
     pending.reject(neverSent ? notSent(error) : error);
   }
@@ -256,6 +273,7 @@ export class TaskRequests {
   /** The connection closed: every request in flight fails. */
   closeAll(error: Error): void {
     const pending = [...this.#pending.values()];
+    for (const id of this.#pending.keys()) this.#retired.set(id, true);
     this.#pending.clear();
     for (const entry of pending) entry.reject(error);
   }

@@ -1108,8 +1108,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     // A request of the server's own that the client has just answered (the answer and the cancel
     // crossed, legal before 2026-07-28: rule 12) is no anomaly, whatever client request has the
-    // same id: the two directions number their requests apart.
-    if (entry?.call && (this.#answeredInbound?.has(requestId) !== true || !this.#legacyEra())) {
+    // same id: the two directions number their requests apart. Its id as the server wrote it
+    // ("1" is not 1 in the server's numbering), and on a connection whose era is not known (a
+    // client attached after its handshake) as on a 2025-era one (an audit's: both read as the
+    // server cancelling the client's request 1).
+    const crossed =
+      this.#answeredInbound !== undefined && (this.#answeredInbound.has(requestId) || this.#answeredInbound.has(parsed.data.requestId));
+    const modern = this.#protocolVersion !== undefined && !this.#legacyEra();
+    if (entry?.call && (!crossed || modern)) {
       this.#anomaly({
         kind: "server-cancelled-client-request",
         message: `server sent notifications/cancelled for client request ${JSON.stringify(requestId)}; ignored (rule 12 in docs/spec-rules.md)`,

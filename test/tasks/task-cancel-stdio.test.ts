@@ -143,7 +143,12 @@ describe("2025-11-25, the v1 SDK's own stdio server with a task store: calls can
     expect(final.events.map((e) => [e.name, e.attributes])).toEqual([
       ["mcp_cancellable.task", { "mcp_cancellable.call.outcome": "task-cancelled", "mcp_cancellable.task.status": "cancelled" }],
     ]);
-    // One follow-up span per revision after the settle, none for the settle itself.
-    expect(spans.filter((s) => s.parentSpanId === callSpan.spanId)).toHaveLength(last.revision);
+    // One `task` span per revision after the settle, none for the settle itself; and one `cancel`
+    // span for the revision whose tasks/cancel left (the late CreateTaskResult's task), at that time.
+    const children = spans.filter((s) => s.parentSpanId === callSpan.spanId);
+    expect(children.filter((s) => s.name === "task tools/call report")).toHaveLength(last.revision);
+    expect(
+      children.filter((s) => s.name === "cancel tools/call report").map((s) => s.attributes["mcp_cancellable.cancel.mechanism"]),
+    ).toEqual(["tasks/cancel"]);
   }, 30_000);
 });

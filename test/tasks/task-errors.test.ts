@@ -83,6 +83,18 @@ describe("task request errors", () => {
     expect(requests.size).toBe(0);
   });
 
+  it("only its own are taken: an answer in the same form it never sent (a client numbering its requests with strings) goes on; a late one of its own is dropped", () => {
+    // An audit's: any `mcp-cancellable-task-*` answer was swallowed, and that client's call timed out.
+    const sent: Message[] = [];
+    const requests = new TaskRequests(async (message) => void sent.push(message));
+    const clock = manualTimers();
+    expect(requests.answer({ jsonrpc: "2.0", id: "mcp-cancellable-task-1", result: {} })).toBe(false);
+    void requests.request("tasks/get", { taskId: "t1" }, 5_000, clock.timers).catch(() => {});
+    clock.fireAll(); // given up
+    expect(requests.answer({ jsonrpc: "2.0", id: sent[0]!.id!, result: {} })).toBe(true);
+    expect(requests.answer({ jsonrpc: "2.0", id: "mcp-cancellable-task-7", result: {} })).toBe(false);
+  });
+
   it("the deprecated 0.1 name is the same class", () => {
     expect(TaskRequestTimeout).toBe(TaskRequestTimeoutError);
     const error: TaskRequestTimeout = new TaskRequestTimeout("tasks/result", 10);
