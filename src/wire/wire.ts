@@ -57,6 +57,8 @@ interface Entry {
   augmented?: boolean;
   /** A call's `subscriptions/listen` (the proxy relays a client's): the server may end it (rule 12). */
   listen?: true;
+  /** The progress token its caller (or the SDK) gave, when the wire carries `token` in its place (see `#ownToken`). */
+  given?: string | number;
 }
 
 /** A 2026-07-28 `input_required` result: the request is to be sent again with the client's input (multi round-trip). */
@@ -763,7 +765,18 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         return Promise.resolve();
       }
     }
-    const token = message.params?._meta?.progressToken as string | number | undefined;
+    let token = message.params?._meta?.progressToken as string | number | undefined;
+    let given: string | number | undefined;
+    if (call !== null && token !== undefined && (this.#tokens.has(token) || this.#tombTokens.has(token))) {
+      // The token is live on another request (a caller's number the SDK now picks as its own: it
+      // uses the request id), or a settled request's whose server may still report under it (a
+      // cancelled call's, rule 10): a token of the wire's own goes out instead (rule 20), and
+      // the call's progress goes up under the one it was given (an audit's: one call's progress
+      // reached the other, whose idle timeout then fired while its server still reported).
+      given = token;
+      token = this.#ownToken();
+      message = withProgressToken(message, token);
+    }
     if (call !== null) {
       // Bound before: the next round of a multi round-trip request, the client's input given.
       const round = call.requestId !== null;
@@ -774,6 +787,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       if (this.#dropSdkTimer !== undefined && call.limited) this.#dropSdkTimer(id);
     }
     const entry: Entry = { call, token };
+    if (given !== undefined) entry.given = given;
     if (call !== null && method === "subscriptions/listen") entry.listen = true;
     if (follower !== undefined) {
       message = augmentCreate(message, follower.ttlMs);
@@ -846,7 +860,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           return;
         }
       } else if (method === "notifications/progress") {
-        if (!this.#onProgress(message)) return;
+        const up = this.#onProgress(message);
+        if (up === false) return;
+        if (up !== true) {
+          this.up.message(up, extra);
+          return;
+        }
       } else if (method === "notifications/cancelled") {
         this.#onServerCancel(message);
       } else if (message.id !== undefined && message.id !== null) {
@@ -982,7 +1001,18 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   }
 
   /** Returns false when the progress must not reach the SDK. */
-  #onProgress(message: Message): boolean {
+  /** A progress token of the wire's own, live nowhere and remembered nowhere (see `send`). */
+  #ownToken(): string {
+    let token: string;
+    do token = `mcp-cancellable-progress-${++this.#ownTokens}`;
+    while (this.#tokens.has(token) || this.#tombTokens.has(token));
+    return token;
+  }
+
+  #ownTokens = 0;
+
+  /** Returns false when the progress must not reach the SDK, true when it goes on as it is, or the message that goes on in its place. */
+  #onProgress(message: Message): boolean | Message {
     const parsed = progressParamsSchema.safeParse(message.params);
     if (!parsed.success) {
       this.#anomaly({ kind: "invalid-message", message: "notifications/progress with malformed params, dropped" });
@@ -1012,7 +1042,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
-      return this.#progressUp?.has(call) === true;
+      if (this.#progressUp?.has(call) !== true) return false;
+      // Up under the token the caller gave, where the wire carried its own.
+      return entry.given === undefined ? true : { ...message, params: { ...message.params, progressToken: entry.given } };
     }
     const sink = this.#tombTokens.get(token);
     if (sink !== undefined) {
@@ -1227,4 +1259,10 @@ const RECENT_SERVER_REQUESTS = 256;
 /** A response that says the work was done: a result, and not a tool result with `isError: true`. */
 function ranBy(message: { result?: unknown; error?: unknown }): boolean {
   return "result" in message && (message.result as { isError?: unknown } | null)?.isError !== true;
+}
+
+/** A request with another progress token (its params and `_meta` copied; the call's marker, a symbol key, goes with them). */
+function withProgressToken(message: Message, token: string): Message {
+  const params = message.params as Record<string | symbol, unknown> & { _meta?: Record<string, unknown> };
+  return { ...message, params: { ...params, _meta: { ...params._meta, progressToken: token } } };
 }

@@ -106,33 +106,81 @@ describe("a caller's own progress token", () => {
     await client.close();
   });
 
-  it("a call's end takes its token off only if it is still its own: a later request given the same number (the SDK's own token is its request id) keeps its progress", async () => {
+  it("a caller's number the SDK then picks as its own token (it uses the request id): the later request carries a token of the wire's own; each call keeps its own progress (rule 20)", async () => {
+    // An audit's: both went out with one token, the later call got the first one's progress, and
+    // the first timed out while its server still reported.
     vi.useFakeTimers();
     const { client, mcp, peer, records } = await connectPeer();
     const ids: unknown[] = [];
     peer.onRequest((message) => {
       if (message.method === "tools/call") ids.push(message.id);
     });
-    // The next request ids are counted from the handshake's; the caller's number is the second call's id.
-    const first = mcp.callTool({ name: "mine", arguments: {} }, { timeoutMs: 100 }).catch((e: unknown) => e);
+    // Request ids are counted from the handshake's: the caller's number is the second call's id.
+    const first = mcp.callTool({ name: "mine", arguments: {} }, { timeoutMs: 5_000 });
     await flush();
     const next = (ids[0] as number) + 2;
-    const own = mcp.callTool({ name: "own", arguments: {}, _meta: { progressToken: next } }, { timeoutMs: 200 }).catch((e: unknown) => e);
+    const seen: Record<string, number[]> = { own: [], sdk: [] };
+    const own = mcp.callTool(
+      { name: "own", arguments: {}, _meta: { progressToken: next } },
+      { timeoutMs: 200, resetTimeoutOnProgress: true, onprogress: (p) => void seen.own!.push(p.progress) },
+    );
     await flush();
-    const progressed = mcp.callTool({ name: "sdk", arguments: {} }, { timeoutMs: 400, resetTimeoutOnProgress: true });
+    const sdk = mcp.callTool(
+      { name: "sdk", arguments: {} },
+      { timeoutMs: 200, resetTimeoutOnProgress: true, onprogress: (p) => void seen.sdk!.push(p.progress) },
+    );
     await flush();
     expect(ids[2]).toBe(next);
-    expect((peer.requests("tools/call")[2]!.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken).toBe(next);
-    await vi.advanceTimersByTimeAsync(250); // the first two time out; the caller's numbered call with them
-    expect(await first).toMatchObject({ code: "REQUEST_TIMEOUT" });
-    expect(await own).toMatchObject({ code: "REQUEST_TIMEOUT" });
+    const tokens = peer.requests("tools/call").map((m) => (m.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken);
+    expect(tokens[1]).toBe(next); // the caller's, as it gave it
+    expect(tokens[2]).toMatch(/^mcp-cancellable-progress-\d+$/);
     for (let step = 1; step <= 3; step++) {
       await peer.progress(next, step, 3);
-      await vi.advanceTimersByTimeAsync(300); // within the idle timeout only by the progress
+      await peer.progress(tokens[2], step * 10, 30);
+      await vi.advanceTimersByTimeAsync(150); // within each idle timeout only by the progress
     }
+    await peer.result(ids[1]);
     await peer.result(ids[2]);
-    await expect(progressed).resolves.toMatchObject({ content: [{ text: "done" }] });
-    expect(records.find((r) => r.name === "sdk")).toMatchObject({ status: "succeeded", progress: { count: 3 } });
+    await peer.result(ids[0]);
+    await expect(own).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await expect(sdk).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await first;
+    expect(seen).toEqual({ own: [1, 2, 3], sdk: [10, 20, 30] });
+    expect(records.filter((r) => r.name !== "mine").map((r) => [r.name, r.progress.count])).toEqual([
+      ["own", 3],
+      ["sdk", 3],
+    ]);
+    await client.close();
+  });
+
+  it("reused after its call was cancelled, while that call's server may still report under it (rule 10): the new call carries a token of the wire's own; the old progress counts late on the old record, never reaches the new call; the caller's own handler still sees its token", async () => {
+    // An audit's: the new call's onprogress got 15 of the cancelled one's messages, and they reset its idle timeout.
+    const { client, mcp, peer, records } = await connectPeer();
+    const handlerSaw: unknown[] = [];
+    client.setNotificationHandler(ProgressNotificationSchema, (n) => void handlerSaw.push(n.params.progressToken));
+    const ids: unknown[] = [];
+    peer.onRequest((message) => {
+      if (message.method === "tools/call") ids.push(message.id);
+    });
+    const controller = new AbortController();
+    const old = mcp
+      .callTool({ name: "old", arguments: {}, _meta: { progressToken: "job" } }, { signal: controller.signal })
+      .catch((e: unknown) => e);
+    await flush();
+    controller.abort();
+    await old;
+    const again = mcp.callTool({ name: "again", arguments: {}, _meta: { progressToken: "job" } }, { timeoutMs: 5_000 });
+    await flush();
+    const wireToken = (peer.requests("tools/call")[1]!.params as { _meta: { progressToken: string } })._meta.progressToken;
+    expect(wireToken).toMatch(/^mcp-cancellable-progress-\d+$/);
+    await peer.progress("job", 4); // the old call's server, still at work
+    await peer.progress(wireToken, 1); // the new call's
+    await flush();
+    expect(handlerSaw).toEqual(["job"]); // the new call's progress, under the token its caller gave
+    await peer.result(ids[1]);
+    await expect(again).resolves.toMatchObject({ content: [{ text: "done" }] });
+    expect(records.filter((r) => r.name === "old").at(-1)).toMatchObject({ late: { progress: 1 } });
+    expect(records.find((r) => r.name === "again")).toMatchObject({ progress: { count: 1 } });
     await client.close();
   });
 });
