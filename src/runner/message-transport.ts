@@ -7,7 +7,7 @@ import { isCallTimeoutError, isConnectionClosedError } from "../errors/guards.js
 import type { McpCancellableError } from "../errors/McpCancellableError.js";
 import type { CancellationAdapter, TransportLike } from "../adapters/types.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
-import type { RunRecord } from "../types/record.js";
+import type { CancelTrigger, RunRecord } from "../types/record.js";
 import type { CallOptions, CancellationOptions } from "../types/options.js";
 import { CALL_MARKER, isPlainResponse, responseSchema, type Message } from "../wire/messages.js";
 import type { Wire } from "../wire/wire.js";
@@ -191,6 +191,11 @@ export class MessageTransport<T extends TransportLike> {
 
   setProtocolVersion(version: string): void {
     (this.#wire.transport as { setProtocolVersion?: (version: string) => void }).setProtocolVersion?.(version);
+  }
+
+  /** Records a request cancelled before it was ever handed to this transport (see `CallRunner.recordUnsent`). @internal */
+  recordUnsent(method: string, params: Record<string, unknown>, trigger: CancelTrigger, reason: string, startedAt: number): void {
+    this.#runner.recordUnsent(method, params, trigger, reason, startedAt);
   }
 
   /** The run records of every request but `initialize`, oldest first (at most `maxRecords`). */

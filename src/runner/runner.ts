@@ -12,7 +12,7 @@ import { summarize } from "../core/record.js";
 import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { isoTime } from "../utils/iso.js";
 import { warnMistakeOnce, warnOnce } from "../options/warnings.js";
-import type { RunRecord } from "../types/record.js";
+import type { CancelTrigger, RunRecord } from "../types/record.js";
 import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS } from "../options/defaults.js";
@@ -487,6 +487,43 @@ export class CallRunner {
       });
       throw mistake;
     }
+  }
+
+  /**
+   * Records a request its entry point cancelled before it ever reached the wire (the proxy's
+   * requests held behind `notifications/initialized`: the client's cancel, their limit, the
+   * proxy's end): status `cancelled`, outcome `not-sent`, mechanism `none`, `requestId` null.
+   * `startedAt`: when the entry point took it (epoch ms). To memory and `onRecord`, as every
+   * record. @internal
+   */
+  recordUnsent(method: string, params: Record<string, unknown>, trigger: CancelTrigger, reason: string, startedAt: number): void {
+    const cancel = {
+      trigger,
+      reason: reason.slice(0, MAX_ERROR_MESSAGE_LENGTH),
+      mechanism: "none" as const,
+      sentAt: null,
+      undelivered: null,
+    };
+    const unsent = { status: "cancelled" as const, cancel, outcome: "not-sent" as const, error: null };
+    const now = Date.now();
+    const key = nextCallId();
+    this.#record(key, {
+      callId: key,
+      connectionId: this.#connectionId,
+      sessionId: null,
+      requestId: null,
+      method,
+      name: shownName(nameOf(params), params),
+      startedAt: isoTime(startedAt),
+      settledAt: isoTime(now),
+      elapsedMs: Math.max(0, now - startedAt),
+      ...unsent,
+      late: { results: 0, errors: 0, progress: 0 },
+      progress: { count: 0, last: null },
+      verification: null,
+      revision: 0,
+      summary: summarize(unsent),
+    });
   }
 
   /** A record made here (an invalid option from a hook): to memory and `onRecord`. */

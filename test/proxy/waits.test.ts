@@ -2,7 +2,9 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, INITIALIZE, RawClient, received, server, sleep } from "./helpers.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { eventually, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
 import type { RpcMessage } from "./helpers.js";
 
 // A bound on every wait (issue 29, item 5): initialize, the hold behind notifications/initialized,
@@ -120,6 +122,55 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     }
     expect(took).toBeGreaterThanOrEqual(950);
     expect(took).toBeLessThan(1_000 + SLACK_MS);
+    expect(http.posts).toEqual(["initialize", "notifications/initialized"]);
+  });
+
+  it("requests held behind notifications/initialized that never go upstream each get a --records line: cancelled, never sent, with the client's id (its limit, the client's cancel, the proxy's end; an outside tester's: none on a 2025-era --url)", async () => {
+    const http = await neverAcceptsInitialized();
+    const { dir, cleanup } = tempDir();
+    closers.push(async () => cleanup());
+    const file = join(dir, "records.jsonl");
+    const client = start(["--records", file, "--url", http.url, "--timeout-ms", "800"]);
+    client.send(INITIALIZE());
+    expect((await client.answer("init")).result).toBeDefined();
+    client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    client.send({ jsonrpc: "2.0", id: "timed", method: "tools/list" });
+    client.send({ jsonrpc: "2.0", id: "dropped", method: "tools/call", params: { name: "echo", arguments: {} } });
+    client.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "dropped", reason: "user gave up" } });
+    await client.answer("timed");
+    client.send({ jsonrpc: "2.0", id: "left", method: "prompts/list" });
+    await sleep(100);
+    expect(await client.end()).toMatchObject({ code: 0 });
+    const lines = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const byId = (id: string) => lines.filter((line) => line.clientRequestId === id);
+    expect(byId("dropped")).toEqual([
+      expect.objectContaining({
+        method: "tools/call",
+        name: "echo",
+        requestId: null,
+        status: "cancelled",
+        outcome: "not-sent",
+        cancel: expect.objectContaining({ trigger: "aborted", reason: "user gave up", mechanism: "none", sentAt: null }),
+        summary: "cancelled (aborted), never sent",
+      }),
+    ]);
+    expect(byId("timed")).toEqual([
+      expect.objectContaining({
+        method: "tools/list",
+        cancel: expect.objectContaining({ trigger: "timeout" }),
+        summary: "cancelled (timeout), never sent",
+      }),
+    ]);
+    expect(byId("left")).toEqual([
+      expect.objectContaining({
+        method: "prompts/list",
+        cancel: expect.objectContaining({ trigger: "aborted" }),
+        summary: "cancelled (aborted), never sent",
+      }),
+    ]);
     expect(http.posts).toEqual(["initialize", "notifications/initialized"]);
   });
 

@@ -18,7 +18,7 @@ import { CONNECTION_CLOSED_ERROR_CODE, MessageTransport, TIMEOUT_ERROR_CODE } fr
 import type { JsonRpcMessage } from "../../runner/message-transport.js";
 import { nameOf } from "../../runner/runner.js";
 import type { Anomaly, CallObserver, CallOptions, CancellationOptions, Progress } from "../../types/options.js";
-import type { RunRecord } from "../../types/record.js";
+import type { CancelTrigger, RunRecord } from "../../types/record.js";
 import { BoundedMap } from "../../utils/bounded-map.js";
 import { SUBSCRIPTION_ID_META, subscriptionOf } from "../../wire/listens.js";
 import { createdTask, isTerminalTaskStatus } from "../../core/record.js";
@@ -535,9 +535,11 @@ export class ProxySession<T extends TransportLike> {
         return typeof heldMessage.method === "string" && heldMessage.id === requestId;
       });
       if (index !== -1 && requestId !== undefined) {
-        held.queue.splice(index, 1);
+        const [entry] = held.queue.splice(index, 1);
         this.counts.clientCancels++;
         this.#verbose("client->proxy", message, undefined, "cancelled while held: never sent");
+        const reason = isObject(params) && typeof params.reason === "string" ? params.reason : "Cancelled by the client";
+        this.#recordHeld(entry!, "aborted", reason);
         return;
       }
     }
@@ -549,6 +551,25 @@ export class ProxySession<T extends TransportLike> {
       this.#armHold();
     } else {
       held.queue.push({ message, at, deadline: Infinity, limitMs: Infinity, which: "timeoutMs" });
+    }
+  }
+
+  /** The client's id of the held request being recorded (see `#recordHeld`): its record has no upstream id to find it by. */
+  #heldClientId: Id | undefined;
+
+  /**
+   * A held request that ends without going upstream (the client's cancel, its limit, the proxy's
+   * end) is recorded as any request is (`--records`: cancelled, never sent; an outside tester's:
+   * it had no record on a 2025-era `--url`, where the same on 2026-07-28 had one).
+   */
+  #recordHeld(entry: Held, trigger: CancelTrigger, reason: string): void {
+    const { method, id, params } = entry.message as { method?: unknown; id?: unknown; params?: unknown };
+    if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number") || method === "initialize") return;
+    this.#heldClientId = id;
+    try {
+      this.#transport.recordUnsent(method, isObject(params) ? params : {}, trigger, reason, Date.now() - (performance.now() - entry.at));
+    } finally {
+      this.#heldClientId = undefined;
     }
   }
 
@@ -666,6 +687,11 @@ export class ProxySession<T extends TransportLike> {
       const what = name === null ? method : `${method} ${JSON.stringify(name)}`;
       const idle = entry.which === "timeoutMs";
       this.#log(`${what} (id ${JSON.stringify(id)}) waited ${Math.round(now - entry.at)} ms for ${held.why}: answered -32001, never sent`);
+      this.#recordHeld(
+        entry,
+        idle ? "timeout" : "max-total-timeout",
+        idle ? `Request timed out after ${entry.limitMs} ms` : `Request exceeded its maximum total timeout of ${entry.limitMs} ms`,
+      );
       this.#toClient({
         jsonrpc: "2.0",
         id,
@@ -1039,7 +1065,7 @@ export class ProxySession<T extends TransportLike> {
   /** The record with the client's id of its request: from the request in progress, or (records of `--records` only) remembered after it. */
   #withClientId(record: RunRecord): RunRecord {
     const id = record.requestId;
-    const clientId = id === null ? undefined : (this.#pending.get(id)?.clientId ?? this.#clientIds.get(id));
+    const clientId = id === null ? this.#heldClientId : (this.#pending.get(id)?.clientId ?? this.#clientIds.get(id));
     // A request sent in a session the server lost names that session, not the one started after it.
     const sentIn = id === null || record.sessionId === null ? undefined : this.#upstream.sessionOf?.(id);
     const session = sentIn === undefined || sentIn === record.sessionId ? undefined : sentIn;
@@ -1194,7 +1220,14 @@ export class ProxySession<T extends TransportLike> {
         // The answer carries the cancel's record, as a lost connection's does (respond.ts).
         if (clientThere) this.#answerLost(pending, why, cancelled?.record ?? null);
       }
-      if (clientThere && held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
+      if (held !== undefined) {
+        // Answered when the client is there to read it; recorded either way (never sent).
+        for (const entry of held.queue) {
+          // The proxy gave them up (as it cancels those in flight: trigger aborted, its why the reason).
+          if (clientThere) this.#answerHeld(entry, why, "aborted");
+          else this.#recordHeld(entry, "aborted", `mcp-cancellable proxy: ${why}`);
+        }
+      }
       const left = (): number => Math.max(0, deadline - performance.now());
       const closing = (async () => {
         await this.#upstream.beforeClose?.(left() - 100);
@@ -1211,7 +1244,7 @@ export class ProxySession<T extends TransportLike> {
         this.#forget(upstreamId);
         this.#answerLost(pending, why);
       }
-      if (held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why);
+      if (held !== undefined) for (const entry of held.queue) this.#answerHeld(entry, why, "connection-closed");
       const stopping = this.#upstream.stop?.() ?? Promise.resolve();
       await Promise.all([stopping, this.#closeRecordsAfter(stopping, deadline), this.#extras.flush?.(deadline - performance.now() - 50)]);
       const ended = this.#upstream.ended();
@@ -1262,9 +1295,10 @@ export class ProxySession<T extends TransportLike> {
     );
   }
 
-  #answerHeld(entry: Held, why: string): void {
+  #answerHeld(entry: Held, why: string, trigger: CancelTrigger): void {
     const { method, id } = entry.message as { method?: unknown; id?: unknown };
     if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return;
+    this.#recordHeld(entry, trigger, trigger === "aborted" ? `mcp-cancellable proxy: ${why}` : why);
     this.#toClient(
       {
         jsonrpc: "2.0",
