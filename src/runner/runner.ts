@@ -460,30 +460,11 @@ export class CallRunner {
             : `${request.optionsFrom} returned ${returned}, so ${what} was not sent: callOptions must return an object of call options, or null/undefined`,
       );
       warnMistakeOnce(mistake.message);
-      const now = isoTime(Date.now());
-      const refused = {
-        status: "failed" as const,
+      this.#recordNotSent(request.method, shownName(request.name, request.params), Date.now(), {
+        status: "failed",
         cancel: null,
-        outcome: "not-sent" as const,
+        outcome: "not-sent",
         error: { code: mistake.code, message: mistake.message.slice(0, MAX_ERROR_MESSAGE_LENGTH) },
-      };
-      const key = nextCallId();
-      this.#record(key, {
-        callId: key,
-        connectionId: this.#connectionId,
-        sessionId: null,
-        requestId: null,
-        method: request.method,
-        name: shownName(request.name, request.params),
-        startedAt: now,
-        settledAt: now,
-        elapsedMs: 0,
-        ...refused,
-        late: { results: 0, errors: 0, progress: 0 },
-        progress: { count: 0, last: null },
-        verification: null,
-        revision: 0,
-        summary: summarize(refused),
       });
       throw mistake;
     }
@@ -504,7 +485,22 @@ export class CallRunner {
       sentAt: null,
       undelivered: null,
     };
-    const unsent = { status: "cancelled" as const, cancel, outcome: "not-sent" as const, error: null };
+    this.#recordNotSent(method, shownName(nameOf(params), params), startedAt, {
+      status: "cancelled",
+      cancel,
+      outcome: "not-sent",
+      error: null,
+    });
+  }
+
+  /** A record of a request that never reached the wire, made here (see `#resolve`, `recordUnsent`): to memory and `onRecord`. */
+  #recordNotSent(
+    method: string,
+    name: string | null,
+    startedAt: number,
+    outcome: Pick<RunRecord, "cancel" | "error"> &
+      ({ status: "failed"; outcome: "not-sent"; cancel: null } | { status: "cancelled"; outcome: "not-sent"; error: null }),
+  ): void {
     const now = Date.now();
     const key = nextCallId();
     this.#record(key, {
@@ -513,17 +509,17 @@ export class CallRunner {
       sessionId: null,
       requestId: null,
       method,
-      name: shownName(nameOf(params), params),
+      name,
       startedAt: isoTime(startedAt),
       settledAt: isoTime(now),
       elapsedMs: Math.max(0, now - startedAt),
-      ...unsent,
+      ...outcome,
       late: { results: 0, errors: 0, progress: 0 },
       progress: { count: 0, last: null },
       verification: null,
       revision: 0,
-      summary: summarize(unsent),
-    });
+      summary: summarize(outcome),
+    } as RunRecord);
   }
 
   /** A record made here (an invalid option from a hook): to memory and `onRecord`. */
