@@ -203,6 +203,8 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #progressUp: WeakSet<CancellableCall> | undefined;
   readonly #pending = new Map<RequestId, Entry>();
   readonly #tokens = new Map<string | number, Entry>();
+  /** The wire's own progress tokens made so far (see `#ownToken`). */
+  #ownTokens = 0;
   /**
    * Settled requests: where their late messages go (the call between its response and its
    * settle, then only its small SettledRecord), or `null` for an SDK-owned request we saw cancelled.
@@ -936,7 +938,10 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           keep(entry.token) &&
           this.#tasks.keepToken(entry.token, message.result)
         ) {
-          this.#tokens.set(entry.token, { call: null, token: entry.token });
+          this.#tokens.set(
+            entry.token,
+            entry.given === undefined ? { call: null, token: entry.token } : { call: null, token: entry.token, given: entry.given },
+          );
         }
         // A handshake made as a call (the proxy's client's): what the server declared of tasks.
         if (call.method === "initialize" || call.method === "server/discover") this.#noteTasks(message.result);
@@ -1000,7 +1005,6 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     return this.#tasks.followedCount;
   }
 
-  /** Returns false when the progress must not reach the SDK. */
   /** A progress token of the wire's own, live nowhere and remembered nowhere (see `send`). */
   #ownToken(): string {
     let token: string;
@@ -1008,8 +1012,6 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     while (this.#tokens.has(token) || this.#tombTokens.has(token));
     return token;
   }
-
-  #ownTokens = 0;
 
   /** Returns false when the progress must not reach the SDK, true when it goes on as it is, or the message that goes on in its place. */
   #onProgress(message: Message): boolean | Message {
@@ -1026,7 +1028,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       token = asSdkMatches(given);
       entry = this.#tokens.get(token);
     }
-    if (entry?.call === null) return true; // a request the SDK made on its own: its business
+    if (entry?.call === null) return withGivenToken(message, entry); // a request the SDK made on its own (or a task's, followed by its client): its business
     if (entry !== undefined) {
       // Delivered here, in wire order, and not through the SDK: the SDK handles progress a
       // microtask after a response in the same chunk and then reports an unknown token (C06).
@@ -1042,9 +1044,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           ...(call.requestId === null ? {} : { requestId: call.requestId }),
         });
       }
-      if (this.#progressUp?.has(call) !== true) return false;
-      // Up under the token the caller gave, where the wire carried its own.
-      return entry.given === undefined ? true : { ...message, params: { ...message.params, progressToken: entry.given } };
+      return this.#progressUp?.has(call) === true && withGivenToken(message, entry);
     }
     const sink = this.#tombTokens.get(token);
     if (sink !== undefined) {
@@ -1265,4 +1265,9 @@ function ranBy(message: { result?: unknown; error?: unknown }): boolean {
 function withProgressToken(message: Message, token: string): Message {
   const params = message.params as Record<string | symbol, unknown> & { _meta?: Record<string, unknown> };
   return { ...message, params: { ...params, _meta: { ...params._meta, progressToken: token } } };
+}
+
+/** Progress that goes up: as it came (`true`), or under the token its request was given where the wire carried its own. */
+function withGivenToken(message: Message, entry: Entry): true | Message {
+  return entry.given === undefined ? true : { ...message, params: { ...message.params, progressToken: entry.given } };
 }
