@@ -312,6 +312,7 @@ export class ProxySession<T extends TransportLike> {
    * numbering): a server's cancel naming one withdraws it (rule 39) and goes to the client, even
    * when a request of the client's went upstream under the same number (the two directions number
    * apart; an outside tester's: the cancel was read as one of a client's call, and dropped).
+   * At most `MAX_REMEMBERED_IDS`, oldest forgotten first.
    */
   readonly #serverAsks = new Set<Id>();
   /** Never 0: the v1 SDK server ignores a `notifications/cancelled` whose requestId is falsy (`Protocol._oncancel`: `if (!notification.params.requestId) return`), so a request with id 0 could never be cancelled. */
@@ -1009,7 +1010,11 @@ export class ProxySession<T extends TransportLike> {
     // list changes, its cancels of its own requests: ids in the server's space, as they are (over
     // stdio, the very bytes the server wrote).
     const asked = (message as { id?: unknown }).id;
-    if (typeof method === "string" && (typeof asked === "string" || typeof asked === "number")) this.#serverAsks.add(asked);
+    if (typeof method === "string" && (typeof asked === "string" || typeof asked === "number")) {
+      // Bounded as the other remembered ids: a client that never answers leaves the oldest forgotten.
+      if (this.#serverAsks.size >= MAX_REMEMBERED_IDS) this.#serverAsks.delete(this.#serverAsks.values().next().value!);
+      this.#serverAsks.add(asked);
+    }
     this.#verbose("server->client", message);
     const raw = rawLineOf(message);
     this.#toClient(message, { line: raw });
