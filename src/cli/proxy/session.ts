@@ -334,6 +334,10 @@ export class ProxySession<T extends TransportLike> {
   #ending: Promise<number> | undefined;
   /** The upstream could not be started: the client's requests meanwhile are answered with why (see `start`). */
   #startFailure: { readonly why: string; readonly over: () => void } | undefined;
+  /** Why the upstream could not be started (`the server could not be started (spawn ... ENOENT)`), once `start` resolved false. */
+  get startFailure(): string | undefined {
+    return this.#startFailure?.why;
+  }
   #done!: (code: number) => void;
   /** Resolves with the exit status once the session ended, whatever ended it. */
   readonly done: Promise<number>;

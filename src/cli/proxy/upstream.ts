@@ -70,6 +70,8 @@ export function stdioUpstream(target: StdioTarget, maxMessageBytes: number, log:
         const how = exit === undefined ? "" : exit.signal !== null ? ` (${exit.signal})` : ` (exit code ${String(exit.code)})`;
         return { message: `the server closed its stdout while still running; the proxy stopped it${how}`, code: 1 };
       }
+      // A command that could not be spawned "closes" with its errno as the code (-2): never ran.
+      if (child.spawnError !== undefined) return { message: `the server could not be started (${child.spawnError.message})`, code: 1 };
       if (exit === undefined) return { message: "the server is stopped", code: 1 };
       if (exit.signal !== null) return { message: `the server was ended by ${exit.signal}`, code: 1 };
       return { message: `the server exited with code ${String(exit.code)}`, code: exit.code === 0 ? 0 : 1 };

@@ -188,6 +188,25 @@ describe("proxy --listen: life of the front", () => {
     expect(seen(upstream, "notifications/cancelled")).toHaveLength(0);
     expect(alive(front.child.pid!)).toBe(true);
   });
+
+  it("a server that cannot be started: each initialize and 2026-07-28 request is answered 502 / -32000 with why, no session is kept (--max-sessions 1 refuses none), the front stays ready and drains to exit 0", async () => {
+    const front = await startFront(["--replica", "r1", "--max-sessions", "1", "--", "/nonexistent/mcp-cancellable-no-such-server"]);
+    const why = "mcp-cancellable proxy: the server could not be started (spawn /nonexistent/mcp-cancellable-no-such-server ENOENT)";
+    for (const id of [1, 2]) {
+      const response = await fetch(front.url, { method: "POST", headers: HEADERS, body: JSON.stringify({ ...INIT, id }) });
+      expect(response.status).toBe(502);
+      expect(response.headers.get("mcp-session-id")).toBeNull();
+      expect(await response.json()).toEqual({ jsonrpc: "2.0", id, error: { code: -32000, message: why } });
+    }
+    const modern = await post2026(front.url, { id: "m", method: "tools/call", params: { name: "sleep", arguments: { ms: 1 } } });
+    expect(modern.status).toBe(502);
+    expect(await messagesOf(modern)).toEqual([{ jsonrpc: "2.0", id: "m", error: { code: -32000, message: why } }]);
+    expect((await fetch(new URL("/readyz", front.url))).status).toBe(200);
+    expect((await front.stop("SIGTERM")).code).toBe(0);
+    // Told as never started, not as a server that ran and exited (its spawn's errno as an exit code).
+    expect(front.stderr()).not.toMatch(/exited with code|upstream ended/);
+    expect(lines(front.stderr(), "[r1 new session] mcp-cancellable proxy: cannot start the upstream: spawn")).toHaveLength(2);
+  });
 });
 
 describe("proxy --listen --otel", () => {

@@ -200,12 +200,14 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
     if (made === undefined) return undefined;
     const starting = (async () => {
       const relay = new Relay(relayInit, await made);
+      let started = false;
       relay.onclose = () => {
-        const { message } = relay.ended();
-        log(`the 2026-07-28 upstream ended (${message}); the next request starts a new one`);
+        // One that never started was told as such, by the start's failure (below).
+        if (started) log(`the 2026-07-28 upstream ended (${relay.ended().message}); the next request starts a new one`);
         if (shared === starting) shared = undefined;
       };
       await relay.start();
+      started = true;
       return relay;
     })();
     shared = starting;
@@ -515,7 +517,9 @@ export async function startFront(options: ProxyOptions, listen: ListenOptions, i
       void proxy.done.then(() => void closeSession(made, "its server ended"));
       if (!(await proxy.start())) {
         made.closed = true;
-        return rpcError(502, CONNECTION_CLOSED_ERROR_CODE, "mcp-cancellable proxy: the server could not be started", echoId(body));
+        // Why, as a 2026-07-28 request is told (an audit's: the 2025-era answer did not say).
+        const why = proxy.startFailure ?? "the server could not be started";
+        return rpcError(502, CONNECTION_CLOSED_ERROR_CODE, `mcp-cancellable proxy: ${why}`, echoId(body));
       }
       // The drain began while the session opened (its server starting): the session and its
       // server go now, and its initialize, not sent yet, is refused as any during the drain (an
