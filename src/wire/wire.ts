@@ -203,6 +203,12 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #progressUp: WeakSet<CancellableCall> | undefined;
   readonly #pending = new Map<RequestId, Entry>();
   readonly #tokens = new Map<string | number, Entry>();
+  /**
+   * The tokens callers (or the SDK) gave to live requests whose wire carries one of its own in
+   * their place (`Entry.given`), each to its entry: still theirs, so still in use (rule 20; see
+   * `tokenInUse`). Kept with `#tokens` by `#liveToken` and `#unliveToken`.
+   */
+  readonly #givenTokens = new Map<string | number, Entry>();
   /** The wire's own progress tokens made so far (see `#ownToken`). */
   #ownTokens = 0;
   /**
@@ -343,7 +349,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#tombIds = new BoundedIdMap(maxTombstones);
     this.#tombTokens = new BoundedIdMap(maxTombstones);
     tasks.retireToken = (token) => {
-      if (this.#tokens.get(token)?.call === null) this.#tokens.delete(token);
+      if (this.#tokens.get(token)?.call === null) this.#unliveToken(token);
     };
     this.#onAnomaly = options.onAnomaly;
   }
@@ -545,7 +551,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     const token = call.progressToken;
     if (token === undefined) return;
     // A task-augmented call kept its token live past its CreateTaskResult (the 2025-11-25 Tasks specification).
-    if (this.#tokens.get(token)?.call === call) this.#tokens.delete(token);
+    if (this.#tokens.get(token)?.call === call) this.#unliveToken(token);
     if (this.#tombTokens.get(token) === call || (call.task !== undefined && !this.#tombTokens.has(token))) {
       this.#tombTokens.set(token, sink);
     }
@@ -603,15 +609,33 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * late on the first one's record).
    */
   #untoken(entry: Entry): void {
-    if (entry.token !== undefined && this.#tokens.get(entry.token) === entry) this.#tokens.delete(entry.token);
+    if (entry.token !== undefined && this.#tokens.get(entry.token) === entry) this.#unliveToken(entry.token);
+  }
+
+  /** A request's token goes live (and the one it was given, where the wire carries its own). */
+  #liveToken(token: string | number, entry: Entry): void {
+    this.#tokens.set(token, entry);
+    if (entry.given !== undefined) this.#givenTokens.set(entry.given, entry);
+  }
+
+  /** A token is live no more (nor the one its request was given). */
+  #unliveToken(token: string | number): void {
+    const entry = this.#tokens.get(token);
+    this.#tokens.delete(token);
+    if (entry?.given !== undefined && this.#givenTokens.get(entry.given) === entry) this.#givenTokens.delete(entry.given);
   }
 
   /**
-   * Whether a progress token is live on this wire (a pending request's, or a task's followed past
-   * its `CreateTaskResult`): a caller's token must not be (rule 20). `CallRunner` refuses such a call.
+   * Whether a progress token is in use on this wire as it was given (a pending request's, or a
+   * task's followed past its `CreateTaskResult`; for a request whose wire carries a token of the
+   * wire's own, the token it was given): a caller's token must not be (rule 20). `CallRunner`
+   * refuses such a call. A token of the wire's own that a caller happens to give is not in use
+   * as given: it goes out as another of the wire's own (`send`).
    */
   tokenInUse(token: unknown): boolean {
-    return (typeof token === "string" || typeof token === "number") && this.#tokens.has(token);
+    if (typeof token !== "string" && typeof token !== "number") return false;
+    const entry = this.#tokens.get(token);
+    return (entry !== undefined && entry.given === undefined) || this.#givenTokens.has(token);
   }
 
   /** Forgets a request the SDK made on its own (answered, its send failed, its stream lost, or a listen the server ended). */
@@ -769,12 +793,14 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     let token = message.params?._meta?.progressToken as string | number | undefined;
     let given: string | number | undefined;
-    if (call !== null && token !== undefined && (this.#tokens.has(token) || this.#tombTokens.has(token))) {
+    if (token !== undefined && (this.#tokens.has(token) || this.#tombTokens.has(token))) {
       // The token is live on another request (a caller's number the SDK now picks as its own: it
       // uses the request id), or a settled request's whose server may still report under it (a
       // cancelled call's, rule 10): a token of the wire's own goes out instead (rule 20), and
       // the call's progress goes up under the one it was given (an audit's: one call's progress
-      // reached the other, whose idle timeout then fired while its server still reported).
+      // reached the other, whose idle timeout then fired while its server still reported). The
+      // SDK's own requests too (made on the client directly, whose token is their id: an
+      // audit's: one took a call's token over, and with it the call's progress).
       given = token;
       token = this.#ownToken();
       message = withProgressToken(message, token);
@@ -802,7 +828,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     this.#pending.set(id, entry);
     if (this.#attached && this.#firstSeenId === undefined && typeof id === "number") this.#firstSeenId = id;
-    if (token !== undefined) this.#tokens.set(token, entry);
+    if (token !== undefined) this.#liveToken(token, entry);
     if (call === null && (method === "initialize" || method === "server/discover")) this.#neverCancel.add(id);
     const sending = this.below.send(message, options);
     // The SDK's own request got no response: forget it. (A call's failed send is handled when
@@ -938,7 +964,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
           keep(entry.token) &&
           this.#tasks.keepToken(entry.token, message.result)
         ) {
-          this.#tokens.set(
+          this.#liveToken(
             entry.token,
             entry.given === undefined ? { call: null, token: entry.token } : { call: null, token: entry.token, given: entry.given },
           );
@@ -1171,6 +1197,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     this.#unbound.clear();
     this.#pending.clear();
     this.#tokens.clear();
+    this.#givenTokens.clear();
     this.#inbound.clear();
     this.#answeredInbound = undefined;
     this.#neverCancel.clear();

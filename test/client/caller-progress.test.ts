@@ -183,4 +183,93 @@ describe("a caller's own progress token", () => {
     expect(records.find((r) => r.name === "again")).toMatchObject({ progress: { count: 1 } });
     await client.close();
   });
+
+  it("a request made on the SDK client directly whose token (its id) a pending call carries: it goes out with a token of the wire's own; the call keeps its progress and is kept alive by it; each handler sees only its own (rule 20)", async () => {
+    // An audit's: the direct request took the call's token over, the call got no progress and
+    // timed out while its server still reported, and the direct request's handler got the call's progress.
+    vi.useFakeTimers();
+    const { client, mcp, peer, records } = await connectPeer();
+    const ids: unknown[] = [];
+    peer.onRequest((message) => {
+      if (message.method === "tools/call") ids.push(message.id);
+    });
+    const warm = mcp.callTool({ name: "warm", arguments: {} });
+    await flush();
+    const next = (ids[0] as number) + 2; // the id the SDK gives the direct request
+    await peer.result(ids[0]);
+    await warm;
+    const seen: Record<string, number[]> = { call: [], direct: [] };
+    const call = mcp.callTool(
+      { name: "call", arguments: {}, _meta: { progressToken: next } },
+      { timeoutMs: 200, resetTimeoutOnProgress: true, onprogress: (p) => void seen.call!.push(p.progress) },
+    );
+    await flush();
+    const direct = client.callTool({ name: "direct", arguments: {} }, undefined, { onprogress: (p) => void seen.direct!.push(p.progress) });
+    await flush();
+    expect(ids[2]).toBe(next);
+    const tokens = peer.requests("tools/call").map((m) => (m.params as { _meta?: { progressToken?: unknown } })._meta?.progressToken);
+    expect(tokens[1]).toBe(next);
+    expect(tokens[2]).toMatch(/^mcp-cancellable-progress-\d+$/);
+    for (let step = 1; step <= 3; step++) {
+      await peer.progress(next, step, 3);
+      await peer.progress(tokens[2], step * 10, 30);
+      await vi.advanceTimersByTimeAsync(150);
+    }
+    await peer.result(ids[1]);
+    await peer.result(ids[2]);
+    await expect(call).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await expect(direct).resolves.toMatchObject({ content: [{ text: "done" }] });
+    expect(seen).toEqual({ call: [1, 2, 3], direct: [10, 20, 30] });
+    expect(records.find((r) => r.name === "call")).toMatchObject({ status: "succeeded", progress: { count: 3 } });
+    await client.close();
+  });
+
+  it("in use as given by a pending call whose wire carries a token of its own: refused as any token in use (rule 20), nothing sent; a token of the wire's own form that no caller gave goes out as another of the wire's own", async () => {
+    // An audit's: the second call given "A" was sent (only the wire's token was looked at), and a
+    // caller's "mcp-cancellable-progress-1" was refused as in use though no call of its had it.
+    const { client, mcp, peer } = await connectPeer();
+    const ids: unknown[] = [];
+    peer.onRequest((message) => {
+      if (message.method === "tools/call") ids.push(message.id);
+    });
+    const controller = new AbortController();
+    const old = mcp.callTool({ name: "old", arguments: {}, _meta: { progressToken: "A" } }, { signal: controller.signal }).catch((e) => e);
+    await flush();
+    controller.abort();
+    await old;
+    const second = mcp.callTool({ name: "second", arguments: {}, _meta: { progressToken: "A" } });
+    await flush();
+    const tokenOf = (n: number) => (peer.requests("tools/call")[n]!.params as { _meta: { progressToken: unknown } })._meta.progressToken;
+    const own = tokenOf(1);
+    expect(own).toMatch(/^mcp-cancellable-progress-\d+$/);
+    const third = await mcp.callTool({ name: "third", arguments: {}, _meta: { progressToken: "A" } }).catch((e: unknown) => e);
+    expect(third).toBeInstanceOf(InvalidOptionError);
+    expect(third).toMatchObject({ option: "params._meta.progressToken" });
+    expect((third as Error).message).toContain("rule 20");
+    expect(peer.requests("tools/call")).toHaveLength(2);
+    const saw: unknown[] = [];
+    const fourth = mcp.callTool(
+      { name: "fourth", arguments: {}, _meta: { progressToken: own as string } },
+      { onprogress: (p) => void saw.push(p.progress) },
+    );
+    await flush();
+    expect(peer.requests("tools/call")).toHaveLength(3);
+    const fourthToken = tokenOf(2);
+    expect(fourthToken).toMatch(/^mcp-cancellable-progress-\d+$/);
+    expect(fourthToken).not.toBe(own);
+    await peer.progress(fourthToken, 5);
+    await peer.progress(own, 1); // the second call's: not the fourth's
+    await flush();
+    expect(saw).toEqual([5]);
+    await peer.result(ids[1]);
+    await peer.result(ids[2]);
+    await second;
+    await fourth;
+    // Free again once both settled.
+    const fifth = mcp.callTool({ name: "fifth", arguments: {}, _meta: { progressToken: "A" } });
+    await flush();
+    await peer.result(ids[3]);
+    await expect(fifth).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await client.close();
+  });
 });
