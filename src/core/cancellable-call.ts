@@ -769,6 +769,8 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     const reads: VerifyRead[] = [];
     /** This read is the one planned at the window's end. */
     let final = false;
+    /** What the server had said of the work running (`SettledRecord.ranCount`) when the last read started. */
+    let ranBeforeRead = 0;
     for (let planned = 1; ; planned++) {
       if (neverSent()) return settled.record;
       const at = clock();
@@ -777,6 +779,7 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       const left = planned === 1 ? verifyTimeoutMs : verifyEnd - at;
       if (left < 1) break;
       const cut = left < verifyTimeoutMs - 1;
+      ranBeforeRead = settled.ranCount;
       const read = await readOnce(verify!, settled.record, cut ? Math.round(left) : verifyTimeoutMs, timers, cut);
       reads.push({ atMs: Math.max(0, Math.round((at - cancelledAt) * 10) / 10), ...read });
       // The window ends with the read planned at its end (even if its timer fired a little early
@@ -792,12 +795,15 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // Learned never sent while the last read ran: nothing can have been applied, whatever it found.
     if (neverSent()) return settled.record;
     const last = reads.at(-1)!;
+    const verification = { startedAt, settledAt: new Date().toISOString(), error: last.error, reads, summary: verifySummary(reads) };
+    // The server said the work ran (a late result, its task completed) while the last read was
+    // under way: a read that found nothing may have looked before the work ended, so it does not
+    // overrule that (an outside tester's: a late result 400 ms into a read, the read then said
+    // not applied, and the record said so too though the work had been done and answered).
+    if (last.found === "not-applied" && settled.ranCount > ranBeforeRead) return settled.update({ verification });
     const outcome: CallOutcome =
       last.found === "applied" ? "verified-applied" : last.found === "not-applied" ? "verified-not-applied" : "verify-failed";
-    return settled.update(
-      { verification: { startedAt, settledAt: new Date().toISOString(), error: last.error, reads, summary: verifySummary(reads) } },
-      outcome,
-    );
+    return settled.update({ verification }, outcome);
   }
 
   #error(

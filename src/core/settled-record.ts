@@ -165,6 +165,12 @@ export class SettledRecord implements LateSink {
   /** Its response was read after the settle (a late result or error): a stream close after it stopped nothing (see `closedAfterItsResponse`). */
   #answered = false;
   /**
+   * How many times the server said the work ran after the settle (a late result that is not
+   * `isError`, or its task completed anyway): a verify read that was under way when one came
+   * (`CancellableCall`'s verification) cannot overrule it, whatever it found.
+   */
+  ranCount = 0;
+  /**
    * "Not sent: the response arrived first", reported as that response is read, just before it is
    * counted late (`late`): held for that count, so one revision says both (an outside tester's:
    * one said "the response arrived first" beside "outcome unverified", the next took it back).
@@ -253,6 +259,7 @@ export class SettledRecord implements LateSink {
         cancel = { ...current, mechanism: "none", sentAt: null, undelivered: undeliveredOf(held.failed) };
     }
     const changes: RecordUpdate = cancel === null ? { late } : { late, cancel };
+    if (ran && kind === "result") this.ranCount++;
     if (ran && kind === "result" && this.record.outcome === "verified-not-applied") {
       this.update({ ...changes, outcome: "late-result-discarded" });
       return;

@@ -714,6 +714,7 @@ export class TaskDriver implements TaskFollower {
     const settled = this.#call?.settledRecord;
     if (settled === null || settled === undefined || this.#task === undefined) return;
     const outcome: CancelledOutcome | undefined = status === undefined ? undefined : terminalOutcome(status);
+    if (outcome === "task-completed-anyway") settled.ranCount++;
     // A verification that found the work not applied, then the task completed: the read came
     // before the work ended, and the latest evidence is that it ran (as a late result overrides it).
     if (outcome === "task-completed-anyway" && settled.record.outcome === "verified-not-applied") {

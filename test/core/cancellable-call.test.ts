@@ -467,6 +467,48 @@ describe("CancellableCall: verification (the worked example's second rule)", () 
     });
   });
 
+  it("a late result that says the work was done, while the last read was under way: that read's not applied does not overrule it; one that came before the read does not overrule the read", async () => {
+    // An outside tester's: the read looked before the work ended, the result came 400 ms into the
+    // read, and the record then said verified not applied, though the server did it and said so.
+    for (const arrives of ["during", "before"] as const) {
+      let answer!: (found: "not-applied") => void;
+      let reads = 0;
+      const verify = () => {
+        reads++;
+        return arrives === "during" ? new Promise<"not-applied">((resolve) => (answer = resolve)) : ("not-applied" as const);
+      };
+      const { call, outcome } = makeCall({ timeoutMs: 50, verifyDelayMs: arrives === "before" ? 100 : 0, verify });
+      call.start();
+      call.bind(1);
+      await vi.advanceTimersByTimeAsync(50);
+      if (arrives === "during") {
+        await vi.advanceTimersByTimeAsync(0);
+        expect(reads).toBe(1);
+        call.late("result", true);
+        expect(call.record?.outcome).toBe("late-result-discarded");
+        answer("not-applied");
+      } else {
+        call.late("result", true);
+        await vi.advanceTimersByTimeAsync(100);
+      }
+      const record = await (outcome.error as CallTimeoutError).verification;
+      expect(reads).toBe(1);
+      if (arrives === "during") {
+        expect(record).toMatchObject({
+          outcome: "late-result-discarded",
+          late: { results: 1 },
+          verification: { reads: [{ found: "not-applied" }] },
+          summary: "cancelled (timeout), late result discarded: it ran after all (a verification had found it not applied)",
+        });
+      } else {
+        expect(record).toMatchObject({
+          outcome: "verified-not-applied",
+          summary: "cancelled (timeout), verified not applied, late result discarded",
+        });
+      }
+    }
+  });
+
   it("a late result that says the work was done does not overrule a verification that found it applied", async () => {
     const { call, outcome } = makeCall({ timeoutMs: 50, verify: () => "applied" });
     call.start();
