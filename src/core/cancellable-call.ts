@@ -237,8 +237,18 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
       // Several signals (a session-wide one and a per-call one): one subscription each, all
       // released at settle. Not AbortSignal.any, which on Node 20 keeps every combined signal
       // alive as long as the session's signal lives.
-      if (isSignal(signal)) linkAbort(signal, this);
-      else for (const each of signal) linkAbort(each, this);
+      try {
+        if (isSignal(signal)) linkAbort(signal, this);
+        else for (const each of signal) linkAbort(each, this);
+      } catch (error) {
+        // A signal of the caller's own making whose `addEventListener` throws: the call fails with
+        // what it threw, never sent, and the signals linked before it are let go (an outside
+        // tester's: the first one kept its listener, and its later abort settled the refused call
+        // a second time, an unhandled rejection).
+        this.#dispose();
+        this.fail(error);
+        return;
+      }
     }
     this.#arm();
   }

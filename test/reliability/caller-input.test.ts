@@ -3,6 +3,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidOptionError, MAX_REASON_LENGTH, isInvalidOptionError, withCancellation } from "../../src/index.js";
 import { connectPeer, flush } from "../helpers/peer.js";
+import { abortSubscribers } from "../../src/utils/abort-link.js";
 import { watchProcess } from "../helpers/reliability.js";
 
 // Bad input from the caller: every option, given a wrong value, is refused with an
@@ -265,9 +266,21 @@ describe("per-call options", () => {
       removeEventListener() {},
     };
     await expect(mcp.callTool({ name: "y" }, { signal: throwsOnAdd as never })).rejects.toThrow("add failed");
+    // Second of several: the first one linked is let go (an outside tester's: it kept its
+    // listener, and its abort later settled the refused call again, an unhandled rejection).
+    const session = new AbortController();
+    await expect(mcp.callTool({ name: "z" }, { signal: [session.signal, throwsOnAdd as never] })).rejects.toThrow("add failed");
+    expect(abortSubscribers(session.signal)).toBe(0);
+    session.abort(); // nothing of the refused call's is left to settle again
+    await flush();
     expect(peer.requests("tools/call").map((m) => (m.params as { name: string }).name)).toEqual(["x"]);
     expect(mcp.pendingCount).toBe(0);
-    expect(mcp.records().map((r) => r.status)).toEqual(["succeeded"]);
+    // Each refused call has its record (failed, never sent), so an observer's span ends too.
+    expect(mcp.records().map((r) => `${r.name} ${r.status} ${r.outcome}`)).toEqual([
+      "x succeeded completed",
+      "y failed not-sent",
+      "z failed not-sent",
+    ]);
   });
 
   it("a 5 MB reason is accepted but at most MAX_REASON_LENGTH characters of it go on the wire", async () => {
