@@ -13,7 +13,7 @@
 // - stdio (Bun, and Node when run.mjs runs there; not Deno, whose leg may not spawn, nor a
 //   browser): the v2 client over its StdioClientTransport through mcp-cancellable/stdio, against
 //   test/stdio/fixtures/stall-server.mjs run by the same runtime: a cancel line behind a full pipe.
-import { CallCancelledError, CallTimeoutError, withCancellation } from "../../dist/index.js";
+import { CallCancelledError, CallTimeoutError, ConnectionClosedError, withCancellation } from "../../dist/index.js";
 // (mcp-cancellable/otel is passed in by run.mjs: the browser page does not load it.)
 import { streamableHttpCancellation } from "../../dist/streamable-http.js";
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -193,6 +193,24 @@ export async function runChecks({ url, inMemory, otel, browser = false } = {}) {
           await close();
         }
       });
+      await check(
+        `http ${era}: a server gone mid-call (its connection destroyed) settles the call connection-closed at once, not at its timeout`,
+        async (records) => {
+          const { mcp, close } = await connect();
+          try {
+            const started = performance.now();
+            const error = await mcp.callTool({ name: "drop" }, { timeoutMs: 8_000 }).catch((e) => e);
+            const took = performance.now() - started;
+            assert(error instanceof ConnectionClosedError, `got ${error}`);
+            records.push(error.record);
+            assert(error.record.cancel.trigger === "connection-closed", `record: ${error.record.summary}`);
+            // Deno with npm's undici never saw the drop: the call waited for its idle timeout (an outside tester's).
+            assert(took < 4_000, `settled ${Math.round(took)} ms after the call, not when the connection went`);
+          } finally {
+            await close();
+          }
+        },
+      );
       await check(`http ${era}: an aborted call closes its stream and the server sees it`, async (records) => {
         const { mcp, close } = await connect();
         try {

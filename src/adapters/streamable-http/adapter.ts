@@ -15,7 +15,7 @@ import {
   replaceTransportFetch,
   transportFetch,
 } from "../../sdk/private.js";
-import { PER_REQUEST_FETCH, bindFetch, isCancellableFetch, observesBody, perRequestFetch, unbindFetch } from "./fetch.js";
+import { PER_REQUEST_FETCH, bindFetch, isCancellableFetch, observesBody, perRequestFetch, sendsEachOnce, unbindFetch } from "./fetch.js";
 import { anotherCopyMessage, fromAnotherCopy } from "../../utils/copies.js";
 import type { FetchLike, FetchPort } from "./fetch.js";
 import { defaultFetch } from "./cancellable-fetch.js";
@@ -252,6 +252,7 @@ class StreamableHttpAdapterImpl<T extends TransportLike> implements StreamableHt
           flushTimeoutMs: this.#flushTimeoutMs,
           closedDown: this.#closedDown,
           observesBody: this.#observesBody,
+          sendsEachOnce: () => sendsEachOnce(this.#fetch),
           observesDispatch: this.#bound,
           checksFetch: this.#checksFetch,
           reauthorizes: () => hasAuthProvider(this.transport),

@@ -15,8 +15,8 @@ export interface CancellableFetchOptions {
    * long a request may wait (undici's defaults, also Node's global `fetch`'s, are 300_000 ms
    * each: a tool silent for 5 minutes would lose its stream before a longer `timeoutMs`). Where
    * undici cannot be loaded (a browser, an edge runtime, a Node bundle deployed without
-   * `node_modules`, Deno without `--allow-env`) the global `fetch` is used as it is: its own
-   * timeouts then apply (Node's: those 300_000 ms), and no request's body is seen written.
+   * `node_modules`), and in Deno, the global `fetch` is used as it is: its own timeouts then
+   * apply (Node's: those 300_000 ms; Deno's has none), and no request's body is seen written.
    * A fetch given here is used as it is: its own timeouts then apply.
    */
   fetch?: FetchLike;
@@ -69,21 +69,15 @@ let undici: Promise<Undici | undefined> | undefined;
 let loaded: Undici | undefined | null = null;
 
 /**
- * Whether undici may be imported here: not in Deno without env access (`--allow-env`), where its
- * import fails part way (`NotCapable`, reading `NODE_V8_COVERAGE`) and what it set up before the
- * failure keeps a connection of the process open after the transport's close: the process never
- * exited (an outside tester's: 5 runs of 8, the session's GET stream still open at the server;
- * a failed `import("undici")` alone beside a plain fetch did the same). The global `fetch` then,
- * as where undici is missing.
+ * Whether undici is imported here: not in Deno, where Deno's own `fetch` is used. npm's undici
+ * on Deno never errors a response body whose connection the server dropped: a server killed
+ * mid-call went unseen, and its call waited for its idle timeout and was recorded a timeout with
+ * a cancel (an outside tester's; Deno's `fetch` sees the drop at once, and has no 300 s timeouts
+ * of its own to turn off). Without env access its import also failed part way and kept a
+ * connection of the process open after the transport's close (the process never exited).
  */
 function undiciMayLoad(): boolean {
-  const deno = (globalThis as { Deno?: { permissions?: { querySync?: (descriptor: { name: string }) => { state?: unknown } } } }).Deno;
-  if (deno === undefined) return true;
-  try {
-    return deno.permissions?.querySync?.({ name: "env" })?.state === "granted";
-  } catch {
-    return false;
-  }
+  return (globalThis as { Deno?: unknown }).Deno === undefined;
 }
 
 /** Starts loading undici once per process (the global `fetch` where it cannot be loaded). */

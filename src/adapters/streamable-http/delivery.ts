@@ -11,8 +11,7 @@ import type { SliceWork } from "../../utils/slices.js";
 import { Layer } from "../../wire/port.js";
 import type { WireFact } from "../../wire/port.js";
 import type { CancelRequest } from "../types.js";
-import { isCancelSendFailure } from "./fetch.js";
-import { isNetworkError, neverLeft } from "./streams.js";
+import { isCancelSendNetworkFailure } from "./fetch.js";
 import type { Stream, StreamTracker } from "./streams.js";
 import { textOf } from "../../utils/hooks.js";
 import { fetchQueuesOutOfSight } from "../../utils/runtime.js";
@@ -284,12 +283,7 @@ export class LegacyDelivery extends Layer {
       stream.onAnswered = undefined;
       // A request that provably never reached the server: nothing to cancel. Its body was never
       // fully written (a fetch that reports it), or its connection was never made.
-      if (
-        stream.settled === "failed" &&
-        stream.status === undefined &&
-        !stream.written &&
-        (this.#observesBody() || neverLeft(stream.failure))
-      ) {
+      if (stream.settled === "failed" && this.#tracker.provedUnsent(stream, stream.failure)) {
         this.#tracker.closeStream(stream);
         request.delivery({ sent: "none", failed: null });
         return;
@@ -498,8 +492,10 @@ export class LegacyDelivery extends Layer {
         // The server read it and said no: not retried (a duplicate would be refused too).
         return new Error(`the server refused the notification: HTTP ${status}`);
       } catch (error) {
-        // Retry once on a connection-level failure (fetch failed, other side closed), never after the close.
-        if (attempt === 1 && !delivery.over && isCancelSendFailure(error) && isNetworkError(error) && !this.#tracker.closedDown) continue;
+        // Retry once when its fetch failed (a network failure, in whatever words the runtime or the
+        // caller's fetch says it: an outside tester's, Bun's and a browser's were not retried),
+        // never an abort (the delivery given up, the transport closing), never after the close.
+        if (attempt === 1 && !delivery.over && isCancelSendNetworkFailure(error) && !this.#tracker.closedDown) continue;
         return error ?? new Error("the notification could not be sent");
       }
     }

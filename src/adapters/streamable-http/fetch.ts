@@ -131,6 +131,16 @@ export const PER_REQUEST_FETCH: unique symbol = Symbol("mcp-cancellable.perReque
  * is swallowed.
  */
 const cancelFailures = new WeakSet<object>();
+/** Those of them that failed because the POST was aborted here (given up, the transport closing), whatever the error says. */
+const cancelAborts = new WeakSet<object>();
+
+/**
+ * True for the rejection of a `notifications/cancelled` POST whose fetch failed on its own (a
+ * network failure, in whatever words: not one aborted here): the one the delivery sends again. @internal
+ */
+export function isCancelSendNetworkFailure(error: unknown): boolean {
+  return typeof error === "object" && error !== null && cancelFailures.has(error) && !cancelAborts.has(error);
+}
 
 /** True for the rejection of a `notifications/cancelled` POST (see `cancelFailures`). @internal */
 export function isCancelSendFailure(error: unknown): boolean {
@@ -217,8 +227,10 @@ function freshFor(port: FetchPort | undefined, body: unknown): boolean {
   return port === undefined || id === undefined || port.fresh(id);
 }
 
-function mark(error: unknown): void {
-  if (typeof error === "object" && error !== null) cancelFailures.add(error);
+function mark(error: unknown, aborted: boolean): void {
+  if (typeof error !== "object" || error === null) return;
+  cancelFailures.add(error);
+  if (aborted) cancelAborts.add(error);
 }
 
 /**
@@ -276,6 +288,16 @@ export function unbindFetch(fetch: unknown, owner: object): void {
  */
 export function observesBody(fetch: unknown): boolean {
   return typeof fetch === "function" && registries.get(fetch)?.observesBody === true;
+}
+
+/**
+ * True when `fetch` is a `cancellableFetch()` over the library's own base fetch (undici, or the
+ * runtime's `fetch`), which sends each request once: its failure's error codes are those of the
+ * one attempt. A fetch given by the caller may try again (a retrying fetch: the first attempt
+ * reached the server, the second was refused), so its last error proves nothing of what went out. @internal
+ */
+export function sendsEachOnce(fetch: unknown): boolean {
+  return typeof fetch === "function" && registries.get(fetch)?.close !== undefined;
 }
 
 /** True when `fetch` is a `cancellableFetch()`. @internal */
@@ -349,7 +371,7 @@ async function send(registry: Registry, base: ObservingFetch, url: string | URL,
           : { ...init, signal: controller.signal };
     response = await base(url, sendInit as RequestInit);
   } catch (error) {
-    if (cancel) mark(error);
+    if (cancel) mark(error, controller.signal.aborted);
     release("failed", error);
     throw error;
   }

@@ -56,6 +56,8 @@ export interface TrackerConfig {
    * undici loaded, or failed to (the global `fetch` then: false).
    */
   readonly observesBody: () => boolean;
+  /** The fetch sends each request once (see `sendsEachOnce`): a connect-phase error code then proves it never left. */
+  readonly sendsEachOnce: () => boolean;
   /** The fetch is the library's own (bound to the adapter): it reports when each request is handed to the network. */
   readonly observesDispatch: boolean;
   /** The transport answers a 401 or 403 by authorizing and sending again (read at each answer). */
@@ -100,6 +102,8 @@ export interface Stream {
   dispatched: boolean;
   /** The first bytes of its response body arrived (see `FetchPort.bodyStarted`). */
   bodyStarted: boolean;
+  /** Its POST's fetch rejected with no response, with this (the adapter's fetch saw it: `FetchPort.ended`, `failed`). */
+  fetchFailed?: { readonly cause: unknown };
   /** Cancelled by its stream close (2026-07-28): told if its POST then failed with its body never written (it never reached the server). */
   onUnsent?: (() => void) | undefined;
   /** Told once whenever a fact arrives (the 2025-era delivery waits on it). */
@@ -412,7 +416,7 @@ export class StreamTracker extends Layer {
         // reached the server, and the record says so.
         const unsent = stream.onUnsent;
         stream.onUnsent = undefined;
-        if (unsent !== undefined && this.#unsent(stream, error)) unsent();
+        if (unsent !== undefined && this.provedUnsent(stream, error)) unsent();
         if (this.#streams.get(id) === stream && !stream.cancelled) {
           // The request's own POST failed: a connect-phase failure proves it never left; an HTTP
           // status means the server got it (the `answered` fact says so; the SDK fails the call).
@@ -422,8 +426,13 @@ export class StreamTracker extends Layer {
           // failed with the SDK's bare SyntaxError or ZodError).
           if (stream.answeredInJson) this.#lost(stream, "eof", new Error("The server's JSON answer carried no response"));
           else if (stream.status !== undefined) this.#forgetStream(stream);
-          else if (isNetworkError(error)) this.#lost(stream, this.#unsent(stream, error) ? "refused" : "reset", error);
-          else this.#forgetStream(stream);
+          // The fetch itself rejected with no response (the adapter's fetch saw it, whatever the
+          // runtime's words for it: an outside tester's, Bun's `ECONNRESET` and a browser's
+          // `Failed to fetch` failed the call as an error); without that fetch, by its words.
+          else if (stream.fetchFailed !== undefined || isNetworkError(error)) {
+            const failure = stream.fetchFailed?.cause ?? error;
+            this.#lost(stream, this.provedUnsent(stream, failure) ? "refused" : "reset", failure);
+          } else this.#forgetStream(stream);
         }
         throw error;
       },
@@ -633,8 +642,13 @@ export class StreamTracker extends Layer {
    * The request's own POST failed, and the facts prove it never reached the server whole: its
    * connection was never made, or (a fetch that reports it) its body was never fully written.
    */
-  #unsent(stream: Stream, failure: unknown): boolean {
-    return !stream.written && stream.status === undefined && (this.#config.observesBody() || neverLeft(failure));
+  provedUnsent(stream: Stream, failure: unknown): boolean {
+    if (stream.written || stream.status !== undefined) return false;
+    // The fetch saw its body never written; or the one attempt of a fetch that sends once failed
+    // connecting (an outside tester's: a caller's retrying fetch reached the server, crashed it,
+    // then was refused, and the call was recorded never sent).
+    // What the fetch rejected with, where it was seen, not what the SDK made of it (v2 wraps it).
+    return this.#config.observesBody() || (this.#config.sendsEachOnce() && neverLeft(stream.fetchFailed?.cause ?? failure));
   }
 
   #forgetStream(stream: Stream | undefined): void {
@@ -701,6 +715,11 @@ export class StreamTracker extends Layer {
         // send's end for JSON), since in a browser the body's end and its parse are tasks apart
         // (a timer here took an answered call for a lost one, in the Chromium leg).
         if (this.era === "modern" && how === "error") this.#lostNow(id, how, cause);
+        // Its POST's fetch rejected with no response: the send's rejection (below the SDK's words for it) is a network failure.
+        if (how === "failed" && !resumed) {
+          const stream = this.#streams.get(id);
+          if (stream !== undefined) stream.fetchFailed = { cause };
+        }
         return;
       }
       const stream = this.#streams.get(id);
@@ -710,7 +729,7 @@ export class StreamTracker extends Layer {
         return;
       }
       if (how === "failed") {
-        this.#lost(stream, !resumed && this.#unsent(stream, cause) ? "refused" : "reset", cause);
+        this.#lost(stream, !resumed && this.provedUnsent(stream, cause) ? "refused" : "reset", cause);
         return;
       }
       // The body ended before the SDK's parser read all of it: look once it has (the rest of
@@ -784,17 +803,31 @@ export class StreamTracker extends Layer {
   };
 }
 
-/** fetch's network failure (`TypeError: fetch failed`, `terminated`), not an HTTP status or a bug in the message. */
+/**
+ * fetch's network failure, by its runtime's words, for a fetch the adapter cannot watch (with its
+ * own fetch, the rejection itself is the fact: `Stream.fetchFailed`): a `TypeError` with a cause
+ * (Node's undici: `fetch failed`, `terminated`) or an error `code` (Bun: `ECONNRESET`,
+ * `ECONNREFUSED`), or a browser's (Chromium `Failed to fetch`, Firefox `NetworkError when
+ * attempting to fetch resource.`, Safari `Load failed`); not an HTTP status or a bug in the message.
+ */
 export function isNetworkError(error: unknown): boolean {
   try {
-    return (
-      error instanceof TypeError &&
-      (error.message === "fetch failed" || error.message === "terminated" || (error as { cause?: unknown }).cause !== undefined)
-    );
+    if (!(error instanceof TypeError)) return false;
+    const { message, cause, code } = error as TypeError & { cause?: unknown; code?: unknown };
+    return cause !== undefined || typeof code === "string" || NETWORK_FAILURE_WORDS.has(message);
   } catch {
     return false; // an error that cannot be read (a getter that throws, a revoked Proxy): no network error it can be told for
   }
 }
+
+/** What fetch rejects with for a network failure, by runtime (see `isNetworkError`). */
+const NETWORK_FAILURE_WORDS = new Set([
+  "fetch failed",
+  "terminated",
+  "Failed to fetch",
+  "NetworkError when attempting to fetch resource.",
+  "Load failed",
+]);
 
 /**
  * Error codes that prove no byte of the request left this process: the connection was never
