@@ -145,7 +145,20 @@ export async function openConnection(options: ProbeOptions, recorder: Recorder):
   let closed = false;
   void recorder.waitFor((event) => event.kind === "closed", 2_147_483_647).then(() => (closed = true));
   const close = async (): Promise<void> => {
-    await Promise.race([client.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 3_000).unref())]);
+    // A 2025-era session is ended (DELETE) before the close, as the probe's other two sessions
+    // are: the close alone left it in the server's table, its work running (an outside tester's).
+    const session = opened.transport as { sessionId?: unknown; terminateSession?: () => Promise<void> };
+    const ending =
+      typeof session.sessionId === "string" && typeof session.terminateSession === "function"
+        ? session.terminateSession().catch(() => undefined)
+        : undefined;
+    await Promise.race([
+      (async () => {
+        await ending;
+        await client.close().catch(() => undefined);
+      })(),
+      new Promise((resolve) => setTimeout(resolve, 3_000).unref()),
+    ]);
     await opened.transport.close().catch(() => undefined);
   };
 
@@ -429,8 +442,29 @@ function startupError(
   }
   const http = recorder.events.filter((event) => event.kind === "http" && (event.status === undefined || event.status >= 400));
   const message = failure instanceof Error ? failure.message : String(failure);
-  const timeout = `did not answer ${handshake} within --timeout (${options.timeoutMs} ms)`;
-  const gaveUp = timedOut || /timed? ?out/i.test(message);
+  // What the wire shows of the handshake: its requests' ids, and whether a response to one came.
+  const handshakeIds = new Set<unknown>();
+  for (const event of recorder.events) {
+    const sent = event.from === "client" ? event.message : undefined;
+    if (sent?.method === "initialize" || sent?.method === "server/discover") handshakeIds.add(sent.id);
+  }
+  const responses = recorder.events.filter(
+    (event) =>
+      event.from === "server" && event.message !== undefined && event.message.method === undefined && event.message.id !== undefined,
+  );
+  const answeredHandshake = responses.some((event) => handshakeIds.has(event.message!.id));
+  // The client gave up (its --timeout): by the probe's own deadline, or the SDK's timeout with no
+  // answer to the handshake on the wire. Never from a server's own error, whatever its words or
+  // code (an audit's: "upstream database timed out" was told as no answer within --timeout).
+  const gaveUp =
+    timedOut || (!answeredHandshake && ((failure as { code?: unknown } | null)?.code === -32001 || /timed? ?out/i.test(message)));
+  // Responses that answered no request of the client's (the handshake answered under another id).
+  const strays = responses.filter((event) => !handshakeIds.has(event.message!.id));
+  const stray =
+    !answeredHandshake && strays.length > 0
+      ? `; it answered with id ${JSON.stringify(strays[0]!.message!.id)}, which names no request of the client's (a response carries the id of the request it answers)`
+      : "";
+  const timeout = `did not answer ${handshake} within --timeout (${options.timeoutMs} ms)${stray}`;
   if (target.kind === "http" && (http.length > 0 || !answered)) {
     const last = http.at(-1);
     const extra = [...details, ...sdkErrors.slice(0, 3)];

@@ -34,6 +34,8 @@ export interface LateSink {
    * closed it (see `AFTER_ITS_CLOSE`): it says nothing of whether the close reached the server.
    */
   late(kind: "result" | "error" | "progress", ran?: boolean, afterItsClose?: boolean): void;
+  /** How the call ended, where the sink knows it (a settled record): a second response to an answered call is the server's fault. */
+  readonly status?: CallStatus;
 }
 
 /**

@@ -391,6 +391,13 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    */
   readonly skipsSdkTimer: boolean;
 
+  /**
+   * The server answered the SDK's handshake request (`initialize`, `server/discover`), with a
+   * result or an error: a connect that then failed was not given up waiting for it, whatever the
+   * error's code (a server's own -32001 is no timeout of ours).
+   */
+  handshakeAnswered = false;
+
   get protocolVersion(): string | undefined {
     return this.#protocolVersion;
   }
@@ -930,6 +937,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       if (entry.call === null) {
         if (this.#tasks.keepToken(entry.token, message.result)) entry.token = undefined; // #dropSdkRequest must leave it in #tokens
         if (this.#neverCancel.has(id)) {
+          this.handshakeAnswered = true;
           this.#noteVersion(message.result);
           this.#noteTasks(message.result);
         }
@@ -980,7 +988,17 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // A tombstone's value is its sink, or null (the SDK's own request): undefined only when absent.
     const sink = this.#tombIds.get(id);
     if (sink !== undefined) {
-      this.#sinkOf(sink)?.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
+      const target = this.#sinkOf(sink);
+      target?.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
+      // A second response to a request the server answered already: dropped, and said (an
+      // outside tester's: the probe showed nothing of one, its record's late count aside).
+      if (target?.status === "succeeded") {
+        this.#anomaly({
+          kind: "invalid-message",
+          message: `a second response for request ${JSON.stringify(id)}, which the server had answered already: dropped`,
+          requestId: id,
+        });
+      }
       return false;
     }
     return true;

@@ -54,6 +54,17 @@ async function slowLink(url: string, delayMs: number): Promise<string> {
 }
 
 describe("probe over Streamable HTTP (servers on 127.0.0.1, port 0)", () => {
+  it("2025-era sessions: every session the probe opens is ended (DELETE) before it exits, its own first one too", async () => {
+    // An outside tester's: the two extra sessions were ended, the probe's own was only closed, and
+    // stayed in the server's table (server-everything's tools still running in it).
+    server = await start({ kind: "stateful" });
+    const { code } = await probeJson(["--url", server.url, ...FAST]);
+    expect(code).toBe(0);
+    const opened = server.events.filter((event) => event === "session opened").length;
+    expect(opened).toBe(3);
+    expect(server.events.filter((event) => event === "session ended")).toHaveLength(opened);
+  });
+
   it("2025-era, v1 SDK stateful server: the POSTed cancel gets 202, the handler stops, every check passes", async () => {
     server = await start({ kind: "stateful" });
     const { code, json } = await probeJson(["--url", server.url, ...FAST]);

@@ -151,6 +151,28 @@ describe("probe over stdio: servers that cannot be probed", () => {
     noStack(stderr);
   });
 
+  it("a server that refuses initialize in words that say 'timed out': a refusal (initialize-error) at once, never 'did not answer within --timeout'", async () => {
+    // An audit's: the probe took the error's text for its own timeout and told a prompt refusal as silence.
+    const started = performance.now();
+    const { code, json, stderr } = await probeJson(["--stdio", rawServer("--init-error=upstream-database-timedout"), "--timeout", "20000"]);
+    expect(code).toBe(1);
+    expect(json.error?.kind).toBe("initialize-error");
+    expect(stderr.replace(/\s+/g, " ")).toMatch(/refused initialize: .*upstream-database-timedout/);
+    expect(stderr).not.toMatch(/did not answer/);
+    expect(performance.now() - started).toBeLessThan(15_000); // never its --timeout of 20 s
+    noStack(stderr);
+  });
+
+  it("a server that answers initialize under another id: a timeout that says what came (the id it answered with)", async () => {
+    const { code, json, stderr } = await probeJson(["--stdio", rawServer("--init-wrong-id"), "--timeout", "800"]);
+    expect(code).toBe(1);
+    expect(json.error?.kind).toBe("timeout");
+    expect(stderr.replace(/\s+/g, " ")).toMatch(
+      /did not answer initialize within --timeout \(800 ms\); it answered with id 999, which names no request of the client's/,
+    );
+    noStack(stderr);
+  });
+
   it("a server that does not speak JSON-RPC", async () => {
     const { code, json, stderr } = await probeJson(["--stdio", rawServer("--not-json"), "--timeout", "2500"]); // room for a slow start under load
     expect(code).toBe(1);

@@ -194,6 +194,20 @@ describe("Agents servers: connect() is bounded by connectTimeoutMs", () => {
     await server.close();
   });
 
+  it("a server that answers initialize with its own -32001 error: connect() rejects with that error, never as connectTimeoutMs (an audit's: the code alone was read as the SDK's timeout)", async () => {
+    const { server } = silentServer(
+      `require("node:readline").createInterface({ input: process.stdin }).on("line", (line) => { const m = JSON.parse(line); if (m.method === "initialize") process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, error: { code: -32001, message: "license server unreachable" } }) + "\\n"); }); process.stdin.on("end", () => process.exit(0));`,
+      { connectTimeoutMs: 20_000 },
+    );
+    const started = performance.now();
+    const error = await server.connect().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toContain("license server unreachable");
+    expect((error as Error).message).not.toContain("connectTimeoutMs");
+    expect(performance.now() - started).toBeLessThan(15_000); // at its answer, never the 20 s bound
+    await server.close();
+  });
+
   it("a stdio server that also ignores the end of its stdin: connect() rejects only once the SDK's close has stopped it (SIGTERM)", async () => {
     // An outside tester's: connect() rejected while such a server still ran (until the SDK's
     // SIGTERM, 2 s later); a bot that exits or retries at the rejection left it behind.

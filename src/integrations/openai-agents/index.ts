@@ -314,8 +314,9 @@ export class CancellableMCPServer implements MCPServer {
       sdkClient.onclose = prior;
       // `close()` came while it connected: that, not the SDK's error from the close, is why.
       if (opening.givenUp) throw error instanceof CloseWhileConnecting ? error : closedWhileConnecting(this.#name, error);
-      // The only request of a connect is initialize, under this bound: its timeout is ours.
-      if (isSdkTimeout(error)) {
+      // The only request of a connect is initialize, under this bound: its timeout is ours, when
+      // no answer to it came (an audit's: a server's own -32001 error, at once, was told as the bound).
+      if (isSdkTimeout(error) && !wire.handshakeAnswered) {
         throw new Error(
           `${this.#name}: connect() gave up after ${boundMs} ms: the server did not answer initialize within connectTimeoutMs; raise connectTimeoutMs if it starts slowly`,
           { cause: error },
