@@ -336,6 +336,14 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
           throw new InvalidOptionError("options", `call options must be an object; received ${received(requestOptions)}`);
         }
         const resultSchema = requestOptions?.resultSchema;
+        // The SDKs validate the answer with it (zod's, or a Standard Schema): anything else
+        // failed the call after the request went out and was answered (an outside tester's).
+        if (resultSchema !== undefined && !isSchema(resultSchema)) {
+          throw new InvalidOptionError(
+            "resultSchema",
+            `request: resultSchema must be a schema (a zod schema, or a Standard Schema); received ${received(resultSchema)}`,
+          );
+        }
         // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
         const callOptions = requestOptions === undefined ? undefined : (readCallOptions(requestOptions, "resultSchema") as CallOptions);
         const params = request.params ?? {};

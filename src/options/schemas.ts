@@ -202,6 +202,29 @@ const awaitVerificationOption = z.union([z.boolean(), fnOption], {
   error: (issue) => `must be true, false or a function (record) => string; received ${received(issue.input)}`,
 });
 
+/** What a `clock` answers, read once as the options are checked: it must be a finite number (ms). */
+function clockReading(clock: () => unknown): string | undefined {
+  let now: unknown;
+  try {
+    now = clock();
+  } catch (error) {
+    return `it threw (${(error as Error)?.message ?? String(error)})`;
+  }
+  return typeof now === "number" && Number.isFinite(now) ? undefined : `it returned ${received(now)}`;
+}
+
+/**
+ * `clock`: a function answering the time in ms as a finite number (`performance.now()`): one
+ * answering `NaN`, a `Date` or a bigint (`process.hrtime.bigint`) turned every timeout off, or
+ * failed every call with a bare TypeError (an outside tester's).
+ */
+const clockOption = z.custom<() => number>((value) => typeof value === "function" && clockReading(value as () => unknown) === undefined, {
+  error: (issue) =>
+    typeof issue.input === "function"
+      ? `must answer the time in ms as a finite number (as performance.now() does); ${clockReading(issue.input as () => unknown)}`
+      : `must be a function; received ${received(issue.input)}`,
+});
+
 /** @internal */
 export const clientOptionsSchema = z
   .strictObject({
@@ -218,7 +241,7 @@ export const clientOptionsSchema = z
     ),
     maxRecords: count(0),
     maxTombstones: count(1),
-    clock: fnOption,
+    clock: clockOption,
     timers: z.object(
       { setTimeout: fnOption, clearTimeout: fnOption },
       {

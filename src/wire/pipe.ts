@@ -10,6 +10,7 @@ import type { Message } from "./messages.js";
 import type { LayerFactory, MessageExtra, Port, SendOptions, Up } from "./port.js";
 import type { CancelRequest, TransportLike } from "./types.js";
 import { textOf } from "../utils/hooks.js";
+import { InvalidOptionError } from "../errors/InvalidOptionError.js";
 import { CARRIER, THIS_COPY_VIEW } from "../utils/copies.js";
 
 /** The SDK `Transport` as the two edges touch it: the members both SDK lines define. */
@@ -55,6 +56,8 @@ export interface PipeOptions {
    * or rejected) as never sent (`ended` `refused`), as the stdio queue does for its transport.
    */
   readonly plain?: boolean | undefined;
+  /** The transport is started already (attaching to a connected client): its pipeline is in use from the start. */
+  readonly started?: boolean | undefined;
 }
 
 /** A built pipeline: the top port (the layer the SDK talks to), and the view to connect the SDK client through. */
@@ -72,7 +75,19 @@ export interface Pipeline<T extends TransportLike> {
  * that is already connected) becomes the view's, so nothing it sees changes.
  */
 export function pipe<T extends TransportLike>(transport: T, layers: readonly LayerFactory[], options: PipeOptions = {}): Pipeline<T> {
-  const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true);
+  // One pipeline in use per SDK transport: a second would take its callbacks, and with them the
+  // first one's answers (an outside tester's: a second withCancellation over the same adapter
+  // left the first client's calls unanswered until their timeout, recorded unverified).
+  if (pipedIn.get(transport)?.inUse === true) {
+    throw new InvalidOptionError(
+      "transport",
+      "this transport is in use by another client's wrapper (connected, not closed): a second over it would take the first " +
+        "one's messages. An SDK transport serves one client, once: give each client (and each reconnect) its own SDK transport",
+    );
+  }
+  const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true, transport);
+  if (options.started === true) bottom.inUse = true;
+  pipedIn.set(transport, bottom);
   let top: Port = bottom;
   for (const make of layers) top = make(top);
   const view = sdkView(transport, top, bottom);
@@ -84,8 +99,13 @@ export function pipe<T extends TransportLike>(transport: T, layers: readonly Lay
  * the plain mechanism (rule 6: `notifications/cancelled` through the transport's `send`), for a
  * transport no layer above took the cancel for.
  */
+/** The newest pipeline over each SDK transport (its bottom port). */
+const pipedIn = new WeakMap<object, TransportPort>();
+
 class TransportPort implements Port {
   #up: Up | undefined;
+  /** Started through this pipeline (or attached started) and not closed since: no other may take the transport. */
+  inUse = false;
   /**
    * Where a value that is not a JSON-RPC message object (`null`, a number, a string, an array)
    * goes: past every layer, straight to the SDK, which reports it as it always does.
@@ -102,7 +122,11 @@ class TransportPort implements Port {
   /** Its own cancels whose `send` has not settled yet (see `notify`): a close waits for them. */
   readonly #sending = new Set<SendingCancel>();
 
-  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"], plain: boolean) {
+  /** The transport as the pipeline was given it (`pipedIn`'s key). */
+  readonly #key: object;
+
+  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"], plain: boolean, key: object) {
+    this.#key = key;
     this.#transport = transport;
     this.#send = send;
     this.#close = close;
@@ -116,6 +140,7 @@ class TransportPort implements Port {
     };
     // The SDK transport reports no facts of its own: the layers above it observe them.
     transport.onclose = () => {
+      this.inUse = false;
       this.#deferred.drop("not sent: the connection closed before the notification was sent");
       // A send that completed before the close has its settling queued already (its promise was
       // resolved): what is still pending after those is one the closed transport never completed.
@@ -162,10 +187,22 @@ class TransportPort implements Port {
   readonly #sendPort: Pick<Port, "send"> = { send: (message, options) => this.#sendNow(message, options) };
 
   start(): Promise<void> {
+    if (pipedIn.get(this.#key) !== this) {
+      // Another wrapper was made over the transport after this one, before either connected: it
+      // holds the transport's callbacks now, so this one would hear nothing.
+      return Promise.reject(
+        new InvalidOptionError(
+          "transport",
+          "this transport was given to another client's wrapper after this one, which took it: give each client its own SDK transport",
+        ),
+      );
+    }
+    this.inUse = true;
     return this.#transport.start();
   }
 
   close(): Promise<void> {
+    this.inUse = false;
     // The client is closing: the cancels still waiting go out before the transport ends, and
     // those whose send is under way get at most CLOSE_FLUSH_MS to complete (an asynchronous
     // transport's write): the rest are recorded as not sent.

@@ -274,7 +274,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
         (below) => (listens = new ListenTracker(below)),
         (below) => (wire = new Wire(below, tasks!, listens!, adapter.transport, options)),
       ],
-      { send: options.send, close: options.close, plain: own.length === 0 },
+      { send: options.send, close: options.close, plain: own.length === 0, started: options.connected === true },
     );
     wire!.#view = view;
     wire!.#era = adapter as { readonly era?: unknown };

@@ -223,3 +223,36 @@ describe("the AI SDK's transport, and a transport a closed attach decorated", ()
     expect(started).toHaveLength(2);
   });
 });
+
+describe("one SDK transport given to two clients' wrappers (an outside tester's: the second took the first one's answers)", () => {
+  it("a second wrapper over a transport in use is refused, naming `transport`; the first client's calls are answered", async () => {
+    const { client, clientSide } = await connected();
+    const mcp = withCancellation(client, stdioCancellation(clientSide as never));
+    await client.connect(mcp.transport);
+    const other = new ClientV1({ name: "c2", version: "1.0.0" });
+    expect(() => withCancellation(other, stdioCancellation(clientSide as never))).toThrow(
+      expect.objectContaining({ option: "transport", message: expect.stringContaining("in use by another client's wrapper") }),
+    );
+    expect(() => withCancellation(other, clientSide)).toThrow(expect.objectContaining({ option: "transport" }));
+    await expect(mcp.callTool({ name: "echo", arguments: {} })).resolves.toMatchObject({ content: [{ text: "echo" }] });
+    expect(received).toBe(1);
+    await client.close();
+    // Closed, the transport is free again (whatever an SDK transport makes of a second start).
+    expect(() => withCancellation(other, clientSide)).not.toThrow();
+  });
+
+  it("two wrappers made before either connected: the earlier one's connect is refused (the later holds the transport), the later one works", async () => {
+    const { client, clientSide } = await connected();
+    const first = withCancellation(client, clientSide);
+    const other = new ClientV1({ name: "c2", version: "1.0.0" });
+    const second = withCancellation(other, clientSide);
+    await expect(client.connect(first.transport)).rejects.toMatchObject({
+      option: "transport",
+      message: expect.stringContaining("given to another client's wrapper after this one"),
+    });
+    await other.connect(second.transport);
+    await expect(second.callTool({ name: "echo", arguments: {} })).resolves.toMatchObject({ content: [{ text: "echo" }] });
+    expect(received).toBe(1);
+    await other.close();
+  });
+});
