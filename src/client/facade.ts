@@ -325,6 +325,13 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
         // Read once (a getter's value is the one checked and the one sent).
         const method: unknown = typeof request === "object" && request !== null ? request.method : undefined;
         if (typeof method !== "string") throw new InvalidOptionError("request.method", "request: request.method must be a string");
+        if (method.startsWith("notifications/")) {
+          // A notification has no answer to wait for (and a cancel is the library's to send, rule 6).
+          throw new InvalidOptionError(
+            "request.method",
+            `request: ${method} is a notification, not a request: it has no answer, so it has no timeout or cancel; send it with client.notification()`,
+          );
+        }
         if (method === "initialize") {
           throw new InvalidOptionError(
             "request.method",

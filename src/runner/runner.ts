@@ -17,6 +17,7 @@ import type { TransportLike } from "../adapters/types.js";
 import { MemoryLedger } from "../ledger/memory.js";
 import { DEFAULT_MAX_RECORDS, MAX_TIMER_DELAY_MS } from "../options/defaults.js";
 import { resolveCallOptions } from "../options/resolve.js";
+import { received } from "../options/schemas.js";
 import { NOT_SIGNAL_ONLY, signalOnly } from "../options/schemas.js";
 import type { CallObservation, CallOptions, CancellationOptions, Timers, Verifiers } from "../types/options.js";
 import { nextCallId, nextConnectionId } from "./ids.js";
@@ -340,7 +341,19 @@ export class CallRunner {
       if (verifier !== undefined) resolved = { ...resolved, verify: toolVerify(verifier, name, params) };
     }
     const wire = this.#init.wire(); // throws InvalidOptionError for a usage mistake: nothing is sent
-    const callerToken = (params._meta as { progressToken?: unknown } | undefined)?.progressToken;
+    const meta: unknown = params._meta;
+    if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
+      throw new InvalidOptionError("params._meta", `params._meta must be an object; received ${received(meta)}, so nothing was sent`);
+    }
+    const callerToken = (meta as { progressToken?: unknown } | undefined)?.progressToken;
+    // Rule 20: a string or an integer; anything else the server drops, and the call would time
+    // out with its progress lost (an outside tester's: `{}`, 1.5 and null went out).
+    if (callerToken !== undefined && typeof callerToken !== "string" && !Number.isSafeInteger(callerToken)) {
+      throw new InvalidOptionError(
+        "params._meta.progressToken",
+        `a progress token is a string or an integer (rule 20 in docs/spec-rules.md); received ${received(callerToken)}, so nothing was sent`,
+      );
+    }
     if (callerToken !== undefined && wire?.tokenInUse(callerToken) === true) {
       throw new InvalidOptionError(
         "params._meta.progressToken",

@@ -154,6 +154,20 @@ describe("mcp-cancellable proxy: large messages", () => {
     await client.answer("after");
   });
 
+  it("a request whose progress token is neither a string nor an integer (rule 20), or whose _meta is no object: -32602 naming it, nothing goes upstream; the proxy goes on", async () => {
+    const client = start(["--verbose", ...server(LINE)]);
+    await client.initialize();
+    client.send({ ...call("t1", "echo"), params: { name: "echo", arguments: {}, _meta: { progressToken: { a: 1 } } } });
+    client.send({ ...call("t2", "echo"), params: { name: "echo", arguments: {}, _meta: 7 } });
+    const first = await client.answer("t1");
+    expect(first.error).toMatchObject({ code: -32602, message: expect.stringContaining("params._meta.progressToken") });
+    expect(first.error!.message).toContain("rule 20");
+    expect((await client.answer("t2")).error).toMatchObject({ code: -32602, message: expect.stringContaining("params._meta") });
+    client.send(call("after", "echo"));
+    await client.answer("after");
+    expect(received(client.stderr).filter((m) => m.method === "tools/call")).toHaveLength(1); // only "after" went upstream
+  });
+
   it("a client that does not read: past --max-message-bytes plus 16 MiB unread, the proxy ends (exit 1) saying so, instead of holding it all", async () => {
     const http = await startRestartable();
     closers.push(() => http.stop());

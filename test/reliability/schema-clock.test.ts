@@ -57,3 +57,31 @@ describe("clock must answer the time in ms as a finite number", () => {
     expect(() => withCancellation(new Client({ name: "c", version: "1" }), transport, { clock: () => 42 })).not.toThrow();
   });
 });
+
+describe("a request's _meta and progress token, and a notification given to request()", () => {
+  for (const [what, meta, option] of [
+    ["a progress token that is an object", { progressToken: {} }, "params._meta.progressToken"],
+    ["a progress token that is a fraction", { progressToken: 1.5 }, "params._meta.progressToken"],
+    ["a progress token that is null", { progressToken: null }, "params._meta.progressToken"],
+    ["a _meta that is a number", 5, "params._meta"],
+  ] as const) {
+    it(`${what}: refused naming ${option} (rule 20), nothing sent`, async () => {
+      const { client, mcp, peer } = await connectPeer();
+      const error = await mcp.callTool({ name: "x", arguments: {}, _meta: meta as never }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option });
+      await flush();
+      expect(peer.requests("tools/call")).toHaveLength(0);
+      await client.close();
+    });
+  }
+
+  it("notifications/cancelled given to request(): refused naming request.method, nothing sent", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    const error = await mcp.request({ method: "notifications/cancelled", params: { requestId: 1 } }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ option: "request.method", message: expect.stringContaining("is a notification, not a request") });
+    await flush();
+    expect(peer.received.filter((m) => m.method === "notifications/cancelled")).toHaveLength(0);
+    await client.close();
+  });
+});

@@ -11,6 +11,7 @@
 // the library does not see (initialize, the hold behind notifications/initialized), a lost HTTP
 // session started anew, and the end.
 import { ownAnswerNote, proxyErrorResponse } from "./respond.js";
+import { isInvalidOptionError } from "../../errors/guards.js";
 import type { WriteStream } from "node:fs";
 import type { CancellationAdapter, TransportLike } from "../../adapters/types.js";
 import { jsonLines } from "../../ledger/json-lines.js";
@@ -46,6 +47,8 @@ export type Id = string | number;
 /** The JSON-RPC error codes the proxy answers with for a line it cannot relay (JSON-RPC 2.0 §5.1). */
 export const PARSE_ERROR_CODE = -32700;
 export const INVALID_REQUEST_CODE = -32600;
+/** JSON-RPC's "Invalid params": a request whose params the library refuses, not sent. */
+const INVALID_PARAMS_CODE = -32602;
 
 /** The reason sent upstream when the client goes away with requests in flight. */
 export const CLIENT_GONE_REASON = "The client went away (mcp-cancellable proxy: its stdin closed)";
@@ -775,13 +778,20 @@ export class ProxySession<T extends TransportLike> {
       // initialize (not a call: nothing answers it for us), or an option the runner refused.
       if (!this.#pending.has(upstreamId)) return;
       this.#forget(upstreamId);
+      // The client's params the library refuses (a progress token that is neither a string nor an
+      // integer, rule 20; a `_meta` that is no object): nothing went upstream, and it is the
+      // request's fault, not the connection's.
+      const option = isInvalidOptionError(error) ? error.option : undefined;
+      const invalidParams = option !== undefined && option.startsWith("params.");
       this.#toClient({
         jsonrpc: "2.0",
         id: clientId,
-        error: {
-          code: CONNECTION_CLOSED_ERROR_CODE,
-          message: `mcp-cancellable proxy: ${method} failed between the proxy and the server (${(error as Error).message})`,
-        },
+        error: invalidParams
+          ? { code: INVALID_PARAMS_CODE, message: `mcp-cancellable proxy: ${method}: ${option}: ${(error as Error).message}` }
+          : {
+              code: CONNECTION_CLOSED_ERROR_CODE,
+              message: `mcp-cancellable proxy: ${method} failed between the proxy and the server (${(error as Error).message})`,
+            },
       });
     });
   }
