@@ -351,6 +351,14 @@ export function createFacade(runner: CallRunner, sdk: SdkCalls, client: object, 
             `request: resultSchema must be a schema (a zod schema, or a Standard Schema); received ${received(resultSchema)}`,
           );
         }
+        // The v1 SDK validates with zod's `safeParse` only (another Standard Schema failed the
+        // answered call with its bare TypeError: an outside tester's).
+        if (resultSchema !== undefined && !v2 && typeof (resultSchema as { safeParse?: unknown }).safeParse !== "function") {
+          throw new InvalidOptionError(
+            "resultSchema",
+            `request: the v1 SDK validates a result with a zod schema (its safeParse): this resultSchema has none (received ${received(resultSchema)}); give a zod schema`,
+          );
+        }
         // Read as the runner reads options (getters and inherited ones too), not copied by a spread.
         const callOptions = requestOptions === undefined ? undefined : (readCallOptions(requestOptions, "resultSchema") as CallOptions);
         const params = request.params ?? {};

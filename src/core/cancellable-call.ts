@@ -207,6 +207,11 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     return this.#idleDeadline ?? this.#startedAt + this.#options.timeoutMs;
   }
 
+  /** See `LateSink.answered`: its response was read as its answer (not one that came after a cancel). */
+  get answered(): boolean {
+    return this.#state === "responded" || this.#settled?.status === "succeeded";
+  }
+
   /** True once the call has settled (result, error or cancel). */
   get settled(): boolean {
     return this.#state === "settled";

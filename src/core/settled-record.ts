@@ -34,8 +34,8 @@ export interface LateSink {
    * closed it (see `AFTER_ITS_CLOSE`): it says nothing of whether the close reached the server.
    */
   late(kind: "result" | "error" | "progress", ran?: boolean, afterItsClose?: boolean): void;
-  /** How the call ended, where the sink knows it (a settled record): a second response to an answered call is the server's fault. */
-  readonly status?: CallStatus;
+  /** The server answered the request: its response was read as the answer (a second one is then the server's fault, not a late one). */
+  readonly answered: boolean;
 }
 
 /**
@@ -229,6 +229,11 @@ export class SettledRecord implements LateSink {
 
   get elapsedMs(): number {
     return this.#facts.elapsedMs;
+  }
+
+  /** See `LateSink.answered`. */
+  get answered(): boolean {
+    return this.#facts.status === "succeeded";
   }
 
   /** How the call ended (never changed by an update). */

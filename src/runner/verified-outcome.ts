@@ -80,6 +80,15 @@ export function verifiedOutcomeText(record: RunRecord): string {
       return `${head} before the server received it: its effect was not applied, and it may be called again.`;
     case "verified-applied":
       return `${head}; a check afterwards found that its effect was applied (${summary}). Do not call it again to repeat it.`;
+    case "late-result-discarded":
+    case "task-completed-anyway":
+      // A check that found nothing, overruled by the server's own word that the work was done (a
+      // result, or its task completed, after or while the check read: see SettledRecord.late).
+      // An outside tester's: the model read "could not tell (not applied as of 0.0 s)".
+      if (record.verification?.reads.at(-1)?.found === "not-applied") {
+        return `${head}; the server then answered that it had done the work (its result was discarded), though a check had found its effect not applied (${summary}): its effect was applied. Do not call it again to repeat it.`;
+      }
+      return `${head}; the check afterwards could not tell whether its effect was applied (${ownVerifyError(record.verification?.error) ?? summary}). Check before calling it again.`;
     case "verified-not-applied":
       // "As of" its reads only: a server that did not stop the work may still apply it later.
       return `${head}; a check afterwards found that its effect was not applied (${summary}), though a server that goes on with the work could still apply it: check again before calling it again.`;

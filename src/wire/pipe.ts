@@ -102,6 +102,14 @@ export function pipe<T extends TransportLike>(transport: T, layers: readonly Lay
 /** The newest pipeline over each SDK transport (its bottom port). */
 const pipedIn = new WeakMap<object, TransportPort>();
 
+/** Another wrapper was made over the transport after this one, before either connected: it holds the transport now. */
+function takenOver(): InvalidOptionError {
+  return new InvalidOptionError(
+    "transport",
+    "this transport was given to another client's wrapper after this one, which took it: give each client its own SDK transport",
+  );
+}
+
 class TransportPort implements Port {
   #up: Up | undefined;
   /** Started through this pipeline (or attached started) and not closed since: no other may take the transport. */
@@ -156,6 +164,10 @@ class TransportPort implements Port {
   }
 
   send(message: Message, options?: SendOptions): Promise<void> {
+    // Another wrapper took the transport (its client connected through it): nothing of this
+    // pipeline's goes out on it, whose answers would reach that client under its own ids (an
+    // outside tester's: the refused client's SDK still sent, and another call resolved with its answer).
+    if (pipedIn.get(this.#key) !== this) return Promise.reject(takenOver());
     // Timer-fired notifications still waiting go before it (deferred-cancels.ts).
     this.#deferred.beforeSend();
     let sending: Promise<void>;
@@ -187,16 +199,7 @@ class TransportPort implements Port {
   readonly #sendPort: Pick<Port, "send"> = { send: (message, options) => this.#sendNow(message, options) };
 
   start(): Promise<void> {
-    if (pipedIn.get(this.#key) !== this) {
-      // Another wrapper was made over the transport after this one, before either connected: it
-      // holds the transport's callbacks now, so this one would hear nothing.
-      return Promise.reject(
-        new InvalidOptionError(
-          "transport",
-          "this transport was given to another client's wrapper after this one, which took it: give each client its own SDK transport",
-        ),
-      );
-    }
+    if (pipedIn.get(this.#key) !== this) return Promise.reject(takenOver());
     this.inUse = true;
     return this.#transport.start();
   }

@@ -992,7 +992,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       target?.late("error" in message ? "error" : "result", ranBy(message), afterItsClose);
       // A second response to a request the server answered already: dropped, and said (an
       // outside tester's: the probe showed nothing of one, its record's late count aside).
-      if (target?.status === "succeeded") {
+      if (target?.answered === true) {
         this.#anomaly({
           kind: "invalid-message",
           message: `a second response for request ${JSON.stringify(id)}, which the server had answered already: dropped`,

@@ -251,6 +251,11 @@ describe("one SDK transport given to two clients' wrappers (an outside tester's:
       message: expect.stringContaining("given to another client's wrapper after this one"),
     });
     await other.connect(second.transport);
+    // The refused client's SDK still holds its view: nothing of it goes out on the transport (an
+    // outside tester's: it did, and the other client's call resolved with its answer).
+    const stray = await client.listTools().catch((e: unknown) => e);
+    expect(stray).toBeInstanceOf(Error);
+    await expect(first.callTool({ name: "echo", arguments: {} })).rejects.toBeInstanceOf(Error);
     await expect(second.callTool({ name: "echo", arguments: {} })).resolves.toMatchObject({ content: [{ text: "echo" }] });
     expect(received).toBe(1);
     await other.close();

@@ -123,3 +123,27 @@ describe("awaitVerifiedText: a text function that fails is warned about once, na
     });
   }
 });
+
+// A check that found nothing, then the server's own word that the work was done (a late result
+// while or after it read, or its task completed): the model is told the effect was applied (an
+// outside tester's: it read "could not tell ... not applied as of 0.0 s").
+describe("verifiedOutcomeText: a not-applied check overruled by the server's word that the work was done", () => {
+  for (const outcome of ["late-result-discarded", "task-completed-anyway"] as const) {
+    it(`${outcome} after a read that found nothing: applied, do not call it again; without such a read: could not tell`, () => {
+      const overruled = {
+        ...record("x"),
+        cancel: { trigger: "timeout", reason: "x", mechanism: "notification", sentAt: null, undelivered: null },
+        outcome,
+        verification: { error: null, summary: "not applied as of 0.0 s", reads: [{ atMs: 0, found: "not-applied", error: null }] },
+      } as unknown as RunRecord;
+      const text = verifiedOutcomeText(overruled);
+      expect(text).toContain("its effect was applied. Do not call it again to repeat it.");
+      expect(text).not.toContain("could not tell");
+      const failedCheck = {
+        ...overruled,
+        verification: { error: "x", summary: "read failed at 0.2 s", reads: [{ atMs: 200, found: "failed", error: "x" }] },
+      } as unknown as RunRecord;
+      expect(verifiedOutcomeText(failedCheck)).toContain("could not tell");
+    });
+  }
+});

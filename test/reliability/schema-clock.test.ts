@@ -14,6 +14,11 @@ describe("resultSchema must be a schema", () => {
     ["a string", "schema"],
     ["an empty object", {}],
     ["an object whose parse is no function", { parse: 1 }],
+    [
+      "(on the v1 SDK) a Standard Schema that is not zod",
+      { "~standard": { version: 1, vendor: "x", validate: (value: unknown) => ({ value }) } },
+    ],
+    ["(on the v1 SDK) an object with a parse function only", { parse: (value: unknown) => value }],
   ] as const) {
     it(`${what}: refused naming resultSchema, nothing sent; a zod schema goes`, async () => {
       const { client, mcp, peer } = await connectPeer();

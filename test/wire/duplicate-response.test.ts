@@ -27,13 +27,24 @@ describe("a second response to an answered request", () => {
       }),
     ]);
     expect(mcp.records().at(-1)).toMatchObject({ status: "succeeded", late: { results: 1 } });
+    // Both in one read (an outside tester's: the first had not settled the call yet, and no anomaly came).
+    const both = mcp.callTool({ name: "twice-at-once", arguments: {} });
+    await flush();
+    const id = ids.at(-1) as number;
+    // Back to back, in one turn: the second comes before the first has settled the call.
+    void peer.send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "done" }] } });
+    void peer.send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "again" }] } });
+    await expect(both).resolves.toMatchObject({ content: [{ text: "done" }] });
+    await flush();
+    expect(anomalies.filter((a) => a.requestId === id)).toHaveLength(1);
+    anomalies.length = 1;
     // Cancelled, then answered: the answer is a late result (rules 8, 9), no fault of the server's.
     const controller = new AbortController();
     const cancelled = mcp.callTool({ name: "late", arguments: {} }, { signal: controller.signal }).catch((e: unknown) => e);
     await flush();
     controller.abort();
     await cancelled;
-    await peer.result(ids[1]);
+    await peer.result(ids.at(-1));
     await flush();
     expect(anomalies).toHaveLength(1);
     expect(errors).toEqual([]);
