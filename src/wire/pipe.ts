@@ -85,8 +85,11 @@ export function pipe<T extends TransportLike>(transport: T, layers: readonly Lay
         "one's messages. An SDK transport serves one client, once: give each client (and each reconnect) its own SDK transport",
     );
   }
-  const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true, transport);
+  const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true);
   if (options.started === true) bottom.inUse = true;
+  // The pipeline made before over it (not in use: never started, or closed) lets go of it.
+  const before = pipedIn.get(transport);
+  if (before !== undefined) before.takenOver = true;
   pipedIn.set(transport, bottom);
   let top: Port = bottom;
   for (const make of layers) top = make(top);
@@ -114,6 +117,8 @@ class TransportPort implements Port {
   #up: Up | undefined;
   /** Started through this pipeline (or attached started) and not closed since: no other may take the transport. */
   inUse = false;
+  /** A newer pipeline was made over the transport (this one was not in use then): nothing of this one goes out on it. */
+  takenOver = false;
   /**
    * Where a value that is not a JSON-RPC message object (`null`, a number, a string, an array)
    * goes: past every layer, straight to the SDK, which reports it as it always does.
@@ -130,11 +135,7 @@ class TransportPort implements Port {
   /** Its own cancels whose `send` has not settled yet (see `notify`): a close waits for them. */
   readonly #sending = new Set<SendingCancel>();
 
-  /** The transport as the pipeline was given it (`pipedIn`'s key). */
-  readonly #key: object;
-
-  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"], plain: boolean, key: object) {
-    this.#key = key;
+  constructor(transport: SdkTransport, send: PipeOptions["send"], close: PipeOptions["close"], plain: boolean) {
     this.#transport = transport;
     this.#send = send;
     this.#close = close;
@@ -167,7 +168,7 @@ class TransportPort implements Port {
     // Another wrapper took the transport (its client connected through it): nothing of this
     // pipeline's goes out on it, whose answers would reach that client under its own ids (an
     // outside tester's: the refused client's SDK still sent, and another call resolved with its answer).
-    if (pipedIn.get(this.#key) !== this) return Promise.reject(takenOver());
+    if (this.takenOver) return Promise.reject(takenOver());
     // Timer-fired notifications still waiting go before it (deferred-cancels.ts).
     this.#deferred.beforeSend();
     let sending: Promise<void>;
@@ -199,7 +200,7 @@ class TransportPort implements Port {
   readonly #sendPort: Pick<Port, "send"> = { send: (message, options) => this.#sendNow(message, options) };
 
   start(): Promise<void> {
-    if (pipedIn.get(this.#key) !== this) return Promise.reject(takenOver());
+    if (this.takenOver) return Promise.reject(takenOver());
     this.inUse = true;
     return this.#transport.start();
   }
