@@ -78,7 +78,8 @@ export function pipe<T extends TransportLike>(transport: T, layers: readonly Lay
   // One pipeline in use per SDK transport: a second would take its callbacks, and with them the
   // first one's answers (an outside tester's: a second withCancellation over the same adapter
   // left the first client's calls unanswered until their timeout, recorded unverified).
-  if (pipedIn.get(transport)?.inUse === true) {
+  const before = pipedIn.get(transport);
+  if (before?.inUse === true) {
     throw new InvalidOptionError(
       "transport",
       "this transport is in use by another client's wrapper (connected, not closed): a second over it would take the first " +
@@ -88,7 +89,6 @@ export function pipe<T extends TransportLike>(transport: T, layers: readonly Lay
   const bottom = new TransportPort(sdkShape(transport), options.send, options.close, options.plain === true);
   if (options.started === true) bottom.inUse = true;
   // The pipeline made before over it (not in use: never started, or closed) lets go of it.
-  const before = pipedIn.get(transport);
   if (before !== undefined) before.takenOver = true;
   pipedIn.set(transport, bottom);
   let top: Port = bottom;
@@ -202,10 +202,16 @@ class TransportPort implements Port {
   start(): Promise<void> {
     if (this.takenOver) return Promise.reject(takenOver());
     this.inUse = true;
-    return this.#transport.start();
+    return this.#transport.start().catch((error: unknown) => {
+      this.inUse = false; // it never started (a stdio command not found): nothing holds the transport
+      throw error;
+    });
   }
 
   close(): Promise<void> {
+    // Taken over by a newer pipeline: the transport is that one's, and this close (its client's)
+    // must not end it (a client whose connect was refused, closed afterwards).
+    if (this.takenOver) return Promise.resolve();
     this.inUse = false;
     // The client is closing: the cancels still waiting go out before the transport ends, and
     // those whose send is under way get at most CLOSE_FLUSH_MS to complete (an asynchronous

@@ -258,6 +258,10 @@ describe("one SDK transport given to two clients' wrappers (an outside tester's:
     await expect(first.callTool({ name: "echo", arguments: {} })).rejects.toBeInstanceOf(Error);
     await expect(second.callTool({ name: "echo", arguments: {} })).resolves.toMatchObject({ content: [{ text: "echo" }] });
     expect(received).toBe(1);
+    // The refused client closed: the transport is the other's, and stays open for it.
+    await client.close();
+    await expect(second.callTool({ name: "echo", arguments: {} })).resolves.toMatchObject({ content: [{ text: "echo" }] });
+    expect(received).toBe(2);
     await other.close();
   });
 });

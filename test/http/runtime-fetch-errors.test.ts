@@ -175,3 +175,19 @@ describe("a fetch's network failure in another runtime's words", () => {
     expect(seen(target, "tools/call")).toHaveLength(2); // each reached the server
   });
 });
+
+describe("isNetworkError, for a fetch the adapter cannot watch: its runtime's words", () => {
+  it("undici's, Bun's (a code), the browsers'; never Node's own argument errors (an `ERR_` code) nor other TypeErrors", async () => {
+    const { isNetworkError } = await import("../../src/adapters/streamable-http/streams.js");
+    expect(isNetworkError(new TypeError("fetch failed", { cause: new Error("x") }))).toBe(true);
+    expect(isNetworkError(Object.assign(new TypeError("The socket connection was closed unexpectedly."), { code: "ECONNRESET" }))).toBe(
+      true,
+    );
+    for (const words of ["Failed to fetch", "NetworkError when attempting to fetch resource.", "Load failed"]) {
+      expect(isNetworkError(new TypeError(words))).toBe(true);
+    }
+    expect(isNetworkError(Object.assign(new TypeError('Invalid header value: "x\\n"'), { code: "ERR_INVALID_CHAR" }))).toBe(false);
+    expect(isNetworkError(new TypeError("x is not a function"))).toBe(false);
+    expect(isNetworkError(new Error("fetch failed"))).toBe(false);
+  });
+});

@@ -814,7 +814,8 @@ export function isNetworkError(error: unknown): boolean {
   try {
     if (!(error instanceof TypeError)) return false;
     const { message, cause, code } = error as TypeError & { cause?: unknown; code?: unknown };
-    return cause !== undefined || typeof code === "string" || NETWORK_FAILURE_WORDS.has(message);
+    // Node's own argument errors carry an `ERR_...` code (an invalid header): no network failure.
+    return cause !== undefined || (typeof code === "string" && !code.startsWith("ERR_")) || NETWORK_FAILURE_WORDS.has(message);
   } catch {
     return false; // an error that cannot be read (a getter that throws, a revoked Proxy): no network error it can be told for
   }
