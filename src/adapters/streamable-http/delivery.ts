@@ -462,9 +462,12 @@ export class LegacyDelivery extends Layer {
       };
       (Slicer.draining ?? settleSlicer).runAfter({
         step: () => {
-          // A lone timeout's goes now, right after its settle, as any cancel would (no callers to
-          // release first: its `sentAt` is the settle's); a burst's in the next task, in slices.
-          if (this.#afterSettling === 1) send.step();
+          // A lone timeout's goes in the check phase of this turn, after the turn's input was read
+          // (timers run before it: an answer waiting unread in the socket means the request is
+          // over, rule 7; an outside tester's: a client whose loop was busy POSTed the cancel of a
+          // request it had been answered for, and read the answer a moment later), as stdio's
+          // timer-fired lines do; a burst's in the next task too, then in slices.
+          if (this.#afterSettling === 1) yieldTask(send.step);
           else yieldTask(() => (Slicer.draining ?? settleSlicer).runAfter(send));
           return false;
         },
