@@ -289,6 +289,60 @@ export function stdioChildExited(transport: object): boolean {
   return typeof exitCode === "number" || typeof signalCode === "string";
 }
 
+/** The read buffers whose `readMessage` is wrapped already (see {@link onRefusedStdioLine}). */
+const refusalsWatched = new WeakSet<object>();
+
+/**
+ * Lets `replace` see each line the SDK's stdio transport refuses by its schema (and the error it
+ * refused it with), and hand a message in its place (`undefined`: refused as before, the SDK's `onerror` gets its error). Both
+ * lines keep a `ReadBuffer` as `StdioClientTransport._readBuffer` (declared `private`), made with
+ * the transport and kept across `start()` and `close()`; its `readMessage()` takes one line off
+ * `_buffer` (a `Buffer`), then throws on what its schema refuses: the SDK's `processReadBuffer`
+ * hands that to `onerror`, and the line is lost. The line is the last one of what the call took off
+ * `_buffer`: nothing is copied or parsed again on a line the SDK accepts (one property read and
+ * one call more per message).
+ *
+ * - v1 1.32.2: dist/esm/client/stdio.js:47 (`_readBuffer = new ReadBuffer()`), :132
+ *   (`readMessage()` in `processReadBuffer`); shared/stdio.js:18 (`readMessage`: one line, then
+ *   `deserializeMessage`, a `SyntaxError` for a line that is no JSON, a `ZodError` for the schema).
+ * - v2 2.4.0: client/dist/stdio.mjs:138; src-CeKsbNLO.mjs:6764 (`readMessage` skips lines that are
+ *   no JSON, and throws the schema's error).
+ *
+ * Fallback: `false` where `_readBuffer.readMessage` is not there: a refused line reaches `onerror`,
+ * as without the library.
+ */
+export function onRefusedStdioLine(transport: object, replace: (line: string, error: unknown) => object | undefined): boolean {
+  const buffer = (transport as { _readBuffer?: unknown })._readBuffer;
+  if (typeof buffer !== "object" || buffer === null) return false;
+  if (refusalsWatched.has(buffer)) return true;
+  const readBuffer = buffer as { _buffer?: unknown; readMessage?: unknown };
+  const read = readBuffer.readMessage;
+  if (typeof read !== "function") return false;
+  refusalsWatched.add(buffer);
+  readBuffer.readMessage = function readMessage(this: typeof readBuffer): unknown {
+    const before = this._buffer;
+    try {
+      return read.call(this);
+    } catch (error) {
+      const line = lastLineTaken(before, this._buffer);
+      const message = line === undefined ? undefined : replace(line, error);
+      if (message === undefined) throw error;
+      return message;
+    }
+  };
+  return true;
+}
+
+/** The last line `readMessage` took off a buffer that was `before` and is `after` now, without its `\n` (and `\r`). */
+function lastLineTaken(before: unknown, after: unknown): string | undefined {
+  if (!Buffer.isBuffer(before)) return undefined;
+  const left = Buffer.isBuffer(after) ? after.length : 0;
+  const end = before.length - left - 1; // the taken line's `\n`
+  if (end < 0 || before[end] !== 0x0a) return undefined;
+  const start = end === 0 ? 0 : before.lastIndexOf(0x0a, end - 1) + 1;
+  return before.toString("utf8", start, end).replace(/\r$/, "");
+}
+
 // ---- StreamableHTTPClientTransport ---------------------------------------------------------------
 
 /**
@@ -465,6 +519,12 @@ export function probeSdkShapes(line: SdkLine, instances: SdkInstances): ShapeRep
       true,
       stdioChildStdout(stdio) !== undefined && !stdioChildExited(stdio),
       "a closed stdout seen only at the process's exit",
+    );
+    add(
+      "StdioClientTransport._readBuffer.readMessage",
+      true,
+      typeof (stdio as { _readBuffer?: { readMessage?: unknown } })._readBuffer?.readMessage === "function",
+      "an answer the SDK's schema refuses reaches onerror (cases.md C02)",
     );
     add("StdioClientTransport.stderr (stdio marker)", true, isStdioTransport(stdio), "no network.transport attribute");
     add("StdioClientTransport (not Streamable HTTP)", false, isStreamableHttpTransport(stdio), "none needed");

@@ -115,6 +115,13 @@ function isRecord(value: unknown): boolean {
  */
 export const CALL_MARKER: unique symbol = Symbol.for("mcp-cancellable/call");
 
+/**
+ * The key under which a response the SDK's stdio transport refused by its schema comes up, with
+ * the error it refused it with (src/adapters/stdio/refused-answers.ts): the wire takes it only as
+ * a settled call's late answer; any other goes to `onerror`, as the SDK sent it.
+ */
+export const REFUSED_BY_SDK: unique symbol = Symbol("mcp-cancellable/refused-by-sdk");
+
 /** The JSON-RPC messages the wire decorator handles, in the loose shape both SDK lines share. */
 export interface Message {
   jsonrpc: "2.0";
@@ -123,6 +130,7 @@ export interface Message {
   params?: { _meta?: Record<string, unknown>; [CALL_MARKER]?: number; [key: string]: unknown };
   result?: unknown;
   error?: unknown;
+  [REFUSED_BY_SDK]?: unknown;
 }
 
 /** The `notifications/cancelled` message for one request (rule 2). */

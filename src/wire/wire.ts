@@ -13,6 +13,7 @@ import {
   findAnswered,
   isPlainResponse,
   isRequestId,
+  REFUSED_BY_SDK,
   progressParamsSchema,
   responseSchema,
   type Message,
@@ -917,6 +918,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #onResponse(message: Message, afterItsClose: boolean): boolean | RequestId {
     const given = message.id;
     if (!isRequestId(given)) return true; // id null or malformed: the SDK reports it
+    if (message[REFUSED_BY_SDK] !== undefined) return this.#onRefused(given, message);
     let id = given;
     let entry = this.#pending.get(id);
     if (entry === undefined && typeof given === "string" && !this.#tombIds.has(given)) {
@@ -1002,6 +1004,24 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
       return false;
     }
     return true;
+  }
+
+  /**
+   * A response the SDK's stdio transport refused by its schema (cases.md C02: an error with no
+   * `message`; src/adapters/stdio/refused-answers.ts). A settled call's is its late answer: counted
+   * on its record (rule 8; never taken as proof that the work ran) and dropped. Any other goes to
+   * `onerror` with the SDK's own error, and no further, as without the library: a pending call
+   * keeps waiting for an answer the SDK can take.
+   */
+  #onRefused(given: RequestId, message: Message): false {
+    const sink = this.#tombIds.get(given) ?? (typeof given === "string" ? this.#tombIds.get(asSdkMatches(given)) : undefined);
+    if (sink !== undefined) {
+      this.#sinkOf(sink)?.late("error" in message ? "error" : "result", false, false);
+      return false;
+    }
+    const error = message[REFUSED_BY_SDK];
+    this.up.error(error instanceof Error ? error : new Error(textOf(error)));
+    return false;
   }
 
   /**

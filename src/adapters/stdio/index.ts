@@ -1,9 +1,10 @@
 import { InvalidOptionError } from "../../errors/InvalidOptionError.js";
 import { received } from "../../options/schemas.js";
-import { stdioChildExited, stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
+import { onRefusedStdioLine, stdioChildExited, stdioChildStdin, stdioChildStdout } from "../../sdk/private.js";
 import type { CancellationAdapter, TransportLike } from "../types.js";
 import { refuseStreamableHttp, refuseCarried } from "../notification.js";
 import { stdioAdapter } from "./adapter.js";
+import { refusedAnswer } from "./refused-answers.js";
 import type { Stdin } from "./queue.js";
 import type { Stdout } from "./stdout-end.js";
 
@@ -65,6 +66,9 @@ export function stdioCancellation<T extends TransportLike>(transport: T): Cancel
   }
   refuseCarried(transport, "stdioCancellation", "passes");
   refuseStreamableHttp(transport);
+  // An answer the SDK's schema refuses (cases.md C02: `{"id":1,"error":{"code":0}}`) comes up,
+  // marked: a settled call's late answer, counted on its record, not the SDK's `onerror`.
+  onRefusedStdioLine(transport, refusedAnswer);
   return stdioAdapter(transport, () => stdioChildStdin(transport) as Stdin | undefined, {
     stdout: { stdout: () => stdioChildStdout(transport) as Stdout | undefined, exited: () => stdioChildExited(transport) },
   });
