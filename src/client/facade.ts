@@ -535,7 +535,7 @@ export function splitTail(first: unknown, second: unknown): { schema: unknown; o
 
 // --- the SDK-shaped shell: the client's own methods, as frameworks call them -----------------
 
-/** Requests the library never takes over: they must not be cancelled or cut short (rules 19, 39). */
+/** Requests the library never takes over: they must not be cancelled or cut short (rule 39; server/discover by the library's own choice). */
 const PASS_THROUGH = new Set(["initialize", "server/discover"]);
 
 /** The SDK client's request methods in the SDK's own shape, each one runner call. */

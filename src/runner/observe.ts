@@ -22,9 +22,28 @@ export function observe(observer: CallObserver, call: ObservedCall): CallObserva
 
 /** The params with the observation's `_meta` entries (trace context) added; the caller's object is not changed. */
 export function withMeta<P extends { _meta?: Record<string, unknown> }>(params: P, observation: CallObservation | undefined): P {
-  const meta = observation?.meta;
-  if (meta === undefined || Object.keys(meta).length === 0) return params;
-  return { ...params, _meta: { ...params._meta, ...meta } };
+  const meta = observation === undefined ? undefined : metaOf(observation);
+  return meta === undefined ? params : { ...params, _meta: { ...params._meta, ...meta } };
+}
+
+/**
+ * An observation's `meta`, copied (its getters read once), when it is a non-empty object the wire
+ * can carry; else `undefined`. A bad `meta` (`null`, no object, a getter that throws, a value JSON
+ * cannot carry: a BigInt, a cycle) is ignored, as a throwing observer is: it never changes how a
+ * call settles (an outside tester's: every call failed, unsent, its error naming neither the
+ * observer nor `_meta`).
+ */
+function metaOf(observation: CallObservation): Record<string, unknown> | undefined {
+  try {
+    const meta: unknown = observation.meta;
+    if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return undefined;
+    const copy: Record<string, unknown> = { ...meta };
+    if (Object.keys(copy).length === 0) return undefined;
+    JSON.stringify(copy); // throws for what the wire cannot carry
+    return copy;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Hands the SDK's result to the observation; its errors (a throw, an async method's rejection) are swallowed. */

@@ -236,7 +236,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   #closedByClient = false;
   /** True once the transport was open (started through this pipeline, or attached connected). */
   #started = false;
-  /** Ids of `initialize` and `server/discover` requests: never cancelled (rules 19, 39). */
+  /** Ids of `initialize` and `server/discover` requests: never cancelled (rule 39; server/discover by the library's own choice, as initialize). */
   readonly #neverCancel = new Set<RequestId>();
   /** Attached to a connected client (`WireOptions.connected`): requests may have gone out before the wire. */
   readonly #attached: boolean;
@@ -497,7 +497,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     // more); the tombstone after the cancel is out: the cancel's path from the abort to its write
     // is the latency the server sees (rule 6), and no message for the id can arrive in between.
     this.#pending.delete(id);
-    // The handshake is never cancelled (rules 19, 39), a proxied client's server/discover too: the
+    // The handshake is never cancelled (rule 39; server/discover by the library's own choice, as initialize), a proxied client's server/discover too: the
     // call settles (its limit passed), and the server's answer, when it comes, is late.
     const handshake = call.method === "server/discover" || call.method === "initialize";
     const mechanism = handshake ? "none" : this.#putCancel(id, reason, call, awaitsTask);

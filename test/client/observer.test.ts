@@ -3,7 +3,7 @@
 // result and of each record revision; a throwing observer never changes how a call settles.
 import { describe, expect, it } from "vitest";
 import { InvalidOptionError } from "../../src/index.js";
-import type { CallObserver, ObservedCall, RunRecord } from "../../src/index.js";
+import type { CallObservation, CallObserver, ObservedCall, RunRecord } from "../../src/index.js";
 import { connectPeer, flush } from "../helpers/peer.js";
 
 describe("observer", () => {
@@ -53,6 +53,38 @@ describe("observer", () => {
       const { mcp, peer } = await connectPeer({ observer });
       peer.onRequest((message) => void peer.result(message.id));
       await expect(mcp.callTool({ name: "echo" })).resolves.toMatchObject({ content: [{ type: "text", text: "done" }] });
+      expect(mcp.records()[0]!.summary).toBe("succeeded");
+    }
+  });
+
+  it("an observation whose meta is bad (null, no object, a getter that throws, a value the wire cannot carry) is ignored: the call is sent without it and settles as without it", async () => {
+    const boom = () => {
+      throw new Error("observer bug");
+    };
+    const metas: unknown[] = [
+      null,
+      "traceparent",
+      [1, 2],
+      {
+        get meta() {
+          return boom();
+        },
+      },
+      {
+        get traceparent() {
+          return boom();
+        },
+      },
+      { n: 1n },
+    ];
+    for (const [index, meta] of metas.entries()) {
+      const observation = index === 3 ? meta : { meta };
+      const { mcp, peer } = await connectPeer({ observer: { start: () => observation as CallObservation } });
+      peer.onRequest((message) => void peer.result(message.id));
+      await expect(mcp.callTool({ name: "echo", _meta: { mine: 1 } }), `meta #${index}`).resolves.toMatchObject({
+        content: [{ type: "text", text: "done" }],
+      });
+      expect(peer.requests("tools/call")[0]!.params?._meta, `meta #${index}`).toEqual({ mine: 1 });
       expect(mcp.records()[0]!.summary).toBe("succeeded");
     }
   });

@@ -92,13 +92,15 @@ describe("mcp-cancellable proxy: a bound on every wait", () => {
     expect(received(client.stderr).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
   });
 
-  it("server/discover (the 2026-07-28 handshake) as initialize: not cut by --timeout-ms (it includes the server's start), -32001 at the maximum total timeout, and never cancelled upstream (rules 19, 39)", async () => {
+  it("server/discover (the 2026-07-28 handshake) as initialize: not cut by --timeout-ms (it includes the server's start), -32001 at the maximum total timeout, and never cancelled upstream (rule 39, and the library's own choice for server/discover)", async () => {
     const client = start(["--timeout-ms", "100", "--max-total-timeout-ms", "700", ...server(LINE)]);
     const sentAt = performance.now();
     client.send({ jsonrpc: "2.0", id: "discover", method: "server/discover", params: {} });
     const answer = await client.answer("discover");
     expect(answer.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT" } });
-    expect(answer.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39 in docs\/spec-rules.md\)/);
+    expect(answer.error!.message).toMatch(
+      /not cancelled \(server\/discover never is, as initialize: "Never cancelled" in docs\/spec-rules.md\)/,
+    );
     expect(performance.now() - sentAt).toBeGreaterThanOrEqual(650); // not the 100 ms idle timeout
     await sleep(200);
     expect(received(client.stderr).some((m) => m.method === "server/discover")).toBe(true);

@@ -160,7 +160,7 @@ export const BUILT_IN_METHOD_LIMITS: Readonly<Record<string, Limits>> = {
   // The 2026-07-28 handshake, as initialize is the 2025 one: it includes starting the server (a
   // first `npx -y` downloads it), so only the maximum total timeout bounds it (an outside tester's
   // finding: a server that took 2.5 s to start had its client's server/discover cut at 1 s), and
-  // it is never cancelled (the wire's rule for it, rules 19, 39).
+  // it is never cancelled (the wire's rule for it: rule 39, and the library's own choice for server/discover).
   "server/discover": { timeoutMs: Infinity },
 };
 

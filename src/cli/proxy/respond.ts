@@ -42,12 +42,15 @@ export function proxyErrorResponse(
   const what = record.name === null ? record.method : `${record.method} ${JSON.stringify(record.name)}`;
   if (isCallTimeoutError(error)) {
     const idle = error.code === "REQUEST_TIMEOUT";
-    // What went upstream, as the record says it (a handshake is never cancelled: rules 19, 39).
+    // What went upstream, as the record says it (a handshake is never cancelled: rule 39, and the
+    // library's own choice for server/discover).
     const upstream =
       record.cancel?.mechanism !== "none"
         ? "cancelled upstream"
         : record.method === "server/discover" || record.method === "initialize"
-          ? `not cancelled (${record.method} never is: rules 19, 39 in docs/spec-rules.md)`
+          ? record.method === "initialize"
+            ? "not cancelled (initialize never is: rule 39 in docs/spec-rules.md)"
+            : 'not cancelled (server/discover never is, as initialize: "Never cancelled" in docs/spec-rules.md)'
           : taskAugmented && record.task === undefined
             ? "nothing sent upstream yet: the task it creates is cancelled with tasks/cancel once its CreateTaskResult comes (rules 35, 36 in docs/spec-rules.md)"
             : "nothing sent upstream";

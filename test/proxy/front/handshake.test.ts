@@ -1,6 +1,6 @@
 // The 2026-07-28 handshake through the HTTP front: a client's server/discover is bounded as
 // initialize is (its maximum total timeout only: it may include starting the server) and never
-// cancelled upstream (rules 19, 39). An outside tester's finding: the front cut it at --timeout-ms,
+// cancelled upstream (rule 39, and the library's own choice for server/discover). An outside tester's finding: the front cut it at --timeout-ms,
 // so a pinned client could not connect while the server was starting. The scripted stdio server
 // never answers server/discover and logs every line it reads.
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,7 +20,9 @@ describe("proxy --listen: server/discover is a handshake", () => {
     const [answer] = (await messagesOf(response)) as Array<{ error?: { code: number; message: string; data?: { code?: string } } }>;
     expect(performance.now() - sentAt).toBeGreaterThanOrEqual(950); // not the 200 ms idle timeout
     expect(answer?.error).toMatchObject({ code: -32001, data: { code: "MAX_TOTAL_TIMEOUT" } });
-    expect(answer!.error!.message).toMatch(/not cancelled \(server\/discover never is: rules 19, 39 in docs\/spec-rules.md\)/);
+    expect(answer!.error!.message).toMatch(
+      /not cancelled \(server\/discover never is, as initialize: "Never cancelled" in docs\/spec-rules.md\)/,
+    );
     await sleep(200);
     expect(received(front.stderr()).some((m) => m.method === "server/discover")).toBe(true);
     expect(received(front.stderr()).filter((m) => m.method === "notifications/cancelled")).toEqual([]);
