@@ -61,4 +61,18 @@ describe("a request's stream that ends without its response, nothing more to com
     await sleep(1_500);
     expect(gets(server)).toEqual([]);
   });
+
+  it("v2 pinned to 2026-07-28: a stream that ends cleanly without its response after an event with an id is connection-closed when the SDK would resume it, and the GET never goes out", async () => {
+    const server = await startRawHttp({ era: "2026-07-28" });
+    cleanup.push(() => server.stop());
+    const { mcp, close, adapter } = await connectV2(server.url, { pin: true });
+    cleanup.push(close);
+    const outcome = await timed(mcp.callTool({ name: "end-resumable" }, { timeoutMs: 5_000 }));
+    expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
+    expect(outcome.at).toBeLessThan(2_000); // ended at 50 ms, the SDK's resume 100 ms later: not the 5 s timeout
+    expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed", mechanism: "none" } });
+    await sleep(500);
+    expect(gets(server)).toEqual([]);
+    expect(adapter.stats().resumesRefused).toBe(1);
+  });
 });

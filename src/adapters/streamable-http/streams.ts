@@ -695,7 +695,25 @@ export class StreamTracker extends Layer {
       return this.#config.v2 ? undefined : (this.#sending.get(id) ?? this.#streams.get(id)?.controller.signal);
     },
     resume: (token) => {
-      if (this.#config.v2) return undefined;
+      if (this.#config.v2) {
+        if (this.era !== "modern") return undefined;
+        // 2026-07-28 has no resumption (rule 27), yet the v2 SDK resumes a stream that ended
+        // cleanly without its response once it carried an event id (an outside tester's: the GET
+        // with Last-Event-ID reached the server, and the call waited for its 405). Its end was the
+        // SDK's to tell (see `ended`); its resume says the response was not on it: the request is
+        // lost, its call settles `connection-closed` now, and the GET never goes out.
+        for (const stream of this.#streams.values()) {
+          if (stream.lastEventId !== token || stream.cancelled) continue;
+          this.#lost(
+            stream,
+            "eof",
+            new Error("The request's response stream ended without its response (2026-07-28 has no resumption: rule 27)"),
+          );
+          break;
+        }
+        this.#resumesRefused++;
+        return "block";
+      }
       if (this.#blocked.delete(token)) {
         this.#resumesRefused++;
         return "block";
