@@ -1,4 +1,4 @@
-import type { CallOutcome, RunRecord, TaskInfo, TaskStatus } from "../types/record.js";
+import type { CallOutcome, CancelledOutcome, RunRecord, TaskInfo, TaskStatus } from "../types/record.js";
 
 export type {
   CallOutcome,
@@ -24,14 +24,50 @@ export function isTerminalTaskStatus(status: string): boolean {
 export function createdTask(result: unknown): TaskInfo | null {
   if (typeof result !== "object" || result === null) return null;
   const value = result as { task?: unknown; resultType?: unknown; taskId?: unknown; status?: unknown };
-  if (value.resultType === "task" && typeof value.taskId === "string") {
+  if (value.resultType === "task" && typeof value.taskId === "string" && value.taskId !== "") {
     return { taskId: value.taskId, status: taskStatus(value.status), revision: "2026-07-28" };
   }
   if (typeof value.task === "object" && value.task !== null) {
     const task = value.task as { taskId?: unknown; status?: unknown };
-    if (typeof task.taskId === "string") return { taskId: task.taskId, status: taskStatus(task.status), revision: "2025-11-25" };
+    if (typeof task.taskId === "string" && task.taskId !== "")
+      return { taskId: task.taskId, status: taskStatus(task.status), revision: "2025-11-25" };
   }
   return null;
+}
+
+/** What a cancelled call's record says of a task last seen in this status (`undefined`: not terminal, or no task). */
+export function terminalTaskOutcome(status: TaskStatus | undefined): CancelledOutcome | undefined {
+  return status === "cancelled"
+    ? "task-cancelled"
+    : status === "completed"
+      ? "task-completed-anyway"
+      : status === "failed"
+        ? "task-failed"
+        : undefined;
+}
+
+/** The five task statuses (rules 35, 36), in the words an error names them. */
+export const TASK_STATUSES = "working, input_required, completed, failed, cancelled";
+
+/** True for one of the five task statuses (rules 35, 36). */
+export function isTaskStatus(status: unknown): status is TaskStatus {
+  return status === "working" || status === "input_required" || isTerminalTaskStatus(String(status));
+}
+
+/**
+ * What is wrong with a result shaped as a `CreateTaskResult` (2025-11-25 `{ task }`, 2026-07-28
+ * `resultType: "task"`) whose task id is no string with text in it, or `null` for any other
+ * result (a well-formed `CreateTaskResult`, or no `CreateTaskResult` at all). Such a task can be
+ * neither followed nor cancelled: no `tasks/get` or `tasks/cancel` can name it.
+ */
+export function malformedCreatedTask(result: unknown): string | null {
+  if (typeof result !== "object" || result === null || createdTask(result) !== null) return null;
+  const value = result as { task?: unknown; resultType?: unknown; taskId?: unknown };
+  const nested = typeof value.task === "object" && value.task !== null;
+  if (value.resultType !== "task" && !nested) return null;
+  const [field, id] = nested ? ["task.taskId", (value.task as { taskId?: unknown }).taskId] : ["taskId", value.taskId];
+  const fault = id === undefined ? "missing" : id === "" ? "empty" : `not a string (${JSON.stringify(id) ?? typeof id})`;
+  return `malformed CreateTaskResult: ${field} is ${fault}`;
 }
 
 /** A status as sent, or `working` when it is not one of the five. */
@@ -61,7 +97,7 @@ const OUTCOME_WORDS: Record<CallOutcome, string> = {
   "verified-not-applied": "verified not applied",
   "verify-failed": "verification failed, outcome unverified",
   "task-cancelled": "task cancelled by the server",
-  "task-completed-anyway": "task completed anyway, result discarded",
+  "task-completed-anyway": "task completed anyway, result not returned",
   "task-failed": "task failed",
 };
 

@@ -31,7 +31,7 @@ export function outcomeNote(record: { readonly method: string; readonly outcome:
   if (record.outcome === "late-result-discarded")
     return "; it ran: the server's answer came as the call was given up and was discarded (late result discarded): check its effects before calling it again";
   if (record.outcome === "task-completed-anyway")
-    return "; it ran: its task had completed as the call was given up, and its result was discarded (task completed anyway): check its effects before calling it again";
+    return "; it ran: its task had completed as the call was given up, and its result was not returned (task completed anyway): check its effects before calling it again";
   if (record.outcome === "task-failed") return "; its task had failed as the call was given up (task failed)";
   if (record.outcome === "task-cancelled") return "; its task had already been cancelled as the call was given up (task cancelled)";
   return "";

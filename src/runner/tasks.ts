@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { CancellableCall } from "../core/cancellable-call.js";
-import { isTerminalTaskStatus, taskStatus } from "../core/record.js";
+import { TASK_STATUSES, isTaskStatus, isTerminalTaskStatus, taskStatus, terminalTaskOutcome } from "../core/record.js";
 import type { CancelMechanism, TaskInfo, TaskStatus } from "../core/record.js";
 import type { CancelledOutcome } from "../types/record.js";
 import type { Timers } from "../types/options.js";
@@ -95,17 +95,6 @@ export function refuseTwoTtls(params: Record<string, unknown> | undefined, optio
   );
 }
 
-/** What a cancelled call's record says of a task in this status (`undefined`: not terminal, not known). */
-function terminalOutcome(status: TaskStatus): CancelledOutcome | undefined {
-  return status === "cancelled"
-    ? "task-cancelled"
-    : status === "completed"
-      ? "task-completed-anyway"
-      : status === "failed"
-        ? "task-failed"
-        : undefined;
-}
-
 /** What the driver needs of the wire. */
 export interface TaskWire {
   /** One of the library's own task requests (see `TaskRequest`). */
@@ -123,6 +112,8 @@ export interface TaskWire {
   readonly open: boolean;
   /** The client's own `close()` closed it (not a lost connection). Default: false. */
   readonly closedByClient?: boolean;
+  /** True when this connection sent a `tasks/cancel` for this task id, for any call. Default: false. */
+  cancelSent?(taskId: string): boolean;
 }
 
 /** The text of a `tasks/cancel` that could not go out: the client was closing the connection. */
@@ -271,8 +262,16 @@ export class TaskDriver implements TaskFollower {
     this.#stopAwaiting();
     this.#task = task;
     this.#meta = meta;
-    this.#readInterval(task.revision === "2025-11-25" ? (result.task as Record<string, unknown>) : result);
+    // The task's fields: nested (2025-11-25), or inline (2026-07-28); read where they are, whatever the era.
+    const raw = (typeof result.task === "object" && result.task !== null ? result.task : result) as Record<string, unknown>;
+    this.#readInterval(raw);
     if (this.#settled) return this.#createdAfterCancel(task);
+    // A status none of the five is no sign of life, and nothing to follow: the call fails naming
+    // it, and the task, which nobody will follow, gets one tasks/cancel (an outside tester's: it
+    // was read as working, and each poll kept the call alive up to its maximum total timeout).
+    if (!isTaskStatus(raw.status)) {
+      return this.#malformed("tools/call", `the CreateTaskResult of task ${JSON.stringify(task.taskId)} has ${statusFault(raw.status)}`);
+    }
     this.#call?.alive();
     if (isTerminalTaskStatus(task.status)) {
       void this.#poll();
@@ -331,6 +330,14 @@ export class TaskDriver implements TaskFollower {
    * already terminal, nothing (rule 7).
    */
   cancel(call: CancellableCall, reason: string): CancelMechanism {
+    // The result read of a task seen terminal, given up with the call: its cancel carries the
+    // call's reason, and is what goes on the wire for the call (an outside tester's: the record
+    // said nothing was sent while a notifications/cancelled "Cancelled by the client" went out).
+    const read = this.#resultRead;
+    this.#resultRead = undefined;
+    this.#readSent = "none";
+    read?.abort(reason);
+    const readSent = this.#readSent;
     this.#stop();
     const task = this.#task;
     if (task === undefined) return this.wire.cancelCall(call, reason);
@@ -346,10 +353,10 @@ export class TaskDriver implements TaskFollower {
     this.#inputAbort?.abort(reason);
     if (isTerminalTaskStatus(task.status)) {
       // Known already: the first record says it (the watch's revision then changes nothing).
-      const known = terminalOutcome(task.status);
+      const known = terminalTaskOutcome(task.status);
       if (known !== undefined) call.outcomeKnown(known);
       queueMicrotask(() => this.#conclude(task.status));
-      return "none";
+      return readSent;
     }
     void this.#sendCancel(task);
     return "tasks/cancel";
@@ -394,6 +401,8 @@ export class TaskDriver implements TaskFollower {
 
   /** The `tasks/result` of a live call whose task is terminal (see `#finish`), while it waits. */
   #resultRead: AbortController | undefined;
+  /** How the cancel of that read went on the wire when it was given up (see `cancel`). */
+  #readSent: CancelMechanism = "none";
 
   /**
    * The next poll, an interval from now. `answered`: it follows a sign of life (the
@@ -433,6 +442,35 @@ export class TaskDriver implements TaskFollower {
     }
   }
 
+  /**
+   * What makes an answer about the task (`tasks/get`, `tasks/cancel`) untrustworthy, or
+   * `undefined`: it names another task (an answer about another task says nothing of this one),
+   * or its status is none of the five (rules 35, 36). A missing `taskId` is taken as this task's.
+   */
+  #untrusted(method: string, answer: Record<string, unknown>): string | undefined {
+    const own = this.#task!.taskId;
+    if (answer.taskId !== undefined && answer.taskId !== own) {
+      return `${method} for task ${JSON.stringify(own)} was answered about another task, ${JSON.stringify(answer.taskId) ?? typeof answer.taskId} (status ${JSON.stringify(answer.status) ?? "none"}): the answer is not trusted`;
+    }
+    if (!isTaskStatus(answer.status)) return `${method} for task ${JSON.stringify(own)} answered ${statusFault(answer.status)}`;
+    return undefined;
+  }
+
+  /**
+   * The live call met an answer it cannot trust (see `#untrusted`, or a `CreateTaskResult` with
+   * a status none of the five): it fails with a `TaskRequestError` naming it (code `null`, the
+   * answer as `data`), and the task, followed by nobody now and not known terminal, gets one
+   * `tasks/cancel`.
+   */
+  #malformed(method: string, message: string): void {
+    this.#stop();
+    this.#fail(new TaskRequestError(method, null, message));
+    const task = this.#task!;
+    if (this.wire.open && !isTerminalTaskStatus(task.status)) {
+      this.wire.taskRequest("tasks/cancel", this.#params(task), this.options.watchMs, this.timers).catch(noop);
+    }
+  }
+
   /** Records a status seen; returns the task. */
   #see(status: unknown): TaskInfo {
     const task = { ...this.#task!, status: taskStatus(status) };
@@ -461,6 +499,14 @@ export class TaskDriver implements TaskFollower {
         this.wire.taskRequest("tasks/cancel", this.#params(task), this.options.watchMs, this.timers).catch(noop);
       }
       return;
+    }
+    const untrusted = this.#untrusted("tasks/get", answer);
+    if (untrusted !== undefined) {
+      // Not a sign of life and nothing learned: a live call fails naming it; a watch after a
+      // cancel goes on as if it had not been answered.
+      if (!this.#settled) return this.#malformed("tasks/get", untrusted);
+      if (this.clock() + this.#interval < this.#watchUntil) return this.#schedule();
+      return this.#conclude(undefined);
     }
     this.#readInterval(answer);
     const task = this.#see(answer.status);
@@ -588,7 +634,7 @@ export class TaskDriver implements TaskFollower {
           "tools/call",
           typeof error.code === "number" ? error.code : null,
           task.status === "cancelled"
-            ? endedCancelled(task.taskId)
+            ? this.#endedCancelled(task.taskId)
             : typeof error.message === "string"
               ? error.message
               : `task ${task.taskId} failed`,
@@ -597,7 +643,7 @@ export class TaskDriver implements TaskFollower {
       );
     }
     if (task.status === "cancelled") {
-      return call.fail(new TaskRequestError("tools/call", null, endedCancelled(task.taskId)));
+      return call.fail(new TaskRequestError("tools/call", null, this.#endedCancelled(task.taskId)));
     }
     // 2025-11-25: the result (or the original error) comes from tasks/result. A task that
     // ended `failed` may answer it with a result (`isError: true`, as the SDK's servers store a
@@ -610,7 +656,14 @@ export class TaskDriver implements TaskFollower {
     const read = new AbortController();
     this.#resultRead = read;
     try {
-      const result = await this.wire.taskRequest("tasks/result", this.#params(task), MAX_TIMER_DELAY_MS, this.timers, read.signal);
+      const result = await this.wire.taskRequest(
+        "tasks/result",
+        this.#params(task),
+        MAX_TIMER_DELAY_MS,
+        this.timers,
+        read.signal,
+        (sent) => (this.#readSent = sent),
+      );
       if (task.status === "failed") call.fail(failedTask(task, result));
       else call.succeed(result);
     } catch (error) {
@@ -669,7 +722,8 @@ export class TaskDriver implements TaskFollower {
     }
     // 2025-11-25 answers with the task (status set to cancelled before the answer, rule 35);
     // 2026-07-28 with an empty acknowledgement: watch with tasks/get (eventually consistent, rule 36).
-    if (typeof answer.status === "string") {
+    // An answer about another task, or with a status none of the five, says nothing: polls look.
+    if (answer.status !== undefined && this.#untrusted("tasks/cancel", answer) === undefined) {
       const seen = this.#see(answer.status);
       if (isTerminalTaskStatus(seen.status)) return this.#conclude(seen.status);
     }
@@ -697,6 +751,18 @@ export class TaskDriver implements TaskFollower {
     settled!.update({ cancel: { ...cancel, undelivered: { mechanism: "tasks/cancel", error: why } } });
   }
 
+  /**
+   * A task the call did not cancel reported `cancelled`: what the wire shows is that status, and
+   * whether this connection sent a `tasks/cancel` naming the task (another call's, when the server
+   * gave two calls one task id: an outside tester's, told "the server, or another client, did").
+   */
+  #endedCancelled(taskId: string): string {
+    const ours = this.wire.cancelSent?.(taskId) === true;
+    return ours
+      ? `task ${taskId} ended with status "cancelled" (this call did not cancel it, but this connection sent a tasks/cancel for task ${taskId} for another call: the server gave two calls one task id)`
+      : `task ${taskId} ended with status "cancelled" (this call did not cancel it, nor did any other call on this connection: the server, or another client, did)`;
+  }
+
   /** The record of a cancelled call whose `tasks/cancel` could not go out: nothing went (rules 35, 36). */
   #notSent(why: string): void {
     const settled = this.#call?.settledRecord;
@@ -713,7 +779,7 @@ export class TaskDriver implements TaskFollower {
     if (this.#task !== undefined) this.wire.unfollow(this.#task.taskId);
     const settled = this.#call?.settledRecord;
     if (settled === null || settled === undefined || this.#task === undefined) return;
-    const outcome: CancelledOutcome | undefined = status === undefined ? undefined : terminalOutcome(status);
+    const outcome: CancelledOutcome | undefined = status === undefined ? undefined : terminalTaskOutcome(status);
     if (outcome === "task-completed-anyway") settled.ranCount++;
     // A verification that found the work not applied, then the task completed: the read came
     // before the work ended, and the latest evidence is that it ran (as a late result overrides it).
@@ -742,10 +808,7 @@ function failedTask(task: TaskInfo, result: Record<string, unknown>): TaskReques
   );
 }
 
-/**
- * A task the call did not cancel reported `cancelled`: what the wire shows is that status, not
- * who cancelled it (the server itself, or another client's `tasks/cancel`).
- */
-function endedCancelled(taskId: string): string {
-  return `task ${taskId} ended with status "cancelled" (this call did not cancel it: the server, or another client, did)`;
+/** A status none of the five, as an error names it. */
+function statusFault(status: unknown): string {
+  return `status ${JSON.stringify(status) ?? "none"}, which is none of the task statuses (${TASK_STATUSES}; rules 35, 36)`;
 }

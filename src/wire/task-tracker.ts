@@ -72,7 +72,7 @@ export class TaskTracker extends Layer {
     this.#requests = new TaskRequests(
       (message) => this.below.send(message),
       (requestId, reason) =>
-        void this.below.cancel({
+        this.below.cancel({
           requestId,
           reason,
           notification: { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason } },
@@ -229,6 +229,16 @@ export class TaskTracker extends Layer {
   #follow(taskId: string, driver: TaskFollower): void {
     if (this.#followed.size >= this.#max) this.#followed.delete(this.#followed.keys().next().value!);
     this.#followed.set(taskId, driver);
+  }
+
+  /** True when this connection sent a `tasks/cancel` for this task id (see `TaskRequests.cancelSent`). */
+  cancelSent(taskId: string): boolean {
+    return this.#requests.cancelSent(taskId);
+  }
+
+  /** The driver following this task, if any. */
+  followerOf(taskId: string): TaskFollower | undefined {
+    return this.#followed.get(taskId);
   }
 
   /** The driver of this task is done with it (the call settled, or its watch ended). */

@@ -1,4 +1,4 @@
-import type { TaskInfo } from "../core/record.js";
+import type { CancelMechanism, TaskInfo } from "../core/record.js";
 import type { Timers } from "../types/options.js";
 import type { Message } from "./messages.js";
 import type { RequestId } from "../core/cancellable-call.js";
@@ -123,8 +123,9 @@ export function followUpMeta(message: Message): Record<string, unknown> {
 
 /**
  * One of the library's own task requests, as each layer hands it down: its method and params,
- * how long it waits for its answer (ms), the timers that time it, and `given`, whose abort gives
- * it up (see `TaskRequests.request`).
+ * how long it waits for its answer (ms), the timers that time it, `given`, whose abort gives it
+ * up (see `TaskRequests.request`; a string reason is the reason its cancel carries), and
+ * `givenUp`, told at that abort how its cancel went on the wire.
  */
 export type TaskRequest = [
   method: string,
@@ -132,6 +133,7 @@ export type TaskRequest = [
   timeoutMs: number,
   timers: Timers,
   given?: AbortSignal | undefined,
+  givenUp?: ((sent: CancelMechanism) => void) | undefined,
 ];
 
 interface PendingTaskRequest {
@@ -153,16 +155,19 @@ export class TaskRequests {
   readonly #pending = new Map<string, PendingTaskRequest>();
   /** Ours that ended without their answer (given up, timed out, failed, lost): a late answer is dropped. */
   readonly #retired = new BoundedIdMap<string, true>(RETIRED_KEPT);
+  /** The task ids this connection sent `tasks/cancel` for (the last `RETIRED_KEPT`): see `cancelSent`. */
+  readonly #cancelledTasks = new BoundedIdMap<string, true>(RETIRED_KEPT);
   #next = 0;
 
   /**
    * @param send puts one request on the wrapped transport.
    * @param cancel puts the cancel of one request given up (its timeout, or `given`'s abort) on the
-   *   wire by the transport's mechanism (rule 15: a sender that stops waiting cancels); must not throw.
+   *   wire by the transport's mechanism (rule 15: a sender that stops waiting cancels), and returns
+   *   that mechanism; must not throw.
    */
   constructor(
     private readonly send: (message: Message) => Promise<void>,
-    private readonly cancel: (id: string, reason: string) => void = () => {},
+    private readonly cancel: (id: string, reason: string) => CancelMechanism | undefined = () => undefined,
   ) {}
 
   /** Takes one of ours off the pending ones without its answer; false if it was not pending. */
@@ -170,6 +175,15 @@ export class TaskRequests {
     if (!this.#pending.delete(id)) return false;
     this.#retired.set(id, true);
     return true;
+  }
+
+  /**
+   * True when a `tasks/cancel` naming this task id went out on this connection (for any call): a
+   * task that then reports `cancelled` may have ended by it, even for a call that did not cancel
+   * (a server that gave two calls one task id).
+   */
+  cancelSent(taskId: string): boolean {
+    return this.#cancelledTasks.has(taskId);
   }
 
   /** Requests in flight (0 when idle). */
@@ -183,10 +197,11 @@ export class TaskRequests {
    * `given`: aborting it gives the request up (its entry and timer go; a late answer is dropped),
    * rejecting with the signal's reason.
    */
-  request(...[method, params, timeoutMs, timers, given]: TaskRequest): Promise<Record<string, unknown>> {
+  request(...[method, params, timeoutMs, timers, given, givenUp]: TaskRequest): Promise<Record<string, unknown>> {
     const id = `mcp-cancellable-task-${++this.#next}`;
     // Given up already: nothing is sent, nothing is held.
     if (given?.aborted === true) return Promise.reject(given.reason);
+    if (method === "tasks/cancel" && typeof params.taskId === "string") this.#cancelledTasks.set(params.taskId, true);
     return new Promise((resolve, reject) => {
       // Each request waits at most timeoutMs; then its entry goes (a late answer is dropped), and
       // with it the listener on `given` (an audit's: it stayed until `given` aborted).
@@ -199,8 +214,11 @@ export class TaskRequests {
       const giveUp = (): void => {
         if (!this.#retire(id)) return;
         timers.clearTimeout(timer);
-        this.cancel(id, "Cancelled by the client");
-        reject(given!.reason);
+        // The reason of what gave it up, when it names one (a call's maximum total timeout, say).
+        const reason: unknown = given!.reason;
+        const sent = this.cancel(id, typeof reason === "string" ? reason : "Cancelled by the client");
+        givenUp?.(sent ?? "none");
+        reject(reason);
       };
       given?.addEventListener("abort", giveUp, { once: true });
       const done = (): void => {

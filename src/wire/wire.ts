@@ -2,8 +2,9 @@ import { ABORTED_REASON } from "../core/cancellable-call.js";
 import type { CancellableCall, RequestId } from "../core/cancellable-call.js";
 import type { LateSink } from "../core/settled-record.js";
 import { BoundedIdMap } from "../utils/bounded-id-map.js";
-import { createdTask } from "../core/record.js";
-import type { CancelMechanism } from "../types/record.js";
+import { createdTask, malformedCreatedTask } from "../core/record.js";
+import { TaskRequestError } from "../errors/TaskRequestError.js";
+import type { CancelMechanism, TaskInfo } from "../types/record.js";
 import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.js";
 import type { Anomaly } from "../types/options.js";
 import {
@@ -18,7 +19,7 @@ import {
   responseSchema,
   type Message,
 } from "./messages.js";
-import { augmentCreate, declaresTasks, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
+import { PROTOCOL_VERSION_META, augmentCreate, declaresTasks, followUpMeta, isTaskAugmented, notSent } from "./tasks.js";
 import type { InputDispatcher, TaskFollower, TaskRequest } from "./tasks.js";
 import { TaskTracker } from "./task-tracker.js";
 import { ListenTracker } from "./listens.js";
@@ -467,6 +468,11 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
   /** Open `subscriptions/listen` requests the wire still tracks (0 once every listen ended). */
   get listenCount(): number {
     return this.#listens.size;
+  }
+
+  /** True when this connection sent a `tasks/cancel` for this task id, for any call (see `TaskWire.cancelSent`). */
+  cancelSent(taskId: string): boolean {
+    return this.#tasks.cancelSent(taskId);
   }
 
   /** The library's own task requests in flight. */
@@ -1030,9 +1036,41 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
    * SDK refuses `resultType: "task"` on 2026-07-28). False for any other answer.
    */
   #taskCreated(id: RequestId, entry: Entry, result: unknown): boolean {
-    const task = createdTask(result);
+    const created = createdTask(result);
     const { call, follower } = entry;
-    if (task === null || call === null || follower === undefined) return false;
+    if (call === null || follower === undefined) return false;
+    if (created === null) {
+      // Shaped as a CreateTaskResult, with no task id to follow or cancel: the call fails saying
+      // so, never succeeds with it as the tool's result (an outside tester's: it did).
+      const fault = malformedCreatedTask(result);
+      if (fault === null) return false;
+      this.#forget(id, entry);
+      call.fail(
+        new TaskRequestError(
+          "tools/call",
+          null,
+          `${fault}: the task the server may have made can be neither followed nor cancelled (no tasks/get, no tasks/cancel was sent); whether it runs is unknown`,
+          result,
+        ),
+      );
+      this.#releaseSdk(id);
+      return true;
+    }
+    // The mechanism follows the era the request went out in (its _meta names a protocol version
+    // on 2026-07-28, rule 38), not the answer's shape: a 2025-shaped task on a 2026-07-28
+    // connection is polled and cancelled the 2026-07-28 way (an outside tester's: it got 2025
+    // requests, with no protocol version and no Mcp-Name).
+    const modern = entry.meta?.[PROTOCOL_VERSION_META] !== undefined;
+    const task: TaskInfo = { ...created, revision: modern ? "2026-07-28" : "2025-11-25" };
+    // One task id for two calls (a server's fault): a tasks/cancel for either cancels both.
+    const other = this.#tasks.followerOf(task.taskId);
+    if (other !== undefined && other !== follower) {
+      this.#anomaly({
+        kind: "invalid-message",
+        message: `the CreateTaskResult for request ${JSON.stringify(id)} names task ${JSON.stringify(task.taskId)}, which another call on this connection follows already: the server reused a task id, so a tasks/cancel for either call ends both`,
+        requestId: id,
+      });
+    }
     this.#pending.delete(id);
     this.#tombstone(id, call, undefined);
     call.setTask(task);

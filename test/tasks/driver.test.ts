@@ -30,7 +30,7 @@ describe("task driver", () => {
     const error = await mcp.callTool({ name: "report" }, { task: true, maxTotalTimeoutMs: 150 }).catch((e: unknown) => e);
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => records.at(-1)?.outcome === "task-completed-anyway");
-    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result discarded");
+    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result not returned");
     expect(peer.requests("tasks/cancel")).toHaveLength(1);
     expect(peer.cancels()).toHaveLength(0);
     await client.close();
@@ -162,7 +162,7 @@ describe("task driver", () => {
     const error = await mcp.callTool({ name: "report" }, { task: true, timeoutMs: 2_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskRequestError);
     expect((error as Error).message).toMatch(
-      /^task \S+ ended with status "cancelled" \(this call did not cancel it: the server, or another client, did\)$/,
+      /^task \S+ ended with status "cancelled" \(this call did not cancel it, nor did any other call on this connection: the server, or another client, did\)$/,
     );
     expect(records.at(-1)).toMatchObject({ status: "failed", task: { status: "cancelled" } });
     expect(peer.requests("tasks/cancel")).toHaveLength(0);
@@ -213,14 +213,14 @@ describe("task driver", () => {
     const error = (await call.catch((e: unknown) => e)) as Error & { record: { revision: number; outcome: string } };
     expect(error.record).toMatchObject({ revision: 0, outcome: "task-completed-anyway" });
     expect(error.message).toMatch(
-      /; it ran: its task had completed as the call was given up, and its result was discarded \(task completed anyway\)/,
+      /; it ran: its task had completed as the call was given up, and its result was not returned \(task completed anyway\)/,
     );
     expect(error.message).not.toMatch(/whether it ran is unknown/);
     expect(peer.requests("tasks/cancel")).toHaveLength(0); // terminal (rule 7)
     await sleep(50);
     expect(records.at(-1)).toMatchObject({
       outcome: "task-completed-anyway",
-      summary: "cancelled (aborted), task completed anyway, result discarded",
+      summary: "cancelled (aborted), task completed anyway, result not returned",
     });
     await client.close();
   });

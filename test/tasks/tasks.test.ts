@@ -213,7 +213,7 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     expect(methods(server, "tasks/cancel")).toHaveLength(0);
   });
 
-  it("a task that completes anyway after the cancel is recorded so, its result discarded", async () => {
+  it("a task that completes anyway after the cancel is recorded so, its result not returned", async () => {
     server = await startRaw2026TaskServer();
     const records: RunRecord[] = [];
     const peer = await connectV2(server.url, { pin: true, onRecord: (r) => records.push(r) });
@@ -227,7 +227,7 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     expect(isCallTimeoutError(error)).toBe(true);
     await until(() => (records.at(-1)?.outcome ?? "").startsWith("task-"));
     expect(records.at(-1)!.outcome).toBe("task-completed-anyway");
-    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result discarded");
+    expect(records.at(-1)!.summary).toBe("cancelled (max-total-timeout), task completed anyway, result not returned");
     expect(methods(server, "tasks/cancel")).toHaveLength(1);
   });
 
@@ -248,7 +248,7 @@ describe("2026-07-28 tasks extension: v2 client pinned to 2026-07-28 and a scrip
     const last = records.at(-1)!;
     expect(last.outcome).toBe("task-completed-anyway");
     expect(last.summary).toBe(
-      "cancelled (max-total-timeout), task completed anyway, result discarded: it ran after all (a verification had found it not applied)",
+      "cancelled (max-total-timeout), task completed anyway, result not returned: it ran after all (a verification had found it not applied)",
     );
     expect(last.verification?.reads.at(-1)?.found).toBe("not-applied"); // what the read found stays
     expect(records.some((r) => r.outcome === "verified-not-applied")).toBe(true); // an earlier revision said it
