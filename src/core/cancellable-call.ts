@@ -10,7 +10,7 @@ import { linkAbort, offAbort } from "../utils/abort-link.js";
 import type { Progress, ResolvedCallOptions, Timers, VerifyFn } from "../types/options.js";
 import { DeadlineQueue } from "./deadlines.js";
 import { Wakeable } from "../utils/wakeable.js";
-import { ANSWERED_FIRST, createdTask } from "./record.js";
+import { ANSWERED_FIRST, createdTask, terminalTaskOutcome } from "./record.js";
 import type {
   CallOutcome,
   CancelledOutcome,
@@ -576,7 +576,10 @@ export class CancellableCall<T = unknown> extends Wakeable implements LateSink {
     // Its response already read, late (see `responded`): the result was discarded.
     const lateAnswers = this.#rare?.late ?? null;
     if (outcome === "unverified" && lateAnswers !== null && lateAnswers.results + lateAnswers.errors > 0) outcome = "late-result-discarded";
-    const known = this.#rare?.known;
+    // No cancel hook ran (a lost connection, the client's close): a task already seen terminal is
+    // what became of the work all the same (an outside tester's: a task seen completed, its
+    // tasks/result cut by a dropped connection, was "outcome unverified" beside status completed).
+    const known = this.#rare?.known ?? (onWire ? undefined : terminalTaskOutcome(this.#rare?.task?.status));
     if (outcome === "unverified" && known !== undefined) outcome = known;
     if (early !== undefined) {
       this.#rare!.early = undefined;

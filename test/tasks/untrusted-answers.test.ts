@@ -1,7 +1,7 @@
 // Answers about a task that the driver must not take as they come (outside testers' findings): a
 // tasks/get answered about another task, a CreateTaskResult with no task id, a status none of the
 // five (rules 35, 36), one task id given to two calls, and a completed task's tasks/result given up
-// with the call. 2025-11-25 shapes against a scripted in-memory peer, then the 2026-07-28 ones
+// with the call or cut by a lost connection. 2025-11-25 shapes against a scripted in-memory peer, then the 2026-07-28 ones
 // against the scripted stdio server (test/fixtures/tasks/raw-2026-task-server.mjs).
 import { afterEach, describe, expect, it } from "vitest";
 import { TaskRequestError, isCallCancelledError } from "../../src/index.js";
@@ -174,6 +174,26 @@ describe("task answers that are not trusted (2025-11-25)", () => {
     });
     expect(record.cancel.sentAt).not.toBeNull();
     expect(peer.requests("tasks/cancel")).toHaveLength(0); // terminal (rule 7)
+    await client.close();
+  });
+
+  it("the connection lost while a completed task's tasks/result is awaited: the first record and the error say the task completed, as the maximum total timeout's do", async () => {
+    const { client, mcp, peer, records } = await connectPeer();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working") });
+      if (m.method === "tasks/get") void peer.result(m.id, task("completed"));
+      // tasks/result: never answered
+    });
+    const call = mcp.callTool({ name: "report" }, { task: true, timeoutMs: 5_000 }).catch((e: unknown) => e);
+    await until(() => peer.requests("tasks/result").length === 1);
+    await peer.close();
+    const error = (await call) as Error & { record: RunRecord };
+    expect(error.message).toMatch(/it ran: its task had completed as the call was given up, and its result was not returned/);
+    expect(error.record).toMatchObject({ revision: 0, outcome: "task-completed-anyway", task: { status: "completed" } });
+    expect(records.at(-1)).toMatchObject({
+      outcome: "task-completed-anyway",
+      summary: "cancelled (connection-closed), task completed anyway, result not returned",
+    });
     await client.close();
   });
 });
