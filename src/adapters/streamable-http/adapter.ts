@@ -36,7 +36,8 @@ export interface StreamableHttpCancellationOptions {
    * POSTs `notifications/cancelled` once the request is known to have reached the server (its
    * response head arrived; or, on a server that answers in JSON, its body was fully written, which
    * the library's own fetch reports), and closes the request's stream once the server answered it
-   * (or its send failed), at most this long after it went. Where neither fact can be observed yet, it waits at
+   * (or its send failed), at most this long after its body was written (the library's own fetch
+   * reports it; another fetch: after it was sent). Where neither fact can be observed yet, it waits at
    * most this long for one. A `close()` of the transport right after a cancel waits at most this
    * long for those notifications before closing. This option does not bound the stream of a
    * task-augmented request cancelled before its task id was known (any era): it stays open until

@@ -324,7 +324,7 @@ export class LegacyDelivery extends Layer {
     // caller settled long ago; a result on the stream meanwhile is late and dropped.
     // A notification whose answer does not come within that bound is given up (its POST aborted,
     // its socket released), and the record says so: no wait, and no record, stays open on it.
-    const attempt = { at: since, wall: 0 };
+    const attempt: { at: number; wall: number; onWritten?: (() => void) | undefined } = { at: since, wall: 0 };
     // A timer-fired notification that would go at once goes after the settling under way: in the
     // next task (the callers whose calls timed out together, and their continuations, are all
     // released before any POST of theirs runs), from the settle slicer's after-queue (no settle
@@ -349,14 +349,27 @@ export class LegacyDelivery extends Layer {
     if (delivery.held)
       request.delivery({ sent: closes ? "notification+stream-close" : "notification", failed: null, sentWall: attempt.wall });
     if (stream !== undefined) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const close = (): void => {
         clearTimeout(timer);
+        attempt.onWritten = undefined;
         this.#tracker.closeStream(stream);
       };
       // In a browser the notification may wait for a connection in the runtime's own queue behind
       // this very stream (six per origin): the stream closes as soon as the notification is handed
       // to fetch, else both would wait out flushTimeoutMs and the server see the close first all the same.
-      const timer = setTimeout(close, fetchQueuesOutOfSight() ? 0 : this.#flushTimeoutMs);
+      if (fetchQueuesOutOfSight()) timer = setTimeout(close, 0);
+      // A fetch that reports the notification's body written: the bound runs from then, so the server
+      // has the cancel before it sees the stream go (rule 40). Timed from the send, a burst's
+      // notifications, each a fetch queued behind the others', reached the server after their
+      // streams closed (an outside tester's: 300 cancels on one connection, every stream closed
+      // first, by up to 0.8 s). One never written closes when its send is given up
+      // (notificationTimeoutMs) or fails.
+      else if (this.#observesBody()) {
+        attempt.onWritten = () => {
+          if (timer === undefined) timer = setTimeout(close, this.#flushTimeoutMs);
+        };
+      } else timer = setTimeout(close, this.#flushTimeoutMs);
       // Closed on the turn after the answer to the notification was read, not in its microtasks:
       // a server that answers the notification and writes the result in the same tick sends both
       // at once, and the result, read with the 202 from the same poll of the sockets, is then read
@@ -480,13 +493,27 @@ export class LegacyDelivery extends Layer {
    * Never rejects. `last` gets when the last attempt started (`processClock` and `Date.now()`).
    * Not sent again once the delivery is over (it gave up waiting for the answer: its record is written).
    */
-  async #sendNotification(request: CancelRequest, last: { at: number; wall: number }, delivery: Delivery): Promise<unknown> {
+  async #sendNotification(
+    request: CancelRequest,
+    last: { at: number; wall: number; onWritten?: (() => void) | undefined },
+    delivery: Delivery,
+  ): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       try {
         last.at = processClock();
         last.wall = Date.now();
         this.#tracker.refusal(request.requestId);
-        this.#tracker.expectCancel(request.requestId);
+        this.#tracker.expectCancel(request.requestId, () => {
+          // Written 1 ms or more after its send began (a fetch queued behind a burst's others):
+          // it went out then, and the record's `sentAt` says so (an outside tester's: up to 1.1 s
+          // before the POST reached the server).
+          const now = processClock();
+          if (now - last.at >= 1) {
+            last.at = now;
+            last.wall = Date.now();
+          }
+          last.onWritten?.();
+        });
         await this.below.send(request.notification);
         // Answered: whether its body was seen written no longer matters (read, so forgotten).
         this.#tracker.cancelWritten(request.requestId);

@@ -183,7 +183,10 @@ export class StreamTracker extends Layer {
    * fully written, and what gives the POST up (made when a fetch of ours asks for it). Entries
    * are the delivery's (it reads each at its end, even after a close).
    */
-  readonly #cancelsSent = new Map<RequestId, { written: boolean; giveUp: AbortController | undefined }>();
+  readonly #cancelsSent = new Map<
+    RequestId,
+    { written: boolean; giveUp: AbortController | undefined; onWritten: (() => void) | undefined }
+  >();
   /** Requests whose `notifications/cancelled` may take a pooled connection (the server answered their head). */
   readonly #pooled = new Set<RequestId>();
   #version: string | undefined;
@@ -221,11 +224,17 @@ export class StreamTracker extends Layer {
     };
   }
 
-  /** The delivery is about to send this request's `notifications/cancelled`: watch for its body written. */
-  expectCancel(id: RequestId): void {
+  /**
+   * The delivery is about to send this request's `notifications/cancelled`: watch for its body
+   * written; `onWritten` is told once when it is (a fetch that reports it).
+   */
+  expectCancel(id: RequestId, onWritten?: () => void): void {
     const entry = this.#cancelsSent.get(id);
-    if (entry === undefined) this.#cancelsSent.set(id, { written: false, giveUp: undefined });
-    else entry.written = false; // sent again (after a dropped connection)
+    if (entry === undefined) this.#cancelsSent.set(id, { written: false, giveUp: undefined, onWritten });
+    else {
+      entry.written = false; // sent again (after a dropped connection)
+      entry.onWritten = onWritten;
+    }
   }
 
   /** True when this request's `notifications/cancelled` body was fully written; forgets it (read once). */
@@ -780,7 +789,11 @@ export class StreamTracker extends Layer {
     },
     cancelSent: (id) => {
       const entry = this.#cancelsSent.get(id);
-      if (entry !== undefined) entry.written = true;
+      if (entry === undefined) return;
+      entry.written = true;
+      const onWritten = entry.onWritten;
+      entry.onWritten = undefined;
+      onWritten?.();
     },
     cancelSignal: (id) => {
       const entry = this.#cancelsSent.get(id);
