@@ -218,7 +218,7 @@ async function pending(plan: FrontPlan): Promise<FrontResult["pending"]> {
       maxHandleRequests: 1,
       inFlight: new InFlightGauge(1e9),
       log: quiet,
-      redact: (t: string) => t,
+      redact: Object.assign((t: string) => t, { active: false }),
     },
     upstream,
   );

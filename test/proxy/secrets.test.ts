@@ -11,7 +11,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpServer, createMcpHandler } from "@modelcontextprotocol/server";
 import { toNodeHandler } from "@modelcontextprotocol/node";
-import { proxyCommand } from "./helpers.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { proxyCommand, RawClient, tempDir } from "./helpers.js";
 import { messagesOf, post2026, startFront, stopFronts } from "./front/helpers.js";
 
 const SECRET = "upstream-secret-9d3e5b7a1c44";
@@ -101,5 +103,55 @@ describe("an upstream that echoes the --header secret", () => {
     expect(messages.at(-1)).toMatchObject({ id: 1, result: { isError: true, content: [{ text: "you sent authorization=[redacted]" }] } });
     expect(JSON.stringify(messages)).not.toContain(SECRET);
     expect(front.stderr()).not.toContain(SECRET);
+  });
+});
+
+// An outside tester's token with a `"` in it came back to the client whole: the proxy looked for
+// it in the message's JSON, where it is `\"`. A token with a quote, a backslash and a non-ASCII
+// (Latin-1: a header value's bytes) letter, echoed in a JSON-RPC error's message.
+describe("an upstream that echoes a --header secret JSON would escape", () => {
+  const TOKEN = 'tok"en\\clé-5f0a7c';
+
+  /** Answers every POST with a JSON-RPC error naming the Authorization header it got (the tester's echo-upstream.mjs). */
+  async function jsonEchoUpstream(): Promise<string> {
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk: string) => (body += chunk));
+      req.on("end", () => {
+        const id = (JSON.parse(body || "{}") as { id?: unknown }).id ?? null;
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32602, message: `bad credentials: ${req.headers.authorization}` } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    open.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  }
+
+  it("stdio proxy --url: the client's error, the log and the --records line say [redacted], the token in no form", async () => {
+    const { dir, cleanup } = tempDir();
+    open.push(async () => cleanup());
+    const file = join(dir, "records.jsonl");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: ${NAME} in a --header value is the option's own syntax, not a template.
+    const client = new RawClient(["--url", await jsonEchoUpstream(), "--header", "Authorization: Bearer ${MCP_TOKEN}", "--records", file], {
+      MCP_TOKEN: TOKEN,
+    });
+    open.push(() => client.end());
+    client.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
+    // The whole value is a secret too (longest first).
+    expect((await client.answer(1)).error?.message).toBe("bad credentials: [redacted]");
+    client.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    await client.answer(2);
+    await client.end();
+    const written = readFileSync(file, "utf8");
+    expect(written).toContain("[redacted]");
+    // The token's plain end: left in any encoding (raw, \", \u00e9), it would show.
+    for (const text of [JSON.stringify(client.messages), client.stderr, written]) expect(text).not.toContain("5f0a7c");
   });
 });

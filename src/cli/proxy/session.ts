@@ -28,6 +28,8 @@ import { findAnswered } from "../../wire/messages.js";
 import type { Message } from "../../wire/messages.js";
 import { forgetRawLine, lineLength, rawLineOf } from "../json-lines.js";
 import type { ProxyOptions } from "./args.js";
+import { redactJsonText } from "./listen/guard.js";
+import type { Redact } from "./listen/guard.js";
 import {
   baseLimits,
   entryLimits,
@@ -277,7 +279,7 @@ export interface SessionInit<T extends TransportLike> {
   /** Diagnostics (stderr), one line with its newline. */
   readonly log: (text: string) => void;
   /** Takes the upstream's `--header` secrets out of a `--records` line (the log is given redacted already). */
-  readonly redact?: ((text: string) => string) | undefined;
+  readonly redact?: Redact | undefined;
 }
 
 /**
@@ -369,7 +371,7 @@ export class ProxySession<T extends TransportLike> {
         ? undefined
         : jsonLines((line) => {
             // An upstream may echo its --header token in an error: the record's texts are redacted as the log's are.
-            if (!records.writableEnded) records.write(init.redact === undefined ? line : init.redact(line));
+            if (!records.writableEnded) records.write(init.redact === undefined ? line : redactJsonText(line, init.redact));
           });
     this.#perRequestLimits = hasOverrides(this.#config);
     const observer = this.#extras.observer;

@@ -5,7 +5,7 @@ import type { Readable, Writable } from "node:stream";
 import type { TransportLike } from "../../adapters/types.js";
 import type { JsonRpcMessage } from "../../runner/message-transport.js";
 import { JsonLineReader } from "../json-lines.js";
-import { redactMessage } from "./listen/guard.js";
+import { redactJsonText, redactMessage } from "./listen/guard.js";
 import type { Redact } from "./listen/guard.js";
 import type { TooLongLine } from "../json-lines.js";
 import { INVALID_REQUEST_CODE, isObject, PARSE_ERROR_CODE } from "./session.js";
@@ -444,6 +444,6 @@ function redacted(outbound: Outbound, redact: Redact): Outbound {
     return message === outbound.message ? outbound : { ...outbound, message };
   }
   const text = Buffer.concat(outbound.line).toString("utf8");
-  const clean = redact(text);
+  const clean = redactJsonText(text, redact);
   return clean === text ? outbound : { ...outbound, line: [Buffer.from(clean, "utf8")] };
 }

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { UsageError } from "../../../src/cli/args.js";
 import { runProxyCommand } from "../../../src/cli/proxy/command.js";
 import { AUTH_TOKEN_ENV, FRONT_DEFAULTS, splitListenArgs } from "../../../src/cli/proxy/listen/args.js";
-import { checkOrigin, checkToken, redactor } from "../../../src/cli/proxy/listen/guard.js";
+import { checkOrigin, checkToken, redactJsonText, redactMessage, redactor } from "../../../src/cli/proxy/listen/guard.js";
 import { tempDir } from "../helpers.js";
 
 // The HTTP front's flags, taken out before the stdio proxy's own parser sees the rest, and the
@@ -136,5 +136,41 @@ describe("proxy --listen: guards", () => {
     const redact = redactor(["Bearer abcdefgh12345", "abcdefgh12345", "x"]);
     expect(redact("sent Bearer abcdefgh12345 and abcdefgh12345")).toBe("sent [redacted] and [redacted]");
     expect(redactor([])("same")).toBe("same");
+  });
+
+  // An outside tester's token with a `"` reached the client: it was looked for only as it is, in
+  // JSON text where it is `\"`. Every form a secret takes in what the proxy relays or writes.
+  it("redaction: a secret with a quote, a backslash, a newline, a tab or non-ASCII letters, raw and JSON-escaped once, twice, as \\uXXXX or \\/", () => {
+    const secrets = ['tok"en\\x/y-0123', "line\none\ttab-4567", "clé-ünï€😀-89ab"];
+    const redact = redactor(secrets);
+    /** JSON with every non-ASCII unit as \uXXXX in upper case and `/` as `\/` (Python's and PHP's defaults). */
+    const ascii = (text: string): string =>
+      text.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`).replaceAll("/", "\\/");
+    for (const secret of secrets) {
+      const message = {
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32602, message: `bad credentials: Bearer ${secret}`, data: { body: JSON.stringify({ sent: secret }) } },
+      };
+      const once = JSON.stringify(message);
+      for (const text of [secret, once, JSON.stringify({ record: once }), ascii(once), JSON.stringify({ log: ascii(once) })]) {
+        const clean = redact(text);
+        expect(clean, text).toContain("[redacted]");
+        // Each secret ends in four plain characters: left anywhere, in any encoding, they would show.
+        expect(clean, text).not.toContain(secret.slice(-4));
+        for (const form of [secret, JSON.stringify(secret).slice(1, -1), JSON.stringify(JSON.stringify(secret)).slice(2, -2)]) {
+          expect(clean, text).not.toContain(form);
+        }
+        if (text !== secret) expect(() => JSON.parse(redactJsonText(text, redact))).not.toThrow();
+      }
+      const clean = redactMessage(message, redact);
+      expect(clean.error.message).toBe("bad credentials: Bearer [redacted]");
+      expect(JSON.parse(clean.error.data.body)).toEqual({ sent: "[redacted]" });
+    }
+    // A backslash run next to a secret: the line stays JSON (written again from its value when the text's replacement broke it).
+    const line = JSON.stringify({ a: `\\${secrets[0]}\\`, n: 1 });
+    expect(JSON.parse(redactJsonText(line, redact))).toEqual({ a: "\\[redacted]\\", n: 1 });
+    const untouched = { id: 1, result: { text: "nothing secret" } };
+    expect(redactMessage(untouched, redact)).toBe(untouched);
   });
 });

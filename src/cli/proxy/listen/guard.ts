@@ -82,21 +82,49 @@ function digest(text: string): Buffer {
 /** Takes the secrets out of a text; `active`: there are secrets to take out. */
 export type Redact = ((text: string) => string) & { readonly active: boolean };
 
+/** The short JSON escapes (`\"`, `\n`...), by the character they stand for; every other one is `\uXXXX`. */
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { '"': '"', "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
+
+/**
+ * A regular expression's source matching a secret in each form it takes in the texts the proxy
+ * relays and writes: as it is (a tool's text, a log line), and JSON-escaped, once or more (a
+ * message's JSON; an upstream's error body quoted in an error message, that message in a JSON
+ * answer, then in a `--records` line). Each UTF-16 unit of the secret is matched raw, as its short
+ * escape (`\"`, `\/`, `\t`...) or as `\uXXXX` in either case, behind any run of backslashes (one
+ * per JSON level, doubled at each); a backslash itself is one backslash or an even run. An outside
+ * tester's token with a `"` in it was matched only raw, and reached the client as `\"`.
+ */
+function secretPattern(secret: string): string {
+  let source = "";
+  for (const char of secret.split("")) {
+    const hex = char.charCodeAt(0).toString(16).padStart(4, "0");
+    const escaped = String.raw`\\+u${hex.replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`)}`;
+    if (char === "\\") {
+      source += String.raw`(?:(?:\\\\)+|\\|${escaped})`;
+      continue;
+    }
+    const short = SHORT_ESCAPES[char];
+    // The unit itself as `\uXXXX` in the expression: matched raw, whatever it is (nothing to escape wrongly).
+    source += `(?:${unitOf(char)}|${escaped}${short === undefined ? "" : String.raw`|\\+${unitOf(short)}`})`;
+  }
+  return source;
+}
+
+/** A regular expression's source for one UTF-16 unit, as `\uXXXX`. */
+function unitOf(char: string): string {
+  return `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
 /**
  * A function removing each secret (the upstream's `--header` values, the front's token) from
- * text a client or a log may see, longest first.
+ * text a client or a log may see, longest first, in every form `secretPattern` names. Text that
+ * is JSON goes through `redactJsonText` (a replacement next to an escape must not break it).
  */
 export function redactor(secrets: readonly string[]): Redact {
   const list = [...new Set(secrets.filter((secret) => secret.length >= 4))].sort((a, b) => b.length - a.length);
   if (list.length === 0) return Object.assign((text: string) => text, { active: false });
-  return Object.assign(
-    (text: string) => {
-      let out = text;
-      for (const secret of list) out = out.split(secret).join("[redacted]");
-      return out;
-    },
-    { active: true },
-  );
+  const pattern = new RegExp(list.map(secretPattern).join("|"), "g");
+  return Object.assign((text: string) => text.replace(pattern, "[redacted]"), { active: true });
 }
 
 /** The secrets of an HTTP upstream's `--header` values: each whole value, and its last word (a bearer token). */
@@ -106,12 +134,52 @@ export function headerSecrets(headers: Readonly<Record<string, string>>): string
 
 /**
  * A message for a client with the secrets taken out of it, wherever they are: an upstream may
- * echo what it was sent, the `--header` token included, in an error or in a tool's result. The
- * same object when none is in it (or there are no secrets: nothing is serialised then).
+ * echo what it was sent, the `--header` token included, in an error or in a tool's result. Each
+ * string (keys too) is redacted as it is decoded, so a secret is found whatever JSON would escape
+ * in it, and the message stays a message. The same object when none is in it (or there are no
+ * secrets: nothing is looked at then).
  */
 export function redactMessage<M>(message: M, redact: Redact): M {
   if (!redact.active) return message;
-  const text = JSON.stringify(message);
+  return redactValue(message, redact) as M;
+}
+
+/** `value` with each string in it redacted: the same value when nothing changed. */
+function redactValue(value: unknown, redact: Redact): unknown {
+  if (typeof value === "string") return redact(value);
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = redactValue(value[i], redact);
+      if (item !== value[i]) (out ??= [...value])[i] = item;
+    }
+    return out ?? value;
+  }
+  let changed = false;
+  const entries = Object.entries(value).map(([key, item]) => {
+    const entry = [redact(key), redactValue(item, redact)] as const;
+    if (entry[0] !== key || entry[1] !== item) changed = true;
+    return entry;
+  });
+  return changed ? Object.fromEntries(entries) : value;
+}
+
+/**
+ * A JSON text (a `--records` line, a relayed line kept as it came) with the secrets taken out.
+ * Replaced in the text, which keeps it as it was elsewhere; if a replacement next to a run of
+ * backslashes left it no longer JSON, the text is parsed, redacted string by string and written
+ * again (its number forms may change then: only a text holding a secret pays that).
+ */
+export function redactJsonText(text: string, redact: Redact): string {
+  if (!redact.active) return text;
   const clean = redact(text);
-  return clean === text ? message : (JSON.parse(clean) as M);
+  if (clean === text) return text;
+  try {
+    JSON.parse(clean);
+    return clean;
+  } catch {
+    const end = /\s*$/.exec(text)?.[0] ?? "";
+    return `${JSON.stringify(redactValue(JSON.parse(text), redact))}${end}`;
+  }
 }

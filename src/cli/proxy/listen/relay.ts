@@ -27,6 +27,8 @@ import { isTaskAugmented } from "../../../wire/tasks.js";
 import type { Message } from "../../../wire/messages.js";
 import { STREAM_CLOSED_REASON } from "./exchange.js";
 import { FrontRevisions } from "./records.js";
+import { redactJsonText } from "./guard.js";
+import type { Redact } from "./guard.js";
 import type { AnswerWritten } from "./exchange.js";
 import { withCallFacts } from "./spans.js";
 
@@ -73,7 +75,7 @@ export interface RelayInit {
   readonly inFlight: InFlightGauge;
   readonly log: (text: string) => void;
   /** Removes secrets (the upstream's `--header` values, the front's token) from text a client may see. */
-  readonly redact: (text: string) => string;
+  readonly redact: Redact;
 }
 
 /** Requests in flight on a replica, against its limit. */
@@ -159,7 +161,7 @@ export class Relay<T extends TransportLike = TransportLike> {
     this.#perRequestLimits = hasOverrides(init.config);
     const records = init.records;
     // An upstream may echo its --header token in an error: the record's texts are redacted as the log's are.
-    const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(init.redact(line)));
+    const writeLine = records === undefined ? undefined : jsonLines((line) => records.write(redactJsonText(line, init.redact)));
     this.#writeLine = writeLine;
     const defaults: CancellationOptions = {
       ...baseLimits(init.config, init.options.limits),
