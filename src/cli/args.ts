@@ -315,9 +315,35 @@ export function httpFlags(
     if (name === "" || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
       throw new UsageError(`--header: expected "Name: value", got ${JSON.stringify(header)}`);
     }
-    headers[name] = expandVariables(header.slice(colon + 1).trim(), name, env);
+    // Trimmed as fetch trims it (a variable's own leading or trailing whitespace, a token's final
+    // line break, included), so what is sent and what the redaction looks for are one text.
+    const value = expandVariables(header.slice(colon + 1).trim(), name, env).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+    // Checked here, once: fetch refuses such a value at every request, with an error that quotes
+    // part of it (the token) to the client, while the proxy itself ran on and exited 0.
+    const bad = headerValueFault(value);
+    if (bad !== undefined) throw new UsageError(`--header ${name}: the value (after \${NAME} expansion) ${bad}`);
+    headers[name] = value;
   }
   return { url: url.href, headers };
+}
+
+/**
+ * What makes a header value one no HTTP request can carry, in words that never quote it (it is a
+ * secret, often); `undefined` when it is fine. fetch takes a value as bytes (Latin-1), without CR,
+ * LF or NUL (RFC 9110 5.5: a field value is no line break; a token read from a file often ends
+ * in one).
+ */
+function headerValueFault(value: string): string | undefined {
+  const control = /[\r\n\0]/.exec(value)?.[0];
+  if (control !== undefined) {
+    const which = control === "\r" ? "a carriage return (CR)" : control === "\n" ? "a line break (LF)" : "a NUL character";
+    return `holds ${which}, which no HTTP header can carry`;
+  }
+  const wide = /[\u0100-\uffff]/.exec(value);
+  if (wide !== null) {
+    return `holds a character beyond Latin-1 (at index ${wide.index}), which an HTTP header cannot carry as it is; encode it (percent or base64) as the server expects`;
+  }
+  return undefined;
 }
 
 /** `${NAME}` in a header's value replaced by the environment variable; `$${` kept as `${`. */

@@ -110,6 +110,8 @@ describe("parseProbeArgs", () => {
     [["--url", "ftp://x"], /expected http:\/\/ or https:\/\//],
     [["--url", "not a url"], /is not a URL/],
     [["--url", "http://x", "--header", "no colon"], /--header: expected "Name: value"/],
+    // One check for the probe and the proxy: a value no HTTP request can carry, named by its header.
+    [["--url", "http://x", "--header", "X-Key: a\nb"], /^--header X-Key: the value .* holds a line break \(LF\)/],
     [["--url", "http://x", "--env", "A=1"], /--env and --cwd are for --stdio/],
     [["--stdio", "a", "--era", "2025"], /--era: expected legacy or 2026-07-28/],
     [["--stdio", "a", "--args", "{"], /--args: not valid JSON/],

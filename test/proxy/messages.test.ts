@@ -221,6 +221,55 @@ describe("mcp-cancellable proxy: options", () => {
     expect(usage("Authorization: Bearer ${MCP_TOKEN")).toMatch(/is not a variable/);
   });
 
+  // An outside tester's: a token with a line break in it was taken; every request then failed
+  // with fetch's "invalid header value", which quoted the token's first line to the client, and the
+  // proxy exited 0. Refused at the start now, naming the header and never its value.
+  it("--header: a value with CR, LF or NUL (after ${NAME} expansion), or beyond Latin-1, is a usage error naming the header, never the value; its ends are trimmed as fetch trims them", () => {
+    const usage = (value: string): string => {
+      try {
+        parseProxyArgs(["--url", "http://127.0.0.1:1/mcp", "--header", "Authorization: Bearer ${MCP_TOKEN}"], { MCP_TOKEN: value });
+      } catch (error) {
+        expect(error).toBeInstanceOf(UsageError);
+        return (error as Error).message;
+      }
+      throw new Error("no usage error");
+    };
+    for (const [value, which] of [
+      ["sk-0123\n4567abcd", /a line break \(LF\)/],
+      ["sk-0123\r4567abcd", /a carriage return \(CR\)/],
+      ["sk-0123\u00004567abcd", /a NUL character/],
+      ["sk-0123€4567abcd", /a character beyond Latin-1 \(at index 14\)/],
+    ] as const) {
+      const message = usage(value);
+      expect(message).toMatch(/^--header Authorization: the value \(after \$\{NAME\} expansion\) holds /);
+      expect(message).toMatch(which);
+      expect(message).not.toMatch(/sk-|4567/);
+    }
+    expect(() => parseProxyArgs(["--url", "http://127.0.0.1:1/mcp", "--header", "X-A: a\nb"])).toThrow(/--header X-A: .* a line break/);
+    const trimmed = parseProxyArgs(["--url", "http://127.0.0.1:1/mcp", "--header", "Authorization: ${MCP_TOKEN}"], {
+      MCP_TOKEN: "\tBearer clé-1\r\n",
+    });
+    expect(trimmed !== "help" && trimmed.upstream.kind === "http" && trimmed.upstream.headers).toEqual({ Authorization: "Bearer clé-1" });
+  });
+
+  it("--header with a line break through the executable: exit 2 before anything starts, the header named, nothing of the token on stdout or stderr", async () => {
+    const client = new RawClient(["--url", "http://127.0.0.1:9/mcp", "--header", "Authorization: Bearer ${MCP_TOKEN}"], {
+      MCP_TOKEN: "sk-live-0123\n456789abcdef",
+    });
+    running.push(client);
+    client.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
+    expect(await eventually(() => client.exit !== undefined, 5_000)).toBe(true);
+    expect(client.exit?.code).toBe(2);
+    expect(client.stderr).toMatch(/--header Authorization: the value \(after \$\{NAME\} expansion\) holds a line break \(LF\)/);
+    expect(client.stderr).not.toMatch(/sk-live|456789/);
+    expect(client.messages).toEqual([]);
+  });
+
   it("--header ${MCP_TOKEN} through the executable: the token reaches the server, and is not in the proxy's command line", async () => {
     const http = await startRestartable();
     closers.push(() => http.stop());
