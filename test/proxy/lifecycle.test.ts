@@ -1,3 +1,4 @@
+import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -394,6 +395,55 @@ describe("mcp-cancellable proxy: --config and --records", () => {
     expect(Number.isInteger([...pids][0])).toBe(true);
     expect([...pids][0]).not.toBe(process.pid);
   });
+
+  // An outside tester's: `--records /dev/stdout` wrote record lines into the client's protocol
+  // stream. Whatever its name, the proxy's own stdout is refused (the same device and inode).
+  it("--records naming the proxy's own stdout (/dev/stdout, /proc/self/fd/1): exit 2 naming --records, nothing on stdout", async () => {
+    for (const file of ["/dev/stdout", "/proc/self/fd/1"]) {
+      if (!existsSync(file)) continue;
+      const client = start(["--records", file, ...server(SCRIPTED)]);
+      client.send(INITIALIZE());
+      expect(await eventually(() => client.exit !== undefined, 5_000), file).toBe(true);
+      expect(client.exit?.code).toBe(2);
+      expect(client.stderr).toContain(`--records ${file}: that is the proxy's own stdout`);
+      expect(client.messages).toEqual([]);
+      expect(client.notJson).toEqual([]);
+    }
+  });
+
+  // An outside tester's: a FIFO nobody read blocked the proxy at its open, before the server
+  // started: it never answered nor exited. Refused at once now; with a reader, the records reach it.
+  it.skipIf(process.platform === "win32")(
+    "--records naming a FIFO: with no reader, exit 2 at once saying so; with one, the records reach it",
+    async () => {
+      const fifo = join(dir, "records.fifo");
+      execFileSync("mkfifo", [fifo]);
+      const alone = start(["--records", fifo, ...server(SCRIPTED)]);
+      alone.send(INITIALIZE());
+      expect(await eventually(() => alone.exit !== undefined, 5_000)).toBe(true);
+      expect(alone.exit?.code).toBe(2);
+      expect(alone.stderr).toContain(`--records ${fifo}: a FIFO with no reader`);
+      expect(alone.messages).toEqual([]);
+
+      const reader = spawn("cat", [fifo], { stdio: ["ignore", "pipe", "ignore"] });
+      let read = "";
+      reader.stdout.setEncoding("utf8").on("data", (chunk: string) => (read += chunk));
+      const readerDone = new Promise((resolve) => reader.once("close", resolve));
+      try {
+        // cat opens the FIFO once it runs: the proxy is started when it has.
+        await sleep(300);
+        const client = start(["--records", fifo, "--timeout-ms", "300", ...server(SCRIPTED, "--list-all")]);
+        await client.initialize();
+        client.send(call("timeout", "silent"));
+        await client.answer("timeout");
+        expect((await client.end()).code).toBe(0);
+        await readerDone;
+        expect(read).toContain('"clientRequestId":"timeout"');
+      } finally {
+        if (reader.exitCode === null) reader.kill();
+      }
+    },
+  );
 });
 
 describe("mcp-cancellable proxy: its stderr's reader goes away", () => {

@@ -2,8 +2,10 @@
 // A `ProxySession` (session.ts: one client session over one upstream) behind the stdio front
 // (stdio-front.ts: the client's JSON-RPC lines on stdin, only protocol messages on stdout).
 import { headerSecrets, redactor } from "./listen/guard.js";
-import { createWriteStream } from "node:fs";
-import type { WriteStream } from "node:fs";
+import { constants, createWriteStream, fstatSync } from "node:fs";
+import type { Stats, WriteStream } from "node:fs";
+import { open, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import type { TransportLike } from "../../adapters/types.js";
 import type { ProxyOptions } from "./args.js";
 import { loadConfig, NO_CONFIG } from "./config.js";
@@ -48,7 +50,9 @@ export async function runProxy<T extends TransportLike>(
 ): Promise<number> {
   const config: ProxyConfig = options.config === undefined ? NO_CONFIG : loadConfig(options.config);
   const records =
-    options.records === undefined ? undefined : await openRecords(options.records, (text) => io.log(`mcp-cancellable proxy: ${text}\n`));
+    options.records === undefined
+      ? undefined
+      : await openRecords(options.records, (text) => io.log(`mcp-cancellable proxy: ${text}\n`), { stdoutIsProtocol: true });
   const upstream = await makeUpstream();
   // An HTTP upstream's --header secrets never reach the client or the log, even echoed back by it.
   const redact = redactor(options.upstream.kind === "http" ? headerSecrets(options.upstream.headers) : []);
@@ -97,20 +101,64 @@ const START_FAILURE_ANSWER_MS = 1_000;
  * Opens the `--records` file for appending. A write that fails once it is open (a full disk:
  * `ENOSPC`; an I/O error) is said once through `log`, with the records from there on lost: the
  * proxy goes on relaying (an outside tester's: records were lost with nothing said).
- * @throws {RecordsFileError} it cannot be opened.
+ * `stdoutIsProtocol` (the stdio proxy): the file may not be the process's own stdout, whatever
+ * its name (`/dev/stdout`, `/proc/self/fd/1`, the file stdout is redirected to): records there
+ * would be lines in the client's protocol stream. A FIFO is opened only when something reads it:
+ * opening one without a reader waits for a reader, and the proxy would never start nor end.
+ * @throws {RecordsFileError} it cannot be opened, it is stdout, or it is a FIFO nobody reads.
  */
-export function openRecords(file: string, log: (text: string) => void): Promise<WriteStream> {
+export async function openRecords(file: string, log: (text: string) => void, { stdoutIsProtocol = false } = {}): Promise<WriteStream> {
+  const found = await stat(file).catch(() => undefined); // absent (created below), or the open says why not
+  if (found !== undefined) {
+    if (stdoutIsProtocol && isStdout(found)) {
+      throw new RecordsFileError(
+        `--records ${file}: that is the proxy's own stdout, which carries only protocol messages to the client; give a file (or /dev/stderr)`,
+      );
+    }
+  }
+  // Held open until the stream's own open is done: a reader such as `cat` ends at its last writer's close.
+  const held = found?.isFIFO() === true ? await readerOf(file) : undefined;
   return new Promise((resolve, reject) => {
     const stream = createWriteStream(file, { flags: "a" });
     const why = (error: Error): string => (error as NodeJS.ErrnoException).code ?? error.message;
-    const refused = (error: Error): void => reject(new RecordsFileError(`--records ${file}: cannot open it for writing (${why(error)})`));
+    const release = (): void => void held?.close().catch(() => {});
+    const refused = (error: Error): void => {
+      release();
+      reject(new RecordsFileError(`--records ${file}: cannot open it for writing (${why(error)})`));
+    };
     stream.once("error", refused);
     stream.once("open", () => {
+      release();
       stream.off("error", refused);
       stream.once("error", (error) => log(`--records ${file}: cannot write to it (${why(error)}): the run records from here on are lost`));
       resolve(stream);
     });
   });
+}
+
+/** Whether `found` is the file the process's fd 1 is (the same device and inode); not when fd 1 is closed. */
+function isStdout(found: Stats): boolean {
+  try {
+    const stdout = fstatSync(1);
+    return stdout.dev === found.dev && stdout.ino === found.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks that a FIFO has a reader, by opening it without blocking (`ENXIO`: none), and returns
+ * that open handle: while it is open the reader stays, so the stream's own (blocking) open finds
+ * it at once. `undefined` when the open failed otherwise (the stream's open says why).
+ * @throws {RecordsFileError} nothing reads it.
+ */
+async function readerOf(file: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(file, constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENXIO") return undefined;
+    throw new RecordsFileError(`--records ${file}: a FIFO with no reader (ENXIO); start what reads it first, or give a file`);
+  }
 }
 
 /** The `--records` file cannot be opened. Exit code 2. */
