@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { SHUTDOWN_BOUND_MS } from "../../src/cli/proxy/session.js";
 import { closedUnfinished, seen, started, startV1 } from "../http/servers.js";
 import type { TestServer } from "../http/servers.js";
-import { alive, eventually, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
+import { alive, eventually, fixture, INITIALIZE, RawClient, received, server, sleep, tempDir } from "./helpers.js";
 import type { ConsoleSpan, ProxyRecord } from "./helpers.js";
 
 // Every way the proxy ends goes through one shutdown (issue 29, item 2): real signals to a real
@@ -87,6 +87,24 @@ describe("mcp-cancellable proxy: one shutdown, whatever ends it", () => {
       expect(client.notJson).toEqual([]);
     });
   }
+
+  // An outside tester's: SIGTERM, then SIGINT during the shutdown, logged "SIGINT again", as if
+  // SIGINT had come twice. Both are named now; the exit status is the second's.
+  it("SIGTERM, then SIGINT while stopping: the log names both (a second signal, SIGINT, after SIGTERM); exit 130 at once", async () => {
+    const pidfile = join(dir, "second-signal.pid");
+    const client = start(["--env", `PROBE_PIDFILE=${pidfile}`, ...server(fixture("probe/raw-server.mjs"), "--stubborn")]);
+    await client.initialize();
+    client.child.kill("SIGTERM");
+    // The stubborn server holds the shutdown (stdin grace, then SIGTERM grace): the second signal comes during it.
+    await sleep(300);
+    client.child.kill("SIGINT");
+    expect((await client.exited).code).toBe(130);
+    expect(client.stderr).toContain("mcp-cancellable proxy: a second signal (SIGINT, after SIGTERM) while stopping: exiting now");
+    expect(client.stderr).not.toContain("SIGINT again");
+    // The stubborn server is left to its own process group's end: stopped here.
+    const pid = Number(readFileSync(pidfile, "utf8"));
+    if (alive(pid)) process.kill(pid, "SIGKILL");
+  });
 
   it("SIGTERM with --otel: the spans of the calls in flight are exported before the exit (2 of 2)", async () => {
     const client = start(["--otel", ...server(LINE)], { OTEL_TRACES_EXPORTER: "console", OTEL_BSP_SCHEDULE_DELAY: "60000" });

@@ -70,14 +70,15 @@ export async function runProxy<T extends TransportLike>(
   // A signal runs the same shutdown; a second one while it runs ends the process at once. The
   // signals are the proxy's before the server starts: one that comes while it starts ends the
   // proxy once it is up (its default action would leave the server's process group running).
-  let stopping = false;
+  let stopping: EndSignal | undefined;
   const starting = session.start(START_FAILURE_ANSWER_MS);
   const off = io.onSignal?.((signal) => {
-    if (stopping) {
-      io.log(`mcp-cancellable proxy: ${signal} again while stopping: exiting now\n`);
+    if (stopping !== undefined) {
+      // Both named: "SIGINT again" after a SIGTERM said a signal came twice that came once.
+      io.log(`mcp-cancellable proxy: a second signal (${signal}, after ${stopping}) while stopping: exiting now\n`);
       process.exit(128 + (signal === "SIGHUP" ? 1 : signal === "SIGINT" ? 2 : 15));
     }
-    stopping = true;
+    stopping = signal;
     // A server that could not be started: the signal ends the answering of requests (exit 1).
     void starting.then(() => void session.end({ kind: "signal", signal }));
   });

@@ -40,6 +40,7 @@ export async function runFront(
   let front: Awaited<ReturnType<typeof startFront>> | undefined;
   let heldSignal: EndSignal | undefined;
   let signalled = 0;
+  let firstSignal: EndSignal | undefined;
   let finished!: () => void;
   let exit!: (status: number) => void;
   const status = new Promise<number>((resolve) => (exit = resolve));
@@ -53,11 +54,13 @@ export async function runFront(
   const onSignal = (signal: EndSignal): void => {
     signalled++;
     if (signalled > 1) {
-      log(`mcp-cancellable proxy [${listen.replica}]: ${signal} again: exiting now\n`);
+      // Both named: "SIGINT again" after a SIGTERM said a signal came twice that came once.
+      log(`mcp-cancellable proxy [${listen.replica}]: a second signal (${signal}, after ${firstSignal}) while draining: exiting now\n`);
       finished();
       exit(1);
       return;
     }
+    firstSignal = signal;
     log(`mcp-cancellable proxy [${listen.replica}]: ${signal}: draining\n`);
     if (front === undefined) heldSignal = signal;
     else drain(front, signal);
