@@ -28,8 +28,8 @@ export function withMeta<P extends { _meta?: Record<string, unknown> }>(params: 
 
 /**
  * An observation's `meta`, copied (its getters read once), when it is a non-empty object the wire
- * can carry; else `undefined`. A bad `meta` (`null`, no object, a getter that throws, a value JSON
- * cannot carry: a BigInt, a cycle) is ignored, as a throwing observer is: it never changes how a
+ * can carry, without a `progressToken`; else `undefined`. A bad `meta` (`null`, no object, a getter
+ * that throws, a value JSON cannot carry: a BigInt, a cycle) is ignored, as a throwing observer is: it never changes how a
  * call settles (an outside tester's: every call failed, unsent, its error naming neither the
  * observer nor `_meta`).
  */
@@ -38,6 +38,9 @@ function metaOf(observation: CallObservation): Record<string, unknown> | undefin
     const meta: unknown = observation.meta;
     if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return undefined;
     const copy: Record<string, unknown> = { ...meta };
+    // The request's progress token is the library's and the caller's (rule 20): an observer's would
+    // go out unchecked (an outside tester's: `{}` went, and the server refused the request).
+    delete copy.progressToken;
     if (Object.keys(copy).length === 0) return undefined;
     JSON.stringify(copy); // throws for what the wire cannot carry
     return copy;

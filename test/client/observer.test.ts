@@ -57,7 +57,7 @@ describe("observer", () => {
     }
   });
 
-  it("an observation whose meta is bad (null, no object, a getter that throws, a value the wire cannot carry) is ignored: the call is sent without it and settles as without it", async () => {
+  it("an observation whose meta is bad (null, no object, a getter that throws, a value the wire cannot carry, a progress token) is ignored: the call is sent without it and settles as without it", async () => {
     const boom = () => {
       throw new Error("observer bug");
     };
@@ -76,6 +76,9 @@ describe("observer", () => {
         },
       },
       { n: 1n },
+      // The progress token is never an observer's (rule 20): it would go out unchecked.
+      { progressToken: {} },
+      { progressToken: "observer-token" },
     ];
     for (const [index, meta] of metas.entries()) {
       const observation = index === 3 ? meta : { meta };

@@ -75,4 +75,19 @@ describe("a request's stream that ends without its response, nothing more to com
     expect(gets(server)).toEqual([]);
     expect(adapter.stats().resumesRefused).toBe(1);
   });
+
+  it("v2 pinned to 2026-07-28: the refused resume is the ended stream's, not another's that carries the same event id: that call gets its answer", async () => {
+    const server = await startRawHttp({ era: "2026-07-28" });
+    cleanup.push(() => server.stop());
+    const { mcp, close } = await connectV2(server.url, { pin: true });
+    cleanup.push(close);
+    const healthy = timed(mcp.callTool({ name: "slow-resumable", arguments: { ms: 600 } }, { timeoutMs: 5_000 }));
+    await sleep(30);
+    const ended = await timed(mcp.callTool({ name: "end-resumable" }, { timeoutMs: 5_000 }));
+    expect(ended.error).toBeInstanceOf(ConnectionClosedError);
+    const answered = await healthy;
+    expect(answered.error).toBeUndefined();
+    expect(answered.value).toMatchObject({ content: [{ type: "text", text: expect.stringMatching(/^slow-resumable /) }] });
+    expect(gets(server)).toEqual([]);
+  });
 });

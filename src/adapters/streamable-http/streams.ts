@@ -102,6 +102,8 @@ export interface Stream {
   dispatched: boolean;
   /** The first bytes of its response body arrived (see `FetchPort.bodyStarted`). */
   bodyStarted: boolean;
+  /** v2: its POST's body ended cleanly (`FetchPort.ended`, `eof`): a resume the v2 SDK then makes is this stream's. */
+  endedClean?: true;
   /** Its POST's fetch rejected with no response, with this (the adapter's fetch saw it: `FetchPort.ended`, `failed`). */
   fetchFailed?: { readonly cause: unknown };
   /** Cancelled by its stream close (2026-07-28): told if its POST then failed with its body never written (it never reached the server). */
@@ -711,8 +713,11 @@ export class StreamTracker extends Layer {
         // with Last-Event-ID reached the server, and the call waited for its 405). Its end was the
         // SDK's to tell (see `ended`); its resume says the response was not on it: the request is
         // lost, its call settles `connection-closed` now, and the GET never goes out.
+        // The stream whose end the SDK told (`ended`), not another one still open: event ids are
+        // the server's, and two streams may carry the same (an outside tester's: a server that
+        // numbered each stream's events from 1 had a healthy call given up for another's).
         for (const stream of this.#streams.values()) {
-          if (stream.lastEventId !== token || stream.cancelled) continue;
+          if (stream.lastEventId !== token || stream.cancelled || stream.endedClean !== true) continue;
           this.#lost(
             stream,
             "eof",
@@ -742,6 +747,11 @@ export class StreamTracker extends Layer {
         // send's end for JSON), since in a browser the body's end and its parse are tasks apart
         // (a timer here took an answered call for a lost one, in the Chromium leg).
         if (this.era === "modern" && how === "error") this.#lostNow(id, how, cause);
+        // A clean end: the SDK may resume it (see `resume`), which says which stream it was.
+        if (how === "eof" && !resumed) {
+          const stream = this.#streams.get(id);
+          if (stream !== undefined) stream.endedClean = true;
+        }
         // Its POST's fetch rejected with no response: the send's rejection (below the SDK's words for it) is a network failure.
         if (how === "failed" && !resumed) {
           const stream = this.#streams.get(id);

@@ -113,7 +113,7 @@ export async function openRecords(file: string, log: (text: string) => void, { s
   if (found !== undefined) {
     if (stdoutIsProtocol && isStdout(found)) {
       throw new RecordsFileError(
-        `--records ${file}: that is the proxy's own stdout, which carries only protocol messages to the client; give a file (or /dev/stderr)`,
+        `--records ${file}: that is the proxy's own stdout, which carries only protocol messages to the client; give a file (or /dev/stderr, when stderr is not stdout)`,
       );
     }
   }
