@@ -381,3 +381,37 @@ export function stoppedAfterEach(): { server?: TaskServer | undefined; closeClie
   });
   return started;
 }
+
+/** A message the scripted stdio task server read (a `RECV` line of its stderr). */
+export interface ReadMessage {
+  method?: string;
+  params?: { taskId?: string; _meta?: Record<string, unknown> };
+}
+
+/**
+ * The v2 client pinned to 2026-07-28 over stdio, through the library, to the scripted extension
+ * server (test/fixtures/tasks/raw-2026-task-server.mjs, a child process): `read(method)` lists the
+ * messages of that method the server read, `lines()` its stderr's lines, `records` each record
+ * revision, `close` ends both.
+ */
+export async function connectRaw2026Stdio(name: string) {
+  const { Client } = await import("@modelcontextprotocol/client");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+  const { withCancellation } = await import("../../src/index.js");
+  const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
+  const script = new URL("../fixtures/tasks/raw-2026-task-server.mjs", import.meta.url).pathname;
+  const transport = new StdioClientTransport({ command: process.execPath, args: [script], stderr: "pipe" });
+  const stderr: string[] = [];
+  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
+  const client = new Client({ name, version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
+  const records: import("../../src/index.js").RunRecord[] = [];
+  const mcp = withCancellation(client, stdioCancellation(transport), { onRecord: (r) => records.push(r) });
+  await client.connect(mcp.transport);
+  const lines = (): string[] => stderr.join("").split("\n");
+  const read = (method: string): ReadMessage[] =>
+    lines()
+      .filter((line) => line.startsWith("RECV "))
+      .map((line) => JSON.parse(line.slice(5)) as ReadMessage)
+      .filter((m) => m.method === method);
+  return { mcp, records, read, lines, close: () => client.close() };
+}

@@ -9,6 +9,7 @@ import type { Anomaly, RunRecord } from "../../src/index.js";
 import type { Message } from "../../src/core.js";
 import { connectPeer } from "../helpers/peer.js";
 import { until } from "../helpers/timing.js";
+import { connectRaw2026Stdio } from "./servers.js";
 
 const task = (status: string, taskId = "t1") => ({ taskId, status, ttl: 60_000, createdAt: "", lastUpdatedAt: "", pollInterval: 20 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -205,27 +206,9 @@ afterEach(async () => {
 });
 
 async function connect2026() {
-  const { Client } = await import("@modelcontextprotocol/client");
-  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-  const { withCancellation } = await import("../../src/index.js");
-  const { stdioCancellation } = await import("../../src/adapters/stdio/index.js");
-  const script = new URL("../fixtures/tasks/raw-2026-task-server.mjs", import.meta.url).pathname;
-  const transport = new StdioClientTransport({ command: process.execPath, args: [script], stderr: "pipe" });
-  const stderr: string[] = [];
-  transport.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
-  const client = new Client({ name: "untrusted-2026", version: "1.0.0" }, { versionNegotiation: { mode: { pin: "2026-07-28" } } });
-  const records: RunRecord[] = [];
-  const mcp = withCancellation(client, stdioCancellation(transport), { onRecord: (r) => records.push(r) });
-  await client.connect(mcp.transport);
-  closeClient = () => client.close();
-  const read = (method: string) =>
-    stderr
-      .join("")
-      .split("\n")
-      .filter((line) => line.startsWith("RECV "))
-      .map((line) => JSON.parse(line.slice(5)) as { method?: string; params?: { taskId?: string; _meta?: Record<string, unknown> } })
-      .filter((m) => m.method === method);
-  return { mcp, records, read };
+  const connection = await connectRaw2026Stdio("untrusted-2026");
+  closeClient = connection.close;
+  return connection;
 }
 
 describe("task answers that are not trusted (2026-07-28, scripted stdio server)", () => {
