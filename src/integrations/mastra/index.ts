@@ -106,9 +106,10 @@ export async function attachMastra(mcp: MastraMCPClientLike, options?: Cancellat
     refuseIdle(options);
   }
   const chosen = firstOptions.has(mcp) ? firstOptions.get(mcp) : options;
-  await mcp.listTools();
+  const listed = await mcp.listTools();
   const servers = new Map<string, CancellableClient<TransportLike, ClientLike>>();
   for (const [name, client] of mastraServerClients(mcp)) servers.set(name, attachWith(client, chosen, "attachMastra", "tighter"));
+  warnUnmatchedVerifiers(chosen?.verifiers, listed, [...servers.keys()]);
   if (!firstOptions.has(mcp)) firstOptions.set(mcp, options);
   const unattached = configuredServers(mcp).filter((name) => !servers.has(name));
   for (const name of unattached) {
@@ -124,6 +125,39 @@ export async function attachMastra(mcp: MastraMCPClientLike, options?: Cancellat
     unattached,
     records: () => [...servers.values()].flatMap((server) => server.records()),
   };
+}
+
+/**
+ * A `verifiers` key that names no tool of the attached servers never runs: the call it was meant
+ * for ends `unverified` without a word (an outside tester's: `srv_write`, the name Mastra's
+ * `listTools()` gives the tool `write` of server `srv`). Warned once each (`MCP_CANCELLABLE_INVALID_OPTION`),
+ * naming the MCP name where the key is Mastra's name for one. Mastra names each tool
+ * `<server>_<tool>`; keys of another shape say nothing, and nothing is warned.
+ */
+function warnUnmatchedVerifiers(verifiers: unknown, listed: unknown, serverNames: readonly string[]): void {
+  if (typeof verifiers !== "object" || verifiers === null || typeof listed !== "object" || listed === null) return;
+  const mcpNames = new Map<string, string>(); // Mastra's name of a tool → its MCP name
+  for (const key of Object.keys(listed)) {
+    const server = serverNames.find((name) => key.startsWith(`${name}_`));
+    if (server !== undefined) mcpNames.set(key, key.slice(server.length + 1));
+  }
+  const known = new Set(mcpNames.values());
+  if (known.size === 0) return;
+  for (const key of Object.keys(verifiers)) {
+    if (known.has(key)) continue;
+    const meant = mcpNames.get(key);
+    warnOnce(
+      `attachMastra options: verifiers.${key} names no tool of these servers, so it never runs (their tools: ${[...known]
+        .slice(0, 10)
+        .map((name) => JSON.stringify(name))
+        .join(", ")}${known.size > 10 ? ", …" : ""})${
+        meant === undefined
+          ? ""
+          : `: ${JSON.stringify(key)} is Mastra's name for the tool ${JSON.stringify(meant)}; key verifiers by the MCP name, verifiers: { ${JSON.stringify(meant)}: ... }`
+      }`,
+      "MCP_CANCELLABLE_INVALID_OPTION",
+    );
+  }
 }
 
 /**

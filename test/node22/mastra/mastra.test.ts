@@ -283,6 +283,24 @@ describe("Mastra: every option through Mastra's own tools (issue 28)", () => {
     expect(attached.records().filter((r) => r.method === "tools/call")).toMatchObject([{ outcome: "verified-applied" }]);
   });
 
+  it("a verifiers key that names no tool of the servers (Mastra's own name for one, reports_sleep) is warned once, naming the MCP name to use", async () => {
+    const { mcp } = stdioClient();
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      await attachMastra(mcp, { timeoutMs: 300, verifiers: { reports_sleep: () => "applied", sleep: () => "applied" } });
+      await sleep(10); // warnings are emitted on the next tick
+    } finally {
+      process.off("warning", onWarning);
+    }
+    const texts = warnings.map((warning) => warning.message).filter((text) => text.includes("verifiers."));
+    expect(texts).toHaveLength(1);
+    expect(texts[0]).toMatch(
+      /^attachMastra options: verifiers\.reports_sleep names no tool of these servers, so it never runs \(their tools: .*"sleep".*\): "reports_sleep" is Mastra's name for the tool "sleep"; key verifiers by the MCP name/,
+    );
+  });
+
   it("refused at once, naming the option: verify options without verifiers (Mastra's tools pass no verify), and a second call with other options", async () => {
     const { mcp } = stdioClient();
     for (const option of ["verifyDelayMs", "verifyTimeoutMs", "verifyWindowMs", "verifyIntervalMs", "awaitVerification"] as const) {
