@@ -748,7 +748,7 @@ export class StreamTracker extends Layer {
         // (a timer here took an answered call for a lost one, in the Chromium leg).
         if (this.era === "modern" && how === "error") this.#lostNow(id, how, cause);
         // A clean end: the SDK may resume it (see `resume`), which says which stream it was.
-        if (how === "eof" && !resumed) {
+        if (how === "eof" && !resumed && this.era === "modern") {
           const stream = this.#streams.get(id);
           if (stream !== undefined) stream.endedClean = true;
         }
