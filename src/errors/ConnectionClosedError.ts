@@ -4,6 +4,14 @@ import { textOf } from "../utils/hooks.js";
 import type { RunRecord } from "../types/record.js";
 
 /**
+ * The causes of calls whose request's stream ended without its response while the connection
+ * lived on (a Streamable HTTP stream that ended, a `202 Accepted`, a JSON answer for another id:
+ * the wire's `ended` fact, `eof`): the message says so, not that the connection was lost.
+ * @internal
+ */
+export const endedWithoutResponse = new WeakSet<object>();
+
+/**
  * ` (message: code)` of the error a transport failed with, or "" for anything else. Read where the
  * call settles: an error whose `message`, `cause` or `code` cannot be read (a getter that throws, a
  * revoked Proxy) gives "", never a throw (which would lose the call: an outside tester's).
@@ -44,7 +52,13 @@ export class ConnectionClosedError extends McpCancellableError {
           ? `${record.method} (request id ${String(record.requestId)}) was never sent: the connection failed before it reached the server${causeText(cause)}`
           : // Not "connection closed": frameworks (Mastra's MCPClient) reconnect and send a call again
             // when an error says so, and this call may have been done (its outcome is unverified).
-            `${record.method} (request id ${String(record.requestId)}) was pending when ${byClient ? "the client closed its connection" : "its connection was lost"} and was not retried${outcomeNote(record) || "; it may have run"}`,
+            `${record.method} (request id ${String(record.requestId)}) was pending when ${
+              byClient
+                ? "the client closed its connection"
+                : typeof cause === "object" && cause !== null && endedWithoutResponse.has(cause)
+                  ? `its response stream ended without its response, the connection open${causeText(cause)}`
+                  : "its connection was lost"
+            } and was not retried${outcomeNote(record) || "; it may have run"}`,
       record,
       verification,
       cause === undefined ? undefined : { cause },

@@ -4,6 +4,7 @@ import type { LateSink } from "../core/settled-record.js";
 import { BoundedIdMap } from "../utils/bounded-id-map.js";
 import { createdTask, malformedCreatedTask } from "../core/record.js";
 import { TaskRequestError } from "../errors/TaskRequestError.js";
+import { endedWithoutResponse } from "../errors/ConnectionClosedError.js";
 import type { CancelMechanism, TaskInfo } from "../types/record.js";
 import type { CancellationAdapter, CancelRequest, TransportLike } from "./types.js";
 import type { Anomaly } from "../types/options.js";
@@ -704,6 +705,9 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     if (entry.status !== undefined && (entry.status < 200 || entry.status > 299)) return;
     const neverSent = (how === "refused" || how === "dropped") && entry.writtenAt === undefined;
+    // Its stream ended, the connection open: the error says that, not a lost connection (an
+    // outside tester's: a JSON answer for another id read as "its connection was lost").
+    if (how === "eof" && typeof cause === "object" && cause !== null) endedWithoutResponse.add(cause);
     call.cancel("connection-closed", cause, neverSent);
     this.#releaseSdk(requestId);
   }
