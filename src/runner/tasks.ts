@@ -383,6 +383,9 @@ export class TaskDriver implements TaskFollower {
    * flight (no poll scheduled), its answer says the same.
    */
   statusNotified(status: string): void {
+    // A status none of the five says nothing of the task (rules 35, 36): no sign of life, and
+    // nothing to look at (an outside tester's: it kept the call alive, as an untrusted poll did).
+    if (!isTaskStatus(status)) return;
     this.#call?.alive(); // a sign of life (rule 37: the task, not the request, is what lives now)
     if (this.#timer === undefined || this.#task === undefined || status === this.#task.status) return;
     this.#stop();

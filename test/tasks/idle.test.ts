@@ -170,6 +170,26 @@ describe("idle timeout of a task: answers keep it alive, silence cuts it, the ma
     });
   }
 
+  it("status notifications with a status none of the five are no sign of life: the task is cut one idle timeout after the poll it left unanswered", async () => {
+    const { client, mcp, peer } = await connectPeer();
+    const t0 = Date.now();
+    peer.onRequest((m: Message) => {
+      if (m.method === "tools/call") void peer.result(m.id, { task: task("working", 10_000) });
+      if (m.method === "tasks/cancel") void peer.result(m.id, task("cancelled", 10_000));
+    });
+    const call = timed(mcp.callTool({ name: "report" }, { task: { watchMs: 5_000 }, timeoutMs: 300 }));
+    await vi.advanceTimersByTimeAsync(10_000);
+    for (let n = 1; n <= 5; n++) {
+      await vi.advanceTimersByTimeAsync(100);
+      await peer.send({ jsonrpc: "2.0", method: "notifications/tasks/status", params: task("bogus", 10_000) });
+    }
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(call.state.status).toBe("rejected");
+    expect(isCallTimeoutError(call.state.error)).toBe(true);
+    expect(call.at.ms - t0).toBe(10_300);
+    await client.close();
+  });
+
   it("the maximum total timeout holds over answered polls, status notifications and progress", async () => {
     const { client, mcp, peer, records } = await connectPeer();
     let token: unknown;
