@@ -314,6 +314,8 @@ function silentAfterCancel(run: ProbeRun): Check {
       crossedAnswers,
     );
   }
+  const blind = unseenAfter(run, cancelAt, main.windowEnd);
+  if (blind !== undefined) return make("silent-after-cancel", "SKIP", blind);
   const closed = within(run, cancelAt, end).find((event) => event.kind === "closed");
   // A connection that closed ends the watch: nothing more could come after it.
   const watched =
@@ -324,6 +326,24 @@ function silentAfterCancel(run: ProbeRun): Check {
     `no result, error or progress for ${idLabel(id)} ${sincePhrase(run, boundary, crossed.length)}, ${watched}` +
       (boundary.kind === "fence" ? "" : `: ${readNote(run, boundary)}`),
     [boundary.how, ...crossedNote, ...(closed ? [`(the connection closed ${rel(closed.at, cancelAt)} after the cancel)`] : [])],
+  );
+}
+
+/**
+ * Why the watch after the cancel saw nothing that counts, or `undefined`: the connection closed
+ * before the window ended while the server's process ran on (it closed its stdout; over HTTP the
+ * probe sees no process), so what it did after could not be seen, and silence shows nothing (an
+ * outside tester's: a server that closed its stdout at the cancel and worked on passed
+ * `silent-after-cancel` and `work-stops`, "the server stopped reporting progress"). A server
+ * that exited is gone: its silence is its end.
+ */
+function unseenAfter(run: ProbeRun, cancelAt: number, windowEnd: number): string | undefined {
+  const closedAt = run.closedAt;
+  if (closedAt === undefined || closedAt <= cancelAt || closedAt >= windowEnd) return undefined;
+  if (run.lost !== undefined && !run.lost.running) return undefined;
+  return (
+    `the connection closed ${rel(closedAt, cancelAt)} after the cancel, before the ${Math.round(windowEnd - cancelAt)} ms watch ended` +
+    `${run.lost === undefined ? "" : ` (the server ${run.lost.how}, its process still running)`}: what the server did after could not be seen`
   );
 }
 
@@ -436,6 +456,8 @@ function workStops(run: ProbeRun): Check {
       `${before.length} progress notification(s) before the cancel${crossing}, none ${sincePhrase(run, boundary, crossed.length)}` +
       `, watched ${closedAt === undefined ? `to ${rel(end, cancelAt)}` : `until the connection closed, ${rel(closedAt, cancelAt)}`}: the server stopped reporting progress`;
     if (cpu?.busy === true) return busyWarn(said);
+    const blind = unseenAfter(run, cancelAt, main.windowEnd);
+    if (blind !== undefined) return make("work-stops", "SKIP", blind, [...lines(seen.slice(-3), cancelAt), ...cpuLines]);
     const unwatched =
       run.transport === "http"
         ? "silence alone does not show that the work stopped; the probe sees no process of an HTTP server"
@@ -586,10 +608,16 @@ function rawCancelIgnored(run: ProbeRun, raw: RawCancel | undefined, id: CheckId
   );
   const end = raw.followUp?.endedAt ?? raw.windowEnd;
   const seen = within(run, raw.cancelAt, end);
+  // Output that is not JSON-RPC is the cancel's doing only from a server that wrote none before
+  // any cancel: one that writes it anyway (with each tools/list, say) breaks rule 31, which the
+  // report's header notes, not rules 9 and 10 (an outside tester's: both stray-cancel checks
+  // failed on lines that came with the follow-up tools/list).
+  const firstCancel = run.main?.cancelAt ?? raw.cancelAt;
+  const noisy = run.events.some((event) => event.kind === "invalid" && event.at <= firstCancel);
   const bad = seen.filter(
     (event) =>
       (isResponse(event) && (event.message!.id === raw.requestId || event.message!.id === null || !clientIds.has(event.message!.id))) ||
-      event.kind === "invalid" ||
+      (event.kind === "invalid" && !noisy) ||
       event.kind === "closed",
   );
   const followUp = raw.followUp;

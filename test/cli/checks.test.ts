@@ -117,6 +117,7 @@ describe("checks on synthetic timelines", () => {
     events.push({ seq: events.length, at: 531, from: "server", kind: "closed", text: "connection closed" });
     const r = run(events);
     r.closedAt = 531;
+    r.lost = { how: "exited with code 5", running: false };
     const checks = byId(evaluate(r));
     expect(checks["silent-after-cancel"]!.status).toBe("PASS");
     expect(checks["silent-after-cancel"]!.summary).toMatch(
@@ -125,6 +126,26 @@ describe("checks on synthetic timelines", () => {
     expect(checks["work-stops"]!.status).toBe("PASS");
     expect(checks["work-stops"]!.summary).toMatch(/watched until the connection closed, \+31 ms/);
     expect(checks["work-stops"]!.summary).not.toMatch(/HTTP server/);
+  });
+
+  it("a stdio server that closes its stdout as it reads the cancel and runs on: silent-after-cancel and work-stops SKIP, nothing after could be seen", () => {
+    const events = timeline([
+      [10, "client", call],
+      [200, "server", progress(1)],
+      [300, "server", progress(2)],
+      [500, "client", cancel],
+    ]);
+    events.push({ seq: events.length, at: 531, from: "server", kind: "closed", text: "connection closed" });
+    const r = run(events);
+    r.closedAt = 531;
+    r.lost = { how: "closed its stdout", running: true };
+    const checks = byId(evaluate(r));
+    for (const id of ["silent-after-cancel", "work-stops"]) {
+      expect(checks[id]!.status).toBe("SKIP");
+      expect(checks[id]!.summary).toMatch(
+        /^the connection closed \+31 ms after the cancel, before the \d+ ms watch ended \(the server closed its stdout, its process still running\)/,
+      );
+    }
   });
 
   it("progress slower than the window: WARN that the window was too short to judge, not a PASS", () => {
@@ -846,6 +867,7 @@ describe("verdicts that follow their evidence (tester I)", () => {
     events.push({ seq: events.length, at: 509, from: "server", kind: "closed", text: "connection closed" });
     const exited = run(events);
     exited.closedAt = 509;
+    exited.lost = { how: "exited with code 5", running: false };
     exited.main!.fence = exchangeOf(3, 501, undefined);
     const checks = byId(evaluate(exited));
     for (const id of ["silent-after-cancel", "work-stops"]) {

@@ -89,6 +89,28 @@ describe("probe: a misbehaving stdio server for each FAIL path", () => {
       /^no result, error or progress for #\d+ (after the cancel|more than the \d+ ms --grace after the cancel), watched until the connection closed, \+\d+ ms/,
     );
   });
+
+  // An outside tester's: a server that closed its stdout at the cancel and worked on passed both,
+  // "the server stopped reporting progress": its progress went nowhere (DROP lines in its stderr).
+  it("closes its stdout at the cancel and works on: silent-after-cancel and work-stops SKIP (nothing after could be seen), never PASS", async () => {
+    const { json } = await probeJson(["--stdio", rawServer("--close-stdout-on-cancel"), ...FAST]);
+    for (const id of ["silent-after-cancel", "work-stops"] as const) {
+      const verdict = check(json, id);
+      expect(verdict.status, why(json)).toBe("SKIP");
+      expect(verdict.summary).toMatch(
+        /^the connection closed \+\d+ ms after the cancel, before the \d+ ms watch ended \(the server closed its stdout, its process still running\): what the server did after could not be seen/,
+      );
+    }
+  });
+
+  // An outside tester's: output that is not JSON-RPC, written with every tools/list from the
+  // first on, failed both stray-cancel checks (rules 9, 10), as if the cancels had caused it.
+  it("writes output that is not JSON-RPC with every tools/list: the rule 31 note, not a FAIL of the stray-cancel checks", async () => {
+    const { json } = await probeJson(["--stdio", rawServer("--noise-with-list"), ...FAST]);
+    expect(statuses(json)["cancel-completed-ignored"], why(json)).toBe("PASS");
+    expect(statuses(json)["cancel-unknown-ignored"], why(json)).toBe("PASS");
+    expect(json.timeline.some((event) => event.kind === "invalid")).toBe(true);
+  });
 });
 
 // Issue 15: servers that behave like real frameworks did (raw fixtures reproducing them: fastmcp
