@@ -42,6 +42,15 @@ export function refuseStreamableHttp(transport: object): void {
  * @throws {InvalidOptionError} (option `transport`).
  */
 export function refuseCarried(transport: object, where: string, attached: "passes" | "refused" = "refused"): void {
+  // Every entry point's gate for a transport: one that cannot take the handlers the library sets
+  // (`onmessage`, `onclose`, `onerror`; on Streamable HTTP its fetch) is refused here, naming it
+  // (an outside tester's: a frozen transport failed with a bare TypeError from inside the library).
+  if (!Object.isExtensible(transport)) {
+    throw new InvalidOptionError(
+      "transport",
+      `${where}: transport cannot be extended (frozen, sealed or made non-extensible): the library sets its onmessage, onclose and onerror handlers (and, on Streamable HTTP, its fetch); pass the transport as it was made`,
+    );
+  }
   const carrier = carrierOf(transport);
   if (carrier === undefined || (carrier === "attached" && attached === "passes")) return;
   throw new InvalidOptionError(

@@ -88,7 +88,9 @@ const callShape = {
   resetTimeoutOnProgress: booleanOption(),
   clientWaitTimeoutMs: msOption(1, MAX_TIMER_DELAY_MS, true),
   signal: z.custom<AbortSignal | readonly AbortSignal[]>(
-    (value) => (Array.isArray(value) ? value.every(isAbortSignal) : isAbortSignal(value)),
+    // Every index, holes too (`every` skips them: an outside tester's `[signal, <hole>]` passed,
+    // and the call was then taken as aborted by the hole).
+    (value) => (Array.isArray(value) ? Array.from(value).every(isAbortSignal) : isAbortSignal(value)),
     { error: (issue) => signalRefusal(issue.input) },
   ),
   reason: z.string({ error: (issue) => `must be a string; received ${received(issue.input)}` }),
@@ -388,8 +390,21 @@ export function parseOptions<T>(
       `${where}: unknown option${issue.keys.length > 1 ? "s" : ""} ${names}${hint}${clientWide}${perCallHint}${adapterHint}`,
     );
   }
-  const option = issue.path.length > 0 ? named(issue.path.join(".")) : (prefix ?? "options");
+  const option = issue.path.length > 0 ? named(issue.path.map(pathPart).join(".")) : (prefix ?? "options");
   throw new InvalidOptionError(option, `${where}: "${option}" ${issue.message}`);
+}
+
+/** The longest key an option's name quotes, in characters (a 10 MB key is cut, as values are). */
+const KEY_LENGTH = 100;
+
+/**
+ * One step of an option's path as its name gives it: a symbol key as `Symbol(description)` (a
+ * join would throw: an outside tester's, a bare TypeError for `verifiers: { [Symbol()]: fn }`),
+ * a key past `KEY_LENGTH` characters cut with "…".
+ */
+function pathPart(part: PropertyKey): string {
+  const text = typeof part === "symbol" ? part.toString() : String(part);
+  return text.length > KEY_LENGTH ? `${text.slice(0, KEY_LENGTH)}…` : text;
 }
 
 /**

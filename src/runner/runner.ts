@@ -351,7 +351,7 @@ export class CallRunner {
     if (callerToken !== undefined && typeof callerToken !== "string" && !Number.isSafeInteger(callerToken)) {
       throw new InvalidOptionError(
         "params._meta.progressToken",
-        `a progress token is a string or an integer (rule 20 in docs/spec-rules.md); received ${received(callerToken)}, so nothing was sent`,
+        `a progress token is a string or an integer (rule 20 in docs/spec-rules.md), a safe one (at most 2^53 - 1 either way, as JSON numbers keep it exactly); received ${received(callerToken)}, so nothing was sent`,
       );
     }
     if (callerToken !== undefined && wire?.tokenInUse(callerToken) === true) {
