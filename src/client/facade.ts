@@ -573,12 +573,13 @@ export function createSdkShell(runner: CallRunner, original: SdkCalls, v2: boole
     // The request's own reads in the try too (a getter that throws): the call rejects, never throws.
     try {
       const { method, params } = (request ?? {}) as { method?: unknown; params?: Record<string, unknown> };
+      if (marked(params)) return original.request(request, first, second);
       // A method that is no string is refused as `mcp.request` refuses it (an outside tester's: it
       // went out past the library, `{"method":5}`, no limit of ours on it, no record).
-      if (typeof method !== "string" && !marked(params)) {
+      if (typeof method !== "string") {
         throw new InvalidOptionError("request.method", `${where}.request: request.method must be a string; received ${received(method)}`);
       }
-      if (marked(params) || typeof method !== "string" || PASS_THROUGH.has(method)) return original.request(request, first, second);
+      if (PASS_THROUGH.has(method)) return original.request(request, first, second);
       const { schema, options } = splitTail(first, second);
       // Named by its method: the SDK's listTools, ping, readResource, ... all come here as request.
       const { call, extras } = mapped(options, `${where}.request (${method})`);

@@ -28,10 +28,10 @@ export function withMeta<P extends { _meta?: Record<string, unknown> }>(params: 
 
 /**
  * An observation's `meta`, copied (its getters read once), when it is a non-empty object the wire
- * can carry, without a `progressToken`; else `undefined`. A bad `meta` (`null`, no object, a getter
- * that throws, a value JSON cannot carry: a BigInt, a cycle) is ignored, as a throwing observer is: it never changes how a
- * call settles (an outside tester's: every call failed, unsent, its error naming neither the
- * observer nor `_meta`).
+ * can carry, without a `progressToken`; else `undefined`. A bad `meta` (`null`, no object, a
+ * getter that throws, a value JSON cannot carry: a BigInt, a cycle) is ignored, as a throwing
+ * observer is: it never changes how a call settles (an outside tester's: every call failed,
+ * unsent, its error naming neither the observer nor `_meta`).
  */
 function metaOf(observation: CallObservation): Record<string, unknown> | undefined {
   try {

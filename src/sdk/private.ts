@@ -294,8 +294,9 @@ const refusalsWatched = new WeakSet<object>();
 
 /**
  * Lets `replace` see each line the SDK's stdio transport refuses by its schema (and the error it
- * refused it with), and hand a message in its place (`undefined`: refused as before, the SDK's `onerror` gets its error). Both
- * lines keep a `ReadBuffer` as `StdioClientTransport._readBuffer` (declared `private`), made with
+ * refused it with), and hand a message in its place (`undefined`: refused as before, the SDK's
+ * `onerror` gets its error). Both lines keep a `ReadBuffer` as `StdioClientTransport._readBuffer`
+ * (declared `private`), made with
  * the transport and kept across `start()` and `close()`; its `readMessage()` takes one line off
  * `_buffer` (a `Buffer`), then throws on what its schema refuses: the SDK's `processReadBuffer`
  * hands that to `onerror`, and the line is lost. The line is the last one of what the call took off
