@@ -4,9 +4,10 @@ import { textOf } from "../utils/hooks.js";
 import type { RunRecord } from "../types/record.js";
 
 /**
- * The causes of calls whose request's stream ended without its response while the connection
- * lived on (a Streamable HTTP stream that ended, a `202 Accepted`, a JSON answer for another id:
- * the wire's `ended` fact, `eof`): the message says so, not that the connection was lost.
+ * The causes of calls whose request's stream ended without its response, ended by the server (a
+ * Streamable HTTP stream that ended, a `202 Accepted`, a JSON answer for another id: the wire's
+ * `ended` fact, `eof`): the message says so, not that the connection was lost (whether the
+ * connection itself closed then is not what was seen).
  * @internal
  */
 export const endedWithoutResponse = new WeakSet<object>();
@@ -56,7 +57,7 @@ export class ConnectionClosedError extends McpCancellableError {
               byClient
                 ? "the client closed its connection"
                 : typeof cause === "object" && cause !== null && endedWithoutResponse.has(cause)
-                  ? `its response stream ended without its response, the connection open${causeText(cause)}`
+                  ? `its response stream ended without its response${causeText(cause)}`
                   : "its connection was lost"
             } and was not retried${outcomeNote(record) || "; it may have run"}`,
       record,

@@ -705,7 +705,7 @@ export class Wire<T extends TransportLike = TransportLike> extends Layer {
     }
     if (entry.status !== undefined && (entry.status < 200 || entry.status > 299)) return;
     const neverSent = (how === "refused" || how === "dropped") && entry.writtenAt === undefined;
-    // Its stream ended, the connection open: the error says that, not a lost connection (an
+    // Its stream ended (the server ended it): the error says that, not a lost connection (an
     // outside tester's: a JSON answer for another id read as "its connection was lost").
     if (how === "eof" && typeof cause === "object" && cause !== null) endedWithoutResponse.add(cause);
     call.cancel("connection-closed", cause, neverSent);

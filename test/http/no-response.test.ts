@@ -46,7 +46,7 @@ describe("a request's stream that ends without its response, nothing more to com
       expect(outcome.error).toBeInstanceOf(ConnectionClosedError);
       // The connection lived on: the error says what ended, not that the connection was lost.
       expect((outcome.error as Error).message).toMatch(
-        /was pending when its response stream ended without its response, the connection open \(The server answered the request 202 Accepted, with no response\) and was not retried/,
+        /was pending when its response stream ended without its response \(The server answered the request 202 Accepted, with no response\) and was not retried/,
       );
       expect(outcome.at).toBeLessThan(2_000); // not its 5 s timeout
       expect(mcp.records().at(-1)).toMatchObject({ status: "cancelled", cancel: { trigger: "connection-closed", mechanism: "none" } });
